@@ -1,0 +1,36 @@
+package kermit
+
+import (
+	"context"
+	"io"
+)
+
+// DataPath carries file contents outside the Kermit packet stream: the
+// seam between the one protocol engine and the dual-channel service.
+// With no DataPath the engine sends file data in-band as D packets
+// (classic Kermit); with one, F/A/Z/B still travel as packets and the
+// bytes between A and Z go through the DataPath instead.
+//
+// File ids are assigned by the sending engine, one per file, in order,
+// starting at 1 for each session; the receiving engine learns a file's id
+// from the F packet sequence (the n-th file of the session has id n).
+type DataPath interface {
+	// SendFile transmits bytes [off, off+n) of src as file id and returns
+	// their CRC-32C (Castagnoli). It returns once every byte has been
+	// handed to the transport; src must stay readable until Release(id),
+	// because a block the peer reports damaged is re-read and re-sent.
+	SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n int64) (crc uint32, err error)
+	// Release says file id is finished (its Z was acknowledged).
+	Release(id uint32)
+
+	// Expect announces that bytes [off, off+n) of file id will arrive and
+	// must be written to dst. Blocks for id that arrive before Expect wait
+	// for it. A refused file is Expect-ed with a dst that discards.
+	Expect(id uint32, dst io.WriterAt, off, n int64) error
+	// Wait blocks until every byte of file id has been verified and
+	// written to dst, and returns the CRC-32C of [off, off+n).
+	Wait(ctx context.Context, id uint32) (crc uint32, err error)
+
+	// Close ends the data path; pending Waits fail.
+	Close() error
+}

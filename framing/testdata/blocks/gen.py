@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Writes the golden data-channel frames in this folder.
+
+It is independent of the Go code on purpose: a bitwise CRC-32C and
+struct.pack, straight from the layout in framing/block.go. Run it from
+this folder; the Go test only reads its output.
+"""
+import struct
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283
+
+
+def frame(magic, version, flags, reserved, fid, off, length, crc):
+    body = magic + struct.pack(">BBHIQII", version, flags, reserved, fid, off, length, crc)
+    assert len(body) == 28
+    return body + struct.pack(">I", crc32c(body))
+
+
+def block(name, flags, fid, off, payload=None, length=None, err=None, mutate=None, version=1, reserved=0, magic=b"KRFB"):
+    payload = payload if payload is not None else b""
+    length = len(payload) if length is None else length
+    pcrc = crc32c(payload)
+    b = bytearray(frame(magic, version, flags, reserved, fid, off, length, pcrc))
+    if mutate:
+        mutate(b)
+    with open(name + ".txt", "w") as f:
+        f.write("kind block\n")
+        if err is None:
+            f.write(f"flags {flags}\nfile {fid}\noffset {off}\nlength {length}\npayloadcrc {pcrc:08x}\n")
+            if payload:
+                f.write(f"payload {payload.hex()}\n")
+        else:
+            f.write(f"err {err}\n")
+        f.write(f"hex {bytes(b).hex()}\n")
+
+
+def resend(name, fid, off, length, err=None, mutate=None):
+    b = bytearray(frame(b"KRFN", 1, 0, 0, fid, off, length, 0))
+    if mutate:
+        mutate(b)
+    with open(name + ".txt", "w") as f:
+        f.write("kind resend\n")
+        if err is None:
+            f.write(f"file {fid}\noffset {off}\nlength {length}\n")
+        else:
+            f.write(f"err {err}\n")
+        f.write(f"hex {bytes(b).hex()}\n")
+
+
+def flip(i, bit):
+    def m(b):
+        b[i] ^= 1 << bit
+    return m
+
+
+block("empty", 0, 1, 0)
+block("digits", 0, 1, 0, payload=b"123456789")
+block("hello-mid-file", 0, 7, 262144, payload=b"hello, kerf\n")
+block("large-offset", 0, 0xFFFFFFFF, (1 << 40) + 12345, length=1 << 18)
+block("max-length", 0, 2, 0, length=16 << 20)
+block("compressed-flag", 1, 3, 4096, length=100)
+block("too-long", 0, 2, 0, length=(16 << 20) + 1, err="toolong")
+block("bad-magic", 0, 1, 0, magic=b"KRFX", err="magic")
+block("bad-header-check", 0, 1, 0, payload=b"123456789", mutate=flip(13, 0), err="headercheck")
+block("bad-header-crc-field", 0, 1, 0, mutate=flip(31, 7), err="headercheck")
+block("bad-version", 0, 1, 0, version=2, err="version")
+block("unknown-flag", 2, 1, 0, err="reserved")
+block("reserved-bytes", 0, 1, 0, reserved=1, err="reserved")
+resend("resend", 4, 786432, 262144)
+resend("resend-bad-check", 4, 786432, 262144, mutate=flip(20, 3), err="headercheck")
+resend("resend-zero-length", 4, 0, 0, err="toolong")

@@ -1,0 +1,78 @@
+// Command kerf moves files: a Kermit control connection with raw data
+// connections beside it over TCP, or classic Kermit over a serial line.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes, so scripts can tell failures apart.
+const (
+	exitUsage    = 2 // bad command line
+	exitConnect  = 3 // could not connect or authenticate
+	exitTransfer = 4 // connected, but a transfer failed
+)
+
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{exitUsage, fmt.Errorf(format, a...)}
+}
+func connectErr(err error) error  { return &exitError{exitConnect, err} }
+func transferErr(err error) error { return &exitError{exitTransfer, err} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp()
+	err := app.RunContext(ctx, os.Args)
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "kerf:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.code)
+	}
+	if ctx.Err() != nil {
+		os.Exit(130)
+	}
+	os.Exit(exitUsage)
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                 "kerf",
+		Usage:                "bulk file transfer: Kermit negotiation with FTP-style raw data channels",
+		EnableBashCompletion: true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line instead of progress"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress output"},
+			&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug, info, warn or error"},
+		},
+		Commands: []*cli.Command{
+			serveCommand(),
+			sendCommand(),
+			getCommand(),
+			remoteCommand("ls", "list a remote directory", 'D'),
+			remoteCommand("mkdir", "make remote directories", 'm'),
+			remoteCommand("rm", "delete remote files", 'E'),
+			mvCommand(),
+			serialCommand(),
+			demoCommand(),
+		},
+	}
+}

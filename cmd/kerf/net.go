@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"kerf/control"
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// parseTarget splits HOST[:PORT][/PATH] (IPv6 hosts in brackets).
+func parseTarget(s string) (addr, rpath string, err error) {
+	hostEnd := 0
+	if strings.HasPrefix(s, "[") {
+		i := strings.Index(s, "]")
+		if i < 0 {
+			return "", "", usageErr("bad address %q", s)
+		}
+		hostEnd = i
+	}
+	if i := strings.IndexByte(s[hostEnd:], '/'); i >= 0 {
+		addr, rpath = s[:hostEnd+i], s[hostEnd+i:]
+	} else {
+		addr = s
+	}
+	if addr == "" {
+		return "", "", usageErr("no host in %q", s)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(strings.Trim(addr, "[]"), fmt.Sprint(control.DefaultPort))
+	}
+	return addr, rpath, nil
+}
+
+var clientFlags = []cli.Flag{
+	&cli.IntFlag{Name: "streams", Value: 1, Usage: "parallel data connections"},
+	&cli.BoolFlag{Name: "classic", Usage: "do not offer the dual-channel extension (plain Kermit over TCP)"},
+}
+
+func dial(c *cli.Context, addr string) (*control.Client, error) {
+	cl, err := control.Dial(c.Context, control.ClientConfig{
+		Addr: addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
+		Kermit: kermitConfig(c),
+	})
+	if err != nil {
+		return nil, connectErr(err)
+	}
+	return cl, nil
+}
+
+func kermitConfig(c *cli.Context) *kermit.Config {
+	k := kermit.DefaultConfig()
+	k.Resume = c.Bool("resume")
+	k.Log = logger(c)
+	return &k
+}
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run a kerf server",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "root", Value: ".", Usage: "directory to serve"},
+			&cli.StringFlag{Name: "listen", Value: fmt.Sprintf(":%d", control.DefaultPort), Usage: "control address"},
+			&cli.StringFlag{Name: "data-listen", Usage: "data address (default: the control host, any port)"},
+			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: "data connections per session"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageErr("serve takes no arguments")
+			}
+			log := logger(c)
+			srv, err := control.NewServer(control.ServerConfig{
+				Root: c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
+				MaxStreams: c.Int("max-streams"), Log: log,
+			})
+			if err != nil {
+				return connectErr(err)
+			}
+			fmt.Fprintf(os.Stderr, "kerf: serving %s on %s (data %s)\n", c.String("root"), srv.Addr(), srv.DataAddr())
+			return srv.Serve(c.Context)
+		},
+	}
+}
+
+// localFiles turns command-line paths into files to send, with scp's
+// naming: a directory sent with -r keeps its own name as the top.
+func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, error) {
+	var out []kermit.OutgoingFile
+	var total int64
+	add := func(p, name string, fi fs.FileInfo) {
+		out = append(out, kermit.OutgoingFile{
+			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(),
+			Open: func() (kermit.FileReader, error) { return os.Open(p) },
+		})
+		total += fi.Size()
+	}
+	for _, a := range args {
+		fi, err := os.Stat(a)
+		if err != nil {
+			return nil, 0, usageErr("%v", err)
+		}
+		switch {
+		case fi.Mode().IsRegular():
+			add(a, filepath.Base(a), fi)
+		case fi.IsDir() && recursive:
+			top := filepath.Base(filepath.Clean(a))
+			err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if !d.Type().IsRegular() {
+					return nil
+				}
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				rel, _ := filepath.Rel(a, p)
+				add(p, path.Join(top, filepath.ToSlash(rel)), info)
+				return nil
+			})
+			if err != nil {
+				return nil, 0, usageErr("%v", err)
+			}
+		case fi.IsDir():
+			return nil, 0, usageErr("%s is a directory (use -r)", a)
+		default:
+			return nil, 0, usageErr("%s is not a regular file", a)
+		}
+	}
+	return out, total, nil
+}
+
+func sendCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "send",
+		Usage:     "send files to a kerf or Kermit server",
+		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR]",
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
+			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
+		}, clientFlags...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return usageErr("usage: kerf send LOCAL... HOST[:PORT][/REMOTE/DIR]")
+			}
+			args := c.Args().Slice()
+			addr, rdir, err := parseTarget(args[len(args)-1])
+			if err != nil {
+				return err
+			}
+			files, total, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
+			if err != nil {
+				return err
+			}
+			cl, err := dial(c, addr)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			rep := newReporter(c, total)
+			cl.Session().SetEvents(rep.event)
+			if rdir != "" && rdir != "/" {
+				if _, err := cl.Generic(c.Context, 'm', rdir); err != nil {
+					return transferErr(fmt.Errorf("remote mkdir %s: %w", rdir, err))
+				}
+				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
+					return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
+				}
+			}
+			err = cl.Send(c.Context, files)
+			rep.finish(err)
+			if err != nil {
+				return transferErr(err)
+			}
+			return nil
+		},
+	}
+}
+
+func getCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "get",
+		Usage:     "fetch files from a kerf or Kermit server",
+		ArgsUsage: "HOST[:PORT]/REMOTE/PATH... LOCAL/DIR",
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
+			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
+		}, clientFlags...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return usageErr("usage: kerf get HOST[:PORT]/REMOTE/PATH... LOCAL/DIR")
+			}
+			args := c.Args().Slice()
+			var addr string
+			var specs []string
+			for _, a := range args[:len(args)-1] {
+				ad, rp, err := parseTarget(a)
+				if err != nil {
+					return err
+				}
+				if addr != "" && ad != addr {
+					return usageErr("all remote paths must be on one host")
+				}
+				if rp == "" || rp == "/" {
+					return usageErr("%s names no remote file", a)
+				}
+				addr = ad
+				specs = append(specs, rp)
+			}
+			store, err := filestore.Open(args[len(args)-1])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer store.Close()
+			cl, err := dial(c, addr)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			rep := newReporter(c, -1)
+			cl.Session().SetEvents(rep.event)
+			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
+			rep.finish(err)
+			if err != nil {
+				return transferErr(err)
+			}
+			return nil
+		},
+	}
+}
+
+func quoteSpec(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		if strings.ContainsAny(n, " {}") {
+			n = "{" + n + "}"
+		}
+		q[i] = n
+	}
+	return strings.Join(q, " ")
+}
+
+func remoteCommand(name, usage string, cmd byte) *cli.Command {
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: "HOST[:PORT]/PATH...",
+		Flags:     clientFlags,
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return usageErr("usage: kerf %s HOST[:PORT]/PATH...", name)
+			}
+			var cl *control.Client
+			var host string
+			for _, a := range c.Args().Slice() {
+				addr, rp, err := parseTarget(a)
+				if err != nil {
+					return err
+				}
+				if cl == nil {
+					if cl, err = dial(c, addr); err != nil {
+						return err
+					}
+					defer cl.Close()
+					host = addr
+				} else if addr != host {
+					return usageErr("all paths must be on one host")
+				}
+				if rp == "" && cmd != 'D' {
+					return usageErr("%s names no remote path", a)
+				}
+				reply, err := cl.Generic(c.Context, cmd, rp)
+				if err != nil {
+					return transferErr(fmt.Errorf("%s %s: %w", name, rp, err))
+				}
+				if reply != "" && (cmd == 'D') {
+					fmt.Print(reply)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func mvCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "mv",
+		Usage:     "rename a remote file or directory",
+		ArgsUsage: "HOST[:PORT]/FROM [HOST[:PORT]]/TO",
+		Flags:     clientFlags,
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return usageErr("usage: kerf mv HOST/FROM TO")
+			}
+			addr, from, err := parseTarget(c.Args().Get(0))
+			if err != nil {
+				return err
+			}
+			to := c.Args().Get(1)
+			if !strings.HasPrefix(to, "/") {
+				if a2, p2, err := parseTarget(to); err == nil && a2 == addr {
+					to = p2
+				}
+			}
+			cl, err := dial(c, addr)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			if _, err := cl.Generic(c.Context, 'R', from, to); err != nil {
+				return transferErr(fmt.Errorf("mv: %w", err))
+			}
+			return nil
+		},
+	}
+}
+
+var errNoFiles = errors.New("no files")
+
+var _ = context.Background

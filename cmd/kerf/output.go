@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"kerf/kermit"
+)
+
+// reporter turns engine events into progress lines, JSON events, or
+// nothing (output not a terminal).
+type reporter struct {
+	mu      sync.Mutex
+	json    *json.Encoder
+	bar     *progressbar.ProgressBar
+	out     io.Writer
+	total   int64
+	done    int64
+	files   int
+	failed  int
+	start   time.Time
+	last    time.Time
+	current map[string]int64
+}
+
+func newReporter(c *cli.Context, totalBytes int64) *reporter {
+	r := &reporter{out: os.Stderr, total: totalBytes, start: time.Now(), current: map[string]int64{}}
+	switch {
+	case c.Bool("json"):
+		r.json = json.NewEncoder(os.Stdout)
+	case c.Bool("quiet") || !term.IsTerminal(int(os.Stderr.Fd())):
+	default:
+		r.bar = progressbar.NewOptions64(totalBytes,
+			progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetDescription("total"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	return r
+}
+
+type jsonEvent struct {
+	Event   string  `json:"event"`
+	Name    string  `json:"name,omitempty"`
+	Size    *int64  `json:"size,omitempty"`
+	Bytes   int64   `json:"bytes,omitempty"`
+	Offset  int64   `json:"offset,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
+	CRC32C  string  `json:"crc32c,omitempty"`
+	Error   string  `json:"error,omitempty"`
+	Rate    float64 `json:"bytes_per_second,omitempty"`
+}
+
+func (r *reporter) event(e kermit.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	size := e.Size
+	switch e.Kind {
+	case kermit.FileStart:
+		r.current[e.Name] = 0
+		if r.json != nil {
+			r.json.Encode(jsonEvent{Event: "file_start", Name: e.Name, Size: &size, Offset: e.Offset})
+		}
+	case kermit.FileProgress:
+		delta := e.Bytes - r.current[e.Name]
+		r.current[e.Name] = e.Bytes
+		r.done += delta
+		if r.bar != nil {
+			r.bar.Add64(delta)
+		}
+		if r.json != nil && time.Since(r.last) > 500*time.Millisecond {
+			r.last = time.Now()
+			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: e.Bytes})
+		}
+	case kermit.FileDone:
+		delta := e.Bytes - r.current[e.Name]
+		delete(r.current, e.Name)
+		r.done += delta
+		r.files++
+		if r.bar != nil {
+			r.bar.Add64(delta)
+		}
+		secs := e.Duration.Seconds()
+		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: e.Bytes, Offset: e.Offset, Seconds: secs}
+		if e.CRC32C != 0 || e.Bytes > 0 {
+			ev.CRC32C = fmt.Sprintf("%08x", e.CRC32C)
+		}
+		if secs > 0 {
+			ev.Rate = float64(e.Bytes) / secs
+		}
+		if r.json != nil {
+			r.json.Encode(ev)
+		} else if r.bar != nil {
+			r.bar.Clear()
+			fmt.Fprintf(r.out, "%-40s %10s  %s\n", e.Name, humanBytes(e.Bytes), humanRate(ev.Rate))
+		}
+	case kermit.FileSkipped, kermit.FileFailed:
+		r.failed++
+		msg := "skipped"
+		if e.Err != nil {
+			msg = e.Err.Error()
+		}
+		if r.json != nil {
+			r.json.Encode(jsonEvent{Event: "file_error", Name: e.Name, Error: msg})
+		} else {
+			if r.bar != nil {
+				r.bar.Clear()
+			}
+			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", e.Name, msg)
+		}
+	}
+}
+
+// finish prints the total line.
+func (r *reporter) finish(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	secs := time.Since(r.start).Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(r.done) / secs
+	}
+	if r.bar != nil {
+		r.bar.Finish()
+		fmt.Fprintf(r.out, "%d file(s), %s in %.2fs, %s\n", r.files, humanBytes(r.done), secs, humanRate(rate))
+	}
+	if r.json != nil {
+		ev := jsonEvent{Event: "done", Bytes: r.done, Seconds: secs, Rate: rate}
+		if err != nil {
+			ev.Event, ev.Error = "error", err.Error()
+		}
+		r.json.Encode(ev)
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func humanRate(r float64) string { return humanBytes(int64(r)) + "/s" }
+
+func logger(c *cli.Context) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		lvl = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kerf/filestore"
+	"kerf/framing"
+	"kerf/kermit"
+	"kerf/serialfallback"
+)
+
+var serialFlags = []cli.Flag{
+	&cli.StringFlag{Name: "line", Aliases: []string{"l"}, Usage: "serial device or pty path"},
+	&cli.BoolFlag{Name: "stdio", Usage: "use standard input/output as the line (kerf as the remote Kermit)"},
+	&cli.IntFlag{Name: "speed", Aliases: []string{"b"}, Value: 115200, Usage: "line speed in bits per second"},
+	&cli.StringFlag{Name: "parity", Value: "none", Usage: "none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing)"},
+	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
+	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
+	&cli.IntFlag{Name: "packet-length", Value: 9024, Usage: "longest packet to receive (94-9024)"},
+	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type (1, 2 or 3)"},
+	&cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"},
+	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
+	&cli.BoolFlag{Name: "text", Usage: "send in text mode (LF <-> CRLF)"},
+	&cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"},
+	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
+	&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"},
+}
+
+func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
+	lc := serialfallback.LinkConfig{
+		Device: c.String("line"), Speed: c.Int("speed"), Parity: c.String("parity"),
+		Flow: c.String("flow"), Stdio: c.Bool("stdio"),
+	}
+	if lc.Device == "" && !lc.Stdio {
+		return nil, nil, usageErr("give --line DEV or --stdio")
+	}
+	k := kermit.DefaultConfig()
+	k.Window = c.Int("window")
+	k.MaxPacket = c.Int("packet-length")
+	k.Check = framing.CheckType(c.Int("block-check"))
+	if k.Window < 1 || k.Window > 31 || k.MaxPacket < 94 || k.MaxPacket > 9024 || k.Check < 1 || k.Check > 3 {
+		return nil, nil, usageErr("window must be 1-31, packet length 94-9024, block check 1-3")
+	}
+	k.Streaming = c.Bool("streaming")
+	k.Text = c.Bool("text")
+	k.Resume = c.Bool("resume")
+	k.Timeout = c.Duration("timeout")
+	k.Parity = lc.Parity != "" && lc.Parity != "none"
+	switch c.String("unprefix") {
+	case "auto":
+		// Between kerf peers on an 8-bit line without XON/XOFF, only the
+		// packet mark needs a prefix; other peers get C-Kermit's set.
+		k.Unprefix = kermit.UnprefixMinimal
+		if strings.EqualFold(lc.Flow, "xonxoff") {
+			k.Unprefix = kermit.UnprefixCautious
+		}
+	case "cautious":
+		k.Unprefix = kermit.UnprefixCautious
+	case "minimal":
+		k.Unprefix = kermit.UnprefixMinimal
+	case "none":
+		k.Unprefix = kermit.UnprefixNone
+	default:
+		return nil, nil, usageErr("--unprefix must be auto, cautious, minimal or none")
+	}
+	if lc.Speed > 0 {
+		// A packet timer shorter than the time to send a window is useless.
+		k.MinTimeout = max(k.MinTimeout, time.Duration(float64(time.Second)*2000/float64(lc.Speed/10)))
+	}
+	k.Log = logger(c)
+	link, err := serialfallback.Open(lc)
+	if err != nil {
+		return nil, nil, connectErr(err)
+	}
+	s := kermit.NewSession(link, k)
+	return s, func() { s.Close(); link.Close() }, nil
+}
+
+func serialCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serial",
+		Usage: "classic Kermit over a serial line, pty or stdio (interoperates with C-Kermit and G-Kermit)",
+		Subcommands: []*cli.Command{
+			{
+				Name: "send", Usage: "send files", ArgsUsage: "FILE...", Flags: append(serialFlags,
+					&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}),
+				Action: func(c *cli.Context) error {
+					if c.NArg() < 1 {
+						return usageErr("usage: kerf serial send --line DEV FILE...")
+					}
+					files, total, err := localFiles(c.Args().Slice(), c.Bool("recursive"))
+					if err != nil {
+						return err
+					}
+					s, done, err := serialSession(c)
+					if err != nil {
+						return err
+					}
+					defer done()
+					rep := newReporter(c, total)
+					s.SetEvents(rep.event)
+					err = s.Send(c.Context, files)
+					rep.finish(err)
+					if err != nil {
+						return transferErr(err)
+					}
+					return nil
+				},
+			},
+			{
+				Name: "receive", Usage: "receive files into --dir", Flags: serialFlags,
+				Action: func(c *cli.Context) error {
+					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+						return s.Receive(c.Context, store)
+					})
+				},
+			},
+			{
+				Name: "get", Usage: "get files from a Kermit server", ArgsUsage: "REMOTE-FILESPEC...", Flags: serialFlags,
+				Action: func(c *cli.Context) error {
+					if c.NArg() < 1 {
+						return usageErr("usage: kerf serial get --line DEV REMOTE...")
+					}
+					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+						return s.GetWith(c.Context, quoteSpec(c.Args().Slice()), kermit.GetOptions{Resume: c.Bool("resume")}, store)
+					})
+				},
+			},
+			{
+				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialFlags,
+				Action: func(c *cli.Context) error {
+					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+						return s.Serve(c.Context, store)
+					})
+				},
+			},
+		},
+	}
+}
+
+func serialReceive(c *cli.Context, run func(*kermit.Session, *filestore.Dir) error) error {
+	store, err := filestore.Open(c.String("dir"))
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	defer store.Close()
+	s, done, err := serialSession(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	rep := newReporter(c, -1)
+	s.SetEvents(rep.event)
+	err = run(s, store)
+	rep.finish(err)
+	if err != nil {
+		return transferErr(fmt.Errorf("%w", err))
+	}
+	return nil
+}

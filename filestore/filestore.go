@@ -1,0 +1,439 @@
+// Package filestore is the file side of kerf shared by every mode: it
+// receives files under temporary names and renames them only when they
+// are complete and durable, keeps partial files for recovery, and serves
+// a directory tree to a Kermit server, all confined with os.Root so that
+// no name a peer sends can reach outside the tree.
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"kerf/kermit"
+)
+
+// ErrUnsafeName is returned for names that are absolute, climb out with
+// "..", or contain control characters.
+var ErrUnsafeName = errors.New("filestore: unsafe file name")
+
+// PartSuffix marks a file still being received.
+const PartSuffix = ".kerf-part"
+
+// Dir is a directory tree files are received into and served from.
+type Dir struct {
+	root     *os.Root
+	cwd      string // relative to root, "." at the top
+	ReadOnly bool
+	// Flat keeps only the last element of incoming names, for peers that
+	// send bare names and for receivers that asked for no tree.
+	Flat bool
+}
+
+// Open opens (creating if needed) the directory at dir.
+func Open(dir string) (*Dir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	return &Dir{root: r, cwd: "."}, nil
+}
+
+// Close releases the directory.
+func (d *Dir) Close() error { return d.root.Close() }
+
+// Path returns the host path of the tree's top.
+func (d *Dir) Path() string { return d.root.Name() }
+
+// CleanName checks a name a peer sent and returns it in clean,
+// '/'-separated, relative form.
+func CleanName(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: empty", ErrUnsafeName)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\\' {
+			return "", fmt.Errorf("%w: %q contains a control character or backslash", ErrUnsafeName, name)
+		}
+	}
+	if strings.HasPrefix(name, "/") {
+		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafeName, name)
+	}
+	for _, el := range strings.Split(name, "/") {
+		if el == ".." {
+			return "", fmt.Errorf("%w: %q leaves the directory", ErrUnsafeName, name)
+		}
+	}
+	c := path.Clean(name)
+	if c == "." || strings.HasSuffix(c, PartSuffix) {
+		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
+	}
+	return c, nil
+}
+
+func (d *Dir) resolve(name string) (string, error) {
+	if name == "" || name == "." {
+		return d.cwd, nil
+	}
+	if strings.HasPrefix(name, "/") {
+		// Absolute names are taken relative to the top of the tree.
+		name = strings.TrimLeft(name, "/")
+		if name == "" {
+			return ".", nil
+		}
+		c, err := CleanName(name)
+		return c, err
+	}
+	c, err := CleanName(name)
+	if err != nil {
+		return "", err
+	}
+	return path.Join(d.cwd, c), nil
+}
+
+// Create begins receiving a file.
+func (d *Dir) Create(name string) (kermit.Incoming, error) {
+	if d.ReadOnly {
+		return nil, fmt.Errorf("filestore: %s: read-only access", name)
+	}
+	if d.Flat {
+		name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	}
+	rel, err := d.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	dir, base := path.Split(rel)
+	if dir != "" {
+		if err := d.root.MkdirAll(strings.TrimSuffix(dir, "/"), 0o755); err != nil {
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+	}
+	if fi, err := d.root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("filestore: %s exists and is not a regular file", rel)
+	}
+	tmp := path.Join(dir, "."+base+PartSuffix)
+	f, err := d.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	return &incoming{d: d, final: rel, tmp: tmp, f: f}, nil
+}
+
+type incoming struct {
+	d          *Dir
+	final, tmp string
+	f          *os.File
+}
+
+func (in *incoming) Name() string { return in.final }
+
+func (in *incoming) WriteAt(b []byte, off int64) (int, error) { return in.f.WriteAt(b, off) }
+
+func (in *incoming) Partial() (int64, uint32, error) {
+	fi, err := in.f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, fi.Size())); err != nil {
+		return 0, 0, err
+	}
+	return fi.Size(), h.Sum32(), nil
+}
+
+func (in *incoming) Truncate(size int64) error { return in.f.Truncate(size) }
+
+func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
+	if err := in.f.Sync(); err != nil {
+		return err
+	}
+	if perm != 0 {
+		if err := in.f.Chmod(perm); err != nil {
+			return err
+		}
+	} else if err := in.f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := in.f.Close(); err != nil {
+		return err
+	}
+	if !modTime.IsZero() {
+		if err := in.d.root.Chtimes(in.tmp, modTime, modTime); err != nil {
+			return err
+		}
+	}
+	if err := in.d.root.Rename(in.tmp, in.final); err != nil {
+		return err
+	}
+	// The rename is durable only once its directory is synced.
+	dir := path.Dir(in.final)
+	if df, err := in.d.root.Open(dir); err == nil {
+		df.Sync()
+		df.Close()
+	}
+	return nil
+}
+
+func (in *incoming) Abort(keep bool) error {
+	in.f.Close()
+	if keep {
+		if fi, err := in.d.root.Stat(in.tmp); err == nil && fi.Size() > 0 {
+			return nil
+		}
+	}
+	return in.d.root.Remove(in.tmp)
+}
+
+// Match resolves a GET filespec: names separated by spaces (braces
+// group a name with spaces), each possibly with wildcards in its last
+// element. With recursive, a directory stands for everything under it,
+// named relative to the directory's parent.
+func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	var out []kermit.OutgoingFile
+	for _, pat := range SplitSpec(spec) {
+		rel, err := d.resolve(pat)
+		if err != nil {
+			return nil, err
+		}
+		dir, base := path.Split(rel)
+		dir = strings.TrimSuffix(dir, "/")
+		if dir == "" {
+			dir = "."
+		}
+		var names []string
+		if strings.ContainsAny(base, "*?[") {
+			ents, err := fs.ReadDir(d.root.FS(), dir)
+			if err != nil {
+				return nil, fmt.Errorf("filestore: %w", err)
+			}
+			for _, e := range ents {
+				if ok, _ := path.Match(base, e.Name()); ok && !strings.HasSuffix(e.Name(), PartSuffix) {
+					names = append(names, path.Join(dir, e.Name()))
+				}
+			}
+		} else {
+			names = []string{rel}
+		}
+		for _, n := range names {
+			fi, err := d.root.Lstat(n)
+			if err != nil {
+				return nil, fmt.Errorf("filestore: %w", err)
+			}
+			switch {
+			case fi.Mode().IsRegular():
+				out = append(out, d.outgoing(n, path.Base(n), fi))
+			case fi.IsDir() && recursive:
+				parent := path.Dir(n)
+				err := fs.WalkDir(d.root.FS(), n, func(p string, e fs.DirEntry, err error) error {
+					if err != nil {
+						return err
+					}
+					if !e.Type().IsRegular() || strings.HasSuffix(p, PartSuffix) {
+						return nil
+					}
+					info, err := e.Info()
+					if err != nil {
+						return err
+					}
+					name := strings.TrimPrefix(p, parent+"/")
+					if parent == "." {
+						name = p
+					}
+					out = append(out, d.outgoing(p, name, info))
+					return nil
+				})
+				if err != nil {
+					return nil, fmt.Errorf("filestore: %w", err)
+				}
+			case fi.IsDir():
+				return nil, fmt.Errorf("filestore: %s is a directory", n)
+			default:
+				if len(names) == 1 {
+					return nil, fmt.Errorf("filestore: %s is not a regular file", n)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (d *Dir) outgoing(rel, name string, fi fs.FileInfo) kermit.OutgoingFile {
+	return kermit.OutgoingFile{
+		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(),
+		Open: func() (kermit.FileReader, error) { return d.root.Open(rel) },
+	}
+}
+
+// SplitSpec splits a Kermit filespec at spaces, honouring {braces}.
+func SplitSpec(spec string) []string {
+	var out []string
+	var cur strings.Builder
+	depth := 0
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	for _, r := range spec {
+		switch {
+		case r == '{' && depth == 0:
+			depth++
+		case r == '}' && depth > 0:
+			depth--
+			flush()
+		case r == ' ' && depth == 0:
+			flush()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	flush()
+	return out
+}
+
+// List describes the entries matching spec (a directory or a pattern),
+// one per line: type and permissions, size, modification time, name.
+func (d *Dir) List(spec string) (string, error) {
+	rel, err := d.resolve(spec)
+	if err != nil {
+		return "", err
+	}
+	var ents []fs.FileInfo
+	fi, err := d.root.Lstat(rel)
+	switch {
+	case err == nil && fi.IsDir():
+		des, err := fs.ReadDir(d.root.FS(), rel)
+		if err != nil {
+			return "", fmt.Errorf("filestore: %w", err)
+		}
+		for _, e := range des {
+			if info, err := e.Info(); err == nil && !strings.HasSuffix(e.Name(), PartSuffix) {
+				ents = append(ents, info)
+			}
+		}
+	case err == nil:
+		ents = append(ents, fi)
+	default:
+		files, merr := d.Match(spec, false)
+		if merr != nil {
+			return "", merr
+		}
+		for _, f := range files {
+			if info, err := d.root.Lstat(path.Join(path.Dir(rel), f.Name)); err == nil {
+				ents = append(ents, info)
+			}
+		}
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	var b strings.Builder
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		fmt.Fprintf(&b, "%s %12d %s %s\n", e.Mode().String(), e.Size(), e.ModTime().UTC().Format("2006-01-02 15:04:05"), name)
+	}
+	return b.String(), nil
+}
+
+// Chdir changes the current directory within the tree.
+func (d *Dir) Chdir(dir string) error {
+	rel, err := d.resolve(dir)
+	if err != nil {
+		return err
+	}
+	fi, err := d.root.Stat(rel)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("filestore: %s is not a directory", rel)
+	}
+	d.cwd = rel
+	return nil
+}
+
+// Pwd is the current directory as the client sees it.
+func (d *Dir) Pwd() string {
+	if d.cwd == "." {
+		return "/"
+	}
+	return "/" + d.cwd
+}
+
+func (d *Dir) writable(op string) error {
+	if d.ReadOnly {
+		return fmt.Errorf("filestore: %s: read-only access", op)
+	}
+	return nil
+}
+
+// Remove deletes a file.
+func (d *Dir) Remove(name string) error {
+	if err := d.writable("delete"); err != nil {
+		return err
+	}
+	rel, err := d.resolve(name)
+	if err != nil {
+		return err
+	}
+	if fi, err := d.root.Lstat(rel); err == nil && fi.IsDir() {
+		return fmt.Errorf("filestore: %s is a directory", rel)
+	}
+	return d.root.Remove(rel)
+}
+
+// Mkdir creates a directory (and its parents).
+func (d *Dir) Mkdir(name string) error {
+	if err := d.writable("mkdir"); err != nil {
+		return err
+	}
+	rel, err := d.resolve(name)
+	if err != nil {
+		return err
+	}
+	return d.root.MkdirAll(rel, 0o755)
+}
+
+// Rmdir removes an empty directory.
+func (d *Dir) Rmdir(name string) error {
+	if err := d.writable("rmdir"); err != nil {
+		return err
+	}
+	rel, err := d.resolve(name)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return fmt.Errorf("filestore: cannot remove the top directory")
+	}
+	return d.root.Remove(rel)
+}
+
+// Rename renames a file or directory.
+func (d *Dir) Rename(from, to string) error {
+	if err := d.writable("rename"); err != nil {
+		return err
+	}
+	a, err := d.resolve(from)
+	if err != nil {
+		return err
+	}
+	b, err := d.resolve(to)
+	if err != nil {
+		return err
+	}
+	return d.root.Rename(a, b)
+}

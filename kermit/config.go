@@ -1,0 +1,115 @@
+// Package kermit is kerf's one Kermit protocol engine: negotiation, file
+// groups (S F A D Z B), sliding windows with selective repeat, streaming,
+// attributes, recovery, cancellation and server mode. It runs over any
+// byte stream (a pty, a serial port, stdio or a TCP connection); file
+// data goes either in-band as D packets or through a DataPath, which is
+// how the dual-channel service moves bytes outside the packet stream.
+//
+// It does not open files by itself beyond the Store/FS interfaces it is
+// given, and it does not dial or listen.
+package kermit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"kerf/framing"
+)
+
+// Unprefix selects which control bytes may travel unprefixed.
+type Unprefix int
+
+const (
+	// UnprefixCautious leaves bare the controls C-Kermit leaves bare by
+	// default; it is safe on terminals and most serial lines.
+	UnprefixCautious Unprefix = iota
+	// UnprefixNone prefixes every control byte (G-Kermit's behaviour).
+	UnprefixNone
+	// UnprefixMinimal prefixes only what kerf's own framing needs (the
+	// packet mark). Used between kerf peers on 8-bit clean links.
+	UnprefixMinimal
+)
+
+// Config holds one side's protocol preferences. The zero value is not
+// useful; start from DefaultConfig.
+type Config struct {
+	Window     int               // sliding window slots, 1..31
+	MaxPacket  int               // longest packet this side will receive (<= 9024)
+	Check      framing.CheckType // preferred block check
+	Attributes bool              // offer attribute packets
+	Streaming  bool              // offer streaming (only sensible on reliable links)
+	Unprefix   Unprefix          // what this side leaves bare when sending
+	Parity     bool              // 7-bit link: 8th-bit prefixing and stripped parity
+	Text       bool              // send files in text mode (LF <-> CRLF)
+	Resume     bool              // sender asks to recover partial files at the receiver
+
+	// Timeout is the initial retransmission timeout; it adapts to the
+	// measured round trip. MinTimeout bounds it from below.
+	Timeout    time.Duration
+	MinTimeout time.Duration
+	// MaxRetries is how many consecutive timeouts or NAKs without any
+	// progress end the transfer.
+	MaxRetries int
+	// IdleTimeout ends a streaming or server session that hears nothing
+	// for this long (0 = never).
+	IdleTimeout time.Duration
+
+	// Dual, when set, offers the dual-channel extension; once both sides
+	// agree, the data path it opens carries file bytes.
+	Dual Dual
+
+	Log    *slog.Logger
+	Events func(Event)
+}
+
+// DefaultConfig is the best classic Kermit this side can do; the peer's
+// Send-Init brings each field down to what both support.
+func DefaultConfig() Config {
+	return Config{
+		Window:     31,
+		MaxPacket:  9024,
+		Check:      3,
+		Attributes: true,
+		Streaming:  false,
+		Unprefix:   UnprefixCautious,
+		Timeout:    5 * time.Second,
+		MinTimeout: 200 * time.Millisecond,
+		MaxRetries: 20,
+		Log:        slog.New(slog.DiscardHandler),
+	}
+}
+
+// Dual is the control layer's part in the dual-channel negotiation.
+type Dual interface {
+	// Offer returns the extension field for this side's Send-Init (or its
+	// ACK), given the peer's field ("" when this side speaks first).
+	Offer(peerExt string) string
+	// Open is called once, when both sides have agreed to the extension;
+	// it connects the data path described by the extension fields.
+	Open(ctx context.Context, peerExt string) (DataPath, error)
+}
+
+// EventKind names what an Event reports.
+type EventKind int
+
+const (
+	FileStart EventKind = iota
+	FileProgress
+	FileDone
+	FileSkipped
+	FileFailed
+)
+
+// Event reports transfer progress to the command line.
+type Event struct {
+	Kind     EventKind
+	Name     string
+	Size     int64 // -1 if unknown
+	Bytes    int64 // bytes of file data moved so far (this session)
+	Offset   int64 // resume point
+	CRC32C   uint32
+	Duration time.Duration
+	Err      error
+	Sending  bool
+}

@@ -1,0 +1,384 @@
+package kermit_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// noisyConn flips bits of written bytes with a given bit error rate.
+type noisyConn struct {
+	net.Conn
+	mu  sync.Mutex
+	rng *rand.Rand
+	ber float64
+}
+
+func (n *noisyConn) Write(b []byte) (int, error) {
+	if n.ber > 0 {
+		n.mu.Lock()
+		c := append([]byte(nil), b...)
+		for i := range c {
+			for bit := 0; bit < 8; bit++ {
+				if n.rng.Float64() < n.ber {
+					c[i] ^= 1 << bit
+				}
+			}
+		}
+		n.mu.Unlock()
+		b = c
+	}
+	return n.Conn.Write(b)
+}
+
+// link returns the two ends of a full-duplex byte stream (a real socket
+// pair over loopback), each wrapped to inject bit errors.
+func link(t *testing.T, ber float64, seed int64) (a, b net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			ch <- nil
+			return
+		}
+		ch <- c
+	}()
+	ca, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := <-ch
+	t.Cleanup(func() { ca.Close(); cb.Close() })
+	return &noisyConn{Conn: ca, rng: rand.New(rand.NewSource(seed)), ber: ber},
+		&noisyConn{Conn: cb, rng: rand.New(rand.NewSource(seed + 1)), ber: ber}
+}
+
+func randomBytes(n int, seed int64) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
+}
+
+type testFile struct {
+	name string
+	data []byte
+}
+
+func standardFiles() []testFile {
+	all := make([]byte, 256*3)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	text := []byte(strings.Repeat("The quick brown fox\tjumps over the lazy dog.\n", 500) + "no newline at end")
+	return []testFile{
+		{"empty.bin", nil},
+		{"all256.bin", all},
+		{"text.txt", text},
+		{"random.bin", randomBytes(300_000, 1)},
+		{"name with spaces.dat", []byte("spaces\r\n\x00\x01\xff")},
+		{"runs.bin", bytes.Repeat([]byte{0, 0, 0, 0, '~', '~', '~', '#', '#', 1, 1, 1, 13, 10}, 1000)},
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files []testFile) []kermit.OutgoingFile {
+	t.Helper()
+	var out []kermit.OutgoingFile
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := os.Stat(p)
+		out = append(out, kermit.OutgoingFile{
+			Name: f.name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(),
+			Open: func() (kermit.FileReader, error) { return os.Open(p) },
+		})
+	}
+	return out
+}
+
+func checkFiles(t *testing.T, dir string, files []testFile) {
+	t.Helper()
+	for _, f := range files {
+		got, err := os.ReadFile(filepath.Join(dir, f.name))
+		if err != nil {
+			t.Errorf("%s: %v", f.name, err)
+			continue
+		}
+		if !bytes.Equal(got, f.data) {
+			t.Errorf("%s: received %d bytes, differs from the %d sent", f.name, len(got), len(f.data))
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), filestore.PartSuffix) {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+	}
+}
+
+// transfer runs a sender and a receiver over the two ends and returns
+// both errors and the sender's stats.
+func transfer(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, dst string) (error, error, kermit.Stats) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	recv := kermit.NewSession(b, rcfg)
+	defer recv.Close()
+	send := kermit.NewSession(a, scfg)
+	defer send.Close()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	serr := send.Send(ctx, files)
+	if serr != nil {
+		a.Close() // unblock the receiver
+	}
+	return serr, <-rerr, send.Stats()
+}
+
+func TestSendReceiveSettings(t *testing.T) {
+	files := standardFiles()
+	cases := []struct {
+		window, maxPacket int
+		check             int
+		streaming         bool
+		unprefix          kermit.Unprefix
+	}{
+		{1, 94, 1, false, kermit.UnprefixNone},
+		{1, 94, 2, false, kermit.UnprefixCautious},
+		{31, 94, 3, false, kermit.UnprefixCautious},
+		{31, 4096, 3, false, kermit.UnprefixMinimal},
+		{31, 9024, 3, false, kermit.UnprefixMinimal},
+		{4, 9024, 2, false, kermit.UnprefixNone},
+		{1, 9024, 3, true, kermit.UnprefixMinimal},
+		{31, 9024, 1, true, kermit.UnprefixCautious},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("w%d-p%d-c%d-s%v-u%d", c.window, c.maxPacket, c.check, c.streaming, c.unprefix)
+		t.Run(name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, files)
+			cfg := kermit.DefaultConfig()
+			cfg.Window, cfg.MaxPacket, cfg.Check = c.window, c.maxPacket, framingCheck(c.check)
+			cfg.Streaming, cfg.Unprefix = c.streaming, c.unprefix
+			a, b := link(t, 0, 1)
+			serr, rerr, _ := transfer(t, a, b, cfg, cfg, out, dst)
+			if serr != nil || rerr != nil {
+				t.Fatalf("send: %v, receive: %v", serr, rerr)
+			}
+			checkFiles(t, dst, files)
+			fi, err := os.Stat(filepath.Join(dst, "all256.bin"))
+			if err != nil || fi.Mode().Perm() != 0o640 {
+				t.Errorf("permissions not kept: %v %v", fi.Mode(), err)
+			}
+			sfi, _ := os.Stat(filepath.Join(src, "random.bin"))
+			dfi, _ := os.Stat(filepath.Join(dst, "random.bin"))
+			if !sfi.ModTime().Truncate(time.Second).Equal(dfi.ModTime()) {
+				t.Errorf("mtime not kept: %v vs %v", sfi.ModTime(), dfi.ModTime())
+			}
+		})
+	}
+}
+
+func TestNoisyLink(t *testing.T) {
+	for _, ber := range []float64{1e-5, 1e-4} {
+		t.Run(fmt.Sprint(ber), func(t *testing.T) {
+			files := []testFile{{"random.bin", randomBytes(400_000, 7)}, {"all256.bin", standardFiles()[1].data}}
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, files)
+			cfg := kermit.DefaultConfig()
+			cfg.Timeout = time.Second
+			cfg.MinTimeout = 50 * time.Millisecond
+			a, b := link(t, ber, 42)
+			serr, rerr, st := transfer(t, a, b, cfg, cfg, out, dst)
+			if serr != nil || rerr != nil {
+				t.Fatalf("send: %v, receive: %v (stats %+v)", serr, rerr, st)
+			}
+			checkFiles(t, dst, files)
+			if st.Retransmissions == 0 {
+				t.Errorf("no retransmissions at BER %g: errors were not injected?", ber)
+			}
+			t.Logf("stats: %+v", st)
+		})
+	}
+}
+
+func TestRecovery(t *testing.T) {
+	data := randomBytes(200_000, 3)
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"big.bin", data}})
+	// An earlier transfer left 120,000 bytes under the temporary name.
+	part := filepath.Join(dst, ".big.bin"+filestore.PartSuffix)
+	if err := os.WriteFile(part, data[:120_000], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kermit.DefaultConfig()
+	scfg := cfg
+	scfg.Resume = true
+	a, b := link(t, 0, 1)
+	serr, rerr, st := transfer(t, a, b, scfg, cfg, out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send: %v, receive: %v", serr, rerr)
+	}
+	checkFiles(t, dst, []testFile{{"big.bin", data}})
+	if st.FileBytes != 80_000 {
+		t.Errorf("sender moved %d bytes, want only the missing 80000", st.FileBytes)
+	}
+}
+
+func TestFailedTransferLeavesNoFinalFile(t *testing.T) {
+	data := randomBytes(500_000, 5)
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"cut.bin", data}})
+	cfg := kermit.DefaultConfig()
+	cfg.Window = 4
+	cfg.MaxPacket = 1000
+	a, b := link(t, 0, 1)
+	// Cut the link once some data has gone through.
+	cfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress && e.Bytes > 100_000 {
+			a.Close()
+		}
+	}
+	serr, rerr, _ := transfer(t, a, b, cfg, kermit.DefaultConfig(), out, dst)
+	if serr == nil || rerr == nil {
+		t.Fatalf("expected both sides to fail, got send %v, receive %v", serr, rerr)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "cut.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("final name exists after a failed transfer: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(dst, ".cut.bin"+filestore.PartSuffix))
+	if err != nil || fi.Size() == 0 {
+		t.Errorf("partial file not kept for recovery: %v", err)
+	}
+}
+
+func TestCancelFile(t *testing.T) {
+	files := []testFile{{"first.bin", randomBytes(300_000, 9)}, {"second.bin", []byte("second file")}}
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	cfg := kermit.DefaultConfig()
+	cfg.MaxPacket = 500
+	var recv *kermit.Session
+	rcfg := cfg
+	var once sync.Once
+	rcfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress && e.Name == "first.bin" && e.Bytes > 10_000 {
+			once.Do(func() { recv.CancelFile() })
+		}
+	}
+	a, b := link(t, 0, 1)
+	ctx := context.Background()
+	store, _ := filestore.Open(dst)
+	recv = kermit.NewSession(b, rcfg)
+	send := kermit.NewSession(a, cfg)
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	if err := send.Send(ctx, out); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if err := <-rerr; err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "first.bin")); err == nil {
+		t.Error("canceled file was stored under its final name")
+	}
+	checkFiles(t, dst, files[1:])
+	if st := send.Stats(); st.FileBytes >= 300_000 {
+		t.Errorf("sender sent the whole canceled file (%d bytes)", st.FileBytes)
+	}
+}
+
+func TestServer(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	files := []testFile{{"a.txt", []byte("alpha\n")}, {"b.txt", []byte("beta\n")}, {"c.bin", randomBytes(50_000, 2)}, {"with space.txt", []byte("sp")}}
+	writeFiles(t, root, files)
+	os.Mkdir(filepath.Join(root, "sub"), 0o755)
+	os.WriteFile(filepath.Join(root, "sub", "deep.txt"), []byte("deep"), 0o644)
+	a, b := link(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fsys, _ := filestore.Open(root)
+	srv := kermit.NewSession(b, kermit.DefaultConfig())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, fsys) }()
+	cli := kermit.NewSession(a, kermit.DefaultConfig())
+	store, _ := filestore.Open(dst)
+
+	if err := cli.Get(ctx, "*.txt", false, store); err != nil {
+		t.Fatalf("get *.txt: %v", err)
+	}
+	checkFiles(t, dst, []testFile{files[0], files[1], files[3]})
+	if _, err := os.Stat(filepath.Join(dst, "c.bin")); err == nil {
+		t.Error("wildcard fetched a file it does not match")
+	}
+	if err := cli.Get(ctx, "{with space.txt} c.bin", false, store); err != nil {
+		t.Fatalf("get two names: %v", err)
+	}
+	checkFiles(t, dst, files)
+	if err := cli.Get(ctx, "sub", true, store); err != nil {
+		t.Fatalf("recursive get: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "sub", "deep.txt")); string(b) != "deep" {
+		t.Errorf("recursive get: sub/deep.txt = %q", b)
+	}
+	err := cli.Get(ctx, "nothing*", false, store)
+	if err == nil || !strings.Contains(err.Error(), "no files match") {
+		t.Errorf("get of nothing: %v, want a 'no files match' error", err)
+	}
+	err = cli.Get(ctx, "../etc/passwd", false, store)
+	if err == nil || !strings.Contains(err.Error(), "unsafe") {
+		t.Errorf("get outside the root: %v, want an unsafe-name error", err)
+	}
+	list, err := cli.Generic(ctx, 'D', "")
+	if err != nil || !strings.Contains(list, "c.bin") || !strings.Contains(list, "sub/") {
+		t.Errorf("remote dir: %q, %v", list, err)
+	}
+	if _, err := cli.Generic(ctx, 'C', "sub"); err != nil {
+		t.Errorf("remote cd: %v", err)
+	}
+	if pwd, err := cli.Generic(ctx, 'A'); err != nil || pwd != "/sub" {
+		t.Errorf("remote pwd: %q %v", pwd, err)
+	}
+	if _, err := cli.Generic(ctx, 'E', "deep.txt"); err != nil {
+		t.Errorf("remote delete: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "sub", "deep.txt")); err == nil {
+		t.Error("remote delete did not delete")
+	}
+	if err := cli.Finish(ctx); err != nil {
+		t.Errorf("finish: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("server: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("server did not exit after FINISH")
+	}
+}

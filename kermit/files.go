@@ -1,0 +1,64 @@
+package kermit
+
+import (
+	"io"
+	"io/fs"
+	"time"
+)
+
+// FileReader is an open file being sent. *os.File satisfies it.
+type FileReader interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
+}
+
+// OutgoingFile is one file offered to the peer.
+type OutgoingFile struct {
+	Name    string // name sent in the F packet: '/'-separated, relative
+	Size    int64  // -1 if unknown
+	ModTime time.Time
+	Mode    fs.FileMode
+	Open    func() (FileReader, error)
+}
+
+// Store is where a receiving engine puts files.
+type Store interface {
+	// Create begins a file the peer names name. The returned Incoming
+	// holds its data under a temporary name until Commit.
+	Create(name string) (Incoming, error)
+}
+
+// Incoming is a file being received.
+type Incoming interface {
+	io.WriterAt
+	// Name is the name the file will have once complete (reported to the
+	// peer in the ACK to its F packet).
+	Name() string
+	// Partial reports the length and CRC-32C of data kept from an earlier
+	// interrupted transfer of the same file, for recovery.
+	Partial() (size int64, crc uint32, err error)
+	// Truncate discards data beyond size.
+	Truncate(size int64) error
+	// Commit makes the file durable and gives it its final name, with the
+	// modification time and permissions given (zero values: leave as is).
+	Commit(modTime time.Time, perm fs.FileMode) error
+	// Abort ends an incomplete file. With keep, the partial data stays
+	// (under its temporary name) for a later recovery.
+	Abort(keep bool) error
+}
+
+// ServerFS is what a Kermit server serves: a confined file tree with a
+// current directory.
+type ServerFS interface {
+	Store
+	// Match resolves a GET filespec (names and wildcards) to files.
+	Match(spec string, recursive bool) ([]OutgoingFile, error)
+	List(spec string) (string, error)
+	Chdir(dir string) error
+	Pwd() string
+	Remove(name string) error
+	Mkdir(name string) error
+	Rmdir(name string) error
+	Rename(from, to string) error
+}

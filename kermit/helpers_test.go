@@ -1,0 +1,5 @@
+package kermit_test
+
+import "kerf/framing"
+
+func framingCheck(n int) framing.CheckType { return framing.CheckType(n) }

@@ -1,0 +1,171 @@
+package kermit
+
+import (
+	"time"
+
+	"kerf/framing"
+)
+
+// capas2RawOK is a kerf bit in the second CAPAS byte: "I frame by length
+// and accept any raw byte but the packet mark", which lets two kerf peers
+// on a clean link skip control prefixing almost entirely.
+const capas2RawOK = 4
+
+// negotiated is what both sides agreed in the Send-Init exchange.
+type negotiated struct {
+	check     framing.CheckType
+	window    int
+	maxData   int // most encoded data bytes in one outgoing packet
+	long      bool
+	attrs     bool
+	resend    bool
+	streaming bool
+	dual      bool
+	peerKerf  bool
+	out       framing.Quoting // how we encode what we send
+	in        framing.Quoting // how we decode what we receive
+	timeout   time.Duration   // how long the peer wants us to wait for it
+	peer      framing.Params
+}
+
+// myParams are this side's Send-Init fields for cfg.
+func myParams(cfg *Config, server bool) framing.Params {
+	p := framing.DefaultParams()
+	p.MaxLen = 94
+	p.Timeout = int(cfg.Timeout / time.Second)
+	if p.Timeout < 1 {
+		p.Timeout = 1
+	}
+	if p.Timeout > 94 {
+		p.Timeout = 94
+	}
+	p.NPad = 0
+	p.PadChar = 0
+	p.EOL = '\r'
+	p.QCTL = '#'
+	p.QBIN = 'Y'
+	if cfg.Parity {
+		p.QBIN = '&'
+	}
+	p.Check = cfg.Check
+	p.REPT = '~'
+	p.Capas = framing.CapLong | framing.CapResend
+	if cfg.Window > 1 {
+		p.Capas |= framing.CapWindows
+	}
+	if cfg.Attributes {
+		p.Capas |= framing.CapAttrs
+	}
+	p.Capas2 = capas2RawOK
+	if cfg.Dual != nil {
+		p.Capas2 |= framing.Cap2DualChannel
+	}
+	p.Window = clamp(cfg.Window, 1, 31)
+	p.MaxLenX = clamp(cfg.MaxPacket, 94, framing.MaxLongLen)
+	p.WhatAmI = framing.WhatValid | framing.WhatLiteral
+	if !cfg.Text {
+		p.WhatAmI |= framing.WhatBinary
+	}
+	if cfg.Streaming {
+		p.WhatAmI |= framing.WhatStreaming
+	}
+	if server {
+		p.WhatAmI |= framing.WhatServer
+	}
+	p.SysID = "U1"
+	p.WhatAmI2 = framing.WhatValid
+	return p
+}
+
+// negotiate combines this side's and the peer's Send-Init fields.
+func negotiate(cfg *Config, mine, peer framing.Params) negotiated {
+	n := negotiated{peer: peer}
+	n.check = 1
+	if mine.Check == peer.Check && peer.Check >= 1 && peer.Check <= 3 {
+		n.check = mine.Check
+	}
+	n.long = mine.Capas&framing.CapLong != 0 && peer.Capas&framing.CapLong != 0
+	n.window = 1
+	if mine.Capas&framing.CapWindows != 0 && peer.Capas&framing.CapWindows != 0 {
+		n.window = clamp(min(mine.Window, peer.Window), 1, 31)
+	}
+	n.attrs = mine.Capas&framing.CapAttrs != 0 && peer.Capas&framing.CapAttrs != 0
+	n.resend = n.attrs && mine.Capas&framing.CapResend != 0 && peer.Capas&framing.CapResend != 0
+	n.streaming = mine.WhatAmI&framing.WhatValid != 0 && peer.WhatAmI&framing.WhatValid != 0 &&
+		mine.WhatAmI&framing.WhatStreaming != 0 && peer.WhatAmI&framing.WhatStreaming != 0
+	n.dual = mine.Capas2&framing.Cap2DualChannel != 0 && peer.Capas2&framing.Cap2DualChannel != 0
+	n.peerKerf = peer.Capas2&capas2RawOK != 0
+
+	// Longest packet we may send: the peer's receive limit, less the
+	// header, the check and a safety margin (C-Kermit 10 itself keeps 2).
+	chk := n.check.Len()
+	maxPkt := peer.MaxLen
+	if maxPkt < 10 || maxPkt > 94 {
+		maxPkt = 80
+	}
+	n.maxData = maxPkt - 2 - chk // LEN counts SEQ TYPE DATA CHECK
+	if n.long {
+		lx := peer.MaxLenX
+		if lx <= 0 {
+			lx = 500
+		}
+		lx = min(lx, framing.MaxLongLen)
+		n.maxData = lx - chk - 2
+	}
+	if n.maxData < 10 {
+		n.maxData = 10
+	}
+
+	n.out.QCTL = mine.QCTL
+	n.in.QCTL = peer.QCTL
+	if n.in.QCTL < 33 || n.in.QCTL > 126 {
+		n.in.QCTL = '#'
+	}
+	qbin := byte(0)
+	switch {
+	case isPrefixChar(mine.QBIN) && (peer.QBIN == 'Y' || peer.QBIN == mine.QBIN):
+		qbin = mine.QBIN
+	case isPrefixChar(peer.QBIN) && (mine.QBIN == 'Y' || mine.QBIN == peer.QBIN):
+		qbin = peer.QBIN
+	}
+	n.out.QBIN, n.in.QBIN = qbin, qbin
+	if mine.REPT == peer.REPT && isPrefixChar(mine.REPT) {
+		n.out.REPT, n.in.REPT = mine.REPT, mine.REPT
+	}
+	switch {
+	case cfg.Parity || cfg.Unprefix == UnprefixNone:
+		// everything prefixed
+	case cfg.Unprefix == UnprefixMinimal && n.peerKerf:
+		for i := range n.out.Bare {
+			n.out.Bare[i] = true
+		}
+	default:
+		n.out.Bare = framing.CautiousBare()
+	}
+	// Never send raw: the packet mark (resynchronisation depends on it).
+	n.out.Bare[framing.SOH], n.out.Bare[framing.SOH|0x80] = false, false
+	if !n.peerKerf {
+		// C-Kermit receivers from 5A(188) through 10.0 mishandle a raw NUL
+		// in a stashed out-of-order packet; CR may be eaten by terminals.
+		for _, b := range []byte{0, 0x80, '\r', '\r' | 0x80} {
+			n.out.Bare[b] = false
+		}
+	}
+	n.timeout = time.Duration(peer.Timeout) * time.Second
+	if n.timeout <= 0 {
+		n.timeout = 5 * time.Second
+	}
+	return n
+}
+
+func isPrefixChar(c byte) bool { return (c >= 33 && c <= 62) || (c >= 96 && c <= 126) }
+
+func clamp(v, lo, hi int) int {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}

@@ -1,0 +1,183 @@
+package kermit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"kerf/framing"
+)
+
+// inPacket is what the reader goroutine hands the engine: a good packet,
+// a damaged one (bad), or the end of the stream (err).
+type inPacket struct {
+	framing.Packet
+	bad   bool
+	chk1  bool // validated only with a type-1 check (retransmitted S/I)
+	err   error
+	wireN int // bytes the packet occupied on the wire
+}
+
+// pktConn frames Kermit packets over a byte stream. One goroutine reads
+// and parses; the engine writes from its own single goroutine.
+type pktConn struct {
+	rw     io.ReadWriter
+	mark   byte
+	parity bool
+	rchk   atomic.Int32 // check type expected on incoming packets
+
+	// outgoing framing, owned by the engine goroutine
+	wchk    framing.CheckType
+	eol     byte
+	npad    int
+	padc    byte
+	wbuf    []byte
+	written int64 // bytes written, for statistics
+
+	in       chan inPacket
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func newPktConn(rw io.ReadWriter, parity bool) *pktConn {
+	c := &pktConn{
+		rw:     rw,
+		mark:   framing.SOH,
+		parity: parity,
+		wchk:   1,
+		eol:    '\r',
+		in:     make(chan inPacket, 128),
+		done:   make(chan struct{}),
+	}
+	c.rchk.Store(1)
+	go c.readLoop()
+	return c
+}
+
+func (c *pktConn) stop() { c.stopOnce.Do(func() { close(c.done) }) }
+
+// readLoop scans the byte stream for packets. It frames by length, not
+// by terminator, and on damage skips one byte and rescans, so a garbled
+// LEN never swallows the packets behind it: data fields never carry a raw
+// MARK, so the next MARK is the next packet start.
+func (c *pktConn) readLoop() {
+	buf := make([]byte, 0, 64*1024)
+	tmp := make([]byte, 32*1024)
+	for {
+		// Drain every complete packet already buffered.
+		for {
+			i := bytes.IndexByte(buf, c.mark)
+			if i < 0 {
+				buf = buf[:0]
+				break
+			}
+			if i > 0 {
+				buf = append(buf[:0], buf[i:]...)
+			}
+			chk := framing.CheckType(c.rchk.Load())
+			f := framing.Frame{Mark: c.mark, Check: chk, Parity: c.parity}
+			p, n, err := f.ParsePacket(buf)
+			if errors.Is(err, framing.ErrIncomplete) {
+				// A second MARK inside what should be this packet means its
+				// header was garbled: drop it now rather than wait.
+				if j := bytes.IndexByte(buf[1:], c.mark); j >= 0 {
+					c.deliver(inPacket{bad: true})
+					buf = append(buf[:0], buf[1+j:]...)
+					continue
+				}
+				break
+			}
+			ip := inPacket{}
+			if err != nil && chk != 1 {
+				// S and I (and their retransmissions) always use check 1.
+				f.Check = 1
+				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && (p1.Type == 'S' || p1.Type == 'I') {
+					p, n, err = p1, n1, nil
+					ip.chk1 = true
+				}
+			}
+			if err != nil {
+				c.deliver(inPacket{bad: true})
+				if n < 1 {
+					n = 1
+				}
+				buf = append(buf[:0], buf[1:]...)
+				continue
+			}
+			ip.Packet = framing.Packet{Seq: p.Seq, Type: p.Type, Data: append([]byte(nil), p.Data...)}
+			ip.wireN = n
+			if c.parity {
+				ip.Type &= 0x7f
+			}
+			if !c.deliver(ip) {
+				return
+			}
+			buf = append(buf[:0], buf[n:]...)
+		}
+		if len(buf) > 2*framing.MaxLongLen+64 {
+			// Cannot happen with a valid LEN; protect memory anyway.
+			buf = buf[:0]
+		}
+		m, err := c.rw.Read(tmp)
+		if m > 0 {
+			buf = append(buf, tmp[:m]...)
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			c.deliver(inPacket{err: fmt.Errorf("kermit: reading link: %w", err)})
+			return
+		}
+	}
+}
+
+func (c *pktConn) deliver(p inPacket) bool {
+	select {
+	case c.in <- p:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// setCheck switches the block check for both directions.
+func (c *pktConn) setCheck(t framing.CheckType) {
+	c.wchk = t
+	c.rchk.Store(int32(t))
+}
+
+// encode returns the wire bytes of one packet (padding, packet, EOL).
+func (c *pktConn) encode(p framing.Packet, chk framing.CheckType) ([]byte, error) {
+	b := make([]byte, 0, c.npad+len(p.Data)+16)
+	for i := 0; i < c.npad; i++ {
+		b = append(b, c.padc)
+	}
+	f := framing.Frame{Mark: c.mark, Check: chk, Parity: c.parity}
+	b, err := f.AppendPacket(b, p)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, c.eol), nil
+}
+
+func (c *pktConn) writeRaw(b []byte) error {
+	_, err := c.rw.Write(b)
+	c.written += int64(len(b))
+	if err != nil {
+		return fmt.Errorf("kermit: writing link: %w", err)
+	}
+	return nil
+}
+
+// send encodes and writes one packet with the current check type.
+func (c *pktConn) send(seq int, typ byte, data []byte) error {
+	b, err := c.encode(framing.Packet{Seq: seq, Type: typ, Data: data}, c.wchk)
+	if err != nil {
+		return err
+	}
+	return c.writeRaw(b)
+}

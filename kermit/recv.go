@@ -1,0 +1,373 @@
+package kermit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+	"time"
+
+	"kerf/framing"
+)
+
+// Receive receives one file group into store: it waits for the peer's S,
+// then files until B.
+func (s *Session) Receive(ctx context.Context, store Store) error {
+	s.resetNegotiation()
+	err := s.recvGroup(ctx, store, nil, false)
+	if err != nil {
+		return s.abort(err)
+	}
+	return nil
+}
+
+// answerInit handles a received S or I packet: negotiates and ACKs with
+// our parameters. The ACK travels with a type-1 check; the agreed check
+// applies to everything after it, so the reader switches first.
+func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool) error {
+	peer, err := framing.ParseParams(p.Data)
+	if err != nil {
+		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)
+	}
+	mine := myParams(&s.cfg, server)
+	if s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0 {
+		mine.Ext = s.cfg.Dual.Offer(peer.Ext)
+	}
+	n := negotiate(&s.cfg, mine, peer)
+	wire, err := s.c.encode(framing.Packet{Seq: p.Seq, Type: 'Y', Data: mine.Marshal()}, 1)
+	if err != nil {
+		return err
+	}
+	s.apply(n)
+	s.rw.size = n.window
+	s.rw.acks[p.Seq], s.rw.hasAck[p.Seq] = wire, true
+	s.rw.rawAck[p.Seq] = true
+	if p.Type == 'S' {
+		// the sender's next packets follow this sequence
+		s.sw.next = (p.Seq + 1) % 64
+	}
+	if err := s.c.writeRaw(wire); err != nil {
+		return err
+	}
+	return s.openDual(ctx)
+}
+
+// recvFile is the state of the file being received.
+type recvFile struct {
+	inc      Incoming
+	name     string
+	attrs    framing.Attributes
+	haveAttr bool
+	refused  bool
+	off      int64 // next write offset
+	start    int64 // resume point
+	text     bool
+	pendCR   bool
+	prefix   uint32 // CRC-32C of the kept partial when resuming
+	id       uint32
+	expected bool
+	prepared bool // partial data dealt with: truncated, or kept for recovery
+	began    time.Time
+	display  io.Writer // X packet: text goes here, not to a file
+}
+
+// recvGroup runs the receiving side of one transaction. If gotS is
+// true the S packet has already been answered.
+func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer, gotS bool) error {
+	s.cancelFile.Store(false)
+	s.cancelGroup.Store(false)
+	var cur *recvFile
+	defer func() {
+		if cur != nil && cur.inc != nil {
+			cur.inc.Abort(!cur.text)
+		}
+	}()
+	timeout := s.cfg.Timeout
+	for {
+		if s.neg.streaming {
+			timeout = s.cfg.IdleTimeout
+		} else if gotS {
+			timeout = max(s.neg.timeout, s.cfg.MinTimeout)
+		}
+		p, err := s.nextPacket(ctx, timeout)
+		if err != nil {
+			return err
+		}
+		switch p.Type {
+		case 'S':
+			if err := s.answerInit(ctx, p, false); err != nil {
+				return err
+			}
+			gotS = true
+		case 'F', 'X':
+			if !gotS {
+				return fmt.Errorf("%w: %c packet before S", ErrProtocol, p.Type)
+			}
+			name, err := s.decodeString(p.Data)
+			if err != nil {
+				return err
+			}
+			s.recvFileID++
+			cur = &recvFile{name: name, id: s.recvFileID, text: s.cfg.Text, began: time.Now(), attrs: framing.NewAttributes()}
+			reply := []byte(nil)
+			if p.Type == 'X' {
+				cur.display = display
+				if cur.display == nil {
+					cur.display = io.Discard
+				}
+			} else if store == nil {
+				return fmt.Errorf("%w: peer sent a file where text was expected", ErrProtocol)
+			} else {
+				inc, err := store.Create(name)
+				if err != nil {
+					if !s.neg.attrs {
+						return fmt.Errorf("kermit: cannot receive %q: %w", name, err)
+					}
+					s.cfg.Log.Warn("refusing file", "name", name, "err", err)
+					cur.refused = true
+					s.event(Event{Kind: FileFailed, Name: name, Err: err})
+				} else {
+					cur.inc = inc
+					if enc, err := s.encodeField([]byte(inc.Name())); err == nil {
+						reply = enc
+					}
+				}
+			}
+			if err := s.ackRecv(p.Seq, reply); err != nil {
+				return err
+			}
+		case 'A':
+			if cur == nil {
+				return fmt.Errorf("%w: A packet without F", ErrProtocol)
+			}
+			reply, err := s.handleAttrs(cur, p.Data)
+			if err != nil {
+				return err
+			}
+			if err := s.ackRecv(p.Seq, reply); err != nil {
+				return err
+			}
+		case 'D':
+			if cur == nil {
+				return fmt.Errorf("%w: D packet without F", ErrProtocol)
+			}
+			if err := s.writeData(cur, p.Data); err != nil {
+				return err
+			}
+			if s.neg.streaming && (s.cancelFile.Load() || s.cancelGroup.Load()) {
+				// While streaming, data is not ACKed; send the cancel once.
+				if err := s.ackData(p.Seq); err != nil {
+					return err
+				}
+			}
+		case 'Z':
+			if cur == nil {
+				return fmt.Errorf("%w: Z packet without F", ErrProtocol)
+			}
+			err := s.finishFile(ctx, cur, p.Data)
+			cur = nil
+			if err != nil {
+				return err
+			}
+			s.cancelFile.Store(false)
+			if err := s.ackRecv(p.Seq, nil); err != nil {
+				return err
+			}
+		case 'B':
+			if err := s.ackRecv(p.Seq, nil); err != nil {
+				return err
+			}
+			if s.cancelGroup.Load() {
+				return ErrCanceled
+			}
+			return nil
+		default:
+			return fmt.Errorf("%w: unexpected %q packet while receiving", ErrProtocol, p.Type)
+		}
+	}
+}
+
+// handleAttrs merges an A packet and returns the ACK data: accept,
+// refuse with reasons, or accept with the recovery point.
+func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
+	if err := cur.attrs.Parse(data); err != nil {
+		return nil, fmt.Errorf("%w: attributes of %s: %v", ErrProtocol, cur.name, err)
+	}
+	cur.haveAttr = true
+	if cur.display != nil {
+		return nil, nil
+	}
+	if t := cur.attrs.Type; t != "" {
+		cur.text = t[0] == 'A'
+	}
+	if cur.refused || cur.inc == nil {
+		return framing.AttrReply{Accept: false, Reasons: "?", ResumeAt: -1}.Marshal(), nil
+	}
+	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
+	var ext []byte
+	if cur.attrs.Disposition != "" && cur.attrs.Disposition[0] == 'R' && !cur.expected {
+		if cur.text {
+			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil
+		}
+		size, crc, err := cur.inc.Partial()
+		if err != nil {
+			return nil, fmt.Errorf("kermit: recovery of %s: %w", cur.name, err)
+		}
+		if cur.attrs.Length >= 0 && size > cur.attrs.Length {
+			size = 0
+		}
+		if size > 0 {
+			reply.ResumeAt = size
+			cur.off, cur.start, cur.prefix = size, size, crc
+			h := strconv.FormatUint(uint64(crc), 16)
+			ext = append([]byte{'c', byte(32 + len(h))}, h...)
+		} else {
+			reply.ResumeAt = 0
+		}
+	}
+	if cur.start == 0 && !cur.prepared {
+		if err := cur.inc.Truncate(0); err != nil {
+			return nil, fmt.Errorf("kermit: preparing %s: %w", cur.name, err)
+		}
+	}
+	cur.prepared = true
+	s.event(Event{Kind: FileStart, Name: cur.name, Size: cur.attrs.Length, Offset: cur.start})
+	if s.dualActive() && !cur.expected {
+		if cur.attrs.Length < 0 {
+			return nil, fmt.Errorf("%w: dual-channel file %s has no length", ErrProtocol, cur.name)
+		}
+		if err := s.data.Expect(cur.id, cur.inc, cur.start, cur.attrs.Length-cur.start); err != nil {
+			return nil, err
+		}
+		cur.expected = true
+	}
+	return append(reply.Marshal(), ext...), nil
+}
+
+// writeData decodes one D packet into the current file.
+func (s *Session) writeData(cur *recvFile, data []byte) error {
+	buf, err := s.neg.in.Decode(s.decodeBuf[:0], data)
+	if err != nil {
+		return fmt.Errorf("%w: data of %s: %v", ErrProtocol, cur.name, err)
+	}
+	s.decodeBuf = buf
+	if cur.refused || s.cancelFile.Load() || s.cancelGroup.Load() {
+		return nil
+	}
+	if cur.text {
+		buf = cur.fromCanonical(buf)
+	}
+	if cur.display == nil && !cur.prepared {
+		// No attributes told us about recovery: start the file afresh.
+		if err := cur.inc.Truncate(0); err != nil {
+			return fmt.Errorf("kermit: preparing %s: %w", cur.name, err)
+		}
+		cur.prepared = true
+	}
+	if cur.display != nil {
+		_, err := cur.display.Write(buf)
+		return err
+	}
+	if _, err := cur.inc.WriteAt(buf, cur.off); err != nil {
+		return fmt.Errorf("kermit: writing %s: %w", cur.name, err)
+	}
+	cur.off += int64(len(buf))
+	if s.cfg.Events != nil {
+		s.event(Event{Kind: FileProgress, Name: cur.name, Size: cur.attrs.Length, Bytes: cur.off - cur.start})
+	}
+	return nil
+}
+
+// fromCanonical turns CRLF into LF, holding a trailing CR until the
+// next packet shows what follows it.
+func (cur *recvFile) fromCanonical(b []byte) []byte {
+	out := make([]byte, 0, len(b)+1)
+	if cur.pendCR {
+		if len(b) == 0 || b[0] != '\n' {
+			out = append(out, '\r')
+		}
+		cur.pendCR = false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '\r' {
+			if i+1 == len(b) {
+				cur.pendCR = true
+				continue
+			}
+			if b[i+1] == '\n' {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// finishFile handles Z: discard, or verify and commit.
+func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) error {
+	if cur.display != nil {
+		return nil
+	}
+	if cur.pendCR {
+		cur.pendCR = false
+		if cur.inc != nil {
+			cur.inc.WriteAt([]byte{'\r'}, cur.off)
+			cur.off++
+		}
+	}
+	discard := len(zdata) > 0 && zdata[0] == 'D'
+	if cur.refused || cur.inc == nil {
+		return nil
+	}
+	inc := cur.inc
+	cur.inc = nil
+	if discard || s.cancelFile.Load() || s.cancelGroup.Load() {
+		// A sender that found our partial was not its prefix discards to
+		// start over; then the partial must go.
+		keep := !cur.text && cur.start == 0 && cur.off > 0
+		inc.Abort(keep)
+		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrCanceled})
+		return nil
+	}
+	if s.dualActive() && cur.expected {
+		crc, err := s.data.Wait(ctx, cur.id)
+		if err != nil {
+			inc.Abort(true)
+			return fmt.Errorf("kermit: data of %s: %w", cur.name, err)
+		}
+		n := cur.attrs.Length - cur.start
+		whole := crc
+		if cur.start > 0 {
+			whole = framing.CombineCRC32C(cur.prefix, crc, n)
+		}
+		if len(zdata) < 2 || zdata[0] != 'C' {
+			inc.Abort(true)
+			return fmt.Errorf("%w: Z packet for %s carries no checksum", ErrProtocol, cur.name)
+		}
+		want, err := strconv.ParseUint(string(zdata[1:]), 16, 32)
+		if err != nil || uint32(want) != whole {
+			inc.Abort(false)
+			return fmt.Errorf("kermit: %s: whole-file CRC-32C mismatch (sender %s, received %08x)", cur.name, zdata[1:], whole)
+		}
+		cur.off = cur.attrs.Length
+		s.event(Event{Kind: FileDone, Name: cur.name, Size: cur.attrs.Length, Bytes: n, Offset: cur.start, CRC32C: whole, Duration: time.Since(cur.began)})
+	} else if !cur.text && cur.attrs.Length >= 0 && cur.off != cur.attrs.Length {
+		inc.Abort(true)
+		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d", cur.name, cur.off, cur.attrs.Length)
+	}
+	var perm fs.FileMode
+	if cur.attrs.Perm >= 0 {
+		perm = fs.FileMode(cur.attrs.Perm) & fs.ModePerm
+	}
+	if err := inc.Commit(cur.attrs.ModTime, perm); err != nil {
+		inc.Abort(true)
+		return fmt.Errorf("kermit: completing %s: %w", cur.name, err)
+	}
+	s.stats.FileBytes += cur.off - cur.start
+	if !(s.dualActive()) {
+		s.event(Event{Kind: FileDone, Name: cur.name, Size: cur.attrs.Length, Bytes: cur.off - cur.start, Offset: cur.start, Duration: time.Since(cur.began)})
+	}
+	return nil
+}

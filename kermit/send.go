@@ -1,0 +1,424 @@
+package kermit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"kerf/framing"
+)
+
+// Send sends files as one file group (S F A D Z ... B), starting a new
+// transaction at sequence number 0.
+func (s *Session) Send(ctx context.Context, files []OutgoingFile) error {
+	s.resetNegotiation()
+	if err := s.sendInit(ctx, 'S'); err != nil {
+		return s.abort(fmt.Errorf("kermit: send-init: %w", err))
+	}
+	if err := s.sendGroup(ctx, files); err != nil {
+		return s.abort(err)
+	}
+	return nil
+}
+
+// sendInit sends S (or I) with our parameters and applies the agreement.
+func (s *Session) sendInit(ctx context.Context, typ byte) error {
+	mine := myParams(&s.cfg, false)
+	if s.cfg.Dual != nil && s.data == nil {
+		mine.Ext = s.cfg.Dual.Offer("")
+	}
+	sl, err := s.queue(ctx, typ, mine.Marshal(), 0)
+	if err != nil {
+		return err
+	}
+	if err := s.await(ctx, sl); err != nil {
+		return err
+	}
+	peer, err := framing.ParseParams(sl.ackData)
+	if err != nil {
+		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)
+	}
+	n := negotiate(&s.cfg, mine, peer)
+	s.apply(n)
+	s.sw.size = n.window
+	s.cfg.Log.Debug("negotiated", "check", n.check, "window", n.window, "maxdata", n.maxData,
+		"streaming", n.streaming, "attrs", n.attrs, "dual", n.dual)
+	return s.openDual(ctx)
+}
+
+// sendGroup sends the files and the closing B, after S has been agreed.
+func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) error {
+	s.cancelFile.Store(false)
+	s.cancelGroup.Store(false)
+	var failed []string
+	for _, f := range files {
+		if s.cancelGroup.Load() {
+			break
+		}
+		if err := s.sendFile(ctx, f); err != nil {
+			var skip *skipError
+			if errors.As(err, &skip) {
+				failed = append(failed, f.Name)
+				continue
+			}
+			return err
+		}
+	}
+	sl, err := s.queue(ctx, 'B', nil, 0)
+	if err != nil {
+		return err
+	}
+	if err := s.await(ctx, sl); err != nil {
+		return err
+	}
+	if err := s.drain(ctx); err != nil {
+		return err
+	}
+	if s.cancelGroup.Load() {
+		return ErrCanceled
+	}
+	if len(failed) > 0 {
+		return &GroupError{Failed: failed}
+	}
+	return nil
+}
+
+// GroupError reports files of a group that were not transferred while
+// the rest were.
+type GroupError struct{ Failed []string }
+
+func (e *GroupError) Error() string {
+	return fmt.Sprintf("kermit: %d file(s) not transferred: %s", len(e.Failed), strings.Join(e.Failed, ", "))
+}
+
+// skipError marks a per-file failure that does not end the group.
+type skipError struct{ err error }
+
+func (e *skipError) Error() string { return e.err.Error() }
+func (e *skipError) Unwrap() error { return e.err }
+
+func (s *Session) event(e Event) {
+	if s.cfg.Events != nil {
+		s.cfg.Events(e)
+	}
+}
+
+func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
+	start := time.Now()
+	r, err := f.Open()
+	if err != nil {
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
+		return &skipError{err}
+	}
+	closeR := true
+	defer func() {
+		if closeR {
+			r.Close()
+		}
+	}()
+	s.cancelFile.Store(false)
+	s.sendFileID++
+	id := s.sendFileID
+
+	name, err := s.encodeField([]byte(f.Name))
+	if err != nil {
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
+		return &skipError{err}
+	}
+	if _, err := s.queue(ctx, 'F', name, 0); err != nil {
+		return err
+	}
+	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true})
+
+	dual := s.dualActive()
+	resume := s.cfg.Resume && s.neg.resend && !s.cfg.Text
+	var reply framing.AttrReply
+	reply.Accept = true
+	reply.ResumeAt = -1
+	var peerCRC uint32
+	var havePeerCRC bool
+	if s.neg.attrs {
+		a := framing.NewAttributes()
+		a.Length = f.Size
+		if f.Size >= 0 {
+			a.LengthK = (f.Size + 1023) / 1024
+		}
+		if s.cfg.Text {
+			a.Type = "AMJ"
+		} else {
+			a.Type = "B8"
+		}
+		if !f.ModTime.IsZero() {
+			a.ModTime = f.ModTime
+		}
+		if f.Mode != 0 {
+			a.Perm = int(f.Mode.Perm())
+		}
+		a.SysID = "U1"
+		if resume {
+			a.Disposition = "R"
+		}
+		chunks := a.Marshal(s.neg.maxData)
+		var last *slot
+		for _, c := range chunks {
+			if last, err = s.queue(ctx, 'A', c, 0); err != nil {
+				return err
+			}
+		}
+		// Wait for the verdict unless data goes out of band without
+		// recovery: then a refusal only makes the receiver discard.
+		if last != nil && (!dual || resume) {
+			if err := s.await(ctx, last); err != nil {
+				return err
+			}
+			reply, peerCRC, havePeerCRC, err = parseAttrReplyExt(last.ackData)
+			if err != nil {
+				return err
+			}
+		} else if last != nil {
+			last.onAck = func(data []byte) error {
+				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept {
+					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: fmt.Errorf("refused by receiver (%s)", rp.Reasons), Sending: true})
+				}
+				return nil
+			}
+		}
+	}
+	if !reply.Accept {
+		if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
+			return err
+		}
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: fmt.Errorf("refused by receiver (%s)", reply.Reasons), Sending: true})
+		return nil
+	}
+	var off int64
+	var prefixCRC uint32
+	if reply.ResumeAt > 0 {
+		off = reply.ResumeAt
+		if f.Size >= 0 && off > f.Size {
+			off = 0
+		}
+		if off > 0 && havePeerCRC {
+			c, err := crcOfPrefix(r, off)
+			if err != nil || c != peerCRC {
+				// The partial is not a prefix of this file: have the
+				// receiver discard it and send the file afresh.
+				s.cfg.Log.Info("partial file differs, sending whole file", "name", f.Name)
+				if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
+					return err
+				}
+				saved := s.cfg.Resume
+				s.cfg.Resume = false
+				defer func() { s.cfg.Resume = saved }()
+				return s.sendFile(ctx, f)
+			}
+			prefixCRC = c
+		}
+	}
+
+	var zdata []byte
+	var moved int64
+	if dual {
+		n := f.Size - off
+		crc, err := s.data.SendFile(ctx, id, r, off, n)
+		if err != nil {
+			return fmt.Errorf("kermit: sending %s: %w", f.Name, err)
+		}
+		moved = n
+		whole := crc
+		if off > 0 {
+			whole = framing.CombineCRC32C(prefixCRC, crc, n)
+		}
+		zdata = []byte("C" + strconv.FormatUint(uint64(whole), 16))
+		closeR = false
+		zs, err := s.queue(ctx, 'Z', zdata, 0)
+		if err != nil {
+			return err
+		}
+		size := f.Size
+		zs.onAck = func(data []byte) error {
+			r.Close()
+			s.data.Release(id)
+			s.stats.FileBytes += moved
+			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true})
+			return nil
+		}
+		return nil
+	}
+
+	if off > 0 {
+		if _, err := r.(io.Seeker).Seek(off, io.SeekStart); err != nil {
+			return fmt.Errorf("kermit: seeking %s for recovery: %w", f.Name, err)
+		}
+	}
+	moved, canceled, err := s.sendData(ctx, r, f)
+	if err != nil {
+		return err
+	}
+	if canceled {
+		zdata = []byte("D")
+	}
+	zs, err := s.queue(ctx, 'Z', zdata, 0)
+	if err != nil {
+		return err
+	}
+	if err := s.await(ctx, zs); err != nil {
+		return err
+	}
+	s.stats.FileBytes += moved
+	if canceled {
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrCanceled, Sending: true})
+		return nil
+	}
+	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true})
+	return nil
+}
+
+// sendData sends the file's bytes as D packets.
+func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (moved int64, canceled bool, err error) {
+	src := newDataSource(r, s.cfg.Text)
+	for {
+		if s.cancelFile.Load() || s.cancelGroup.Load() {
+			return moved, true, nil
+		}
+		if err := src.fill(); err != nil {
+			return moved, false, fmt.Errorf("kermit: reading %s: %w", f.Name, err)
+		}
+		if src.empty() {
+			return moved, false, nil
+		}
+		max := s.neg.maxData
+		if !s.neg.streaming {
+			max = min(max, s.adapt.size())
+		}
+		data, n := s.neg.out.Encode(make([]byte, 0, max), src.pending(), max)
+		src.consume(n)
+		moved += int64(n)
+		if s.neg.streaming {
+			err = s.stream(ctx, data, n)
+		} else {
+			_, err = s.queue(ctx, 'D', data, n)
+		}
+		if err != nil {
+			return moved, false, err
+		}
+		if s.cfg.Events != nil {
+			s.event(Event{Kind: FileProgress, Name: f.Name, Size: f.Size, Bytes: moved, Sending: true})
+		}
+	}
+}
+
+// dataSource buffers file bytes for the encoder, converting LF to CRLF
+// in text mode (Kermit's canonical text form).
+type dataSource struct {
+	r     io.Reader
+	text  bool
+	buf   []byte
+	raw   []byte
+	start int
+	eof   bool
+}
+
+func newDataSource(r io.Reader, text bool) *dataSource {
+	d := &dataSource{r: r, text: text, buf: make([]byte, 0, 128*1024)}
+	if text {
+		d.raw = make([]byte, 32*1024)
+	}
+	return d
+}
+
+func (d *dataSource) pending() []byte { return d.buf[d.start:] }
+func (d *dataSource) consume(n int)   { d.start += n }
+func (d *dataSource) empty() bool     { return d.eof && d.start >= len(d.buf) }
+
+func (d *dataSource) fill() error {
+	if d.eof || len(d.buf)-d.start >= 32*1024 {
+		return nil
+	}
+	copy(d.buf, d.buf[d.start:])
+	d.buf = d.buf[:len(d.buf)-d.start]
+	d.start = 0
+	for !d.eof && len(d.buf) < 64*1024 {
+		var n int
+		var err error
+		if d.text {
+			n, err = d.r.Read(d.raw)
+			for _, c := range d.raw[:n] {
+				if c == '\n' {
+					d.buf = append(d.buf, '\r')
+				}
+				d.buf = append(d.buf, c)
+			}
+		} else {
+			n, err = d.r.Read(d.buf[len(d.buf):cap(d.buf)])
+			d.buf = d.buf[:len(d.buf)+n]
+		}
+		if err == io.EOF {
+			d.eof = true
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crcOfPrefix computes the CRC-32C of the first n bytes of r.
+func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) {
+	buf := make([]byte, 256*1024)
+	var crc uint32
+	for off := int64(0); off < n; {
+		m := min(int64(len(buf)), n-off)
+		k, err := r.ReadAt(buf[:m], off)
+		crc = framing.UpdateCRC32C(crc, buf[:k])
+		off += int64(k)
+		if err != nil && !(err == io.EOF && off == n) {
+			return 0, err
+		}
+	}
+	return crc, nil
+}
+
+// parseAttrReplyExt parses the ACK to an A packet, including kerf's
+// optional "c" field with the CRC-32C of the receiver's partial file.
+func parseAttrReplyExt(data []byte) (framing.AttrReply, uint32, bool, error) {
+	var crc uint32
+	have := false
+	if i := indexField(data, 'c'); i >= 0 {
+		l := int(data[i+1]) - 32
+		if l > 0 && i+2+l <= len(data) {
+			if v, err := strconv.ParseUint(string(data[i+2:i+2+l]), 16, 32); err == nil {
+				crc, have = uint32(v), true
+			}
+			data = append(append([]byte(nil), data[:i]...), data[i+2+l:]...)
+		}
+	}
+	r, err := framing.ParseAttrReply(data)
+	if err != nil {
+		return r, 0, false, fmt.Errorf("%w: attribute reply: %v", ErrProtocol, err)
+	}
+	return r, crc, have, nil
+}
+
+// indexField finds a tag-length-value field with the given tag in an
+// attribute reply of the form "1<len><digits>c<len><hex>".
+func indexField(data []byte, tag byte) int {
+	for i := 0; i+1 < len(data); {
+		if data[i] == 'Y' || data[i] == 'N' {
+			i++
+			continue
+		}
+		l := int(data[i+1]) - 32
+		if l < 0 {
+			return -1
+		}
+		if data[i] == tag {
+			return i
+		}
+		i += 2 + l
+	}
+	return -1
+}

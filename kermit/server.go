@@ -1,0 +1,240 @@
+package kermit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"kerf/framing"
+)
+
+// Serve runs Kermit server mode: it waits for commands (I, S, R, G) and
+// carries them out against fsys until the client says FINISH or BYE, the
+// context ends, or the link fails. Errors of single commands go back to
+// the client as E packets and the server keeps waiting.
+func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
+	for {
+		s.resetNegotiation()
+		if err := s.serveOne(ctx, fsys); err != nil {
+			if errors.Is(err, errServerExit) {
+				return nil
+			}
+			if ctx.Err() != nil || isLinkError(err) {
+				return err
+			}
+			s.cfg.Log.Info("server command failed", "err", err)
+			var pe *PeerError
+			if !errors.As(err, &pe) {
+				s.errorPacket(err.Error())
+			}
+		}
+	}
+}
+
+var errServerExit = errors.New("kermit: server finished")
+
+func isLinkError(err error) bool {
+	return strings.Contains(err.Error(), "reading link") || strings.Contains(err.Error(), "writing link") ||
+		errors.Is(err, ErrTooManyRetries)
+}
+
+// serveOne handles one transaction (an optional I exchange, then one
+// command).
+func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
+	for {
+		p, err := s.nextPacket(ctx, s.cfg.IdleTimeout)
+		if err != nil {
+			var pe *PeerError
+			if errors.As(err, &pe) {
+				return nil // the client gave up on something; keep serving
+			}
+			return err
+		}
+		switch p.Type {
+		case 'I':
+			if err := s.answerInit(ctx, p, true); err != nil {
+				return err
+			}
+			// The next command restarts the sequence; keep the agreement.
+			s.rw.started = false
+			s.rw.size = 1
+		case 'S':
+			s.rw.started = true
+			s.rw.lo = (p.Seq + 1) % 64
+			if err := s.answerInit(ctx, p, true); err != nil {
+				return err
+			}
+			s.rw.lo = (p.Seq + 1) % 64
+			return s.recvGroup(ctx, fsys, nil, true)
+		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
+			spec, err := s.decodeString(p.Data)
+			if err != nil {
+				return err
+			}
+			files, err := fsys.Match(spec, p.Type != 'R')
+			if err != nil {
+				return err
+			}
+			if len(files) == 0 {
+				return fmt.Errorf("no files match %s", spec)
+			}
+			if p.Type == 'J' {
+				saved := s.cfg.Resume
+				s.cfg.Resume = true
+				defer func() { s.cfg.Resume = saved }()
+			}
+			return s.serveSend(ctx, p.Seq, files)
+		case 'G':
+			return s.serveGeneric(ctx, p, fsys)
+		case 'N', 'Y':
+			// a stray reply in command wait; ignore it
+			s.rw.started = false
+		default:
+			return fmt.Errorf("unimplemented server command %q", p.Type)
+		}
+	}
+}
+
+// serveSend becomes the sender for a GET: S with the request's sequence
+// number, then the file group.
+func (s *Session) serveSend(ctx context.Context, seq int, files []OutgoingFile) error {
+	keepCheck := s.neg
+	s.sw.reset(1)
+	s.sw.next, s.sw.lo = seq, seq
+	_ = keepCheck
+	s.c.setCheck(1)
+	if err := s.sendInit(ctx, 'S'); err != nil {
+		return err
+	}
+	return s.sendGroup(ctx, files)
+}
+
+// generic command arguments: tochar(len) value, repeated.
+func parseGenericArgs(b []byte) []string {
+	var args []string
+	for len(b) > 0 {
+		n := int(b[0]) - 32
+		if n < 0 || 1+n > len(b) {
+			args = append(args, string(b[1:]))
+			break
+		}
+		args = append(args, string(b[1:1+n]))
+		b = b[1+n:]
+	}
+	return args
+}
+
+func encodeGenericArgs(cmd byte, args []string) []byte {
+	b := []byte{cmd}
+	for _, a := range args {
+		if len(a) > 94 {
+			a = a[:94]
+		}
+		b = append(b, byte(32+len(a)))
+		b = append(b, a...)
+	}
+	return b
+}
+
+func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys ServerFS) error {
+	raw, err := s.neg.in.Decode(nil, p.Data)
+	if err != nil || len(raw) == 0 {
+		return fmt.Errorf("%w: bad generic command", ErrProtocol)
+	}
+	args := parseGenericArgs(raw[1:])
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	var reply string
+	switch raw[0] {
+	case 'F', 'L', 'X': // finish, bye/logout, exit
+		if err := s.ackRecv(p.Seq, nil); err != nil {
+			return err
+		}
+		return errServerExit
+	case 'C':
+		if err := fsys.Chdir(arg(0)); err != nil {
+			return err
+		}
+		reply = fsys.Pwd()
+	case 'A':
+		reply = fsys.Pwd()
+	case 'D':
+		if reply, err = fsys.List(arg(0)); err != nil {
+			return err
+		}
+	case 'E':
+		if err := fsys.Remove(arg(0)); err != nil {
+			return err
+		}
+		reply = "deleted " + arg(0)
+	case 'm':
+		if err := fsys.Mkdir(arg(0)); err != nil {
+			return err
+		}
+	case 'd':
+		if err := fsys.Rmdir(arg(0)); err != nil {
+			return err
+		}
+	case 'R':
+		if err := fsys.Rename(arg(0), arg(1)); err != nil {
+			return err
+		}
+	case 'H':
+		reply = "kerf server: GET, SEND, REMOTE DIR/CD/PWD/DELETE/MKDIR/RMDIR/RENAME, FINISH, BYE"
+	default:
+		return fmt.Errorf("unimplemented generic command %q", raw[0])
+	}
+	enc, n := s.neg.out.Encode(nil, []byte(reply), s.neg.maxData)
+	if n == len(reply) {
+		return s.ackRecv(p.Seq, enc)
+	}
+	// Too long for an ACK: send it as a text transaction (S X D Z B).
+	s.sw.reset(1)
+	s.sw.next, s.sw.lo = p.Seq, p.Seq
+	s.c.setCheck(1)
+	if err := s.sendInit(ctx, 'S'); err != nil {
+		return err
+	}
+	return s.sendText(ctx, "reply", []byte(reply))
+}
+
+// sendText sends text as an X (display) transaction after S.
+func (s *Session) sendText(ctx context.Context, title string, text []byte) error {
+	name, err := s.encodeField([]byte(title))
+	if err != nil {
+		return err
+	}
+	if _, err := s.queue(ctx, 'X', name, 0); err != nil {
+		return err
+	}
+	src := newDataSource(bytes.NewReader(text), true)
+	for {
+		if err := src.fill(); err != nil {
+			return err
+		}
+		if src.empty() {
+			break
+		}
+		data, n := s.neg.out.Encode(nil, src.pending(), s.neg.maxData)
+		src.consume(n)
+		if _, err := s.queue(ctx, 'D', data, n); err != nil {
+			return err
+		}
+	}
+	for _, t := range []byte{'Z', 'B'} {
+		sl, err := s.queue(ctx, t, nil, 0)
+		if err != nil {
+			return err
+		}
+		if err := s.await(ctx, sl); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package kermit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"kerf/framing"
+)
+
+// Errors callers may branch on.
+var (
+	ErrPeerError      = errors.New("kermit: peer reported an error")
+	ErrTooManyRetries = errors.New("kermit: too many retries without progress")
+	ErrCanceled       = errors.New("kermit: transfer canceled")
+	ErrProtocol       = errors.New("kermit: protocol error")
+)
+
+// PeerError is an E packet received from the peer.
+type PeerError struct{ Msg string }
+
+func (e *PeerError) Error() string { return "kermit: peer error: " + e.Msg }
+func (e *PeerError) Unwrap() error { return ErrPeerError }
+
+// Session is one Kermit conversation over a byte stream. A Session is
+// used by one goroutine at a time; CancelFile and CancelGroup may be
+// called from any goroutine.
+type Session struct {
+	cfg Config
+	c   *pktConn
+	neg negotiated
+
+	// sender state
+	sw         sendWindow
+	rtt        rttEstimator
+	adapt      lengthAdapter
+	retries    int
+	sendFileID uint32
+	decodeBuf  []byte
+	recvFileID uint32
+	sendNo     uint64
+	ackedNo    uint64 // highest sendNo known to have reached the peer
+
+	// receiver state
+	rw recvWindow
+
+	data DataPath // open dual-channel data path, if any
+
+	cancelFile  atomic.Bool
+	cancelGroup atomic.Bool
+
+	stats Stats
+}
+
+// Stats counts what a session did, for tests and benchmarks.
+type Stats struct {
+	PacketsSent     int64
+	Retransmissions int64
+	NAKsSent        int64
+	NAKsReceived    int64
+	Timeouts        int64
+	BadPackets      int64
+	FileBytes       int64
+}
+
+// NewSession starts a session over rw. Close stops its reader.
+func NewSession(rw io.ReadWriter, cfg Config) *Session {
+	if cfg.Log == nil {
+		cfg.Log = DefaultConfig().Log
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = 20
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.MinTimeout <= 0 {
+		cfg.MinTimeout = 100 * time.Millisecond
+	}
+	if cfg.Window < 1 {
+		cfg.Window = 1
+	}
+	if cfg.MaxPacket <= 0 {
+		cfg.MaxPacket = 9024
+	}
+	if cfg.Check < 1 || cfg.Check > 3 {
+		cfg.Check = 3
+	}
+	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
+	s.resetNegotiation()
+	return s
+}
+
+// Close stops the session's reader goroutine. It does not close rw.
+func (s *Session) Close() { s.c.stop() }
+
+// Stats returns the counters so far.
+func (s *Session) Stats() Stats { return s.stats }
+
+// DataPath returns the dual-channel data path, or nil in classic mode.
+func (s *Session) DataPath() DataPath { return s.data }
+
+// openDual connects the data path once both sides agreed to it.
+func (s *Session) openDual(ctx context.Context) error {
+	if !s.neg.dual || s.data != nil || s.cfg.Dual == nil {
+		return nil
+	}
+	d, err := s.cfg.Dual.Open(ctx, s.neg.peer.Ext)
+	if err != nil {
+		return fmt.Errorf("kermit: opening the data channel: %w", err)
+	}
+	s.data = d
+	return nil
+}
+
+// dualActive reports whether file data goes through the data path.
+func (s *Session) dualActive() bool { return s.neg.dual && s.data != nil }
+
+// SetEvents sets the progress callback.
+func (s *Session) SetEvents(f func(Event)) { s.cfg.Events = f }
+
+// CancelFile asks to stop the current file and go on with the next.
+func (s *Session) CancelFile() { s.cancelFile.Store(true) }
+
+// CancelGroup asks to stop the current file and skip the rest.
+func (s *Session) CancelGroup() { s.cancelGroup.Store(true) }
+
+// resetNegotiation returns to the protocol defaults used before any
+// Send-Init: type-1 checks, window 1, short packets, all prefixed.
+func (s *Session) resetNegotiation() {
+	d := framing.DefaultParams()
+	s.neg = negotiated{check: 1, window: 1, maxData: 90, timeout: s.cfg.Timeout, peer: d}
+	s.neg.out.QCTL, s.neg.in.QCTL = '#', '#'
+	s.c.setCheck(1)
+	s.c.eol = '\r'
+	s.c.npad = 0
+	s.sw.reset(1)
+	s.rw.reset(1, 0)
+}
+
+// apply puts negotiated values into effect for both directions.
+func (s *Session) apply(n negotiated) {
+	s.neg = n
+	s.c.setCheck(n.check)
+	if n.peer.EOL >= 1 && n.peer.EOL <= 31 {
+		s.c.eol = n.peer.EOL
+	} else {
+		s.c.eol = '\r'
+	}
+	s.c.npad, s.c.padc = clamp(n.peer.NPad, 0, 94), n.peer.PadChar
+	if s.rtt.srtt == 0 {
+		s.rtt.init(min(s.cfg.Timeout, n.timeout))
+	}
+	s.adapt.init(n.maxData)
+}
+
+// errorPacket sends an E packet; failures are ignored since the session
+// is ending anyway.
+func (s *Session) errorPacket(msg string) {
+	seq := s.sw.next
+	if len(msg) > 80 {
+		msg = msg[:80]
+	}
+	var enc framing.Quoting = s.neg.out
+	data, _ := enc.Encode(nil, []byte(msg), 90)
+	_ = s.c.send(seq, 'E', data)
+	s.cfg.Log.Debug("sent E", "msg", msg)
+}
+
+// abort sends an E packet describing err and returns err.
+func (s *Session) abort(err error) error {
+	var pe *PeerError
+	if errors.As(err, &pe) {
+		return err // never answer an E with an E
+	}
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		msg = "Transfer canceled"
+	}
+	s.errorPacket(msg)
+	return err
+}
+
+// read waits for the next packet from the reader, up to d (0 = forever).
+// It returns ok=false on timeout.
+func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, error) {
+	var tc <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case p := <-s.c.in:
+		if p.err != nil {
+			return p, false, p.err
+		}
+		if p.bad {
+			s.stats.BadPackets++
+		}
+		return p, true, nil
+	case <-tc:
+		return inPacket{}, false, nil
+	case <-ctx.Done():
+		return inPacket{}, false, ctx.Err()
+	}
+}
+
+// decodeString decodes a prefixed data field into a string.
+func (s *Session) decodeString(data []byte) (string, error) {
+	out, err := s.neg.in.Decode(nil, data)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	return string(out), nil
+}
+
+// encodeString encodes b whole into one data field; it fails if the
+// result would not fit one packet.
+func (s *Session) encodeField(b []byte) ([]byte, error) {
+	out, n := s.neg.out.Encode(nil, b, s.neg.maxData)
+	if n < len(b) {
+		return nil, fmt.Errorf("kermit: field of %d bytes does not fit one packet", len(b))
+	}
+	return out, nil
+}

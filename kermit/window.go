@@ -1,0 +1,553 @@
+package kermit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"kerf/framing"
+)
+
+// slot is one packet the sender has written and not yet seen ACKed.
+type slot struct {
+	seq       int
+	typ       byte
+	data      []byte
+	wire      []byte
+	sentAt    time.Time
+	sends     int
+	sendNo    uint64 // order of the latest transmission, for loss detection
+	acked     bool
+	ackData   []byte
+	fileBytes int
+	onAck     func(data []byte) error
+	replies   string         // packet types besides Y that answer this one (R, G: "S")
+	ackType   byte           // type of the answer
+	reply     framing.Packet // the answer, when it was not a Y
+}
+
+// sendWindow tracks unacknowledged packets by sequence number.
+type sendWindow struct {
+	slots [64]*slot
+	lo    int // oldest unacknowledged sequence number (== next when empty)
+	next  int // sequence number of the next new packet
+	count int
+	size  int
+}
+
+func (w *sendWindow) reset(size int) {
+	*w = sendWindow{size: clamp(size, 1, 31)}
+}
+
+func (w *sendWindow) inFlight(seq int) *slot {
+	d := (seq - w.lo + 64) % 64
+	if d >= w.count {
+		return nil
+	}
+	return w.slots[seq]
+}
+
+// rttEstimator is Jacobson/Karels' smoothed round trip (RFC 6298).
+type rttEstimator struct {
+	srtt, rttvar, rto time.Duration
+	min, max          time.Duration
+}
+
+func (r *rttEstimator) init(initial time.Duration) {
+	r.srtt, r.rttvar = 0, 0
+	r.rto = initial
+	r.max = 60 * time.Second
+}
+
+func (r *rttEstimator) sample(d time.Duration) {
+	if r.srtt == 0 {
+		r.srtt, r.rttvar = d, d/2
+	} else {
+		diff := r.srtt - d
+		if diff < 0 {
+			diff = -diff
+		}
+		r.rttvar = (3*r.rttvar + diff) / 4
+		r.srtt = (7*r.srtt + d) / 8
+	}
+	r.rto = r.srtt + 4*r.rttvar
+	r.clampRTO()
+}
+
+func (r *rttEstimator) backoff() {
+	r.rto *= 2
+	r.clampRTO()
+}
+
+func (r *rttEstimator) clampRTO() {
+	if r.rto < r.min {
+		r.rto = r.min
+	}
+	if r.max > 0 && r.rto > r.max {
+		r.rto = r.max
+	}
+}
+
+// lengthAdapter picks the D-packet length from the observed loss rate.
+// A packet of L bytes survives with probability (1-p)^L; the useful
+// fraction L/(L+h) * (1-p)^L peaks near L = sqrt(h/p), so with no loss we
+// use the longest packet and under noise we shrink towards that optimum.
+type lengthAdapter struct {
+	max    int
+	bytes  float64 // wire bytes of D packets sent (decayed)
+	losses float64 // D packets lost or damaged (decayed)
+}
+
+const packetOverhead = 12 // MARK LEN SEQ TYPE LENX1 LENX2 HCHECK CHECK(3) EOL + slack
+
+func (a *lengthAdapter) init(max int) { *a = lengthAdapter{max: max} }
+
+func (a *lengthAdapter) sent(n int) {
+	a.bytes += float64(n)
+	if a.bytes > 4<<20 {
+		a.bytes /= 2
+		a.losses /= 2
+	}
+}
+
+func (a *lengthAdapter) lost() {
+	a.losses++
+	if a.losses > 64 {
+		a.bytes /= 2
+		a.losses /= 2
+	}
+}
+
+func (a *lengthAdapter) size() int {
+	if a.losses < 0.5 || a.bytes <= 0 {
+		return a.max
+	}
+	p := a.losses / a.bytes
+	l := int(math.Sqrt(packetOverhead / p))
+	return clamp(l, 40, max(a.max, 40))
+}
+
+// --- sender side -------------------------------------------------------
+
+// queue writes a new packet once the window has room and returns its slot.
+func (s *Session) queue(ctx context.Context, typ byte, data []byte, fileBytes int) (*slot, error) {
+	for s.sw.count >= s.sw.size {
+		if err := s.pump(ctx, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	seq := s.sw.next
+	wire, err := s.c.encode(framing.Packet{Seq: seq, Type: typ, Data: data}, s.c.wchk)
+	if err != nil {
+		return nil, err
+	}
+	sl := &slot{seq: seq, typ: typ, data: data, wire: wire, fileBytes: fileBytes}
+	s.sw.slots[seq] = sl
+	s.sw.next = (seq + 1) % 64
+	s.sw.count++
+	if err := s.transmit(sl); err != nil {
+		return nil, err
+	}
+	return sl, nil
+}
+
+// stream writes a D packet that will not be acknowledged (streaming).
+func (s *Session) stream(ctx context.Context, data []byte, fileBytes int) error {
+	seq := s.sw.next
+	s.sw.next = (seq + 1) % 64
+	s.sw.lo = s.sw.next
+	if err := s.c.send(seq, 'D', data); err != nil {
+		return err
+	}
+	s.stats.PacketsSent++
+	// Catch an E or a cancel without waiting for anything.
+	for {
+		select {
+		case p := <-s.c.in:
+			if err := s.handleStreamingReply(p); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
+		return ctx.Err()
+	}
+}
+
+func (s *Session) handleStreamingReply(p inPacket) error {
+	switch {
+	case p.err != nil:
+		return p.err
+	case p.bad:
+		return fmt.Errorf("%w: damaged packet on a reliable link", ErrProtocol)
+	case p.Type == 'E':
+		msg, _ := s.decodeString(p.Data)
+		return &PeerError{Msg: msg}
+	case p.Type == 'N':
+		return fmt.Errorf("%w: NAK received on a reliable link", ErrProtocol)
+	case p.Type == 'Y':
+		s.noteCancel(p.Data)
+	}
+	return nil
+}
+
+func (s *Session) noteCancel(data []byte) {
+	if len(data) == 1 {
+		switch data[0] {
+		case 'X':
+			s.cancelFile.Store(true)
+		case 'Z':
+			s.cancelGroup.Store(true)
+		}
+	}
+}
+
+func (s *Session) transmit(sl *slot) error {
+	s.sendNo++
+	sl.sendNo = s.sendNo
+	sl.sends++
+	sl.sentAt = time.Now()
+	s.stats.PacketsSent++
+	if sl.sends > 1 {
+		s.stats.Retransmissions++
+		if sl.typ == 'D' {
+			s.adapt.lost()
+		}
+	} else if sl.typ == 'D' {
+		s.adapt.sent(len(sl.wire))
+	}
+	return s.c.writeRaw(sl.wire)
+}
+
+// await processes replies until sl is acknowledged.
+func (s *Session) await(ctx context.Context, sl *slot) error {
+	for !sl.acked {
+		if err := s.pump(ctx, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drain processes replies until every packet is acknowledged.
+func (s *Session) drain(ctx context.Context) error {
+	for s.sw.count > 0 {
+		if err := s.pump(ctx, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pump handles one reply or one timeout.
+func (s *Session) pump(ctx context.Context, block bool) error {
+	var oldest *slot
+	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
+		sl := s.sw.slots[seq]
+		if sl != nil && !sl.acked && (oldest == nil || sl.sentAt.Before(oldest.sentAt)) {
+			oldest = sl
+		}
+	}
+	wait := time.Duration(0)
+	if oldest != nil {
+		wait = time.Until(oldest.sentAt.Add(s.rtt.rto))
+		if wait <= 0 {
+			wait = time.Nanosecond
+		}
+	}
+	p, ok, err := s.read(ctx, wait)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if oldest == nil {
+			return nil
+		}
+		s.stats.Timeouts++
+		s.retries++
+		if s.retries > s.cfg.MaxRetries {
+			return ErrTooManyRetries
+		}
+		s.rtt.backoff()
+		s.cfg.Log.Debug("timeout", "seq", oldest.seq, "type", string(oldest.typ), "rto", s.rtt.rto)
+		return s.transmit(oldest)
+	}
+	return s.handleReply(p)
+}
+
+func (s *Session) handleReply(p inPacket) error {
+	if p.bad {
+		return nil
+	}
+	switch p.Type {
+	case 'E':
+		msg, _ := s.decodeString(p.Data)
+		return &PeerError{Msg: msg}
+	case 'Y':
+		sl := s.sw.inFlight(p.Seq)
+		if sl == nil || sl.acked {
+			return nil // duplicate or stray
+		}
+		sl.ackType = 'Y'
+		return s.acked(sl, p.Data)
+	case 'N':
+		s.stats.NAKsReceived++
+		if sl := s.sw.inFlight(p.Seq); sl != nil {
+			if sl.acked {
+				return nil
+			}
+			// Resend unless this copy went out after the NAK was made.
+			if sl.sends == 1 || sl.sendNo <= s.ackedNo {
+				return s.transmit(sl)
+			}
+			return nil
+		}
+		if p.Seq == s.sw.next && s.sw.count > 0 {
+			// NAK for the packet after the last sent: without windows it
+			// means the last one arrived; with windows, resend the oldest.
+			prev := s.sw.slots[(p.Seq+63)%64]
+			if s.sw.size == 1 && prev != nil && !prev.acked {
+				return s.acked(prev, nil)
+			}
+			if lo := s.sw.slots[s.sw.lo]; lo != nil && !lo.acked && lo.sendNo <= s.ackedNo {
+				return s.transmit(lo)
+			}
+		}
+		return nil
+	default:
+		if sl := s.sw.inFlight(p.Seq); sl != nil && !sl.acked && strings.IndexByte(sl.replies, p.Type) >= 0 {
+			sl.ackType, sl.reply = p.Type, p.Packet
+			return s.acked(sl, p.Data)
+		}
+		s.cfg.Log.Debug("unexpected packet while sending", "type", string(p.Type), "seq", p.Seq)
+		return nil
+	}
+}
+
+// acked records an acknowledgment, slides the window and resends any
+// earlier packet the link has evidently lost: links are FIFO, so an ACK
+// for a later transmission means an earlier unACKed one will not come.
+func (s *Session) acked(sl *slot, data []byte) error {
+	sl.acked = true
+	sl.ackData = data
+	s.retries = 0
+	if sl.sends == 1 {
+		s.rtt.sample(time.Since(sl.sentAt))
+	}
+	if sl.sendNo > s.ackedNo {
+		s.ackedNo = sl.sendNo
+	}
+	if sl.typ == 'D' {
+		s.noteCancel(data)
+	}
+	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
+		o := s.sw.slots[seq]
+		if o != nil && !o.acked && o.sendNo < sl.sendNo {
+			if err := s.transmit(o); err != nil {
+				return err
+			}
+		}
+	}
+	for s.sw.count > 0 {
+		lo := s.sw.slots[s.sw.lo]
+		if lo == nil || !lo.acked {
+			break
+		}
+		s.sw.slots[s.sw.lo] = nil
+		s.sw.lo = (s.sw.lo + 1) % 64
+		s.sw.count--
+		if lo.onAck != nil {
+			if err := lo.onAck(lo.ackData); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// --- receiver side -----------------------------------------------------
+
+// recvWindow holds packets received ahead of the next one to deliver.
+type recvWindow struct {
+	lo      int // next sequence number to deliver
+	size    int
+	started bool
+	got     [64]*framing.Packet
+	naked   [64]bool
+	acks    [64][]byte
+	rawAck  [64]bool // acks[i] is a whole encoded packet (the S ACK, check type 1)
+	hasAck  [64]bool
+}
+
+func (w *recvWindow) reset(size, lo int) {
+	*w = recvWindow{size: clamp(size, 1, 31), lo: lo}
+}
+
+// ackRecv sends (and remembers, for duplicates) the ACK for seq.
+func (s *Session) ackRecv(seq int, data []byte) error {
+	s.rw.acks[seq] = data
+	s.rw.hasAck[seq] = true
+	s.rw.rawAck[seq] = false
+	return s.c.send(seq, 'Y', data)
+}
+
+func (s *Session) nak(seq int) error {
+	s.stats.NAKsSent++
+	s.rw.naked[seq] = true
+	return s.c.send(seq, 'N', nil)
+}
+
+// nextPacket returns the next packet in sequence, acknowledging data
+// packets on arrival, re-acknowledging duplicates and NAKing gaps. The
+// caller ACKs every non-D packet it gets (ackRecv) once it has acted on
+// it. timeout 0 waits forever (server command wait).
+func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framing.Packet, error) {
+	w := &s.rw
+	for {
+		if w.started {
+			if p := w.got[w.lo]; p != nil {
+				w.got[w.lo] = nil
+				w.naked[w.lo] = false
+				w.lo = (w.lo + 1) % 64
+				return *p, nil
+			}
+		}
+		in, ok, err := s.read(ctx, timeout)
+		if err != nil {
+			return framing.Packet{}, err
+		}
+		if !ok {
+			s.stats.Timeouts++
+			s.retries++
+			if s.retries > s.cfg.MaxRetries {
+				return framing.Packet{}, ErrTooManyRetries
+			}
+			if s.neg.streaming {
+				return framing.Packet{}, fmt.Errorf("%w: timed out on a reliable link", ErrProtocol)
+			}
+			if w.started {
+				if err := s.nak(w.lo); err != nil {
+					return framing.Packet{}, err
+				}
+			}
+			continue
+		}
+		if in.bad {
+			if s.neg.streaming {
+				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
+			}
+			if err := s.nakMissing(-1); err != nil {
+				return framing.Packet{}, err
+			}
+			continue
+		}
+		s.retries = 0
+		if in.Type == 'E' {
+			msg, _ := s.decodeString(in.Data)
+			return framing.Packet{}, &PeerError{Msg: msg}
+		}
+		if !w.started {
+			w.started = true
+			w.lo = in.Seq
+		}
+		d := (in.Seq - w.lo + 64) % 64
+		switch {
+		case d < w.size:
+			if w.got[in.Seq] != nil {
+				continue // duplicate of a stashed packet
+			}
+			pk := in.Packet
+			w.got[in.Seq] = &pk
+			w.naked[in.Seq] = false
+			if in.Type == 'D' && !s.neg.streaming {
+				if err := s.ackData(in.Seq); err != nil {
+					return framing.Packet{}, err
+				}
+			}
+			if d > 0 {
+				if err := s.nakMissing(in.Seq); err != nil {
+					return framing.Packet{}, err
+				}
+			}
+		case d >= 64-w.size || (w.size == 1 && d == 63):
+			// From the previous window: our ACK was lost; repeat it.
+			if w.hasAck[in.Seq] {
+				var err error
+				if w.rawAck[in.Seq] {
+					err = s.c.writeRaw(w.acks[in.Seq])
+				} else {
+					err = s.c.send(in.Seq, 'Y', w.acks[in.Seq])
+				}
+				if err != nil {
+					return framing.Packet{}, err
+				}
+			}
+		default:
+			s.cfg.Log.Debug("packet outside window ignored", "seq", in.Seq, "lo", w.lo)
+		}
+	}
+}
+
+// ackData acknowledges a data packet, carrying a cancel request if any.
+func (s *Session) ackData(seq int) error {
+	var data []byte
+	switch {
+	case s.cancelGroup.Load():
+		data = []byte{'Z'}
+	case s.cancelFile.Load():
+		data = []byte{'X'}
+	}
+	return s.ackRecv(seq, data)
+}
+
+// nakMissing NAKs missing packets. With upto >= 0 (a packet arrived
+// ahead of the ones before it) every not-yet-NAKed gap before upto is
+// NAKed. With upto < 0 (a damaged packet arrived) one packet is NAKed:
+// the oldest missing one up to the next new one, preferring one not yet
+// NAKed, since on a FIFO link the damaged packet is the next missing one.
+func (s *Session) nakMissing(upto int) error {
+	w := &s.rw
+	if !w.started {
+		return nil
+	}
+	if upto >= 0 {
+		limit := (upto - w.lo + 64) % 64
+		for i := 0; i < limit; i++ {
+			seq := (w.lo + i) % 64
+			if w.got[seq] == nil && !w.naked[seq] {
+				if err := s.nak(seq); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	hi := -1
+	for j := 0; j < w.size; j++ {
+		if w.got[(w.lo+j)%64] != nil {
+			hi = j
+		}
+	}
+	first := -1
+	for i := 0; i <= hi+1 && i < w.size; i++ {
+		seq := (w.lo + i) % 64
+		if w.got[seq] != nil {
+			continue
+		}
+		if !w.naked[seq] {
+			return s.nak(seq)
+		}
+		if first < 0 {
+			first = seq
+		}
+	}
+	if first >= 0 {
+		return s.nak(first)
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package datachan
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"kerf/framing"
+)
+
+// Errors of a Path. A failed Path returns its first error, wrapped with
+// detail, from every later call.
+var (
+	ErrClosed   = errors.New("datachan: data path closed")
+	ErrConnLost = errors.New("datachan: data connection lost")
+	ErrProtocol = errors.New("datachan: protocol error")
+)
+
+// Defaults of a Path.
+const (
+	DefaultBlockSize   = 256 << 10
+	DefaultReadAhead   = 4 // blocks read and queued beyond those being written
+	DefaultWriteBehind = 4 // verified blocks queued per connection for WriteAt
+)
+
+// Path implements kermit.DataPath over paired data connections. Either side may
+// send and receive; blocks of a file are striped over all connections.
+//
+// Sending: SendFile reads the file in blocks (DefaultBlockSize) on the
+// caller's goroutine, at most DefaultReadAhead blocks ahead of the
+// connections' writer goroutines, which take whichever block is next and
+// write header and payload with one vectored write. A resend request
+// from the peer is served from the src that SendFile was given, until
+// Release.
+//
+// Receiving: a reader goroutine per connection reads and checks blocks; a
+// damaged payload is dropped and asked for again on the same connection;
+// a good block is handed to that connection's writer goroutine, which
+// calls WriteAt while the reader goes on reading.
+type Path struct {
+	cfg     config
+	streams []*stream
+	sendq   chan *frame // blocks for any connection
+	frames  sync.Pool   // *frame
+	wg      sync.WaitGroup
+	failed  chan struct{} // closed with the first error
+
+	mu       sync.Mutex
+	err      error
+	sources  map[uint32]*source
+	files    map[uint32]*recvFile
+	expected chan struct{} // closed and replaced by every Expect
+
+	stats struct {
+		blocksSent, bytesSent, blocksResent      atomic.Int64
+		blocksReceived, bytesReceived, badBlocks atomic.Int64
+		duplicates                               atomic.Int64
+	}
+}
+
+// Stats are a Path's counters.
+type Stats struct {
+	BlocksSent     int64 // blocks written to the connections, re-sent ones included
+	BytesSent      int64 // payload bytes of those blocks
+	BlocksResent   int64 // blocks sent again because the peer asked
+	BlocksReceived int64 // good blocks accepted (duplicates not counted)
+	BytesReceived  int64 // payload bytes of those blocks
+	BadBlocks      int64 // blocks dropped for a bad payload check; each was asked for again
+	Duplicates     int64 // good blocks ignored because they had arrived before
+}
+
+// Option configures a Path.
+type Option func(*config)
+
+type config struct {
+	blockSize   int
+	readAhead   int
+	writeBehind int
+}
+
+// WithBlockSize sets the payload size of the blocks this side sends
+// (1 .. framing.MaxBlockLen; default DefaultBlockSize). The receiver
+// accepts any size up to framing.MaxBlockLen.
+func WithBlockSize(n int) Option {
+	return func(c *config) { c.blockSize = min(max(n, 1), framing.MaxBlockLen) }
+}
+
+// WithReadAhead sets how many blocks SendFile may have read and queued
+// beyond those the connections are writing (default DefaultReadAhead).
+func WithReadAhead(blocks int) Option {
+	return func(c *config) { c.readAhead = max(blocks, 0) }
+}
+
+// WithWriteBehind sets how many verified blocks each connection's reader
+// may queue for WriteAt before it stops reading (default
+// DefaultWriteBehind).
+func WithWriteBehind(blocks int) Option {
+	return func(c *config) { c.writeBehind = max(blocks, 0) }
+}
+
+// stream is one data connection and its goroutines: a reader, a network
+// writer and a disk writer.
+type stream struct {
+	p     *Path
+	idx   int
+	conn  net.Conn
+	ctlq  chan *frame // frames for this connection only (resend requests)
+	diskq chan *frame // verified blocks waiting for WriteAt
+
+	hdr  [framing.BlockHeaderLen]byte // reader's header buffer
+	vec  [2][]byte                    // writer's iovecs
+	bufs net.Buffers
+}
+
+// frame is one outgoing or received frame; frames are pooled.
+type frame struct {
+	hdr     [framing.BlockHeaderLen]byte
+	h       framing.BlockHeader
+	buf     []byte // backing store of payload, reused
+	payload []byte // nil for a control frame
+	job     *sendJob
+	file    *recvFile
+}
+
+// NewPath starts a Path over conns, which it owns from now on (Close
+// closes them). The order of conns does not matter.
+func NewPath(conns []net.Conn, opts ...Option) *Path {
+	cfg := config{blockSize: DefaultBlockSize, readAhead: DefaultReadAhead, writeBehind: DefaultWriteBehind}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p := &Path{
+		cfg:      cfg,
+		sendq:    make(chan *frame, cfg.readAhead),
+		failed:   make(chan struct{}),
+		sources:  make(map[uint32]*source),
+		files:    make(map[uint32]*recvFile),
+		expected: make(chan struct{}),
+	}
+	if len(conns) == 0 {
+		p.fail(errors.New("datachan: no data connections"))
+		return p
+	}
+	for i, c := range conns {
+		s := &stream{
+			p:     p,
+			idx:   i,
+			conn:  c,
+			ctlq:  make(chan *frame, 64),
+			diskq: make(chan *frame, cfg.writeBehind),
+		}
+		p.streams = append(p.streams, s)
+	}
+	for _, s := range p.streams {
+		p.wg.Go(s.readLoop)
+		p.wg.Go(s.writeLoop)
+		p.wg.Go(s.diskLoop)
+	}
+	return p
+}
+
+// Close stops the Path: pending calls fail with ErrClosed (unless the
+// Path had failed before), the connections are closed and every
+// goroutine has exited when Close returns.
+func (p *Path) Close() error {
+	p.fail(ErrClosed)
+	p.wg.Wait()
+	return nil
+}
+
+// Stats returns the Path's counters.
+func (p *Path) Stats() Stats {
+	return Stats{
+		BlocksSent:     p.stats.blocksSent.Load(),
+		BytesSent:      p.stats.bytesSent.Load(),
+		BlocksResent:   p.stats.blocksResent.Load(),
+		BlocksReceived: p.stats.blocksReceived.Load(),
+		BytesReceived:  p.stats.bytesReceived.Load(),
+		BadBlocks:      p.stats.badBlocks.Load(),
+		Duplicates:     p.stats.duplicates.Load(),
+	}
+}
+
+// Err returns the error the Path failed with, or nil.
+func (p *Path) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// fail makes err the Path's sticky error, if it has none yet, and closes
+// the connections so that every goroutine stops.
+func (p *Path) fail(err error) {
+	p.mu.Lock()
+	if p.err != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.err = err
+	close(p.failed)
+	p.mu.Unlock()
+	for _, s := range p.streams {
+		s.conn.Close()
+	}
+}
+
+func (s *stream) lost(err error) error {
+	return fmt.Errorf("%w: stream %d (%v): %w", ErrConnLost, s.idx, s.conn.RemoteAddr(), err)
+}
+
+func (s *stream) protocolError(format string, args ...any) error {
+	return fmt.Errorf("%w: stream %d: %s", ErrProtocol, s.idx, fmt.Sprintf(format, args...))
+}
+
+// getFrame returns a pooled frame with an n-byte payload (none if n is 0).
+func (p *Path) getFrame(n int) *frame {
+	f, _ := p.frames.Get().(*frame)
+	if f == nil {
+		f = new(frame)
+	}
+	if n > 0 {
+		if cap(f.buf) < n {
+			f.buf = make([]byte, max(n, p.cfg.blockSize))
+		}
+		f.payload = f.buf[:n]
+	}
+	return f
+}
+
+func (p *Path) putFrame(f *frame) {
+	f.payload, f.job, f.file = nil, nil, nil
+	p.frames.Put(f)
+}
+
+// readFullAt fills b from src at off; a short file is an error.
+func readFullAt(src io.ReaderAt, b []byte, off int64) error {
+	n, err := src.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,403 @@
+package datachan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/framing"
+)
+
+func TestRoundTrip(t *testing.T) {
+	const bs = DefaultBlockSize
+	sizes := []int{0, 1, bs - 1, bs, bs + 1, 5<<20 + 12345}
+	for _, streams := range []int{1, 4} {
+		t.Run(fmt.Sprintf("streams=%d", streams), func(t *testing.T) {
+			s, r := pathPair(t, streams, nil)
+			for i, n := range sizes {
+				id := uint32(i + 1)
+				t.Run(fmt.Sprintf("size=%d", n), func(t *testing.T) {
+					transfer(t, s, r, id, randomData(uint64(id), n))
+				})
+			}
+			// And the other way over the same connections.
+			transfer(t, r, s, 100, randomData(100, 3*bs+7))
+			st := s.Stats()
+			if st.BadBlocks != 0 || st.BlocksResent != 0 || st.Duplicates != 0 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
+}
+
+func TestPartialRange(t *testing.T) {
+	s, r := pathPair(t, 2, nil, WithBlockSize(1000))
+	data := randomData(9, 50_000)
+	const off, n = 12_345, 30_000
+	dst := newMemFile(len(data))
+	ctx := testContext(t)
+	if err := r.Expect(1, dst, off, n); err != nil {
+		t.Fatal(err)
+	}
+	sendCRC, err := s.SendFile(ctx, 1, bytes.NewReader(data), off, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvCRC, err := r.Wait(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := framing.CRC32C(data[off : off+n]); sendCRC != want || recvCRC != want {
+		t.Fatalf("crc sent %08x received %08x want %08x", sendCRC, recvCRC, want)
+	}
+	got := dst.bytes()
+	if !bytes.Equal(got[off:off+n], data[off:off+n]) || !bytes.Equal(got[:off], make([]byte, off)) {
+		t.Fatal("wrong bytes")
+	}
+}
+
+func TestSeveralFilesInterleaved(t *testing.T) {
+	s, r := pathPair(t, 3, nil, WithBlockSize(4096))
+	ctx := testContext(t)
+	const files = 8
+	data := make([][]byte, files)
+	dsts := make([]*memFile, files)
+	for i := range files {
+		data[i] = randomData(uint64(i), 100_000+i*7919)
+		dsts[i] = newMemFile(len(data[i]))
+	}
+	// Half the files are expected before anything is sent, half while
+	// their blocks are already arriving.
+	for i := 0; i < files; i += 2 {
+		if err := r.Expect(uint32(i+1), dsts[i], 0, int64(len(data[i]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	sendCRCs := make([]uint32, files)
+	sendErrs := make([]error, files)
+	for i := range files {
+		wg.Go(func() {
+			sendCRCs[i], sendErrs[i] = s.SendFile(ctx, uint32(i+1), bytes.NewReader(data[i]), 0, int64(len(data[i])))
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	for i := 1; i < files; i += 2 {
+		if err := r.Expect(uint32(i+1), dsts[i], 0, int64(len(data[i]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range files {
+		crc, err := r.Wait(ctx, uint32(i+1))
+		if err != nil {
+			t.Fatalf("Wait %d: %v", i+1, err)
+		}
+		if want := framing.CRC32C(data[i]); crc != want {
+			t.Fatalf("file %d: crc %08x want %08x", i+1, crc, want)
+		}
+		if !bytes.Equal(dsts[i].bytes(), data[i]) {
+			t.Fatalf("file %d differs", i+1)
+		}
+	}
+	wg.Wait()
+	for i := range files {
+		if sendErrs[i] != nil || sendCRCs[i] != framing.CRC32C(data[i]) {
+			t.Fatalf("SendFile %d: %08x, %v", i+1, sendCRCs[i], sendErrs[i])
+		}
+	}
+}
+
+func TestExpectAfterData(t *testing.T) {
+	s, r := pathPair(t, 1, nil, WithBlockSize(1024))
+	ctx := testContext(t)
+	data := randomData(3, 10_000)
+	if _, err := s.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if st := r.Stats(); st.BlocksReceived != 0 {
+		t.Fatalf("blocks accepted before Expect: %+v", st)
+	}
+	dst := newMemFile(len(data))
+	if err := r.Expect(7, dst, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	crc, err := r.Wait(ctx, 7)
+	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
+		t.Fatalf("Wait: %08x, %v", crc, err)
+	}
+}
+
+func TestDamagedPayloadIsResent(t *testing.T) {
+	var dc *damageConn
+	wrap := func(i int, c net.Conn) net.Conn {
+		if i == 0 {
+			dc = &damageConn{Conn: c, block: 3}
+			return dc
+		}
+		return c
+	}
+	s, r := pathPair(t, 2, wrap, WithBlockSize(8192))
+	transfer(t, s, r, 1, randomData(4, 200_000))
+	if !dc.didDamage() {
+		t.Fatal("no block was damaged")
+	}
+	rs, ss := r.Stats(), s.Stats()
+	if rs.BadBlocks != 1 || ss.BlocksResent != 1 || rs.Duplicates != 0 {
+		t.Fatalf("receiver %+v, sender %+v; want one bad block, one resend", rs, ss)
+	}
+	if want := int64((200_000 + 8191) / 8192); rs.BlocksReceived != want || ss.BlocksSent != want+1 {
+		t.Fatalf("received %d blocks, sent %d; want %d and %d", rs.BlocksReceived, ss.BlocksSent, want, want+1)
+	}
+}
+
+func TestDamagedHeaderFailsPath(t *testing.T) {
+	wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 3, inHeader: true} }
+	s, r := pathPair(t, 1, wrap, WithBlockSize(8192))
+	ctx := testContext(t)
+	data := randomData(5, 100_000)
+	if err := r.Expect(1, newMemFile(len(data)), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	go s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data)))
+	_, err := r.Wait(ctx, 1)
+	if !errors.Is(err, ErrProtocol) || !errors.Is(err, framing.ErrBlockHeaderCheck) {
+		t.Fatalf("Wait: %v", err)
+	}
+	wantErrContaining(t, err, "header check", "cannot be resynchronised")
+	// The error is sticky.
+	if err2 := r.Expect(2, newMemFile(1), 0, 1); !errors.Is(err2, ErrProtocol) {
+		t.Fatalf("Expect after failure: %v", err2)
+	}
+}
+
+// slowFile is a WriterAt that takes its time, to keep a transfer going.
+type slowFile struct{ *memFile }
+
+func (f slowFile) WriteAt(p []byte, off int64) (int, error) {
+	time.Sleep(time.Millisecond)
+	return f.memFile.WriteAt(p, off)
+}
+
+func TestConnectionClosedMidTransfer(t *testing.T) {
+	cc, sc := pairedConns(t, 2)
+	s, r := NewPath(cc, WithBlockSize(4096)), NewPath(sc)
+	defer s.Close()
+	defer r.Close()
+	ctx := testContext(t)
+	data := randomData(6, 8<<20)
+	if err := r.Expect(1, slowFile{newMemFile(len(data))}, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	sendErr := make(chan error, 1)
+	go func() {
+		_, err := s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data)))
+		sendErr <- err
+	}()
+	for r.Stats().BlocksReceived < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	cc[1].Close() // behind the Path's back
+	_, err := r.Wait(ctx, 1)
+	if !errors.Is(err, ErrConnLost) {
+		t.Fatalf("Wait: %v", err)
+	}
+	wantErrContaining(t, err, "data connection lost")
+	if err := <-sendErr; !errors.Is(err, ErrConnLost) {
+		t.Fatalf("SendFile: %v", err)
+	}
+}
+
+func TestCloseFailsPendingCalls(t *testing.T) {
+	before := runtime.NumGoroutine()
+	cc, sc := pairedConns(t, 2)
+	s, r := NewPath(cc, WithBlockSize(4096)), NewPath(sc)
+	ctx := testContext(t)
+	if err := r.Expect(1, newMemFile(100), 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitErr := make(chan error, 1)
+	go func() { _, err := r.Wait(ctx, 1); waitErr <- err }()
+	// A SendFile that cannot finish: nobody expects file 2, so the
+	// receiver's readers stop and the connections fill up.
+	sendErr := make(chan error, 1)
+	go func() {
+		big := randomData(7, 64<<20)
+		_, err := s.SendFile(ctx, 2, bytes.NewReader(big), 0, int64(len(big)))
+		sendErr <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	r.Close()
+	if err := <-waitErr; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait after Close: %v", err)
+	}
+	s.Close()
+	if err := <-sendErr; !errors.Is(err, ErrClosed) && !errors.Is(err, ErrConnLost) {
+		t.Fatalf("SendFile after Close: %v", err)
+	}
+	if _, err := s.SendFile(ctx, 3, bytes.NewReader(nil), 0, 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SendFile on closed path: %v", err)
+	}
+	checkGoroutines(t, before)
+}
+
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		s, r := pathPair(t, 4, nil, WithBlockSize(16<<10))
+		transfer(t, s, r, 1, randomData(8, 1<<20))
+		transfer(t, r, s, 2, randomData(9, 1<<20))
+		s.Close()
+		r.Close()
+	}()
+	checkGoroutines(t, before)
+}
+
+// failingFile fails every WriteAt.
+type failingFile struct{}
+
+func (failingFile) WriteAt([]byte, int64) (int, error) { return 0, errors.New("disk full") }
+
+func TestWriteErrorFailsOnlyThatFile(t *testing.T) {
+	s, r := pathPair(t, 2, nil, WithBlockSize(4096))
+	ctx := testContext(t)
+	data := randomData(10, 50_000)
+	if err := r.Expect(1, failingFile{}, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Wait(ctx, 1)
+	wantErrContaining(t, err, "disk full", "file 1")
+	transfer(t, s, r, 2, data) // the Path goes on
+}
+
+func TestShortSource(t *testing.T) {
+	s, _ := pathPair(t, 1, nil)
+	_, err := s.SendFile(testContext(t), 1, bytes.NewReader(make([]byte, 10)), 0, 20)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("SendFile past the end: %v", err)
+	}
+}
+
+func TestSendFileContextCancel(t *testing.T) {
+	cc, sc := pairedConns(t, 1)
+	s, r := NewPath(cc, WithBlockSize(4096)), NewPath(sc)
+	defer s.Close()
+	defer r.Close()
+	// Nobody expects file 1: the connection fills up and SendFile blocks.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	big := randomData(11, 32<<20)
+	if _, err := s.SendFile(ctx, 1, bytes.NewReader(big), 0, int64(len(big))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SendFile: %v", err)
+	}
+}
+
+// Raw-frame tests: one side is a Path, the other the test writing frames
+// by hand over net.Pipe.
+
+func rawPeer(t *testing.T) (*Path, net.Conn) {
+	a, b := net.Pipe()
+	p := NewPath([]net.Conn{a})
+	t.Cleanup(func() { p.Close(); b.Close() })
+	return p, b
+}
+
+func writeBlock(t *testing.T, c net.Conn, id uint32, off uint64, payload []byte) {
+	t.Helper()
+	var hdr [framing.BlockHeaderLen]byte
+	framing.BlockHeader{FileID: id, Offset: off, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(hdr[:])
+	if _, err := c.Write(append(hdr[:], payload...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDuplicateBlockIgnored(t *testing.T) {
+	p, peer := rawPeer(t)
+	ctx := testContext(t)
+	data := randomData(12, 300)
+	dst := newMemFile(300)
+	p.Expect(1, dst, 0, 300)
+	writeBlock(t, peer, 1, 0, data[:100])
+	writeBlock(t, peer, 1, 0, data[:100])
+	writeBlock(t, peer, 1, 200, data[200:])
+	writeBlock(t, peer, 1, 100, data[100:200])
+	crc, err := p.Wait(ctx, 1)
+	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
+		t.Fatalf("Wait: %08x, %v", crc, err)
+	}
+	// After completion too.
+	writeBlock(t, peer, 1, 100, data[100:200])
+	p.Expect(2, newMemFile(0), 0, 0) // a round trip through the reader
+	writeBlock(t, peer, 3, 0, []byte{1})
+	p.Expect(3, newMemFile(1), 0, 1)
+	if _, err := p.Wait(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Duplicates != 2 || st.BlocksReceived != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestBlockOutsideRange(t *testing.T) {
+	p, peer := rawPeer(t)
+	p.Expect(1, newMemFile(100), 0, 100)
+	writeBlock(t, peer, 1, 90, make([]byte, 20))
+	_, err := p.Wait(testContext(t), 1)
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("Wait: %v", err)
+	}
+	wantErrContaining(t, err, "outside the expected")
+}
+
+func TestResendRequestOnTheWire(t *testing.T) {
+	p, peer := rawPeer(t)
+	p.Expect(1, newMemFile(100), 0, 100)
+	data := randomData(13, 100)
+	var hdr [framing.BlockHeaderLen]byte
+	framing.BlockHeader{FileID: 1, Offset: 0, Length: 100, PayloadCRC: framing.CRC32C(data) ^ 1}.Put(hdr[:])
+	go peer.Write(append(hdr[:], data...))
+	var req [framing.FrameLen]byte
+	if _, err := io.ReadFull(peer, req[:]); err != nil {
+		t.Fatal(err)
+	}
+	r, err := framing.ParseResendRequest(req[:])
+	if err != nil || r != (framing.ResendRequest{FileID: 1, Offset: 0, Length: 100}) {
+		t.Fatalf("resend request %+v, %v", r, err)
+	}
+	writeBlock(t, peer, 1, 0, data)
+	if _, err := p.Wait(testContext(t), 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResendOfUnknownFileFailsPath(t *testing.T) {
+	p, peer := rawPeer(t)
+	var req [framing.FrameLen]byte
+	framing.ResendRequest{FileID: 5, Offset: 0, Length: 10}.Put(req[:])
+	peer.Write(req[:])
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Err(); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("Err: %v", err)
+	}
+}
+
+func TestNoConnections(t *testing.T) {
+	p := NewPath(nil)
+	defer p.Close()
+	if _, err := p.SendFile(context.Background(), 1, bytes.NewReader([]byte{1}), 0, 1); err == nil {
+		t.Fatal("SendFile without connections succeeded")
+	}
+}

@@ -1,0 +1,241 @@
+package datachan
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"kerf/framing"
+)
+
+// recvFile is a file being received: its range, where it goes, and what
+// has arrived. Guarded by Path.mu.
+type recvFile struct {
+	id       uint32
+	dst      io.WriterAt // nil once Wait has returned
+	off, end uint64
+	got      spans  // accepted blocks (queued or written)
+	written  uint64 // bytes written to dst
+	err      error  // a WriteAt failure
+	done     chan struct{}
+}
+
+func (f *recvFile) complete() bool { return f.err == nil && f.written == f.end-f.off }
+
+// Expect announces that bytes [off, off+n) of file id will arrive and are
+// to be written to dst. Readers holding blocks of id resume.
+func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
+	if off < 0 || n < 0 || off+n < off {
+		return fmt.Errorf("datachan: Expect of file %d: bad range %d+%d", id, off, n)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	if p.files[id] != nil {
+		return fmt.Errorf("datachan: file %d is already expected", id)
+	}
+	f := &recvFile{id: id, dst: dst, off: uint64(off), end: uint64(off + n), done: make(chan struct{})}
+	if n == 0 {
+		close(f.done)
+	}
+	p.files[id] = f
+	close(p.expected)
+	p.expected = make(chan struct{})
+	return nil
+}
+
+// Wait blocks until every byte of file id has been verified and written,
+// and returns the CRC-32C of the expected range.
+func (p *Path) Wait(ctx context.Context, id uint32) (uint32, error) {
+	p.mu.Lock()
+	f := p.files[id]
+	p.mu.Unlock()
+	if f == nil {
+		return 0, fmt.Errorf("datachan: Wait for file %d, which was not expected", id)
+	}
+	select {
+	case <-f.done:
+	case <-p.failed:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case f.err != nil:
+		return 0, f.err
+	case !f.complete():
+		return 0, p.err
+	}
+	f.dst = nil // the caller may close it now; f stays to spot duplicates
+	if len(f.got) == 0 {
+		return 0, nil // empty range
+	}
+	return f.got[0].crc, nil
+}
+
+// readLoop reads frames from the connection until it fails or the Path
+// stops.
+func (s *stream) readLoop() {
+	p := s.p
+	for {
+		if _, err := io.ReadFull(s.conn, s.hdr[:]); err != nil {
+			p.fail(s.lost(err))
+			return
+		}
+		var err error
+		switch string(s.hdr[:4]) {
+		case framing.BlockMagic:
+			err = s.readBlock()
+		case framing.ResendMagic:
+			var r framing.ResendRequest
+			if r, err = framing.ParseResendRequest(s.hdr[:]); err != nil {
+				err = fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err)
+			} else {
+				err = s.resend(r)
+			}
+		default:
+			err = s.protocolError("bad frame magic %q; the stream cannot be resynchronised", s.hdr[:4])
+		}
+		if err != nil {
+			p.fail(err)
+			return
+		}
+	}
+}
+
+// readBlock reads the payload of the block whose header is in s.hdr,
+// checks it and hands it to the disk writer, or asks for it again.
+func (s *stream) readBlock() error {
+	p := s.p
+	h, err := framing.ParseBlockHeader(s.hdr[:])
+	if err != nil {
+		// The length cannot be trusted, so the next frame cannot be found.
+		return fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err)
+	}
+	if h.Flags&framing.BlockFlagCompressed != 0 {
+		return s.protocolError("file %d offset %d: compressed blocks are not supported", h.FileID, h.Offset)
+	}
+	if h.Length == 0 {
+		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)
+	}
+	f := p.getFrame(int(h.Length))
+	if _, err := io.ReadFull(s.conn, f.payload); err != nil {
+		p.putFrame(f)
+		return s.lost(err)
+	}
+	if framing.CRC32C(f.payload) != h.PayloadCRC {
+		p.putFrame(f)
+		p.stats.badBlocks.Add(1)
+		return s.requestResend(h)
+	}
+	file, err := s.accept(h)
+	if err != nil || file == nil {
+		p.putFrame(f)
+		return err
+	}
+	f.h, f.file = h, file
+	select {
+	case s.diskq <- f:
+	case <-p.failed:
+		p.putFrame(f)
+	}
+	return nil
+}
+
+// requestResend asks the peer, on this connection, for block h again.
+func (s *stream) requestResend(h framing.BlockHeader) error {
+	f := s.p.getFrame(0)
+	framing.ResendRequest{FileID: h.FileID, Offset: h.Offset, Length: h.Length}.Put(f.hdr[:])
+	select {
+	case s.ctlq <- f:
+	case <-s.p.failed:
+		s.p.putFrame(f)
+	}
+	return nil
+}
+
+// accept records a verified block h of its file, waiting for Expect if
+// the file is not expected yet. It returns nil for a duplicate or when
+// the Path stopped meanwhile.
+func (s *stream) accept(h framing.BlockHeader) (*recvFile, error) {
+	p := s.p
+	start, end := h.Offset, h.Offset+uint64(h.Length)
+	for {
+		p.mu.Lock()
+		if p.err != nil {
+			p.mu.Unlock()
+			return nil, nil
+		}
+		f := p.files[h.FileID]
+		if f == nil {
+			expected := p.expected
+			p.mu.Unlock()
+			select {
+			case <-expected:
+				continue
+			case <-p.failed:
+				return nil, nil
+			}
+		}
+		if start < f.off || end > f.end || end < start {
+			p.mu.Unlock()
+			return nil, s.protocolError("block [%d,%d) of file %d is outside the expected [%d,%d)", start, end, h.FileID, f.off, f.end)
+		}
+		dup, err := f.got.add(start, end, h.PayloadCRC)
+		p.mu.Unlock()
+		if err != nil {
+			return nil, s.protocolError("file %d: %v", h.FileID, err)
+		}
+		if dup {
+			p.stats.duplicates.Add(1)
+			return nil, nil
+		}
+		p.stats.blocksReceived.Add(1)
+		p.stats.bytesReceived.Add(int64(h.Length))
+		return f, nil
+	}
+}
+
+// diskLoop writes verified blocks to their files.
+func (s *stream) diskLoop() {
+	p := s.p
+	for {
+		select {
+		case f := <-s.diskq:
+			p.store(f)
+			p.putFrame(f)
+		case <-p.failed:
+			return
+		}
+	}
+}
+
+// store writes one verified block and completes its file when it was the
+// last one. A WriteAt error fails that file, not the Path.
+func (p *Path) store(b *frame) {
+	f := b.file
+	p.mu.Lock()
+	dst, failed := f.dst, f.err != nil
+	p.mu.Unlock()
+	if failed || dst == nil {
+		return
+	}
+	_, err := dst.WriteAt(b.payload, int64(b.h.Offset))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f.err != nil {
+		return
+	}
+	if err != nil {
+		f.err = fmt.Errorf("datachan: writing file %d at %d: %w", f.id, b.h.Offset, err)
+		close(f.done)
+		return
+	}
+	f.written += uint64(len(b.payload))
+	if f.complete() {
+		close(f.done)
+	}
+}

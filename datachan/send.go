@@ -1,0 +1,202 @@
+package datachan
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"kerf/framing"
+)
+
+// source is a file being sent, kept for resend requests until Release.
+type source struct {
+	src    io.ReaderAt
+	ranges [][2]int64 // [off, end) passed to SendFile
+}
+
+// sendJob counts one SendFile's blocks not yet written.
+type sendJob struct {
+	pending atomic.Int64 // blocks queued or being written, +1 while SendFile is queueing
+	done    chan struct{}
+}
+
+func (j *sendJob) finish() {
+	if j.pending.Add(-1) == 0 {
+		close(j.done)
+	}
+}
+
+// SendFile sends bytes [off, off+n) of src as file id and returns their
+// CRC-32C once every block has been written to a connection. src must
+// stay readable until Release(id): a block the peer reports damaged is
+// read again. Several SendFiles may run at once; their blocks interleave.
+func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n int64) (uint32, error) {
+	if off < 0 || n < 0 || off+n < off {
+		return 0, fmt.Errorf("datachan: SendFile of file %d: bad range %d+%d", id, off, n)
+	}
+	if err := p.register(id, src, off, off+n); err != nil {
+		return 0, err
+	}
+	job := &sendJob{done: make(chan struct{})}
+	job.pending.Store(1)
+	var crc uint32
+	bs := int64(p.cfg.blockSize)
+	for pos, end := off, off+n; pos < end; {
+		l := min(bs, end-pos)
+		f := p.getFrame(int(l))
+		if err := readFullAt(src, f.payload, pos); err != nil {
+			p.putFrame(f)
+			return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, pos, err)
+		}
+		c := framing.CRC32C(f.payload)
+		crc = framing.CombineCRC32C(crc, c, l)
+		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr[:])
+		f.job = job
+		job.pending.Add(1)
+		select {
+		case p.sendq <- f:
+		case <-ctx.Done():
+			p.putFrame(f)
+			return 0, ctx.Err()
+		case <-p.failed:
+			p.putFrame(f)
+			return 0, p.Err()
+		}
+		pos += l
+	}
+	job.finish()
+	select {
+	case <-job.done:
+		return crc, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-p.failed:
+		select {
+		case <-job.done: // everything was written before the failure
+			return crc, nil
+		default:
+			return 0, p.Err()
+		}
+	}
+}
+
+// register records src for resend requests of [off, end) of file id.
+func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	s := p.sources[id]
+	if s == nil {
+		s = &source{src: src}
+		p.sources[id] = s
+	}
+	s.src = src
+	if end > off {
+		s.ranges = append(s.ranges, [2]int64{off, end})
+	}
+	return nil
+}
+
+// Release forgets file id's src; the peer may no longer ask for its
+// blocks.
+func (p *Path) Release(id uint32) {
+	p.mu.Lock()
+	delete(p.sources, id)
+	p.mu.Unlock()
+}
+
+// resend serves a resend request from the peer: it reads the block again
+// from the registered src and queues it for any connection.
+func (s *stream) resend(r framing.ResendRequest) error {
+	p := s.p
+	off, end := int64(r.Offset), int64(r.Offset)+int64(r.Length)
+	p.mu.Lock()
+	src := p.sources[r.FileID]
+	ok := src != nil && src.covers(off, end)
+	var rd io.ReaderAt
+	if ok {
+		rd = src.src
+	}
+	p.mu.Unlock()
+	if !ok {
+		return s.protocolError("peer asked to resend [%d,%d) of file %d, which is not being sent", off, end, r.FileID)
+	}
+	p.wg.Go(func() {
+		f := p.getFrame(int(r.Length))
+		if err := readFullAt(rd, f.payload, off); err != nil {
+			p.putFrame(f)
+			p.fail(fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, off, err))
+			return
+		}
+		framing.BlockHeader{FileID: r.FileID, Offset: r.Offset, Length: r.Length, PayloadCRC: framing.CRC32C(f.payload)}.Put(f.hdr[:])
+		select {
+		case p.sendq <- f:
+			p.stats.blocksResent.Add(1)
+		case <-p.failed:
+			p.putFrame(f)
+		}
+	})
+	return nil
+}
+
+// covers reports whether [off, end) lies within one range given to
+// SendFile.
+func (s *source) covers(off, end int64) bool {
+	if off < 0 || end < off {
+		return false
+	}
+	for _, r := range s.ranges {
+		if r[0] <= off && end <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// writeLoop writes frames to the connection: its own control frames
+// first, then blocks from the shared queue, whichever connection is free
+// taking the next one.
+func (s *stream) writeLoop() {
+	p := s.p
+	for {
+		var f *frame
+		select {
+		case f = <-s.ctlq:
+		default:
+			select {
+			case f = <-s.ctlq:
+			case f = <-p.sendq:
+			case <-p.failed:
+				return
+			}
+		}
+		err := s.writeFrame(f)
+		if f.payload != nil && err == nil {
+			p.stats.blocksSent.Add(1)
+			p.stats.bytesSent.Add(int64(len(f.payload)))
+		}
+		if f.job != nil && err == nil {
+			f.job.finish()
+		}
+		p.putFrame(f)
+		if err != nil {
+			p.fail(s.lost(err))
+			return
+		}
+	}
+}
+
+// writeFrame writes header and payload with one vectored write.
+func (s *stream) writeFrame(f *frame) error {
+	s.vec[0], s.vec[1] = f.hdr[:], f.payload
+	s.bufs = s.vec[:1]
+	if f.payload != nil {
+		s.bufs = s.vec[:2]
+	}
+	_, err := s.bufs.WriteTo(s.conn)
+	s.vec[0], s.vec[1] = nil, nil
+	return err
+}

@@ -1,0 +1,54 @@
+package datachan
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// discardFile is an io.WriterAt that throws the bytes away.
+type discardFile struct{}
+
+func (discardFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+
+// BenchmarkPathLoopback sends 256 MiB from memory through loopback TCP
+// into a discarding WriterAt per iteration.
+func BenchmarkPathLoopback(b *testing.B) {
+	const size = 256 << 20
+	src := bytes.NewReader(randomData(1, size))
+	for _, streams := range []int{1, 2} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
+			s, r := pathPair(b, streams, nil)
+			ctx := testContext(b)
+			id := uint32(0)
+			// Warm up the frame pools, then count.
+			run := func() {
+				id++
+				if err := r.Expect(id, discardFile{}, 0, size); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.SendFile(ctx, id, src, 0, size); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Wait(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				s.Release(id)
+			}
+			run()
+			b.SetBytes(size)
+			b.ReportAllocs()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			n := 0
+			for b.Loop() {
+				run()
+				n++
+			}
+			runtime.ReadMemStats(&after)
+			blocks := float64(n) * size / DefaultBlockSize
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/blocks, "allocs/block")
+		})
+	}
+}

@@ -1,0 +1,34 @@
+// Package datachan is kerf's data channel: the TCP (optionally TLS)
+// connections that carry file bytes beside the Kermit control connection,
+// the way FTP keeps a data connection beside its control connection.
+//
+// It does three things:
+//
+//   - Pairing. The server registers a single-use session Token with
+//     Listener.Expect (the token travels to the client inside the Kermit
+//     Send-Init, as 64 hex digits); the client opens one or more
+//     connections with Dial and proves it holds the token with a 42-byte
+//     hello. See hello.go and docs/protocol-datachan.md for the bytes.
+//   - Transfer. Path implements kermit.DataPath over the paired
+//     connections: files are cut into blocks (framing.BlockHeader), the
+//     blocks are striped over the connections, each is checked with its
+//     CRC-32C, damaged ones are asked for again (framing.ResendRequest)
+//     and good ones are written with WriteAt behind the network reader.
+//   - Socket tuning (Tune).
+//
+// It deliberately does not decide which files move, name them, or know
+// about Kermit packets: the engine in package kermit drives it through
+// the DataPath interface, and the file ids come from the engine.
+//
+// A Path fails as a whole: once a connection is lost or the peer breaks
+// the protocol (including a block header whose own check fails, after
+// which the next frame cannot be found), every pending and later call
+// returns the same error.
+//
+// One constraint on the engine: a connection's reader stops at the first
+// block of a file that has not been Expect-ed yet, and everything behind
+// that block on the same connection (including blocks re-sent for an
+// earlier file) waits with it. A receiving engine must therefore Expect a
+// file as soon as it learns of it, not only after the Wait for the
+// previous file has returned.
+package datachan

@@ -324,10 +324,9 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	inc := cur.inc
 	cur.inc = nil
 	if discard || s.cancelFile.Load() || s.cancelGroup.Load() {
-		// A sender that found our partial was not its prefix discards to
-		// start over; then the partial must go.
-		keep := !cur.text && cur.start == 0 && cur.off > 0
-		inc.Abort(keep)
+		// A canceled file, or a partial the sender found is not a prefix
+		// of its file, is not worth keeping.
+		inc.Abort(false)
 		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrCanceled})
 		return nil
 	}

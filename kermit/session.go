@@ -90,6 +90,8 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 		cfg.Check = 3
 	}
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
+	s.rtt.init(cfg.Timeout)
+	s.rtt.min = cfg.MinTimeout
 	s.resetNegotiation()
 	return s
 }
@@ -151,9 +153,6 @@ func (s *Session) apply(n negotiated) {
 		s.c.eol = '\r'
 	}
 	s.c.npad, s.c.padc = clamp(n.peer.NPad, 0, 94), n.peer.PadChar
-	if s.rtt.srtt == 0 {
-		s.rtt.init(min(s.cfg.Timeout, n.timeout))
-	}
 	s.adapt.init(n.maxData)
 }
 

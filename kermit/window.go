@@ -96,13 +96,18 @@ func (r *rttEstimator) clampRTO() {
 // use the longest packet and under noise we shrink towards that optimum.
 type lengthAdapter struct {
 	max    int
+	cap    int     // slow-start ceiling: doubles per good ACK, halves per loss
 	bytes  float64 // wire bytes of D packets sent (decayed)
 	losses float64 // D packets lost or damaged (decayed)
 }
 
 const packetOverhead = 12 // MARK LEN SEQ TYPE LENX1 LENX2 HCHECK CHECK(3) EOL + slack
 
-func (a *lengthAdapter) init(max int) { *a = lengthAdapter{max: max} }
+// init starts small, as C-Kermit does: a long packet queued on a noisy
+// line may never get through, and a sent packet cannot be resized.
+func (a *lengthAdapter) init(max int) { *a = lengthAdapter{max: max, cap: min(max, 256)} }
+
+func (a *lengthAdapter) good() { a.cap = min(a.max, a.cap*2) }
 
 func (a *lengthAdapter) sent(n int) {
 	a.bytes += float64(n)
@@ -113,6 +118,7 @@ func (a *lengthAdapter) sent(n int) {
 }
 
 func (a *lengthAdapter) lost() {
+	a.cap = max(40, a.cap/2)
 	a.losses++
 	if a.losses > 64 {
 		a.bytes /= 2
@@ -122,11 +128,11 @@ func (a *lengthAdapter) lost() {
 
 func (a *lengthAdapter) size() int {
 	if a.losses < 0.5 || a.bytes <= 0 {
-		return a.max
+		return a.cap
 	}
 	p := a.losses / a.bytes
 	l := int(math.Sqrt(packetOverhead / p))
-	return clamp(l, 40, max(a.max, 40))
+	return clamp(l, 40, max(a.cap, 40))
 }
 
 // --- sender side -------------------------------------------------------
@@ -301,8 +307,9 @@ func (s *Session) handleReply(p inPacket) error {
 			if sl.acked {
 				return nil
 			}
-			// Resend unless this copy went out after the NAK was made.
-			if sl.sends == 1 || sl.sendNo <= s.ackedNo {
+			// Resend unless the latest copy left so recently that this NAK
+			// must be about an earlier one.
+			if sl.sends == 1 || sl.sendNo <= s.ackedNo || time.Since(sl.sentAt) >= s.rtt.srtt*3/4 {
 				return s.transmit(sl)
 			}
 			return nil
@@ -314,7 +321,7 @@ func (s *Session) handleReply(p inPacket) error {
 			if s.sw.size == 1 && prev != nil && !prev.acked {
 				return s.acked(prev, nil)
 			}
-			if lo := s.sw.slots[s.sw.lo]; lo != nil && !lo.acked && lo.sendNo <= s.ackedNo {
+			if lo := s.sw.slots[s.sw.lo]; lo != nil && !lo.acked && (lo.sendNo <= s.ackedNo || time.Since(lo.sentAt) >= s.rtt.srtt*3/4) {
 				return s.transmit(lo)
 			}
 		}
@@ -344,6 +351,7 @@ func (s *Session) acked(sl *slot, data []byte) error {
 	}
 	if sl.typ == 'D' {
 		s.noteCancel(data)
+		s.adapt.good()
 	}
 	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
 		o := s.sw.slots[seq]

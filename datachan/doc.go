@@ -25,10 +25,11 @@
 // which the next frame cannot be found), every pending and later call
 // returns the same error.
 //
-// One constraint on the engine: a connection's reader stops at the first
-// block of a file that has not been Expect-ed yet, and everything behind
-// that block on the same connection (including blocks re-sent for an
-// earlier file) waits with it. A receiving engine must therefore Expect a
-// file as soon as it learns of it, not only after the Wait for the
-// previous file has returned.
+// Blocks that arrive before their file is Expect-ed are parked in memory
+// (up to a limit; beyond it they are dropped and asked for again at
+// Expect) rather than stopping the connection's reader. Stopping it would
+// deadlock an engine that pipelines files, as kermit's does in dual mode:
+// the receiver sits in Wait for file 1 while the block of file 1 it asked
+// to be re-sent is queued behind blocks of file 2, which nobody reads
+// until file 2 is Expect-ed after that Wait.
 package datachan

@@ -137,19 +137,23 @@ func checkGoroutines(t *testing.T, before int) {
 }
 
 // damageConn flips one bit in the n-th block (1-based) read from the
-// connection, in its payload or in its header.
+// connection, in its payload or in its header. Connections sharing a
+// damage make one flip between them, on the first to reach its n-th block.
 type damageConn struct {
 	net.Conn
 	block    int
 	inHeader bool
+	*damage
 
-	hdr      [framing.BlockHeaderLen]byte
-	hdrFill  int
-	payload  int // payload bytes of the current block still to come
-	seen     int // blocks whose header has been read
-	mu       sync.Mutex
-	damaged  bool
-	readByte int64
+	hdr     [framing.BlockHeaderLen]byte
+	hdrFill int
+	payload int // payload bytes of the current block still to come
+	seen    int // blocks whose header has been read
+}
+
+type damage struct {
+	mu   sync.Mutex
+	done bool
 }
 
 func (c *damageConn) Read(p []byte) (int, error) {
@@ -159,18 +163,18 @@ func (c *damageConn) Read(p []byte) (int, error) {
 	for i := 0; i < n; {
 		if c.payload > 0 {
 			k := min(c.payload, n-i)
-			if !c.damaged && !c.inHeader && c.seen == c.block {
+			if !c.done && !c.inHeader && c.seen == c.block {
 				p[i+k/2] ^= 0x10
-				c.damaged = true
+				c.done = true
 			}
 			c.payload -= k
 			i += k
 			continue
 		}
 		c.hdr[c.hdrFill] = p[i]
-		if !c.damaged && c.inHeader && c.seen+1 == c.block && c.hdrFill == 14 {
+		if !c.done && c.inHeader && c.seen+1 == c.block && c.hdrFill == 14 {
 			p[i] ^= 0x01 // in the offset
-			c.damaged = true
+			c.done = true
 		}
 		c.hdrFill++
 		i++
@@ -185,10 +189,10 @@ func (c *damageConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *damageConn) didDamage() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.damaged
+func (d *damage) didDamage() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.done
 }
 
 func wantErrContaining(t *testing.T, err error, parts ...string) {

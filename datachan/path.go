@@ -24,6 +24,11 @@ const (
 	DefaultBlockSize   = 256 << 10
 	DefaultReadAhead   = 4 // blocks read and queued beyond those being written
 	DefaultWriteBehind = 4 // verified blocks queued per connection for WriteAt
+	DefaultParkLimit   = 32 << 20
+
+	// maxDeferred bounds the blocks of not-yet-expected files a Path
+	// remembers to ask for again; a peer sending more is broken.
+	maxDeferred = 1 << 20
 )
 
 // Path implements kermit.DataPath over paired data connections. Either side may
@@ -39,7 +44,10 @@ const (
 // Receiving: a reader goroutine per connection reads and checks blocks; a
 // damaged payload is dropped and asked for again on the same connection;
 // a good block is handed to that connection's writer goroutine, which
-// calls WriteAt while the reader goes on reading.
+// calls WriteAt while the reader goes on reading. A good block of a file
+// not expected yet is parked in memory until Expect (up to
+// DefaultParkLimit bytes; past that it is dropped and asked for again at
+// Expect), so a reader never waits for the engine.
 type Path struct {
 	cfg     config
 	streams []*stream
@@ -48,16 +56,19 @@ type Path struct {
 	wg      sync.WaitGroup
 	failed  chan struct{} // closed with the first error
 
-	mu       sync.Mutex
-	err      error
-	sources  map[uint32]*source
-	files    map[uint32]*recvFile
-	expected chan struct{} // closed and replaced by every Expect
+	mu          sync.Mutex
+	err         error
+	sources     map[uint32]*source
+	files       map[uint32]*recvFile
+	parked      map[uint32][]early // verified blocks of files not expected yet
+	parkedBytes int
+	deferred    map[uint32][]early // blocks of files not expected yet, dropped
+	nDeferred   int
 
 	stats struct {
 		blocksSent, bytesSent, blocksResent      atomic.Int64
 		blocksReceived, bytesReceived, badBlocks atomic.Int64
-		duplicates                               atomic.Int64
+		duplicates, parked, deferred             atomic.Int64
 	}
 }
 
@@ -70,6 +81,8 @@ type Stats struct {
 	BytesReceived  int64 // payload bytes of those blocks
 	BadBlocks      int64 // blocks dropped for a bad payload check; each was asked for again
 	Duplicates     int64 // good blocks ignored because they had arrived before
+	Parked         int64 // good blocks held until their file was expected
+	Deferred       int64 // good blocks dropped because their file was not expected and the park was full; asked for again at Expect
 }
 
 // Option configures a Path.
@@ -79,6 +92,7 @@ type config struct {
 	blockSize   int
 	readAhead   int
 	writeBehind int
+	parkLimit   int
 }
 
 // WithBlockSize sets the payload size of the blocks this side sends
@@ -99,6 +113,14 @@ func WithReadAhead(blocks int) Option {
 // DefaultWriteBehind).
 func WithWriteBehind(blocks int) Option {
 	return func(c *config) { c.writeBehind = max(blocks, 0) }
+}
+
+// WithParkLimit sets how many payload bytes of blocks that arrive before
+// their file is expected the Path holds in memory (default
+// DefaultParkLimit). Blocks beyond that are dropped and asked for again
+// once the file is expected.
+func WithParkLimit(bytes int) Option {
+	return func(c *config) { c.parkLimit = max(bytes, 0) }
 }
 
 // stream is one data connection and its goroutines: a reader, a network
@@ -128,7 +150,12 @@ type frame struct {
 // NewPath starts a Path over conns, which it owns from now on (Close
 // closes them). The order of conns does not matter.
 func NewPath(conns []net.Conn, opts ...Option) *Path {
-	cfg := config{blockSize: DefaultBlockSize, readAhead: DefaultReadAhead, writeBehind: DefaultWriteBehind}
+	cfg := config{
+		blockSize:   DefaultBlockSize,
+		readAhead:   DefaultReadAhead,
+		writeBehind: DefaultWriteBehind,
+		parkLimit:   DefaultParkLimit,
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -138,7 +165,8 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		failed:   make(chan struct{}),
 		sources:  make(map[uint32]*source),
 		files:    make(map[uint32]*recvFile),
-		expected: make(chan struct{}),
+		parked:   make(map[uint32][]early),
+		deferred: make(map[uint32][]early),
 	}
 	if len(conns) == 0 {
 		p.fail(errors.New("datachan: no data connections"))
@@ -181,6 +209,8 @@ func (p *Path) Stats() Stats {
 		BytesReceived:  p.stats.bytesReceived.Load(),
 		BadBlocks:      p.stats.badBlocks.Load(),
 		Duplicates:     p.stats.duplicates.Load(),
+		Parked:         p.stats.parked.Load(),
+		Deferred:       p.stats.deferred.Load(),
 	}
 }
 

@@ -121,7 +121,7 @@ func TestExpectAfterData(t *testing.T) {
 	if _, err := s.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, func() bool { return r.Stats().Parked == 10 })
 	if st := r.Stats(); st.BlocksReceived != 0 {
 		t.Fatalf("blocks accepted before Expect: %+v", st)
 	}
@@ -133,20 +133,87 @@ func TestExpectAfterData(t *testing.T) {
 	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
 		t.Fatalf("Wait: %08x, %v", crc, err)
 	}
+	if st := s.Stats(); st.BlocksResent != 0 {
+		t.Fatalf("parked blocks were sent again: %+v", st)
+	}
+}
+
+func TestExpectAfterDataBeyondParkLimit(t *testing.T) {
+	s, r := pathPair(t, 2, nil, WithBlockSize(1024), WithParkLimit(4096))
+	ctx := testContext(t)
+	data := randomData(3, 10_000)
+	if _, err := s.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { st := r.Stats(); return st.Parked+st.Deferred == 10 })
+	if st := r.Stats(); st.Parked != 4 || st.Deferred != 6 {
+		t.Fatalf("want 4 parked and 6 deferred: %+v", st)
+	}
+	dst := newMemFile(len(data))
+	if err := r.Expect(7, dst, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	crc, err := r.Wait(ctx, 7)
+	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
+		t.Fatalf("Wait: %08x, %v", crc, err)
+	}
+	if st := s.Stats(); st.BlocksResent != 6 {
+		t.Fatalf("want the 6 deferred blocks sent again: %+v", st)
+	}
+}
+
+// TestResendNotStuckBehindNextFile pins a deadlock: the last block of
+// file 1 arrives damaged while file 2 is already being sent, and the
+// receiver only Expects file 2 after Wait for file 1 returns, as the
+// kermit engine does. A reader that stopped at file 2's first block
+// would never see the re-sent block of file 1.
+func TestResendNotStuckBehindNextFile(t *testing.T) {
+	for _, park := range []int{DefaultParkLimit, 0} {
+		t.Run(fmt.Sprintf("park=%d", park), func(t *testing.T) {
+			wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 5, damage: new(damage)} }
+			s, r := pathPair(t, 1, wrap, WithBlockSize(8192), WithParkLimit(park))
+			ctx := testContext(t)
+			file1, file2 := randomData(20, 5*8192), randomData(21, 4<<20)
+			dst1, dst2 := newMemFile(len(file1)), newMemFile(len(file2))
+			if err := r.Expect(1, dst1, 0, int64(len(file1))); err != nil {
+				t.Fatal(err)
+			}
+			sent := make(chan error, 1)
+			go func() {
+				_, err := s.SendFile(ctx, 1, bytes.NewReader(file1), 0, int64(len(file1)))
+				if err == nil {
+					_, err = s.SendFile(ctx, 2, bytes.NewReader(file2), 0, int64(len(file2)))
+				}
+				sent <- err
+			}()
+			if _, err := r.Wait(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Expect(2, dst2, 0, int64(len(file2))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Wait(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(dst1.bytes(), file1) || !bytes.Equal(dst2.bytes(), file2) {
+				t.Fatal("files differ")
+			}
+			if st := r.Stats(); st.BadBlocks != 1 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
 }
 
 func TestDamagedPayloadIsResent(t *testing.T) {
-	var dc *damageConn
-	wrap := func(i int, c net.Conn) net.Conn {
-		if i == 0 {
-			dc = &damageConn{Conn: c, block: 3}
-			return dc
-		}
-		return c
-	}
+	dmg := new(damage)
+	wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 3, damage: dmg} }
 	s, r := pathPair(t, 2, wrap, WithBlockSize(8192))
 	transfer(t, s, r, 1, randomData(4, 200_000))
-	if !dc.didDamage() {
+	if !dmg.didDamage() {
 		t.Fatal("no block was damaged")
 	}
 	rs, ss := r.Stats(), s.Stats()
@@ -159,7 +226,9 @@ func TestDamagedPayloadIsResent(t *testing.T) {
 }
 
 func TestDamagedHeaderFailsPath(t *testing.T) {
-	wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 3, inHeader: true} }
+	wrap := func(i int, c net.Conn) net.Conn {
+		return &damageConn{Conn: c, block: 3, inHeader: true, damage: new(damage)}
+	}
 	s, r := pathPair(t, 1, wrap, WithBlockSize(8192))
 	ctx := testContext(t)
 	data := randomData(5, 100_000)
@@ -188,7 +257,7 @@ func (f slowFile) WriteAt(p []byte, off int64) (int, error) {
 
 func TestConnectionClosedMidTransfer(t *testing.T) {
 	cc, sc := pairedConns(t, 2)
-	s, r := NewPath(cc, WithBlockSize(4096)), NewPath(sc)
+	s, r := NewPath(cc, WithBlockSize(64<<10)), NewPath(sc)
 	defer s.Close()
 	defer r.Close()
 	ctx := testContext(t)
@@ -217,16 +286,22 @@ func TestConnectionClosedMidTransfer(t *testing.T) {
 
 func TestCloseFailsPendingCalls(t *testing.T) {
 	before := runtime.NumGoroutine()
-	cc, sc := pairedConns(t, 2)
-	s, r := NewPath(cc, WithBlockSize(4096)), NewPath(sc)
 	ctx := testContext(t)
+
+	// A Wait for a file whose data never comes.
+	cc, sc := pairedConns(t, 2)
+	peer, r := NewPath(cc), NewPath(sc)
 	if err := r.Expect(1, newMemFile(100), 0, 100); err != nil {
 		t.Fatal(err)
 	}
 	waitErr := make(chan error, 1)
 	go func() { _, err := r.Wait(ctx, 1); waitErr <- err }()
-	// A SendFile that cannot finish: nobody expects file 2, so the
-	// receiver's readers stop and the connections fill up.
+
+	// A SendFile that cannot finish: nothing reads the other end, so
+	// the connections fill up.
+	cc2, sc2 := pairedConns(t, 2)
+	defer closeAll(sc2)
+	s := NewPath(cc2, WithBlockSize(4096))
 	sendErr := make(chan error, 1)
 	go func() {
 		big := randomData(7, 64<<20)
@@ -239,12 +314,17 @@ func TestCloseFailsPendingCalls(t *testing.T) {
 		t.Fatalf("Wait after Close: %v", err)
 	}
 	s.Close()
-	if err := <-sendErr; !errors.Is(err, ErrClosed) && !errors.Is(err, ErrConnLost) {
+	if err := <-sendErr; !errors.Is(err, ErrClosed) {
 		t.Fatalf("SendFile after Close: %v", err)
 	}
 	if _, err := s.SendFile(ctx, 3, bytes.NewReader(nil), 0, 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SendFile on closed path: %v", err)
 	}
+	if err := r.Expect(3, newMemFile(1), 0, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Expect on closed path: %v", err)
+	}
+	peer.Close()
+	closeAll(sc2)
 	checkGoroutines(t, before)
 }
 
@@ -290,15 +370,27 @@ func TestShortSource(t *testing.T) {
 
 func TestSendFileContextCancel(t *testing.T) {
 	cc, sc := pairedConns(t, 1)
-	s, r := NewPath(cc, WithBlockSize(4096)), NewPath(sc)
+	defer closeAll(sc)
+	s := NewPath(cc, WithBlockSize(4096))
 	defer s.Close()
-	defer r.Close()
-	// Nobody expects file 1: the connection fills up and SendFile blocks.
+	// Nothing reads the other end: the connection fills up and SendFile
+	// blocks.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	big := randomData(11, 32<<20)
 	if _, err := s.SendFile(ctx, 1, bytes.NewReader(big), 0, int64(len(big))); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("SendFile: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -385,10 +477,7 @@ func TestResendOfUnknownFileFailsPath(t *testing.T) {
 	var req [framing.FrameLen]byte
 	framing.ResendRequest{FileID: 5, Offset: 0, Length: 10}.Put(req[:])
 	peer.Write(req[:])
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Err() == nil && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { return p.Err() != nil })
 	if err := p.Err(); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("Err: %v", err)
 	}

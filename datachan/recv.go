@@ -8,6 +8,14 @@ import (
 	"kerf/framing"
 )
 
+// early is a block of a file that was not expected when it arrived:
+// parked (f holds the payload) or deferred (f is nil; ask again).
+type early struct {
+	s *stream
+	h framing.BlockHeader
+	f *frame
+}
+
 // recvFile is a file being received: its range, where it goes, and what
 // has arrived. Guarded by Path.mu.
 type recvFile struct {
@@ -23,17 +31,19 @@ type recvFile struct {
 func (f *recvFile) complete() bool { return f.err == nil && f.written == f.end-f.off }
 
 // Expect announces that bytes [off, off+n) of file id will arrive and are
-// to be written to dst. Readers holding blocks of id resume.
+// to be written to dst. Blocks of id that arrived before are taken from
+// the park, or asked for again if the park was full.
 func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	if off < 0 || n < 0 || off+n < off {
 		return fmt.Errorf("datachan: Expect of file %d: bad range %d+%d", id, off, n)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.err != nil {
+		p.mu.Unlock()
 		return p.err
 	}
 	if p.files[id] != nil {
+		p.mu.Unlock()
 		return fmt.Errorf("datachan: file %d is already expected", id)
 	}
 	f := &recvFile{id: id, dst: dst, off: uint64(off), end: uint64(off + n), done: make(chan struct{})}
@@ -41,8 +51,38 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 		close(f.done)
 	}
 	p.files[id] = f
-	close(p.expected)
-	p.expected = make(chan struct{})
+	parked, deferred := p.parked[id], p.deferred[id]
+	delete(p.parked, id)
+	delete(p.deferred, id)
+	p.nDeferred -= len(deferred)
+	var err error
+	admitted := parked[:0]
+	for _, e := range parked {
+		p.parkedBytes -= len(e.f.payload)
+		if err != nil {
+			p.putFrame(e.f)
+			continue
+		}
+		var ok bool
+		if ok, err = p.admitLocked(f, e.h); ok {
+			e.f.file = f
+			admitted = append(admitted, e)
+		} else {
+			p.putFrame(e.f)
+		}
+	}
+	p.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrProtocol, err)
+		p.fail(err)
+		return err
+	}
+	for _, e := range admitted {
+		e.s.queueDisk(e.f)
+	}
+	for _, e := range deferred {
+		e.s.requestResend(e.h)
+	}
 	return nil
 }
 
@@ -131,18 +171,8 @@ func (s *stream) readBlock() error {
 		p.stats.badBlocks.Add(1)
 		return s.requestResend(h)
 	}
-	file, err := s.accept(h)
-	if err != nil || file == nil {
-		p.putFrame(f)
-		return err
-	}
-	f.h, f.file = h, file
-	select {
-	case s.diskq <- f:
-	case <-p.failed:
-		p.putFrame(f)
-	}
-	return nil
+	f.h = h
+	return s.deliver(f)
 }
 
 // requestResend asks the peer, on this connection, for block h again.
@@ -157,45 +187,86 @@ func (s *stream) requestResend(h framing.BlockHeader) error {
 	return nil
 }
 
-// accept records a verified block h of its file, waiting for Expect if
-// the file is not expected yet. It returns nil for a duplicate or when
-// the Path stopped meanwhile.
-func (s *stream) accept(h framing.BlockHeader) (*recvFile, error) {
+// deliver takes a verified block: it queues it for its file's disk
+// writer, or parks or defers it if the file is not expected yet, or drops
+// it as a duplicate.
+func (s *stream) deliver(f *frame) error {
 	p := s.p
-	start, end := h.Offset, h.Offset+uint64(h.Length)
-	for {
-		p.mu.Lock()
-		if p.err != nil {
-			p.mu.Unlock()
-			return nil, nil
-		}
-		f := p.files[h.FileID]
-		if f == nil {
-			expected := p.expected
-			p.mu.Unlock()
-			select {
-			case <-expected:
-				continue
-			case <-p.failed:
-				return nil, nil
-			}
-		}
-		if start < f.off || end > f.end || end < start {
-			p.mu.Unlock()
-			return nil, s.protocolError("block [%d,%d) of file %d is outside the expected [%d,%d)", start, end, h.FileID, f.off, f.end)
-		}
-		dup, err := f.got.add(start, end, h.PayloadCRC)
+	p.mu.Lock()
+	if p.err != nil {
 		p.mu.Unlock()
+		p.putFrame(f)
+		return nil
+	}
+	file := p.files[f.h.FileID]
+	if file == nil {
+		return s.earlyLocked(f) // unlocks
+	}
+	ok, err := p.admitLocked(file, f.h)
+	p.mu.Unlock()
+	if err != nil || !ok {
+		p.putFrame(f)
 		if err != nil {
-			return nil, s.protocolError("file %d: %v", h.FileID, err)
+			return fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err)
 		}
-		if dup {
-			p.stats.duplicates.Add(1)
-			return nil, nil
-		}
-		p.stats.blocksReceived.Add(1)
-		p.stats.bytesReceived.Add(int64(h.Length))
-		return f, nil
+		return nil
+	}
+	f.file = file
+	s.queueDisk(f)
+	return nil
+}
+
+// earlyLocked parks f, whose file is not expected yet, or if the park is
+// full drops it and remembers to ask for it again. It unlocks p.mu.
+func (s *stream) earlyLocked(f *frame) error {
+	p := s.p
+	id := f.h.FileID
+	if p.parkedBytes+len(f.payload) <= p.cfg.parkLimit {
+		p.parked[id] = append(p.parked[id], early{s: s, h: f.h, f: f})
+		p.parkedBytes += len(f.payload)
+		p.mu.Unlock()
+		p.stats.parked.Add(1)
+		return nil
+	}
+	if p.nDeferred >= maxDeferred {
+		p.mu.Unlock()
+		p.putFrame(f)
+		return s.protocolError("more than %d blocks of files not expected", maxDeferred)
+	}
+	p.deferred[id] = append(p.deferred[id], early{s: s, h: f.h})
+	p.nDeferred++
+	p.mu.Unlock()
+	p.putFrame(f)
+	p.stats.deferred.Add(1)
+	return nil
+}
+
+// admitLocked records verified block h of file f. It reports false for a
+// duplicate, and an error for a block that does not fit the file.
+func (p *Path) admitLocked(f *recvFile, h framing.BlockHeader) (bool, error) {
+	start, end := h.Offset, h.Offset+uint64(h.Length)
+	if start < f.off || end > f.end || end < start {
+		return false, fmt.Errorf("block [%d,%d) of file %d is outside the expected [%d,%d)", start, end, h.FileID, f.off, f.end)
+	}
+	dup, err := f.got.add(start, end, h.PayloadCRC)
+	if err != nil {
+		return false, fmt.Errorf("file %d: %w", h.FileID, err)
+	}
+	if dup {
+		p.stats.duplicates.Add(1)
+		return false, nil
+	}
+	p.stats.blocksReceived.Add(1)
+	p.stats.bytesReceived.Add(int64(h.Length))
+	return true, nil
+}
+
+// queueDisk hands an admitted block to the connection's disk writer.
+func (s *stream) queueDisk(f *frame) {
+	select {
+	case s.diskq <- f:
+	case <-s.p.failed:
+		s.p.putFrame(f)
 	}
 }
 

@@ -3,6 +3,8 @@ package framing
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,6 +31,13 @@ var gkS = Params{
 	WhatAmI: WhatValid | WhatStreaming | WhatBinary,
 	SysID:   "U1", WhatAmI2: 32,
 }
+
+// kerfS is the Send-Init field in testdata/peers/kerf_s.dat, which
+// capture.sh offered to C-Kermit and G-Kermit receivers: both ACKed it
+// and their debug logs showed every classic field read correctly.
+var kerfS = with(ckS, func(p *Params) {
+	p.Capas2, p.Window, p.MaxLenX, p.Ext = Cap2DualChannel, 7, 2345, "127.0.0.1:4000/tok"
+})
 
 // with returns p modified by f, to write table rows as differences.
 func with(p Params, f func(*Params)) Params { f(&p); return p }
@@ -128,6 +137,10 @@ func TestParseParamsPeers(t *testing.T) {
 		{"srv_gk", "l2r.I0", gkS},
 		{"srv_gk", "r2l.Y0", ckServerAck},
 		{"srv_gk", "l2r.Y0", gkAck},
+		// kerf's own S (second CAPAS byte, Ext) is taken by both.
+		{"kerf2ck_ext", "l2r.S0", kerfS},
+		{"kerf2ck_ext", "r2l.Y0", ckAck},
+		{"kerf2gk_ext", "r2l.Y0", gkAck},
 	} {
 		data := peerData(t, tc.session, tc.label)
 		got, err := ParseParams(data)
@@ -160,6 +173,10 @@ func TestMarshalParamsReproducesCKermit(t *testing.T) {
 }
 
 func TestMarshalParams(t *testing.T) {
+	kerfData, err := os.ReadFile(filepath.Join("testdata", "peers", "kerf_s.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		p    Params
@@ -172,6 +189,7 @@ func TestMarshalParams(t *testing.T) {
 			`~/ @-#Y3~_">J)0___N"U1@`},
 		{"ext", with(ckS, func(p *Params) { p.Capas2 = Cap2DualChannel; p.Ext = "127.0.0.1:4000/tok" }),
 			`~/ @-#Y3~_">J)0___N"U1@2127.0.0.1:4000/tok`},
+		{"kerf_s.dat", kerfS, string(kerfData)},
 		{"no WHATAMI", with(ckS, func(p *Params) { p.WhatAmI, p.SysID, p.WhatAmI2 = 0, "", 0 }),
 			`~/ @-#Y3~^>J)0___   `},
 		{"clamped", Params{MaxLen: 1000, Timeout: -3, NPad: 99, PadChar: 'x', EOL: 0, QCTL: ' ', QBIN: 'Q', Check: 5,

@@ -103,4 +103,13 @@ w ck_resend && run ck_resend "$CK" "$CKR" "$(snd 'resend bin.dat')" "$(rcv '')" 
 w ck_resend_none && run ck_resend_none "$CK" "$CKR" "$(snd 'resend bin.dat')" "$(rcv '')"
 w ck_resend_full && run ck_resend_full "$CK" "$CKR" "$(snd 'resend bin.dat')" "$(rcv '')" 'cp s/bin.dat r/bin.dat'
 w ck_resend_txt && run ck_resend_txt "$CK" "$CKR" "$(snd 'set file type text\nresend /text t.txt')" "$(rcv 'set file type text')" 'head -c 100 s/t.txt >r/t.txt'
+
+# --- kerf's own Send-Init (second CAPAS byte, Ext after WHATAMI2) offered
+# to the real receivers by sendinit.py; their debug logs (not kept) showed
+# C-Kermit reading window 7, MAXLX 2345, WHATAMI 46, sysid U1, WHATAMI2 32,
+# and G-Kermit attributes+long packets, WHATAMI 0x2e, sysid U1.
+# kerf_s.dat holds that field: Params{ckS, Capas2 2, Window 7, MaxLenX
+# 2345, Ext "127.0.0.1:4000/tok"}.Marshal() (TestMarshalParams pins it).
+w kerf2ck_ext && run kerf2ck_ext "python3 $here/sendinit.py $here/kerf_s.dat" "$CKR" "" "$(rcv '')"
+w kerf2gk_ext && run kerf2gk_ext "python3 $here/sendinit.py $here/kerf_s.dat" "gkermit -q -r" "" ""
 exit 0

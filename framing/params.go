@@ -40,14 +40,18 @@ const (
 	Cap2DualChannel = 2 // the kerf dual-channel extension
 )
 
-// WHATAMI bits.
+// WHATAMI bits (ckcker.h and gkermit.h WMI_*). The field means something
+// only when WhatValid is set.
 const (
-	WhatServer    = 1
-	WhatBinary    = 2
-	WhatLiteral   = 4
-	WhatStreaming = 8
-	WhatClear     = 16
-	WhatValid     = 32
+	WhatServer  = 1 // I am a server
+	WhatBinary  = 2 // my file transfer mode is binary
+	WhatLiteral = 4 // WMI_FNAME. Beware: C-Kermit sets it when it DOES convert
+	// file names (fncnv), G-Kermit when it does not (literal). Observed:
+	// C-Kermit's S packets have it set, its ACK to an S from a "U1" peer
+	// has it clear, its ACK to an S without sysid has it set.
+	WhatStreaming = 8  // I have a reliable transport: offer to stream
+	WhatClear     = 16 // I have a clear channel
+	WhatValid     = 32 // this field is valid
 )
 
 // Params are the Send-Init parameters of one side (S, I and their ACKs).
@@ -73,8 +77,8 @@ type Params struct {
 	Ext string
 }
 
-// Protocol defaults for absent or unusable fields. TIME has no default in
-// the protocol manual; 5 is what G-Kermit assumes.
+// Protocol defaults for absent or unusable fields. The TIME default is
+// G-Kermit's (spar(): 5 s when the field is absent).
 const (
 	defaultMaxLen  = 80
 	defaultTimeout = 5

@@ -95,7 +95,7 @@ func (a Attributes) Marshal(max int) [][]byte {
 			out = append(out, cur)
 			cur = nil
 		}
-		cur = append(cur, tag, enc94(len(v)))
+		cur = append(cur, tag, kchar(len(v)))
 		cur = append(cur, v...)
 	}
 	addString := func(tag byte, s string) {
@@ -398,7 +398,7 @@ func (r AttrReply) Marshal() []byte {
 		return append([]byte{'N'}, r.Reasons...)
 	case r.ResumeAt >= 0:
 		d := strconv.AppendInt(nil, r.ResumeAt, 10)
-		return append([]byte{AttrLength, enc94(len(d))}, d...)
+		return append([]byte{AttrLength, kchar(len(d))}, d...)
 	default:
 		return []byte{}
 	}

@@ -90,11 +90,8 @@ const (
 	capBits        = 0x3E
 )
 
-// enc94 is tochar: a number 0..94 as a printable character.
-func enc94(n int) byte { return byte(n + ' ') }
-
-// dec94 is unchar; ok is false when c is not a printable character
-// (' '..'~'), i.e. when the field is unusable.
+// dec94 is a checked unchar (kunchar in check.go); ok is false when c is
+// not a printable character (' '..'~'), i.e. when the field is unusable.
 func dec94(c byte) (n int, ok bool) {
 	if c < ' ' || c > '~' {
 		return 0, false
@@ -200,11 +197,11 @@ func (p Params) appendTo(b []byte) []byte {
 		timeout = defaultTimeout
 	}
 	b = append(b,
-		enc94(min(maxl, maxFieldValue)),
-		enc94(min(timeout, maxFieldValue)),
-		enc94(clampInt(p.NPad, 0, maxFieldValue)),
+		kchar(min(maxl, maxFieldValue)),
+		kchar(min(timeout, maxFieldValue)),
+		kchar(clampInt(p.NPad, 0, maxFieldValue)),
 		padc^64,
-		enc94(int(eol)),
+		kchar(int(eol)),
 		qctl,
 		qbin,
 		chkt,
@@ -212,9 +209,9 @@ func (p Params) appendTo(b []byte) []byte {
 	)
 	capas, capas2 := p.Capas&capBits, p.Capas2&capBits
 	if capas2 != 0 {
-		b = append(b, enc94(capas|1), enc94(capas2))
+		b = append(b, kchar(capas|1), kchar(capas2))
 	} else {
-		b = append(b, enc94(capas))
+		b = append(b, kchar(capas))
 	}
 	maxlx := p.MaxLenX
 	if maxlx < 1 {
@@ -222,13 +219,13 @@ func (p Params) appendTo(b []byte) []byte {
 	}
 	maxlx = min(maxlx, MaxLongLen)
 	b = append(b,
-		enc94(clampInt(p.Window, 1, maxWindow)),
-		enc94(maxlx/95), enc94(maxlx%95),
+		kchar(clampInt(p.Window, 1, maxWindow)),
+		kchar(maxlx/95), kchar(maxlx%95),
 		'0', '_', '_', '_',
-		enc94(p.WhatAmI&0x3F),
+		kchar(p.WhatAmI&0x3F),
 	)
 	b = appendCounted(b, p.SysID)
-	b = append(b, enc94(p.WhatAmI2&0x3F))
+	b = append(b, kchar(p.WhatAmI2&0x3F))
 	if p.Ext != "" {
 		b = appendCounted(b, p.Ext)
 	}
@@ -240,7 +237,7 @@ func appendCounted(b []byte, s string) []byte {
 	if len(s) > maxFieldValue {
 		s = s[:maxFieldValue]
 	}
-	b = append(b, enc94(len(s)))
+	b = append(b, kchar(len(s)))
 	return append(b, s...)
 }
 

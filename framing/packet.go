@@ -236,7 +236,9 @@ func (f Frame) ParsePacket(buf []byte) (p Packet, n int, err error) {
 	}
 	if hdr == longHeader {
 		for i := offLenX1; i <= offHChk && i < have; i++ {
-			if c := buf[i] & mask; c < ' ' || c > '~' {
+			// C-Kermit 10.0 Beta.08 sends LENX1 = 0x7F (m = 9025) when the
+			// receiver advertised 9024: accept DEL in LENX1, never send it.
+			if c := buf[i] & mask; c < ' ' || c > '~' && !(i == offLenX1 && c == 0x7F) {
 				return Packet{}, 1, errLenXRange
 			}
 		}

@@ -92,9 +92,10 @@ func (c *pktConn) readLoop() {
 			}
 			ip := inPacket{}
 			if err != nil && chk != 1 {
-				// S and I (and their retransmissions) always use check 1.
+				// S and I, and the commands that start a transaction (R, G
+				// and C-Kermit's variants), always use check 1.
 				f.Check = 1
-				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && (p1.Type == 'S' || p1.Type == 'I') {
+				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && bytes.IndexByte([]byte("SIRGVJHCKO"), p1.Type&0x7f) >= 0 {
 					p, n, err = p1, n1, nil
 					ip.chk1 = true
 				}

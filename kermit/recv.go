@@ -39,7 +39,7 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	if err != nil {
 		return err
 	}
-	s.apply(n)
+	s.apply(n, p.Type)
 	s.rw.size = n.window
 	s.rw.acks[p.Seq], s.rw.hasAck[p.Seq] = wire, true
 	s.rw.rawAck[p.Seq] = true

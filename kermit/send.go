@@ -43,7 +43,7 @@ func (s *Session) sendInit(ctx context.Context, typ byte) error {
 		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)
 	}
 	n := negotiate(&s.cfg, mine, peer)
-	s.apply(n)
+	s.apply(n, typ)
 	s.sw.size = n.window
 	s.cfg.Log.Debug("negotiated", "check", n.check, "window", n.window, "maxdata", n.maxData,
 		"streaming", n.streaming, "attrs", n.attrs, "dual", n.dual)

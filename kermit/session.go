@@ -144,7 +144,14 @@ func (s *Session) resetNegotiation() {
 }
 
 // apply puts negotiated values into effect for both directions.
-func (s *Session) apply(n negotiated) {
+// The block check changes only after S: after I the command that
+// follows (R, G) and its answer still use type 1, as C-Kermit does.
+func (s *Session) apply(n negotiated, typ byte) {
+	if typ != 'S' {
+		n.check = 1
+		n.streaming = false
+		n.maxData = min(n.maxData, 94-2-1) // short packets until S
+	}
 	s.neg = n
 	s.c.setCheck(n.check)
 	if n.peer.EOL >= 1 && n.peer.EOL <= 31 {

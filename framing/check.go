@@ -50,9 +50,11 @@ func sum7(b []byte) uint {
 	return s
 }
 
-// crc16Table is the byte-at-a-time table of CRC-16/KERMIT (LSB first).
-var crc16Table = func() (t [256]uint16) {
-	for i := range t {
+// crc16Tables are the slicing-by-8 tables of CRC-16/KERMIT (LSB first):
+// crc16Tables[0] is the classic byte-at-a-time table, and
+// crc16Tables[k][b] is the CRC of byte b followed by k zero bytes.
+var crc16Tables = func() (t [8][256]uint16) {
+	for i := range t[0] {
 		c := uint16(i)
 		for range 8 {
 			if c&1 != 0 {
@@ -61,21 +63,34 @@ var crc16Table = func() (t [256]uint16) {
 				c >>= 1
 			}
 		}
-		t[i] = c
+		t[0][i] = c
+	}
+	for k := 1; k < 8; k++ {
+		for i := range t[k] {
+			c := t[k-1][i]
+			t[k][i] = c>>8 ^ t[0][byte(c)]
+		}
 	}
 	return t
 }()
 
 func crc16(crc uint16, b []byte) uint16 {
+	t := &crc16Tables
+	for len(b) >= 8 {
+		crc ^= uint16(b[0]) | uint16(b[1])<<8
+		crc = t[7][byte(crc)] ^ t[6][crc>>8] ^ t[5][b[2]] ^ t[4][b[3]] ^
+			t[3][b[4]] ^ t[2][b[5]] ^ t[1][b[6]] ^ t[0][b[7]]
+		b = b[8:]
+	}
 	for _, c := range b {
-		crc = crc>>8 ^ crc16Table[byte(crc)^c]
+		crc = crc>>8 ^ t[0][byte(crc)^c]
 	}
 	return crc
 }
 
 func crc16x7(crc uint16, b []byte) uint16 {
 	for _, c := range b {
-		crc = crc>>8 ^ crc16Table[byte(crc)^(c&0x7F)]
+		crc = crc>>8 ^ crc16Tables[0][byte(crc)^(c&0x7F)]
 	}
 	return crc
 }

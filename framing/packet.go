@@ -1,6 +1,7 @@
 package framing
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 )
@@ -266,10 +267,8 @@ func (f Frame) ParsePacket(buf []byte) (p Packet, n int, err error) {
 		scan = total
 	}
 	if mark < ' ' || mark == 0x7F {
-		for i := 1; i < scan; i++ {
-			if buf[i]&mask == mark {
-				return Packet{}, i, errMarkInside
-			}
+		if i := indexMark(buf[1:scan], mark, f.Parity); i >= 0 {
+			return Packet{}, 1 + i, errMarkInside
 		}
 	}
 	if total == 0 || have < total {
@@ -295,4 +294,16 @@ func (f Frame) ParsePacket(buf []byte) (p Packet, n int, err error) {
 		Type: pkt[offType],
 		Data: pkt[hdr:end:end],
 	}, total, nil
+}
+
+// indexMark returns the index of the first mark in b (with parity, of the
+// first byte whose low 7 bits are the mark), or -1.
+func indexMark(b []byte, mark byte, parity bool) int {
+	i := bytes.IndexByte(b, mark)
+	if parity {
+		if j := bytes.IndexByte(b, mark|0x80); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+	}
+	return i
 }

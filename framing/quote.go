@@ -1,6 +1,7 @@
 package framing
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -203,8 +204,9 @@ func MaxEncodedLen(n int) int { return n * maxUnit }
 //
 // Encode does not allocate when dst has room for min(max,
 // MaxEncodedLen(len(src))) more bytes, except to compile a Quoting it has
-// not seen recently (a few recent ones are cached). A repeat run is cut
-// at 94 or where max is reached; the next call continues it.
+// not seen recently (a few recent ones are cached). It may use that room
+// past the returned length as scratch (never beyond max). A repeat run is
+// cut at 94 or where max is reached; the next call continues it.
 func (q *Quoting) Encode(dst, src []byte, max int) ([]byte, int) {
 	if max <= 0 || len(src) == 0 {
 		return dst, 0
@@ -218,6 +220,13 @@ func (q *Quoting) Encode(dst, src []byte, max int) ([]byte, int) {
 	out := dst[len(dst) : len(dst)+limit]
 	w, i := 0, 0
 	if q.REPT == 0 {
+		// While 4 bytes are free, store each unit as one word; only
+		// its n bytes count, the rest is overwritten by the next unit.
+		for ; i < len(src) && w+4 <= len(out); i++ {
+			u := t.unit[src[i]]
+			binary.LittleEndian.PutUint32(out[w:], uint32(u))
+			w += u.len()
+		}
 		for ; i < len(src); i++ {
 			u := t.unit[src[i]]
 			n := u.len()
@@ -249,10 +258,13 @@ func (q *Quoting) Encode(dst, src []byte, max int) ([]byte, int) {
 				continue
 			}
 		}
-		if w+n > len(out) {
+		if w+4 <= len(out) {
+			binary.LittleEndian.PutUint32(out[w:], uint32(u))
+		} else if w+n <= len(out) {
+			put(out[w:], u, n)
+		} else {
 			break
 		}
-		put(out[w:], u, n)
 		w += n
 		i++
 	}
@@ -293,21 +305,14 @@ func (q *Quoting) Decode(dst, src []byte) ([]byte, error) {
 	if q.REPT != 0 {
 		special[q.REPT] = true
 	}
-	dst = slices.Grow(dst, len(src))
-	i := 0
-	for i < len(src) {
-		// Copy the run of plain bytes in one go.
-		j := i
-		for j < len(src) && !special[src[j]] {
-			j++
-		}
-		dst = append(dst, src[i:j]...)
-		if j == len(src) {
-			break
-		}
-		start := j
-		i = j
+	for i := 0; i < len(src); {
 		a := src[i]
+		if !special[a] {
+			dst = append(dst, a)
+			i++
+			continue
+		}
+		start := i
 		i++
 		r := 1
 		if q.REPT != 0 && a == q.REPT {

@@ -336,17 +336,23 @@ func TestEncodeNoAlloc(t *testing.T) {
 	}
 }
 
-// TestEncodeLeavesSpareCapacity: Encode writes nothing past what it returns.
-func TestEncodeLeavesSpareCapacity(t *testing.T) {
-	src := []byte("\x80\x80\x80 abc \x01\x01 ~~~~~~~~ #")
+// TestEncodeStaysInBudget: Encode writes nothing before dst's length or
+// past len(dst)+max, and its result is the same whatever the spare
+// capacity holds.
+func TestEncodeStaysInBudget(t *testing.T) {
+	src := []byte("\x80\x80\x80 abc \x01\x01 ~~~~~~~~ #\xff\xa3a")
 	for _, q := range quotingConfigs() {
-		for max := range 40 {
+		for max := range 50 {
 			buf := bytes.Repeat([]byte{0xEE}, 200)
-			got, _ := q.Encode(buf[:3], src, max)
-			for i := len(got); i < len(buf); i++ {
-				if buf[i] != 0xEE {
-					t.Fatalf("max %d: byte %d written beyond the result", max, i)
+			got, n := q.Encode(buf[:3], src, max)
+			for i, c := range buf {
+				if (i < 3 || i >= 3+max) && c != 0xEE {
+					t.Fatalf("max %d: byte %d written", max, i)
 				}
+			}
+			want, wn := q.Encode(nil, src, max)
+			if !bytes.Equal(got[3:], want) || n != wn {
+				t.Fatalf("max %d: %q, %d with scratch room, %q, %d without", max, got[3:], n, want, wn)
 			}
 		}
 	}

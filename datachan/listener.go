@@ -300,8 +300,13 @@ func (l *Listener) handshake(raw net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
-	paired = l.arrive(p, c)
+	paired = l.arrive(p, raw, c)
+	testHookPaired()
 }
+
+// testHookPaired runs after a connection has paired; tests use it to
+// widen races.
+var testHookPaired = func() {}
 
 // claim reserves stream's slot of tok's Pending for c.
 func (l *Listener) claim(tok Token, stream int, ip net.IP, c net.Conn) (*Pending, byte) {
@@ -329,14 +334,18 @@ func (l *Listener) unclaim(p *Pending, stream int, c net.Conn) {
 	}
 }
 
-// arrive counts c as paired; the last stream completes p. It reports
-// false if p ended meanwhile (c has been closed then).
-func (l *Listener) arrive(p *Pending, c net.Conn) bool {
+// arrive counts c (raw, if wrapped in TLS) as paired; the last stream
+// completes p. It reports false if p ended meanwhile (c has been closed
+// then).
+func (l *Listener) arrive(p *Pending, raw, c net.Conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if p.err != nil {
 		return false
 	}
+	// No longer the listener's: Close must not close it once Wait may
+	// have returned it.
+	delete(l.handshaking, raw)
 	p.arrived++
 	if p.arrived == p.streams {
 		delete(l.pending, p.tok)

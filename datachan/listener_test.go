@@ -397,3 +397,26 @@ func selfSignedCert(t *testing.T) tls.Certificate {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
 }
+
+// TestListenerCloseRightAfterPairing pins a race: Listener.Close closed
+// connections still marked as in their hello, and a paired connection
+// stayed marked for a moment after Pending.Wait had returned it.
+func TestListenerCloseRightAfterPairing(t *testing.T) {
+	testHookPaired = func() { time.Sleep(20 * time.Millisecond) }
+	defer func() { testHookPaired = func() {} }()
+	for range 5 {
+		cc, sc := pairedConns(t, 2) // closes the listener on return
+		for i := range cc {
+			if _, err := cc[i].Write([]byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+			var b [1]byte
+			sc[i].SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(sc[i], b[:]); err != nil || b[0] != byte(i) {
+				t.Fatalf("stream %d after Listener.Close: %v", i, err)
+			}
+		}
+		closeAll(cc)
+		closeAll(sc)
+	}
+}

@@ -27,7 +27,8 @@ const (
 	DefaultParkLimit   = 32 << 20
 
 	// maxDeferred bounds the blocks of not-yet-expected files a Path
-	// remembers to ask for again; a peer sending more is broken.
+	// remembers to ask for again, and the resend requests queued in
+	// either direction; a peer needing more is broken.
 	maxDeferred = 1 << 20
 )
 
@@ -64,6 +65,8 @@ type Path struct {
 	parkedBytes int
 	deferred    map[uint32][]early // blocks of files not expected yet, dropped
 	nDeferred   int
+	resends     []resend      // resend requests from the peer, in order
+	resendReady chan struct{} // capacity 1: resends is not empty
 
 	stats struct {
 		blocksSent, bytesSent, blocksResent      atomic.Int64
@@ -129,8 +132,15 @@ type stream struct {
 	p     *Path
 	idx   int
 	conn  net.Conn
-	ctlq  chan *frame // frames for this connection only (resend requests)
 	diskq chan *frame // verified blocks waiting for WriteAt
+
+	// Resend requests to send on this connection. A list, not a bounded
+	// channel, so that the reader that adds to it never waits for the
+	// writer (which may wait for the peer, which may wait for us).
+	ctlMu     sync.Mutex
+	ctl       []framing.ResendRequest
+	ctlSignal chan struct{} // capacity 1: ctl is not empty
+	ctlHdr    [framing.FrameLen]byte
 
 	hdr  [framing.BlockHeaderLen]byte // reader's header buffer
 	vec  [2][]byte                    // writer's iovecs
@@ -167,6 +177,8 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		files:    make(map[uint32]*recvFile),
 		parked:   make(map[uint32][]early),
 		deferred: make(map[uint32][]early),
+
+		resendReady: make(chan struct{}, 1),
 	}
 	if len(conns) == 0 {
 		p.fail(errors.New("datachan: no data connections"))
@@ -174,14 +186,15 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	}
 	for i, c := range conns {
 		s := &stream{
-			p:     p,
-			idx:   i,
-			conn:  c,
-			ctlq:  make(chan *frame, 64),
-			diskq: make(chan *frame, cfg.writeBehind),
+			p:         p,
+			idx:       i,
+			conn:      c,
+			diskq:     make(chan *frame, cfg.writeBehind),
+			ctlSignal: make(chan struct{}, 1),
 		}
 		p.streams = append(p.streams, s)
 	}
+	p.wg.Go(p.resendLoop)
 	for _, s := range p.streams {
 		p.wg.Go(s.readLoop)
 		p.wg.Go(s.writeLoop)

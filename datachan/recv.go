@@ -81,7 +81,10 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 		e.s.queueDisk(e.f)
 	}
 	for _, e := range deferred {
-		e.s.requestResend(e.h)
+		if err := e.s.requestResend(e.h); err != nil {
+			p.fail(err)
+			return err
+		}
 	}
 	return nil
 }
@@ -176,13 +179,18 @@ func (s *stream) readBlock() error {
 }
 
 // requestResend asks the peer, on this connection, for block h again.
+// It never waits.
 func (s *stream) requestResend(h framing.BlockHeader) error {
-	f := s.p.getFrame(0)
-	framing.ResendRequest{FileID: h.FileID, Offset: h.Offset, Length: h.Length}.Put(f.hdr[:])
+	s.ctlMu.Lock()
+	if len(s.ctl) >= maxDeferred {
+		s.ctlMu.Unlock()
+		return s.protocolError("more than %d resend requests queued", maxDeferred)
+	}
+	s.ctl = append(s.ctl, framing.ResendRequest{FileID: h.FileID, Offset: h.Offset, Length: h.Length})
+	s.ctlMu.Unlock()
 	select {
-	case s.ctlq <- f:
-	case <-s.p.failed:
-		s.p.putFrame(f)
+	case s.ctlSignal <- struct{}{}:
+	default:
 	}
 	return nil
 }

@@ -108,27 +108,62 @@ func (p *Path) Release(id uint32) {
 	p.mu.Unlock()
 }
 
-// resend serves a resend request from the peer: it reads the block again
-// from the registered src and queues it for any connection.
+// resend is a block the peer asked for again.
+type resend struct {
+	src io.ReaderAt
+	r   framing.ResendRequest
+}
+
+// resend queues a resend request from the peer for the resend loop. It
+// never waits.
 func (s *stream) resend(r framing.ResendRequest) error {
 	p := s.p
 	off, end := int64(r.Offset), int64(r.Offset)+int64(r.Length)
 	p.mu.Lock()
 	src := p.sources[r.FileID]
-	ok := src != nil && src.covers(off, end)
-	var rd io.ReaderAt
-	if ok {
-		rd = src.src
-	}
-	p.mu.Unlock()
-	if !ok {
+	if src == nil || !src.covers(off, end) {
+		p.mu.Unlock()
 		return s.protocolError("peer asked to resend [%d,%d) of file %d, which is not being sent", off, end, r.FileID)
 	}
-	p.wg.Go(func() {
+	if len(p.resends) >= maxDeferred {
+		p.mu.Unlock()
+		return s.protocolError("more than %d resend requests queued", maxDeferred)
+	}
+	p.resends = append(p.resends, resend{src.src, r})
+	p.mu.Unlock()
+	select {
+	case p.resendReady <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// resendLoop serves resend requests one at a time: it reads the block
+// again from its src and queues it for any connection.
+func (p *Path) resendLoop() {
+	for {
+		p.mu.Lock()
+		var next resend
+		n := len(p.resends)
+		if n > 0 {
+			next = p.resends[0]
+			p.resends[0] = resend{}
+			p.resends = p.resends[1:]
+		}
+		p.mu.Unlock()
+		if n == 0 {
+			select {
+			case <-p.resendReady:
+				continue
+			case <-p.failed:
+				return
+			}
+		}
+		r := next.r
 		f := p.getFrame(int(r.Length))
-		if err := readFullAt(rd, f.payload, off); err != nil {
+		if err := readFullAt(next.src, f.payload, int64(r.Offset)); err != nil {
 			p.putFrame(f)
-			p.fail(fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, off, err))
+			p.fail(fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, r.Offset, err))
 			return
 		}
 		framing.BlockHeader{FileID: r.FileID, Offset: r.Offset, Length: r.Length, PayloadCRC: framing.CRC32C(f.payload)}.Put(f.hdr[:])
@@ -137,9 +172,9 @@ func (s *stream) resend(r framing.ResendRequest) error {
 			p.stats.blocksResent.Add(1)
 		case <-p.failed:
 			p.putFrame(f)
+			return
 		}
-	})
-	return nil
+	}
 }
 
 // covers reports whether [off, end) lies within one range given to
@@ -156,30 +191,35 @@ func (s *source) covers(off, end int64) bool {
 	return false
 }
 
-// writeLoop writes frames to the connection: its own control frames
+// writeLoop writes frames to the connection: its own resend requests
 // first, then blocks from the shared queue, whichever connection is free
 // taking the next one.
 func (s *stream) writeLoop() {
 	p := s.p
 	for {
-		var f *frame
-		select {
-		case f = <-s.ctlq:
-		default:
-			select {
-			case f = <-s.ctlq:
-			case f = <-p.sendq:
-			case <-p.failed:
+		if r, ok := s.nextCtl(); ok {
+			r.Put(s.ctlHdr[:])
+			if _, err := s.conn.Write(s.ctlHdr[:]); err != nil {
+				p.fail(s.lost(err))
 				return
 			}
+			continue
+		}
+		var f *frame
+		select {
+		case <-s.ctlSignal:
+			continue
+		case f = <-p.sendq:
+		case <-p.failed:
+			return
 		}
 		err := s.writeFrame(f)
-		if f.payload != nil && err == nil {
+		if err == nil {
 			p.stats.blocksSent.Add(1)
 			p.stats.bytesSent.Add(int64(len(f.payload)))
-		}
-		if f.job != nil && err == nil {
-			f.job.finish()
+			if f.job != nil {
+				f.job.finish()
+			}
 		}
 		p.putFrame(f)
 		if err != nil {
@@ -189,13 +229,22 @@ func (s *stream) writeLoop() {
 	}
 }
 
-// writeFrame writes header and payload with one vectored write.
+// nextCtl takes the first queued resend request.
+func (s *stream) nextCtl() (framing.ResendRequest, bool) {
+	s.ctlMu.Lock()
+	defer s.ctlMu.Unlock()
+	if len(s.ctl) == 0 {
+		return framing.ResendRequest{}, false
+	}
+	r := s.ctl[0]
+	s.ctl = s.ctl[1:]
+	return r, true
+}
+
+// writeFrame writes a block's header and payload with one vectored write.
 func (s *stream) writeFrame(f *frame) error {
 	s.vec[0], s.vec[1] = f.hdr[:], f.payload
-	s.bufs = s.vec[:1]
-	if f.payload != nil {
-		s.bufs = s.vec[:2]
-	}
+	s.bufs = s.vec[:2]
 	_, err := s.bufs.WriteTo(s.conn)
 	s.vec[0], s.vec[1] = nil, nil
 	return err

@@ -177,10 +177,11 @@ func (f Frame) AppendPacket(dst []byte, p Packet) ([]byte, error) {
 // for compatibility with C-Kermit 10.0 Beta.05-08 senders.
 //
 // Header fields are checked as soon as they arrive, so a damaged header is
-// reported without waiting for the bytes its length promised. A MARK
-// found inside the packet means the rest of it was lost: that is
-// ErrBadHeader with n at the new MARK. n never exceeds len(buf), and the
-// EOL after the check is not consumed.
+// reported without waiting for the bytes its length promised; n is then
+// 1. A MARK found inside the packet means the rest of it was lost: that
+// is ErrBadHeader with n at the new MARK. ErrBadCheck has n = the length
+// the header announced. n never exceeds len(buf), and the EOL after the
+// check is not consumed.
 //
 // With Parity the 8th bit of every byte is ignored, and ParsePacket clears
 // it in place in the bytes of a complete packet so that Data is 7-bit.

@@ -512,3 +512,18 @@ func BenchmarkQuotingDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestQuotingInvalidConfigsDoNotPanic: Encode and Decode do not validate
+// the prefixes, so any byte values must at least be safe.
+func TestQuotingInvalidConfigsDoNotPanic(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	src := sampleInputs(r, 300)
+	for range 300 {
+		q := Quoting{QCTL: byte(r.Uint32()), QBIN: byte(r.Uint32()), REPT: byte(r.Uint32())}
+		for _, in := range src {
+			enc, _ := q.Encode(nil, in, 1+r.IntN(400))
+			q.Decode(nil, enc)
+			q.Decode(nil, in)
+		}
+	}
+}

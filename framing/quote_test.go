@@ -527,3 +527,51 @@ func TestQuotingInvalidConfigsDoNotPanic(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodePacketParseDecode runs the whole data path: Encode into a
+// packet-sized budget, AppendPacket, a 7-bit line that sets bit 8 at
+// random when parity is on, ParsePacket, Decode.
+func TestEncodePacketParseDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	budgets := []int{5, 88, 89, 90, 91, 92, 500, 4000, MaxLongLen - 3}
+	var wire, data, got []byte
+	for _, q := range quotingConfigs() {
+		for _, parity := range []bool{false, true} {
+			if parity && q.QBIN == 0 {
+				continue // a 7-bit line needs 8th-bit prefixing
+			}
+			f := Frame{Check: CheckType(1 + r.IntN(3)), Parity: parity}
+			for kind, src := range sampleInputs(r, 5000) {
+				for _, budget := range budgets {
+					budget = min(budget, MaxLongLen-f.Check.Len())
+					got = got[:0]
+					seq := 0
+					for s := src; len(s) > 0; seq = (seq + 1) % 64 {
+						var n int
+						data, n = q.Encode(data[:0], s, budget)
+						s = s[n:]
+						var err error
+						if wire, err = f.AppendPacket(wire[:0], Packet{Seq: seq, Type: 'D', Data: data}); err != nil {
+							t.Fatal(err)
+						}
+						if parity {
+							for i := range wire {
+								wire[i] |= byte(r.Uint32()) & 0x80
+							}
+						}
+						p, used, err := f.ParsePacket(wire)
+						if err != nil || used != len(wire) || p.Seq != seq {
+							t.Fatalf("%s budget %d: n=%d err=%v", kind, budget, used, err)
+						}
+						if got, err = q.Decode(got, p.Data); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if !bytes.Equal(got, src) {
+						t.Fatalf("%+v parity %v %s budget %d: data differs", q.QBIN, parity, kind, budget)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,48 @@
+// Package peertest runs the real programs kerf must interoperate with —
+// C-Kermit (kermit), G-Kermit (gkermit), lrzsz (sz, rz), socat — and the
+// instruments they run over: lineem, the emulated serial line from the
+// shared tools folder, and plain pty pairs. It is for tests and benchmarks
+// only.
+//
+// A missing peer skips the test on a developer machine and fails it in CI
+// (CI=true): an interop test that silently skips proves nothing.
+//
+// What it does not do: speak Kermit itself, or judge a transfer beyond
+// comparing bytes (CheckFiles) and exit statuses (Peer.Wait).
+//
+// # C-Kermit settings that matter (C-Kermit 10.0 Beta.08, Debian 12)
+//
+// The prologue CKermit writes (see CKermitPrologue) holds the settings that
+// were needed to make scripted C-Kermit reliable on a pty:
+//
+//   - The script file must precede -Y on the command line ("kermit s.ksc -Y");
+//     -Y skips the init file.
+//   - set carrier-watch off: a pty has no carrier; without it SET LINE
+//     transfers can hang waiting for CD.
+//   - set flow none: lineem and ptys have no RTS/CTS.
+//   - set transfer mode manual + set file type binary: in automatic mode
+//     C-Kermit picks text or binary per file from its name patterns
+//     (*.txt is sent as text), which need not be byte-identical.
+//   - set file names literal: otherwise names may be converted (case,
+//     spaces) outside the automatic Unix-to-Unix case.
+//   - set file collision overwrite: the default, backup, renames an
+//     existing file to NAME.~1~ and receives beside it.
+//   - set transfer interruption off and set exit warning off: no keyboard
+//     polling, no "close the connection?" question at EXIT.
+//   - set take error on: a failing command ends the script. C-Kermit then
+//     falls back to interactive mode and reads stdin, so the runner feeds it
+//     "exit 99"; otherwise a script error (a SEND of a missing file is a
+//     *syntax* error) exits with status 0.
+//
+// Exit statuses seen: 0 when every transfer succeeded, 1 when a SEND or
+// RECEIVE failed (EXIT without a number reports whether any transfer of the
+// session failed, even if later commands succeeded), 99 (from the runner's
+// stdin) when the script stopped on an error. RECEIVE with no sender waits
+// forever: always bound it with Peer.Wait's timeout.
+//
+// G-Kermit 2.01 uses its stdin/stdout as the line; GKermit attaches the
+// device to both. Useful flags: -i binary, -P literal names (spaces kept),
+// -w overwrite, -q quiet, -S no streaming, -e N receive packet length. It
+// has no sliding windows and no server mode, and it offers streaming,
+// which C-Kermit on a SET LINE connection does not accept.
+package peertest

@@ -176,6 +176,10 @@ func (f Frame) AppendPacket(dst []byte, p Packet) ([]byte, error) {
 // before looking for the next MARK. A short LEN of 95 or 96 is accepted
 // for compatibility with C-Kermit 10.0 Beta.05-08 senders.
 //
+// Also for C-Kermit 10.0 Beta.08, LENX1 may be DEL (95), giving a long
+// packet of up to 95*95+94 = 9119 DATA+CHECK characters; AppendPacket
+// never produces either form.
+//
 // Header fields are checked as soon as they arrive, so a damaged header is
 // reported without waiting for the bytes its length promised; n is then
 // 1. A MARK found inside the packet means the rest of it was lost: that

@@ -426,8 +426,9 @@ func FuzzParsePacket(f *testing.F) {
 		if p.Seq < 0 || p.Seq > 63 || p.Type <= ' ' || p.Type > '~' {
 			t.Fatalf("bad packet %+v", p)
 		}
-		// What it can parse it can write back (except LEN 95/96).
-		if l := buf[1]; l == 0x7F || l == 0x80 {
+		// What it can parse it can write back (except LEN 95/96 and
+		// LENX1 DEL, which are accepted but never sent).
+		if l := buf[1]; l == 0x7F || l == 0x80 || l == ' ' && buf[offLenX1] == 0x7F {
 			return
 		}
 		out, err := fr.AppendPacket(nil, p)
@@ -501,5 +502,28 @@ func TestCheck1LenFlipWeakness(t *testing.T) {
 	}
 	if _, _, err := (Frame{Check: 3}).ParsePacket(pkt); err == nil {
 		t.Error("type 3 frame accepted a type 1 packet")
+	}
+}
+
+// TestParseLenX1Del: C-Kermit 10.0 Beta.08 sends LENX1 = DEL (m = 9025 and
+// up) to a receiver that advertised 9024; ParsePacket accepts it,
+// AppendPacket never produces it.
+func TestParseLenX1Del(t *testing.T) {
+	for _, parity := range []bool{false, true} {
+		f := Frame{Check: 3, Parity: parity}
+		data := bytes.Repeat([]byte("q"), 9025-3)
+		b := []byte{SOH, ' ', kchar(2), 'D', 0x7F, kchar(0)}
+		b = append(b, kchar(int(Check1(b[1:6]))))
+		b = append(b, data...)
+		var c [3]byte
+		putCheck(c[:], 3, CRC16(b[1:]))
+		b = append(b, c[:]...)
+		p, n, err := f.ParsePacket(b)
+		if err != nil || n != len(b) || len(p.Data) != len(data) {
+			t.Errorf("parity %v: n=%d err=%v", parity, n, err)
+		}
+		if _, err := f.AppendPacket(nil, p); !errors.Is(err, ErrTooLong) {
+			t.Errorf("AppendPacket of 9022 data bytes with CRC: %v", err)
+		}
 	}
 }

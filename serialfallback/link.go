@@ -1,0 +1,243 @@
+package serialfallback
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LinkConfig says which line to open and how.
+type LinkConfig struct {
+	// Device is the path of a serial device (/dev/ttyS0, /dev/ttyUSB0) or a
+	// pseudo-terminal slave (/dev/pts/N, or a symlink to one). Ignored
+	// when Stdio is set.
+	Device string
+	// Speed in bits per second. 0 leaves a pty's speed alone and opens a
+	// serial device at 9600. Ignored for Stdio (the remote end's terminal
+	// speed is not ours to change) and meaningless on a pty, where bytes
+	// move as fast as the other side reads them.
+	Speed int
+	// Parity is none (or ""), even, odd, mark or space, case-insensitive.
+	// Anything but none makes the link 7-bit: see SevenBit.
+	Parity string
+	// Flow is none (or ""), rtscts or xonxoff, case-insensitive.
+	Flow string
+	// Stdio uses the process's stdin for reading and stdout for writing,
+	// with stdin put into raw mode while the link is open if it is a
+	// terminal.
+	Stdio bool
+}
+
+// Parity and flow-control names accepted in LinkConfig.
+const (
+	ParityNone  = "none"
+	ParityEven  = "even"
+	ParityOdd   = "odd"
+	ParityMark  = "mark"
+	ParitySpace = "space"
+
+	FlowNone    = "none"
+	FlowRTSCTS  = "rtscts"
+	FlowXONXOFF = "xonxoff"
+)
+
+// SevenBit reports whether the link carries only 7 data bits, so that the
+// engine must ask for 8th-bit prefixing (QBIN) to move binary files. It is
+// true for every parity but none.
+func (c LinkConfig) SevenBit() bool {
+	p, err := parseParity(c.Parity)
+	return err == nil && p != parityNone
+}
+
+// Link is an open line.
+type Link interface {
+	io.ReadWriteCloser
+	// Drain blocks until everything written so far has left the local
+	// side (tcdrain on a tty; a no-op where there is nothing to wait for).
+	Drain() error
+}
+
+var (
+	// ErrInvalidConfig is wrapped by every error Open returns for a
+	// LinkConfig that cannot be right whatever the device.
+	ErrInvalidConfig = errors.New("serialfallback: invalid link configuration")
+	// ErrClosed is returned by Read, Write and Drain after Close, including
+	// by a Read that was blocked when Close was called. It matches
+	// os.ErrClosed too.
+	ErrClosed = fmt.Errorf("serialfallback: link closed: %w", os.ErrClosed)
+)
+
+// Open opens the line described by cfg.
+//
+// A Device that is a pseudo-terminal slave is opened directly with raw
+// termios (speed and flow applied to its termios, where they have no effect
+// on throughput); any other Device is opened as a serial port with
+// go.bug.st/serial at 8N1 and cfg.Speed, and flow control set on top. Both
+// are exclusive of any line discipline processing: no echo, no CR/LF
+// mapping, no signals, no XON/XOFF unless asked for.
+//
+// With Stdio, reads come from fd 0 and writes go to fd 1; if fd 0 is a
+// terminal it is put in raw mode (and xonxoff/rtscts applied to it) until
+// Close restores it. Nothing else may read stdin or write stdout while the
+// link is open.
+func Open(cfg LinkConfig) (Link, error) {
+	par, err := parseParity(cfg.Parity)
+	if err != nil {
+		return nil, err
+	}
+	fl, err := parseFlow(cfg.Flow)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Speed < 0 {
+		return nil, fmt.Errorf("%w: speed %d is negative", ErrInvalidConfig, cfg.Speed)
+	}
+	var p port
+	switch {
+	case cfg.Stdio:
+		p, err = openStdio(0, 1, fl)
+	case cfg.Device == "":
+		return nil, fmt.Errorf("%w: no device and not stdio", ErrInvalidConfig)
+	case isPty(cfg.Device):
+		p, err = openTTY(cfg.Device, cfg.Speed, fl)
+	default:
+		p, err = openSerial(cfg.Device, cfg.Speed, fl)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newLink(p, par), nil
+}
+
+// port is what each kind of line provides; link adds parity and the
+// closed-state bookkeeping common to all of them.
+type port interface {
+	io.ReadWriteCloser
+	Drain() error
+}
+
+// deadliner is implemented by ports whose reads can time out.
+type deadliner interface {
+	SetReadDeadline(t time.Time) error
+}
+
+type link struct {
+	p      port
+	par    parity
+	closed atomic.Bool
+
+	wmu  sync.Mutex // guards wbuf
+	wbuf []byte     // parity-encoded copy of the caller's bytes
+}
+
+func newLink(p port, par parity) *link {
+	l := &link{p: p, par: par}
+	if par != parityNone {
+		l.wbuf = make([]byte, 4096)
+	}
+	return l
+}
+
+func (l *link) Read(b []byte) (int, error) {
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	n, err := l.p.Read(b)
+	if l.par != parityNone {
+		for i := range b[:n] {
+			b[i] &= 0x7f
+		}
+	}
+	if err != nil && l.closed.Load() {
+		err = ErrClosed
+	}
+	return n, err
+}
+
+func (l *link) Write(b []byte) (int, error) {
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	var n int
+	var err error
+	if l.par == parityNone {
+		n, err = l.p.Write(b)
+	} else {
+		n, err = l.writeParity(b)
+	}
+	if err != nil && l.closed.Load() {
+		err = ErrClosed
+	}
+	return n, err
+}
+
+func (l *link) writeParity(b []byte) (int, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	done := 0
+	for done < len(b) {
+		chunk := b[done:min(len(b), done+len(l.wbuf))]
+		out := l.wbuf[:len(chunk)]
+		for i, c := range chunk {
+			out[i] = l.par.apply(c)
+		}
+		n, err := l.p.Write(out)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+func (l *link) Drain() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.p.Drain()
+}
+
+// SetReadDeadline sets the deadline for pending and future Reads, like
+// os.File.SetReadDeadline. Only pty links support it; others return
+// os.ErrNoDeadline. The engine does not need it: Close is what stops a
+// reader.
+func (l *link) SetReadDeadline(t time.Time) error {
+	if d, ok := l.p.(deadliner); ok {
+		return d.SetReadDeadline(t)
+	}
+	return os.ErrNoDeadline
+}
+
+// Close closes the line. A Read blocked in another goroutine returns
+// ErrClosed. Closing twice is harmless.
+func (l *link) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	return l.p.Close()
+}
+
+type flow int
+
+const (
+	flowNone flow = iota
+	flowRTSCTS
+	flowXONXOFF
+)
+
+func parseFlow(s string) (flow, error) {
+	switch strings.ToLower(s) {
+	case "", FlowNone:
+		return flowNone, nil
+	case FlowRTSCTS:
+		return flowRTSCTS, nil
+	case FlowXONXOFF:
+		return flowXONXOFF, nil
+	}
+	return 0, fmt.Errorf("%w: flow %q is not one of none, rtscts, xonxoff", ErrInvalidConfig, s)
+}

@@ -42,6 +42,11 @@ type Quoting struct {
 	// Bare marks control bytes (0..31, 127, 128..159, 255) that may be sent
 	// unprefixed. The zero value prefixes all of them, the safe choice.
 	Bare [256]bool
+	// LengthFramed says the receiver frames packets by length alone, keeps
+	// explicit lengths and matches prefix characters exactly (kerf does):
+	// then only the MARK (SOH) is forced to be prefixed, NUL, CR, 0x80,
+	// 0x81 and 0x8D follow Bare, and the prefixes' 8-bit twins go bare.
+	LengthFramed bool
 }
 
 // ErrBadQuoting is returned, wrapped with detail, by Decode for a data
@@ -83,7 +88,10 @@ func isControl(c byte) bool {
 
 // alwaysPrefixed reports whether the wire byte c must be prefixed whatever
 // Bare says: NUL, SOH, CR and their 8-bit twins.
-func alwaysPrefixed(c byte) bool {
+func alwaysPrefixed(c byte, lengthFramed bool) bool {
+	if lengthFramed {
+		return c == SOH
+	}
 	c &= 0x7F
 	return c == 0 || c == SOH || c == '\r'
 }
@@ -160,12 +168,15 @@ func compileQuoting(q *Quoting) *quoteTable {
 		}
 		a7 := a & 0x7F
 		if isControl(a) {
-			if !q.Bare[a] || alwaysPrefixed(a) {
+			if !q.Bare[a] || alwaysPrefixed(a, q.LengthFramed) {
 				b[n] = qctl
 				n++
 				a ^= 0x40
 			}
-		} else if a7 == qctl || q.QBIN != 0 && a7 == q.QBIN || q.REPT != 0 && a7 == q.REPT {
+		} else if q.LengthFramed && (a == qctl || q.QBIN != 0 && a == q.QBIN || q.REPT != 0 && a == q.REPT) ||
+			!q.LengthFramed && (a7 == qctl || q.QBIN != 0 && a7 == q.QBIN || q.REPT != 0 && a7 == q.REPT) {
+			// Classic Kermits also escape the prefixes' 8-bit twins; a
+			// length-framed receiver (kerf) matches prefixes exactly.
 			b[n] = qctl
 			n++
 		}

@@ -308,7 +308,7 @@ func bareCount(b [256]bool) int {
 func checkEncodedSafe(t testing.TB, q *Quoting, enc []byte) {
 	t.Helper()
 	for i, c := range enc {
-		if alwaysPrefixed(c) && isControl(c) {
+		if alwaysPrefixed(c, false) && isControl(c) {
 			t.Fatalf("bare %#02x at %d", c, i)
 		}
 		if q.QBIN != 0 && c&0x80 != 0 {

@@ -44,6 +44,10 @@ type Config struct {
 	Text       bool              // send files in text mode (LF <-> CRLF)
 	Resume     bool              // sender asks to recover partial files at the receiver
 
+	// LineSpeed is the link's speed in bits per second, if known (serial
+	// lines); it lets packet timers allow for time queued on the line.
+	LineSpeed int
+
 	// Timeout is the initial retransmission timeout; it adapts to the
 	// measured round trip. MinTimeout bounds it from below.
 	Timeout    time.Duration

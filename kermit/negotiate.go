@@ -78,7 +78,12 @@ func myParams(cfg *Config, server bool) framing.Params {
 }
 
 // negotiate combines this side's and the peer's Send-Init fields.
-func negotiate(cfg *Config, mine, peer framing.Params) negotiated {
+// weSend says whether this side sent the S (and so will send the data).
+func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
+	sender := peer
+	if weSend {
+		sender = mine
+	}
 	n := negotiated{peer: peer}
 	n.check = 1
 	if mine.Check == peer.Check && peer.Check >= 1 && peer.Check <= 3 {
@@ -132,18 +137,29 @@ func negotiate(cfg *Config, mine, peer framing.Params) negotiated {
 	if mine.REPT == peer.REPT && isPrefixChar(mine.REPT) {
 		n.out.REPT, n.in.REPT = mine.REPT, mine.REPT
 	}
+	minimal := cfg.Unprefix == UnprefixMinimal && n.peerKerf && !cfg.Parity
+	if minimal && sender.WhatAmI&framing.WhatValid != 0 && sender.WhatAmI&framing.WhatBinary != 0 {
+		// Between kerf peers sending binary, repeat compression costs the
+		// escaping of every '~' and wins nothing on compressed or random
+		// data, which is what bulk transfers mostly carry.
+		n.out.REPT, n.in.REPT = 0, 0
+	}
 	switch {
 	case cfg.Parity || cfg.Unprefix == UnprefixNone:
 		// everything prefixed
-	case cfg.Unprefix == UnprefixMinimal && n.peerKerf:
+	case minimal:
 		for i := range n.out.Bare {
 			n.out.Bare[i] = true
 		}
+		n.out.LengthFramed = true
 	default:
 		n.out.Bare = framing.CautiousBare()
 	}
 	// Never send raw: the packet mark (resynchronisation depends on it).
-	n.out.Bare[framing.SOH], n.out.Bare[framing.SOH|0x80] = false, false
+	n.out.Bare[framing.SOH] = false
+	if !n.out.LengthFramed {
+		n.out.Bare[framing.SOH|0x80] = false
+	}
 	if !n.peerKerf {
 		// C-Kermit receivers from 5A(188) through 10.0 mishandle a raw NUL
 		// in a stashed out-of-order packet; CR may be eaten by terminals.

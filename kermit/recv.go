@@ -34,7 +34,7 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	if s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0 {
 		mine.Ext = s.cfg.Dual.Offer(peer.Ext)
 	}
-	n := negotiate(&s.cfg, mine, peer)
+	n := negotiate(&s.cfg, mine, peer, false)
 	wire, err := s.c.encode(framing.Packet{Seq: p.Seq, Type: 'Y', Data: mine.Marshal()}, 1)
 	if err != nil {
 		return err
@@ -93,6 +93,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		p, err := s.nextPacket(ctx, timeout)
 		if err != nil {
 			return err
+		}
+		if !gotS && p.Type != 'S' {
+			// Leftovers of an earlier transfer still on the line: wait
+			// for the S that starts this one.
+			s.cfg.Log.Debug("ignoring packet before S", "type", string(p.Type), "seq", p.Seq)
+			s.rw.reset(1, 0)
+			continue
 		}
 		switch p.Type {
 		case 'S':

@@ -42,11 +42,11 @@ func (s *Session) sendInit(ctx context.Context, typ byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)
 	}
-	n := negotiate(&s.cfg, mine, peer)
+	n := negotiate(&s.cfg, mine, peer, true)
 	s.apply(n, typ)
 	s.sw.size = n.window
 	s.cfg.Log.Debug("negotiated", "check", n.check, "window", n.window, "maxdata", n.maxData,
-		"streaming", n.streaming, "attrs", n.attrs, "dual", n.dual)
+		"streaming", n.streaming, "attrs", n.attrs, "dual", n.dual, "kerfpeer", n.peerKerf, "lengthframed", n.out.LengthFramed, "rept", string(n.out.REPT))
 	return s.openDual(ctx)
 }
 
@@ -78,6 +78,7 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) error {
 	if err := s.drain(ctx); err != nil {
 		return err
 	}
+	s.cfg.Log.Debug("group sent", "stats", fmt.Sprintf("%+v", s.stats), "wire", s.c.written, "srtt", s.rtt.srtt, "rto", s.rtt.rto)
 	if s.cancelGroup.Load() {
 		return ErrCanceled
 	}

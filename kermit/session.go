@@ -34,15 +34,17 @@ type Session struct {
 	neg negotiated
 
 	// sender state
-	sw         sendWindow
-	rtt        rttEstimator
-	adapt      lengthAdapter
-	retries    int
-	sendFileID uint32
-	decodeBuf  []byte
-	recvFileID uint32
-	sendNo     uint64
-	ackedNo    uint64 // highest sendNo known to have reached the peer
+	sw           sendWindow
+	rtt          rttEstimator
+	adapt        lengthAdapter
+	retries      int
+	sendFileID   uint32
+	decodeBuf    []byte
+	recvFileID   uint32
+	sendNo       uint64
+	ackedNo      uint64 // highest sendNo known to have reached the peer
+	lastProgress time.Time
+	linkFree     time.Time // when the line will have sent all we wrote (LineSpeed known) // when an ACK last made progress
 
 	// receiver state
 	rw recvWindow
@@ -92,6 +94,10 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
 	s.rtt.init(cfg.Timeout)
 	s.rtt.min = cfg.MinTimeout
+	if cfg.LineSpeed > 0 {
+		// Never time out sooner than the line needs for a longest packet.
+		s.rtt.min = max(s.rtt.min, time.Duration(float64(framing.MaxLongLen+16)*10*float64(time.Second)/float64(cfg.LineSpeed)))
+	}
 	s.resetNegotiation()
 	return s
 }

@@ -17,6 +17,7 @@ type slot struct {
 	data      []byte
 	wire      []byte
 	sentAt    time.Time
+	expect    time.Time // when the link should have finished carrying it
 	sends     int
 	sendNo    uint64 // order of the latest transmission, for loss detection
 	acked     bool
@@ -109,9 +110,11 @@ func (a *lengthAdapter) init(max int) { *a = lengthAdapter{max: max, cap: min(ma
 
 func (a *lengthAdapter) good() { a.cap = min(a.max, a.cap*2) }
 
+// The estimate remembers roughly the last 256-512 KB sent, so it follows
+// a line whose noise changes and recovers once the noise stops.
 func (a *lengthAdapter) sent(n int) {
 	a.bytes += float64(n)
-	if a.bytes > 4<<20 {
+	if a.bytes > 512<<10 {
 		a.bytes /= 2
 		a.losses /= 2
 	}
@@ -120,10 +123,6 @@ func (a *lengthAdapter) sent(n int) {
 func (a *lengthAdapter) lost() {
 	a.cap = max(40, a.cap/2)
 	a.losses++
-	if a.losses > 64 {
-		a.bytes /= 2
-		a.losses /= 2
-	}
 }
 
 func (a *lengthAdapter) size() int {
@@ -218,16 +217,33 @@ func (s *Session) transmit(sl *slot) error {
 	sl.sendNo = s.sendNo
 	sl.sends++
 	sl.sentAt = time.Now()
+	sl.expect = sl.sentAt
+	if s.cfg.LineSpeed > 0 {
+		// Model the line as a queue draining at its speed, so a packet
+		// waiting behind a window of others is not timed out early.
+		if s.linkFree.Before(sl.sentAt) {
+			s.linkFree = sl.sentAt
+		}
+		s.linkFree = s.linkFree.Add(time.Duration(float64(len(sl.wire)) * 10 * float64(time.Second) / float64(s.cfg.LineSpeed)))
+		sl.expect = s.linkFree
+	}
 	s.stats.PacketsSent++
 	if sl.sends > 1 {
 		s.stats.Retransmissions++
-		if sl.typ == 'D' {
-			s.adapt.lost()
-		}
 	} else if sl.typ == 'D' {
 		s.adapt.sent(len(sl.wire))
 	}
 	return s.c.writeRaw(sl.wire)
+}
+
+// retransmitLost resends a packet the peer evidently did not get intact
+// (NAKed, or overtaken by a later ACK). Only such evidence, not timeouts,
+// which also come from lost ACKs and stalls, feeds the length adapter.
+func (s *Session) retransmitLost(sl *slot) error {
+	if sl.typ == 'D' {
+		s.adapt.lost()
+	}
+	return s.transmit(sl)
 }
 
 // await processes replies until sl is acknowledged.
@@ -255,13 +271,21 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 	var oldest *slot
 	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
 		sl := s.sw.slots[seq]
-		if sl != nil && !sl.acked && (oldest == nil || sl.sentAt.Before(oldest.sentAt)) {
+		if sl != nil && !sl.acked && (oldest == nil || sl.expect.Before(oldest.expect)) {
 			oldest = sl
 		}
 	}
 	wait := time.Duration(0)
 	if oldest != nil {
-		wait = time.Until(oldest.sentAt.Add(s.rtt.rto))
+		// The timer runs from the later of the packet's departure and the
+		// last ACK that made progress: on a slow line a packet may wait
+		// behind a window of others, and ACKs still arriving show the
+		// link is alive (TCP restarts its timer on new ACKs likewise).
+		from := oldest.expect
+		if s.cfg.LineSpeed == 0 && s.lastProgress.After(from) {
+			from = s.lastProgress
+		}
+		wait = time.Until(from.Add(s.rtt.rto))
 		if wait <= 0 {
 			wait = time.Nanosecond
 		}
@@ -310,7 +334,7 @@ func (s *Session) handleReply(p inPacket) error {
 			// Resend unless the latest copy left so recently that this NAK
 			// must be about an earlier one.
 			if sl.sends == 1 || sl.sendNo <= s.ackedNo || time.Since(sl.sentAt) >= s.rtt.srtt*3/4 {
-				return s.transmit(sl)
+				return s.retransmitLost(sl)
 			}
 			return nil
 		}
@@ -343,8 +367,9 @@ func (s *Session) acked(sl *slot, data []byte) error {
 	sl.acked = true
 	sl.ackData = data
 	s.retries = 0
+	s.lastProgress = time.Now()
 	if sl.sends == 1 {
-		s.rtt.sample(time.Since(sl.sentAt))
+		s.rtt.sample(max(time.Since(sl.expect), 0))
 	}
 	if sl.sendNo > s.ackedNo {
 		s.ackedNo = sl.sendNo
@@ -353,10 +378,12 @@ func (s *Session) acked(sl *slot, data []byte) error {
 		s.noteCancel(data)
 		s.adapt.good()
 	}
-	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
+	// An ACK for a retransmitted packet is ambiguous (which copy?), so
+	// only a packet sent once can prove that earlier ones were lost.
+	for i, seq := 0, s.sw.lo; sl.sends == 1 && i < s.sw.count; i, seq = i+1, (seq+1)%64 {
 		o := s.sw.slots[seq]
 		if o != nil && !o.acked && o.sendNo < sl.sendNo {
-			if err := s.transmit(o); err != nil {
+			if err := s.retransmitLost(o); err != nil {
 				return err
 			}
 		}

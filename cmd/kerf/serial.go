@@ -67,9 +67,8 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	default:
 		return nil, nil, usageErr("--unprefix must be auto, cautious, minimal or none")
 	}
-	if lc.Speed > 0 {
-		// A packet timer shorter than the time to send a window is useless.
-		k.MinTimeout = max(k.MinTimeout, time.Duration(float64(time.Second)*2000/float64(lc.Speed/10)))
+	if lc.Speed > 0 && !lc.Stdio {
+		k.LineSpeed = lc.Speed
 	}
 	k.Log = logger(c)
 	link, err := serialfallback.Open(lc)

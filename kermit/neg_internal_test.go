@@ -1,0 +1,96 @@
+package kermit
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"math/rand"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"kerf/framing"
+)
+
+func TestNegotiateKerfPeersMinimalPrefixing(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Unprefix = UnprefixMinimal
+	mine := myParams(&cfg, false)
+	peer, err := framing.ParseParams(mine.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := negotiate(&cfg, mine, peer, true)
+	if !n.peerKerf {
+		t.Fatalf("kerf peer not recognised: %+v", peer)
+	}
+	src := make([]byte, 256)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	enc, used := n.out.Encode(nil, src, 1000)
+	if used != 256 || len(enc) != 256+2 {
+		t.Errorf("256 byte values encoded to %d bytes (used %d), want 258: only SOH and QCTL prefixed", len(enc), used)
+	}
+}
+
+func TestMinimalOverheadRandom(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Unprefix = UnprefixMinimal
+	mine := myParams(&cfg, false)
+	peer, _ := framing.ParseParams(mine.Marshal())
+	n := negotiate(&cfg, mine, peer, true)
+	src := make([]byte, 1<<20)
+	for i := range src {
+		src[i] = byte(i * 7919 >> 3)
+	}
+	total := 0
+	for off := 0; off < len(src); {
+		enc, used := n.out.Encode(nil, src[off:], 9019)
+		total += len(enc)
+		off += used
+	}
+	t.Logf("overhead %.4f", float64(total)/float64(len(src)))
+}
+
+func TestWireOverhead(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	cfg := DefaultConfig()
+	cfg.Unprefix = UnprefixMinimal
+	data := make([]byte, 500000)
+	rand.New(rand.NewSource(1)).Read(data)
+	if b, err := os.ReadFile("/tmp/sr/r5.bin"); err == nil {
+		data = b
+	}
+	recv := NewSession(b, cfg)
+	send := NewSession(a, cfg)
+	var sizes []int
+	go func() { recv.Receive(context.Background(), discardStore{}) }()
+	f := OutgoingFile{Name: "x", Size: int64(len(data)), Open: func() (FileReader, error) { return nopCloser{bytes.NewReader(data)}, nil }}
+	send.cfg.Events = func(e Event) {}
+	if err := send.Send(context.Background(), []OutgoingFile{f}); err != nil {
+		t.Fatal(err)
+	}
+	_ = sizes
+	t.Logf("wire %d for %d: %.4f, stats %+v", send.c.written, len(data), float64(send.c.written)/float64(len(data)), send.stats)
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+type discardStore struct{}
+
+func (discardStore) Create(name string) (Incoming, error) { return discardFile{}, nil }
+
+type discardFile struct{}
+
+func (discardFile) WriteAt(b []byte, off int64) (int, error) { return len(b), nil }
+func (discardFile) Name() string                             { return "x" }
+func (discardFile) Partial() (int64, uint32, error)          { return 0, 0, nil }
+func (discardFile) Truncate(int64) error                     { return nil }
+func (discardFile) Commit(time.Time, fs.FileMode) error      { return nil }
+func (discardFile) Abort(bool) error                         { return nil }

@@ -17,14 +17,18 @@
 //
 //   - The script file must precede -Y on the command line ("kermit s.ksc -Y");
 //     -Y skips the init file.
-//   - set carrier-watch off: a pty has no carrier; without it SET LINE
-//     transfers can hang waiting for CD.
+//   - set carrier-watch off: a pty has no carrier detect (AUTO happened
+//     to work on Linux ptys too, but a real line without CD needs OFF).
 //   - set flow none: lineem and ptys have no RTS/CTS.
 //   - set transfer mode manual + set file type binary: in automatic mode
 //     C-Kermit picks text or binary per file from its name patterns
 //     (*.txt is sent as text), which need not be byte-identical.
-//   - set file names literal: otherwise names may be converted (case,
-//     spaces) outside the automatic Unix-to-Unix case.
+//   - set file names literal: names are sent as they are (spaces kept in
+//     10.0 even without it; it makes the intent explicit). Brace-quote a
+//     name with spaces in SEND/MSEND: "msend {a b.txt} {c.bin}".
+//   - One SEND or MSEND is one batch and is matched by one RECEIVE: a
+//     receiver exits after the batch's B packet, so send several files
+//     with MSEND (or SEND with a wildcard), not with several SENDs.
 //   - set file collision overwrite: the default, backup, renames an
 //     existing file to NAME.~1~ and receives beside it.
 //   - set transfer interruption off and set exit warning off: no keyboard

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# bench/serial.sh — throughput of Kermit (C-Kermit, G-Kermit, kerf) and
+# ZMODEM (lrzsz) over lineem, the emulated serial line of the shared tools
+# folder. Run by hand, not in CI; takes about an hour with the defaults.
+#
+#   bench/serial.sh                 # all conditions, all pairings
+#   KERF=./kerf bench/serial.sh     # also kerf->kerf, kerf->C-K, C-K->kerf
+#
+# For every line condition (clean, BER 1e-5, BER 1e-4 at $BAUD) and every
+# file (random binary, text, $SIZE bytes each) it runs each pairing on a
+# fresh lineem, checks the received copy byte for byte (a wrong copy is a
+# FAIL, whatever the exit statuses say), and prints a table.
+# efficiency = file bytes / (seconds × baud/10): 100% is the raw line rate.
+# Seconds run from the sender's start to the exit of both programs.
+#
+# Environment (defaults in brackets):
+#   BAUD [115200]  SIZE [512000]  BERS ["0 1e-5 1e-4"]  SEEDS [1]
+#   PAIRS  [all: ck-default ck-tuned ck-tuned-min gk-gk gk-ck zmodem
+#           kerf-kerf kerf-ck ck-kerf]; sender first: gk-ck = G-K to C-K.
+#   TIMEOUT_FACTOR [20]: a run is killed after factor × ideal time + 15 s.
+#       20 because the reference figures at BER 1e-4 (13%, 6%) need 8× and
+#       17× the ideal time; 5 would turn them into TIMEOUTs.
+#   JOBS [1]: runs at once. lineem reports lost_ms when it could not keep
+#       pace (a busy machine); the table shows it, so keep it near 0.
+#   KERF: path to the kerf binary; kerf pairings are skipped without it.
+#   KERF_SHARED: the shared folder (else ../shared or ../../shared).
+#   OUT [bench/out/serial-DATE]: per-run logs, results.tsv and table.md.
+set -euo pipefail
+
+BAUD=${BAUD:-115200}
+SIZE=${SIZE:-512000}
+BERS=${BERS:-"0 1e-5 1e-4"}
+SEEDS=${SEEDS:-1}
+PAIRS=${PAIRS:-"ck-default ck-tuned ck-tuned-min gk-gk gk-ck zmodem kerf-kerf kerf-ck ck-kerf"}
+TIMEOUT_FACTOR=${TIMEOUT_FACTOR:-20}
+JOBS=${JOBS:-1}
+KERF=${KERF:-}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+OUT=${OUT:-$root/bench/out/serial-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT/runs" "$OUT/files"
+OUT=$(cd "$OUT" && pwd)
+
+die() { echo "serial.sh: $*" >&2; exit 1; }
+for p in kermit gkermit sz rz; do
+	command -v $p >/dev/null || die "$p not found (apt-get install ckermit gkermit lrzsz)"
+done
+if [ -n "$KERF" ]; then
+	[ -x "$KERF" ] || die "KERF=$KERF is not executable"
+	KERF=$(cd "$(dirname "$KERF")" && pwd)/$(basename "$KERF")
+fi
+
+# --- lineem, built from the shared tools folder (never copied here) ---
+shared=${KERF_SHARED:-}
+if [ -z "$shared" ]; then
+	for d in "$root/../shared" "$root/../../shared"; do
+		[ -d "$d/tools/lineem" ] && { shared=$(cd "$d" && pwd); break; }
+	done
+fi
+[ -n "$shared" ] && [ -d "$shared/tools/lineem" ] || die "shared folder with tools/lineem not found; set KERF_SHARED"
+LINEEM=$OUT/lineem
+(cd "$shared/tools/lineem" && GOWORK=off go build -buildvcs=false -o "$LINEEM" .) || die "building lineem failed"
+
+# --- test files ---
+BIN=$OUT/files/random.bin
+TXT=$OUT/files/text.txt
+head -c "$SIZE" /dev/urandom >"$BIN"
+# English-like text from a fixed word list and a Park-Miller generator
+# (exact in double arithmetic, so every awk makes the same file).
+awk -v N="$SIZE" 'BEGIN {
+	n = split("the of and to a in is it you that he was for on are with as I his they be at one have this from or had by hot word but what some we can out other were all there when up use your how said an each she which do their time if will way about many then them write would like so these her long make thing see him two has look more day could go come did number sound no most people my over know water than call first who may down side been now find, long. Kermit serial line 1987 (packet) \"window\" -- data; 42", w, " ")
+	x = 1; size = 0
+	while (size < N) {
+		x = (x * 16807) % 2147483647; k = 4 + x % 12; line = ""
+		for (i = 0; i < k; i++) { x = (x * 16807) % 2147483647; line = line (i ? " " : "") w[1 + x % n] }
+		print line; size += length(line) + 1
+	}
+}' | head -c "$SIZE" >"$TXT"
+[ "$(stat -c %s "$TXT")" = "$SIZE" ] || die "text file generation failed"
+
+# --- C-Kermit scripts ---
+# The settings every scripted C-Kermit needs on a pty (see
+# internal/peertest: CKermitPrologue); protocol parameters stay default.
+ck_prologue() { # dev
+	cat <<-KSC
+	set line $1
+	set speed $BAUD
+	set carrier-watch off
+	set flow none
+	set take error on
+	set exit warning off
+	set transfer interruption off
+	set transfer display brief
+	set transfer mode manual
+	set file type binary
+	set file names literal
+	set file collision overwrite
+	set delay 0
+	KSC
+}
+# "tuned": 31 window slots, 9024-byte packets, control characters
+# unprefixed (C-Kermit still prefixes SOH, CR, 0x81 and 0xFF, but not NUL).
+CK_TUNED='set window 31
+set receive packet-length 9024
+set prefixing none'
+# The same with MINIMAL prefixing, which also keeps NUL (and ^D, LF, ^U,
+# 0x84, 0x8A, 0x8D, 0x95) prefixed.
+CK_TUNED_MIN='set window 31
+set receive packet-length 9024
+set prefixing minimal'
+
+ck_run() { # run-dir role dev extra-settings command...  (runs in cwd)
+	local dir=$1 role=$2 dev=$3 extra=$4; shift 4
+	{
+		echo "log transactions $dir/$role.log"
+		ck_prologue "$dev"
+		[ -n "$extra" ] && echo "$extra"
+		printf '%s\n' "$@"
+		echo exit
+	} >"$dir/$role.ksc"
+	echo "exit 99" >"$dir/$role.stdin"
+	# The command file must come before -Y. On a script error C-Kermit
+	# reads stdin, which answers "exit 99".
+	exec kermit "$dir/$role.ksc" -Y <"$dir/$role.stdin"
+}
+
+# --- one run ---
+# sender/receiver commands per pairing; each runs in its own directory with
+# stdin/stdout/stderr set up by run_one, and execs the program so that
+# timeout's signal reaches it.
+start_receiver() { # pair dir dev
+	local pair=$1 dir=$2 dev=$3
+	case $pair in
+	ck-default | gk-ck | kerf-ck) ck_run "$dir" recv "$dev" "" receive ;;
+	ck-tuned) ck_run "$dir" recv "$dev" "$CK_TUNED" receive ;;
+	ck-tuned-min) ck_run "$dir" recv "$dev" "$CK_TUNED_MIN" receive ;;
+	gk-gk) exec gkermit -i -P -w -r <"$dev" >"$dev" ;;
+	zmodem) exec rz -b -y -q <"$dev" >"$dev" ;;
+	kerf-kerf | ck-kerf) exec "$KERF" serial receive --line "$dev" --speed "$BAUD" --dir "$dir/dst" ;;
+	esac
+}
+start_sender() { # pair dir dev file (cwd = the file's directory)
+	local pair=$1 dir=$2 dev=$3 file=$4
+	case $pair in
+	ck-default | ck-kerf) ck_run "$dir" send "$dev" "" "send $file" ;;
+	ck-tuned) ck_run "$dir" send "$dev" "$CK_TUNED" "send $file" ;;
+	ck-tuned-min) ck_run "$dir" send "$dev" "$CK_TUNED_MIN" "send $file" ;;
+	gk-gk | gk-ck) exec gkermit -i -P -s "$file" <"$dev" >"$dev" ;;
+	zmodem) exec sz -b -q "$file" <"$dev" >"$dev" ;;
+	kerf-kerf | kerf-ck) exec "$KERF" serial send --line "$dev" --speed "$BAUD" "$file" ;;
+	esac
+}
+
+# timeout runs each side in a fresh bash, which gets these from the environment.
+export -f ck_prologue ck_run start_receiver start_sender
+export BAUD KERF CK_TUNED CK_TUNED_MIN
+
+run_one() { # ber seed file pair
+	local ber=$1 seed=$2 file=$3 pair=$4
+	local label
+	label=$(basename "$file")
+	local dir=$OUT/runs/ber$ber-$label-$pair-seed$seed
+	rm -rf "$dir"
+	mkdir -p "$dir/dst"
+	local ideal limit
+	ideal=$(awk -v s="$SIZE" -v b="$BAUD" 'BEGIN { printf "%.3f", s / (b / 10) }')
+	limit=$(awk -v i="$ideal" -v f="$TIMEOUT_FACTOR" 'BEGIN { printf "%d", i * f + 15 }')
+
+	"$LINEEM" -paths "$dir/line.paths" -baud "$BAUD" -ber "$ber" -seed "$seed" >/dev/null 2>"$dir/lineem.err" &
+	local lp=$!
+	local i=0
+	while [ ! -s "$dir/line.paths" ]; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt 200 ] || { kill $lp 2>/dev/null; echo -e "$ber\t$label\t$pair\t$seed\tFAIL(lineem)\t\t\t\t"; return; }
+	done
+	local a b
+	read -r a b <"$dir/line.paths"
+
+	(cd "$dir/dst" && exec timeout --foreground -s KILL "$limit" bash -c 'start_receiver "$@"' _ "$pair" "$dir" "$b" >"$dir/recv.out" 2>&1) &
+	local rp=$!
+	sleep 0.3 # let the receiver open the line and start listening
+	local t0 t1 src="" rrc="" sp now fail_at=""
+	t0=$(date +%s.%N)
+	(cd "$(dirname "$file")" && exec timeout --foreground -s KILL "$limit" bash -c 'start_sender "$@"' _ "$pair" "$dir" "$a" "$label" >"$dir/send.out" 2>&1) &
+	sp=$!
+	# Wait for both. Once one side has failed, give the other 10 s to
+	# notice, then stop it (timeout passes the signal on).
+	while [ -z "$src" ] || [ -z "$rrc" ]; do
+		sleep 0.05
+		if [ -z "$src" ] && ! kill -0 $sp 2>/dev/null; then wait $sp && src=0 || src=$?; fi
+		if [ -z "$rrc" ] && ! kill -0 $rp 2>/dev/null; then wait $rp && rrc=0 || rrc=$?; fi
+		now=$(date +%s)
+		if [ -z "$fail_at" ] && { [ "${src:-0}" != 0 ] || [ "${rrc:-0}" != 0 ]; }; then fail_at=$((now + 10)); fi
+		if [ -n "$fail_at" ] && [ "$now" -ge "$fail_at" ]; then
+			[ -n "$src" ] || kill -TERM $sp 2>/dev/null || true
+			[ -n "$rrc" ] || kill -TERM $rp 2>/dev/null || true
+		fi
+	done
+	t1=$(date +%s.%N)
+	kill -TERM $lp 2>/dev/null || true
+	wait $lp 2>/dev/null || true
+
+	local secs result eff=""
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	# 124 (or 137) = killed by timeout, 143 = stopped after the other side failed.
+	if [ "$src" = 0 ] && [ "$rrc" = 0 ] && cmp -s "$file" "$dir/dst/$label"; then
+		result=OK
+		eff=$(awk -v s="$SIZE" -v t="$secs" -v b="$BAUD" 'BEGIN { printf "%.1f", 100 * s / (t * b / 10) }')
+	elif [ "$src" = 0 ] && [ "$rrc" = 0 ]; then
+		result="FAIL(copy differs)"
+	elif [ "$src" = 124 ] || [ "$rrc" = 124 ] || [ "$src" = 137 ] || [ "$rrc" = 137 ]; then
+		result="TIMEOUT(s=$src,r=$rrc)"
+	else
+		result="FAIL(s=$src,r=$rrc)"
+	fi
+	local flipped lost
+	flipped=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^flipped_bits=/) { split($i, f, "="); s += f[2] } } END { print s + 0 }' "$dir/lineem.err")
+	lost=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^lost_ms=/) { split($i, f, "="); if (f[2] > m) m = f[2] } } END { printf "%.0f", m }' "$dir/lineem.err")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ber" "$label" "$pair" "$seed" "$result" "$secs" "$eff" "$flipped" "$lost"
+}
+
+# --- run everything ---
+runs=()
+for ber in $BERS; do
+	for seed in $SEEDS; do
+		for file in "$BIN" "$TXT"; do
+			for pair in $PAIRS; do
+				case $pair in kerf-*|*-kerf) [ -n "$KERF" ] || continue ;; esac
+				runs+=("$ber $seed $file $pair")
+			done
+		done
+	done
+done
+
+RESULTS=$OUT/results.tsv
+printf 'ber\tfile\tpair\tseed\tresult\tseconds\tefficiency\tflipped_bits\tlineem_lost_ms\n' >"$RESULTS"
+echo "serial.sh: ${#runs[@]} runs, $BAUD bps, $SIZE-byte files, up to $JOBS at once; logs in $OUT" >&2
+[ -n "$KERF" ] || echo "serial.sh: KERF not set: kerf pairings skipped" >&2
+# Everything runs in this script's process group (timeout --foreground does
+# not make groups of its own), so an interrupt can stop it all.
+trap 'trap "" INT TERM; kill -TERM 0; exit 130' INT TERM
+running=0
+for r in "${runs[@]}"; do
+	# shellcheck disable=SC2086
+	(run_one $r | tee -a "$RESULTS" >&2) &
+	running=$((running + 1))
+	if [ $running -ge "$JOBS" ]; then
+		wait -n || true
+		running=$((running - 1))
+	fi
+done
+wait
+
+# --- table ---
+{
+	echo "Line: lineem at $BAUD bps (${BAUD}/10 bytes/s each way), files of $SIZE bytes; seeds: $SEEDS; $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo
+	echo "| line | file | pairing | seed | result | seconds | efficiency | flipped bits | lineem lost ms |"
+	echo "|---|---|---|---|---|---:|---:|---:|---:|"
+	tail -n +2 "$RESULTS" | sort -t$'\t' -k1,1g -k2,2 -k3,3 -k4,4n | awk -F'\t' '{
+		line = ($1 == 0) ? "clean" : "BER " $1
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", line, $2, $3, $4, $5, $6, ($7 == "" ? "—" : $7 "%"), $8, $9
+	}'
+} | tee "$OUT/table.md"

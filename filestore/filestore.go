@@ -201,7 +201,15 @@ func (in *incoming) Abort(keep bool) error {
 // named relative to the directory's parent.
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
 	var out []kermit.OutgoingFile
-	for _, pat := range SplitSpec(spec) {
+	pats := SplitSpec(spec)
+	if rel, err := d.resolve(spec); err == nil && len(pats) > 1 {
+		// C-Kermit 10 sends a GET of {a b} as "a b": a name that exists
+		// whole wins over splitting it at spaces.
+		if _, err := d.root.Lstat(rel); err == nil {
+			pats = []string{spec}
+		}
+	}
+	for _, pat := range pats {
 		rel, err := d.resolve(pat)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,306 @@
+package serialfallback_test
+
+// Interop tests: kerf's engine over a real pty line (lineem) against the
+// real C-Kermit and G-Kermit, and against itself. A missing peer fails
+// the test under CI=true (peertest.RequirePeer).
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/framing"
+	"kerf/internal/peertest"
+	"kerf/kermit"
+	"kerf/serialfallback"
+)
+
+// fastBaud keeps the functional matrix quick; noise tests use the same
+// speed since bit errors are drawn per bit, not per second.
+const fastBaud = 1152000
+
+type setting struct {
+	window, packet, check int
+}
+
+func (s setting) String() string { return fmt.Sprintf("w%d-p%d-c%d", s.window, s.packet, s.check) }
+
+var settings = []setting{{1, 94, 1}, {31, 4096, 2}, {31, 9024, 3}}
+
+func kerfConfig(s setting, baud int) kermit.Config {
+	cfg := kermit.DefaultConfig()
+	cfg.Window, cfg.MaxPacket, cfg.Check = s.window, s.packet, framing.CheckType(s.check)
+	cfg.Unprefix = kermit.UnprefixMinimal // falls back to C-Kermit's set for other peers
+	cfg.LineSpeed = baud
+	cfg.Timeout = 2 * time.Second
+	return cfg
+}
+
+func ckSettings(s setting) string {
+	return fmt.Sprintf("set window %d\nset receive packet-length %d\nset block-check %d\n", s.window, s.packet, s.check)
+}
+
+// runKerf runs fn on a kerf session over dev in the background.
+func runKerf(t *testing.T, dev string, baud int, cfg kermit.Config, fn func(context.Context, *kermit.Session) error) <-chan error {
+	t.Helper()
+	link, err := serialfallback.Open(serialfallback.LinkConfig{Device: dev, Speed: baud})
+	if err != nil {
+		t.Fatalf("open %s: %v", dev, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	s := kermit.NewSession(link, cfg)
+	done := make(chan error, 1)
+	go func() {
+		err := fn(ctx, s)
+		s.Close()
+		link.Close()
+		cancel()
+		done <- err
+	}()
+	return done
+}
+
+func outgoing(dir string, files []peertest.File) []kermit.OutgoingFile {
+	var out []kermit.OutgoingFile
+	for _, f := range files {
+		p := filepath.Join(dir, f.Name)
+		out = append(out, kermit.OutgoingFile{Name: f.Name, Size: int64(len(f.Data)),
+			Open: func() (kermit.FileReader, error) { return openFile(p) }})
+	}
+	return out
+}
+
+func sendKerf(files []kermit.OutgoingFile) func(context.Context, *kermit.Session) error {
+	return func(ctx context.Context, s *kermit.Session) error { return s.Send(ctx, files) }
+}
+
+func receiveKerf(t *testing.T, dir string) func(context.Context, *kermit.Session) error {
+	store, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return func(ctx context.Context, s *kermit.Session) error { return s.Receive(ctx, store) }
+}
+
+func waitKerf(t *testing.T, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("kerf %s: %v", what, err)
+		}
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("kerf %s: still running", what)
+	}
+}
+
+func sendList(files []peertest.File) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = "{" + f.Name + "}"
+	}
+	return "msend " + strings.Join(names, " ")
+}
+
+func TestInteropMatrix(t *testing.T) {
+	files := peertest.StandardFiles(300_000, 1)
+	for _, st := range settings {
+		t.Run("kerf-to-ckermit/"+st.String(), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			ck := peertest.CKermit(t, b, ckSettings(st)+"cd "+dst+"\nreceive", dst)
+			done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
+			waitKerf(t, done, "send")
+			if err := ck.Wait(time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			peertest.CheckFiles(t, dst, files)
+		})
+		t.Run("ckermit-to-kerf/"+st.String(), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+			ck := peertest.CKermit(t, b, ckSettings(st)+"cd "+src+"\n"+sendList(files), src)
+			if err := ck.Wait(2 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			waitKerf(t, done, "receive")
+			peertest.CheckFiles(t, dst, files)
+		})
+		t.Run("kerf-to-kerf/"+st.String(), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			rdone := runKerf(t, b, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+			sdone := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
+			waitKerf(t, sdone, "send")
+			waitKerf(t, rdone, "receive")
+			peertest.CheckFiles(t, dst, files)
+		})
+	}
+	// G-Kermit has no sliding windows; it negotiates the rest down.
+	for _, st := range []setting{{1, 94, 1}, {31, 9024, 3}} {
+		t.Run("kerf-to-gkermit/"+st.String(), func(t *testing.T) {
+			src := t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			gk := peertest.GKermit(t, b, "-i", "-P", "-w", "-r")
+			done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
+			waitKerf(t, done, "send")
+			if err := gk.Wait(time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			peertest.CheckFiles(t, gk.Dir, files)
+		})
+		t.Run("gkermit-to-kerf/"+st.String(), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+			args := []string{"-i", "-P", "-s"}
+			for _, f := range files {
+				args = append(args, f.Name)
+			}
+			gk := peertest.GKermitIn(t, b, src, args...)
+			if err := gk.Wait(2 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			waitKerf(t, done, "receive")
+			peertest.CheckFiles(t, dst, files)
+		})
+	}
+}
+
+// A few megabytes each way with C-Kermit, with its default settings.
+func TestInteropLargeFile(t *testing.T) {
+	files := []peertest.File{{Name: "big.bin", Data: peertest.RandomBytes(3<<20, 7)}}
+	st := setting{31, 9024, 3}
+	for _, dir := range []string{"kerf-to-ckermit", "ckermit-to-kerf"} {
+		t.Run(dir, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, 4*fastBaud, 0, 1)
+			if dir == "kerf-to-ckermit" {
+				ck := peertest.CKermit(t, b, "cd "+dst+"\nreceive", dst)
+				waitKerf(t, runKerf(t, a, 4*fastBaud, kerfConfig(st, 4*fastBaud), sendKerf(outgoing(src, files))), "send")
+				if err := ck.Wait(time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				done := runKerf(t, a, 4*fastBaud, kerfConfig(st, 4*fastBaud), receiveKerf(t, dst))
+				ck := peertest.CKermit(t, b, "cd "+src+"\nsend big.bin", src)
+				if err := ck.Wait(2 * time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				waitKerf(t, done, "receive")
+			}
+			peertest.CheckFiles(t, dst, files)
+		})
+	}
+}
+
+// Every pairing still delivers identical files with a bit error rate of
+// 1e-5 on the line.
+func TestInteropNoisyLine(t *testing.T) {
+	files := peertest.StandardFiles(200_000, 3)
+	st := setting{31, 9024, 3}
+	const ber = 1e-5
+	t.Run("kerf-to-kerf", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, ber, 11)
+		rdone := runKerf(t, b, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+		waitKerf(t, runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files))), "send")
+		waitKerf(t, rdone, "receive")
+		peertest.CheckFiles(t, dst, files)
+	})
+	t.Run("kerf-to-ckermit", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, ber, 12)
+		ck := peertest.CKermit(t, b, "cd "+dst+"\nreceive", dst)
+		waitKerf(t, runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files))), "send")
+		if err := ck.Wait(2 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		peertest.CheckFiles(t, dst, files)
+	})
+	t.Run("ckermit-to-kerf", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, ber, 13)
+		done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+		ck := peertest.CKermit(t, b, "cd "+src+"\n"+sendList(files), src)
+		if err := ck.Wait(3 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, files)
+	})
+	t.Run("kerf-to-gkermit", func(t *testing.T) {
+		src := t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, ber, 14)
+		gk := peertest.GKermit(t, b, "-i", "-P", "-w", "-r")
+		waitKerf(t, runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files))), "send")
+		if err := gk.Wait(2 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		peertest.CheckFiles(t, gk.Dir, files)
+	})
+	t.Run("gkermit-to-kerf", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, ber, 15)
+		done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+		args := []string{"-i", "-P", "-s"}
+		for _, f := range files {
+			args = append(args, f.Name)
+		}
+		gk := peertest.GKermitIn(t, b, src, args...)
+		if err := gk.Wait(3 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, files)
+	})
+}
+
+// kerf as a server answering C-Kermit's GET, REMOTE DIRECTORY and FINISH.
+func TestInteropServerGet(t *testing.T) {
+	files := peertest.StandardFiles(100_000, 5)
+	root, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, root, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	fsys, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	done := runKerf(t, a, fastBaud, kerfConfig(setting{31, 9024, 3}, fastBaud), func(ctx context.Context, s *kermit.Session) error {
+		return s.Serve(ctx, fsys)
+	})
+	script := "cd " + dst + "\nget random.bin\nget {name with spaces.dat}\nget *.txt\nremote directory\nfinish"
+	ck := peertest.CKermit(t, b, script, dst)
+	if err := ck.Wait(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitKerf(t, done, "server")
+	var want []peertest.File
+	for _, f := range files {
+		if f.Name == "random.bin" || f.Name == "name with spaces.dat" || strings.HasSuffix(f.Name, ".txt") {
+			want = append(want, f)
+		}
+	}
+	peertest.CheckFiles(t, dst, want)
+	if !strings.Contains(ck.Output(), "allbytes.bin") {
+		t.Errorf("REMOTE DIRECTORY output does not list allbytes.bin:\n%s", ck.Output())
+	}
+}

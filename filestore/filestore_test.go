@@ -1,0 +1,156 @@
+package filestore_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+)
+
+func TestCleanName(t *testing.T) {
+	cases := []struct {
+		in, want string
+		bad      bool
+	}{
+		{"a.txt", "a.txt", false},
+		{"dir/sub/a b.txt", "dir/sub/a b.txt", false},
+		{"./x//y", "x/y", false},
+		{"ünïcode ñame", "ünïcode ñame", false},
+		{"", "", true},
+		{"/etc/passwd", "", true},
+		{"../x", "", true},
+		{"a/../../x", "", true},
+		{"a/..", "", true},
+		{"tab\there", "", true},
+		{"nl\n", "", true},
+		{"del\x7f", "", true},
+		{"c1\u0085", "", true},
+		{`back\slash`, "", true},
+		{".", "", true},
+		{".x.kerf-part", "", true},
+	}
+	for _, c := range cases {
+		got, err := filestore.CleanName(c.in)
+		if c.bad {
+			if !errors.Is(err, filestore.ErrUnsafeName) {
+				t.Errorf("CleanName(%q) = %q, %v; want ErrUnsafeName", c.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("CleanName(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+func TestIncomingAppearsOnlyWhenCommitted(t *testing.T) {
+	dir := t.TempDir()
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in, err := d.Create("sub/file.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WriteAt([]byte("hello"), 0)
+	if _, err := os.Stat(filepath.Join(dir, "sub", "file.bin")); !os.IsNotExist(err) {
+		t.Fatalf("final name exists before commit: %v", err)
+	}
+	mt := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := in.Commit(mt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "sub", "file.bin"))
+	if err != nil || !fi.ModTime().Equal(mt) || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("after commit: %v %v %v", err, fi.ModTime(), fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub", ".file.bin"+filestore.PartSuffix)); !os.IsNotExist(err) {
+		t.Errorf("temporary file left: %v", err)
+	}
+
+	// An aborted file keeps its partial (for recovery) and Partial reports it.
+	in, _ = d.Create("p.bin")
+	in.WriteAt([]byte("12345"), 0)
+	in.Abort(true)
+	in, _ = d.Create("p.bin")
+	n, crc, err := in.Partial()
+	if err != nil || n != 5 || crc == 0 {
+		t.Errorf("Partial = %d, %08x, %v", n, crc, err)
+	}
+	in.Abort(false)
+	if _, err := os.Stat(filepath.Join(dir, ".p.bin"+filestore.PartSuffix)); !os.IsNotExist(err) {
+		t.Errorf("discarded partial still there: %v", err)
+	}
+}
+
+func TestConfinement(t *testing.T) {
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644)
+	root := t.TempDir()
+	os.Symlink(outside, filepath.Join(root, "escape"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "link"))
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	if _, err := d.Create("escape/new"); err == nil {
+		t.Error("created a file through a symlink leading outside")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new")); err == nil {
+		t.Error("file written outside the root")
+	}
+	if files, err := d.Match("link", false); err == nil && len(files) > 0 {
+		if r, err := files[0].Open(); err == nil {
+			r.Close()
+			t.Error("opened a file through a symlink leading outside")
+		}
+	}
+	if _, err := d.Match("../secret", false); err == nil {
+		t.Error("matched a name outside the root")
+	}
+	if err := d.Chdir("escape"); err == nil {
+		t.Error("changed into a directory outside the root")
+	}
+	if err := d.Remove("/../x"); err == nil {
+		t.Error("removed a name outside the root")
+	}
+	ro, _ := filestore.Open(root)
+	ro.ReadOnly = true
+	if _, err := ro.Create("x"); err == nil {
+		t.Error("read-only store accepted a file")
+	}
+}
+
+func TestMatchSpecs(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a.txt", "b.txt", "c.bin", "with space.txt", "d/e.txt"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, n)), 0o755)
+		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
+	}
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	cases := []struct {
+		spec      string
+		recursive bool
+		want      int
+	}{
+		{"*.txt", false, 3},
+		{"a.txt c.bin", false, 2},
+		{"{with space.txt} a.txt", false, 2},
+		{"with space.txt", false, 1},
+		{"d", true, 1},
+		{"nothing*", false, 0},
+	}
+	for _, c := range cases {
+		files, err := d.Match(c.spec, c.recursive)
+		if err != nil || len(files) != c.want {
+			t.Errorf("Match(%q) = %d files, %v; want %d", c.spec, len(files), err, c.want)
+		}
+	}
+	if _, err := d.Match("d", false); err == nil {
+		t.Error("a directory matched without recursion")
+	}
+}

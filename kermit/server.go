@@ -35,6 +35,24 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 
 var errServerExit = errors.New("kermit: server finished")
 
+// Authorizer is an optional extension of a ServerFS that requires a
+// login. Login handles REMOTE LOGIN (generic command I: user, password);
+// Authorized is asked before every other command but the I exchange,
+// FINISH, BYE and LOGOUT, and its error goes back to the client as an E
+// packet.
+type Authorizer interface {
+	Login(user, password string) error
+	Authorized() error
+}
+
+// authorize asks fsys, if it is an Authorizer, whether commands may run.
+func authorize(fsys ServerFS) error {
+	if a, ok := fsys.(Authorizer); ok {
+		return a.Authorized()
+	}
+	return nil
+}
+
 func isLinkError(err error) bool {
 	return strings.Contains(err.Error(), "reading link") || strings.Contains(err.Error(), "writing link") ||
 		errors.Is(err, ErrTooManyRetries)
@@ -61,6 +79,9 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.started = false
 			s.rw.size = 1
 		case 'S':
+			if err := authorize(fsys); err != nil {
+				return err
+			}
 			s.rw.started = true
 			s.rw.lo = (p.Seq + 1) % 64
 			if err := s.answerInit(ctx, p, true); err != nil {
@@ -69,6 +90,9 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.lo = (p.Seq + 1) % 64
 			return s.recvGroup(ctx, fsys, nil, true)
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
+			if err := authorize(fsys); err != nil {
+				return err
+			}
 			spec, err := s.decodeString(p.Data)
 			if err != nil {
 				return err
@@ -149,6 +173,18 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 			return args[i]
 		}
 		return ""
+	}
+	a, isAuth := fsys.(Authorizer)
+	switch {
+	case raw[0] == 'I' && isAuth:
+		if err := a.Login(arg(0), arg(1)); err != nil {
+			return err
+		}
+		return s.ackRecv(p.Seq, nil)
+	case raw[0] != 'F' && raw[0] != 'L' && raw[0] != 'X':
+		if err := authorize(fsys); err != nil {
+			return err
+		}
 	}
 	var reply string
 	switch raw[0] {

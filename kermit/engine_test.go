@@ -43,6 +43,17 @@ func (n *noisyConn) Write(b []byte) (int, error) {
 	return n.Conn.Write(b)
 }
 
+// sevenBit strips the 8th bit of everything written, as a 7-bit line does.
+type sevenBit struct{ net.Conn }
+
+func (s sevenBit) Write(b []byte) (int, error) {
+	c := make([]byte, len(b))
+	for i, x := range b {
+		c[i] = x & 0x7f
+	}
+	return s.Conn.Write(c)
+}
+
 // link returns the two ends of a full-duplex byte stream (a real socket
 // pair over loopback), each wrapped to inject bit errors.
 func link(t *testing.T, ber float64, seed int64) (a, b net.Conn) {
@@ -166,25 +177,34 @@ func TestSendReceiveSettings(t *testing.T) {
 		check             int
 		streaming         bool
 		unprefix          kermit.Unprefix
+		parity            bool
+		text              bool
 	}{
-		{1, 94, 1, false, kermit.UnprefixNone},
-		{1, 94, 2, false, kermit.UnprefixCautious},
-		{31, 94, 3, false, kermit.UnprefixCautious},
-		{31, 4096, 3, false, kermit.UnprefixMinimal},
-		{31, 9024, 3, false, kermit.UnprefixMinimal},
-		{4, 9024, 2, false, kermit.UnprefixNone},
-		{1, 9024, 3, true, kermit.UnprefixMinimal},
-		{31, 9024, 1, true, kermit.UnprefixCautious},
+		{1, 94, 1, false, kermit.UnprefixNone, false, false},
+		{1, 94, 2, false, kermit.UnprefixCautious, false, false},
+		{31, 94, 3, false, kermit.UnprefixCautious, false, false},
+		{31, 4096, 3, false, kermit.UnprefixMinimal, false, false},
+		{31, 9024, 3, false, kermit.UnprefixMinimal, false, false},
+		{4, 9024, 2, false, kermit.UnprefixNone, false, false},
+		{1, 9024, 3, true, kermit.UnprefixMinimal, false, false},
+		{31, 9024, 1, true, kermit.UnprefixCautious, false, false},
+		{31, 2000, 3, false, kermit.UnprefixCautious, true, false}, // 7-bit line: 8th-bit prefixing
+		{8, 4096, 3, false, kermit.UnprefixCautious, false, true},  // text mode: CRLF on the wire
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("w%d-p%d-c%d-s%v-u%d", c.window, c.maxPacket, c.check, c.streaming, c.unprefix)
+		name := fmt.Sprintf("w%d-p%d-c%d-s%v-u%d-p%v-t%v", c.window, c.maxPacket, c.check, c.streaming, c.unprefix, c.parity, c.text)
 		t.Run(name, func(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
 			out := writeFiles(t, src, files)
 			cfg := kermit.DefaultConfig()
 			cfg.Window, cfg.MaxPacket, cfg.Check = c.window, c.maxPacket, framingCheck(c.check)
 			cfg.Streaming, cfg.Unprefix = c.streaming, c.unprefix
+			cfg.Parity, cfg.Text = c.parity, c.text
 			a, b := link(t, 0, 1)
+			if c.parity {
+				// A 7-bit line: the high bit of every byte is lost.
+				a, b = sevenBit{a}, sevenBit{b}
+			}
 			serr, rerr, _ := transfer(t, a, b, cfg, cfg, out, dst)
 			if serr != nil || rerr != nil {
 				t.Fatalf("send: %v, receive: %v", serr, rerr)

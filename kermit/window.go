@@ -35,6 +35,7 @@ type sendWindow struct {
 	lo    int // oldest unacknowledged sequence number (== next when empty)
 	next  int // sequence number of the next new packet
 	count int
+	bytes int // wire bytes of the packets in flight
 	size  int
 }
 
@@ -138,7 +139,7 @@ func (a *lengthAdapter) size() int {
 
 // queue writes a new packet once the window has room and returns its slot.
 func (s *Session) queue(ctx context.Context, typ byte, data []byte, fileBytes int) (*slot, error) {
-	for s.sw.count >= s.sw.size {
+	for s.sw.count >= s.sw.size || s.lineFull(len(data)) {
 		if err := s.pump(ctx, true); err != nil {
 			return nil, err
 		}
@@ -155,10 +156,23 @@ func (s *Session) queue(ctx context.Context, typ byte, data []byte, fileBytes in
 	s.sw.slots[seq] = sl
 	s.sw.next = (seq + 1) % 64
 	s.sw.count++
+	s.sw.bytes += len(wire)
 	if err := s.transmit(sl); err != nil {
 		return nil, err
 	}
 	return sl, nil
+}
+
+// lineFull reports whether a packet of n more bytes should wait because
+// enough is already queued on a line of known speed: beyond what keeps
+// the line busy, more bytes in flight only add delay, and packets sized
+// before the line turned noisy could no longer be made shorter.
+func (s *Session) lineFull(n int) bool {
+	if s.cfg.LineSpeed <= 0 || s.sw.count == 0 {
+		return false
+	}
+	limit := max(3*(n+packetOverhead), s.cfg.LineSpeed/10/4)
+	return s.sw.bytes+n > limit
 }
 
 // stream writes a D packet that will not be acknowledged (streaming).
@@ -396,6 +410,7 @@ func (s *Session) acked(sl *slot, data []byte) error {
 		s.sw.slots[s.sw.lo] = nil
 		s.sw.lo = (s.sw.lo + 1) % 64
 		s.sw.count--
+		s.sw.bytes -= len(lo.wire)
 		if lo.onAck != nil {
 			if err := lo.onAck(lo.ackData); err != nil {
 				return err

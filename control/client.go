@@ -2,44 +2,92 @@ package control
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
 
+	"kerf/auth"
 	"kerf/datachan"
 	"kerf/kermit"
 )
 
+// ErrLogin is returned by Dial when the server refuses the login.
+var ErrLogin = errors.New("control: login refused")
+
 // ClientConfig configures a connection to a kerf (or any Kermit) server.
 type ClientConfig struct {
-	Addr     string // host:port of the control connection
-	Streams  int    // data connections to ask for (default 1)
-	Classic  bool   // do not offer the dual-channel extension
+	Addr    string // host:port of the control connection
+	Streams int    // data connections to ask for (default 1)
+	// Classic speaks plain Kermit, for peers that know no TLS (C-Kermit,
+	// or a kerf server run with --allow-classic): no TLS, no data
+	// channel. The password, if any, crosses the network in clear.
+	Classic bool
+
+	// User and Password log in with REMOTE LOGIN. An empty User (or
+	// "anonymous") asks for the server's anonymous access.
+	User, Password string
+	// VerifyHost approves the fingerprint of the key the server presents
+	// (auth.KnownHosts.Check); required unless Classic.
+	VerifyHost func(addr, fingerprint string) error
+	// PlainData asks for plaintext data connections; the server agrees
+	// only if it was started with --plain-data.
+	PlainData bool
+
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
 	Log      *slog.Logger
+
+	beforeDataDial func(addr string, tok datachan.Token) // tests
 }
 
 // Client is one control connection to a server.
 type Client struct {
-	conn net.Conn
-	sess *kermit.Session
-	dual *clientDual
+	conn        net.Conn
+	sess        *kermit.Session
+	dual        *clientDual
+	fingerprint string
 }
 
-// Dial connects to a server.
+// maxLoginField bounds user and password together: REMOTE LOGIN travels
+// in one short Kermit packet before the packet length is negotiated.
+const maxLoginField = 80
+
+// Dial connects to a server, checks its key and logs in.
 func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	addr := cfg.Addr
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
 	}
+	if loginLen(cfg.User, cfg.Password) > maxLoginField {
+		return nil, fmt.Errorf("%w: user name and password are too long for REMOTE LOGIN (at most about %d bytes together)", ErrLogin, maxLoginField)
+	}
+	if !cfg.Classic && cfg.VerifyHost == nil {
+		return nil, errors.New("control: no way to check the server's key (ClientConfig.VerifyHost)")
+	}
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	tuneControl(c)
+	tuneControl(raw)
+	host, _, _ := net.SplitHostPort(addr)
+	cl := &Client{conn: raw}
+	if !cfg.Classic {
+		conf := auth.ClientTLS(host, func(fp string) error { return cfg.VerifyHost(addr, fp) })
+		tc := tls.Client(raw, conf)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			if errors.Is(err, auth.ErrHostUnknown) || errors.Is(err, auth.ErrHostKeyChanged) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("control: TLS handshake with %s: %w (is it a kerf server? a plain Kermit peer needs --classic)", addr, err)
+		}
+		cl.conn = tc
+		cl.fingerprint = auth.PeerFingerprint(tc.ConnectionState())
+	}
 	kc := kermit.DefaultConfig()
 	if cfg.Kermit != nil {
 		kc = *cfg.Kermit
@@ -49,14 +97,50 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Log != nil {
 		kc.Log = cfg.Log
 	}
-	cl := &Client{conn: c}
 	if !cfg.Classic {
-		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-		cl.dual = &clientDual{host: host, streams: max(1, cfg.Streams), pathOpts: cfg.PathOpts}
+		rhost, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
+		pinned := cl.fingerprint
+		cl.dual = &clientDual{host: rhost, streams: max(1, min(cfg.Streams, datachan.MaxStreams)), plain: cfg.PlainData,
+			pathOpts: cfg.PathOpts, beforeDial: cfg.beforeDataDial,
+			tlsConf: auth.ClientTLS(host, func(fp string) error {
+				if fp != pinned {
+					return fmt.Errorf("control: data connection presented key %s, not the control connection's %s", fp, pinned)
+				}
+				return nil
+			})}
 		kc.Dual = cl.dual
 	}
-	cl.sess = kermit.NewSession(c, kc)
+	cl.sess = kermit.NewSession(cl.conn, kc)
+	if !cfg.Classic || cfg.User != "" {
+		if _, err := cl.sess.Generic(ctx, 'I', cfg.User, cfg.Password); err != nil {
+			cl.sess.Close()
+			cl.conn.Close()
+			var pe *kermit.PeerError
+			if errors.As(err, &pe) {
+				return nil, fmt.Errorf("%w: %s", ErrLogin, pe.Msg)
+			}
+			return nil, fmt.Errorf("control: login: %w", err)
+		}
+	}
 	return cl, nil
+}
+
+// loginLen estimates the encoded length of the REMOTE LOGIN data field.
+func loginLen(user, pass string) int {
+	n := 3
+	for _, s := range []string{user, pass} {
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c < 32 || c == 127 || c == '#':
+				n += 2
+			case c >= 128:
+				n += 3
+			default:
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Session is the Kermit session on the control connection.
@@ -64,6 +148,13 @@ func (c *Client) Session() *kermit.Session { return c.sess }
 
 // Dual reports whether file data goes over data connections.
 func (c *Client) Dual() bool { return c.sess.DataPath() != nil }
+
+// DataEncrypted reports whether the data connections are TLS.
+func (c *Client) DataEncrypted() bool { return c.dual != nil && c.dual.path != nil && c.dual.encrypted }
+
+// Fingerprint is the key fingerprint the server presented ("" without
+// TLS).
+func (c *Client) Fingerprint() string { return c.fingerprint }
 
 // Send sends files to the server's current directory.
 func (c *Client) Send(ctx context.Context, files []kermit.OutgoingFile) error {

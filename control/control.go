@@ -8,6 +8,7 @@ package control
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -24,7 +25,9 @@ const DefaultPort = 1649
 
 // Extension field keys (the text after WHATAMI2 in the Send-Init, see
 // docs/protocol.md): "N<streams>" from the client; "P<port>;N<streams>;
-// T<token>" from the server.
+// T<token>" from the server. A client that wants plaintext data
+// connections adds ";X"; the server echoes ";X" only if it allows them
+// (--plain-data), and otherwise every data connection is TLS.
 func parseExt(ext string) map[byte]string {
 	m := map[byte]string{}
 	for _, f := range strings.Split(ext, ";") {
@@ -48,47 +51,86 @@ func decodeToken(s string) (datachan.Token, error) {
 }
 
 // serverDual answers a client's dual-channel offer with a fresh token.
+// It offers nothing until the session has a logged-in (or anonymous)
+// user, so that no data connection is paired before authentication.
 type serverDual struct {
-	dl         *datachan.Listener
-	remote     net.IP
+	srv        *Server
+	remote     net.IP // nil: any address may pair (--data-from-any-address)
 	maxStreams int
 	ttl        time.Duration
+	allowed    func() bool // the session may open a data channel
 	pending    *datachan.Pending
+	tok        datachan.Token
+	plain      bool // the pending token was issued for plaintext
 	pathOpts   []datachan.Option
 	path       *datachan.Path
+	encrypted  bool
 }
+
+// extPlain is the extension field by which a client asks for plaintext
+// data connections, and a server agrees.
+const extPlain = 'X'
 
 func (d *serverDual) Offer(peerExt string) string {
-	n, _ := strconv.Atoi(parseExt(peerExt)['N'])
-	n = max(1, min(n, d.maxStreams))
-	tok := datachan.NewToken()
-	if d.pending != nil {
-		d.pending.Cancel()
+	d.withdraw()
+	if d.allowed != nil && !d.allowed() {
+		return ""
 	}
-	d.pending = d.dl.Expect(tok, d.remote, n, d.ttl)
-	port := d.dl.Addr().(*net.TCPAddr).Port
-	return fmt.Sprintf("P%d;N%d;T%s", port, n, encodeToken(tok))
+	f := parseExt(peerExt)
+	n, _ := strconv.Atoi(f['N'])
+	n = max(1, min(n, d.maxStreams))
+	_, wantPlain := f[extPlain]
+	d.plain = wantPlain && d.srv.cfg.AllowPlainData
+	d.tok = datachan.NewToken()
+	if d.plain {
+		d.srv.plainTokens.Store(d.tok, true)
+	}
+	d.pending = d.srv.dl.Expect(d.tok, d.remote, n, d.ttl)
+	port := d.srv.dl.Addr().(*net.TCPAddr).Port
+	ext := fmt.Sprintf("P%d;N%d;T%s", port, n, encodeToken(d.tok))
+	if d.plain {
+		ext += ";" + string(extPlain)
+	}
+	return ext
 }
 
+// Open waits for the client's data connections. With no offer standing
+// (the session was not yet allowed a data channel) it opens nothing and
+// file data stays in-band for this command.
 func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath, error) {
 	if d.pending == nil {
-		return nil, fmt.Errorf("control: no data channel was offered")
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.ttl)
 	defer cancel()
 	conns, err := d.pending.Wait(ctx)
 	d.pending = nil
+	d.srv.plainTokens.Delete(d.tok)
 	if err != nil {
 		return nil, err
 	}
+	conns, allTLS, anyTLS := unwrapData(conns)
+	if !allTLS && (!d.plain || anyTLS) {
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil, fmt.Errorf("control: data connections mix TLS and plaintext, or are plaintext for a TLS-only token")
+	}
+	d.encrypted = allTLS
 	d.path = datachan.NewPath(conns, d.pathOpts...)
 	return d.path, nil
 }
 
-func (d *serverDual) close() {
+func (d *serverDual) withdraw() {
 	if d.pending != nil {
 		d.pending.Cancel()
+		d.pending = nil
+		d.srv.plainTokens.Delete(d.tok)
 	}
+}
+
+func (d *serverDual) close() {
+	d.withdraw()
 	if d.path != nil {
 		d.path.Close()
 	}
@@ -96,32 +138,62 @@ func (d *serverDual) close() {
 
 // clientDual offers the extension and dials the data connections.
 type clientDual struct {
-	host     string
-	streams  int
-	pathOpts []datachan.Option
-	path     *datachan.Path
+	host      string
+	streams   int
+	plain     bool        // ask for plaintext data connections
+	tlsConf   *tls.Config // verifies the server's key against the control connection's
+	pathOpts  []datachan.Option
+	path      *datachan.Path
+	encrypted bool
+
+	beforeDial func(addr string, tok datachan.Token) // tests
 }
 
-func (d *clientDual) Offer(string) string { return "N" + strconv.Itoa(d.streams) }
+func (d *clientDual) Offer(string) string {
+	ext := "N" + strconv.Itoa(d.streams)
+	if d.plain {
+		ext += ";" + string(extPlain)
+	}
+	return ext
+}
 
 func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath, error) {
+	if peerExt == "" {
+		// Not offered for this command (not logged in yet): in-band.
+		return nil, nil
+	}
 	f := parseExt(peerExt)
 	port, err := strconv.Atoi(f['P'])
 	if err != nil || port <= 0 || port > 65535 {
 		return nil, fmt.Errorf("control: bad data port %q in the server's Send-Init", f['P'])
 	}
 	n, err := strconv.Atoi(f['N'])
-	if err != nil || n < 1 || n > 64 {
+	if err != nil || n < 1 || n > min(datachan.MaxStreams, max(1, d.streams)) {
 		return nil, fmt.Errorf("control: bad stream count %q in the server's Send-Init", f['N'])
 	}
 	tok, err := decodeToken(f['T'])
 	if err != nil {
 		return nil, err
 	}
-	conns, err := datachan.Dial(ctx, net.JoinHostPort(d.host, strconv.Itoa(port)), tok, n, nil)
+	_, plain := f[extPlain]
+	if plain && !d.plain {
+		return nil, fmt.Errorf("control: the server asked for plaintext data connections, which this client did not offer")
+	}
+	conf := d.tlsConf
+	if plain {
+		conf = nil
+	} else if conf == nil {
+		return nil, fmt.Errorf("control: no TLS configuration for the data connections")
+	}
+	addr := net.JoinHostPort(d.host, strconv.Itoa(port))
+	if d.beforeDial != nil {
+		d.beforeDial(addr, tok)
+	}
+	conns, err := datachan.Dial(ctx, addr, tok, n, conf)
 	if err != nil {
 		return nil, err
 	}
+	d.encrypted = !plain
 	d.path = datachan.NewPath(conns, d.pathOpts...)
 	return d.path, nil
 }

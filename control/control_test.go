@@ -17,15 +17,7 @@ import (
 
 func startServer(t *testing.T, root string) *control.Server {
 	t.Helper()
-	srv, err := control.NewServer(control.ServerConfig{Root: root, Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); srv.Close(); <-done })
-	return srv
+	return startServerWith(t, root, nil)
 }
 
 func files(t *testing.T, dir string, specs map[string][]byte) []kermit.OutgoingFile {
@@ -63,7 +55,7 @@ func TestDualChannelSendGet(t *testing.T) {
 		out := files(t, src, specs)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cl, err := control.Dial(ctx, control.ClientConfig{Addr: srv.Addr().String(), Streams: streams})
+		cl, err := control.Dial(ctx, clientConfig(srv, func(c *control.ClientConfig) { c.Streams = streams }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +106,7 @@ func TestManySmallFiles(t *testing.T) {
 	out := files(t, src, specs)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := control.Dial(ctx, control.ClientConfig{Addr: srv.Addr().String()})
+	cl, err := control.Dial(ctx, clientConfig(srv, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

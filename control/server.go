@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,19 +10,67 @@ import (
 	"sync"
 	"time"
 
+	"kerf/auth"
 	"kerf/datachan"
-	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
+// Authenticator checks a user's name and password (auth.UsersFile).
+type Authenticator interface {
+	Authenticate(name, password string) (auth.User, error)
+}
+
 // ServerConfig configures a kerf server.
 type ServerConfig struct {
-	Root       string // directory served
-	Addr       string // control listen address (default ":1649")
-	DataAddr   string // data listen address (default: control host, any port)
-	MaxStreams int    // data connections a client may open (default 8)
-	// IdleTimeout drops a session that says nothing for this long.
+	// Root is the directory of users whose entry names none, and of
+	// anonymous access.
+	Root     string
+	Addr     string // control listen address (default ":1649")
+	DataAddr string // data listen address (default: control host, any port)
+	// MaxStreams is how many data connections a client may open
+	// (default 8).
+	MaxStreams int
+
+	// Identity is the server's TLS certificate (required): every
+	// connection is TLS 1.3 unless AllowClassic lets plain Kermit in.
+	Identity *auth.Identity
+	// Users are the accounts; nil means none (anonymous only, if on).
+	Users Authenticator
+	// Anonymous gives sessions that do not log in read-only access to
+	// Root. Off by default.
+	Anonymous bool
+	// AllowClassic serves plain Kermit peers (no TLS, so their password
+	// and data cross the network in clear) on the same port.
+	AllowClassic bool
+	// AllowPlainData lets clients that ask for it (--plain-data) move
+	// file data without TLS; the control connection stays encrypted.
+	AllowPlainData bool
+	// DataFromAnyAddress accepts data connections from an address other
+	// than the control connection's (clients behind some NATs).
+	DataFromAnyAddress bool
+	// DataTokenTTL is how long a data-channel token stays valid
+	// (default 10s).
+	DataTokenTTL time.Duration
+
+	// IdleTimeout drops a session that says nothing for this long
+	// (default 10 minutes).
 	IdleTimeout time.Duration
+	// HandshakeTimeout bounds the time from connect to a successful
+	// login (or first command, for anonymous access): a client that
+	// connects and says nothing is dropped then (default 10s).
+	HandshakeTimeout time.Duration
+	// MaxSessions bounds connections overall (default 256), and
+	// MaxSessionsPerAddr those from one address (default 16); beyond
+	// them a new connection is closed at once.
+	MaxSessions        int
+	MaxSessionsPerAddr int
+	// MaxLoginAttempts per connection (default 3); then it is closed.
+	MaxLoginAttempts int
+	// Throttle slows down failed logins per address (default
+	// auth.NewThrottle()).
+	Throttle *auth.Throttle
+
 	// Kermit holds the protocol preferences; zero means DefaultConfig.
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
@@ -30,26 +79,56 @@ type ServerConfig struct {
 
 // Server accepts control connections and serves each as a Kermit server.
 type Server struct {
-	cfg ServerConfig
-	ln  net.Listener
-	dl  *datachan.Listener
-	wg  sync.WaitGroup
+	cfg     ServerConfig
+	tlsConf *tls.Config
+	ln      net.Listener
+	dl      *datachan.Listener
+	wg      sync.WaitGroup
+
+	plainTokens sync.Map // datachan.Token -> true: issued for plaintext
+
+	mu      sync.Mutex
+	conns   int
+	perAddr map[string]int
 }
 
 // NewServer opens the control and data listeners.
 func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Identity == nil {
+		return nil, errors.New("control: the server needs a TLS identity (ServerConfig.Identity)")
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = fmt.Sprintf(":%d", DefaultPort)
 	}
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = 8
 	}
+	cfg.MaxStreams = min(cfg.MaxStreams, datachan.MaxStreams)
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.DataTokenTTL <= 0 {
+		cfg.DataTokenTTL = 10 * time.Second
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 256
+	}
+	if cfg.MaxSessionsPerAddr <= 0 {
+		cfg.MaxSessionsPerAddr = 16
+	}
+	if cfg.MaxLoginAttempts <= 0 {
+		cfg.MaxLoginAttempts = 3
+	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = auth.NewThrottle()
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	s := &Server{cfg: cfg, tlsConf: cfg.Identity.ServerTLS(), perAddr: map[string]int{}}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
@@ -59,12 +138,23 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		host, _, _ := net.SplitHostPort(ln.Addr().String())
 		daddr = net.JoinHostPort(host, "0")
 	}
-	dl, err := datachan.Listen(daddr, nil)
+	dln, err := net.Listen("tcp", daddr)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	return &Server{cfg: cfg, ln: ln, dl: dl}, nil
+	s.ln = ln
+	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: s.tlsConf, plainOK: s.plainOK}, nil,
+		datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
+	if cfg.AllowClassic {
+		cfg.Log.Warn("classic Kermit allowed: plain Kermit clients' passwords and file data cross the network in clear")
+	}
+	return s, nil
+}
+
+func (s *Server) plainOK(t datachan.Token) bool {
+	_, ok := s.plainTokens.Load(t)
+	return ok
 }
 
 // Addr is the control listener's address.
@@ -75,6 +165,9 @@ func (s *Server) DataAddr() net.Addr { return s.dl.Addr() }
 
 // DataListener exposes the data listener (for its refusal counter).
 func (s *Server) DataListener() *datachan.Listener { return s.dl }
+
+// Fingerprint is the server's key fingerprint, as clients pin it.
+func (s *Server) Fingerprint() string { return s.cfg.Identity.Fingerprint }
 
 // Serve accepts sessions until ctx ends or Close is called.
 func (s *Server) Serve(ctx context.Context) error {
@@ -91,12 +184,54 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("control: accept: %w", err)
 		}
+		key := addrKey(c.RemoteAddr())
+		if !s.admit(key) {
+			s.cfg.Log.Warn("connection refused: too many sessions", "peer", c.RemoteAddr().String())
+			c.Close()
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.release(key)
 			s.handle(ctx, c)
 		}()
 	}
+}
+
+func addrKey(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.String()
+	}
+	return a.String()
+}
+
+// admit counts a new connection against the limits.
+func (s *Server) admit(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns >= s.cfg.MaxSessions || s.perAddr[key] >= s.cfg.MaxSessionsPerAddr {
+		return false
+	}
+	s.conns++
+	s.perAddr[key]++
+	return true
+}
+
+func (s *Server) release(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns--
+	if s.perAddr[key]--; s.perAddr[key] <= 0 {
+		delete(s.perAddr, key)
+	}
+}
+
+// Sessions is the number of connections being served.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // Close stops accepting; running sessions end when their peers leave.
@@ -106,17 +241,72 @@ func (s *Server) Close() error {
 	return err
 }
 
-func (s *Server) handle(ctx context.Context, c net.Conn) {
-	defer c.Close()
-	log := s.cfg.Log.With("peer", c.RemoteAddr().String())
-	log.Info("session start")
-	tuneControl(c)
-	fsys, err := filestore.Open(s.cfg.Root)
+// classicRefusal is the E packet text a plain Kermit peer gets when
+// classic mode is off.
+const classicRefusal = "kerf: this server requires TLS (use kerf, or ask for --allow-classic)"
+
+// handle sniffs the first byte: TLS, or a classic Kermit peer.
+func (s *Server) handle(ctx context.Context, raw net.Conn) {
+	defer raw.Close()
+	log := s.cfg.Log.With("peer", raw.RemoteAddr().String())
+	tuneControl(raw)
+	raw.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	pc := &peekConn{Conn: raw}
+	first, err := pc.peek()
 	if err != nil {
-		log.Error("session", "err", err)
+		log.Debug("connection closed before its first byte", "err", err)
 		return
 	}
-	defer fsys.Close()
+	if first == tlsRecordHandshake {
+		tc := tls.Server(pc, s.tlsConf)
+		hctx, cancel := context.WithTimeout(ctx, s.cfg.HandshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			log.Info("TLS handshake failed", "err", err)
+			return
+		}
+		s.serveSession(ctx, tc, raw, true, log)
+		return
+	}
+	if !s.cfg.AllowClassic {
+		log.Info("classic Kermit peer refused (no TLS)")
+		refuseClassic(raw, s.cfg.HandshakeTimeout)
+		return
+	}
+	log.Warn("classic Kermit session: its password and file data cross the network in clear")
+	s.serveSession(ctx, pc, raw, false, log)
+}
+
+// refuseClassic answers a plain Kermit peer with an E packet and closes
+// gently, so that the peer reads the packet rather than a reset.
+func refuseClassic(raw net.Conn, wait time.Duration) {
+	f := framing.Frame{Mark: framing.SOH, Check: 1}
+	pkt, _ := f.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'E', Data: []byte(classicRefusal)})
+	raw.SetDeadline(time.Now().Add(min(wait, 5*time.Second)))
+	raw.Write(append(pkt, '\r'))
+	if tc, ok := raw.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	var buf [4096]byte
+	for total := 0; total < 1<<16; {
+		n, err := raw.Read(buf[:])
+		total += n
+		if err != nil {
+			break
+		}
+	}
+}
+
+// serveSession runs the Kermit server on conn (TLS, or the classic
+// connection). raw is the TCP connection underneath, whose deadline
+// bounds the handshake until the client has logged in.
+func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bool, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ip := raw.RemoteAddr().(*net.TCPAddr).IP
+	fsys := &sessionFS{srv: s, ip: ip, raw: raw, secure: secure, log: log, ctx: ctx, cancel: cancel}
+	defer fsys.close()
 	kc := kermit.DefaultConfig()
 	if s.cfg.Kermit != nil {
 		kc = *s.cfg.Kermit
@@ -125,14 +315,26 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	kc.IdleTimeout = s.cfg.IdleTimeout
 	kc.Unprefix = kermit.UnprefixMinimal
 	kc.Log = log
-	ip := c.RemoteAddr().(*net.TCPAddr).IP
-	dual := &serverDual{dl: s.dl, remote: ip, maxStreams: s.cfg.MaxStreams, ttl: 30 * time.Second, pathOpts: s.cfg.PathOpts}
-	defer dual.close()
-	kc.Dual = dual
-	sess := kermit.NewSession(c, kc)
+	var dual *serverDual
+	if secure {
+		dual = &serverDual{srv: s, maxStreams: s.cfg.MaxStreams, ttl: s.cfg.DataTokenTTL,
+			pathOpts: s.cfg.PathOpts, allowed: fsys.loggedIn}
+		if !s.cfg.DataFromAnyAddress {
+			dual.remote = ip
+		}
+		defer dual.close()
+		kc.Dual = dual
+	}
+	sess := kermit.NewSession(conn, kc)
 	defer sess.Close()
-	err = sess.Serve(ctx, fsys)
-	log.Info("session end", "err", err, "dual", sess.DataPath() != nil)
+	// The engine's reader ends with the connection; close it when the
+	// session is cancelled (too many failed logins).
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
+	defer stop()
+	log.Info("session start", "tls", secure)
+	err := sess.Serve(ctx, fsys)
+	log.Info("session end", "err", err, "user", fsys.userName(), "dual", sess.DataPath() != nil,
+		"data_tls", dual != nil && dual.encrypted)
 }
 
 // tuneControl turns off Nagle: Kermit's short ACKs must not wait for

@@ -1,0 +1,148 @@
+package auth
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+)
+
+// Throttle slows down failed logins per client address: after n
+// consecutive failures, the next attempt from that address waits
+// Base * 2^(n-1), at most Max. A success clears the address; an address
+// with no failure for Forget is forgotten. IPv6 addresses count per /64,
+// since one host usually has a whole /64.
+type Throttle struct {
+	Base   time.Duration
+	Max    time.Duration
+	Forget time.Duration
+	// MaxEntries bounds memory; beyond it the oldest entries go first.
+	MaxEntries int
+
+	now func() time.Time // for tests
+
+	mu sync.Mutex
+	m  map[string]*throttleEntry
+}
+
+type throttleEntry struct {
+	failures int
+	last     time.Time
+}
+
+// NewThrottle returns a throttle with kerf's defaults: 500ms after the
+// first failure, doubling up to 30s, forgotten after 15 minutes.
+func NewThrottle() *Throttle {
+	return &Throttle{Base: 500 * time.Millisecond, Max: 30 * time.Second, Forget: 15 * time.Minute, MaxEntries: 65536}
+}
+
+func throttleKey(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String()
+}
+
+func (t *Throttle) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
+}
+
+// Delay is how long an attempt from ip must wait now.
+func (t *Throttle) Delay(ip net.IP) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[throttleKey(ip)]
+	if e == nil || e.failures == 0 {
+		return 0
+	}
+	now := t.clock()
+	if t.Forget > 0 && now.Sub(e.last) >= t.Forget {
+		return 0
+	}
+	d := t.Base
+	for i := 1; i < e.failures && d < t.Max; i++ {
+		d *= 2
+	}
+	d = min(d, t.Max)
+	if wait := e.last.Add(d).Sub(now); wait > 0 {
+		return wait
+	}
+	return 0
+}
+
+// Wait blocks until an attempt from ip is allowed, or ctx ends.
+func (t *Throttle) Wait(ctx context.Context, ip net.IP) error {
+	d := t.Delay(ip)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Failures is the count of consecutive failures recorded for ip.
+func (t *Throttle) Failures(ip net.IP) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[throttleKey(ip)]; e != nil {
+		return e.failures
+	}
+	return 0
+}
+
+// Fail records a failed login from ip.
+func (t *Throttle) Fail(ip net.IP) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]*throttleEntry{}
+	}
+	now := t.clock()
+	k := throttleKey(ip)
+	e := t.m[k]
+	if e == nil {
+		t.pruneLocked(now)
+		e = &throttleEntry{}
+		t.m[k] = e
+	} else if t.Forget > 0 && now.Sub(e.last) >= t.Forget {
+		e.failures = 0
+	}
+	e.failures++
+	e.last = now
+}
+
+// Succeed clears ip's failures.
+func (t *Throttle) Succeed(ip net.IP) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, throttleKey(ip))
+}
+
+func (t *Throttle) pruneLocked(now time.Time) {
+	if t.MaxEntries <= 0 || len(t.m) < t.MaxEntries {
+		return
+	}
+	var oldestK string
+	var oldest time.Time
+	for k, e := range t.m {
+		if t.Forget > 0 && now.Sub(e.last) >= t.Forget {
+			delete(t.m, k)
+			continue
+		}
+		if oldestK == "" || e.last.Before(oldest) {
+			oldestK, oldest = k, e.last
+		}
+	}
+	if len(t.m) >= t.MaxEntries {
+		delete(t.m, oldestK)
+	}
+}

@@ -1,0 +1,280 @@
+// Package auth is who may use a kerf server and which server a client
+// is talking to: the users file (password hashes, tokens, roots,
+// read-only flags), the failed-login throttle, the server's TLS identity
+// (key and self-signed certificate kept in its state directory) and the
+// client's known-hosts file that pins a server's key on first use.
+//
+// It does not speak any protocol and opens no connection: package
+// control calls it during the TLS handshake and the Kermit REMOTE LOGIN.
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors of the users file. ErrLoginFailed is all a client ever learns:
+// the server never says whether the name or the password was wrong.
+var (
+	ErrLoginFailed = errors.New("auth: login failed")
+	ErrNoSuchUser  = errors.New("auth: no such user")
+	ErrUserExists  = errors.New("auth: user already exists")
+	ErrBadName     = errors.New("auth: bad user name (use 1-64 of A-Z a-z 0-9 . _ -, not starting with - or .)")
+)
+
+// AnonymousNames are the login names that mean "anonymous" (as in FTP);
+// an empty name means the same. They cannot be used for real users.
+var AnonymousNames = []string{"anonymous", "ftp"}
+
+// IsAnonymous reports whether a login name asks for anonymous access.
+func IsAnonymous(name string) bool {
+	if name == "" {
+		return true
+	}
+	for _, a := range AnonymousNames {
+		if strings.EqualFold(name, a) {
+			return true
+		}
+	}
+	return false
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
+
+// CheckName reports whether name may be a user's name.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) || IsAnonymous(name) {
+		return fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	return nil
+}
+
+// User is one entry of the users file.
+type User struct {
+	Name string `json:"name"`
+	// Secret is an argon2id or bcrypt password hash, or a token hash
+	// ("token-sha256:..."): the password is then the token itself.
+	Secret string `json:"secret"`
+	// Root is the directory the user is confined to; empty means the
+	// server's --root.
+	Root     string `json:"root,omitempty"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+type usersFileData struct {
+	Version int    `json:"version"`
+	Users   []User `json:"users"`
+}
+
+// UsersFile is the server's users file. A server reads it again when it
+// changes, so `kerf user add` takes effect without a restart.
+type UsersFile struct {
+	path string
+
+	mu      sync.Mutex
+	users   map[string]User
+	modTime time.Time
+	size    int64
+	loaded  bool
+}
+
+// UsersFileName is the users file's name inside the state directory.
+const UsersFileName = "users.json"
+
+// OpenUsers returns the users file at path; a missing file has no users.
+func OpenUsers(path string) (*UsersFile, error) {
+	u := &UsersFile{path: path}
+	if err := u.reload(); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// Path is the file's location.
+func (u *UsersFile) Path() string { return u.path }
+
+func (u *UsersFile) reload() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.reloadLocked()
+}
+
+func (u *UsersFile) reloadLocked() error {
+	fi, err := os.Stat(u.path)
+	if errors.Is(err, os.ErrNotExist) {
+		u.users, u.loaded, u.modTime, u.size = map[string]User{}, true, time.Time{}, 0
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	if u.loaded && fi.ModTime().Equal(u.modTime) && fi.Size() == u.size {
+		return nil
+	}
+	b, err := os.ReadFile(u.path)
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	var d usersFileData
+	if err := json.Unmarshal(b, &d); err != nil {
+		return fmt.Errorf("auth: %s: %w", u.path, err)
+	}
+	m := make(map[string]User, len(d.Users))
+	for _, e := range d.Users {
+		if err := CheckName(e.Name); err != nil {
+			return fmt.Errorf("auth: %s: %w", u.path, err)
+		}
+		m[e.Name] = e
+	}
+	u.users, u.loaded, u.modTime, u.size = m, true, fi.ModTime(), fi.Size()
+	return nil
+}
+
+// Authenticate checks a name and password (or token). Any failure,
+// whatever its cause, is ErrLoginFailed, and takes about as long as a
+// wrong password.
+func (u *UsersFile) Authenticate(name, password string) (User, error) {
+	u.mu.Lock()
+	err := u.reloadLocked()
+	e, ok := u.users[name]
+	u.mu.Unlock()
+	if err != nil {
+		return User{}, err
+	}
+	if !ok {
+		Verify(dummyHash(), password)
+		return User{}, ErrLoginFailed
+	}
+	match, err := Verify(e.Secret, password)
+	if err != nil || !match {
+		return User{}, ErrLoginFailed
+	}
+	return e, nil
+}
+
+// List returns the users sorted by name.
+func (u *UsersFile) List() ([]User, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := u.reloadLocked(); err != nil {
+		return nil, err
+	}
+	out := make([]User, 0, len(u.users))
+	for _, e := range u.users {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Add adds a new user.
+func (u *UsersFile) Add(e User) error {
+	if err := CheckName(e.Name); err != nil {
+		return err
+	}
+	if e.Secret == "" {
+		return errors.New("auth: a user needs a password or a token")
+	}
+	return u.update(func(m map[string]User) error {
+		if _, ok := m[e.Name]; ok {
+			return fmt.Errorf("%w: %s", ErrUserExists, e.Name)
+		}
+		m[e.Name] = e
+		return nil
+	})
+}
+
+// SetSecret replaces a user's password hash or token.
+func (u *UsersFile) SetSecret(name, secret string) error {
+	return u.update(func(m map[string]User) error {
+		e, ok := m[name]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
+		}
+		e.Secret = secret
+		m[name] = e
+		return nil
+	})
+}
+
+// Remove deletes a user.
+func (u *UsersFile) Remove(name string) error {
+	return u.update(func(m map[string]User) error {
+		if _, ok := m[name]; !ok {
+			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
+		}
+		delete(m, name)
+		return nil
+	})
+}
+
+// update applies f and writes the file atomically (mode 0600).
+func (u *UsersFile) update(f func(map[string]User) error) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.loaded = false // always start from what is on disk
+	if err := u.reloadLocked(); err != nil {
+		return err
+	}
+	m := make(map[string]User, len(u.users))
+	for k, v := range u.users {
+		m[k] = v
+	}
+	if err := f(m); err != nil {
+		return err
+	}
+	d := usersFileData{Version: 1}
+	for _, e := range m {
+		d.Users = append(d.Users, e)
+	}
+	sort.Slice(d.Users, func(i, j int) bool { return d.Users[i].Name < d.Users[j].Name })
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(u.path, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	u.loaded = false
+	return u.reloadLocked()
+}
+
+// writeFileAtomic writes data to a temporary file beside path and
+// renames it into place, creating the directory (0700) if needed.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("auth: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,284 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"kerf/auth"
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// Errors a client sees in E packets. A failed login never says whether
+// the name or the password was wrong.
+var (
+	errLoginRequired = errors.New("kerf: login required (REMOTE LOGIN user password)")
+	errLoginFailed   = errors.New("kerf: login failed")
+	errTooManyLogins = errors.New("kerf: too many failed logins")
+	errNoAnonymous   = errors.New("kerf: login failed (anonymous access is not enabled)")
+)
+
+// Bounds on names a client may send.
+const (
+	maxNameLen    = 4096 // a whole path or filespec
+	maxElementLen = 255  // one path element
+)
+
+// checkName refuses names no file should have: too long, not UTF-8, or
+// with control characters. filestore then refuses absolute paths, ".."
+// and symlinks that leave the root.
+func checkName(name string) error {
+	if len(name) > maxNameLen {
+		return fmt.Errorf("kerf: name of %d bytes is too long (at most %d)", len(name), maxNameLen)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("kerf: name %q is not UTF-8", name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("%w: %q contains a control character", filestore.ErrUnsafeName, name)
+		}
+	}
+	for _, el := range strings.Split(name, "/") {
+		if len(el) > maxElementLen {
+			return fmt.Errorf("kerf: name element of %d bytes is too long (at most %d)", len(el), maxElementLen)
+		}
+	}
+	return nil
+}
+
+// sessionFS is what one session's Kermit server serves: nothing until
+// the client logs in (or anonymous access binds it to the server's root,
+// read-only), then the user's root through filestore's os.Root. It is
+// the kermit.Authorizer that gates every command.
+type sessionFS struct {
+	srv    *Server
+	ip     net.IP
+	raw    net.Conn
+	secure bool
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	failures int
+
+	mu   sync.Mutex // dir and user are read by the data-channel offer
+	dir  *filestore.Dir
+	user string
+
+	handshakeOver bool
+}
+
+var _ kermit.Authorizer = (*sessionFS)(nil)
+
+func (f *sessionFS) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dir != nil {
+		f.dir.Close()
+		f.dir = nil
+	}
+}
+
+func (f *sessionFS) userName() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.user
+}
+
+// loggedIn reports whether the session has a user (the data channel is
+// offered only then).
+func (f *sessionFS) loggedIn() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dir != nil
+}
+
+// bind makes root the session's tree.
+func (f *sessionFS) bind(user, root string, readOnly bool) error {
+	d, err := filestore.Open(root)
+	if err != nil {
+		f.log.Error("opening the user's root", "user", user, "root", root, "err", err)
+		return fmt.Errorf("kerf: the server cannot open your directory")
+	}
+	d.ReadOnly = readOnly
+	f.mu.Lock()
+	old := f.dir
+	f.dir, f.user = d, user
+	f.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	f.endHandshake()
+	return nil
+}
+
+// endHandshake lifts the handshake deadline: from now on only the idle
+// timeout applies.
+func (f *sessionFS) endHandshake() {
+	if !f.handshakeOver {
+		f.handshakeOver = true
+		f.raw.SetDeadline(time.Time{})
+	}
+}
+
+// Login handles REMOTE LOGIN.
+func (f *sessionFS) Login(user, password string) error {
+	if f.failures >= f.srv.cfg.MaxLoginAttempts {
+		f.cancel()
+		return errTooManyLogins
+	}
+	cfg := &f.srv.cfg
+	if err := cfg.Throttle.Wait(f.ctx, f.ip); err != nil {
+		return err
+	}
+	if auth.IsAnonymous(user) {
+		if !cfg.Anonymous {
+			f.fail(user)
+			return errNoAnonymous
+		}
+		f.log.Info("login", "user", "anonymous", "tls", f.secure)
+		return f.bind("anonymous", cfg.Root, true)
+	}
+	if cfg.Users == nil {
+		f.fail(user)
+		return errLoginFailed
+	}
+	u, err := cfg.Users.Authenticate(user, password)
+	if err != nil {
+		if !errors.Is(err, auth.ErrLoginFailed) {
+			f.log.Error("users file", "err", err)
+		}
+		f.fail(user)
+		return errLoginFailed
+	}
+	cfg.Throttle.Succeed(f.ip)
+	root := u.Root
+	if root == "" {
+		root = cfg.Root
+	}
+	f.log.Info("login", "user", u.Name, "root", root, "read_only", u.ReadOnly, "tls", f.secure)
+	return f.bind(u.Name, root, u.ReadOnly)
+}
+
+func (f *sessionFS) fail(user string) {
+	f.failures++
+	f.srv.cfg.Throttle.Fail(f.ip)
+	f.log.Warn("login failed", "user", user, "failures", f.failures)
+	if f.failures >= f.srv.cfg.MaxLoginAttempts {
+		// Let the E packet go out, then end the session.
+		time.AfterFunc(100*time.Millisecond, f.cancel)
+	}
+}
+
+// Authorized lets a command run once there is a user, binding anonymous
+// access on first use when it is enabled.
+func (f *sessionFS) Authorized() error {
+	if f.loggedIn() {
+		f.endHandshake()
+		return nil
+	}
+	if f.srv.cfg.Anonymous {
+		f.log.Info("anonymous session", "tls", f.secure)
+		return f.bind("anonymous", f.srv.cfg.Root, true)
+	}
+	return errLoginRequired
+}
+
+func (f *sessionFS) tree() (*filestore.Dir, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dir == nil {
+		return nil, errLoginRequired
+	}
+	return f.dir, nil
+}
+
+// named checks a name and returns the session's tree.
+func (f *sessionFS) named(names ...string) (*filestore.Dir, error) {
+	for _, n := range names {
+		if err := checkName(n); err != nil {
+			return nil, err
+		}
+	}
+	return f.tree()
+}
+
+func (f *sessionFS) Create(name string) (kermit.Incoming, error) {
+	d, err := f.named(name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Create(name)
+}
+
+func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	d, err := f.named(spec)
+	if err != nil {
+		return nil, err
+	}
+	return d.Match(spec, recursive)
+}
+
+func (f *sessionFS) List(spec string) (string, error) {
+	d, err := f.named(spec)
+	if err != nil {
+		return "", err
+	}
+	return d.List(spec)
+}
+
+func (f *sessionFS) Chdir(dir string) error {
+	d, err := f.named(dir)
+	if err != nil {
+		return err
+	}
+	return d.Chdir(dir)
+}
+
+func (f *sessionFS) Pwd() string {
+	d, err := f.tree()
+	if err != nil {
+		return ""
+	}
+	return d.Pwd()
+}
+
+func (f *sessionFS) Remove(name string) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return d.Remove(name)
+}
+
+func (f *sessionFS) Mkdir(name string) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return d.Mkdir(name)
+}
+
+func (f *sessionFS) Rmdir(name string) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return d.Rmdir(name)
+}
+
+func (f *sessionFS) Rename(from, to string) error {
+	d, err := f.named(from, to)
+	if err != nil {
+		return err
+	}
+	return d.Rename(from, to)
+}

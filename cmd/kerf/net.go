@@ -18,7 +18,10 @@ import (
 	"kerf/kermit"
 )
 
-// parseTarget splits HOST[:PORT][/PATH] (IPv6 hosts in brackets).
+// parseTarget splits HOST[:PORT][/PATH] (IPv6 hosts in brackets). The
+// '/' after the host only separates, like scp's ':': PATH is relative to
+// the server's directory (HOST//PATH is absolute), which is what a
+// C-Kermit server needs; a kerf server reads both from the top of its tree.
 func parseTarget(s string) (addr, rpath string, err error) {
 	hostEnd := 0
 	if strings.HasPrefix(s, "[") {
@@ -29,7 +32,7 @@ func parseTarget(s string) (addr, rpath string, err error) {
 		hostEnd = i
 	}
 	if i := strings.IndexByte(s[hostEnd:], '/'); i >= 0 {
-		addr, rpath = s[:hostEnd+i], s[hostEnd+i:]
+		addr, rpath = s[:hostEnd+i], s[hostEnd+i+1:]
 	} else {
 		addr = s
 	}

@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kerf/internal/peertest"
+)
+
+// ckermit runs C-Kermit on script in dir; the script's commands are
+// followed by "exit 0", and a failing command exits with its own status.
+type ckermit struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+func startCKermit(t *testing.T, dir, script string) *ckermit {
+	t.Helper()
+	bin := peertest.RequirePeer(t, "kermit")
+	work := t.TempDir()
+	ksc := filepath.Join(work, "script.ksc")
+	if err := os.WriteFile(ksc, []byte(script+"\nexit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := &ckermit{out: &syncBuffer{}, done: make(chan struct{})}
+	// The command file must come before -Y; stdin is /dev/null so a
+	// script that stops on an error cannot wait for the keyboard.
+	k.cmd = exec.Command(bin, ksc, "-Y")
+	k.cmd.Dir = dir
+	k.cmd.Stdout, k.cmd.Stderr = k.out, k.out
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { k.err = k.cmd.Wait(); close(k.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-k.done:
+		default:
+			syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+			<-k.done
+		}
+	})
+	return k
+}
+
+// wait waits for C-Kermit to exit and returns its exit status.
+func (k *ckermit) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-k.done:
+	case <-time.After(commandTimeout):
+		syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+		<-k.done
+		t.Fatalf("C-Kermit still running after %v:\n%s", commandTimeout, k.out.String())
+	}
+	return k.cmd.ProcessState.ExitCode()
+}
+
+// C-Kermit as the client of `kerf serve`, in classic Kermit: send, get,
+// remote directory, finish.
+func TestCKermitClientAgainstKerfServe(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{classic: true})
+	up := randomBytes(300000, 21)
+	down := randomBytes(200001, 22)
+	writeFile(t, filepath.Join(local, "up.bin"), up)
+	writeFile(t, filepath.Join(root, "down.bin"), down)
+	host, port, _ := net.SplitHostPort(srv.addr)
+	script := fmt.Sprintf(`set host %s %s /raw-socket
+if fail exit 1 "connect failed"
+set file type binary
+set transfer display brief
+send up.bin
+if fail exit 2 "send failed"
+get down.bin
+if fail exit 3 "get failed"
+remote directory
+if fail exit 4 "remote directory failed"
+finish
+if fail exit 5 "finish failed"`, host, port)
+	k := startCKermit(t, local, script)
+	if code := k.wait(t); code != 0 {
+		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
+	}
+	sameFile(t, filepath.Join(local, "up.bin"), filepath.Join(root, "up.bin"))
+	sameFile(t, filepath.Join(root, "down.bin"), filepath.Join(local, "down.bin"))
+	out := k.out.String()
+	if !strings.Contains(out, "down.bin") || !strings.Contains(out, "200001") {
+		t.Errorf("remote directory did not list down.bin with its size:\n%s", out)
+	}
+}
+
+// ckermitServer starts C-Kermit as a Kermit server listening on a TCP
+// port in dir, for one connection, and returns its address once it
+// listens.
+func ckermitServer(t *testing.T, dir string) (*ckermit, string) {
+	t.Helper()
+	port := freePort(t)
+	k := startCKermit(t, dir, fmt.Sprintf(`set host * %d
+if fail exit 1 "listen failed"
+set file type binary
+set file collision overwrite
+server`, port))
+	// Not by connecting: C-Kermit serves the first connection only. Its
+	// "Listening" message is block-buffered into a pipe, so look for the
+	// listening socket instead.
+	deadline := time.Now().Add(20 * time.Second)
+	for !listening(port) {
+		select {
+		case <-k.done:
+			t.Fatalf("C-Kermit exited before listening:\n%s", k.out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("C-Kermit does not listen:\n%s", k.out.String())
+		}
+	}
+	return k, fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// listening reports whether some process listens on TCP port on IPv4.
+func listening(port int) bool {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf(":%04X ", port)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		// local_address rem_address st: state 0A is LISTEN.
+		if len(f) > 3 && strings.HasSuffix(f[1]+" ", want) && f[3] == "0A" {
+			return true
+		}
+	}
+	return false
+}
+
+// kerf as the client of C-Kermit's server mode on a socket, in classic
+// Kermit (--classic): send a file to it.
+func TestKerfSendToCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "up.bin"), randomBytes(250000, 23))
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, []string{"--json"}, "send", "--classic", "up.bin", addr)
+	if r.code != 0 {
+		t.Fatalf("kerf send --classic to C-Kermit: %s", r)
+	}
+	sameFile(t, filepath.Join(local, "up.bin"), filepath.Join(ckdir, "up.bin"))
+	checkDoneEvent(t, r, "up.bin", 250000, 0)
+}
+
+// kerf as the client of C-Kermit's server mode: get a file from it with
+// the documented HOST:PORT/NAME form.
+func TestKerfGetFromCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "down.bin"), randomBytes(180000, 24))
+	k, addr := ckermitServer(t, ckdir)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, nil, local, nil, "get", "--classic", target(addr, "down.bin"), ".")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kerf get --classic %s from C-Kermit: %v\n%s\n--- C-Kermit ---\n%s", target(addr, "down.bin"), err, out.String(), k.out.String())
+	}
+	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
+}

@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond every 5 ms until it holds or the safety timeout
+// passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(commandTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStable waits until p's size has stopped changing (the server has
+// finished writing what it received before the client died).
+func waitStable(t *testing.T, p string) int64 {
+	t.Helper()
+	last := int64(-2)
+	for i := 0; ; i++ {
+		n := fileSize(p)
+		if n == last {
+			return n
+		}
+		last = n
+		if i > 200 {
+			t.Fatalf("%s keeps changing size", p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The client is killed mid-file; `send --resume` then sends only the
+// rest, and the file is identical.
+func TestResumeAfterClientKilled(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const size = 24 << 20
+	src := filepath.Join(local, "big.bin")
+	writeFile(t, src, randomBytes(size, 7))
+	dst := filepath.Join(root, "big.bin")
+	part := partName(dst)
+
+	// Slow the data connection so the kill lands mid-file.
+	fs.data.rateUp.Store(16 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "big.bin", fs.addr())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partial file to pass 4 MiB", func() bool { return fileSize(part) >= 4<<20 })
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	fs.data.rateUp.Store(0)
+
+	kept := waitStable(t, part)
+	if kept <= 0 || kept >= size {
+		t.Fatalf("partial file holds %d bytes, want some but not all of %d", kept, size)
+	}
+	noFile(t, dst)
+	// The kept part is a true prefix.
+	got, err := os.ReadFile(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(src)
+	if !bytes.Equal(got, want[:len(got)]) {
+		t.Fatalf("the kept partial file is not a prefix of the source")
+	}
+
+	upBefore := fs.data.upBytes.Load()
+	r := mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "big.bin", fs.addr())
+	d := checkDoneEvent(t, r, "big.bin", size, kept)
+	if d.Offset != kept || d.Bytes != size-kept {
+		t.Errorf("resumed at %d sending %d bytes, want %d and %d", d.Offset, d.Bytes, kept, size-kept)
+	}
+	// What crossed the data connection is the rest, plus frame overhead.
+	moved := fs.data.upBytes.Load() - upBefore
+	if moved < size-kept || moved > size-kept+64<<10 {
+		t.Errorf("%d bytes crossed the data connection for a %d-byte rest", moved, size-kept)
+	}
+	sameFile(t, src, dst)
+	noFile(t, part)
+}
+
+// A partial file that is not a prefix of the file being resumed is
+// discarded and the whole file sent.
+func TestResumeDifferentPartialRestarts(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	src := filepath.Join(local, "f.bin")
+	writeFile(t, src, randomBytes(1<<20, 9))
+	writeFile(t, partName(filepath.Join(root, "f.bin")), randomBytes(300000, 10))
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "f.bin", srv.addr)
+	checkDoneEvent(t, r, "f.bin", 1<<20, 0)
+	sameFile(t, src, filepath.Join(root, "f.bin"))
+	noFile(t, partName(filepath.Join(root, "f.bin")))
+}
+
+// One bit flipped in one block's payload on the wire: the receiver asks
+// for the block again and the file arrives identical. Both directions.
+func TestCorruptedBlockIsResent(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, true)
+	const size = 2<<20 + 999
+	src := filepath.Join(local, "c.bin")
+	writeFile(t, src, randomBytes(size, 11))
+
+	fs.data.corruptUp.Store(1)
+	mustRun(t, fs.server, local, nil, "send", "c.bin", fs.addr())
+	sameFile(t, src, filepath.Join(root, "c.bin"))
+	blocks, resends, corrupted := fs.data.stats()
+	if len(corrupted) != 1 {
+		t.Fatalf("the proxy damaged %d blocks (are the data frames encrypted?)", len(corrupted))
+	}
+	if resends != 1 || blocks[corrupted[0]] != 2 {
+		t.Errorf("damaged block %+v: %d resend requests, block sent %d times; want 1 and 2", corrupted[0], resends, blocks[corrupted[0]])
+	}
+
+	fs.data.corruptDn.Store(1)
+	mustRun(t, fs.server, back, nil, "get", target(fs.addr(), "c.bin"), ".")
+	sameFile(t, src, filepath.Join(back, "c.bin"))
+	blocks, resends, corrupted = fs.data.stats()
+	if len(corrupted) != 2 || corrupted[1].up {
+		t.Fatalf("damaged blocks %+v, want one each way", corrupted)
+	}
+	if resends != 2 || blocks[corrupted[1]] != 2 {
+		t.Errorf("damaged block %+v: %d resend requests in all, block sent %d times; want 2 and 2", corrupted[1], resends, blocks[corrupted[1]])
+	}
+}
+
+// The data connection dies mid-file: the client says so and fails with
+// exit 4, the server keeps the partial file for a resume and never puts
+// anything under the final name; the resume then completes the file.
+func TestDataConnectionDropped(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const size = 16 << 20
+	src := filepath.Join(local, "d.bin")
+	writeFile(t, src, randomBytes(size, 12))
+	dst := filepath.Join(root, "d.bin")
+
+	fs.data.cutAfter.Store(5 << 20)
+	r := run(t, fs.server, local, []string{"--json"}, "send", "d.bin", fs.addr())
+	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
+		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
+	}
+	if fs.data.cuts.Load() == 0 {
+		t.Fatalf("the proxy never cut the connection")
+	}
+	evs := parseEvents(t, r.stdout)
+	if len(evs) == 0 || evs[len(evs)-1].Event != "error" || !strings.Contains(evs[len(evs)-1].Error, "data connection") {
+		t.Errorf("--json should end with an error event about the data connection:\n%s", r.stdout)
+	}
+	if len(eventsNamed(evs, "file_done")) != 0 {
+		t.Errorf("a file_done event for a failed file:\n%s", r.stdout)
+	}
+	noFile(t, dst)
+	kept := waitStable(t, partName(dst))
+	if kept <= 0 {
+		t.Fatalf("no partial file kept (size %d)", kept)
+	}
+
+	fs.data.cutAfter.Store(0)
+	r = mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "d.bin", fs.addr())
+	d := checkDoneEvent(t, r, "d.bin", size, kept)
+	if d.Offset == 0 {
+		t.Errorf("the resume sent the whole file again")
+	}
+	sameFile(t, src, dst)
+}

@@ -1,0 +1,425 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// kerfBin is the kerf binary built by TestMain.
+var kerfBin string
+
+// features are the optional flags the binary has (probed from --help).
+var features struct {
+	serveState   bool // serve --state DIR, with `kerf user add`
+	allowClassic bool // serve --allow-classic
+	servePlain   bool // serve --plain-data
+	clientState  bool // send --state DIR
+	acceptNewKey bool // send --accept-new-host-key
+	clientPlain  bool // send --plain-data
+}
+
+// commandTimeout bounds every kerf run, so a hang fails the test instead
+// of the whole package. It is a safety net, not a performance threshold.
+const commandTimeout = 2 * time.Minute
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kerf-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		// KERF_E2E_BIN runs the tests against a binary built elsewhere
+		// (another commit, a release); by default the tree is built.
+		kerfBin = os.Getenv("KERF_E2E_BIN")
+		if kerfBin == "" {
+			kerfBin = filepath.Join(dir, "kerf")
+			build := exec.Command("go", "build", "-o", kerfBin, "kerf/cmd/kerf")
+			build.Stdout, build.Stderr = os.Stderr, os.Stderr
+			if err := build.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "e2e: building kerf:", err)
+				return 1
+			}
+		}
+		serve := helpText("serve")
+		send := helpText("send")
+		features.serveState = strings.Contains(serve, "--state")
+		features.allowClassic = strings.Contains(serve, "--allow-classic")
+		features.servePlain = strings.Contains(serve, "--plain-data")
+		features.clientState = strings.Contains(send, "--state")
+		features.acceptNewKey = strings.Contains(send, "--accept-new-host-key")
+		features.clientPlain = strings.Contains(send, "--plain-data")
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func helpText(sub string) string {
+	out, _ := exec.Command(kerfBin, sub, "--help").CombinedOutput()
+	return string(out)
+}
+
+// --- the one place where kerf command lines are made ---------------------
+
+const (
+	testUser     = "e2e"
+	testPassword = "correct horse battery staple"
+)
+
+// serverOpts describe a kerf server for one test.
+type serverOpts struct {
+	host    string // listen host, default 127.0.0.1
+	classic bool   // C-Kermit will connect: allow classic sessions
+	plain   bool   // the test reads data frames: no TLS on the data connections
+}
+
+// serverArgs returns the argv (after the binary) of `kerf serve`, and
+// prepares what the security layer needs (a state directory and a user
+// whose root is root) when the binary has it.
+func serverArgs(t *testing.T, root string, o serverOpts) []string {
+	t.Helper()
+	host := o.host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	args := []string{"serve", "--root", root, "--listen", host + ":0", "--data-listen", host + ":0"}
+	if features.serveState {
+		state := t.TempDir()
+		args = append(args, "--state", state)
+		add := exec.Command(kerfBin, "user", "add", "--root", root, "--password-stdin", "--state", state, testUser)
+		add.Stdin = strings.NewReader(testPassword + "\n")
+		if out, err := add.CombinedOutput(); err != nil {
+			t.Fatalf("kerf user add: %v\n%s", err, out)
+		}
+	}
+	if o.classic && features.allowClassic {
+		args = append(args, "--allow-classic")
+	}
+	if o.plain && features.servePlain {
+		args = append(args, "--plain-data")
+	}
+	return args
+}
+
+// clientInvocation returns the argv and environment of a kerf client
+// command: global flags (e.g. --json), the subcommand, the security flags
+// for srv (none when srv is nil: the peer is C-Kermit), then args.
+func clientInvocation(t *testing.T, srv *server, global []string, sub string, args ...string) (argv, env []string) {
+	t.Helper()
+	argv = append(append([]string{}, global...), sub)
+	home := t.TempDir()
+	env = append(os.Environ(), "HOME="+home, "KERF_USER=", "KERF_PASSWORD=")
+	if srv != nil && features.serveState {
+		env = append(env, "KERF_USER="+testUser, "KERF_PASSWORD="+testPassword)
+		if features.clientState {
+			argv = append(argv, "--state", srv.clientState)
+		}
+		if features.acceptNewKey {
+			argv = append(argv, "--accept-new-host-key")
+		}
+		if srv.plain && features.clientPlain {
+			argv = append(argv, "--plain-data")
+		}
+	}
+	return append(argv, args...), env
+}
+
+// --- running kerf ----------------------------------------------------------
+
+type server struct {
+	addr        string // control address
+	dataAddr    string
+	root        string
+	plain       bool
+	clientState string
+	cmd         *exec.Cmd
+	stderr      *syncBuffer
+	done        chan struct{}
+}
+
+var servingLine = regexp.MustCompile(`serving .* on (\S+) \(data (\S+)\)`)
+
+// startServer runs `kerf serve` on root until the test ends.
+func startServer(t *testing.T, root string, o serverOpts) *server {
+	t.Helper()
+	s := &server{root: root, plain: o.plain, clientState: t.TempDir(), stderr: &syncBuffer{}, done: make(chan struct{})}
+	s.cmd = exec.Command(kerfBin, serverArgs(t, root, o)...)
+	s.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	s.cmd.Stderr = s.stderr
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+		if t.Failed() {
+			t.Logf("kerf serve stderr:\n%s", s.stderr.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := servingLine.FindStringSubmatch(s.stderr.String()); m != nil {
+			s.addr, s.dataAddr = m[1], m[2]
+			return s
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("kerf serve exited: %v\n%s", s.cmd.ProcessState, s.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kerf serve did not say where it listens:\n%s", s.stderr.String())
+		}
+	}
+}
+
+// target is "ADDR/PATH" for the server (ADDR may be a proxy's).
+func target(addr, p string) string { return addr + "/" + strings.TrimPrefix(p, "/") }
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout ---\n%s--- stderr ---\n%s", r.code, r.stdout, r.stderr)
+}
+
+// kerfCmd prepares a kerf client command against srv (nil: a non-kerf
+// peer) in directory dir.
+func kerfCmd(t *testing.T, ctx context.Context, srv *server, dir string, global []string, sub string, args ...string) *exec.Cmd {
+	t.Helper()
+	argv, env := clientInvocation(t, srv, global, sub, args...)
+	cmd := exec.CommandContext(ctx, kerfBin, argv...)
+	cmd.Env = env
+	cmd.Dir = dir
+	return cmd
+}
+
+// run runs a kerf client command to completion.
+func run(t *testing.T, srv *server, dir string, global []string, sub string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, dir, global, sub, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("kerf %s: %v", sub, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("kerf %s did not finish within %v:\n%s", sub, commandTimeout, r)
+	}
+	return r
+}
+
+// mustRun runs a command that must succeed.
+func mustRun(t *testing.T, srv *server, dir string, global []string, sub string, args ...string) result {
+	t.Helper()
+	r := run(t, srv, dir, global, sub, args...)
+	if r.code != 0 {
+		t.Fatalf("kerf %s %s: %s", sub, strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// event is one --json line.
+type event struct {
+	Event   string   `json:"event"`
+	Name    string   `json:"name"`
+	Size    *int64   `json:"size"`
+	Bytes   int64    `json:"bytes"`
+	Offset  int64    `json:"offset"`
+	Seconds float64  `json:"seconds"`
+	CRC32C  string   `json:"crc32c"`
+	Error   string   `json:"error"`
+	Rate    *float64 `json:"bytes_per_second"`
+}
+
+// parseEvents decodes --json output strictly: every line one JSON object
+// with only known fields and a known event name.
+func parseEvents(t *testing.T, stdout string) []event {
+	t.Helper()
+	var evs []event
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields()
+		var e event
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("--json line %q: %v", sc.Text(), err)
+		}
+		if dec.More() {
+			t.Fatalf("--json line %q holds more than one value", sc.Text())
+		}
+		switch e.Event {
+		case "file_start", "progress", "file_done", "file_error", "done", "error":
+		default:
+			t.Fatalf("--json line %q: unknown event %q", sc.Text(), e.Event)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+func eventsNamed(evs []event, kind string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.Event == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// --- files -------------------------------------------------------------------
+
+// randomBytes returns n reproducible pseudo-random bytes.
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8; k++ {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+	for i := n &^ 7; i < n; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func writeFile(t *testing.T, p string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameFile compares two files byte for byte, in chunks, and reports the
+// first difference.
+func sameFile(t *testing.T, want, got string) {
+	t.Helper()
+	fw, err := os.Open(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Close()
+	fg, err := os.Open(got)
+	if err != nil {
+		t.Fatalf("expected file: %v", err)
+	}
+	defer fg.Close()
+	sw, _ := fw.Stat()
+	sg, _ := fg.Stat()
+	if sw.Size() != sg.Size() {
+		t.Fatalf("%s: size %d, want %d (as %s)", got, sg.Size(), sw.Size(), want)
+	}
+	bw := make([]byte, 1<<20)
+	bg := make([]byte, 1<<20)
+	for off := int64(0); ; {
+		n, errw := io.ReadFull(fw, bw)
+		m, errg := io.ReadFull(fg, bg)
+		if n != m {
+			t.Fatalf("%s: short read at %d", got, off)
+		}
+		if !bytes.Equal(bw[:n], bg[:m]) {
+			for i := range n {
+				if bw[i] != bg[i] {
+					t.Fatalf("%s differs from %s at byte %d (%#02x, want %#02x)", got, want, off+int64(i), bg[i], bw[i])
+				}
+			}
+		}
+		off += int64(n)
+		if errw != nil || errg != nil {
+			if (errw == io.EOF || errw == io.ErrUnexpectedEOF) && (errg == io.EOF || errg == io.ErrUnexpectedEOF) {
+				return
+			}
+			t.Fatalf("comparing %s: %v / %v", got, errw, errg)
+		}
+	}
+}
+
+// noFile asserts that p does not exist.
+func noFile(t *testing.T, p string) {
+	t.Helper()
+	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s should not exist (lstat: %v)", p, err)
+	}
+}
+
+func partName(p string) string {
+	return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".kerf-part")
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// freePort returns a TCP port nobody listens on at the moment.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

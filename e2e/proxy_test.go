@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// faultServer is a kerf server on 127.0.0.2 behind proxies on 127.0.0.1:
+// a plain one for the control connection and a dataProxy at the data port
+// the server announces, which the client therefore dials.
+type faultServer struct {
+	*server
+	ctl  *proxy // clients connect here
+	data *proxy
+}
+
+func startFaultServer(t *testing.T, root string, plain bool) *faultServer {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		srv := startServer(t, root, serverOpts{host: "127.0.0.2", plain: plain})
+		_, dport, _ := net.SplitHostPort(srv.dataAddr)
+		data, err := listenProxy("127.0.0.1:"+dport, srv.dataAddr, true)
+		if err != nil {
+			if attempt < 5 {
+				continue // the port is taken on 127.0.0.1; try another server
+			}
+			t.Fatal(err)
+		}
+		t.Cleanup(data.close)
+		ctl, err := listenProxy("127.0.0.1:0", srv.addr, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ctl.close)
+		return &faultServer{server: srv, ctl: ctl, data: data}
+	}
+}
+
+// addr is where clients connect.
+func (f *faultServer) addr() string { return f.ctl.ln.Addr().String() }
+
+// proxy forwards TCP connections to target. A data proxy also follows
+// the data-channel frames (docs/protocol-datachan.md) in both directions,
+// when they are not encrypted, and can damage, slow or cut them.
+type proxy struct {
+	ln     net.Listener
+	target string
+	frames bool
+
+	// Faults, set before the client connects.
+	corruptUp  atomic.Int32 // payloads client->server to damage (one bit each)
+	corruptDn  atomic.Int32 // payloads server->client to damage
+	cutAfter   atomic.Int64 // close the connection after this many bytes client->server (0: never)
+	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
+	upBytes    atomic.Int64 // bytes forwarded client->server
+	downBytes  atomic.Int64 // bytes forwarded server->client
+	conns      atomic.Int32
+	cuts       atomic.Int32
+	mu         sync.Mutex
+	blocks     map[blockKey]int // data blocks seen, by direction, file and offset
+	resendReqs int              // resend requests seen
+	corrupted  []blockKey
+	wg         sync.WaitGroup
+	closing    chan struct{}
+	open       map[net.Conn]bool
+}
+
+type blockKey struct {
+	up     bool
+	file   uint32
+	offset uint64
+}
+
+func listenProxy(addr, target string, frames bool) (*proxy, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &proxy{ln: ln, target: target, frames: frames, blocks: map[blockKey]int{}, closing: make(chan struct{}), open: map[net.Conn]bool{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+func (p *proxy) close() {
+	close(p.closing)
+	p.ln.Close()
+	p.mu.Lock()
+	for c := range p.open {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.closing:
+		c.Close()
+		return false
+	default:
+	}
+	p.open[c] = true
+	return true
+}
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}
+		s, err := d.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		if !p.track(c) || !p.track(s) {
+			c.Close()
+			s.Close()
+			continue
+		}
+		p.conns.Add(1)
+		p.wg.Add(2)
+		go p.pipe(s, c, true)
+		go p.pipe(c, s, false)
+	}
+}
+
+// pipe copies src to dst. For a data proxy it reads the stream as the
+// hello (up) or status byte (down) and then frames, so that it can count
+// blocks and resend requests and damage chosen payloads.
+func (p *proxy) pipe(dst, src net.Conn, up bool) {
+	defer p.wg.Done()
+	defer dst.Close()
+	defer src.Close()
+	if !p.frames {
+		n, _ := io.Copy(dst, src)
+		if up {
+			p.upBytes.Add(n)
+		} else {
+			p.downBytes.Add(n)
+		}
+		return
+	}
+	prefix := 1
+	if up {
+		prefix = 42
+	}
+	if p.forward(dst, src, prefix, up) != nil {
+		return
+	}
+	hdr := make([]byte, 32)
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := io.ReadFull(src, hdr); err != nil {
+			return
+		}
+		var payload uint32
+		magic := string(hdr[:4])
+		key := blockKey{up: up, file: binary.BigEndian.Uint32(hdr[8:12]), offset: binary.BigEndian.Uint64(hdr[12:20])}
+		switch magic {
+		case "KRFB":
+			payload = binary.BigEndian.Uint32(hdr[20:24])
+			p.mu.Lock()
+			p.blocks[key]++
+			p.mu.Unlock()
+		case "KRFN":
+			p.mu.Lock()
+			p.resendReqs++
+			p.mu.Unlock()
+		default:
+			// Not a frame we know (TLS, or garbage): pass the rest through.
+			if _, err := dst.Write(hdr); err != nil {
+				return
+			}
+			p.count(up, 32)
+			n, _ := io.Copy(dst, src)
+			p.count(up, n)
+			return
+		}
+		if _, err := dst.Write(hdr); err != nil {
+			return
+		}
+		if p.count(up, 32) {
+			return
+		}
+		corrupt := &p.corruptDn
+		if up {
+			corrupt = &p.corruptUp
+		}
+		damage := payload > 0 && corrupt.Add(-1) >= 0
+		if damage {
+			p.mu.Lock()
+			p.corrupted = append(p.corrupted, key)
+			p.mu.Unlock()
+		}
+		for left := int(payload); left > 0; {
+			b := buf[:min(left, len(buf))]
+			if _, err := io.ReadFull(src, b); err != nil {
+				return
+			}
+			if damage {
+				b[len(b)/2] ^= 0x10 // one bit, mid-payload
+				damage = false
+			}
+			if _, err := dst.Write(b); err != nil {
+				return
+			}
+			left -= len(b)
+			if p.count(up, int64(len(b))) {
+				return
+			}
+		}
+	}
+}
+
+// forward copies n bytes unchanged.
+func (p *proxy) forward(dst, src net.Conn, n int, up bool) error {
+	_, err := io.CopyN(dst, src, int64(n))
+	p.count(up, int64(n))
+	return err
+}
+
+// count records n forwarded bytes, sleeps to keep the upstream rate, and
+// reports whether the connection has been cut.
+func (p *proxy) count(up bool, n int64) (cut bool) {
+	if !up {
+		p.downBytes.Add(n)
+		return false
+	}
+	total := p.upBytes.Add(n)
+	if r := p.rateUp.Load(); r > 0 {
+		time.Sleep(time.Duration(float64(n) / float64(r) * float64(time.Second)))
+	}
+	if c := p.cutAfter.Load(); c > 0 && total >= c {
+		p.cuts.Add(1)
+		return true
+	}
+	return false
+}
+
+// stats returns copies of the frame counters.
+func (p *proxy) stats() (blocks map[blockKey]int, resendReqs int, corrupted []blockKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	blocks = map[blockKey]int{}
+	for k, v := range p.blocks {
+		blocks[k] = v
+	}
+	return blocks, p.resendReqs, append([]blockKey(nil), p.corrupted...)
+}
+
+func isClosedErr(err error) bool {
+	return err != nil && (errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed"))
+}

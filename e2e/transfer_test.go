@@ -1,0 +1,321 @@
+package e2e
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A file of several data blocks goes up and comes back identical, and
+// the --json events describe it.
+func TestSendAndGetSingleFile(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	data := randomBytes(3<<20+12345, 1) // 12+ blocks, the last one short
+	writeFile(t, filepath.Join(local, "one.bin"), data)
+
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "one.bin", srv.addr)
+	sameFile(t, filepath.Join(local, "one.bin"), filepath.Join(root, "one.bin"))
+	noFile(t, partName(filepath.Join(root, "one.bin")))
+	checkDoneEvent(t, r, "one.bin", int64(len(data)), 0)
+
+	r = mustRun(t, srv, back, []string{"--json"}, "get", target(srv.addr, "one.bin"), ".")
+	sameFile(t, filepath.Join(local, "one.bin"), filepath.Join(back, "one.bin"))
+	checkDoneEvent(t, r, "one.bin", int64(len(data)), 0)
+}
+
+// checkDoneEvent asserts well-formed --json output of a one-file transfer:
+// file_start, then file_done with the size, bytes and offset given, then
+// done; the CRC is 8 hex digits.
+func checkDoneEvent(t *testing.T, r result, name string, size, offset int64) event {
+	t.Helper()
+	evs := parseEvents(t, r.stdout)
+	if len(evs) < 3 {
+		t.Fatalf("want at least file_start, file_done, done; got %s", r.stdout)
+	}
+	if evs[0].Event != "file_start" || evs[0].Name != name {
+		t.Errorf("first event %+v, want file_start of %s", evs[0], name)
+	}
+	last := evs[len(evs)-1]
+	if last.Event != "done" || last.Error != "" {
+		t.Errorf("last event %+v, want done", last)
+	}
+	done := eventsNamed(evs, "file_done")
+	if len(done) != 1 {
+		t.Fatalf("%d file_done events, want 1:\n%s", len(done), r.stdout)
+	}
+	d := done[0]
+	if d.Name != name || d.Size == nil || *d.Size != size || d.Offset != offset || d.Bytes != size-offset {
+		t.Errorf("file_done %+v (size %v), want name %s size %d offset %d bytes %d", d, d.Size, name, size, offset, size-offset)
+	}
+	if size > 0 && (len(d.CRC32C) != 8 || strings.Trim(d.CRC32C, "0123456789abcdef") != "") {
+		t.Errorf("file_done crc32c %q, want 8 hex digits", d.CRC32C)
+	}
+	for _, e := range eventsNamed(evs, "progress") {
+		if e.Name != name || e.Bytes < 0 || e.Bytes > size {
+			t.Errorf("bad progress event %+v", e)
+		}
+	}
+	if len(eventsNamed(evs, "file_error")) != 0 {
+		t.Errorf("unexpected file_error:\n%s", r.stdout)
+	}
+	return d
+}
+
+func TestEmptyFile(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "empty"), nil)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "empty", srv.addr)
+	sameFile(t, filepath.Join(local, "empty"), filepath.Join(root, "empty"))
+	checkDoneEvent(t, r, "empty", 0, 0)
+	mustRun(t, srv, back, nil, "get", target(srv.addr, "empty"), ".")
+	sameFile(t, filepath.Join(local, "empty"), filepath.Join(back, "empty"))
+}
+
+// A 1 GiB sparse file with a few random regions (at the start, across a
+// block boundary, at an odd offset, at the very end) arrives identical.
+func TestSparse1GiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1 GiB transfer")
+	}
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	const size = 1 << 30
+	p := filepath.Join(local, "sparse.img")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	for i, off := range []int64{0, 256<<10 - 1000, 333_333_333, 700 << 20, size - 4096} {
+		if _, err := f.WriteAt(randomBytes(4096, uint64(100+i)), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--streams", "2", "sparse.img", srv.addr)
+	checkDoneEvent(t, r, "sparse.img", size, 0)
+	sameFile(t, p, filepath.Join(root, "sparse.img"))
+}
+
+// treeFile is one file of a generated tree.
+type treeFile struct {
+	rel  string
+	data []byte
+	perm fs.FileMode
+	mod  time.Time
+}
+
+// makeTree writes n small files under dir/top, spread over directories,
+// with varied sizes, permissions and modification times.
+func makeTree(t *testing.T, dir, top string, n int) []treeFile {
+	t.Helper()
+	perms := []fs.FileMode{0o644, 0o600, 0o640, 0o755, 0o700, 0o444}
+	base := time.Date(2021, 3, 4, 5, 6, 7, 0, time.Local)
+	var files []treeFile
+	for i := range n {
+		rel := filepath.Join(top, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("s%d", i%3), fmt.Sprintf("img_%04d.jpg", i))
+		tf := treeFile{rel: rel, data: randomBytes(i*7%4096, uint64(i)), perm: perms[i%len(perms)], mod: base.Add(time.Duration(i) * 97 * time.Minute)}
+		p := filepath.Join(dir, rel)
+		writeFile(t, p, tf.data)
+		if err := os.Chmod(p, tf.perm); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, tf.mod, tf.mod); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, tf)
+	}
+	return files
+}
+
+// checkTree asserts every file of files is under dir with its contents,
+// permissions and modification time (to the second, Kermit's resolution),
+// and that nothing else (no stray temporary) is there.
+func checkTree(t *testing.T, dir string, files []treeFile) {
+	t.Helper()
+	want := map[string]treeFile{}
+	for _, f := range files {
+		want[f.rel] = f
+	}
+	seen := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		f, ok := want[rel]
+		if !ok {
+			t.Errorf("unexpected file %s", rel)
+			return nil
+		}
+		seen++
+		got, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if string(got) != string(f.data) {
+			t.Errorf("%s: contents differ (%d bytes, want %d)", rel, len(got), len(f.data))
+		}
+		fi, _ := d.Info()
+		if fi.Mode().Perm() != f.perm {
+			t.Errorf("%s: mode %v, want %v", rel, fi.Mode().Perm(), f.perm)
+		}
+		if !fi.ModTime().Truncate(time.Second).Equal(f.mod.Truncate(time.Second)) {
+			t.Errorf("%s: mtime %v, want %v", rel, fi.ModTime(), f.mod)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(files) {
+		t.Errorf("found %d of %d files", seen, len(files))
+	}
+}
+
+// scp semantics: `send -r photos host/backup` creates backup/photos/...;
+// `get -r host/backup/photos .` creates ./photos/...
+func TestRecursiveTree2000(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	files := makeTree(t, local, "photos", 2000)
+
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "-r", "photos", target(srv.addr, "backup"))
+	if n := len(eventsNamed(parseEvents(t, r.stdout), "file_done")); n != 2000 {
+		t.Errorf("%d file_done events, want 2000", n)
+	}
+	checkTree(t, filepath.Join(root, "backup"), files)
+
+	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "backup/photos"), ".")
+	checkTree(t, back, files)
+}
+
+// Names with spaces and UTF-8 go both ways and list correctly.
+func TestNamesWithSpacesAndUTF8(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	names := []string{"my file.txt", "two  spaces", "ünïcödé 日本語.bin", "ελληνικά", " leading space"}
+	var args []string
+	for i, n := range names {
+		writeFile(t, filepath.Join(local, n), randomBytes(1000+i, uint64(i)))
+		args = append(args, n)
+	}
+	mustRun(t, srv, local, nil, "send", append(args, target(srv.addr, "dir with space"))...)
+	for _, n := range names {
+		sameFile(t, filepath.Join(local, n), filepath.Join(root, "dir with space", n))
+	}
+	ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, "dir with space"))
+	listing := strings.ReplaceAll(ls.stdout, "\r\n", "\n") // see TestLsPrintsLocalLineEnds
+	for _, n := range names {
+		if !strings.Contains(listing, " "+n+"\n") {
+			t.Errorf("ls does not show %q:\n%s", n, ls.stdout)
+		}
+	}
+	for _, n := range names {
+		mustRun(t, srv, back, nil, "get", target(srv.addr, "dir with space/"+n), ".")
+		sameFile(t, filepath.Join(local, n), filepath.Join(back, n))
+	}
+}
+
+// mkdir, ls, mv and rm act on the served tree.
+func TestRemoteCommands(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	mustRun(t, srv, local, nil, "mkdir", target(srv.addr, "a/b/c"))
+	if fi, err := os.Stat(filepath.Join(root, "a/b/c")); err != nil || !fi.IsDir() {
+		t.Fatalf("mkdir a/b/c: %v", err)
+	}
+	writeFile(t, filepath.Join(local, "f.txt"), []byte("hello\n"))
+	mustRun(t, srv, local, nil, "send", "f.txt", target(srv.addr, "a/b"))
+	ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, "a/b"))
+	listing := strings.ReplaceAll(ls.stdout, "\r\n", "\n") // see TestLsPrintsLocalLineEnds
+	if !strings.Contains(listing, " c/\n") || !strings.Contains(listing, " 6 ") || !strings.Contains(listing, " f.txt\n") {
+		t.Errorf("ls a/b:\n%q", ls.stdout)
+	}
+	mustRun(t, srv, local, nil, "mv", target(srv.addr, "a/b/f.txt"), target(srv.addr, "a/g.txt"))
+	noFile(t, filepath.Join(root, "a/b/f.txt"))
+	sameFile(t, filepath.Join(local, "f.txt"), filepath.Join(root, "a/g.txt"))
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, "a/g.txt"))
+	noFile(t, filepath.Join(root, "a/g.txt"))
+
+	// Failures name what failed, exit 4, and change nothing.
+	r := run(t, srv, local, nil, "rm", target(srv.addr, "a/nonexistent"))
+	if r.code != 4 || !strings.Contains(r.stderr, "nonexistent") {
+		t.Errorf("rm of a missing file: want exit 4 naming it, got %s", r)
+	}
+	r = run(t, srv, local, nil, "rm", target(srv.addr, "a/b"))
+	if r.code != 4 || !strings.Contains(r.stderr, "directory") {
+		t.Errorf("rm of a directory: want exit 4 saying it is a directory, got %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a/b/c")); err != nil {
+		t.Errorf("a failed rm removed something: %v", err)
+	}
+	r = run(t, srv, local, nil, "mkdir", target(srv.addr, "../escape"))
+	if r.code != 4 || !strings.Contains(r.stderr, "unsafe") {
+		t.Errorf("mkdir ../escape: want exit 4 refusing an unsafe name, got %s", r)
+	}
+	noFile(t, filepath.Join(filepath.Dir(root), "escape"))
+}
+
+// Exit codes: 2 usage, 3 connection refused, 4 transfer failure.
+func TestExitCodes(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "f"), []byte("x"))
+
+	for _, args := range [][]string{{"send"}, {"send", "f"}, {"send", "missing-file", srv.addr}, {"get", srv.addr}} {
+		r := run(t, srv, local, nil, args[0], args[1:]...)
+		if r.code != 2 || !strings.Contains(r.stderr, "kerf:") {
+			t.Errorf("kerf %v: want exit 2 with a message, got %s", args, r)
+		}
+	}
+
+	refused := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	r := run(t, srv, local, []string{"--json"}, "send", "f", refused)
+	if r.code != 3 || !strings.Contains(r.stderr, "connection refused") {
+		t.Errorf("send to a closed port: want exit 3 and 'connection refused', got %s", r)
+	}
+	r = run(t, srv, local, nil, "get", target(refused, "f"), ".")
+	if r.code != 3 || !strings.Contains(r.stderr, "connection refused") {
+		t.Errorf("get from a closed port: want exit 3 and 'connection refused', got %s", r)
+	}
+
+	r = run(t, srv, local, []string{"--json"}, "get", target(srv.addr, "no-such-file"), ".")
+	if r.code != 4 || !strings.Contains(r.stderr, "no-such-file") {
+		t.Errorf("get of a missing file: want exit 4 naming it, got %s", r)
+	}
+	evs := parseEvents(t, r.stdout)
+	if len(evs) == 0 || evs[len(evs)-1].Event != "error" || evs[len(evs)-1].Error == "" {
+		t.Errorf("--json of a failed get should end with an error event:\n%s", r.stdout)
+	}
+	noFile(t, filepath.Join(local, "no-such-file"))
+}
+
+// Bug: `kerf ls` prints the listing with CRLF line ends. The server sends
+// a long reply as an X (text) transaction in Kermit's canonical CRLF form;
+// the receiving engine (kermit/recv.go, recvGroup, case 'X') keeps
+// cur.text = cfg.Text, false in binary mode, so the CRs reach stdout.
+func TestLsPrintsLocalLineEnds(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for i := range 3 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("f%d", i)), []byte("x"))
+	}
+	ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, "/"))
+	if strings.Count(ls.stdout, "\n") != 3 {
+		t.Errorf("ls of 3 files printed %q", ls.stdout)
+	}
+	if strings.Contains(ls.stdout, "\r") {
+		t.Errorf("ls printed carriage returns: %q", ls.stdout)
+	}
+}

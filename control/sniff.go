@@ -81,11 +81,11 @@ type dataConn struct {
 	net.Conn // the TCP connection
 	l        *dataListener
 
-	once   sync.Once
-	err    error
-	tls    *tls.Conn
-	buf    []byte // plaintext hello, replayed to datachan
-	isTLS  bool
+	once  sync.Once
+	err   error
+	tls   *tls.Conn
+	buf   []byte // plaintext hello, replayed to datachan
+	isTLS bool
 }
 
 func (c *dataConn) decide() {

@@ -48,9 +48,9 @@ func newJail(t *testing.T) jail {
 	must(t, os.WriteFile(filepath.Join(j.outside, "secret.txt"), []byte(secret), 0o644))
 	must(t, os.WriteFile(filepath.Join(j.root, "pub.txt"), []byte("public\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(j.root, "sub", "in.txt"), []byte("inside\n"), 0o644))
-	must(t, os.Symlink(j.outside, filepath.Join(j.root, "out")))                          // dir link leaving the root
+	must(t, os.Symlink(j.outside, filepath.Join(j.root, "out")))                            // dir link leaving the root
 	must(t, os.Symlink(filepath.Join(j.outside, "secret.txt"), filepath.Join(j.root, "f"))) // file link leaving the root
-	must(t, os.Symlink("../../outside", filepath.Join(j.root, "sub", "up")))              // relative link leaving the root
+	must(t, os.Symlink("../../outside", filepath.Join(j.root, "sub", "up")))                // relative link leaving the root
 	must(t, os.Symlink("/dev/zero", filepath.Join(j.root, "zero")))
 	if err := syscall.Mkfifo(filepath.Join(j.root, "fifo"), 0o644); err != nil {
 		t.Logf("no FIFO: %v", err)
@@ -399,4 +399,3 @@ func TestHostKeyPinning(t *testing.T) {
 		})
 	}
 }
-

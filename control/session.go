@@ -216,7 +216,8 @@ func (f *sessionFS) Create(name string) (kermit.Incoming, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.Create(name)
+	inc, err := d.Create(name)
+	return inc, clearErr(err, name)
 }
 
 func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
@@ -224,7 +225,8 @@ func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, e
 	if err != nil {
 		return nil, err
 	}
-	return d.Match(spec, recursive)
+	files, err := d.Match(spec, recursive)
+	return files, clearErr(err, spec)
 }
 
 func (f *sessionFS) List(spec string) (string, error) {
@@ -232,7 +234,8 @@ func (f *sessionFS) List(spec string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return d.List(spec)
+	list, err := d.List(spec)
+	return list, clearErr(err, spec)
 }
 
 func (f *sessionFS) Chdir(dir string) error {
@@ -240,7 +243,7 @@ func (f *sessionFS) Chdir(dir string) error {
 	if err != nil {
 		return err
 	}
-	return d.Chdir(dir)
+	return clearErr(d.Chdir(dir), dir)
 }
 
 func (f *sessionFS) Pwd() string {
@@ -256,7 +259,7 @@ func (f *sessionFS) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	return d.Remove(name)
+	return clearErr(d.Remove(name), name)
 }
 
 func (f *sessionFS) Mkdir(name string) error {
@@ -264,7 +267,7 @@ func (f *sessionFS) Mkdir(name string) error {
 	if err != nil {
 		return err
 	}
-	return d.Mkdir(name)
+	return clearErr(d.Mkdir(name), name)
 }
 
 func (f *sessionFS) Rmdir(name string) error {
@@ -272,7 +275,7 @@ func (f *sessionFS) Rmdir(name string) error {
 	if err != nil {
 		return err
 	}
-	return d.Rmdir(name)
+	return clearErr(d.Rmdir(name), name)
 }
 
 func (f *sessionFS) Rename(from, to string) error {
@@ -280,5 +283,14 @@ func (f *sessionFS) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
-	return d.Rename(from, to)
+	return clearErr(d.Rename(from, to), from+" -> "+to)
+}
+
+// clearErr rewords os.Root's refusal of a path that leaves the root
+// (through ".." or a symbolic link) for the client.
+func clearErr(err error, name string) error {
+	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("kerf: %s: refused: the path leads outside your directory (through a symbolic link or ..)", name)
+	}
+	return err
 }

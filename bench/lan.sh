@@ -3,7 +3,7 @@
 # source and destination on tmpfs. Run by hand (as root: it installs and
 # starts the peers), not in CI.
 #
-#   bench/lan.sh                          # everything, REPS runs each
+#   bench/lan.sh                          # everything, REPS runs each (~8 min)
 #   TOOLS="raw kerf" CASES=small bench/lan.sh
 #
 # Tools (rows), each a client pushing to a server it starts itself:
@@ -35,7 +35,7 @@
 # Environment (defaults in brackets):
 #   TOOLS ["raw ftp scp rsync ckermit kerf kerf-tls"]
 #   CASES ["big small medium"]
-#   REPS [3]   REPS_SLOW [1] for ckermit (about 40 s per GiB)
+#   REPS [5]   REPS_SLOW [1] for ckermit (about 50 s per GiB)
 #   BIG_MB [1024]  SMALL_N [2000]  SMALL_KB [16]  MEDIUM_N [200]  MEDIUM_MB [4]
 #   WORK [/dev/shm/kerf-lan]: must be tmpfs; removed at the end unless KEEP=1
 #   KERF: a kerf binary (default: built from this tree into WORK)
@@ -46,7 +46,7 @@ set -euo pipefail
 
 TOOLS=${TOOLS:-"raw ftp scp rsync ckermit kerf kerf-tls"}
 CASES=${CASES:-"big small medium"}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 REPS_SLOW=${REPS_SLOW:-1}
 BIG_MB=${BIG_MB:-1024}
 SMALL_N=${SMALL_N:-2000}
@@ -407,6 +407,10 @@ median() { sort -n | awk '{a[NR]=$1} END{if (NR==0) print "-"; else if (NR%2) pr
 RES=$OUT/results.tsv
 printf "tool\tcase\trep\tseconds\tcpu\tserver_cpu\n" >"$RES"
 
+# Servers that stay up (one port each), then the runs: repetitions
+# outermost, so that a slow spell of the machine touches every tool alike.
+declare -A SERVER
+RUN_TOOLS=()
 for tool in $TOOLS; do
 	case $tool in
 	kerf-tls)
@@ -421,10 +425,15 @@ for tool in $TOOLS; do
 	raw | ckermit) SERVER_PID= ;;
 	*) die "unknown tool $tool" ;;
 	esac
-	reps=$REPS
-	[ "$tool" = ckermit ] && reps=$REPS_SLOW
-	for cs in $CASES; do
-		for ((r = 1; r <= reps; r++)); do
+	SERVER[$tool]=$SERVER_PID
+	[ -n "$SERVER_PID" ] && pids+=("$SERVER_PID")
+	RUN_TOOLS+=("$tool")
+done
+for ((r = 1; r <= REPS; r++)); do
+	for tool in "${RUN_TOOLS[@]}"; do
+		[ "$tool" = ckermit ] && [ "$r" -gt "$REPS_SLOW" ] && continue
+		SERVER_PID=${SERVER[$tool]}
+		for cs in $CASES; do
 			res=$(run_one "$tool" "$cs" "$r")
 			log "$tool $cs #$r: $res"
 			if [[ $res == FAIL* ]]; then
@@ -435,6 +444,9 @@ for tool in $TOOLS; do
 			fi
 		done
 	done
+done
+for tool in "${RUN_TOOLS[@]}"; do
+	SERVER_PID=${SERVER[$tool]}
 	case $tool in
 	kerf | kerf-tls) stop_kerf "$tool" ;;
 	ftp | scp | rsync) "stop_$tool" ;;

@@ -15,6 +15,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"kerf/kermit"
@@ -35,6 +36,26 @@ type Dir struct {
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
 	Flat bool
+
+	// Directories files are being received into, kept open so that each
+	// file costs one-name operations (openat, renameat, fsync of the
+	// directory) rather than a walk of its whole path per operation.
+	mu   sync.Mutex
+	dirs map[string]*dirHandle
+}
+
+// maxDirHandles bounds the directories a Dir keeps open when no file in
+// them is being received.
+const maxDirHandles = 64
+
+// dirHandle is an open directory of the tree: a Root confined to it for
+// operations on single names, and the directory itself for fsync.
+type dirHandle struct {
+	rel  string // relative to the tree's top, "." for the top
+	root *os.Root
+	f    *os.File // opened on first sync
+	refs int      // incoming files using it
+	gone bool     // dropped from the cache; closed when refs reaches 0
 }
 
 // Open opens (creating if needed) the directory at dir.
@@ -50,7 +71,112 @@ func Open(dir string) (*Dir, error) {
 }
 
 // Close releases the directory.
-func (d *Dir) Close() error { return d.root.Close() }
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	for k, h := range d.dirs {
+		delete(d.dirs, k)
+		h.gone = true
+		if h.refs == 0 {
+			h.close()
+		}
+	}
+	d.mu.Unlock()
+	return d.root.Close()
+}
+
+// openDir returns the handle of directory rel (creating the directory if
+// need be), from the cache if it is there, with a reference for the
+// caller to give back with putDir.
+func (d *Dir) openDir(rel string) (*dirHandle, error) {
+	d.mu.Lock()
+	if h := d.dirs[rel]; h != nil {
+		h.refs++
+		d.mu.Unlock()
+		return h, nil
+	}
+	d.mu.Unlock()
+	if rel != "." {
+		if err := d.root.MkdirAll(rel, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	r, err := d.root.OpenRoot(rel)
+	if err != nil {
+		return nil, err
+	}
+	h := &dirHandle{rel: rel, root: r, refs: 1}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dirs == nil {
+		d.dirs = make(map[string]*dirHandle)
+	}
+	if old := d.dirs[rel]; old != nil { // opened meanwhile
+		old.refs++
+		r.Close()
+		return old, nil
+	}
+	if len(d.dirs) >= maxDirHandles {
+		for k, o := range d.dirs {
+			if o.refs == 0 {
+				delete(d.dirs, k)
+				o.gone = true
+				o.close()
+			}
+		}
+	}
+	d.dirs[rel] = h
+	return h, nil
+}
+
+// putDir gives back a reference taken by openDir.
+func (d *Dir) putDir(h *dirHandle) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h.refs--
+	if h.refs == 0 && h.gone {
+		h.close()
+	}
+}
+
+// dropDir forgets a cached handle that no longer works (its directory
+// was removed, say); holders keep theirs until putDir.
+func (d *Dir) dropDir(h *dirHandle) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dirs[h.rel] == h {
+		delete(d.dirs, h.rel)
+		h.gone = true
+	}
+}
+
+func (h *dirHandle) close() {
+	h.root.Close()
+	if h.f != nil {
+		h.f.Close()
+	}
+}
+
+// sync makes the directory's entries (a rename into it) durable.
+func (h *dirHandle) sync(d *Dir) error {
+	d.mu.Lock()
+	f := h.f
+	d.mu.Unlock()
+	if f == nil {
+		var err error
+		if f, err = h.root.Open("."); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		if h.f == nil {
+			h.f = f
+		} else {
+			f.Close()
+			f = h.f
+		}
+		d.mu.Unlock()
+	}
+	return f.Sync()
+}
 
 // Path returns the host path of the tree's top.
 func (d *Dir) Path() string { return d.root.Name() }
@@ -114,26 +240,51 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		return nil, err
 	}
 	dir, base := path.Split(rel)
-	if dir != "" {
-		if err := d.root.MkdirAll(strings.TrimSuffix(dir, "/"), 0o755); err != nil {
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	tmp := "." + base + PartSuffix
+	var f *os.File
+	var h *dirHandle
+	for attempt := 0; ; attempt++ {
+		if h, err = d.openDir(dir); err != nil {
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		if fi, err := h.root.Lstat(base); err == nil && !fi.Mode().IsRegular() {
+			d.putDir(h)
+			return nil, fmt.Errorf("filestore: %s exists and is not a regular file", rel)
+		}
+		f, err = h.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o600)
+		if err == nil {
+			break
+		}
+		d.dropDir(h)
+		d.putDir(h)
+		// A cached directory may have been removed since: open it afresh once.
+		if attempt > 0 || !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
 	}
-	if fi, err := d.root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("filestore: %s exists and is not a regular file", rel)
-	}
-	tmp := path.Join(dir, "."+base+PartSuffix)
-	f, err := d.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("filestore: %w", err)
-	}
-	return &incoming{d: d, final: rel, tmp: tmp, f: f}, nil
+	return &incoming{d: d, h: h, final: rel, base: base, tmp: tmp, f: f}, nil
 }
 
+// incoming is a file being received as tmp in directory h, to be renamed
+// base there.
 type incoming struct {
-	d          *Dir
-	final, tmp string
-	f          *os.File
+	d         *Dir
+	h         *dirHandle // released by Commit or Abort
+	final     string     // relative to the tree's top
+	base, tmp string     // names in h
+	f         *os.File
+	released  bool
+}
+
+func (in *incoming) release() {
+	if !in.released {
+		in.released = true
+		in.d.putDir(in.h)
+	}
 }
 
 func (in *incoming) Name() string { return in.final }
@@ -154,45 +305,52 @@ func (in *incoming) Partial() (int64, uint32, error) {
 
 func (in *incoming) Truncate(size int64) error { return in.f.Truncate(size) }
 
+// Commit makes the data durable (fsync), sets mode and time, renames
+// the file to its final name and makes the rename durable (fsync of the
+// directory). Every step works on the open file or on one name in the
+// directory's cached handle.
 func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
+	if in.released {
+		return errors.New("filestore: commit of a finished file")
+	}
 	if err := in.f.Sync(); err != nil {
 		return err
 	}
-	if perm != 0 {
-		if err := in.f.Chmod(perm); err != nil {
-			return err
-		}
-	} else if err := in.f.Chmod(0o644); err != nil {
+	if perm == 0 {
+		perm = 0o644
+	}
+	if err := in.f.Chmod(perm); err != nil {
 		return err
 	}
 	if err := in.f.Close(); err != nil {
 		return err
 	}
 	if !modTime.IsZero() {
-		if err := in.d.root.Chtimes(in.tmp, modTime, modTime); err != nil {
+		if err := in.h.root.Chtimes(in.tmp, modTime, modTime); err != nil {
 			return err
 		}
 	}
-	if err := in.d.root.Rename(in.tmp, in.final); err != nil {
+	if err := in.h.root.Rename(in.tmp, in.base); err != nil {
 		return err
 	}
 	// The rename is durable only once its directory is synced.
-	dir := path.Dir(in.final)
-	if df, err := in.d.root.Open(dir); err == nil {
-		df.Sync()
-		df.Close()
-	}
-	return nil
+	err := in.h.sync(in.d)
+	in.release()
+	return err
 }
 
 func (in *incoming) Abort(keep bool) error {
 	in.f.Close()
+	if in.released {
+		return nil
+	}
+	defer in.release()
 	if keep {
-		if fi, err := in.d.root.Stat(in.tmp); err == nil && fi.Size() > 0 {
+		if fi, err := in.h.root.Stat(in.tmp); err == nil && fi.Size() > 0 {
 			return nil
 		}
 	}
-	return in.d.root.Remove(in.tmp)
+	return in.h.root.Remove(in.tmp)
 }
 
 // Match resolves a GET filespec: names separated by spaces (braces

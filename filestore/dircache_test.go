@@ -1,0 +1,150 @@
+package filestore_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+)
+
+// receive creates, writes and commits one file.
+func receive(t *testing.T, d *filestore.Dir, name, data string) {
+	t.Helper()
+	in, err := d.Create(name)
+	if err != nil {
+		t.Fatalf("Create(%q): %v", name, err)
+	}
+	if _, err := in.WriteAt([]byte(data), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Commit(time.Time{}, 0); err != nil {
+		t.Fatalf("Commit(%q): %v", name, err)
+	}
+}
+
+func checkFile(t *testing.T, path, want string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		t.Errorf("%s = %q, %v; want %q", path, got, err, want)
+	}
+}
+
+// Directories are kept open between files; one removed (and made again
+// by someone else, or not) in between must not lose the next file.
+func TestCreateAfterDirectoryRemoved(t *testing.T) {
+	root := t.TempDir()
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	receive(t, d, "a/b/1", "one")
+	if err := os.RemoveAll(filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, d, "a/b/2", "two")
+	checkFile(t, filepath.Join(root, "a", "b", "2"), "two")
+
+	// Replaced by a new directory of the same name.
+	os.RemoveAll(filepath.Join(root, "a"))
+	os.MkdirAll(filepath.Join(root, "a", "b"), 0o755)
+	receive(t, d, "a/b/3", "three")
+	checkFile(t, filepath.Join(root, "a", "b", "3"), "three")
+}
+
+// More directories than the handle cache holds, with files open in
+// several of them at once, and a file still open when the Dir closes.
+func TestManyDirectories(t *testing.T) {
+	root := t.TempDir()
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []string
+	ins := map[string]interface {
+		WriteAt([]byte, int64) (int, error)
+		Commit(time.Time, os.FileMode) error
+	}{}
+	for i := range 200 {
+		name := fmt.Sprintf("d%d/sub/f%d", i, i)
+		if i%50 == 0 { // kept open across many evictions
+			in, err := d.Create(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.WriteAt([]byte(name), 0)
+			ins[name] = in
+			open = append(open, name)
+			continue
+		}
+		receive(t, d, name, name)
+	}
+	for _, name := range open {
+		if err := ins[name].Commit(time.Time{}, 0); err != nil {
+			t.Fatalf("Commit(%q) after evictions: %v", name, err)
+		}
+	}
+	for i := range 200 {
+		name := fmt.Sprintf("d%d/sub/f%d", i, i)
+		checkFile(t, filepath.Join(root, filepath.FromSlash(name)), name)
+	}
+	last, err := d.Create("d1/sub/late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	last.Abort(false) // after Close: must not panic
+}
+
+// Mode and time are set on the committed file; the top directory works
+// like any other.
+func TestCommitModeAndTimeAtTop(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	in, err := d.Create("top.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WriteAt([]byte("x"), 0)
+	mt := time.Date(2021, 5, 6, 7, 8, 9, 0, time.UTC)
+	if err := in.Commit(mt, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(root, "top.bin"))
+	if err != nil || fi.Mode().Perm() != 0o640 || !fi.ModTime().Equal(mt) {
+		t.Fatalf("top.bin: %v %v %v", err, fi.Mode(), fi.ModTime())
+	}
+	// A directory where a file is to go is refused, and the next file in
+	// the same directory still works.
+	os.Mkdir(filepath.Join(root, "isdir"), 0o755)
+	if _, err := d.Create("isdir"); err == nil {
+		t.Error("Create over a directory succeeded")
+	}
+	receive(t, d, "next", "n")
+	checkFile(t, filepath.Join(root, "next"), "n")
+}
+
+func BenchmarkCreateCommit(b *testing.B) {
+	root := b.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	data := make([]byte, 16<<10)
+	b.SetBytes(int64(len(data)))
+	i := 0
+	for b.Loop() {
+		in, err := d.Create(fmt.Sprintf("tree/d%d/f%d", i%20, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		in.WriteAt(data, 0)
+		if err := in.Commit(time.Now(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

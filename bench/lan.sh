@@ -18,6 +18,8 @@
 #   kerf      kerf send [-r] to kerf serve, plaintext data connections
 #   kerf-tls  the same with TLS on the data connections (once kerf has it;
 #             "pending" until then)
+#   kerf-b    kerf send/serve of the binary KERF_B, plaintext: to compare
+#             two builds side by side (not in the default TOOLS)
 # Cases: big (one 1 GiB random file), small (2,000 files of 16 KiB in 20
 # directories), medium (200 files of 4 MiB).
 #
@@ -39,6 +41,7 @@
 #   BIG_MB [1024]  SMALL_N [2000]  SMALL_KB [16]  MEDIUM_N [200]  MEDIUM_MB [4]
 #   WORK [/dev/shm/kerf-lan]: must be tmpfs; removed at the end unless KEEP=1
 #   KERF: a kerf binary (default: built from this tree into WORK)
+#   KERF_B: the second kerf binary of the kerf-b row
 #   KERF_STREAMS [1]: --streams for kerf send
 #   INSTALL [1]: apt-get install missing peers
 #   OUT [bench/out/lan-DATE]: results.tsv, table.md, per-run logs
@@ -126,6 +129,11 @@ KERF_AUTH=0
 KERF_ACCEPT=()
 has_flag "$send_help" --accept-new-host-key && KERF_ACCEPT=(--accept-new-host-key)
 KERF_STATE=$WORK/kerf-state
+kerf_bin() { if [ "$1" = kerf-b ]; then echo "$KERF_B"; else echo "$KERF"; fi; }
+case " $TOOLS " in *" kerf-b "*)
+	[ -x "${KERF_B:-}" ] || die "kerf-b needs KERF_B, a kerf binary"
+	KERF_B=$(cd "$(dirname "$KERF_B")" && pwd)/$(basename "$KERF_B") ;;
+esac
 
 # --- source files ---
 make_sources() {
@@ -175,7 +183,7 @@ now() { date +%s.%N; }
 SERVER_PID=
 port_of() { # tool
 	local i=0
-	for t in raw ftp scp rsync ckermit kerf kerf-tls; do
+	for t in raw ftp scp rsync ckermit kerf kerf-tls kerf-b; do
 		[ "$t" = "$1" ] && { echo $((PORT0 + 10 * i)); return; }
 		i=$((i + 1))
 	done
@@ -271,8 +279,8 @@ stop_rsync() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev
 
 start_kerf() { # tool
 	local p; p=$(port_of "$1")
-	local extra=()
-	[ "$1" = kerf ] && extra=("${KERF_PLAIN_SERVE[@]}")
+	local extra=() bin; bin=$(kerf_bin "$1")
+	[ "$1" = kerf-tls ] || extra=("${KERF_PLAIN_SERVE[@]}")
 	if [ "$KERF_AUTH" = 1 ]; then
 		mkdir -p "$KERF_STATE"
 		if [ ! -f "$RUN/kerf-user-done" ]; then
@@ -282,7 +290,7 @@ start_kerf() { # tool
 		extra+=(--state "$KERF_STATE")
 		export KERF_USER=bench KERF_PASSWORD=benchpass
 	fi
-	"$KERF" serve --root "$DST" --listen 127.0.0.1:"$p" "${extra[@]}" >"$OUT/logs/$1-serve.log" 2>&1 &
+	"$bin" serve --root "$DST" --listen 127.0.0.1:"$p" "${extra[@]}" >"$OUT/logs/$1-serve.log" 2>&1 &
 	SERVER_PID=$!
 	wait_port "$p"
 }
@@ -355,11 +363,11 @@ run_one() { # tool case rep
 			-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$what" root@127.0.0.1:"$DST/") ;;
 	rsync)
 		cli=(rsync -a --whole-file "$what" rsync://127.0.0.1:"$p"/dst/) ;;
-	kerf | kerf-tls)
+	kerf | kerf-tls | kerf-b)
 		local extra=(--streams "$KERF_STREAMS" "${KERF_ACCEPT[@]}")
-		[ "$tool" = kerf ] && extra+=("${KERF_PLAIN_SEND[@]}")
+		[ "$tool" = kerf-tls ] || extra+=("${KERF_PLAIN_SEND[@]}")
 		[ "$cs" = big ] || extra+=(-r)
-		cli=("$KERF" -q send "${extra[@]}" "$what" 127.0.0.1:"$p") ;;
+		cli=("$(kerf_bin "$tool")" -q send "${extra[@]}" "$what" 127.0.0.1:"$p") ;;
 	esac
 	if [ ${#srv[@]} -gt 0 ]; then
 		/usr/bin/time -f "%e %U %S %M" -o "$srvtime" "${srv[@]}" >"$lg.srv.out" 2>&1 &
@@ -420,7 +428,7 @@ for tool in $TOOLS; do
 			continue
 		fi
 		start_kerf "$tool" ;;
-	kerf) start_kerf "$tool" ;;
+	kerf | kerf-b) start_kerf "$tool" ;;
 	ftp | scp | rsync) "start_$tool" ;;
 	raw | ckermit) SERVER_PID= ;;
 	*) die "unknown tool $tool" ;;
@@ -448,7 +456,7 @@ done
 for tool in "${RUN_TOOLS[@]}"; do
 	SERVER_PID=${SERVER[$tool]}
 	case $tool in
-	kerf | kerf-tls) stop_kerf "$tool" ;;
+	kerf | kerf-tls | kerf-b) stop_kerf "$tool" ;;
 	ftp | scp | rsync) "stop_$tool" ;;
 	esac
 done

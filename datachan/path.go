@@ -38,7 +38,8 @@ const (
 // Sending: SendFile reads the file in blocks (DefaultBlockSize) on the
 // caller's goroutine, at most DefaultReadAhead blocks ahead of the
 // connections' writer goroutines, which take whichever block is next and
-// write header and payload with one vectored write. A resend request
+// write header and payload with one vectored write. SendFile returns once
+// its last block is queued, not written. A resend request
 // from the peer is served from the src that SendFile was given, until
 // Release.
 //
@@ -52,8 +53,8 @@ const (
 type Path struct {
 	cfg     config
 	streams []*stream
-	sendq   chan *frame // blocks for any connection
-	frames  sync.Pool   // *frame
+	sendq   chan *frame              // blocks for any connection
+	frames  [nFrameClasses]sync.Pool // *frame, by payload buffer size class
 	wg      sync.WaitGroup
 	failed  chan struct{} // closed with the first error
 
@@ -118,9 +119,10 @@ func WithWriteBehind(blocks int) Option {
 	return func(c *config) { c.writeBehind = max(blocks, 0) }
 }
 
-// WithParkLimit sets how many payload bytes of blocks that arrive before
-// their file is expected the Path holds in memory (default
-// DefaultParkLimit). Blocks beyond that are dropped and asked for again
+// WithParkLimit sets how many bytes of blocks that arrive before their
+// file is expected the Path holds in memory (default DefaultParkLimit),
+// counted as the buffers that hold them: each payload rounded up to a
+// power of two, at least 1 KiB. Blocks beyond that are dropped and asked for again
 // once the file is expected.
 func WithParkLimit(bytes int) Option {
 	return func(c *config) { c.parkLimit = max(bytes, 0) }
@@ -153,7 +155,6 @@ type frame struct {
 	h       framing.BlockHeader
 	buf     []byte // backing store of payload, reused
 	payload []byte // nil for a control frame
-	job     *sendJob
 	file    *recvFile
 }
 
@@ -258,15 +259,34 @@ func (s *stream) protocolError(format string, args ...any) error {
 	return fmt.Errorf("%w: stream %d: %s", ErrProtocol, s.idx, fmt.Sprintf(format, args...))
 }
 
+// Payload buffers come in power-of-two size classes from minFrameBuf up
+// to framing.MaxBlockLen, so that a small block (the only block of a
+// small file, say) holds a small buffer: what the park holds, and what it
+// counts against its limit, is then close to the payload bytes.
+const (
+	minFrameBufShift = 10 // 1 KiB
+	nFrameClasses    = 24 - minFrameBufShift + 1
+)
+
+// frameClass returns the size class of an n-byte payload buffer.
+func frameClass(n int) int {
+	c := 0
+	for n > 1<<(minFrameBufShift+c) {
+		c++
+	}
+	return c
+}
+
 // getFrame returns a pooled frame with an n-byte payload (none if n is 0).
 func (p *Path) getFrame(n int) *frame {
-	f, _ := p.frames.Get().(*frame)
+	c := frameClass(n)
+	f, _ := p.frames[c].Get().(*frame)
 	if f == nil {
 		f = new(frame)
 	}
 	if n > 0 {
 		if cap(f.buf) < n {
-			f.buf = make([]byte, max(n, p.cfg.blockSize))
+			f.buf = make([]byte, 1<<(minFrameBufShift+c))
 		}
 		f.payload = f.buf[:n]
 	}
@@ -274,8 +294,15 @@ func (p *Path) getFrame(n int) *frame {
 }
 
 func (p *Path) putFrame(f *frame) {
-	f.payload, f.job, f.file = nil, nil, nil
-	p.frames.Put(f)
+	f.payload, f.file = nil, nil
+	c := 0
+	if f.buf != nil {
+		c = frameClass(cap(f.buf))
+		if cap(f.buf) != 1<<(minFrameBufShift+c) {
+			return
+		}
+	}
+	p.frames[c].Put(f)
 }
 
 // readFullAt fills b from src at off; a short file is an error.

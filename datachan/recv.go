@@ -58,7 +58,7 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	var err error
 	admitted := parked[:0]
 	for _, e := range parked {
-		p.parkedBytes -= len(e.f.payload)
+		p.parkedBytes -= cap(e.f.buf)
 		if err != nil {
 			p.putFrame(e.f)
 			continue
@@ -229,9 +229,9 @@ func (s *stream) deliver(f *frame) error {
 func (s *stream) earlyLocked(f *frame) error {
 	p := s.p
 	id := f.h.FileID
-	if p.parkedBytes+len(f.payload) <= p.cfg.parkLimit {
+	if p.parkedBytes+cap(f.buf) <= p.cfg.parkLimit {
 		p.parked[id] = append(p.parked[id], early{s: s, h: f.h, f: f})
-		p.parkedBytes += len(f.payload)
+		p.parkedBytes += cap(f.buf)
 		p.mu.Unlock()
 		p.stats.parked.Add(1)
 		return nil

@@ -86,6 +86,7 @@ func TestResumeAfterClientKilled(t *testing.T) {
 	upBefore := fs.data.upBytes.Load()
 	r := mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "big.bin", fs.addr())
 	d := checkDoneEvent(t, r, "big.bin", size, kept)
+	checkCRC(t, d, src) // the whole file's, not the rest's
 	if d.Offset != kept || d.Bytes != size-kept {
 		t.Errorf("resumed at %d sending %d bytes, want %d and %d", d.Offset, d.Bytes, kept, size-kept)
 	}
@@ -183,4 +184,84 @@ func TestDataConnectionDropped(t *testing.T) {
 		t.Errorf("the resume sent the whole file again")
 	}
 	sameFile(t, src, dst)
+}
+
+// GET side: the data connection dies while the server sends; the client
+// keeps its partial file, `get --resume` (REGET) fetches only the rest.
+func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const size = 12 << 20
+	src := filepath.Join(root, "g.bin")
+	writeFile(t, src, randomBytes(size, 13))
+	dst := filepath.Join(local, "g.bin")
+
+	fs.data.cutDown.Store(3 << 20)
+	r := run(t, fs.server, local, []string{"--json"}, "get", target(fs.addr(), "g.bin"), ".")
+	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
+		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
+	}
+	noFile(t, dst)
+	kept := fileSize(partName(dst))
+	if kept <= 0 || kept >= size {
+		t.Fatalf("client kept %d bytes of %d", kept, size)
+	}
+
+	fs.data.cutDown.Store(0)
+	down := fs.data.downBytes.Load()
+	r = mustRun(t, fs.server, local, []string{"--json"}, "get", "--resume", target(fs.addr(), "g.bin"), ".")
+	checkDoneEvent(t, r, "g.bin", size, kept)
+	if moved := fs.data.downBytes.Load() - down; moved > size-kept+64<<10 {
+		t.Errorf("%d bytes crossed the data connection for a %d-byte rest", moved, size-kept)
+	}
+	sameFile(t, src, dst)
+	noFile(t, partName(dst))
+}
+
+// A partial file that already holds the whole file: the resume moves no
+// bytes and completes it.
+func TestResumeOfCompletePartial(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	data := randomBytes(700000, 14)
+	src := filepath.Join(local, "full.bin")
+	writeFile(t, src, data)
+	writeFile(t, partName(filepath.Join(root, "full.bin")), data)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "full.bin", srv.addr)
+	checkDoneEvent(t, r, "full.bin", int64(len(data)), int64(len(data)))
+	sameFile(t, src, filepath.Join(root, "full.bin"))
+	noFile(t, partName(filepath.Join(root, "full.bin")))
+}
+
+// The server dies mid-file: the client fails with exit 4 and a message,
+// and the server's partial is left for a resume, never the final name.
+func TestServerKilledMidFile(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const size = 16 << 20
+	writeFile(t, filepath.Join(local, "k.bin"), randomBytes(size, 15))
+	part := partName(filepath.Join(root, "k.bin"))
+	fs.data.rateUp.Store(8 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= 1<<20 })
+	fs.cmd.Process.Signal(syscall.SIGKILL)
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the client hung after the server died:\n%s", out.String())
+	}
+	code := cmd.ProcessState.ExitCode()
+	if err == nil || code != 4 || !strings.Contains(out.String(), "kerf:") {
+		t.Fatalf("want exit 4 with a message, got %d:\n%s", code, out.String())
+	}
+	noFile(t, filepath.Join(root, "k.bin"))
+	if fileSize(part) <= 0 {
+		t.Errorf("the server's partial file is gone")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -422,4 +423,31 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// fileCRC32C is the CRC-32C (Castagnoli) of the file at p, as 8 hex digits.
+func fileCRC32C(t *testing.T, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// checkCRC asserts that a file_done event's crc32c, if present, is the
+// CRC-32C of the whole file at p.
+func checkCRC(t *testing.T, d event, p string) {
+	t.Helper()
+	if d.CRC32C == "" {
+		return
+	}
+	if want := fileCRC32C(t, p); d.CRC32C != want {
+		t.Errorf("file_done for %s says crc32c %s; the file's CRC-32C is %s", d.Name, d.CRC32C, want)
+	}
 }

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,6 +56,7 @@ type proxy struct {
 	corruptUp  atomic.Int32 // payloads client->server to damage (one bit each)
 	corruptDn  atomic.Int32 // payloads server->client to damage
 	cutAfter   atomic.Int64 // close the connection after this many bytes client->server (0: never)
+	cutDown    atomic.Int64 // close the connection after this many bytes server->client (0: never)
 	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
 	upBytes    atomic.Int64 // bytes forwarded client->server
 	downBytes  atomic.Int64 // bytes forwarded server->client
@@ -237,7 +236,11 @@ func (p *proxy) forward(dst, src net.Conn, n int, up bool) error {
 // reports whether the connection has been cut.
 func (p *proxy) count(up bool, n int64) (cut bool) {
 	if !up {
-		p.downBytes.Add(n)
+		total := p.downBytes.Add(n)
+		if c := p.cutDown.Load(); c > 0 && total >= c {
+			p.cuts.Add(1)
+			return true
+		}
 		return false
 	}
 	total := p.upBytes.Add(n)
@@ -260,8 +263,4 @@ func (p *proxy) stats() (blocks map[blockKey]int, resendReqs int, corrupted []bl
 		blocks[k] = v
 	}
 	return blocks, p.resendReqs, append([]blockKey(nil), p.corrupted...)
-}
-
-func isClosedErr(err error) bool {
-	return err != nil && (errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed"))
 }

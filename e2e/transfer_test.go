@@ -21,16 +21,32 @@ func TestSendAndGetSingleFile(t *testing.T) {
 	r := mustRun(t, srv, local, []string{"--json"}, "send", "one.bin", srv.addr)
 	sameFile(t, filepath.Join(local, "one.bin"), filepath.Join(root, "one.bin"))
 	noFile(t, partName(filepath.Join(root, "one.bin")))
-	checkDoneEvent(t, r, "one.bin", int64(len(data)), 0)
+	d := checkDoneEvent(t, r, "one.bin", int64(len(data)), 0)
+	if d.CRC32C == "" {
+		t.Errorf("a dual-channel file_done carries no crc32c")
+	}
+	checkCRC(t, d, filepath.Join(local, "one.bin"))
 
 	r = mustRun(t, srv, back, []string{"--json"}, "get", target(srv.addr, "one.bin"), ".")
 	sameFile(t, filepath.Join(local, "one.bin"), filepath.Join(back, "one.bin"))
-	checkDoneEvent(t, r, "one.bin", int64(len(data)), 0)
+	checkCRC(t, checkDoneEvent(t, r, "one.bin", int64(len(data)), 0), filepath.Join(local, "one.bin"))
+}
+
+// In classic mode (no data channel) the engine computes no CRC for
+// D-packet transfers (kermit/send.go sendFile leaves Event.CRC32C zero);
+// --json's file_done said "crc32c":"00000000". It must be absent or right.
+func TestJSONClassicCRC(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{classic: true})
+	writeFile(t, filepath.Join(local, "c.bin"), randomBytes(50000, 3))
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--classic", "c.bin", srv.addr)
+	checkCRC(t, checkDoneEvent(t, r, "c.bin", 50000, 0), filepath.Join(local, "c.bin"))
+	sameFile(t, filepath.Join(local, "c.bin"), filepath.Join(root, "c.bin"))
 }
 
 // checkDoneEvent asserts well-formed --json output of a one-file transfer:
 // file_start, then file_done with the size, bytes and offset given, then
-// done; the CRC is 8 hex digits.
+// done; the CRC, if given, is 8 hex digits.
 func checkDoneEvent(t *testing.T, r result, name string, size, offset int64) event {
 	t.Helper()
 	evs := parseEvents(t, r.stdout)
@@ -52,7 +68,7 @@ func checkDoneEvent(t *testing.T, r result, name string, size, offset int64) eve
 	if d.Name != name || d.Size == nil || *d.Size != size || d.Offset != offset || d.Bytes != size-offset {
 		t.Errorf("file_done %+v (size %v), want name %s size %d offset %d bytes %d", d, d.Size, name, size, offset, size-offset)
 	}
-	if size > 0 && (len(d.CRC32C) != 8 || strings.Trim(d.CRC32C, "0123456789abcdef") != "") {
+	if d.CRC32C != "" && (len(d.CRC32C) != 8 || strings.Trim(d.CRC32C, "0123456789abcdef") != "") {
 		t.Errorf("file_done crc32c %q, want 8 hex digits", d.CRC32C)
 	}
 	for _, e := range eventsNamed(evs, "progress") {
@@ -103,7 +119,7 @@ func TestSparse1GiB(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustRun(t, srv, local, []string{"--json"}, "send", "--streams", "2", "sparse.img", srv.addr)
-	checkDoneEvent(t, r, "sparse.img", size, 0)
+	checkCRC(t, checkDoneEvent(t, r, "sparse.img", size, 0), p)
 	sameFile(t, p, filepath.Join(root, "sparse.img"))
 }
 
@@ -317,5 +333,47 @@ func TestLsPrintsLocalLineEnds(t *testing.T) {
 	}
 	if strings.Contains(ls.stdout, "\r") {
 		t.Errorf("ls printed carriage returns: %q", ls.stdout)
+	}
+}
+
+// A file the server refuses (a directory is in the way) must not be
+// reported as sent, and the command must fail (exit 4) naming it, while
+// the other files of the group arrive. Bug: kerf exits 0; in dual-channel
+// mode the refused file is also reported file_done (kermit/send.go
+// sendFile: the Z's onAck reports FileDone after the A's onAck reported
+// FileSkipped, and sendGroup never counts refusals as failures).
+func TestRefusedFileFailsTransfer(t *testing.T) {
+	for _, mode := range []string{"dual", "classic"} {
+		t.Run(mode, func(t *testing.T) {
+			root, local := t.TempDir(), t.TempDir()
+			srv := startServer(t, root, serverOpts{classic: mode == "classic"})
+			if err := os.MkdirAll(filepath.Join(root, "a.bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(local, "a.bin"), []byte("refused"))
+			writeFile(t, filepath.Join(local, "b.bin"), []byte("accepted"))
+			args := []string{"a.bin", "b.bin", srv.addr}
+			if mode == "classic" {
+				args = append([]string{"--classic"}, args...)
+			}
+			r := run(t, srv, local, []string{"--json"}, "send", args...)
+			sameFile(t, filepath.Join(local, "b.bin"), filepath.Join(root, "b.bin"))
+			if fi, err := os.Stat(filepath.Join(root, "a.bin")); err != nil || !fi.IsDir() {
+				t.Errorf("the directory in the way was disturbed: %v", err)
+			}
+			evs := parseEvents(t, r.stdout)
+			for _, e := range eventsNamed(evs, "file_done") {
+				if e.Name == "a.bin" {
+					t.Errorf("the refused file was reported sent: %+v", e)
+				}
+			}
+			errs := eventsNamed(evs, "file_error")
+			if len(errs) != 1 || errs[0].Name != "a.bin" || !strings.Contains(errs[0].Error, "refused") {
+				t.Errorf("want one file_error for a.bin saying it was refused:\n%s", r.stdout)
+			}
+			if r.code != 4 || !strings.Contains(r.stderr, "a.bin") {
+				t.Errorf("want exit 4 naming a.bin, got %s", r)
+			}
+		})
 	}
 }

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"kerf/internal/peertest"
+)
+
+// ptyPair starts socat joining two ptys and returns their paths.
+func ptyPair(t *testing.T) (a, b string) {
+	t.Helper()
+	bin := peertest.RequirePeer(t, "socat")
+	dir := t.TempDir()
+	a, b = filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	cmd := exec.Command(bin, "pty,raw,echo=0,link="+a, "pty,raw,echo=0,link="+b)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, "socat's ptys", func() bool {
+		_, errA := os.Stat(a)
+		_, errB := os.Stat(b)
+		return errA == nil && errB == nil
+	})
+	return a, b
+}
+
+// Two kerf peers on a serial line with different --unprefix settings.
+// Bug: the repeat prefix is turned off only by the side set to minimal
+// prefixing (kermit/negotiate.go negotiate: `minimal` depends on this
+// side's cfg.Unprefix and cfg.Parity, which the peer cannot see), so one
+// side encodes runs with '~' and the other reads '~' literally: the file
+// arrives wrong (caught here by the length check).
+func TestSerialUnprefixMismatch(t *testing.T) {
+	for _, c := range []struct{ send, recv string }{{"minimal", "cautious"}, {"cautious", "minimal"}} {
+		t.Run(c.send+"-to-"+c.recv, func(t *testing.T) {
+			a, b := ptyPair(t)
+			local, in := t.TempDir(), t.TempDir()
+			data := []byte(strings.Repeat("a~~~~~~~~~~~~b", 50) + strings.Repeat("x", 300) + "~")
+			writeFile(t, filepath.Join(local, "tilde.txt"), data)
+
+			recv := exec.Command(kerfBin, "serial", "receive", "--line", b, "--unprefix", c.recv, "--dir", in)
+			var rout syncBuffer
+			recv.Stdout, recv.Stderr = &rout, &rout
+			if err := recv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- recv.Wait() }()
+			t.Cleanup(func() { recv.Process.Kill() })
+
+			r := run(t, nil, local, nil, "serial", "send", "--line", a, "--unprefix", c.send, "tilde.txt")
+			var rerr error
+			select {
+			case rerr = <-done:
+			case <-time.After(commandTimeout):
+				t.Fatalf("kerf serial receive did not finish:\n%s", rout.String())
+			}
+			if r.code != 0 || rerr != nil {
+				t.Fatalf("send: %s\nreceive: %v\n%s", r, rerr, rout.String())
+			}
+			sameFile(t, filepath.Join(local, "tilde.txt"), filepath.Join(in, "tilde.txt"))
+		})
+	}
+}
+
+// The same transfer with equal settings works (the control case).
+func TestSerialKerfToKerf(t *testing.T) {
+	a, b := ptyPair(t)
+	local, in := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "r.bin"), randomBytes(200000, 31))
+	recv := exec.Command(kerfBin, "serial", "receive", "--line", b, "--dir", in)
+	var rout syncBuffer
+	recv.Stdout, recv.Stderr = &rout, &rout
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { recv.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- recv.Wait() }()
+	r := run(t, nil, local, nil, "serial", "send", "--line", a, "r.bin")
+	if r.code != 0 {
+		t.Fatalf("send: %s\nreceive:\n%s", r, rout.String())
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("receive: %v\n%s", err, rout.String())
+		}
+	case <-time.After(commandTimeout):
+		t.Fatalf("kerf serial receive did not finish:\n%s", rout.String())
+	}
+	sameFile(t, filepath.Join(local, "r.bin"), filepath.Join(in, "r.bin"))
+}

@@ -127,10 +127,13 @@ func (a *lengthAdapter) lost() {
 }
 
 func (a *lengthAdapter) size() int {
-	if a.losses < 0.5 || a.bytes <= 0 {
+	if a.bytes <= 0 {
 		return a.cap
 	}
-	p := a.losses / a.bytes
+	// A tenth of a loss is assumed before the first is seen: a packet
+	// grows to the maximum only as clean bytes accumulate, because a long
+	// packet already queued cannot be shortened if the line is noisy.
+	p := (a.losses + 0.1) / a.bytes
 	l := int(math.Sqrt(packetOverhead / p))
 	return clamp(l, 40, max(a.cap, 40))
 }
@@ -257,6 +260,7 @@ func (s *Session) retransmitLost(sl *slot) error {
 	if sl.typ == 'D' {
 		s.adapt.lost()
 	}
+	s.cfg.Log.Debug("resend", "seq", sl.seq, "len", len(sl.wire), "sends", sl.sends, "next", s.adapt.size())
 	return s.transmit(sl)
 }
 

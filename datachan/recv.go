@@ -77,8 +77,12 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 		p.fail(err)
 		return err
 	}
+	// The file's first blocks are here already: write them now rather
+	// than hand them to a disk writer and wait for it (for a small file
+	// this is the whole file, and Wait then returns at once).
 	for _, e := range admitted {
-		e.s.queueDisk(e.f)
+		p.store(e.f)
+		p.putFrame(e.f)
 	}
 	for _, e := range deferred {
 		if err := e.s.requestResend(e.h); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 
 	"kerf/auth"
 	"kerf/datachan"
@@ -118,6 +119,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			var pe *kermit.PeerError
 			if errors.As(err, &pe) {
 				return nil, fmt.Errorf("%w: %s", ErrLogin, pe.Msg)
+			}
+			if cfg.Classic && strings.Contains(err.Error(), "reading link") {
+				return nil, fmt.Errorf("control: login: the server closed the connection (a kerf server refuses plain Kermit unless started with --allow-classic; without --classic kerf uses TLS): %w", err)
 			}
 			return nil, fmt.Errorf("control: login: %w", err)
 		}

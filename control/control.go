@@ -14,6 +14,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"kerf/datachan"
@@ -65,6 +66,21 @@ type serverDual struct {
 	pathOpts   []datachan.Option
 	path       *datachan.Path
 	encrypted  bool
+	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
+}
+
+// progress counts the file bytes moved on the data connections (0 for
+// a nil d or no path).
+func (d *serverDual) progress() int64 {
+	if d == nil {
+		return 0
+	}
+	p := d.live.Load()
+	if p == nil {
+		return 0
+	}
+	st := p.Stats()
+	return st.BytesSent + st.BytesReceived
 }
 
 // extPlain is the extension field by which a client asks for plaintext
@@ -118,6 +134,7 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	}
 	d.encrypted = allTLS
 	d.path = datachan.NewPath(conns, d.pathOpts...)
+	d.live.Store(d.path)
 	return d.path, nil
 }
 

@@ -3,6 +3,8 @@ package control_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -62,6 +64,9 @@ func startServerWith(t testing.TB, root string, mod func(*control.ServerConfig))
 	}
 	if mod != nil {
 		mod(&cfg)
+	}
+	if os.Getenv("KERF_TEST_LOG") != "" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	srv, err := control.NewServer(cfg)
 	if err != nil {

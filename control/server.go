@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kerf/auth"
@@ -325,8 +326,10 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 		defer dual.close()
 		kc.Dual = dual
 	}
-	sess := kermit.NewSession(conn, kc)
+	reads := &countingConn{Conn: conn}
+	sess := kermit.NewSession(reads, kc)
 	defer sess.Close()
+	go watchIdle(ctx, s.cfg.IdleTimeout, func() int64 { return reads.n.Load() + dual.progress() }, cancel)
 	// The engine's reader ends with the connection; close it when the
 	// session is cancelled (too many failed logins).
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
@@ -335,6 +338,42 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	err := sess.Serve(ctx, fsys)
 	log.Info("session end", "err", err, "user", fsys.userName(), "dual", sess.DataPath() != nil,
 		"data_tls", dual != nil && dual.encrypted)
+}
+
+// countingConn counts the bytes read from the client.
+type countingConn struct {
+	net.Conn
+	n atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// watchIdle ends a session (cancel) once progress has not moved for
+// idle: no byte from the client on the control connection and no file
+// data either way on the data connections. The engine's own timers are
+// chosen partly by the peer (its Send-Init timeout), so a silent peer is
+// dropped here whatever it asked for.
+func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, cancel context.CancelFunc) {
+	tick := time.NewTicker(max(idle/8, time.Millisecond))
+	defer tick.Stop()
+	last, since := progress(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if p := progress(); p != last {
+				last, since = p, now
+			} else if now.Sub(since) >= idle {
+				cancel()
+				return
+			}
+		}
+	}
 }
 
 // tuneControl turns off Nagle: Kermit's short ACKs must not wait for

@@ -1,0 +1,261 @@
+package control_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kerf/control"
+	"kerf/framing"
+	"kerf/kermit"
+)
+
+// waitClosed asserts the server closes c: a read ends in EOF (or a
+// reset), not in our own generous deadline.
+func waitClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("the server kept %s open", c.LocalAddr())
+	}
+}
+
+// 500 connections that never speak hold nothing up: a real client
+// transfers meanwhile, and every silent one is dropped at the handshake
+// timeout.
+func TestSilentConnections(t *testing.T) {
+	const silent = 500
+	root := t.TempDir()
+	srv := startServerWith(t, root, func(c *control.ServerConfig) {
+		c.HandshakeTimeout = time.Second
+		c.MaxSessions = 2 * silent
+		c.MaxSessionsPerAddr = 2 * silent
+	})
+	var conns []net.Conn
+	for range silent {
+		c, err := net.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	// Also silent after a TLS handshake, and silent on the data port.
+	conns = append(conns, rawTLS(t, srv))
+	dc, err := net.Dial("tcp", srv.DataAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	conns = append(conns, dc)
+
+	ctx := ctxT(t)
+	cl := dialT(t, ctx, clientConfig(srv, nil))
+	data := rnd(1<<20, 3)
+	if err := cl.Send(ctx, []kermit.OutgoingFile{memFile("during.bin", data)}); err != nil {
+		t.Fatalf("transfer held up by silent connections: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "during.bin")); !bytes.Equal(b, data) {
+		t.Fatal("file damaged")
+	}
+	for _, c := range conns {
+		waitClosed(t, c)
+	}
+	// The logged-in client outlives the handshake timeout.
+	if _, err := cl.Generic(ctx, 'D', ""); err != nil {
+		t.Errorf("logged-in session dropped by the handshake timeout: %v", err)
+	}
+}
+
+func TestSessionLimits(t *testing.T) {
+	cases := []struct {
+		name           string
+		total, perAddr int
+	}{
+		{"per address", 100, 3},
+		{"overall", 3, 100},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
+				c.MaxSessions, c.MaxSessionsPerAddr = tc.total, tc.perAddr
+				c.HandshakeTimeout = time.Minute // only the limit can close the next one
+			})
+			for range 3 {
+				c, err := net.Dial("tcp", srv.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+			}
+			// Held connections are counted before the next is accepted.
+			for srv.Sessions() < 3 {
+				time.Sleep(time.Millisecond)
+			}
+			c, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			waitClosed(t, c)
+			if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); err == nil {
+				t.Error("a client got in beyond the limit")
+			}
+		})
+	}
+}
+
+// Garbage and oversized packets neither crash the server nor disturb
+// other sessions, and the offender is dropped.
+func TestMalformedPackets(t *testing.T) {
+	long := framing.Frame{Check: 1}
+	hugeHdr := []byte{framing.SOH, ' ', ' ' + 0, 'S', ' ' + 94, ' ' + 94, 0} // LENX far beyond 9024
+	withS, _ := long.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'S', Data: []byte("~* @-#Y3~^>J)0___U1")})
+	inputs := []struct {
+		name string
+		data []byte
+	}{
+		{"random bytes", rnd(64<<10, 5)},
+		{"only marks", bytes.Repeat([]byte{framing.SOH}, 20000)},
+		{"oversized long header", append(hugeHdr, rnd(20000, 6)...)},
+		{"unterminated packet", []byte{framing.SOH, '~', ' ', 'D'}},
+		{"packets of unknown types", bytes.Repeat(mustPacket(t, 'Q', "x"), 100)},
+		{"S then garbage", append(withS, rnd(10000, 8)...)},
+		{"megabyte without a mark", bytes.Repeat([]byte("A"), 1<<20)},
+	}
+	for _, pre := range []bool{false, true} {
+		for _, in := range inputs {
+			name := in.name
+			if pre {
+				name += " after login"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				j := newJail(t)
+				before := snapshot(t, j.outside)
+				srv := startServerWith(t, j.root, func(c *control.ServerConfig) {
+					c.HandshakeTimeout = 2 * time.Second
+					// A silent peer is dropped at the idle timeout, whatever
+					// timeout its Send-Init asked for (the S below asks 10s).
+					c.IdleTimeout = time.Second
+				})
+				ctx := ctxT(t)
+				tc := rawTLS(t, srv)
+				if pre {
+					s := kermit.NewSession(tc, kermit.DefaultConfig())
+					if _, err := s.Generic(ctx, 'I', testUser, testPass); err != nil {
+						t.Fatal(err)
+					}
+					s.Close()
+				}
+				go io.Copy(io.Discard, tc)
+				tc.Write(in.data)
+				// Another client is served as usual.
+				cl := dialT(t, ctx, clientConfig(srv, nil))
+				if _, err := cl.Generic(ctx, 'D', ""); err != nil {
+					t.Fatalf("server disturbed: %v", err)
+				}
+				waitClosed(t, tc)
+				j.untouched(t, before)
+			})
+		}
+	}
+}
+
+func mustPacket(t *testing.T, typ byte, data string) []byte {
+	f := framing.Frame{Check: 1}
+	b, err := f.AppendPacket(nil, framing.Packet{Seq: 0, Type: typ, Data: []byte(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\r')
+}
+
+// A plain Kermit peer on a server without --allow-classic gets an E
+// packet saying why, then the connection closes.
+func TestClassicRefusedByDefault(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := kermit.NewSession(c, kermit.DefaultConfig())
+	defer s.Close()
+	err = s.Send(ctxT(t), []kermit.OutgoingFile{memFile("x", []byte("x"))})
+	var pe *kermit.PeerError
+	if !errors.As(err, &pe) || pe.Msg != control.ClassicRefusal {
+		t.Fatalf("err = %v, want E %q", err, control.ClassicRefusal)
+	}
+	// And kerf's own client, told to speak classic, gets a clear error.
+	_, err = control.Dial(ctxT(t), control.ClientConfig{Addr: srv.Addr().String(), Classic: true, User: testUser, Password: testPass})
+	if err == nil || !strings.Contains(err.Error(), "--allow-classic") {
+		t.Errorf("classic client: err = %v", err)
+	}
+}
+
+func TestClassicAllowed(t *testing.T) {
+	cases := []struct {
+		name      string
+		anonymous bool
+		user, pw  string
+		wantLogin string // error from Dial, "" for none
+		canRead   bool
+		canWrite  bool
+	}{
+		{"REMOTE LOGIN", false, testUser, testPass, "", true, true},
+		{"REMOTE LOGIN wrong password", false, testUser, "nope", "login failed", false, false},
+		{"anonymous", true, "", "", "", true, false},
+		{"no login, anonymous off", false, "", "", "", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newJail(t)
+			before := snapshot(t, j.outside)
+			srv := startServerWith(t, j.root, func(c *control.ServerConfig) {
+				c.AllowClassic = true
+				c.Anonymous = tc.anonymous
+			})
+			ctx := ctxT(t)
+			cl, err := control.Dial(ctx, control.ClientConfig{Addr: srv.Addr().String(), Classic: true, User: tc.user, Password: tc.pw})
+			if tc.wantLogin != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantLogin) {
+					t.Fatalf("err = %v, want %q", err, tc.wantLogin)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			err = cl.Send(ctx, []kermit.OutgoingFile{memFile("up.txt", []byte("up"))})
+			_, statErr := os.Stat(filepath.Join(j.root, "up.txt"))
+			if (statErr == nil) != tc.canWrite {
+				t.Errorf("write: stat %v, send %v, want can write = %v", statErr, err, tc.canWrite)
+			}
+			back := filepath.Join(j.base, "back")
+			err = get("pub.txt", false)(ctx, cl, back)
+			_, statErr = os.Stat(filepath.Join(back, "pub.txt"))
+			if (statErr == nil) != tc.canRead {
+				t.Errorf("read: stat %v, get %v, want can read = %v", statErr, err, tc.canRead)
+			}
+			if cl.Dual() {
+				t.Error("a classic session opened a data channel")
+			}
+			j.untouched(t, before)
+		})
+	}
+}
+
+var _ = tls.VersionTLS13
+var _ = context.Background

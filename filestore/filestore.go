@@ -360,11 +360,23 @@ func (in *incoming) Abort(keep bool) error {
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
 	var out []kermit.OutgoingFile
 	pats := SplitSpec(spec)
-	if rel, err := d.resolve(spec); err == nil && len(pats) > 1 {
+	whole := []string{spec}
+	if len(spec) > 2 && spec[0] == '{' && spec[len(spec)-1] == '}' {
+		// One brace-quoted name: braces inside it ("{a {b}.txt}",
+		// "{c{d e}") would split it wrongly.
+		whole = append(whole, spec[1:len(spec)-1])
+	}
+	for _, w := range whole {
+		if len(pats) == 1 && pats[0] == w {
+			break
+		}
 		// C-Kermit 10 sends a GET of {a b} as "a b": a name that exists
 		// whole wins over splitting it at spaces.
-		if _, err := d.root.Lstat(rel); err == nil {
-			pats = []string{spec}
+		if rel, err := d.resolve(w); err == nil {
+			if _, err := d.root.Lstat(rel); err == nil {
+				pats = []string{w}
+				break
+			}
 		}
 	}
 	for _, pat := range pats {

@@ -244,10 +244,14 @@ func getCommand() *cli.Command {
 	}
 }
 
+// quoteSpec joins GET names into one Kermit filespec, brace-quoting
+// names with spaces. A name with braces but no space goes as it is: a
+// kerf server matches a name that exists whole before splitting the
+// spec, and "{x}" would make "{{x}}", which splits wrongly.
 func quoteSpec(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
-		if strings.ContainsAny(n, " {}") {
+		if strings.Contains(n, " ") {
 			n = "{" + n + "}"
 		}
 		q[i] = n

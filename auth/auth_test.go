@@ -1,0 +1,226 @@
+package auth
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+var cheap = Argon2Params{Memory: 64, Time: 1, Threads: 1}
+
+func TestVerify(t *testing.T) {
+	tok, tokStored := NewToken()
+	bc, _ := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	cases := []struct {
+		name, stored, secret string
+		want                 bool
+		wantErr              error
+	}{
+		{"argon2id right", HashPassword("pw", cheap), "pw", true, nil},
+		{"argon2id wrong", HashPassword("pw", cheap), "pW", false, nil},
+		{"argon2id empty", HashPassword("pw", cheap), "", false, nil},
+		{"argon2id default params", HashPassword("pw", DefaultArgon2), "pw", true, nil},
+		{"bcrypt right", string(bc), "pw", true, nil},
+		{"bcrypt wrong", string(bc), "px", false, nil},
+		{"token right", tokStored, tok, true, nil},
+		{"token wrong", tokStored, tok + "x", false, nil},
+		{"token is not its hash", tokStored, tokStored, false, nil},
+		{"plaintext in file", "pw", "pw", false, ErrBadHash},
+		{"argon2 memory bomb", "$argon2id$v=19$m=99999999,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5aw", "pw", false, ErrBadHash},
+		{"argon2 bad version", "$argon2id$v=1$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5aw", "pw", false, ErrBadHash},
+		{"argon2 truncated", "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ", "pw", false, ErrBadHash},
+		{"empty", "", "", false, ErrBadHash},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Verify(tc.stored, tc.secret)
+			if got != tc.want || !errors.Is(err, tc.wantErr) {
+				t.Errorf("Verify = %v, %v; want %v, %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestHashesDiffer(t *testing.T) {
+	if HashPassword("pw", cheap) == HashPassword("pw", cheap) {
+		t.Error("two hashes of one password are equal: no salt")
+	}
+	if _, err := HashPasswordBcrypt(strings.Repeat("x", 73)); err == nil {
+		t.Error("bcrypt accepted a password it would truncate")
+	}
+}
+
+func TestUsersFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", UsersFileName)
+	u, err := OpenUsers(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Add(User{Name: "bob", Secret: HashPassword("one", cheap), Root: "/srv/bob", ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("users file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	// A second handle (the running server) sees changes made by another
+	// (kerf user ...) without being reopened.
+	srv, _ := OpenUsers(path)
+	steps := []struct {
+		name    string
+		do      func() error
+		wantErr error
+		login   string // password that must work for bob ("" = none does)
+	}{
+		{"added", func() error { return nil }, nil, "one"},
+		{"duplicate", func() error { return u.Add(User{Name: "bob", Secret: "x"}) }, ErrUserExists, "one"},
+		{"bad name", func() error { return u.Add(User{Name: "../x", Secret: "x"}) }, ErrBadName, "one"},
+		{"reserved name", func() error { return u.Add(User{Name: "anonymous", Secret: "x"}) }, ErrBadName, "one"},
+		{"passwd", func() error { return u.SetSecret("bob", HashPassword("two", cheap)) }, nil, "two"},
+		{"passwd of nobody", func() error { return u.SetSecret("nobody", "x") }, ErrNoSuchUser, "two"},
+		{"rm", func() error { return u.Remove("bob") }, nil, ""},
+		{"rm again", func() error { return u.Remove("bob") }, ErrNoSuchUser, ""},
+	}
+	for _, st := range steps {
+		if err := st.do(); !errors.Is(err, st.wantErr) {
+			t.Fatalf("%s: err = %v, want %v", st.name, err, st.wantErr)
+		}
+		time.Sleep(10 * time.Millisecond) // distinct modification times
+		for _, pw := range []string{"one", "two"} {
+			e, err := srv.Authenticate("bob", pw)
+			ok := err == nil
+			if ok != (pw == st.login) {
+				t.Errorf("%s: login with %q: %v", st.name, pw, err)
+			}
+			if ok && (e.Root != "/srv/bob" || !e.ReadOnly) {
+				t.Errorf("%s: entry %+v lost its root or read-only flag", st.name, e)
+			}
+			if !ok && !errors.Is(err, ErrLoginFailed) {
+				t.Errorf("%s: failure %v is not ErrLoginFailed", st.name, err)
+			}
+		}
+	}
+	if _, err := srv.Authenticate("nobody", "x"); !errors.Is(err, ErrLoginFailed) {
+		t.Errorf("unknown user: %v", err)
+	}
+}
+
+func TestThrottle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	th := &Throttle{Base: time.Second, Max: 8 * time.Second, Forget: time.Hour, MaxEntries: 3, now: func() time.Time { return now }}
+	a, b := net.ParseIP("192.0.2.1"), net.ParseIP("192.0.2.2")
+	steps := []struct {
+		do       func()
+		ip       net.IP
+		want     time.Duration
+		failures int
+	}{
+		{func() {}, a, 0, 0},
+		{func() { th.Fail(a) }, a, time.Second, 1},
+		{func() { th.Fail(a) }, a, 2 * time.Second, 2},
+		{func() { th.Fail(a) }, a, 4 * time.Second, 3},
+		{func() { th.Fail(a) }, a, 8 * time.Second, 4},
+		{func() { th.Fail(a) }, a, 8 * time.Second, 5}, // capped
+		{func() {}, b, 0, 0},                          // per address
+		{func() { now = now.Add(3 * time.Second) }, a, 5 * time.Second, 5},
+		{func() { now = now.Add(time.Hour) }, a, 0, 5}, // forgotten
+		{func() { th.Fail(a) }, a, time.Second, 1},     // starts over
+		{func() { th.Succeed(a) }, a, 0, 0},
+		{func() { th.Fail(net.ParseIP("2001:db8::1")) }, net.ParseIP("2001:db8::ffff"), time.Second, 1}, // same /64
+		{func() {}, net.ParseIP("2001:db8:0:1::1"), 0, 0},                                              // other /64
+	}
+	for i, st := range steps {
+		st.do()
+		if got := th.Delay(st.ip); got != st.want {
+			t.Errorf("step %d: delay %v, want %v", i, got, st.want)
+		}
+		if got := th.Failures(st.ip); got != st.failures && st.want != 0 {
+			t.Errorf("step %d: failures %d, want %d", i, got, st.failures)
+		}
+	}
+	for i := range 10 {
+		th.Fail(net.IPv4(198, 51, 100, byte(i)))
+	}
+	if len(th.m) > th.MaxEntries {
+		t.Errorf("throttle holds %d entries, bound %d", len(th.m), th.MaxEntries)
+	}
+}
+
+func TestKnownHosts(t *testing.T) {
+	const fpA, fpB = "sha256:aaaa", "sha256:bbbb"
+	cases := []struct {
+		name             string
+		file             string
+		acceptNew, chg   bool
+		ask              bool
+		addr, fp         string
+		wantErr          error
+		wantFileContains string
+	}{
+		{"unknown refused", "", false, false, false, "h:1", fpA, ErrHostUnknown, ""},
+		{"unknown accepted by flag", "", true, false, false, "h:1", fpA, nil, "h:1 " + fpA},
+		{"unknown accepted at prompt", "", false, false, true, "h:1", fpA, nil, "h:1 " + fpA},
+		{"known", "# c\nh:1 " + fpA + "\n", false, false, false, "h:1", fpA, nil, "# c\nh:1 " + fpA},
+		{"changed refused", "h:1 " + fpA + "\n", true, false, true, "h:1", fpB, ErrHostKeyChanged, "h:1 " + fpA},
+		{"changed accepted", "g:2 " + fpA + "\nh:1 " + fpA + "\n", false, true, false, "h:1", fpB, nil, "g:2 " + fpA + "\nh:1 " + fpB + "\n"},
+		{"other port is another server", "h:1 " + fpA + "\n", false, false, false, "h:2", fpA, ErrHostUnknown, ""},
+		{"malformed file", "h:1\n", true, true, false, "h:1", fpA, nil, "h:1\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "known_hosts")
+			if tc.file != "" {
+				os.WriteFile(p, []byte(tc.file), 0o600)
+			}
+			k := &KnownHosts{Path: p, AcceptNew: tc.acceptNew, AcceptChanged: tc.chg}
+			if tc.ask {
+				k.Ask = func(string, string) bool { return true }
+			}
+			err := k.Check(tc.addr, tc.fp)
+			if tc.name == "malformed file" {
+				if err == nil {
+					t.Error("a malformed known_hosts was accepted")
+				}
+				return
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			b, _ := os.ReadFile(p)
+			if !strings.Contains(string(b), tc.wantFileContains) {
+				t.Errorf("file %q does not contain %q", b, tc.wantFileContains)
+			}
+		})
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "server")
+	id, created, err := LoadOrCreateIdentity(dir)
+	if err != nil || !created {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, KeyFileName)); fi.Mode().Perm() != 0o600 {
+		t.Errorf("key mode %v", fi.Mode())
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("state dir mode %v", fi.Mode())
+	}
+	again, created, err := LoadOrCreateIdentity(dir)
+	if err != nil || created || again.Fingerprint != id.Fingerprint {
+		t.Fatalf("reload: %v %v %s vs %s", created, err, again.Fingerprint, id.Fingerprint)
+	}
+	other, _ := NewIdentity()
+	if other.Fingerprint == id.Fingerprint || !strings.HasPrefix(id.Fingerprint, FingerprintPrefix) || len(id.Fingerprint) != len(FingerprintPrefix)+64 {
+		t.Errorf("fingerprints %s, %s", id.Fingerprint, other.Fingerprint)
+	}
+	if _, err := LoadIdentity(filepath.Join(dir, CertFileName), filepath.Join(dir, "nope.pem")); err == nil {
+		t.Error("loaded a missing key")
+	}
+}

@@ -212,7 +212,7 @@ func TestRecursiveTree2000(t *testing.T) {
 	}
 	checkTree(t, filepath.Join(root, "backup"), files)
 
-	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "backup/photos"), ".")
+	mustRun(t, srv, back, nil, "get", "-r", "--streams", "3", target(srv.addr, "backup/photos"), ".")
 	checkTree(t, back, files)
 }
 
@@ -375,5 +375,37 @@ func TestRefusedFileFailsTransfer(t *testing.T) {
 				t.Errorf("want exit 4 naming a.bin, got %s", r)
 			}
 		})
+	}
+}
+
+// Bug: with the data channel, neither side reports progress during a file
+// (no FileProgress events: kermit/send.go sendFile's dual path and
+// kermit/recv.go only report at Z, and kermit.DataPath has no progress
+// callback), so --json shows no "progress" event and the terminal
+// progress bar stands still until each file ends, however long it takes.
+// Classic mode reports progress per D packet.
+func TestProgressEventsWithDataChannel(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	const size = 8 << 20 // 32 blocks
+	writeFile(t, filepath.Join(local, "p.bin"), randomBytes(size, 51))
+	for _, c := range []struct {
+		name string
+		dir  string
+		args []string
+	}{
+		{"send", local, []string{"send", "p.bin", srv.addr}},
+		{"get", back, []string{"get", target(srv.addr, "p.bin"), "."}},
+	} {
+		r := mustRun(t, srv, c.dir, []string{"--json"}, c.args[0], c.args[1:]...)
+		prog := eventsNamed(parseEvents(t, r.stdout), "progress")
+		if len(prog) == 0 {
+			t.Errorf("%s of %d bytes over the data channel: no progress event", c.name, size)
+		}
+		for _, e := range prog {
+			if e.Bytes <= 0 || e.Bytes > size {
+				t.Errorf("%s: bad progress event %+v", c.name, e)
+			}
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"kerf/auth"
 	"kerf/control"
 	"kerf/filestore"
 )
@@ -44,15 +45,33 @@ func demoCommand() *cli.Command {
 
 			ctx, cancel := context.WithCancel(c.Context)
 			defer cancel()
-			srv, err := control.NewServer(control.ServerConfig{Root: srvRoot, Addr: "127.0.0.1:0"})
+			// The real secure path: a throwaway state (key, self-signed
+			// certificate, users file) and a demo user with a random
+			// password, TLS 1.3 on the control and data connections.
+			state := filepath.Join(work, "state")
+			id, _, err := auth.LoadOrCreateIdentity(state)
+			if err != nil {
+				return err
+			}
+			users, err := auth.OpenUsers(filepath.Join(state, auth.UsersFileName))
+			if err != nil {
+				return err
+			}
+			pw, _ := auth.NewToken()
+			if err := users.Add(auth.User{Name: "demo", Secret: auth.HashPassword(pw, auth.DefaultArgon2), Root: srvRoot}); err != nil {
+				return err
+			}
+			srv, err := control.NewServer(control.ServerConfig{Root: srvRoot, Addr: "127.0.0.1:0", Identity: id, Users: users})
 			if err != nil {
 				return connectErr(err)
 			}
 			go srv.Serve(ctx)
 			defer srv.Close()
-			fmt.Printf("server on %s (data %s)\n", srv.Addr(), srv.DataAddr())
+			fmt.Printf("server on %s (data %s), key %s\n", srv.Addr(), srv.DataAddr(), id.Fingerprint)
 
-			cl, err := control.Dial(ctx, control.ClientConfig{Addr: srv.Addr().String(), Streams: c.Int("streams")})
+			known := &auth.KnownHosts{Path: filepath.Join(work, auth.KnownHostsFileName), AcceptNew: true}
+			cl, err := control.Dial(ctx, control.ClientConfig{Addr: srv.Addr().String(), Streams: c.Int("streams"),
+				User: "demo", Password: pw, VerifyHost: known.Check})
 			if err != nil {
 				return connectErr(err)
 			}
@@ -66,9 +85,12 @@ func demoCommand() *cli.Command {
 				return transferErr(fmt.Errorf("send: %w", err))
 			}
 			dSend := time.Since(t0)
-			mode := "dual-channel"
-			if !cl.Dual() {
+			mode := "dual-channel, TLS 1.3"
+			switch {
+			case !cl.Dual():
 				mode = "classic"
+			case !cl.DataEncrypted():
+				mode = "dual-channel, plaintext data"
 			}
 			fmt.Printf("send (%s): %s in %.2fs = %s\n", mode, humanBytes(total), dSend.Seconds(), humanRate(float64(total)/dSend.Seconds()))
 

@@ -72,6 +72,7 @@ func newApp() *cli.App {
 			remoteCommand("rm", "delete remote files", 'E'),
 			mvCommand(),
 			serialCommand(),
+			userCommand(),
 			demoCommand(),
 		},
 	}

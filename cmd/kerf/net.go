@@ -10,9 +10,12 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
+	"kerf/auth"
 	"kerf/control"
 	"kerf/filestore"
 	"kerf/kermit"
@@ -47,18 +50,72 @@ func parseTarget(s string) (addr, rpath string, err error) {
 
 var clientFlags = []cli.Flag{
 	&cli.IntFlag{Name: "streams", Value: 1, Usage: "parallel data connections"},
-	&cli.BoolFlag{Name: "classic", Usage: "do not offer the dual-channel extension (plain Kermit over TCP)"},
+	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
+	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
+	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else a prompt)"},
+	&cli.StringFlag{Name: "known-hosts", Value: defaultKnownHosts(), Usage: "file of pinned server keys"},
+	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
+	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
+	&cli.BoolFlag{Name: "plain-data", Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 }
 
 func dial(c *cli.Context, addr string) (*control.Client, error) {
+	user := c.String("user")
+	pw, err := password(c, user, addr)
+	if err != nil {
+		return nil, err
+	}
+	kh := &auth.KnownHosts{Path: c.String("known-hosts"), AcceptNew: c.Bool("accept-new-host-key"), AcceptChanged: c.Bool("accept-changed-host-key")}
+	if term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
+		kh.Ask = askTrust
+	}
+	if c.Bool("classic") {
+		logger(c).Warn("classic mode: no TLS; the password and the data cross the network in clear")
+	}
 	cl, err := control.Dial(c.Context, control.ClientConfig{
 		Addr: addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
-		Kermit: kermitConfig(c),
+		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	})
 	if err != nil {
 		return nil, connectErr(err)
 	}
 	return cl, nil
+}
+
+// password finds the password for user: --password-file, then
+// $KERF_PASSWORD, then a prompt on the terminal. Anonymous needs none.
+func password(c *cli.Context, user, addr string) (string, error) {
+	if f := c.String("password-file"); f != "" {
+		fh, err := os.Open(f)
+		if err != nil {
+			return "", usageErr("%v", err)
+		}
+		defer fh.Close()
+		line, err := readLine(fh)
+		if err != nil {
+			return "", usageErr("reading %s: %v", f, err)
+		}
+		return line, nil
+	}
+	if pw, ok := os.LookupEnv("KERF_PASSWORD"); ok {
+		return pw, nil
+	}
+	if auth.IsAnonymous(user) {
+		return "", nil
+	}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return "", usageErr("no password for %s: use --password-file or KERF_PASSWORD", user)
+	}
+	return promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr))
+}
+
+// askTrust asks on the terminal whether to pin a server seen for the
+// first time.
+func askTrust(addr, fp string) bool {
+	fmt.Fprintf(os.Stderr, "kerf: the server at %s is not known. Its key fingerprint is\n    %s\n"+
+		"Compare it with the one `kerf serve` printed. Trust it and remember it? [y/N] ", addr, fp)
+	line, _ := readLine(os.Stdin)
+	return strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 }
 
 func kermitConfig(c *cli.Context) *kermit.Config {
@@ -71,29 +128,87 @@ func kermitConfig(c *cli.Context) *kermit.Config {
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "run a kerf server",
+		Usage: "run a kerf server (TLS 1.3; users from the state directory)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "root", Value: ".", Usage: "directory to serve"},
+			&cli.StringFlag{Name: "root", Value: ".", Usage: "directory served to users whose entry names none, and to anonymous access"},
 			&cli.StringFlag{Name: "listen", Value: fmt.Sprintf(":%d", control.DefaultPort), Usage: "control address"},
 			&cli.StringFlag{Name: "data-listen", Usage: "data address (default: the control host, any port)"},
 			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: "data connections per session"},
+			stateFlag(),
+			&cli.StringFlag{Name: "cert", Usage: "PEM certificate chain (default: a self-signed one in the state directory)"},
+			&cli.StringFlag{Name: "key", Usage: "PEM private key for --cert"},
+			&cli.BoolFlag{Name: "anonymous", Usage: "let clients that do not log in read (only) --root"},
+			&cli.BoolFlag{Name: "allow-classic", Usage: "also serve plain Kermit peers (C-Kermit) WITHOUT TLS: their passwords and data cross the network in clear"},
+			&cli.BoolFlag{Name: "plain-data", Usage: "allow unencrypted data connections to clients that ask (--plain-data); control stays encrypted"},
+			&cli.BoolFlag{Name: "data-from-any-address", Usage: "accept data connections from addresses other than the control connection's"},
+			&cli.IntFlag{Name: "max-sessions", Value: 256, Usage: "connections at once"},
+			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
+			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErr("serve takes no arguments")
 			}
 			log := logger(c)
+			id, err := serverIdentity(c)
+			if err != nil {
+				return err
+			}
+			users, err := usersFile(c)
+			if err != nil {
+				return err
+			}
+			if list, err := users.List(); err == nil && len(list) == 0 && !c.Bool("anonymous") {
+				fmt.Fprintf(os.Stderr, "kerf: no users in %s: add one with `kerf user add NAME --root DIR`, or serve --anonymous (read-only)\n", users.Path())
+			}
 			srv, err := control.NewServer(control.ServerConfig{
 				Root: c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
 				MaxStreams: c.Int("max-streams"), Log: log,
+				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),
+				AllowClassic: c.Bool("allow-classic"), AllowPlainData: c.Bool("plain-data"),
+				DataFromAnyAddress: c.Bool("data-from-any-address"),
+				MaxSessions:        c.Int("max-sessions"), MaxSessionsPerAddr: c.Int("max-sessions-per-addr"),
+				IdleTimeout: c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"),
 			})
 			if err != nil {
 				return connectErr(err)
 			}
-			fmt.Fprintf(os.Stderr, "kerf: serving %s on %s (data %s)\n", c.String("root"), srv.Addr(), srv.DataAddr())
+			fmt.Fprintf(os.Stderr, "kerf: serving %s on %s (data %s), TLS 1.3\nkerf: server key fingerprint %s\n",
+				c.String("root"), srv.Addr(), srv.DataAddr(), id.Fingerprint)
+			if c.Bool("allow-classic") {
+				fmt.Fprintln(os.Stderr, "kerf: WARNING: --allow-classic: plain Kermit clients' passwords and file data cross the network in clear")
+			}
+			if c.Bool("plain-data") {
+				fmt.Fprintln(os.Stderr, "kerf: --plain-data: file data of clients that ask for it is not encrypted")
+			}
 			return srv.Serve(c.Context)
 		},
 	}
+}
+
+// serverIdentity loads --cert/--key, or the state directory's key and
+// self-signed certificate, creating them on first start.
+func serverIdentity(c *cli.Context) (*auth.Identity, error) {
+	cert, key := c.String("cert"), c.String("key")
+	if (cert == "") != (key == "") {
+		return nil, usageErr("--cert and --key go together")
+	}
+	if cert != "" {
+		id, err := auth.LoadIdentity(cert, key)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		return id, nil
+	}
+	id, created, err := auth.LoadOrCreateIdentity(c.String("state"))
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if created {
+		fmt.Fprintf(os.Stderr, "kerf: created a server key and self-signed certificate in %s\n", c.String("state"))
+	}
+	return id, nil
 }
 
 // localFiles turns command-line paths into files to send, with scp's
@@ -293,7 +408,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 					return transferErr(fmt.Errorf("%s %s: %w", name, rp, err))
 				}
 				if reply != "" && (cmd == 'D') {
-					fmt.Print(reply)
+					fmt.Print(printable(reply))
 				}
 			}
 			return nil
@@ -335,5 +450,16 @@ func mvCommand() *cli.Command {
 }
 
 var errNoFiles = errors.New("no files")
+
+// printable replaces control characters in text from the server (other
+// than newline and tab) so that names cannot drive the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
 
 var _ = context.Background

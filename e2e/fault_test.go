@@ -265,3 +265,48 @@ func TestServerKilledMidFile(t *testing.T) {
 		t.Errorf("the server's partial file is gone")
 	}
 }
+
+// Two clients send different files under the same name at the same time.
+// The result must be one of them, whole: never a mix.
+func TestConcurrentSendsToOneName(t *testing.T) {
+	root := t.TempDir()
+	fs := startFaultServer(t, root, false)
+	fs.data.rateUp.Store(8 << 20) // make the transfers overlap
+	const size = 6 << 20
+	dirs := []string{t.TempDir(), t.TempDir()}
+	for i, d := range dirs {
+		writeFile(t, filepath.Join(d, "same.bin"), randomBytes(size, uint64(60+i)))
+	}
+	results := make(chan result, 2)
+	for _, d := range dirs {
+		go func() {
+			results <- run(t, fs.server, d, nil, "send", "same.bin", fs.addr())
+		}()
+	}
+	var ok int
+	for range dirs {
+		if r := <-results; r.code == 0 {
+			ok++
+		} else {
+			t.Logf("one send failed: %s", r)
+		}
+	}
+	if ok == 0 {
+		t.Fatalf("both sends failed")
+	}
+	got, err := os.ReadFile(filepath.Join(root, "same.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(filepath.Join(dirs[0], "same.bin"))
+	b, _ := os.ReadFile(filepath.Join(dirs[1], "same.bin"))
+	if !bytes.Equal(got, a) && !bytes.Equal(got, b) {
+		n := 0
+		for i := range min(len(got), len(a)) {
+			if got[i] == a[i] {
+				n++
+			}
+		}
+		t.Errorf("same.bin is neither file: %d bytes, %d of them agree with the first sender's", len(got), n)
+	}
+}

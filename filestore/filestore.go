@@ -25,6 +25,9 @@ import (
 // "..", or contain control characters.
 var ErrUnsafeName = errors.New("filestore: unsafe file name")
 
+// ErrBusy is returned by Create for a name another session is receiving.
+var ErrBusy = errors.New("filestore: file is being received by another session")
+
 // PartSuffix marks a file still being received.
 const PartSuffix = ".kerf-part"
 
@@ -257,6 +260,17 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		}
 		f, err = h.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o600)
 		if err == nil {
+			// Two sessions receiving the same name would write one
+			// temporary file: the second is refused while the first
+			// holds it (until its Commit or Abort).
+			if ok, lerr := lockPart(f); !ok {
+				f.Close()
+				d.putDir(h)
+				if lerr != nil {
+					return nil, fmt.Errorf("filestore: locking %s: %w", rel, lerr)
+				}
+				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
+			}
 			break
 		}
 		d.dropDir(h)
@@ -322,15 +336,17 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if err := in.f.Chmod(perm); err != nil {
 		return err
 	}
-	if err := in.f.Close(); err != nil {
-		return err
-	}
 	if !modTime.IsZero() {
 		if err := in.h.root.Chtimes(in.tmp, modTime, modTime); err != nil {
 			return err
 		}
 	}
+	// Rename while still holding the file (and its lock), so that no
+	// other session can open this temporary name in between.
 	if err := in.h.root.Rename(in.tmp, in.base); err != nil {
+		return err
+	}
+	if err := in.f.Close(); err != nil {
 		return err
 	}
 	// The rename is durable only once its directory is synced.
@@ -340,13 +356,15 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 }
 
 func (in *incoming) Abort(keep bool) error {
-	in.f.Close()
+	// The file is closed (and its lock released) only after any removal,
+	// so that the removal never hits another session's file.
+	defer in.f.Close()
 	if in.released {
 		return nil
 	}
 	defer in.release()
 	if keep {
-		if fi, err := in.h.root.Stat(in.tmp); err == nil && fi.Size() > 0 {
+		if fi, err := in.f.Stat(); err == nil && fi.Size() > 0 {
 			return nil
 		}
 	}

@@ -310,3 +310,22 @@ func TestConcurrentSendsToOneName(t *testing.T) {
 		t.Errorf("same.bin is neither file: %d bytes, %d of them agree with the first sender's", len(got), n)
 	}
 }
+
+// Nothing listens where the server says its data port is (a firewall, a
+// wrong --data-listen): the client fails with a clear message and no
+// file appears.
+func TestDataPortUnreachable(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	fs.data.close()
+	writeFile(t, filepath.Join(local, "u.bin"), randomBytes(100000, 70))
+	r := run(t, fs.server, local, []string{"--json"}, "send", "u.bin", fs.addr())
+	if r.code == 0 || !strings.Contains(r.stderr, "data") || !strings.Contains(r.stderr, "refused") {
+		t.Errorf("want a failure naming the data connection and the refusal, got %s", r)
+	}
+	if r.code != 3 && r.code != 4 {
+		t.Errorf("exit %d, want 3 (connection) or 4 (transfer)", r.code)
+	}
+	noFile(t, filepath.Join(root, "u.bin"))
+	noFile(t, partName(filepath.Join(root, "u.bin")))
+}

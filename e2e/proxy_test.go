@@ -68,6 +68,7 @@ type proxy struct {
 	corrupted  []blockKey
 	wg         sync.WaitGroup
 	closing    chan struct{}
+	closeOnce  sync.Once
 	open       map[net.Conn]bool
 }
 
@@ -89,6 +90,10 @@ func listenProxy(addr, target string, frames bool) (*proxy, error) {
 }
 
 func (p *proxy) close() {
+	p.closeOnce.Do(p.shut)
+}
+
+func (p *proxy) shut() {
 	close(p.closing)
 	p.ln.Close()
 	p.mu.Lock()

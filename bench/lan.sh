@@ -116,20 +116,27 @@ if [ -z "${KERF:-}" ]; then
 	(cd "$root" && go build -o "$KERF" ./cmd/kerf) || die "building kerf failed"
 fi
 KERF=$(cd "$(dirname "$KERF")" && pwd)/$(basename "$KERF")
-serve_help=$("$KERF" serve --help 2>&1 || true)
-send_help=$("$KERF" send --help 2>&1 || true)
+# The CLI grows (TLS, users, host keys): each binary's flags are read from
+# its --help. kerf_flags BIN sets SERVE_PLAIN, SEND_PLAIN (--plain-data:
+# TLS is then the default for data), AUTH (a users file), SEND_EXTRA.
 has_flag() { grep -q -- "$2" <<<"$1"; }
-# Plaintext data: with TLS as the default, --plain-data selects it.
-KERF_PLAIN_SERVE=() KERF_PLAIN_SEND=()
-has_flag "$serve_help" --plain-data && KERF_PLAIN_SERVE=(--plain-data)
-has_flag "$send_help" --plain-data && KERF_PLAIN_SEND=(--plain-data)
+kerf_flags() {
+	local sh ch
+	sh=$("$1" serve --help 2>&1 || true)
+	ch=$("$1" send --help 2>&1 || true)
+	SERVE_PLAIN=() SEND_PLAIN=() SEND_EXTRA=() AUTH=0
+	has_flag "$sh" --plain-data && SERVE_PLAIN=(--plain-data)
+	has_flag "$ch" --plain-data && SEND_PLAIN=(--plain-data)
+	"$1" user --help >/dev/null 2>&1 && AUTH=1
+	has_flag "$ch" --accept-new-host-key && SEND_EXTRA+=(--accept-new-host-key)
+	has_flag "$ch" --known-hosts && SEND_EXTRA+=(--known-hosts "$WORK/kerf-known-hosts")
+	return 0
+}
+kerf_flags "$KERF"
 KERF_TLS=0
-[ ${#KERF_PLAIN_SEND[@]} -gt 0 ] && KERF_TLS=1
-KERF_AUTH=0
-"$KERF" user --help >/dev/null 2>&1 && KERF_AUTH=1
-KERF_ACCEPT=()
-has_flag "$send_help" --accept-new-host-key && KERF_ACCEPT=(--accept-new-host-key)
+[ ${#SEND_PLAIN[@]} -gt 0 ] && KERF_TLS=1
 KERF_STATE=$WORK/kerf-state
+export KERF_USER=bench KERF_PASSWORD=benchpass
 kerf_bin() { if [ "$1" = kerf-b ]; then echo "$KERF_B"; else echo "$KERF"; fi; }
 case " $TOOLS " in *" kerf-b "*)
 	[ -x "${KERF_B:-}" ] || die "kerf-b needs KERF_B, a kerf binary"
@@ -281,15 +288,14 @@ stop_rsync() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev
 start_kerf() { # tool
 	local p; p=$(port_of "$1")
 	local extra=() bin; bin=$(kerf_bin "$1")
-	[ "$1" = kerf-tls ] || extra=("${KERF_PLAIN_SERVE[@]}")
-	if [ "$KERF_AUTH" = 1 ]; then
-		mkdir -p "$KERF_STATE"
-		if [ ! -f "$RUN/kerf-user-done" ]; then
-			echo benchpass | "$KERF" user add bench --root "$DST" --password-stdin --state "$KERF_STATE" >"$OUT/logs/kerf-user.log" 2>&1 &&
-				touch "$RUN/kerf-user-done"
-		fi
-		extra+=(--state "$KERF_STATE")
-		export KERF_USER=bench KERF_PASSWORD=benchpass
+	kerf_flags "$bin"
+	[ "$1" = kerf-tls ] || extra=("${SERVE_PLAIN[@]}")
+	if [ "$AUTH" = 1 ]; then
+		local state=$KERF_STATE-$1
+		mkdir -p "$state"
+		echo benchpass | "$bin" user add --root "$DST" --password-stdin --state "$state" bench >"$OUT/logs/$1-user.log" 2>&1 ||
+			die "$1: kerf user add failed (see $OUT/logs/$1-user.log)"
+		extra+=(--state "$state")
 	fi
 	"$bin" serve --root "$DST" --listen 127.0.0.1:"$p" "${extra[@]}" >"$OUT/logs/$1-serve.log" 2>&1 &
 	SERVER_PID=$!
@@ -365,8 +371,9 @@ run_one() { # tool case rep
 	rsync)
 		cli=(rsync -a --whole-file "$what" rsync://127.0.0.1:"$p"/dst/) ;;
 	kerf | kerf-tls | kerf-b)
-		local extra=(--streams "$KERF_STREAMS" "${KERF_ACCEPT[@]}")
-		[ "$tool" = kerf-tls ] || extra+=("${KERF_PLAIN_SEND[@]}")
+		kerf_flags "$(kerf_bin "$tool")"
+		local extra=(--streams "$KERF_STREAMS" "${SEND_EXTRA[@]}")
+		[ "$tool" = kerf-tls ] || extra+=("${SEND_PLAIN[@]}")
 		[ "$cs" = big ] || extra+=(-r)
 		cli=("$(kerf_bin "$tool")" -q send "${extra[@]}" "$what" 127.0.0.1:"$p") ;;
 	esac

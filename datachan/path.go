@@ -38,8 +38,9 @@ const (
 // Sending: SendFile reads the file in blocks (DefaultBlockSize) on the
 // caller's goroutine, at most DefaultReadAhead blocks ahead of the
 // connections' writer goroutines, which take whichever block is next and
-// write header and payload with one vectored write. SendFile returns once
-// its last block is queued, not written. A resend request
+// write header and payload, which sit back to back in one buffer, with
+// one Write (one syscall; on TLS, no record of its own for the header).
+// SendFile returns once its last block is queued, not written. A resend request
 // from the peer is served from the src that SendFile was given, until
 // Release.
 //
@@ -144,19 +145,25 @@ type stream struct {
 	ctlSignal chan struct{} // capacity 1: ctl is not empty
 	ctlHdr    [framing.FrameLen]byte
 
-	hdr  [framing.BlockHeaderLen]byte // reader's header buffer
-	vec  [2][]byte                    // writer's iovecs
-	bufs net.Buffers
+	hdr [framing.BlockHeaderLen]byte // reader's header buffer
 }
 
-// frame is one outgoing or received frame; frames are pooled.
+// frame is one outgoing or received block; frames are pooled. buf holds
+// the header and the payload back to back, so that a block goes out with
+// one Write: one syscall on TCP, and on TLS no record of its own for the
+// 32-byte header.
 type frame struct {
-	hdr     [framing.BlockHeaderLen]byte
 	h       framing.BlockHeader
-	buf     []byte // backing store of payload, reused
-	payload []byte // nil for a control frame
+	buf     []byte // header room, then payload room; reused
+	payload []byte // buf[framing.BlockHeaderLen:][:n]
 	file    *recvFile
 }
+
+// hdr is the room for the block header in front of the payload.
+func (f *frame) hdr() []byte { return f.buf[:framing.BlockHeaderLen] }
+
+// wire is the header and payload as they go on the connection.
+func (f *frame) wire() []byte { return f.buf[:framing.BlockHeaderLen+len(f.payload)] }
 
 // NewPath starts a Path over conns, which it owns from now on (Close
 // closes them). The order of conns does not matter.
@@ -277,30 +284,26 @@ func frameClass(n int) int {
 	return c
 }
 
-// getFrame returns a pooled frame with an n-byte payload (none if n is 0).
+// getFrame returns a pooled frame with an n-byte payload (n > 0).
 func (p *Path) getFrame(n int) *frame {
 	c := frameClass(n)
 	f, _ := p.frames[c].Get().(*frame)
 	if f == nil {
-		f = new(frame)
+		f = &frame{buf: make([]byte, framing.BlockHeaderLen+1<<(minFrameBufShift+c))}
 	}
-	if n > 0 {
-		if cap(f.buf) < n {
-			f.buf = make([]byte, 1<<(minFrameBufShift+c))
-		}
-		f.payload = f.buf[:n]
-	}
+	f.payload = f.buf[framing.BlockHeaderLen:][:n]
 	return f
 }
 
+// payloadCap is the payload room of f's buffer, what the park counts.
+func (f *frame) payloadCap() int { return cap(f.buf) - framing.BlockHeaderLen }
+
 func (p *Path) putFrame(f *frame) {
 	f.payload, f.file = nil, nil
-	c := 0
-	if f.buf != nil {
-		c = frameClass(cap(f.buf))
-		if cap(f.buf) != 1<<(minFrameBufShift+c) {
-			return
-		}
+	n := f.payloadCap()
+	c := frameClass(n)
+	if n != 1<<(minFrameBufShift+c) {
+		return
 	}
 	p.frames[c].Put(f)
 }

@@ -58,7 +58,7 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	var err error
 	admitted := parked[:0]
 	for _, e := range parked {
-		p.parkedBytes -= cap(e.f.buf)
+		p.parkedBytes -= e.f.payloadCap()
 		if err != nil {
 			p.putFrame(e.f)
 			continue
@@ -233,9 +233,9 @@ func (s *stream) deliver(f *frame) error {
 func (s *stream) earlyLocked(f *frame) error {
 	p := s.p
 	id := f.h.FileID
-	if p.parkedBytes+cap(f.buf) <= p.cfg.parkLimit {
+	if p.parkedBytes+f.payloadCap() <= p.cfg.parkLimit {
 		p.parked[id] = append(p.parked[id], early{s: s, h: f.h, f: f})
-		p.parkedBytes += cap(f.buf)
+		p.parkedBytes += f.payloadCap()
 		p.mu.Unlock()
 		p.stats.parked.Add(1)
 		return nil

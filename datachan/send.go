@@ -41,7 +41,7 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		}
 		c := framing.CRC32C(f.payload)
 		crc = framing.CombineCRC32C(crc, c, l)
-		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr[:])
+		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
 		select {
 		case p.sendq <- f:
 		case <-ctx.Done():
@@ -141,7 +141,7 @@ func (p *Path) resendLoop() {
 			p.fail(fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, r.Offset, err))
 			return
 		}
-		framing.BlockHeader{FileID: r.FileID, Offset: r.Offset, Length: r.Length, PayloadCRC: framing.CRC32C(f.payload)}.Put(f.hdr[:])
+		framing.BlockHeader{FileID: r.FileID, Offset: r.Offset, Length: r.Length, PayloadCRC: framing.CRC32C(f.payload)}.Put(f.hdr())
 		select {
 		case p.sendq <- f:
 			p.stats.blocksResent.Add(1)
@@ -213,11 +213,8 @@ func (s *stream) nextCtl() (framing.ResendRequest, bool) {
 	return r, true
 }
 
-// writeFrame writes a block's header and payload with one vectored write.
+// writeFrame writes a block's header and payload with one Write.
 func (s *stream) writeFrame(f *frame) error {
-	s.vec[0], s.vec[1] = f.hdr[:], f.payload
-	s.bufs = s.vec[:2]
-	_, err := s.bufs.WriteTo(s.conn)
-	s.vec[0], s.vec[1] = nil, nil
+	_, err := s.conn.Write(f.wire())
 	return err
 }

@@ -177,3 +177,43 @@ func TestKerfGetFromCKermitServer(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
 }
+
+// C-Kermit's RESEND and REGET against kerf serve: kerf's receiver answers
+// the recovery request with "1<len><n>" plus its own "c<len><crc>" field,
+// which C-Kermit must ignore; kerf's sender honours C-Kermit's "1<len><n>".
+func TestCKermitResendAndReget(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{classic: true})
+	up := randomBytes(400000, 81)
+	down := randomBytes(300000, 82)
+	writeFile(t, filepath.Join(local, "up.bin"), up)
+	writeFile(t, partName(filepath.Join(root, "up.bin")), up[:123456]) // kerf's partial
+	writeFile(t, filepath.Join(root, "down.bin"), down)
+	writeFile(t, filepath.Join(local, "down.bin"), down[:100000]) // C-Kermit's partial
+	host, port, _ := net.SplitHostPort(srv.addr)
+	k := startCKermit(t, local, fmt.Sprintf(`set host %s %s /raw-socket
+if fail exit 1 "connect failed"
+set file type binary
+log transactions tx.log
+resend up.bin
+if fail exit 2 "resend failed"
+reget down.bin
+if fail exit 3 "reget failed"
+finish`, host, port))
+	if code := k.wait(t); code != 0 {
+		log, _ := os.ReadFile(filepath.Join(local, "tx.log"))
+		t.Fatalf("C-Kermit exit %d:\n%s\n--- transaction log ---\n%s", code, k.out.String(), log)
+	}
+	sameFile(t, filepath.Join(local, "up.bin"), filepath.Join(root, "up.bin"))
+	noFile(t, partName(filepath.Join(root, "up.bin")))
+	want := filepath.Join(t.TempDir(), "down.bin")
+	writeFile(t, want, down)
+	sameFile(t, want, filepath.Join(local, "down.bin"))
+	// Only the rests moved: C-Kermit logs the bytes it transferred.
+	log, _ := os.ReadFile(filepath.Join(local, "tx.log"))
+	for _, w := range []string{fmt.Sprintf("complete, size: %d", 400000-123456), fmt.Sprintf("complete, size: %d", 300000-100000)} {
+		if !strings.Contains(string(log), w) {
+			t.Errorf("C-Kermit's log does not say %q (was the transfer resumed?):\n%s", w, log)
+		}
+	}
+}

@@ -38,11 +38,19 @@
 //     "exit 99"; otherwise a script error (a SEND of a missing file is a
 //     *syntax* error) exits with status 0.
 //
-// Exit statuses seen: 0 when every transfer succeeded, 1 when a SEND or
-// RECEIVE failed (EXIT without a number reports whether any transfer of the
-// session failed, even if later commands succeeded), 99 (from the runner's
-// stdin) when the script stopped on an error. RECEIVE with no sender waits
-// forever: always bound it with Peer.Wait's timeout.
+// Exit statuses of a CKermit peer: 0 when every command and transfer
+// succeeded; 99 when the script stopped on an error — a SEND or RECEIVE
+// that failed ("Too many retries", an E packet) counts, since SET TAKE
+// ERROR ON ends the script there, as does a syntax error. (Without TAKE
+// ERROR ON, EXIT after a failed transfer gives 1, and a syntax error is
+// ignored.) RECEIVE with no sender waits forever: always bound it with
+// Peer.Wait's timeout.
+//
+// Known C-Kermit 10.0 bug, reproduced by bench/serial.sh: with NUL sent
+// unprefixed (SET PREFIXING NONE, or SET CONTROL UNPREFIXED ALL) and
+// sliding windows on a noisy line, the receiver silently truncates data
+// from out-of-order packets at the NUL — both sides report success and exit
+// 0 with a short, wrong file. Always compare bytes.
 //
 // G-Kermit 2.01 uses its stdin/stdout as the line; GKermit attaches the
 // device to both. Useful flags: -i binary, -P literal names (spaces kept),

@@ -221,8 +221,9 @@ const ckermitScriptError = 99
 // "kermit FILE -Y". The command file and transaction log live in a
 // directory of their own, not in dir.
 //
-// Exit status 0 means every transfer succeeded, 1 that one failed, 99 that
-// a command in the script failed (see the package documentation).
+// Exit status 0 means every command and transfer succeeded, 99 that the
+// script stopped on a failed command, a failed transfer included (see the
+// package documentation).
 func CKermit(t testing.TB, dev string, script string, dir string) *Peer {
 	t.Helper()
 	bin := RequirePeer(t, "kermit")

@@ -149,3 +149,18 @@ func TestWaitTimeoutKills(t *testing.T) {
 		t.Fatalf("Wait took %v", time.Since(start))
 	}
 }
+
+func TestCKermitFailedTransferExitStatus(t *testing.T) {
+	t.Parallel()
+	_, b := PtyPair(t) // nobody answers on the master side
+	src := t.TempDir()
+	WriteFiles(t, src, StandardFiles(0, 0)[1:2])
+	p := CKermit(t, b, "set send timeout 1\nset retry-limit 3\nsend allbytes.bin", src)
+	err := p.Wait(40 * time.Second)
+	if err == nil || p.ExitCode() != ckermitScriptError {
+		t.Fatalf("Wait = %v, exit code %d; want exit status %d", err, p.ExitCode(), ckermitScriptError)
+	}
+	if !strings.Contains(err.Error(), "Too many retries") {
+		t.Errorf("error lacks the transaction log's reason: %v", err)
+	}
+}

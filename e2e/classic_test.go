@@ -217,3 +217,30 @@ finish`, host, port))
 		}
 	}
 }
+
+// kerf --resume against a C-Kermit server: RESEND (A with "+R", C-Kermit
+// answers "1<len><n>" without kerf's CRC field) and REGET (J packet).
+func TestKerfResumeWithCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	up := randomBytes(260000, 91)
+	writeFile(t, filepath.Join(local, "up.bin"), up)
+	writeFile(t, filepath.Join(ckdir, "up.bin"), up[:60000])
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, []string{"--json"}, "send", "--classic", "--resume", "up.bin", addr)
+	if r.code != 0 {
+		t.Fatalf("kerf send --classic --resume to C-Kermit: %s", r)
+	}
+	sameFile(t, filepath.Join(local, "up.bin"), filepath.Join(ckdir, "up.bin"))
+	checkDoneEvent(t, r, "up.bin", 260000, 60000)
+
+	down := randomBytes(220000, 92)
+	writeFile(t, filepath.Join(ckdir, "down.bin"), down)
+	writeFile(t, partName(filepath.Join(local, "down.bin")), down[:70000])
+	_, addr = ckermitServer(t, ckdir)
+	r = run(t, nil, local, []string{"--json"}, "get", "--classic", "--resume", target(addr, "down.bin"), ".")
+	if r.code != 0 {
+		t.Fatalf("kerf get --classic --resume from C-Kermit: %s", r)
+	}
+	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
+	checkDoneEvent(t, r, "down.bin", 220000, 70000)
+}

@@ -95,6 +95,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	kc.Streaming = true
 	kc.Unprefix = kermit.UnprefixMinimal
+	reliableTimers(&kc)
 	if cfg.Log != nil {
 		kc.Log = cfg.Log
 	}

@@ -313,6 +313,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 		kc = *s.cfg.Kermit
 	}
 	kc.Streaming = true // TCP is reliable
+	reliableTimers(&kc)
 	kc.IdleTimeout = s.cfg.IdleTimeout
 	kc.Unprefix = kermit.UnprefixMinimal
 	kc.Log = log
@@ -374,6 +375,19 @@ func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, c
 			}
 		}
 	}
+}
+
+// tcpMinTimeout is the shortest retransmission timer on a control
+// connection. TCP loses nothing, so a retransmission can only duplicate:
+// a server command slower than a loopback-tuned timer (a login verifying
+// an argon2id hash, a listing of a big tree) would be run twice, and the
+// stale second answer taken for the reply to the next command. Silent
+// peers are dropped by the idle watchdog, not by retries.
+const tcpMinTimeout = 20 * time.Second
+
+func reliableTimers(kc *kermit.Config) {
+	kc.Timeout = max(kc.Timeout, tcpMinTimeout)
+	kc.MinTimeout = max(kc.MinTimeout, tcpMinTimeout)
 }
 
 // tuneControl turns off Nagle: Kermit's short ACKs must not wait for

@@ -68,6 +68,7 @@ type sessionFS struct {
 	cancel context.CancelFunc
 
 	failures int
+	lastUser string // the user of the last successful login
 
 	mu   sync.Mutex // dir and user are read by the data-channel offer
 	dir  *filestore.Dir
@@ -136,8 +137,18 @@ func (f *sessionFS) Login(user, password string) error {
 		return errTooManyLogins
 	}
 	cfg := &f.srv.cfg
-	if err := cfg.Throttle.Wait(f.ctx, f.ip); err != nil {
-		return err
+	if f.loggedIn() && user == f.lastUser {
+		// Already this user: a retransmitted REMOTE LOGIN is answered
+		// the same way without hashing again.
+		return nil
+	}
+	if d := cfg.Throttle.Delay(f.ip); d > 0 {
+		// Not even checked: an address that failed recently waits. The
+		// answer is immediate, so that it is not retransmitted.
+		f.failures++
+		f.log.Warn("login throttled", "user", user, "wait", d)
+		f.hangUpIfTooMany()
+		return fmt.Errorf("%w (too many failed logins from your address: wait %v)", errLoginFailed, d.Round(100*time.Millisecond))
 	}
 	if auth.IsAnonymous(user) {
 		if !cfg.Anonymous {
@@ -145,6 +156,7 @@ func (f *sessionFS) Login(user, password string) error {
 			return errNoAnonymous
 		}
 		f.log.Info("login", "user", "anonymous", "tls", f.secure)
+		f.lastUser = user
 		return f.bind("anonymous", cfg.Root, true)
 	}
 	if cfg.Users == nil {
@@ -165,6 +177,7 @@ func (f *sessionFS) Login(user, password string) error {
 		root = cfg.Root
 	}
 	f.log.Info("login", "user", u.Name, "root", root, "read_only", u.ReadOnly, "tls", f.secure)
+	f.lastUser = user
 	return f.bind(u.Name, root, u.ReadOnly)
 }
 
@@ -172,8 +185,13 @@ func (f *sessionFS) fail(user string) {
 	f.failures++
 	f.srv.cfg.Throttle.Fail(f.ip)
 	f.log.Warn("login failed", "user", user, "failures", f.failures)
+	f.hangUpIfTooMany()
+}
+
+// hangUpIfTooMany ends the session after MaxLoginAttempts failures,
+// once the E packet has had time to go out.
+func (f *sessionFS) hangUpIfTooMany() {
 	if f.failures >= f.srv.cfg.MaxLoginAttempts {
-		// Let the E packet go out, then end the session.
 		time.AfterFunc(100*time.Millisecond, f.cancel)
 	}
 }

@@ -62,7 +62,7 @@ func userCommand() *cli.Command {
 					&cli.StringFlag{Name: "root", Usage: "the user's directory (default: the server's --root)"},
 					&cli.BoolFlag{Name: "read-only", Usage: "the user may only fetch and list"},
 				}, secretFlags...),
-				Action: func(c *cli.Context) error {
+				Action: flagsAfterName(func(c *cli.Context) error {
 					name, err := oneName(c)
 					if err != nil {
 						return err
@@ -89,14 +89,14 @@ func userCommand() *cli.Command {
 					}
 					fmt.Fprintf(os.Stderr, "kerf: added %s to %s\n", name, u.Path())
 					return nil
-				},
+				}),
 			},
 			{
 				Name:      "passwd",
 				Usage:     "change a user's password (or token)",
 				ArgsUsage: "NAME",
 				Flags:     secretFlags,
-				Action: func(c *cli.Context) error {
+				Action: flagsAfterName(func(c *cli.Context) error {
 					name, err := oneName(c)
 					if err != nil {
 						return err
@@ -114,14 +114,14 @@ func userCommand() *cli.Command {
 					}
 					fmt.Fprintf(os.Stderr, "kerf: changed the password of %s\n", name)
 					return nil
-				},
+				}),
 			},
 			{
 				Name:      "rm",
 				Usage:     "remove a user",
 				ArgsUsage: "NAME",
 				Flags:     []cli.Flag{stateFlag()},
-				Action: func(c *cli.Context) error {
+				Action: flagsAfterName(func(c *cli.Context) error {
 					name, err := oneName(c)
 					if err != nil {
 						return err
@@ -135,7 +135,7 @@ func userCommand() *cli.Command {
 					}
 					fmt.Fprintf(os.Stderr, "kerf: removed %s\n", name)
 					return nil
-				},
+				}),
 			},
 			{
 				Name:  "list",
@@ -172,9 +172,23 @@ func userCommand() *cli.Command {
 
 func oneName(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageErr("usage: kerf user %s NAME", c.Command.Name)
+		return "", usageErr("usage: kerf user %s NAME [flags]", c.Command.Name)
 	}
 	return c.Args().First(), nil
+}
+
+// flagsAfterName lets `kerf user add NAME --root DIR` work: the cli
+// package stops parsing flags at the first argument, so a command given
+// NAME followed by flags runs again with the flags first.
+func flagsAfterName(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		args := c.Args().Slice()
+		if len(args) > 1 && strings.HasPrefix(args[1], "-") {
+			re := append([]string{c.App.Name, "user", c.Command.Name}, args[1:]...)
+			return c.App.RunContext(c.Context, append(re, args[0]))
+		}
+		return action(c)
+	}
 }
 
 // newSecret makes the stored form of a new password or token.

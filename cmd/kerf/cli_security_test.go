@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kerf/auth"
+)
+
+// run runs the kerf command line in-process and returns its exit code
+// (0, or the exitError's code) and error.
+func run(ctx context.Context, args ...string) (int, error) {
+	err := newApp().RunContext(ctx, append([]string{"kerf"}, args...))
+	if err == nil {
+		return 0, nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, err
+	}
+	return exitUsage, err
+}
+
+// withStdin runs f with os.Stdin reading s.
+func withStdin(t *testing.T, s string, f func()) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteString(s)
+	w.Close()
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; r.Close() }()
+	f()
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The whole path through the command line: kerf user add, kerf serve
+// with its state directory, and clients with and without the right
+// password and host key.
+func TestCLISecurity(t *testing.T) {
+	t.Setenv("KERF_PASSWORD", "")
+	os.Unsetenv("KERF_PASSWORD")
+	t.Setenv("KERF_USER", "")
+	base := t.TempDir()
+	state, root, alice := filepath.Join(base, "state"), filepath.Join(base, "root"), filepath.Join(base, "alice")
+	must := func(code int, err error) {
+		t.Helper()
+		if code != 0 {
+			t.Fatalf("exit %d: %v", code, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	withStdin(t, "s3cret pass\n", func() {
+		must(run(ctx, "user", "add", "alice", "--root", alice, "--password-stdin", "--state", state))
+	})
+	withStdin(t, "other\n", func() {
+		if code, _ := run(ctx, "user", "add", "alice", "--password-stdin", "--state", state); code != exitUsage {
+			t.Errorf("duplicate user: exit %d", code)
+		}
+	})
+	withStdin(t, "ro pass\n", func() {
+		must(run(ctx, "user", "add", "reader", "--read-only", "--password-stdin", "--state", state))
+	})
+	u, _ := auth.OpenUsers(filepath.Join(state, auth.UsersFileName))
+	if e, err := u.Authenticate("alice", "s3cret pass"); err != nil || e.Root != alice {
+		t.Fatalf("users file: %+v %v", e, err)
+	}
+
+	id, _, err := auth.LoadOrCreateIdentity(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		_, err := run(sctx, "--log-level", "info", "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s")
+		served <- err
+	}()
+	defer func() { stop(); <-served }()
+	for !dialable(addr) {
+		select {
+		case err := <-served:
+			t.Fatalf("server did not start: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	src := filepath.Join(base, "hello.txt")
+	os.WriteFile(src, []byte("hello over TLS\n"), 0o644)
+	pwFile := filepath.Join(base, "pw")
+	os.WriteFile(pwFile, []byte("s3cret pass\n"), 0o600)
+	badPw := filepath.Join(base, "badpw")
+	os.WriteFile(badPw, []byte("wrong\n"), 0o600)
+	kh := filepath.Join(base, "known_hosts")
+	changed := filepath.Join(base, "known_hosts_changed")
+	os.WriteFile(changed, []byte(addr+" sha256:"+strings.Repeat("00", 32)+"\n"), 0o600)
+
+	cases := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantMsg  string
+	}{
+		{"unknown host refused", []string{"send", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, src, addr + "/in"}, exitConnect, "--accept-new-host-key"},
+		{"first use pinned", []string{"send", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, "--accept-new-host-key", src, addr + "/in"}, 0, ""},
+		{"pinned host", []string{"ls", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, addr + "/in"}, 0, ""},
+		{"changed key refused", []string{"ls", "--user", "alice", "--password-file", pwFile, "--known-hosts", changed, "--accept-new-host-key", addr}, exitConnect, "CHANGED"},
+		{"read-only user cannot send", []string{"mkdir", "--user", "reader", "--password-file", filepath.Join(base, "ropw"), "--known-hosts", kh, addr + "/x"}, exitTransfer, "read-only"},
+		{"no anonymous", []string{"ls", "--known-hosts", kh, addr}, exitConnect, "anonymous access is not enabled"},
+		// Right after a failure, the address is throttled: still "login failed".
+		{"wrong password", []string{"ls", "--user", "alice", "--password-file", badPw, "--known-hosts", kh, addr}, exitConnect, "login failed"},
+	}
+	os.WriteFile(filepath.Join(base, "ropw"), []byte("ro pass\n"), 0o600)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, err := run(ctx, append([]string{"--quiet"}, tc.args...)...)
+			if code != tc.wantCode || (tc.wantMsg != "" && (err == nil || !strings.Contains(err.Error(), tc.wantMsg))) {
+				t.Fatalf("exit %d (%v), want %d with %q", code, err, tc.wantCode, tc.wantMsg)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(alice, "in", "hello.txt")); !bytes.Equal(b, []byte("hello over TLS\n")) {
+		t.Errorf("file not in alice's root: %q", b)
+	}
+	if b, _ := os.ReadFile(kh); !strings.Contains(string(b), addr+" "+id.Fingerprint) {
+		t.Errorf("known_hosts = %q, want the server's fingerprint", b)
+	}
+	if b, _ := os.ReadFile(changed); strings.Contains(string(b), id.Fingerprint) {
+		t.Error("a changed key was pinned without --accept-changed-host-key")
+	}
+	must(run(ctx, "user", "rm", "reader", "--state", state))
+	if code, _ := run(ctx, "user", "rm", "reader", "--state", state); code != exitUsage {
+		t.Errorf("removing a missing user: exit %d", code)
+	}
+}
+
+func dialable(addr string) bool {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\tb\n":         "a\tb\n",
+		"evil\x1b[2J\n":  "evil?[2J\n",
+		"bell\x07":       "bell?",
+		"c1\u009bx":      "c1?x",
+		"ünïcode ñame\n": "ünïcode ñame\n",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -127,13 +127,13 @@ func TestThrottle(t *testing.T) {
 		{func() { th.Fail(a) }, a, 4 * time.Second, 3},
 		{func() { th.Fail(a) }, a, 8 * time.Second, 4},
 		{func() { th.Fail(a) }, a, 8 * time.Second, 5}, // capped
-		{func() {}, b, 0, 0},                          // per address
+		{func() {}, b, 0, 0},                           // per address
 		{func() { now = now.Add(3 * time.Second) }, a, 5 * time.Second, 5},
 		{func() { now = now.Add(time.Hour) }, a, 0, 5}, // forgotten
 		{func() { th.Fail(a) }, a, time.Second, 1},     // starts over
 		{func() { th.Succeed(a) }, a, 0, 0},
 		{func() { th.Fail(net.ParseIP("2001:db8::1")) }, net.ParseIP("2001:db8::ffff"), time.Second, 1}, // same /64
-		{func() {}, net.ParseIP("2001:db8:0:1::1"), 0, 0},                                              // other /64
+		{func() {}, net.ParseIP("2001:db8:0:1::1"), 0, 0},                                               // other /64
 	}
 	for i, st := range steps {
 		st.do()

@@ -39,16 +39,17 @@ var errServerExit = errors.New("kermit: server finished")
 // login. Login handles REMOTE LOGIN (generic command I: user, password);
 // Authorized is asked before every other command but the I exchange,
 // FINISH, BYE and LOGOUT, and its error goes back to the client as an E
-// packet.
+// packet. cmd is the packet type ("S", "R", "V", "J") or "G" and the
+// generic command letter ("GD", "GE", ...).
 type Authorizer interface {
 	Login(user, password string) error
-	Authorized() error
+	Authorized(cmd string) error
 }
 
-// authorize asks fsys, if it is an Authorizer, whether commands may run.
-func authorize(fsys ServerFS) error {
+// authorize asks fsys, if it is an Authorizer, whether cmd may run.
+func authorize(fsys ServerFS, cmd string) error {
 	if a, ok := fsys.(Authorizer); ok {
-		return a.Authorized()
+		return a.Authorized(cmd)
 	}
 	return nil
 }
@@ -79,7 +80,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.started = false
 			s.rw.size = 1
 		case 'S':
-			if err := authorize(fsys); err != nil {
+			if err := authorize(fsys, "S"); err != nil {
 				return err
 			}
 			s.rw.started = true
@@ -90,7 +91,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.lo = (p.Seq + 1) % 64
 			return s.recvGroup(ctx, fsys, nil, true)
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
-			if err := authorize(fsys); err != nil {
+			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err
 			}
 			spec, err := s.decodeString(p.Data)
@@ -182,7 +183,7 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		}
 		return s.ackRecv(p.Seq, nil)
 	case raw[0] != 'F' && raw[0] != 'L' && raw[0] != 'X':
-		if err := authorize(fsys); err != nil {
+		if err := authorize(fsys, "G"+string(raw[0])); err != nil {
 			return err
 		}
 	}

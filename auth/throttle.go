@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"net"
 	"sync"
 	"time"
@@ -71,22 +70,6 @@ func (t *Throttle) Delay(ip net.IP) time.Duration {
 		return wait
 	}
 	return 0
-}
-
-// Wait blocks until an attempt from ip is allowed, or ctx ends.
-func (t *Throttle) Wait(ctx context.Context, ip net.IP) error {
-	d := t.Delay(ip)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Failures is the count of consecutive failures recorded for ip.

@@ -23,6 +23,7 @@ var (
 	errLoginFailed   = errors.New("kerf: login failed")
 	errTooManyLogins = errors.New("kerf: too many failed logins")
 	errNoAnonymous   = errors.New("kerf: login failed (anonymous access is not enabled)")
+	errReadOnly      = errors.New("kerf: read-only access: the server takes no files from you")
 )
 
 // Bounds on names a client may send.
@@ -197,17 +198,26 @@ func (f *sessionFS) hangUpIfTooMany() {
 }
 
 // Authorized lets a command run once there is a user, binding anonymous
-// access on first use when it is enabled.
-func (f *sessionFS) Authorized() error {
-	if f.loggedIn() {
-		f.endHandshake()
-		return nil
-	}
-	if f.srv.cfg.Anonymous {
+// access on first use when it is enabled. A read-only session is refused
+// a SEND at once (rather than file by file), so that the client's SEND
+// fails with the reason.
+func (f *sessionFS) Authorized(cmd string) error {
+	if !f.loggedIn() {
+		if !f.srv.cfg.Anonymous {
+			return errLoginRequired
+		}
 		f.log.Info("anonymous session", "tls", f.secure)
-		return f.bind("anonymous", f.srv.cfg.Root, true)
+		if err := f.bind("anonymous", f.srv.cfg.Root, true); err != nil {
+			return err
+		}
 	}
-	return errLoginRequired
+	f.endHandshake()
+	if cmd == "S" {
+		if d, err := f.tree(); err == nil && d.ReadOnly {
+			return errReadOnly
+		}
+	}
+	return nil
 }
 
 func (f *sessionFS) tree() (*filestore.Dir, error) {

@@ -148,7 +148,7 @@ type hostileFS struct {
 }
 
 func (h *hostileFS) Login(string, string) error { return nil }
-func (h *hostileFS) Authorized() error          { return nil }
+func (h *hostileFS) Authorized(string) error    { return nil }
 func (h *hostileFS) Match(string, bool) ([]kermit.OutgoingFile, error) {
 	var out []kermit.OutgoingFile
 	for _, n := range h.names {

@@ -80,7 +80,7 @@ func TestCKermitClientAgainstKerfServe(t *testing.T) {
 	host, port, _ := net.SplitHostPort(srv.addr)
 	script := fmt.Sprintf(`set host %s %s /raw-socket
 if fail exit 1 "connect failed"
-set file type binary
+%sset file type binary
 set transfer display brief
 send up.bin
 if fail exit 2 "send failed"
@@ -89,7 +89,7 @@ if fail exit 3 "get failed"
 remote directory
 if fail exit 4 "remote directory failed"
 finish
-if fail exit 5 "finish failed"`, host, port)
+if fail exit 5 "finish failed"`, host, port, ckermitLogin())
 	k := startCKermit(t, local, script)
 	if code := k.wait(t); code != 0 {
 		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
@@ -193,13 +193,13 @@ func TestCKermitResendAndReget(t *testing.T) {
 	host, port, _ := net.SplitHostPort(srv.addr)
 	k := startCKermit(t, local, fmt.Sprintf(`set host %s %s /raw-socket
 if fail exit 1 "connect failed"
-set file type binary
+%sset file type binary
 log transactions tx.log
 resend up.bin
 if fail exit 2 "resend failed"
 reget down.bin
 if fail exit 3 "reget failed"
-finish`, host, port))
+finish`, host, port, ckermitLogin()))
 	if code := k.wait(t); code != 0 {
 		log, _ := os.ReadFile(filepath.Join(local, "tx.log"))
 		t.Fatalf("C-Kermit exit %d:\n%s\n--- transaction log ---\n%s", code, k.out.String(), log)

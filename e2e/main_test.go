@@ -79,9 +79,11 @@ func helpText(sub string) string {
 
 // --- the one place where kerf command lines are made ---------------------
 
+// The password has no spaces: C-Kermit sends REMOTE LOGIN arguments
+// with their braces, so it cannot give a password with spaces.
 const (
 	testUser     = "e2e"
-	testPassword = "correct horse battery staple"
+	testPassword = "CorrectHorseBatteryStaple42"
 )
 
 // serverOpts describe a kerf server for one test.
@@ -140,6 +142,15 @@ func clientInvocation(t *testing.T, srv *server, global []string, sub string, ar
 		}
 	}
 	return append(argv, args...), env
+}
+
+// ckermitLogin is what a C-Kermit client script must say after connecting
+// to a kerf server: REMOTE LOGIN when the server has accounts.
+func ckermitLogin() string {
+	if !features.serveState {
+		return ""
+	}
+	return fmt.Sprintf("remote login %s %s\nif fail exit 9 \"login failed\"\n", testUser, testPassword)
 }
 
 // --- running kerf ----------------------------------------------------------

@@ -150,12 +150,7 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 	defer dst.Close()
 	defer src.Close()
 	if !p.frames {
-		n, _ := io.Copy(dst, src)
-		if up {
-			p.upBytes.Add(n)
-		} else {
-			p.downBytes.Add(n)
-		}
+		p.copyCounted(dst, src, up)
 		return
 	}
 	prefix := 1
@@ -185,13 +180,12 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 			p.resendReqs++
 			p.mu.Unlock()
 		default:
-			// Not a frame we know (TLS, or garbage): pass the rest through.
-			if _, err := dst.Write(hdr); err != nil {
+			// Not a frame we know (TLS, or garbage): pass the rest through,
+			// still counted, slowed and cut.
+			if _, err := dst.Write(hdr); err != nil || p.count(up, 32) {
 				return
 			}
-			p.count(up, 32)
-			n, _ := io.Copy(dst, src)
-			p.count(up, n)
+			p.copyCounted(dst, src, up)
 			return
 		}
 		if _, err := dst.Write(hdr); err != nil {
@@ -226,6 +220,23 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 			if p.count(up, int64(len(b))) {
 				return
 			}
+		}
+	}
+}
+
+// copyCounted copies src to dst in small chunks through count, so that
+// rates and cuts apply to streams the proxy cannot parse (TLS).
+func (p *proxy) copyCounted(dst, src net.Conn, up bool) {
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil || p.count(up, int64(n)) {
+				return
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
 }

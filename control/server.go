@@ -98,6 +98,37 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Identity == nil {
 		return nil, errors.New("control: the server needs a TLS identity (ServerConfig.Identity)")
 	}
+	cfg = withDefaults(cfg)
+	s := &Server{cfg: cfg, tlsConf: cfg.Identity.ServerTLS(), perAddr: map[string]int{}}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	daddr := cfg.DataAddr
+	if daddr == "" {
+		host, _, _ := net.SplitHostPort(ln.Addr().String())
+		daddr = net.JoinHostPort(host, "0")
+	}
+	dln, err := net.Listen("tcp", daddr)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	s.ln = ln
+	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: s.tlsConf, plainOK: s.plainOK}, nil,
+		datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
+	if cfg.AllowClassic {
+		cfg.Log.Warn("classic Kermit allowed: plain Kermit clients' passwords and file data cross the network in clear")
+	}
+	return s, nil
+}
+
+func (s *Server) plainOK(t datachan.Token) bool {
+	_, ok := s.plainTokens.Load(t)
+	return ok
+}
+
+func withDefaults(cfg ServerConfig) ServerConfig {
 	if cfg.Addr == "" {
 		cfg.Addr = fmt.Sprintf(":%d", DefaultPort)
 	}
@@ -129,33 +160,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, tlsConf: cfg.Identity.ServerTLS(), perAddr: map[string]int{}}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("control: %w", err)
-	}
-	daddr := cfg.DataAddr
-	if daddr == "" {
-		host, _, _ := net.SplitHostPort(ln.Addr().String())
-		daddr = net.JoinHostPort(host, "0")
-	}
-	dln, err := net.Listen("tcp", daddr)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("control: %w", err)
-	}
-	s.ln = ln
-	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: s.tlsConf, plainOK: s.plainOK}, nil,
-		datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
-	if cfg.AllowClassic {
-		cfg.Log.Warn("classic Kermit allowed: plain Kermit clients' passwords and file data cross the network in clear")
-	}
-	return s, nil
-}
-
-func (s *Server) plainOK(t datachan.Token) bool {
-	_, ok := s.plainTokens.Load(t)
-	return ok
+	return cfg
 }
 
 // Addr is the control listener's address.

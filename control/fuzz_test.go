@@ -21,8 +21,8 @@ import (
 // packet at a time and waits for the answer (or, as when streaming, a
 // moment) before the next, so that a recorded session replays.
 type fuzzConn struct {
-	r      *bytes.Reader
-	wrote  chan struct{} // the server answered
+	r     *bytes.Reader
+	wrote chan struct{} // the server answered
 	reads int
 }
 
@@ -55,9 +55,11 @@ func (c *fuzzConn) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-func (c *fuzzConn) Close() error                     { return nil }
-func (c *fuzzConn) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1649} }
-func (c *fuzzConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
+func (c *fuzzConn) Close() error        { return nil }
+func (c *fuzzConn) LocalAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1649} }
+func (c *fuzzConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
 func (c *fuzzConn) SetDeadline(time.Time) error      { return nil }
 func (c *fuzzConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *fuzzConn) SetWriteDeadline(time.Time) error { return nil }

@@ -418,3 +418,26 @@ func TestProgressEventsWithDataChannel(t *testing.T) {
 		}
 	}
 }
+
+// Remote paths longer than one short Kermit packet. Bug: every command
+// naming one fails ("kermit: field of N bytes does not fit one packet"):
+// R, V, J and G travel before any S, and the engine keeps them to short
+// packets (kermit/session.go apply caps maxData at 91 until S), while a
+// generic command's argument is limited to 94 bytes by its tochar length.
+// Paths of ~90 bytes are ordinary (deep trees, long names).
+func TestLongRemotePaths(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	deep := strings.Repeat("d", 60) + "/" + strings.Repeat("e", 60) + "/" + strings.Repeat("f", 30)
+	writeFile(t, filepath.Join(local, "n.txt"), []byte("deep\n"))
+	r := run(t, srv, local, nil, "send", "n.txt", target(srv.addr, deep))
+	if r.code != 0 {
+		t.Fatalf("send into a %d-byte remote directory: %s", len(deep), r)
+	}
+	sameFile(t, filepath.Join(local, "n.txt"), filepath.Join(root, deep, "n.txt"))
+	r = run(t, srv, back, nil, "get", target(srv.addr, deep+"/n.txt"), ".")
+	if r.code != 0 {
+		t.Fatalf("get of a %d-byte remote path: %s", len(deep)+6, r)
+	}
+	sameFile(t, filepath.Join(local, "n.txt"), filepath.Join(back, "n.txt"))
+}

@@ -441,3 +441,25 @@ func TestLongRemotePaths(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(local, "n.txt"), filepath.Join(back, "n.txt"))
 }
+
+// Several remote names and a wildcard in one get.
+func TestGetSeveralAndWildcard(t *testing.T) {
+	root, back1, back2 := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for i, n := range []string{"a.txt", "b.txt", "c.bin", "sub/d.txt"} {
+		writeFile(t, filepath.Join(root, n), randomBytes(1000*(i+1), uint64(200+i)))
+	}
+	mustRun(t, srv, back1, nil, "get", target(srv.addr, "a.txt"), target(srv.addr, "c.bin"), target(srv.addr, "sub/d.txt"), ".")
+	for _, n := range []string{"a.txt", "c.bin"} {
+		sameFile(t, filepath.Join(root, n), filepath.Join(back1, n))
+	}
+	sameFile(t, filepath.Join(root, "sub/d.txt"), filepath.Join(back1, "d.txt"))
+	noFile(t, filepath.Join(back1, "b.txt"))
+
+	mustRun(t, srv, back2, nil, "get", target(srv.addr, "*.txt"), ".")
+	for _, n := range []string{"a.txt", "b.txt"} {
+		sameFile(t, filepath.Join(root, n), filepath.Join(back2, n))
+	}
+	noFile(t, filepath.Join(back2, "c.bin"))
+	noFile(t, filepath.Join(back2, "d.txt"))
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"kerf/auth"
 	"kerf/datachan"
@@ -52,6 +53,9 @@ type Client struct {
 	fingerprint string
 }
 
+// clientHandshakeTimeout bounds the TLS handshake.
+const clientHandshakeTimeout = 15 * time.Second
+
 // maxLoginField bounds user and password together: REMOTE LOGIN travels
 // in one short Kermit packet before the packet length is negotiated.
 const maxLoginField = 80
@@ -79,7 +83,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if !cfg.Classic {
 		conf := auth.ClientTLS(host, func(fp string) error { return cfg.VerifyHost(addr, fp) })
 		tc := tls.Client(raw, conf)
-		if err := tc.HandshakeContext(ctx); err != nil {
+		// A plain Kermit peer never answers a ClientHello: give up.
+		hctx, cancel := context.WithTimeout(ctx, clientHandshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
 			raw.Close()
 			if errors.Is(err, auth.ErrHostUnknown) || errors.Is(err, auth.ErrHostKeyChanged) {
 				return nil, err

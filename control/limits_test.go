@@ -259,3 +259,32 @@ func TestClassicAllowed(t *testing.T) {
 
 var _ = tls.VersionTLS13
 var _ = context.Background
+
+// kerf (TLS) against a plain Kermit server fails with a hint, instead of
+// sending anything in clear.
+func TestTLSClientAgainstPlainKermit(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write(mustPacket(t, 'E', "I speak only Kermit"))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	_, err = control.Dial(ctxT(t), control.ClientConfig{Addr: ln.Addr().String(), User: testUser, Password: testPass, VerifyHost: pin("x")})
+	if err == nil || !strings.Contains(err.Error(), "--classic") {
+		t.Fatalf("err = %v, want a hint at --classic", err)
+	}
+	if b := <-got; bytes.Contains(b, []byte(testPass)) || bytes.Contains(b, []byte(testUser)) {
+		t.Error("the credentials went out in clear")
+	}
+}

@@ -148,3 +148,87 @@ func BenchmarkCreateCommit(b *testing.B) {
 		i++
 	}
 }
+
+// In a batch, committed files keep their temporary names until EndBatch,
+// which syncs and renames them all; mode and time are set already.
+func TestBatchDefersRename(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	d.BeginBatch()
+	mt := time.Date(2022, 3, 4, 5, 6, 7, 0, time.UTC)
+	names := []string{"a/1", "a/2", "b/c/3", "top"}
+	for _, n := range names {
+		in, err := d.Create(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.WriteAt([]byte("data of "+n), 0)
+		if err := in.Commit(mt, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		in.Abort(true) // as after a failed Commit: must leave the batch alone
+	}
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(n))); !os.IsNotExist(err) {
+			t.Fatalf("%s has its final name before EndBatch: %v", n, err)
+		}
+		dir, base := filepath.Split(filepath.Join(root, filepath.FromSlash(n)))
+		if _, err := os.Stat(filepath.Join(dir, "."+base+filestore.PartSuffix)); err != nil {
+			t.Fatalf("%s: temporary file missing before EndBatch: %v", n, err)
+		}
+	}
+	if err := d.EndBatch(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		p := filepath.Join(root, filepath.FromSlash(n))
+		checkFile(t, p, "data of "+n)
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o640 || !fi.ModTime().Equal(mt) {
+			t.Errorf("%s: %v %v", n, fi.Mode(), fi.ModTime())
+		}
+		dir, base := filepath.Split(p)
+		if _, err := os.Stat(filepath.Join(dir, "."+base+filestore.PartSuffix)); !os.IsNotExist(err) {
+			t.Errorf("%s: temporary file left: %v", n, err)
+		}
+	}
+	// After EndBatch, Commit is immediate again.
+	receive(t, d, "after", "x")
+	checkFile(t, filepath.Join(root, "after"), "x")
+}
+
+// The same name twice in one batch: the second file wins, and the first
+// is not lost under a temporary name the second reuses.
+func TestBatchSameNameTwice(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	d.BeginBatch()
+	receive(t, d, "x/same", "first")
+	receive(t, d, "x/same", "second, longer")
+	if err := d.EndBatch(); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, filepath.Join(root, "x", "same"), "second, longer")
+}
+
+// A batch flushes on its own when it is large, and Close flushes the
+// rest.
+func TestBatchFlushesWhenLargeAndOnClose(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	d.BeginBatch()
+	const n = 300
+	for i := range n {
+		receive(t, d, fmt.Sprintf("many/f%d", i), fmt.Sprint(i))
+	}
+	if _, err := os.Stat(filepath.Join(root, "many", "f0")); err != nil {
+		t.Errorf("first file of a large batch not flushed: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		checkFile(t, filepath.Join(root, "many", fmt.Sprintf("f%d", i)), fmt.Sprint(i))
+	}
+}

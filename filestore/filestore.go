@@ -45,6 +45,13 @@ type Dir struct {
 	// directory) rather than a walk of its whole path per operation.
 	mu   sync.Mutex
 	dirs map[string]*dirHandle
+
+	// Between BeginBatch and EndBatch, committed files wait here for one
+	// flush that syncs them all (see BeginBatch). Used by the goroutine
+	// that receives, like Create and Commit.
+	batching bool
+	pending  []*incoming
+	pendingN map[string]bool // dir + "/" + tmp of pending files
 }
 
 // maxDirHandles bounds the directories a Dir keeps open when no file in
@@ -73,8 +80,10 @@ func Open(dir string) (*Dir, error) {
 	return &Dir{root: r, cwd: "."}, nil
 }
 
-// Close releases the directory.
+// Close releases the directory; files committed in an unfinished batch
+// are made durable and renamed first.
 func (d *Dir) Close() error {
+	d.flushBatch()
 	d.mu.Lock()
 	for k, h := range d.dirs {
 		delete(d.dirs, k)
@@ -248,6 +257,13 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		dir = "."
 	}
 	tmp := "." + base + PartSuffix
+	if d.pendingN[dir+"/"+tmp] {
+		// The same name again in one batch: the earlier file must get
+		// its final name before this one takes the temporary name.
+		if err := d.flushBatch(); err != nil {
+			return nil, err
+		}
+	}
 	var f *os.File
 	var h *dirHandle
 	for attempt := 0; ; attempt++ {
@@ -280,7 +296,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
 	}
-	return &incoming{d: d, h: h, final: rel, base: base, tmp: tmp, f: f}, nil
+	return &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f}, nil
 }
 
 // incoming is a file being received as tmp in directory h, to be renamed
@@ -289,9 +305,11 @@ type incoming struct {
 	d         *Dir
 	h         *dirHandle // released by Commit or Abort
 	final     string     // relative to the tree's top
+	dir       string     // h's directory, relative to the tree's top
 	base, tmp string     // names in h
 	f         *os.File
 	released  bool
+	batched   bool // committed in a batch, not flushed yet
 }
 
 func (in *incoming) release() {
@@ -322,13 +340,11 @@ func (in *incoming) Truncate(size int64) error { return in.f.Truncate(size) }
 // Commit makes the data durable (fsync), sets mode and time, renames
 // the file to its final name and makes the rename durable (fsync of the
 // directory). Every step works on the open file or on one name in the
-// directory's cached handle.
+// directory's cached handle. In a batch (BeginBatch) it sets mode and
+// time and leaves the rest to the batch's flush.
 func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if in.released {
 		return errors.New("filestore: commit of a finished file")
-	}
-	if err := in.f.Sync(); err != nil {
-		return err
 	}
 	if perm == 0 {
 		perm = 0o644
@@ -341,6 +357,23 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 			return err
 		}
 	}
+	d := in.d
+	if d.batching {
+		in.released = true // the flush gives back the directory handle
+		in.batched = true
+		d.pending = append(d.pending, in)
+		if d.pendingN == nil {
+			d.pendingN = make(map[string]bool)
+		}
+		d.pendingN[in.dir+"/"+in.tmp] = true
+		if len(d.pending) >= maxBatch {
+			return d.flushBatch()
+		}
+		return nil
+	}
+	if err := in.f.Sync(); err != nil {
+		return err
+	}
 	// Rename while still holding the file (and its lock), so that no
 	// other session can open this temporary name in between.
 	if err := in.h.root.Rename(in.tmp, in.base); err != nil {
@@ -350,12 +383,94 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		return err
 	}
 	// The rename is durable only once its directory is synced.
-	err := in.h.sync(in.d)
+	err := in.h.sync(d)
 	in.release()
 	return err
 }
 
+// maxBatch bounds the committed files (and their open descriptors) a
+// batch holds before it flushes on its own.
+const maxBatch = 256
+
+// syncWorkers is how many fsyncs a flush has in flight: a journaling
+// file system commits concurrent fsyncs together.
+const syncWorkers = 8
+
+// BeginBatch starts deferring the fsyncs of committed files: Commit then
+// only sets mode and time, and EndBatch (or every maxBatch files, or
+// Close) makes the batch durable in the order that keeps a crash safe:
+// every file's data is synced (several at once), then each file is
+// renamed to its final name, then each directory that got a name is
+// synced once. Until then a committed file keeps its temporary name; a
+// crash leaves it there, complete, for recovery. The kermit engine
+// batches each received file group and ends the batch before it
+// acknowledges the group's B packet.
+func (d *Dir) BeginBatch() { d.batching = true }
+
+// EndBatch flushes the batch (see BeginBatch) and stops batching.
+func (d *Dir) EndBatch() error {
+	d.batching = false
+	return d.flushBatch()
+}
+
+// flushBatch makes the pending files durable under their final names.
+// A file whose sync or rename fails keeps its temporary name; the first
+// such error is returned.
+func (d *Dir) flushBatch() error {
+	files := d.pending
+	d.pending, d.pendingN = nil, nil
+	if len(files) == 0 {
+		return nil
+	}
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(syncWorkers, len(files)) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = files[i].f.Sync()
+			}
+		})
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	dirty := make(map[*dirHandle]bool)
+	for i, in := range files {
+		if errs[i] == nil {
+			if errs[i] = in.h.root.Rename(in.tmp, in.base); errs[i] == nil {
+				dirty[in.h] = true
+			}
+		}
+		if err := in.f.Close(); errs[i] == nil {
+			errs[i] = err
+		}
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("filestore: completing %s: %w", in.final, errs[i])
+		}
+	}
+	for h := range dirty {
+		if err := h.sync(d); err != nil {
+			errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", h.rel, err))
+		}
+	}
+	for _, in := range files {
+		d.putDir(in.h)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (in *incoming) Abort(keep bool) error {
+	if in.batched {
+		return nil // committed; the batch's flush owns the file now
+	}
 	// The file is closed (and its lock released) only after any removal,
 	// so that the removal never hits another session's file.
 	defer in.f.Close()

@@ -53,6 +53,15 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	return s.openDual(ctx)
 }
 
+// groupBatcher is a Store that can defer the fsyncs of the files it
+// commits to one flush per file group (filestore.Dir): between
+// BeginBatch and EndBatch, Commit may leave a file under its temporary
+// name until EndBatch makes it durable and renames it.
+type groupBatcher interface {
+	BeginBatch()
+	EndBatch() error
+}
+
 // recvFile is the state of the file being received.
 type recvFile struct {
 	inc      Incoming
@@ -83,6 +92,19 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			cur.inc.Abort(!cur.text)
 		}
 	}()
+	// A store that batches its fsyncs makes the whole group durable once,
+	// before B is acknowledged: a sender told the group is done has every
+	// file under its final name on disk. A failed group still completes
+	// the files it committed.
+	batch, _ := store.(groupBatcher)
+	if batch != nil {
+		batch.BeginBatch()
+		defer func() {
+			if batch != nil {
+				batch.EndBatch()
+			}
+		}()
+	}
 	timeout := s.cfg.Timeout
 	for {
 		if s.neg.streaming {
@@ -182,6 +204,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return err
 			}
 		case 'B':
+			if batch != nil {
+				err := batch.EndBatch()
+				batch = nil
+				if err != nil {
+					return fmt.Errorf("kermit: %w", err)
+				}
+			}
 			if err := s.ackRecv(p.Seq, nil); err != nil {
 				return err
 			}

@@ -238,6 +238,14 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		cur.text = t[0] == 'A'
 	}
 	if cur.refused || cur.inc == nil {
+		if s.dualActive() && !cur.expected && cur.attrs.Length >= 0 {
+			// The sender may already be streaming this file's blocks:
+			// take them and throw them away rather than leave them parked.
+			if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
+				return nil, err
+			}
+			cur.expected = true
+		}
 		return framing.AttrReply{Accept: false, Reasons: "?", ResumeAt: -1}.Marshal(), nil
 	}
 	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
@@ -355,6 +363,11 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	}
 	discard := len(zdata) > 0 && zdata[0] == 'D'
 	if cur.refused || cur.inc == nil {
+		if cur.expected && !discard {
+			if _, err := s.data.Wait(ctx, cur.id); err != nil {
+				return fmt.Errorf("kermit: data of refused %s: %w", cur.name, err)
+			}
+		}
 		return nil
 	}
 	inc := cur.inc
@@ -406,3 +419,8 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	}
 	return nil
 }
+
+// discardAt is where the bytes of a refused file go.
+type discardAt struct{}
+
+func (discardAt) WriteAt(b []byte, _ int64) (int, error) { return len(b), nil }

@@ -1,0 +1,99 @@
+package kermit_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"kerf/datachan"
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// pipeDual joins two sessions' data paths over one loopback socket.
+type pipeDual struct {
+	conn net.Conn
+	path *datachan.Path
+}
+
+func (d *pipeDual) Offer(string) string { return "test" }
+func (d *pipeDual) Open(context.Context, string) (kermit.DataPath, error) {
+	d.path = datachan.NewPath([]net.Conn{d.conn})
+	return d.path, nil
+}
+
+func dualPair(t *testing.T) (*pipeDual, *pipeDual) {
+	a, b := link(t, 0, 1)
+	return &pipeDual{conn: a.(*noisyConn).Conn}, &pipeDual{conn: b.(*noisyConn).Conn}
+}
+
+func dualTransfer(t *testing.T, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, dst string) (kermit.Stats, error, error) {
+	t.Helper()
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	scfg.Dual, rcfg.Dual = da, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, _ := filestore.Open(dst)
+	defer store.Close()
+	recv := kermit.NewSession(b, rcfg)
+	send := kermit.NewSession(a, scfg)
+	defer recv.Close()
+	defer send.Close()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	serr := send.Send(ctx, files)
+	if send.DataPath() == nil {
+		t.Fatal("dual channel not negotiated")
+	}
+	return send.Stats(), serr, <-rerr
+}
+
+func TestDualRefusedFileIsDiscarded(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"ok1.bin", randomBytes(700_000, 1)}, {"ok2.bin", randomBytes(1000, 2)}})
+	bad := out[0]
+	bad.Name = "../escape.bin" // the receiver refuses it; its blocks must not linger
+	files := []kermit.OutgoingFile{bad, out[0], out[1]}
+	_, serr, rerr := dualTransfer(t, kermit.DefaultConfig(), kermit.DefaultConfig(), files, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send %v, receive %v", serr, rerr)
+	}
+	checkFiles(t, dst, []testFile{{"ok1.bin", randomBytes(700_000, 1)}, {"ok2.bin", randomBytes(1000, 2)}})
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dst), "escape.bin")); err == nil {
+		t.Error("refused file written outside the destination")
+	}
+}
+
+func TestDualResume(t *testing.T) {
+	data := randomBytes(3<<20, 4)
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"big.bin", data}})
+	os.WriteFile(filepath.Join(dst, ".big.bin"+filestore.PartSuffix), data[:1<<20], 0o600)
+	scfg := kermit.DefaultConfig()
+	scfg.Resume = true
+	st, serr, rerr := dualTransfer(t, scfg, kermit.DefaultConfig(), out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send %v, receive %v", serr, rerr)
+	}
+	checkFiles(t, dst, []testFile{{"big.bin", data}})
+	if st.FileBytes != 2<<20 {
+		t.Errorf("sent %d bytes, want only the missing %d", st.FileBytes, 2<<20)
+	}
+
+	// A partial that is not a prefix of the file is discarded and the
+	// whole file sent again.
+	bogus := append([]byte(nil), data[:1<<20]...)
+	bogus[12345] ^= 1
+	os.Remove(filepath.Join(dst, "big.bin"))
+	os.WriteFile(filepath.Join(dst, ".big.bin"+filestore.PartSuffix), bogus, 0o600)
+	_, serr, rerr = dualTransfer(t, scfg, kermit.DefaultConfig(), out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send %v, receive %v", serr, rerr)
+	}
+	checkFiles(t, dst, []testFile{{"big.bin", data}})
+}

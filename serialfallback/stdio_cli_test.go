@@ -83,3 +83,55 @@ func TestStdioServerWithCKermit(t *testing.T) {
 	peertest.CheckFiles(t, root, files)
 	peertest.CheckFiles(t, back, files)
 }
+
+// Ctrl-C on the sending kerf ends both sides cleanly: the sender exits
+// 130 after telling the receiver (E packet), the receiver exits with a
+// transfer error naming the cancellation, and no file appears under its
+// final name while the partial is kept for recovery.
+func TestCtrlCCancelsCleanly(t *testing.T) {
+	bin := kerfBinary(t)
+	src, dst := t.TempDir(), t.TempDir()
+	big := peertest.RandomBytes(2<<20, 3)
+	peertest.WriteFiles(t, src, []peertest.File{{Name: "big.bin", Data: big}})
+	a, b := peertest.StartLineem(t, 115200*4, 0, 1)
+	recv := exec.Command(bin, "serial", "receive", "--line", b, "--speed", "460800", "--dir", dst)
+	var rerr strings.Builder
+	recv.Stderr = &rerr
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Process.Kill()
+	send := exec.Command(bin, "serial", "send", "--line", a, "--speed", "460800", filepath.Join(src, "big.bin"))
+	var serr strings.Builder
+	send.Stderr = &serr
+	if err := send.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer send.Process.Kill()
+	part := filepath.Join(dst, ".big.bin.kerf-part")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if fi, err := os.Stat(part); err == nil && fi.Size() > 100_000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no data arrived\nsender: %s\nreceiver: %s", serr.String(), rerr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	send.Process.Signal(os.Interrupt)
+	err := send.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("sender after Ctrl-C: %v, want exit status 130\n%s", err, serr.String())
+	}
+	err = recv.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(rerr.String(), "canceled") {
+		t.Errorf("receiver: %v, want exit status 4 and a message saying the transfer was canceled\n%s", err, rerr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dst, "big.bin")); err == nil {
+		t.Error("canceled file appeared under its final name")
+	}
+	if fi, err := os.Stat(part); err != nil || fi.Size() == 0 {
+		t.Errorf("partial not kept for recovery: %v", err)
+	}
+}

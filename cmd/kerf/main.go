@@ -42,13 +42,15 @@ func main() {
 	if err == nil {
 		return
 	}
+	if ctx.Err() != nil {
+		// Interrupted: the engine has told the peer (E packet).
+		fmt.Fprintln(os.Stderr, "kerf: interrupted:", err)
+		os.Exit(130)
+	}
 	fmt.Fprintln(os.Stderr, "kerf:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)
-	}
-	if ctx.Err() != nil {
-		os.Exit(130)
 	}
 	os.Exit(exitUsage)
 }

@@ -304,3 +304,57 @@ func TestInteropServerGet(t *testing.T) {
 		t.Errorf("REMOTE DIRECTORY output does not list allbytes.bin:\n%s", ck.Output())
 	}
 }
+
+// Recovery both ways: C-Kermit's RESEND into a kerf partial, and kerf's
+// --resume into a C-Kermit partial; only the rest crosses the line.
+func TestInteropRecovery(t *testing.T) {
+	data := peertest.RandomBytes(400_000, 21)
+	files := []peertest.File{{Name: "r.bin", Data: data}}
+	st := setting{31, 9024, 3}
+	t.Run("ckermit-resend-to-kerf", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		peertest.WriteFiles(t, dst, []peertest.File{{Name: ".r.bin.kerf-part", Data: data[:300_000]}})
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		var moved int64
+		cfg := kerfConfig(st, fastBaud)
+		cfg.Events = func(e kermit.Event) {
+			if e.Kind == kermit.FileDone {
+				moved = e.Bytes
+			}
+		}
+		done := runKerf(t, a, fastBaud, cfg, receiveKerf(t, dst))
+		ck := peertest.CKermit(t, b, "cd "+src+"\nresend r.bin", src)
+		if err := ck.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, files)
+		if moved != 100_000 {
+			t.Errorf("kerf received %d bytes, want only the missing 100000", moved)
+		}
+	})
+	t.Run("kerf-resume-to-ckermit", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		peertest.WriteFiles(t, dst, []peertest.File{{Name: "r.bin", Data: data[:250_000]}})
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		ck := peertest.CKermit(t, b, "cd "+dst+"\nreceive", dst)
+		cfg := kerfConfig(st, fastBaud)
+		cfg.Resume = true
+		var moved, off int64
+		cfg.Events = func(e kermit.Event) {
+			if e.Kind == kermit.FileDone {
+				moved, off = e.Bytes, e.Offset
+			}
+		}
+		waitKerf(t, runKerf(t, a, fastBaud, cfg, sendKerf(outgoing(src, files))), "send")
+		if err := ck.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		peertest.CheckFiles(t, dst, files)
+		if off != 250_000 || moved != 150_000 {
+			t.Errorf("kerf resumed at %d and sent %d bytes, want 250000 and 150000", off, moved)
+		}
+	})
+}

@@ -156,7 +156,6 @@ func (s *Session) apply(n negotiated, typ byte) {
 	if typ != 'S' {
 		n.check = 1
 		n.streaming = false
-		n.maxData = min(n.maxData, 94-2-1) // short packets until S
 	}
 	s.neg = n
 	s.c.setCheck(n.check)

@@ -281,7 +281,11 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		if cur.attrs.Length < 0 {
 			return nil, fmt.Errorf("%w: dual-channel file %s has no length", ErrProtocol, cur.name)
 		}
-		if err := s.data.Expect(cur.id, cur.inc, cur.start, cur.attrs.Length-cur.start); err != nil {
+		var dst io.WriterAt = cur.inc
+		if s.cfg.Events != nil {
+			dst = &progressWriterAt{w: cur.inc, report: s.progress(cur.name, cur.attrs.Length, false)}
+		}
+		if err := s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start); err != nil {
 			return nil, err
 		}
 		cur.expected = true

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"kerf/framing"
@@ -225,7 +226,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	var moved int64
 	if dual {
 		n := f.Size - off
-		crc, err := s.data.SendFile(ctx, id, r, off, n)
+		var src io.ReaderAt = r
+		if s.cfg.Events != nil {
+			src = &progressReaderAt{r: r, report: s.progress(f.Name, f.Size, true)}
+		}
+		crc, err := s.data.SendFile(ctx, id, src, off, n)
 		if err != nil {
 			return fmt.Errorf("kermit: sending %s: %w", f.Name, err)
 		}
@@ -422,4 +427,42 @@ func indexField(data []byte, tag byte) int {
 		i += 2 + l
 	}
 	return -1
+}
+
+// progress returns a function that reports FileProgress for a file whose
+// bytes move outside the engine's goroutine (the data channel): it is
+// safe for concurrent use and reports at most every 256 KiB.
+func (s *Session) progress(name string, size int64, sending bool) func(n int64) {
+	var done, last atomic.Int64
+	events := s.cfg.Events
+	return func(n int64) {
+		d := done.Add(n)
+		if l := last.Load(); d-l >= 256<<10 && last.CompareAndSwap(l, d) {
+			events(Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Sending: sending})
+		}
+	}
+}
+
+// progressReaderAt counts what the data channel reads from a file.
+type progressReaderAt struct {
+	r      io.ReaderAt
+	report func(int64)
+}
+
+func (p *progressReaderAt) ReadAt(b []byte, off int64) (int, error) {
+	n, err := p.r.ReadAt(b, off)
+	p.report(int64(n))
+	return n, err
+}
+
+// progressWriterAt counts what the data channel writes into a file.
+type progressWriterAt struct {
+	w      io.WriterAt
+	report func(int64)
+}
+
+func (p *progressWriterAt) WriteAt(b []byte, off int64) (int, error) {
+	n, err := p.w.WriteAt(b, off)
+	p.report(int64(n))
+	return n, err
 }

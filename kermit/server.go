@@ -136,17 +136,26 @@ func (s *Session) serveSend(ctx context.Context, seq int, files []OutgoingFile) 
 	return s.sendGroup(ctx, files)
 }
 
-// generic command arguments: tochar(len) value, repeated.
+// Generic command arguments are tochar(len) value, repeated. An argument
+// longer than 94 bytes (a deep path) cannot be said that way; kerf then
+// writes tochar(0) and a two-character length, tochar(n/95) tochar(n%95),
+// as long packets do. Classic Kermits never send an empty argument
+// followed by more, so the form is unambiguous between kerf peers.
 func parseGenericArgs(b []byte) []string {
 	var args []string
 	for len(b) > 0 {
 		n := int(b[0]) - 32
-		if n < 0 || 1+n > len(b) {
+		hdr := 1
+		if n == 0 && len(b) >= 3 {
+			n = (int(b[1])-32)*95 + int(b[2]) - 32
+			hdr = 3
+		}
+		if n < 0 || hdr+n > len(b) {
 			args = append(args, string(b[1:]))
 			break
 		}
-		args = append(args, string(b[1:1+n]))
-		b = b[1+n:]
+		args = append(args, string(b[hdr:hdr+n]))
+		b = b[hdr+n:]
 	}
 	return args
 }
@@ -155,9 +164,11 @@ func encodeGenericArgs(cmd byte, args []string) []byte {
 	b := []byte{cmd}
 	for _, a := range args {
 		if len(a) > 94 {
-			a = a[:94]
+			a = a[:min(len(a), framing.MaxLongLen)]
+			b = append(b, ' ', byte(32+len(a)/95), byte(32+len(a)%95))
+		} else {
+			b = append(b, byte(32+len(a)))
 		}
-		b = append(b, byte(32+len(a)))
 		b = append(b, a...)
 	}
 	return b

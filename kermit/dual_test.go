@@ -2,6 +2,7 @@ package kermit_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -60,8 +61,9 @@ func TestDualRefusedFileIsDiscarded(t *testing.T) {
 	bad.Name = "../escape.bin" // the receiver refuses it; its blocks must not linger
 	files := []kermit.OutgoingFile{bad, out[0], out[1]}
 	_, serr, rerr := dualTransfer(t, kermit.DefaultConfig(), kermit.DefaultConfig(), files, dst)
-	if serr != nil || rerr != nil {
-		t.Fatalf("send %v, receive %v", serr, rerr)
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "../escape.bin" || rerr != nil {
+		t.Fatalf("send %v (want a group error naming only ../escape.bin), receive %v", serr, rerr)
 	}
 	checkFiles(t, dst, []testFile{{"ok1.bin", randomBytes(700_000, 1)}, {"ok2.bin", randomBytes(1000, 2)}})
 	if _, err := os.Stat(filepath.Join(filepath.Dir(dst), "escape.bin")); err == nil {

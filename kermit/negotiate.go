@@ -138,10 +138,11 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 		n.out.REPT, n.in.REPT = mine.REPT, mine.REPT
 	}
 	minimal := cfg.Unprefix == UnprefixMinimal && n.peerKerf && !cfg.Parity
-	if minimal && sender.WhatAmI&framing.WhatValid != 0 && sender.WhatAmI&framing.WhatBinary != 0 {
+	if n.peerKerf && mine.Capas2&capas2RawOK != 0 && sender.WhatAmI&framing.WhatValid != 0 && sender.WhatAmI&framing.WhatBinary != 0 {
 		// Between kerf peers sending binary, repeat compression costs the
 		// escaping of every '~' and wins nothing on compressed or random
-		// data, which is what bulk transfers mostly carry.
+		// data, which is what bulk transfers mostly carry. Both sides
+		// decide this from the two Send-Inits alone, so they agree.
 		n.out.REPT, n.in.REPT = 0, 0
 	}
 	switch {

@@ -55,6 +55,7 @@ func (s *Session) sendInit(ctx context.Context, typ byte) error {
 func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) error {
 	s.cancelFile.Store(false)
 	s.cancelGroup.Store(false)
+	s.groupFailed = nil
 	var failed []string
 	for _, f := range files {
 		if s.cancelGroup.Load() {
@@ -83,6 +84,7 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) error {
 	if s.cancelGroup.Load() {
 		return ErrCanceled
 	}
+	failed = append(failed, s.groupFailed...)
 	if len(failed) > 0 {
 		return &GroupError{Failed: failed}
 	}
@@ -137,6 +139,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true})
 
 	dual := s.dualActive()
+	refused := false // set when a pipelined A is refused
 	resume := s.cfg.Resume && s.neg.resend && !s.cfg.Text
 	var reply framing.AttrReply
 	reply.Accept = true
@@ -184,6 +187,8 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		} else if last != nil {
 			last.onAck = func(data []byte) error {
 				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept {
+					refused = true
+					s.groupFailed = append(s.groupFailed, f.Name)
 					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: fmt.Errorf("refused by receiver (%s)", rp.Reasons), Sending: true})
 				}
 				return nil
@@ -194,8 +199,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
 			return err
 		}
-		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: fmt.Errorf("refused by receiver (%s)", reply.Reasons), Sending: true})
-		return nil
+		err := fmt.Errorf("refused by receiver (%s)", reply.Reasons)
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
+		return &skipError{err}
 	}
 	var off int64
 	var prefixCRC uint32
@@ -249,6 +255,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		zs.onAck = func(data []byte) error {
 			r.Close()
 			s.data.Release(id)
+			if refused {
+				return nil
+			}
 			s.stats.FileBytes += moved
 			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true})
 			return nil

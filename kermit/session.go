@@ -34,12 +34,15 @@ type Session struct {
 	neg negotiated
 
 	// sender state
-	sw           sendWindow
-	rtt          rttEstimator
-	adapt        lengthAdapter
-	retries      int
-	sendFileID   uint32
-	decodeBuf    []byte
+	sw         sendWindow
+	rtt        rttEstimator
+	adapt      lengthAdapter
+	retries    int
+	sendFileID uint32
+	decodeBuf  []byte
+	// groupFailed names files refused after their data was already sent
+	// (pipelined dual-channel mode), learned from late A replies.
+	groupFailed  []string
 	recvFileID   uint32
 	sendNo       uint64
 	ackedNo      uint64 // highest sendNo known to have reached the peer

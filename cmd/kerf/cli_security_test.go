@@ -93,7 +93,7 @@ func TestCLISecurity(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() {
-		_, err := run(sctx, "--log-level", "info", "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s")
+		_, err := run(sctx, "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s")
 		served <- err
 	}()
 	defer func() { stop(); <-served }()

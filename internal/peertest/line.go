@@ -153,9 +153,16 @@ func StartLineemArgs(t testing.TB, args ...string) (devA, devB string) {
 	t.Helper()
 	bin := LineemPath(t)
 	paths := filepath.Join(t.TempDir(), "line.paths")
-	var stderr syncBuffer
+	// lineem's messages go to a file, not a pipe: Wait then depends on the
+	// process alone, never on a pipe some other process might still hold.
+	errFile, err := os.Create(filepath.Join(t.TempDir(), "lineem.stderr"))
+	if err != nil {
+		t.Fatalf("peertest: %v", err)
+	}
+	defer errFile.Close()
+	stderr := fileText{errFile.Name()}
 	cmd := exec.Command(bin, append([]string{"-paths", paths}, args...)...)
-	cmd.Stderr = &stderr
+	cmd.Stderr = errFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("peertest: start lineem: %v", err)
 	}
@@ -167,7 +174,11 @@ func StartLineemArgs(t testing.TB, args ...string) (devA, devB string) {
 		case <-exited:
 		case <-time.After(5 * time.Second):
 			cmd.Process.Kill()
-			<-exited
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				t.Logf("peertest: lineem (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
+			}
 		}
 		t.Logf("peertest: lineem %s: %s", strings.Join(args, " "), strings.TrimSpace(stderr.String()))
 	})
@@ -299,4 +310,12 @@ func CheckFiles(t testing.TB, dir string, files []File) bool {
 		t.Errorf("peertest: %s: received %d bytes, sent %d; first difference at offset %d", f.Name, len(got), len(f.Data), i)
 	}
 	return ok
+}
+
+// fileText reads a log file written by a child process.
+type fileText struct{ name string }
+
+func (f fileText) String() string {
+	b, _ := os.ReadFile(f.name)
+	return string(b)
 }

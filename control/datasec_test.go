@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -112,6 +113,9 @@ func TestDataPortThieves(t *testing.T) {
 	var thefts []string
 	var d net.Dialer
 	other := loopback2(t)
+	if other == nil {
+		t.Log("no second loopback address: the other-address case is skipped")
+	}
 	cfg := clientConfig(srv, func(c *control.ClientConfig) { c.Streams = 3 })
 	control.SetBeforeDataDial(&cfg, func(addr string, tok datachan.Token) {
 		got = tok
@@ -182,5 +186,42 @@ func TestDataTokenExpires(t *testing.T) {
 	}
 	if _, serr := os.Stat(filepath.Join(root, "late.bin")); serr == nil {
 		t.Error("file written through an expired pairing")
+	}
+}
+
+// The data token is bound to the control connection's address unless
+// the server says otherwise (--data-from-any-address).
+func TestDataAddressBinding(t *testing.T) {
+	other := loopback2(t)
+	if other == nil {
+		t.Skip("no second loopback address (127.0.0.2)")
+	}
+	for _, anyAddr := range []bool{false, true} {
+		t.Run(fmt.Sprintf("any=%v", anyAddr), func(t *testing.T) {
+			srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) { c.DataFromAnyAddress = anyAddr })
+			ctx := ctxT(t)
+			var stolen error
+			cfg := clientConfig(srv, nil)
+			control.SetBeforeDataDial(&cfg, func(addr string, tok datachan.Token) {
+				stolen = dialFrom(ctx, other, addr, tok, dataTLS)
+			})
+			cl := dialT(t, ctx, cfg)
+			err := cl.Send(ctx, []kermit.OutgoingFile{memFile("f", []byte("data"))})
+			if anyAddr {
+				if stolen != nil {
+					t.Errorf("with any address allowed, the other address was refused: %v", stolen)
+				}
+				if err == nil {
+					t.Error("the client paired although its stream was taken")
+				}
+				return
+			}
+			if stolen == nil {
+				t.Error("a data connection from another address paired")
+			}
+			if err != nil {
+				t.Errorf("transfer: %v", err)
+			}
+		})
 	}
 }

@@ -111,9 +111,13 @@ cleanup() {
 trap cleanup EXIT
 
 # --- kerf ---
+KERF_DESC="$(cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown)"
 if [ -z "${KERF:-}" ]; then
 	KERF=$WORK/kerf
 	(cd "$root" && go build -o "$KERF" ./cmd/kerf) || die "building kerf failed"
+	KERF_DESC="built from $KERF_DESC"
+else
+	KERF_DESC="KERF=$KERF (tree at $KERF_DESC)"
 fi
 KERF=$(cd "$(dirname "$KERF")" && pwd)/$(basename "$KERF")
 # The CLI grows (TLS, users, host keys): each binary's flags are read from
@@ -502,6 +506,7 @@ TABLE=$OUT/table.md
 	echo
 	echo "machine: $(nproc) cores, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "command: TOOLS=\"$TOOLS\" CASES=\"$CASES\" REPS=$REPS REPS_SLOW=$REPS_SLOW KERF_STREAMS=$KERF_STREAMS bench/lan.sh   ($(date -u +%Y-%m-%dT%H:%MZ))"
-	echo "kerf: $(cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown); kerf server peak RSS: $(grep -h VmHWM "$OUT"/logs/kerf*-serve.log 2>/dev/null | awk '{print $2 " kB"}' | paste -sd' ')"
+	echo "kerf: $KERF_DESC; kerf server peak RSS over all its runs: $(for f in "$OUT"/logs/kerf*-serve.log; do [ -f "$f" ] && grep -h VmHWM "$f" | awk -v n="$(basename "$f" -serve.log)" '{print n " " $2 " kB"}'; done | paste -sd, -)"
+	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$TABLE"
 cat "$TABLE"

@@ -4,6 +4,18 @@
 // extension in the Send-Init exchange; a peer that does not answer it
 // (C-Kermit, G-Kermit) gets classic single-channel Kermit, streaming, on
 // the same connection.
+//
+// It is also where the network meets the security layer (see
+// docs/security.md): every control and data connection is TLS 1.3
+// (sniffed from its first byte on one port; plain Kermit only with
+// AllowClassic), a session serves nothing before a REMOTE LOGIN checked
+// against package auth (or read-only anonymous access), the user's tree
+// is confined by filestore's os.Root, data connections pair with a
+// single-use token from the control connection's address, and
+// connections are bounded per address, in number and in time.
+//
+// It does not store credentials or keys (package auth) and does not
+// parse packets (package kermit).
 package control
 
 import (

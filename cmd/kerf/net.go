@@ -66,16 +66,23 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		return nil, err
 	}
 	kh := &auth.KnownHosts{Path: c.String("known-hosts"), AcceptNew: c.Bool("accept-new-host-key"), AcceptChanged: c.Bool("accept-changed-host-key")}
+	asked := false
 	if term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
-		kh.Ask = askTrust
+		kh.Ask = func(addr, fp string) bool { asked = true; return askTrust(addr, fp) }
 	}
 	if c.Bool("classic") {
 		logger(c).Warn("classic mode: no TLS; the password and the data cross the network in clear")
 	}
-	cl, err := control.Dial(c.Context, control.ClientConfig{
+	cfg := control.ClientConfig{
 		Addr: addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
-	})
+	}
+	cl, err := control.Dial(c.Context, cfg)
+	if err != nil && asked {
+		// The question may have outlasted the server's handshake
+		// timeout; the key is pinned now, so try once more.
+		cl, err = control.Dial(c.Context, cfg)
+	}
 	if err != nil {
 		return nil, connectErr(err)
 	}

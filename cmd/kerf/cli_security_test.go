@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -174,5 +175,69 @@ func TestPrintable(t *testing.T) {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// captureStdout runs f and returns what it printed on os.Stdout.
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	f()
+	os.Stdout = old
+	w.Close()
+	b, _ := io.ReadAll(r)
+	r.Close()
+	return string(b)
+}
+
+func TestUserCommands(t *testing.T) {
+	state := t.TempDir()
+	ctx := context.Background()
+	users := func() *auth.UsersFile {
+		u, err := auth.OpenUsers(filepath.Join(state, auth.UsersFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	var code int
+	var err error
+	out := captureStdout(t, func() { code, err = run(ctx, "user", "add", "ci", "--token", "--state", state) })
+	tok := strings.TrimSpace(out)
+	if code != 0 || len(tok) < 40 {
+		t.Fatalf("add --token: exit %d %v, printed %q", code, err, out)
+	}
+	if _, err := users().Authenticate("ci", tok); err != nil {
+		t.Errorf("the printed token does not log in: %v", err)
+	}
+	withStdin(t, "new password\n", func() { code, err = run(ctx, "user", "passwd", "ci", "--password-stdin", "--bcrypt", "--state", state) })
+	if code != 0 {
+		t.Fatalf("passwd: %v", err)
+	}
+	if _, err := users().Authenticate("ci", tok); err == nil {
+		t.Error("the old token still works after passwd")
+	}
+	if _, err := users().Authenticate("ci", "new password"); err != nil {
+		t.Errorf("the new password does not work: %v", err)
+	}
+	// No terminal and no --password-stdin: a clear usage error.
+	withStdin(t, "", func() { code, err = run(ctx, "user", "add", "dave", "--state", state) })
+	if code != exitUsage || !strings.Contains(err.Error(), "--password-stdin") {
+		t.Errorf("add without a password source: exit %d %v", code, err)
+	}
+	for _, bad := range []string{"../evil", "anonymous", "-x", ""} {
+		withStdin(t, "pw\n", func() { code, _ = run(ctx, "user", "add", bad, "--password-stdin", "--state", state) })
+		if code != exitUsage {
+			t.Errorf("user name %q accepted", bad)
+		}
+	}
+	list := captureStdout(t, func() { run(ctx, "user", "list", "--state", state) })
+	if !strings.Contains(list, "ci\tpassword\tread-write") || strings.Contains(list, "dave") {
+		t.Errorf("user list = %q", list)
 	}
 }

@@ -7,8 +7,8 @@
 #   TOOLS="raw kerf" CASES=small bench/lan.sh
 #
 # Tools (rows), each a client pushing to a server it starts itself:
-#   raw       socat -> socat with 128 KiB buffers (trees: tar | socat ->
-#             socat | tar): the ceiling
+#   raw       file | socat -> socat > file with 128 KiB buffers (trees:
+#             tar | socat -> socat | tar): the ceiling
 #   ftp       vsftpd; curl -T for one file, lftp mirror -R --parallel=4
 #             for trees
 #   scp       OpenSSH scp (SFTP protocol) to sshd, aes128-gcm
@@ -325,8 +325,10 @@ run_one() { # tool case rep
 	case $tool in
 	raw)
 		if [ "$cs" = big ]; then
-			srv=(socat -u -b 131072 TCP-LISTEN:"$p",bind=127.0.0.1,reuseaddr OPEN:"$DST/big.bin",creat,trunc)
-			cli=(socat -u -b 131072 OPEN:"$what" TCP:127.0.0.1:"$p")
+			# Through the shell's redirections: with socat's own OPEN:
+			# address the same copy took 30-50% longer here.
+			srv=(sh -c "socat -u -b 131072 TCP-LISTEN:$p,bind=127.0.0.1,reuseaddr STDOUT >'$DST/big.bin'")
+			cli=(sh -c "socat -u -b 131072 STDIN TCP:127.0.0.1:$p <'$what'")
 		else
 			srv=(sh -c "socat -u -b 131072 TCP-LISTEN:$p,bind=127.0.0.1,reuseaddr STDOUT | tar -C '$DST' -xf -")
 			cli=(sh -c "tar -C '$SRC' -cf - '$cs' | socat -u -b 131072 STDIN TCP:127.0.0.1:$p")

@@ -32,12 +32,10 @@ func ptyPair(t *testing.T) (a, b string) {
 	return a, b
 }
 
-// Two kerf peers on a serial line with different --unprefix settings.
-// Bug: the repeat prefix is turned off only by the side set to minimal
-// prefixing (kermit/negotiate.go negotiate: `minimal` depends on this
-// side's cfg.Unprefix and cfg.Parity, which the peer cannot see), so one
-// side encodes runs with '~' and the other reads '~' literally: the file
-// arrives wrong (caught here by the length check).
+// Two kerf peers on a serial line with different --unprefix settings
+// must agree on the repeat prefix. (Regression: only the side set to
+// minimal prefixing turned it off, so one side encoded runs with '~' and
+// the other read '~' literally.)
 func TestSerialUnprefixMismatch(t *testing.T) {
 	for _, c := range []struct{ send, recv string }{{"minimal", "cautious"}, {"cautious", "minimal"}} {
 		t.Run(c.send+"-to-"+c.recv, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -232,7 +231,7 @@ func TestNamesWithSpacesAndUTF8(t *testing.T) {
 		sameFile(t, filepath.Join(local, n), filepath.Join(root, "dir with space", n))
 	}
 	ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, "dir with space"))
-	listing := lineEnds.ReplaceAllString(ls.stdout, "\n") // see TestLsPrintsLocalLineEnds
+	listing := ls.stdout
 	for _, n := range names {
 		if !strings.Contains(listing, " "+n+"\n") {
 			t.Errorf("ls does not show %q:\n%s", n, ls.stdout)
@@ -255,7 +254,7 @@ func TestRemoteCommands(t *testing.T) {
 	writeFile(t, filepath.Join(local, "f.txt"), []byte("hello\n"))
 	mustRun(t, srv, local, nil, "send", "f.txt", target(srv.addr, "a/b"))
 	ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, "a/b"))
-	listing := lineEnds.ReplaceAllString(ls.stdout, "\n") // see TestLsPrintsLocalLineEnds
+	listing := ls.stdout
 	if !strings.Contains(listing, " c/\n") || !strings.Contains(listing, " 6 ") || !strings.Contains(listing, " f.txt\n") {
 		t.Errorf("ls a/b:\n%q", ls.stdout)
 	}
@@ -318,39 +317,40 @@ func TestExitCodes(t *testing.T) {
 	noFile(t, filepath.Join(local, "no-such-file"))
 }
 
-// Bug: `kerf ls` prints the listing with CRLF line ends. The server sends
-// a long reply as an X (text) transaction in Kermit's canonical CRLF form;
-// the receiving engine (kermit/recv.go, recvGroup, case 'X') keeps
-// cur.text = cfg.Text, false in binary mode, so the CRs reach stdout.
+// A listing too long for one packet comes back as an X (text)
+// transaction, in Kermit's canonical CRLF form; `kerf ls` must print it
+// with local line ends, like a short listing that fits an ACK. Bug: the
+// receiving engine (kermit/recv.go recvGroup, case 'X') keeps
+// cur.text = cfg.Text, false in binary mode, so the CRs reach the
+// output (shown as '?' by the CLI's control-character masking).
 func TestLsPrintsLocalLineEnds(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
-	for i := range 3 {
-		writeFile(t, filepath.Join(root, fmt.Sprintf("f%d", i)), []byte("x"))
-	}
-	ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, "/"))
-	lines := strings.Split(strings.TrimSuffix(ls.stdout, "\n"), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("ls of 3 files printed %q", ls.stdout)
-	}
-	for i, l := range lines {
-		// The CR shows as itself, or as '?' where the CLI masks controls.
-		if !strings.HasSuffix(l, fmt.Sprintf(" f%d", i)) {
-			t.Errorf("ls line %q does not end with the name f%d", l, i)
+	for _, n := range []int{3, 400} { // one ACK; an X transaction (> 9024 bytes)
+		dir := filepath.Join(root, fmt.Sprintf("d%d", n))
+		for i := range n {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("f%04d", i)), []byte("x"))
+		}
+		ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, fmt.Sprintf("d%d", n)))
+		lines := strings.Split(strings.TrimSuffix(ls.stdout, "\n"), "\n")
+		if len(lines) != n {
+			t.Fatalf("ls of %d files printed %d lines", n, len(lines))
+		}
+		bad := 0
+		for i, l := range lines {
+			if !strings.HasSuffix(l, fmt.Sprintf(" f%04d", i)) {
+				if bad++; bad <= 3 {
+					t.Errorf("ls of %d files: line %q does not end with the name f%04d", n, l, i)
+				}
+			}
 		}
 	}
 }
 
-// lineEnds matches a line end as `kerf ls` prints it today: CRLF, or CR
-// masked as '?' (see TestLsPrintsLocalLineEnds).
-var lineEnds = regexp.MustCompile(`[\r?]?\n`)
-
 // A file the server refuses (a directory is in the way) must not be
 // reported as sent, and the command must fail (exit 4) naming it, while
-// the other files of the group arrive. Bug: kerf exits 0; in dual-channel
-// mode the refused file is also reported file_done (kermit/send.go
-// sendFile: the Z's onAck reports FileDone after the A's onAck reported
-// FileSkipped, and sendGroup never counts refusals as failures).
+// the other files of the group arrive. (Regression: kerf exited 0, and in
+// dual-channel mode also reported the refused file file_done.)
 func TestRefusedFileFailsTransfer(t *testing.T) {
 	for _, mode := range []string{"dual", "classic"} {
 		t.Run(mode, func(t *testing.T) {
@@ -387,12 +387,9 @@ func TestRefusedFileFailsTransfer(t *testing.T) {
 	}
 }
 
-// Bug: with the data channel, neither side reports progress during a file
-// (no FileProgress events: kermit/send.go sendFile's dual path and
-// kermit/recv.go only report at Z, and kermit.DataPath has no progress
-// callback), so --json shows no "progress" event and the terminal
-// progress bar stands still until each file ends, however long it takes.
-// Classic mode reports progress per D packet.
+// With the data channel both sides report progress during a file, as
+// classic mode does per D packet. (Regression: no progress event came
+// before each file's end, so the progress bar stood still.)
 func TestProgressEventsWithDataChannel(t *testing.T) {
 	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
@@ -419,12 +416,9 @@ func TestProgressEventsWithDataChannel(t *testing.T) {
 	}
 }
 
-// Remote paths longer than one short Kermit packet. Bug: every command
-// naming one fails ("kermit: field of N bytes does not fit one packet"):
-// R, V, J and G travel before any S, and the engine keeps them to short
-// packets (kermit/session.go apply caps maxData at 91 until S), while a
-// generic command's argument is limited to 94 bytes by its tochar length.
-// Paths of ~90 bytes are ordinary (deep trees, long names).
+// Remote paths longer than one short Kermit packet and than a generic
+// argument's 94 bytes. (Regression: every command naming one failed with
+// "kermit: field of N bytes does not fit one packet".)
 func TestLongRemotePaths(t *testing.T) {
 	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})

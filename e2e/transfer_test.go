@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -456,4 +457,35 @@ func TestGetSeveralAndWildcard(t *testing.T) {
 	}
 	noFile(t, filepath.Join(back2, "c.bin"))
 	noFile(t, filepath.Join(back2, "d.txt"))
+}
+
+// send -r follows links to files, as scp -r does, and says what it skips
+// (a link to a directory, a dangling link, a FIFO) instead of dropping it
+// silently.
+func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "tree/a.txt"), []byte("a"))
+	writeFile(t, filepath.Join(local, "outside.txt"), []byte("outside"))
+	writeFile(t, filepath.Join(local, "otherdir/x.txt"), []byte("x"))
+	for link, to := range map[string]string{"link.txt": "../outside.txt", "dirlink": "../otherdir", "dangling": "../nowhere"} {
+		if err := os.Symlink(to, filepath.Join(local, "tree", link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(local, "tree/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, srv, local, nil, "send", "-r", "tree", srv.addr)
+	sameFile(t, filepath.Join(local, "tree/a.txt"), filepath.Join(root, "tree/a.txt"))
+	sameFile(t, filepath.Join(local, "outside.txt"), filepath.Join(root, "tree/link.txt"))
+	if fi, err := os.Lstat(filepath.Join(root, "tree/link.txt")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the link arrived as %v, %v; want a regular file", fi, err)
+	}
+	for _, n := range []string{"dirlink", "dangling", "fifo"} {
+		noFile(t, filepath.Join(root, "tree", n))
+		if !strings.Contains(r.stderr, filepath.Join("tree", n)) {
+			t.Errorf("kerf did not say it skipped tree/%s:\n%s", n, r.stderr)
+		}
+	}
 }

@@ -244,12 +244,24 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 				if err != nil {
 					return err
 				}
-				if !d.Type().IsRegular() {
+				if d.IsDir() {
 					return nil
 				}
 				info, err := d.Info()
 				if err != nil {
 					return err
+				}
+				if d.Type()&fs.ModeSymlink != 0 {
+					// As scp -r does, a link to a file sends the file
+					// (links to directories are not followed: no loops).
+					if target, err := os.Stat(p); err == nil && target.Mode().IsRegular() {
+						info = target
+					}
+				}
+				if !info.Mode().IsRegular() {
+					// Never drop a file silently.
+					fmt.Fprintf(os.Stderr, "kerf: skipping %s: not a regular file (%v)\n", p, info.Mode().Type())
+					return nil
 				}
 				rel, _ := filepath.Rel(a, p)
 				add(p, path.Join(top, filepath.ToSlash(rel)), info)

@@ -6,7 +6,7 @@
 //
 //   - Pairing. The server registers a single-use session Token with
 //     Listener.Expect (the token travels to the client inside the Kermit
-//     Send-Init, as 64 hex digits); the client opens one or more
+//     Send-Init, in base64url; see docs/protocol.md §4); the client opens one or more
 //     connections with Dial and proves it holds the token with a 42-byte
 //     hello. See hello.go and docs/protocol-datachan.md for the bytes.
 //   - Transfer. Path implements kermit.DataPath over the paired

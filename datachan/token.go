@@ -19,8 +19,9 @@ func NewToken() Token {
 	return t
 }
 
-// String returns t as 64 lower-case hex digits, the form carried in the
-// Kermit Send-Init extension field.
+// String returns t as 64 lower-case hex digits, for logs and tests. (The
+// Kermit Send-Init extension field carries it in unpadded base64url; see
+// package control and docs/protocol.md §4.)
 func (t Token) String() string { return hex.EncodeToString(t[:]) }
 
 // ParseToken decodes 64 hex digits (either case).

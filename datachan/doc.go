@@ -6,9 +6,9 @@
 //
 //   - Pairing. The server registers a single-use session Token with
 //     Listener.Expect (the token travels to the client inside the Kermit
-//     Send-Init, in base64url; see docs/protocol.md §4); the client opens one or more
-//     connections with Dial and proves it holds the token with a 42-byte
-//     hello. See hello.go and docs/protocol-datachan.md for the bytes.
+//     Send-Init, in base64url; see docs/protocol.md §4); the client opens
+//     one or more connections with Dial and proves it holds the token
+//     with a 42-byte hello. See hello.go and docs/protocol-datachan.md for the bytes.
 //   - Transfer. Path implements kermit.DataPath over the paired
 //     connections: files are cut into blocks (framing.BlockHeader), the
 //     blocks are striped over the connections, each is checked with its

@@ -330,3 +330,37 @@ func TestDataPortUnreachable(t *testing.T) {
 	noFile(t, filepath.Join(root, "u.bin"))
 	noFile(t, partName(filepath.Join(root, "u.bin")))
 }
+
+// With TLS on the data connection (the default), a damaged byte is not a
+// resend: TLS rejects the record and the connection, so the transfer
+// fails, saying so, keeps its partial file, and a resume completes it.
+func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
+	if !features.serveState {
+		t.Skip("this kerf has no TLS")
+	}
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const size = 8 << 20
+	src := filepath.Join(local, "t.bin")
+	writeFile(t, src, randomBytes(size, 17))
+	dst := filepath.Join(root, "t.bin")
+	fs.data.flipUpAt.Store(3 << 20)
+	r := run(t, fs.server, local, nil, "send", "t.bin", fs.addr())
+	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
+		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
+	}
+	t.Logf("kerf said: %s", r.stderr)
+	noFile(t, dst)
+	if kept := waitStable(t, partName(dst)); kept <= 0 || kept >= size {
+		t.Fatalf("partial file of %d bytes, want some of %d", kept, size)
+	}
+	r = mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "t.bin", fs.addr())
+	done := eventsNamed(parseEvents(t, r.stdout), "file_done")
+	if len(done) != 1 {
+		t.Fatalf("want one file_done:\n%s", r.stdout)
+	}
+	if d := checkDoneEvent(t, r, "t.bin", size, done[0].Offset); d.Offset == 0 {
+		t.Errorf("the resume sent the whole file again")
+	}
+	sameFile(t, src, dst)
+}

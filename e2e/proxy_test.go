@@ -57,6 +57,7 @@ type proxy struct {
 	corruptDn  atomic.Int32 // payloads server->client to damage
 	cutAfter   atomic.Int64 // close the connection after this many bytes client->server (0: never)
 	cutDown    atomic.Int64 // close the connection after this many bytes server->client (0: never)
+	flipUpAt   atomic.Int64 // flip one bit of the byte at this offset of the client->server bytes (0: never)
 	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
 	upBytes    atomic.Int64 // bytes forwarded client->server
 	downBytes  atomic.Int64 // bytes forwarded server->client
@@ -231,6 +232,14 @@ func (p *proxy) copyCounted(dst, src net.Conn, up bool) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			if at := p.flipUpAt.Load(); up && at > 0 {
+				// Offsets count all upstream bytes of the proxy; tests
+				// that flip use one connection.
+				if start := p.upBytes.Load(); at >= start && at < start+int64(n) {
+					buf[at-start] ^= 0x08
+					p.flipUpAt.Store(0)
+				}
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil || p.count(up, int64(n)) {
 				return
 			}

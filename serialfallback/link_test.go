@@ -383,8 +383,13 @@ func TestStdioPortOverPipes(t *testing.T) {
 	if err := unix.Pipe(out[:]); err != nil {
 		t.Fatal(err)
 	}
+	// out[0] is owned by an *os.File below: closing the number here too
+	// would let that File's finalizer later close whatever fd reused it
+	// (it once closed another test's pty mid-transfer).
+	outR := os.NewFile(uintptr(out[0]), "out")
+	defer outR.Close()
 	defer func() {
-		for _, fd := range []int{in[0], in[1], out[0], out[1]} {
+		for _, fd := range []int{in[0], in[1], out[1]} {
 			unix.Close(fd)
 		}
 	}()
@@ -399,7 +404,7 @@ func TestStdioPortOverPipes(t *testing.T) {
 	if _, err := l.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	expectRead(t, os.NewFile(uintptr(out[0]), "out"), data, 2*time.Second)
+	expectRead(t, outR, data, 2*time.Second)
 	testCloseUnblocksRead(t, l)
 	if fl, _ := unix.FcntlInt(uintptr(in[0]), unix.F_GETFL, 0); fl&unix.O_NONBLOCK != 0 {
 		t.Error("stdin left non-blocking")

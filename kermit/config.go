@@ -35,7 +35,11 @@ const (
 // useful; start from DefaultConfig.
 type Config struct {
 	Window     int               // sliding window slots, 1..31
-	MaxPacket  int               // longest packet this side will receive (<= 9024)
+	// MaxPacket is the longest packet this side will receive (94..9024).
+	// 0 means automatic: 9024, but 4000 towards a classic Kermit sender,
+	// whose fixed-size retransmissions fare badly with longer packets on
+	// a noisy line (C-Kermit itself asks for 4000).
+	MaxPacket int
 	Check      framing.CheckType // preferred block check
 	Attributes bool              // offer attribute packets
 	Streaming  bool              // offer streaming (only sensible on reliable links)
@@ -72,7 +76,6 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Window:     31,
-		MaxPacket:  9024,
 		Check:      3,
 		Attributes: true,
 		Streaming:  false,

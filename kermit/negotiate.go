@@ -61,7 +61,10 @@ func myParams(cfg *Config, server bool) framing.Params {
 		p.Capas2 |= framing.Cap2DualChannel
 	}
 	p.Window = clamp(cfg.Window, 1, 31)
-	p.MaxLenX = clamp(cfg.MaxPacket, 94, framing.MaxLongLen)
+	p.MaxLenX = framing.MaxLongLen
+	if cfg.MaxPacket > 0 {
+		p.MaxLenX = clamp(cfg.MaxPacket, 94, framing.MaxLongLen)
+	}
 	p.WhatAmI = framing.WhatValid | framing.WhatLiteral
 	if !cfg.Text {
 		p.WhatAmI |= framing.WhatBinary

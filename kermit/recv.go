@@ -31,6 +31,9 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)
 	}
 	mine := myParams(&s.cfg, server)
+	if s.cfg.MaxPacket == 0 && peer.Capas2&capas2RawOK == 0 {
+		mine.MaxLenX = classicMaxPacket
+	}
 	if s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0 {
 		mine.Ext = s.cfg.Dual.Offer(peer.Ext)
 	}
@@ -61,6 +64,10 @@ type groupBatcher interface {
 	BeginBatch()
 	EndBatch() error
 }
+
+// classicMaxPacket is what kerf asks a classic Kermit to send at most
+// when the user chose no packet length (see Config.MaxPacket).
+const classicMaxPacket = 4000
 
 // recvFile is the state of the file being received.
 type recvFile struct {
@@ -141,6 +148,8 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			cur = &recvFile{name: name, id: s.recvFileID, text: s.cfg.Text, began: time.Now(), attrs: framing.NewAttributes()}
 			reply := []byte(nil)
 			if p.Type == 'X' {
+				// Text for the screen travels in canonical (CRLF) form.
+				cur.text = true
 				cur.display = display
 				if cur.display == nil {
 					cur.display = io.Discard
@@ -234,7 +243,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	if cur.display != nil {
 		return nil, nil
 	}
-	if t := cur.attrs.Type; t != "" {
+	if t := cur.attrs.Type; t != "" && cur.display == nil {
 		cur.text = t[0] == 'A'
 	}
 	if cur.refused || cur.inc == nil {

@@ -88,8 +88,8 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	if cfg.Window < 1 {
 		cfg.Window = 1
 	}
-	if cfg.MaxPacket <= 0 {
-		cfg.MaxPacket = 9024
+	if cfg.MaxPacket < 0 {
+		cfg.MaxPacket = 0
 	}
 	if cfg.Check < 1 || cfg.Check > 3 {
 		cfg.Check = 3

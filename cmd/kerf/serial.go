@@ -20,7 +20,7 @@ var serialFlags = []cli.Flag{
 	&cli.StringFlag{Name: "parity", Value: "none", Usage: "none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing)"},
 	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
 	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
-	&cli.IntFlag{Name: "packet-length", Value: 9024, Usage: "longest packet to receive (94-9024)"},
+	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (94-9024; 0: automatic)"},
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type (1, 2 or 3)"},
 	&cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
@@ -42,7 +42,7 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	k.Window = c.Int("window")
 	k.MaxPacket = c.Int("packet-length")
 	k.Check = framing.CheckType(c.Int("block-check"))
-	if k.Window < 1 || k.Window > 31 || k.MaxPacket < 94 || k.MaxPacket > 9024 || k.Check < 1 || k.Check > 3 {
+	if k.Window < 1 || k.Window > 31 || (k.MaxPacket != 0 && k.MaxPacket < 94) || k.MaxPacket > 9024 || k.Check < 1 || k.Check > 3 {
 		return nil, nil, usageErr("window must be 1-31, packet length 94-9024, block check 1-3")
 	}
 	k.Streaming = c.Bool("streaming")

@@ -34,12 +34,12 @@ const (
 // Config holds one side's protocol preferences. The zero value is not
 // useful; start from DefaultConfig.
 type Config struct {
-	Window     int               // sliding window slots, 1..31
+	Window int // sliding window slots, 1..31
 	// MaxPacket is the longest packet this side will receive (94..9024).
 	// 0 means automatic: 9024, but 4000 towards a classic Kermit sender,
 	// whose fixed-size retransmissions fare badly with longer packets on
 	// a noisy line (C-Kermit itself asks for 4000).
-	MaxPacket int
+	MaxPacket  int
 	Check      framing.CheckType // preferred block check
 	Attributes bool              // offer attribute packets
 	Streaming  bool              // offer streaming (only sensible on reliable links)

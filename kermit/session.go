@@ -47,6 +47,7 @@ type Session struct {
 	sendNo       uint64
 	ackedNo      uint64 // highest sendNo known to have reached the peer
 	lastProgress time.Time
+	lastTimeout  time.Time // when the retransmission timer last fired
 	linkFree     time.Time // when the line will have sent all we wrote (LineSpeed known) // when an ACK last made progress
 
 	// receiver state
@@ -100,6 +101,9 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	if cfg.LineSpeed > 0 {
 		// Never time out sooner than the line needs for a longest packet.
 		s.rtt.min = max(s.rtt.min, time.Duration(float64(framing.MaxLongLen+16)*10*float64(time.Second)/float64(cfg.LineSpeed)))
+		// A serial line is nobody else's: a timeout there means damage,
+		// not congestion, so exponential backoff would only idle the line.
+		s.rtt.max = max(4*s.rtt.min, 2*time.Second)
 	}
 	s.resetNegotiation()
 	return s

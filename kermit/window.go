@@ -60,7 +60,9 @@ type rttEstimator struct {
 func (r *rttEstimator) init(initial time.Duration) {
 	r.srtt, r.rttvar = 0, 0
 	r.rto = initial
-	r.max = 60 * time.Second
+	if r.max == 0 {
+		r.max = 60 * time.Second
+	}
 }
 
 func (r *rttEstimator) sample(d time.Duration) {
@@ -174,7 +176,14 @@ func (s *Session) lineFull(n int) bool {
 	if s.cfg.LineSpeed <= 0 || s.sw.count == 0 {
 		return false
 	}
-	limit := max(3*(n+packetOverhead), s.cfg.LineSpeed/10/4)
+	ahead := s.cfg.LineSpeed / 10 / 4 // a quarter second of line
+	if !s.neg.peerKerf {
+		// C-Kermit's receiver counts every damaged packet against one
+		// retry limit while it waits for a missing one, and gives up at
+		// ten: keep fewer packets exposed at once.
+		ahead /= 4
+	}
+	limit := max(3*(n+packetOverhead), ahead)
 	return s.sw.bytes+n > limit
 }
 
@@ -303,6 +312,11 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 		if s.cfg.LineSpeed == 0 && s.lastProgress.After(from) {
 			from = s.lastProgress
 		}
+		// One timer for the whole window: after a timeout it restarts,
+		// so the other packets in flight do not all expire at once.
+		if s.lastTimeout.After(from) {
+			from = s.lastTimeout
+		}
 		wait = time.Until(from.Add(s.rtt.rto))
 		if wait <= 0 {
 			wait = time.Nanosecond
@@ -321,6 +335,7 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 		if s.retries > s.cfg.MaxRetries {
 			return ErrTooManyRetries
 		}
+		s.lastTimeout = time.Now()
 		s.rtt.backoff()
 		s.cfg.Log.Debug("timeout", "seq", oldest.seq, "type", string(oldest.typ), "rto", s.rtt.rto)
 		return s.transmit(oldest)

@@ -13,7 +13,8 @@
 //     connections: files are cut into blocks (framing.BlockHeader), the
 //     blocks are striped over the connections, each is checked with its
 //     CRC-32C, damaged ones are asked for again (framing.ResendRequest)
-//     and good ones are written with WriteAt behind the network reader.
+//     and good ones are written with WriteAt by the connection's reader
+//     (or, with WithWriteBehind, by a disk writer behind it).
 //   - Socket tuning (Tune).
 //
 // It deliberately does not decide which files move, name them, or know

@@ -23,7 +23,7 @@ var (
 const (
 	DefaultBlockSize   = 256 << 10
 	DefaultReadAhead   = 4 // blocks read and queued beyond those being written
-	DefaultWriteBehind = 4 // verified blocks queued per connection for WriteAt
+	DefaultWriteBehind = 0 // verified blocks queued per connection for a separate disk writer
 	DefaultParkLimit   = 32 << 20
 
 	// maxDeferred bounds the blocks of not-yet-expected files a Path
@@ -46,9 +46,10 @@ const (
 //
 // Receiving: a reader goroutine per connection reads and checks blocks; a
 // damaged payload is dropped and asked for again on the same connection;
-// a good block is handed to that connection's writer goroutine, which
-// calls WriteAt while the reader goes on reading. A good block of a file
-// not expected yet is parked in memory until Expect (up to
+// the reader writes a good block with WriteAt itself (the socket buffer
+// keeps receiving meanwhile), or with WithWriteBehind hands it to the
+// connection's disk-writer goroutine and goes on reading. A good block
+// of a file not expected yet is parked in memory until Expect (up to
 // DefaultParkLimit bytes; past that it is dropped and asked for again at
 // Expect), so a reader never waits for the engine.
 type Path struct {
@@ -114,8 +115,12 @@ func WithReadAhead(blocks int) Option {
 }
 
 // WithWriteBehind sets how many verified blocks each connection's reader
-// may queue for WriteAt before it stops reading (default
-// DefaultWriteBehind).
+// may queue for a separate disk-writer goroutine before it stops reading
+// (default DefaultWriteBehind). With 0 the reader calls WriteAt itself:
+// while it writes, the socket's receive buffer (megabytes, autotuned)
+// keeps the network busy, and a block costs no hand-off between
+// goroutines (on loopback onto tmpfs 12% less server CPU than with 4).
+// A queue pays for storage whose writes can stall for long.
 func WithWriteBehind(blocks int) Option {
 	return func(c *config) { c.writeBehind = max(blocks, 0) }
 }
@@ -135,7 +140,7 @@ type stream struct {
 	p     *Path
 	idx   int
 	conn  net.Conn
-	diskq chan *frame // verified blocks waiting for WriteAt
+	diskq chan *frame // verified blocks waiting for WriteAt; nil: the reader writes
 
 	// Resend requests to send on this connection. A list, not a bounded
 	// channel, so that the reader that adds to it never waits for the
@@ -194,10 +199,10 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	}
 	for i, c := range conns {
 		s := &stream{
-			p:         p,
-			idx:       i,
-			conn:      c,
-			diskq:     make(chan *frame, cfg.writeBehind),
+			p:    p,
+			idx:  i,
+			conn: c,
+
 			ctlSignal: make(chan struct{}, 1),
 		}
 		p.streams = append(p.streams, s)
@@ -206,7 +211,10 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	for _, s := range p.streams {
 		p.wg.Go(s.readLoop)
 		p.wg.Go(s.writeLoop)
-		p.wg.Go(s.diskLoop)
+		if cfg.writeBehind > 0 {
+			s.diskq = make(chan *frame, cfg.writeBehind)
+			p.wg.Go(s.diskLoop)
+		}
 	}
 	return p
 }

@@ -273,8 +273,14 @@ func (p *Path) admitLocked(f *recvFile, h framing.BlockHeader) (bool, error) {
 	return true, nil
 }
 
-// queueDisk hands an admitted block to the connection's disk writer.
+// queueDisk writes an admitted block, or hands it to the connection's
+// disk writer if it has one (write-behind).
 func (s *stream) queueDisk(f *frame) {
+	if s.diskq == nil {
+		s.p.store(f)
+		s.p.putFrame(f)
+		return
+	}
 	select {
 	case s.diskq <- f:
 	case <-s.p.failed:

@@ -39,8 +39,7 @@ const (
 // caller's goroutine, at most DefaultReadAhead blocks ahead of the
 // connections' writer goroutines, which take whichever block is next and
 // write header and payload, which sit back to back in one buffer, with
-// one Write (one syscall; on TLS, no record of its own for the header).
-// SendFile returns once its last block is queued, not written. A resend request
+// one Write (one syscall; on TLS, no record of its own for the header). A resend request
 // from the peer is served from the src that SendFile was given, until
 // Release.
 //
@@ -161,6 +160,7 @@ type frame struct {
 	h       framing.BlockHeader
 	buf     []byte // header room, then payload room; reused
 	payload []byte // buf[framing.BlockHeaderLen:][:n]
+	job     *sendJob
 	file    *recvFile
 }
 
@@ -307,7 +307,7 @@ func (p *Path) getFrame(n int) *frame {
 func (f *frame) payloadCap() int { return cap(f.buf) - framing.BlockHeaderLen }
 
 func (p *Path) putFrame(f *frame) {
-	f.payload, f.file = nil, nil
+	f.payload, f.job, f.file = nil, nil, nil
 	n := f.payloadCap()
 	c := frameClass(n)
 	if n != 1<<(minFrameBufShift+c) {

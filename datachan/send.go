@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"kerf/framing"
 )
@@ -14,15 +15,22 @@ type source struct {
 	ranges [][2]int64 // [off, end) passed to SendFile
 }
 
+// sendJob counts one SendFile's blocks not yet written.
+type sendJob struct {
+	pending atomic.Int64 // blocks queued or being written, +1 while SendFile is queueing
+	done    chan struct{}
+}
+
+func (j *sendJob) finish() {
+	if j.pending.Add(-1) == 0 {
+		close(j.done)
+	}
+}
+
 // SendFile sends bytes [off, off+n) of src as file id and returns their
-// CRC-32C once every block has been read, checked and queued for the
-// connections (at most the read-ahead of DefaultReadAhead blocks is then
-// still unwritten; Close or a failure of the Path drops it, and the
-// peer's Wait fails). It does not wait for the last blocks to be written,
-// so that the engine's next control packets (Z, the next file's F and A)
-// overlap with them. src must stay readable until Release(id): a block
-// the peer reports damaged is read again. Several SendFiles may run at
-// once; their blocks interleave.
+// CRC-32C once every block has been written to a connection. src must
+// stay readable until Release(id): a block the peer reports damaged is
+// read again. Several SendFiles may run at once; their blocks interleave.
 func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n int64) (uint32, error) {
 	if off < 0 || n < 0 || off+n < off {
 		return 0, fmt.Errorf("datachan: SendFile of file %d: bad range %d+%d", id, off, n)
@@ -30,6 +38,8 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	if err := p.register(id, src, off, off+n); err != nil {
 		return 0, err
 	}
+	job := &sendJob{done: make(chan struct{})}
+	job.pending.Store(1)
 	var crc uint32
 	bs := int64(p.cfg.blockSize)
 	for pos, end := off, off+n; pos < end; {
@@ -42,6 +52,8 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		c := framing.CRC32C(f.payload)
 		crc = framing.CombineCRC32C(crc, c, l)
 		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
+		f.job = job
+		job.pending.Add(1)
 		select {
 		case p.sendq <- f:
 		case <-ctx.Done():
@@ -53,7 +65,20 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		}
 		pos += l
 	}
-	return crc, nil
+	job.finish()
+	select {
+	case <-job.done:
+		return crc, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-p.failed:
+		select {
+		case <-job.done: // everything was written before the failure
+			return crc, nil
+		default:
+			return 0, p.Err()
+		}
+	}
 }
 
 // register records src for resend requests of [off, end) of file id.
@@ -192,6 +217,9 @@ func (s *stream) writeLoop() {
 		if err == nil {
 			p.stats.blocksSent.Add(1)
 			p.stats.bytesSent.Add(int64(len(f.payload)))
+			if f.job != nil {
+				f.job.finish()
+			}
 		}
 		p.putFrame(f)
 		if err != nil {

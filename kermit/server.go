@@ -180,6 +180,14 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		return fmt.Errorf("%w: bad generic command", ErrProtocol)
 	}
 	args := parseGenericArgs(raw[1:])
+	for i, a := range args {
+		// C-Kermit sends REMOTE arguments with their grouping braces
+		// ({my password}, {dir with spaces}); the braces are not part
+		// of the value.
+		if len(a) >= 2 && a[0] == '{' && a[len(a)-1] == '}' {
+			args[i] = a[1 : len(a)-1]
+		}
+	}
 	arg := func(i int) string {
 		if i < len(args) {
 			return args[i]

@@ -11,7 +11,9 @@
 # fresh lineem, checks the received copy byte for byte (a wrong copy is a
 # FAIL, whatever the exit statuses say), and prints a table.
 # efficiency = file bytes / (seconds × baud/10): 100% is the raw line rate.
-# Seconds run from the sender's start to the exit of both programs.
+# Seconds run from the sender's start to its exit (see run_one for why not
+# to the receiver's); a run passes only when both exit 0 and the copy is
+# identical.
 #
 # Environment (defaults in brackets):
 #   BAUD [115200]  SIZE [512000]  BERS ["0 1e-5 1e-4"]  SEEDS [1]
@@ -38,11 +40,56 @@ KERF=${KERF:-}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
+
+die() { echo "serial.sh: $*" >&2; exit 1; }
+
+# --- table (also: serial.sh --table OUTDIR re-prints a finished run) ---
+# table RESULTS-TSV: a summary (one row per pairing, one column per line
+# condition and file, the seeds' efficiencies side by side) and every run.
+table() {
+	local tsv=$1
+	echo "Efficiency (file bytes / (seconds x baud/10)); one value per seed; FAIL = a side failed, WRONG COPY = both sides reported success but the copy differs:"
+	echo
+	(head -1 "$tsv"; tail -n +2 "$tsv" | sort -t$'\t' -k1,1g -k2,2 -k4,4n) | awk -F'\t' -v order="$PAIRS" '
+	NR == 1 { next }
+	{
+		col = (($1 == 0) ? "clean" : "BER " $1) " " (($2 ~ /^random/) ? "binary" : "text")
+		if (!(col in seen)) { seen[col] = 1; cols[++nc] = col }
+		present[$3] = 1
+		v = ($5 == "OK") ? $7 "%" : (($5 ~ /^TIMEOUT/) ? "TIMEOUT" : (($5 ~ /copy/) ? "WRONG COPY" : "FAIL"))
+		k = $3 SUBSEP col
+		if (k in cell) cell[k] = cell[k] " / " v
+		else cell[k] = v
+	}
+	END {
+		printf "| pairing |"; for (c = 1; c <= nc; c++) printf " %s |", cols[c]; print ""
+		printf "|---|"; for (c = 1; c <= nc; c++) printf "---|"; print ""
+		n = split(order, ord, " ")
+		for (p = 1; p <= n; p++) {
+			if (!(ord[p] in present)) continue
+			printf "| %s |", ord[p]
+			for (c = 1; c <= nc; c++) printf " %s |", cell[ord[p], cols[c]]
+			print ""
+		}
+	}'
+	echo
+	echo "| line | file | pairing | seed | result | seconds | efficiency | flipped bits | lineem lost ms | receiver exit (s after sender) |"
+	echo "|---|---|---|---|---|---:|---:|---:|---:|---:|"
+	tail -n +2 "$tsv" | sort -t$'\t' -k1,1g -k2,2 -k3,3 -k4,4n | awk -F'\t' '{
+		line = ($1 == 0) ? "clean" : "BER " $1
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", line, $2, $3, $4, $5, $6, ($7 == "" ? "—" : $7 "%"), $8, $9, $10
+	}'
+}
+
+if [ "${1:-}" = --table ]; then
+	[ -f "${2:-}/results.tsv" ] || die "usage: serial.sh --table OUTDIR (a directory with results.tsv)"
+	table "$2/results.tsv"
+	exit
+fi
+
 OUT=${OUT:-$root/bench/out/serial-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT/runs" "$OUT/files"
 OUT=$(cd "$OUT" && pwd)
-
-die() { echo "serial.sh: $*" >&2; exit 1; }
 for p in kermit gkermit sz rz; do
 	command -v $p >/dev/null || die "$p not found (apt-get install ckermit gkermit lrzsz)"
 done
@@ -181,7 +228,7 @@ run_one() { # ber seed file pair
 	(cd "$dir/dst" && exec timeout --foreground -s KILL "$limit" bash -c 'start_receiver "$@"' _ "$pair" "$dir" "$b" >"$dir/recv.out" 2>&1) &
 	local rp=$!
 	sleep 0.3 # let the receiver open the line and start listening
-	local t0 t1 src="" rrc="" sp now fail_at=""
+	local t0 ts="" tr="" src="" rrc="" sp now fail_at=""
 	t0=$(date +%s.%N)
 	(cd "$(dirname "$file")" && exec timeout --foreground -s KILL "$limit" bash -c 'start_sender "$@"' _ "$pair" "$dir" "$a" "$label" >"$dir/send.out" 2>&1) &
 	sp=$!
@@ -189,8 +236,14 @@ run_one() { # ber seed file pair
 	# notice, then stop it (timeout passes the signal on).
 	while [ -z "$src" ] || [ -z "$rrc" ]; do
 		sleep 0.05
-		if [ -z "$src" ] && ! kill -0 $sp 2>/dev/null; then wait $sp && src=0 || src=$?; fi
-		if [ -z "$rrc" ] && ! kill -0 $rp 2>/dev/null; then wait $rp && rrc=0 || rrc=$?; fi
+		if [ -z "$src" ] && ! kill -0 $sp 2>/dev/null; then
+			ts=$(date +%s.%N)
+			wait $sp && src=0 || src=$?
+		fi
+		if [ -z "$rrc" ] && ! kill -0 $rp 2>/dev/null; then
+			tr=$(date +%s.%N)
+			wait $rp && rrc=0 || rrc=$?
+		fi
 		now=$(date +%s)
 		if [ -z "$fail_at" ] && { [ "${src:-0}" != 0 ] || [ "${rrc:-0}" != 0 ]; }; then fail_at=$((now + 10)); fi
 		if [ -n "$fail_at" ] && [ "$now" -ge "$fail_at" ]; then
@@ -198,12 +251,18 @@ run_one() { # ber seed file pair
 			[ -n "$rrc" ] || kill -TERM $rp 2>/dev/null || true
 		fi
 	done
-	t1=$(date +%s.%N)
 	kill -TERM $lp 2>/dev/null || true
 	wait $lp 2>/dev/null || true
 
-	local secs result eff=""
-	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	# The transfer is timed to the sender's exit: a Kermit or ZMODEM sender
+	# ends only after the receiver has acknowledged the end of the batch.
+	# The receiver's own exit can come later for reasons of the pty, not of
+	# the protocol: sz writes its final "OO", calls tcdrain() — which on a
+	# pty does not wait for lineem to read — and then tcflush(), so the
+	# "OO" is sometimes lost and rz waits 3 x 10 s for it. recv_lag shows it.
+	local secs lag result eff=""
+	secs=$(awk -v a="$t0" -v b="$ts" 'BEGIN { printf "%.2f", b - a }')
+	lag=$(awk -v a="$ts" -v b="$tr" 'BEGIN { printf "%+.2f", b - a }')
 	# 124 (or 137) = killed by timeout, 143 = stopped after the other side failed.
 	if [ "$src" = 0 ] && [ "$rrc" = 0 ] && cmp -s "$file" "$dir/dst/$label"; then
 		result=OK
@@ -218,7 +277,7 @@ run_one() { # ber seed file pair
 	local flipped lost
 	flipped=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^flipped_bits=/) { split($i, f, "="); s += f[2] } } END { print s + 0 }' "$dir/lineem.err")
 	lost=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^lost_ms=/) { split($i, f, "="); if (f[2] > m) m = f[2] } } END { printf "%.0f", m }' "$dir/lineem.err")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ber" "$label" "$pair" "$seed" "$result" "$secs" "$eff" "$flipped" "$lost"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ber" "$label" "$pair" "$seed" "$result" "$secs" "$eff" "$flipped" "$lost" "$lag"
 }
 
 # --- run everything ---
@@ -235,7 +294,7 @@ for ber in $BERS; do
 done
 
 RESULTS=$OUT/results.tsv
-printf 'ber\tfile\tpair\tseed\tresult\tseconds\tefficiency\tflipped_bits\tlineem_lost_ms\n' >"$RESULTS"
+printf 'ber\tfile\tpair\tseed\tresult\tseconds\tefficiency\tflipped_bits\tlineem_lost_ms\trecv_lag\n' >"$RESULTS"
 echo "serial.sh: ${#runs[@]} runs, $BAUD bps, $SIZE-byte files, up to $JOBS at once; logs in $OUT" >&2
 [ -n "$KERF" ] || echo "serial.sh: KERF not set: kerf pairings skipped" >&2
 # Everything runs in this script's process group (timeout --foreground does
@@ -255,12 +314,7 @@ wait
 
 # --- table ---
 {
-	echo "Line: lineem at $BAUD bps (${BAUD}/10 bytes/s each way), files of $SIZE bytes; seeds: $SEEDS; $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "Line: lineem at $BAUD bps ($((BAUD / 10)) bytes/s each way), files of $SIZE bytes; seeds: $SEEDS; $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo
-	echo "| line | file | pairing | seed | result | seconds | efficiency | flipped bits | lineem lost ms |"
-	echo "|---|---|---|---|---|---:|---:|---:|---:|"
-	tail -n +2 "$RESULTS" | sort -t$'\t' -k1,1g -k2,2 -k3,3 -k4,4n | awk -F'\t' '{
-		line = ($1 == 0) ? "clean" : "BER " $1
-		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", line, $2, $3, $4, $5, $6, ($7 == "" ? "—" : $7 "%"), $8, $9
-	}'
+	table "$RESULTS"
 } | tee "$OUT/table.md"

@@ -121,9 +121,11 @@ awk -v N="$SIZE" 'BEGIN {
 	while (size < N) {
 		x = (x * 16807) % 2147483647; k = 4 + x % 12; line = ""
 		for (i = 0; i < k; i++) { x = (x * 16807) % 2147483647; line = line (i ? " " : "") w[1 + x % n] }
-		print line; size += length(line) + 1
+		line = line "\n"
+		if (size + length(line) > N) line = substr(line, 1, N - size)
+		printf "%s", line; size += length(line)
 	}
-}' | head -c "$SIZE" >"$TXT"
+}' >"$TXT"
 [ "$(stat -c %s "$TXT")" = "$SIZE" ] || die "text file generation failed"
 
 # --- C-Kermit scripts ---

@@ -21,6 +21,7 @@ type GetOptions struct {
 
 // GetWith is Get with options.
 func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store Store) error {
+	defer s.flush()
 	if err := s.initServer(ctx); err != nil {
 		return s.abort(err)
 	}
@@ -51,6 +52,7 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 // cmd is the generic command letter (D directory, C cwd, E delete, m
 // mkdir, d rmdir, R rename, F finish, L bye, A pwd).
 func (s *Session) Generic(ctx context.Context, cmd byte, args ...string) (string, error) {
+	defer s.flush()
 	if err := s.initServer(ctx); err != nil {
 		return "", s.abort(err)
 	}

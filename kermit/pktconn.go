@@ -30,12 +30,13 @@ type pktConn struct {
 	rchk   atomic.Int32 // check type expected on incoming packets
 
 	// outgoing framing, owned by the engine goroutine
-	wchk    framing.CheckType
-	eol     byte
-	npad    int
-	padc    byte
-	wbuf    []byte
-	written int64 // bytes written, for statistics
+	wchk     framing.CheckType
+	eol      byte
+	npad     int
+	padc     byte
+	written  int64 // bytes written, for statistics
+	buffered bool  // queue writes until flush (network links)
+	out      []byte
 
 	in       chan inPacket
 	done     chan struct{}
@@ -165,9 +166,31 @@ func (c *pktConn) encode(p framing.Packet, chk framing.CheckType) ([]byte, error
 	return append(b, c.eol), nil
 }
 
+// writeRaw writes b, or with buffering on, queues it until the engine is
+// about to wait (flush): on a network link many small control packets
+// then travel in one write instead of waking the peer once each.
 func (c *pktConn) writeRaw(b []byte) error {
-	_, err := c.rw.Write(b)
 	c.written += int64(len(b))
+	if c.buffered {
+		c.out = append(c.out, b...)
+		if len(c.out) < 64<<10 {
+			return nil
+		}
+		return c.flush()
+	}
+	if _, err := c.rw.Write(b); err != nil {
+		return fmt.Errorf("kermit: writing link: %w", err)
+	}
+	return nil
+}
+
+// flush writes whatever writeRaw queued.
+func (c *pktConn) flush() error {
+	if len(c.out) == 0 {
+		return nil
+	}
+	_, err := c.rw.Write(c.out)
+	c.out = c.out[:0]
 	if err != nil {
 		return fmt.Errorf("kermit: writing link: %w", err)
 	}

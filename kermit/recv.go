@@ -14,6 +14,7 @@ import (
 // Receive receives one file group into store: it waits for the peer's S,
 // then files until B.
 func (s *Session) Receive(ctx context.Context, store Store) error {
+	defer s.flush()
 	s.resetNegotiation()
 	err := s.recvGroup(ctx, store, nil, false)
 	if err != nil {
@@ -377,6 +378,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	discard := len(zdata) > 0 && zdata[0] == 'D'
 	if cur.refused || cur.inc == nil {
 		if cur.expected && !discard {
+			s.flush()
 			if _, err := s.data.Wait(ctx, cur.id); err != nil {
 				return fmt.Errorf("kermit: data of refused %s: %w", cur.name, err)
 			}
@@ -393,6 +395,10 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		return nil
 	}
 	if s.dualActive() && cur.expected {
+		if err := s.flush(); err != nil {
+			inc.Abort(true)
+			return err
+		}
 		crc, err := s.data.Wait(ctx, cur.id)
 		if err != nil {
 			inc.Abort(true)

@@ -16,6 +16,7 @@ import (
 // Send sends files as one file group (S F A D Z ... B), starting a new
 // transaction at sequence number 0.
 func (s *Session) Send(ctx context.Context, files []OutgoingFile) error {
+	defer s.flush()
 	s.resetNegotiation()
 	if err := s.sendInit(ctx, 'S'); err != nil {
 		return s.abort(fmt.Errorf("kermit: send-init: %w", err))
@@ -235,6 +236,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		var src io.ReaderAt = r
 		if s.cfg.Events != nil {
 			src = &progressReaderAt{r: r, report: s.progress(f.Name, f.Size, true)}
+		}
+		if err := s.flush(); err != nil {
+			return err
 		}
 		crc, err := s.data.SendFile(ctx, id, src, off, n)
 		if err != nil {

@@ -15,7 +15,9 @@ import (
 // context ends, or the link fails. Errors of single commands go back to
 // the client as E packets and the server keeps waiting.
 func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
+	defer s.flush()
 	for {
+		s.flush()
 		s.resetNegotiation()
 		if err := s.serveOne(ctx, fsys); err != nil {
 			if errors.Is(err, errServerExit) {

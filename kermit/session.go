@@ -96,6 +96,9 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 		cfg.Check = 3
 	}
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
+	// On a line of known speed every packet leaves at once (its timers
+	// model the line); elsewhere packets are gathered until a wait.
+	s.c.buffered = cfg.LineSpeed == 0
 	s.rtt.init(cfg.Timeout)
 	s.rtt.min = cfg.MinTimeout
 	if cfg.LineSpeed > 0 {
@@ -122,6 +125,10 @@ func (s *Session) DataPath() DataPath { return s.data }
 func (s *Session) openDual(ctx context.Context) error {
 	if !s.neg.dual || s.data != nil || s.cfg.Dual == nil {
 		return nil
+	}
+	// The peer needs our Send-Init (or its ACK) before it can connect.
+	if err := s.flush(); err != nil {
+		return err
 	}
 	d, err := s.cfg.Dual.Open(ctx, s.neg.peer.Ext)
 	if err != nil {
@@ -185,6 +192,7 @@ func (s *Session) errorPacket(msg string) {
 	var enc framing.Quoting = s.neg.out
 	data, _ := enc.Encode(nil, []byte(msg), 90)
 	_ = s.c.send(seq, 'E', data)
+	_ = s.c.flush()
 	s.cfg.Log.Debug("sent E", "msg", msg)
 }
 
@@ -205,6 +213,14 @@ func (s *Session) abort(err error) error {
 // read waits for the next packet from the reader, up to d (0 = forever).
 // It returns ok=false on timeout.
 func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, error) {
+	select {
+	case p := <-s.c.in:
+		return s.got(p)
+	default:
+	}
+	if err := s.c.flush(); err != nil {
+		return inPacket{}, false, err
+	}
 	var tc <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -213,19 +229,27 @@ func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, er
 	}
 	select {
 	case p := <-s.c.in:
-		if p.err != nil {
-			return p, false, p.err
-		}
-		if p.bad {
-			s.stats.BadPackets++
-		}
-		return p, true, nil
+		return s.got(p)
 	case <-tc:
 		return inPacket{}, false, nil
 	case <-ctx.Done():
 		return inPacket{}, false, ctx.Err()
 	}
 }
+
+func (s *Session) got(p inPacket) (inPacket, bool, error) {
+	if p.err != nil {
+		return p, false, p.err
+	}
+	if p.bad {
+		s.stats.BadPackets++
+	}
+	return p, true, nil
+}
+
+// Flush writes any packets still queued; the public entry points call it
+// before they return.
+func (s *Session) flush() error { return s.c.flush() }
 
 // decodeString decodes a prefixed data field into a string.
 func (s *Session) decodeString(data []byte) (string, error) {

@@ -322,3 +322,25 @@ func clearErr(err error, name string) error {
 	}
 	return err
 }
+
+// BeginBatch and EndBatch pass a received group's fsync batching on to
+// the session's tree (see kermit's groupBatcher): the group is made
+// durable once, before its B is acknowledged.
+func (f *sessionFS) BeginBatch() {
+	f.mu.Lock()
+	d := f.dir
+	f.mu.Unlock()
+	if d != nil {
+		d.BeginBatch()
+	}
+}
+
+func (f *sessionFS) EndBatch() error {
+	f.mu.Lock()
+	d := f.dir
+	f.mu.Unlock()
+	if d != nil {
+		return d.EndBatch()
+	}
+	return nil
+}

@@ -26,7 +26,9 @@ type Authenticator interface {
 type ServerConfig struct {
 	// Root is the directory of users whose entry names none, and of
 	// anonymous access.
-	Root     string
+	Root string
+	// XferLog, when set, gets one xferlog line per file sent or received.
+	XferLog  *XferLog
 	Addr     string // control listen address (default ":1649")
 	DataAddr string // data listen address (default: control host, any port)
 	// MaxStreams is how many data connections a client may open
@@ -322,6 +324,16 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	kc.IdleTimeout = s.cfg.IdleTimeout
 	kc.Unprefix = kermit.UnprefixMinimal
 	kc.Log = log
+	if xl := s.cfg.XferLog; xl != nil {
+		host := ip.String()
+		kc.Events = func(e kermit.Event) {
+			if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped {
+				if err := xl.Record(e, host, fsys.userName()); err != nil {
+					log.Warn("xferlog", "err", err)
+				}
+			}
+		}
+	}
 	var dual *serverDual
 	if secure {
 		dual = &serverDual{srv: s, maxStreams: s.cfg.MaxStreams, ttl: s.cfg.DataTokenTTL,

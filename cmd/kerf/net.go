@@ -138,6 +138,7 @@ func serveCommand() *cli.Command {
 		Usage: "run a kerf server (TLS 1.3; users from the state directory)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "root", Value: ".", Usage: "directory served to users whose entry names none, and to anonymous access"},
+			&cli.StringFlag{Name: "xferlog", Usage: "append a line per transferred file to FILE, in the standard xferlog format"},
 			&cli.StringFlag{Name: "listen", Value: fmt.Sprintf(":%d", control.DefaultPort), Usage: "control address"},
 			&cli.StringFlag{Name: "data-listen", Usage: "data address (default: the control host, any port)"},
 			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: "data connections per session"},
@@ -169,8 +170,18 @@ func serveCommand() *cli.Command {
 			if list, err := users.List(); err == nil && len(list) == 0 && !c.Bool("anonymous") {
 				fmt.Fprintf(os.Stderr, "kerf: no users in %s: add one with `kerf user add NAME --root DIR`, or serve --anonymous (read-only)\n", users.Path())
 			}
+			var xl *control.XferLog
+			if p := c.String("xferlog"); p != "" {
+				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+				if err != nil {
+					return usageErr("xferlog: %v", err)
+				}
+				defer f.Close()
+				xl = control.NewXferLog(f)
+			}
 			srv, err := control.NewServer(control.ServerConfig{
-				Root: c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
+				XferLog: xl,
+				Root:    c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
 				MaxStreams: c.Int("max-streams"), Log: log,
 				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),
 				AllowClassic: c.Bool("allow-classic"), AllowPlainData: c.Bool("plain-data"),

@@ -57,7 +57,10 @@ table() {
 		col = (($1 == 0) ? "clean" : "BER " $1) " " (($2 ~ /^random/) ? "binary" : "text")
 		if (!(col in seen)) { seen[col] = 1; cols[++nc] = col }
 		present[$3] = 1
-		v = ($5 == "OK") ? $7 "%" : (($5 ~ /^TIMEOUT/) ? "TIMEOUT" : (($5 ~ /copy/) ? "WRONG COPY" : "FAIL"))
+		v = ($5 == "OK") ? $7 "%" : (($5 ~ /copy/) ? "WRONG COPY" : "FAIL")
+		# TIMEOUT only if no side failed on its own (older results.tsv
+		# files called a run with one failed side a TIMEOUT too).
+		if ($5 ~ /^TIMEOUT/ && $5 !~ /[=](1|99)[,)]/) v = "TIMEOUT"
 		k = $3 SUBSEP col
 		if (k in cell) cell[k] = cell[k] " / " v
 		else cell[k] = v
@@ -236,7 +239,9 @@ run_one() { # ber seed file pair
 	(cd "$(dirname "$file")" && exec timeout --foreground -s KILL "$limit" bash -c 'start_sender "$@"' _ "$pair" "$dir" "$a" "$label" >"$dir/send.out" 2>&1) &
 	sp=$!
 	# Wait for both. Once one side has failed, give the other 10 s to
-	# notice, then stop it (timeout passes the signal on).
+	# notice, then stop it: SIGTERM (timeout passes it on), and SIGKILL 5 s
+	# later, since C-Kermit does not stop on SIGTERM in the middle of a
+	# transfer.
 	while [ -z "$src" ] || [ -z "$rrc" ]; do
 		sleep 0.05
 		if [ -z "$src" ] && ! kill -0 $sp 2>/dev/null; then
@@ -250,8 +255,10 @@ run_one() { # ber seed file pair
 		now=$(date +%s)
 		if [ -z "$fail_at" ] && { [ "${src:-0}" != 0 ] || [ "${rrc:-0}" != 0 ]; }; then fail_at=$((now + 10)); fi
 		if [ -n "$fail_at" ] && [ "$now" -ge "$fail_at" ]; then
-			[ -n "$src" ] || kill -TERM $sp 2>/dev/null || true
-			[ -n "$rrc" ] || kill -TERM $rp 2>/dev/null || true
+			local sig=TERM
+			[ "$now" -lt $((fail_at + 5)) ] || sig=KILL
+			[ -n "$src" ] || pkill -$sig -P $sp 2>/dev/null || true
+			[ -n "$rrc" ] || pkill -$sig -P $rp 2>/dev/null || true
 		fi
 	done
 	kill -TERM $lp 2>/dev/null || true
@@ -266,13 +273,15 @@ run_one() { # ber seed file pair
 	local secs lag result eff=""
 	secs=$(awk -v a="$t0" -v b="$ts" 'BEGIN { printf "%.2f", b - a }')
 	lag=$(awk -v a="$ts" -v b="$tr" 'BEGIN { printf "%+.2f", b - a }')
-	# 124 (or 137) = killed by timeout, 143 = stopped after the other side failed.
+	# Exit statuses: 124 or 137 = killed by timeout (or by the SIGKILL
+	# above), 143 = stopped after the other side failed. TIMEOUT means
+	# neither side failed on its own before the limit.
 	if [ "$src" = 0 ] && [ "$rrc" = 0 ] && cmp -s "$file" "$dir/dst/$label"; then
 		result=OK
 		eff=$(awk -v s="$SIZE" -v t="$secs" -v b="$BAUD" 'BEGIN { printf "%.1f", 100 * s / (t * b / 10) }')
 	elif [ "$src" = 0 ] && [ "$rrc" = 0 ]; then
 		result="FAIL(copy differs)"
-	elif [ "$src" = 124 ] || [ "$rrc" = 124 ] || [ "$src" = 137 ] || [ "$rrc" = 137 ]; then
+	elif [[ " 0 124 137 143 " == *" $src "* && " 0 124 137 143 " == *" $rrc "* ]]; then
 		result="TIMEOUT(s=$src,r=$rrc)"
 	else
 		result="FAIL(s=$src,r=$rrc)"

@@ -83,6 +83,9 @@ func startPeer(t testing.TB, p *Peer, cmd *exec.Cmd) *Peer {
 	// whatever the peer started, and the peer has no controlling terminal
 	// to stop on or read keyboard interrupts from.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Once the peer has exited, stop waiting for its output pipe after a
+	// while even if something it started still holds the pipe open.
+	cmd.WaitDelay = 5 * time.Second
 	p.cmd = cmd
 	p.done = make(chan struct{})
 	p.start = time.Now()

@@ -127,10 +127,8 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 // serveSend becomes the sender for a GET: S with the request's sequence
 // number, then the file group.
 func (s *Session) serveSend(ctx context.Context, seq int, files []OutgoingFile) error {
-	keepCheck := s.neg
 	s.sw.reset(1)
 	s.sw.next, s.sw.lo = seq, seq
-	_ = keepCheck
 	s.c.setCheck(1)
 	if err := s.sendInit(ctx, 'S'); err != nil {
 		return err

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -479,8 +477,6 @@ func mvCommand() *cli.Command {
 	}
 }
 
-var errNoFiles = errors.New("no files")
-
 // printable replaces control characters in text from the server (other
 // than newline and tab) so that names cannot drive the terminal.
 func printable(s string) string {
@@ -491,5 +487,3 @@ func printable(s string) string {
 		return r
 	}, s)
 }
-
-var _ = context.Background

@@ -150,6 +150,40 @@ type stream struct {
 	ctlHdr    [framing.FrameLen]byte
 
 	hdr [framing.BlockHeaderLen]byte // reader's header buffer
+
+	// The reader's buffer for small frames: after a small block it reads
+	// as much as the socket holds, so that a run of small files' blocks
+	// costs one read, not two per block (header, payload). After a large
+	// block it reads the next header alone and large payloads straight
+	// into their own buffers, so big files are not copied twice.
+	rbuf         []byte
+	rpos, rend   int
+	lastBlockBig bool
+}
+
+// smallFrameBuf is the size of a stream's read buffer; payloads of at
+// least half of it are read directly.
+const smallFrameBuf = 64 << 10
+
+// readFull fills dst from the read buffer and the connection. direct
+// asks not to read beyond dst (see stream.rbuf).
+func (s *stream) readFull(dst []byte, direct bool) error {
+	n := copy(dst, s.rbuf[s.rpos:s.rend])
+	s.rpos += n
+	rest := dst[n:]
+	if len(rest) == 0 {
+		return nil
+	}
+	if direct || len(rest) >= smallFrameBuf/2 {
+		_, err := io.ReadFull(s.conn, rest)
+		return err
+	}
+	if s.rbuf == nil {
+		s.rbuf = make([]byte, smallFrameBuf)
+	}
+	m, err := io.ReadAtLeast(s.conn, s.rbuf, len(rest))
+	s.rpos, s.rend = copy(rest, s.rbuf[:m]), m
+	return err
 }
 
 // frame is one outgoing or received block; frames are pooled. buf holds

@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -492,5 +493,61 @@ func TestNoConnections(t *testing.T) {
 	defer p.Close()
 	if _, err := p.SendFile(context.Background(), 1, bytes.NewReader([]byte{1}), 0, 1); err == nil {
 		t.Fatal("SendFile without connections succeeded")
+	}
+}
+
+// readCounter counts Read calls on a connection.
+type readCounter struct {
+	net.Conn
+	reads atomic.Int64
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	c.reads.Add(1)
+	return c.Conn.Read(p)
+}
+
+// Small blocks come through the reader's buffer, large ones straight into
+// their frames; a stream that alternates between them must keep frame
+// boundaries right.
+func TestMixedBlockSizes(t *testing.T) {
+	s, r := pathPair(t, 1, nil, WithBlockSize(100<<10))
+	sizes := []int{1, 31, 32, 33, 100, 16 << 10, 32<<10 - 1, 32 << 10, 300 << 10, 7, 64 << 10, 64<<10 + 1, 2, 0, 1 << 20, 5}
+	for i, n := range sizes {
+		transfer(t, s, r, uint32(i+1), randomData(uint64(i), n))
+	}
+}
+
+// A run of small files' blocks costs about one read each, not two (header
+// and payload): the reader takes what the socket holds.
+func TestSmallBlocksBatchedReads(t *testing.T) {
+	var rc *readCounter
+	s, r := pathPair(t, 1, func(_ int, c net.Conn) net.Conn { rc = &readCounter{Conn: c}; return rc })
+	ctx := testContext(t)
+	const files = 300
+	data := randomData(1, 200)
+	// Every block arrives before its file is expected, so it is parked and
+	// the reader is never held up by the test.
+	for id := uint32(1); id <= files; id++ {
+		if _, err := s.SendFile(ctx, id, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := uint32(1); id <= files; id++ {
+		dst := newMemFile(len(data))
+		if err := r.Expect(id, dst, 0, int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Wait(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(dst.bytes(), data) {
+			t.Fatalf("file %d differs", id)
+		}
+	}
+	// Two reads per block would be 600; the hello was read before the
+	// Path took over, so every counted read is the reader's.
+	if n := rc.reads.Load(); n > files+files/4 {
+		t.Fatalf("%d reads for %d small blocks; want at most about one per block", n, files)
 	}
 }

@@ -123,12 +123,31 @@ func (p *Path) Wait(ctx context.Context, id uint32) (uint32, error) {
 	return f.got[0].crc, nil
 }
 
+// Ready reports whether Wait(id) would return without blocking: file id
+// is expected and complete or failed, or the Path has failed.
+func (p *Path) Ready(id uint32) bool {
+	p.mu.Lock()
+	f := p.files[id]
+	p.mu.Unlock()
+	if f == nil {
+		return true // Wait fails at once
+	}
+	select {
+	case <-f.done:
+		return true
+	case <-p.failed:
+		return true
+	default:
+		return false
+	}
+}
+
 // readLoop reads frames from the connection until it fails or the Path
 // stops.
 func (s *stream) readLoop() {
 	p := s.p
 	for {
-		if _, err := io.ReadFull(s.conn, s.hdr[:]); err != nil {
+		if err := s.readFull(s.hdr[:], s.lastBlockBig); err != nil {
 			p.fail(s.lost(err))
 			return
 		}
@@ -169,7 +188,8 @@ func (s *stream) readBlock() error {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)
 	}
 	f := p.getFrame(int(h.Length))
-	if _, err := io.ReadFull(s.conn, f.payload); err != nil {
+	s.lastBlockBig = h.Length >= smallFrameBuf/2
+	if err := s.readFull(f.payload, false); err != nil {
 		p.putFrame(f)
 		return s.lost(err)
 	}

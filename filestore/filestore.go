@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kerf/kermit"
@@ -266,6 +267,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	}
 	var f *os.File
 	var h *dirHandle
+	var fresh bool
 	for attempt := 0; ; attempt++ {
 		if h, err = d.openDir(dir); err != nil {
 			return nil, fmt.Errorf("filestore: %w", err)
@@ -274,7 +276,14 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			d.putDir(h)
 			return nil, fmt.Errorf("filestore: %s exists and is not a regular file", rel)
 		}
-		f, err = h.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o600)
+		// O_EXCL first: a new temporary file is known to be empty, so
+		// the engine's Truncate(0) costs nothing; a leftover partial is
+		// opened as it is (for recovery, or to be truncated).
+		f, err = h.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		fresh = err == nil
+		if errors.Is(err, fs.ErrExist) {
+			f, err = h.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o600)
+		}
 		if err == nil {
 			// Two sessions receiving the same name would write one
 			// temporary file: the second is refused while the first
@@ -296,7 +305,9 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
 	}
-	return &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f}, nil
+	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f}
+	in.empty.Store(fresh)
+	return in, nil
 }
 
 // incoming is a file being received as tmp in directory h, to be renamed
@@ -309,7 +320,8 @@ type incoming struct {
 	base, tmp string     // names in h
 	f         *os.File
 	released  bool
-	batched   bool // committed in a batch, not flushed yet
+	batched   bool        // committed in a batch, not flushed yet
+	empty     atomic.Bool // known to be empty: created here, nothing written
 }
 
 func (in *incoming) release() {
@@ -321,7 +333,10 @@ func (in *incoming) release() {
 
 func (in *incoming) Name() string { return in.final }
 
-func (in *incoming) WriteAt(b []byte, off int64) (int, error) { return in.f.WriteAt(b, off) }
+func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
+	in.empty.Store(false)
+	return in.f.WriteAt(b, off)
+}
 
 func (in *incoming) Partial() (int64, uint32, error) {
 	fi, err := in.f.Stat()
@@ -335,7 +350,12 @@ func (in *incoming) Partial() (int64, uint32, error) {
 	return fi.Size(), h.Sum32(), nil
 }
 
-func (in *incoming) Truncate(size int64) error { return in.f.Truncate(size) }
+func (in *incoming) Truncate(size int64) error {
+	if size == 0 && in.empty.Load() {
+		return nil
+	}
+	return in.f.Truncate(size)
+}
 
 // Commit makes the data durable (fsync), sets mode and time, renames
 // the file to its final name and makes the rename durable (fsync of the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kerf/filestore"
+	"kerf/kermit"
 )
 
 func TestCleanName(t *testing.T) {
@@ -152,5 +153,43 @@ func TestMatchSpecs(t *testing.T) {
 	}
 	if _, err := d.Match("d", false); err == nil {
 		t.Error("a directory matched without recursion")
+	}
+}
+
+// Truncate(0) is skipped only for a temporary file this Create made: a
+// partial left by an earlier transfer, or data written since, is cut.
+func TestTruncateLeftoverPartial(t *testing.T) {
+	dir := t.TempDir()
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in, _ := d.Create("p.bin")
+	in.WriteAt([]byte("old partial"), 0)
+	in.Abort(true)
+
+	for _, tc := range []struct {
+		name  string
+		setup func(in kermit.Incoming)
+	}{
+		{"leftover", func(kermit.Incoming) {}},
+		{"written since", func(in kermit.Incoming) { in.WriteAt([]byte("written since create"), 0) }},
+	} {
+		in, err := d.Create("p.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.setup(in)
+		if err := in.Truncate(0); err != nil {
+			t.Fatal(err)
+		}
+		in.WriteAt([]byte("new"), 0)
+		if err := in.Commit(time.Time{}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "p.bin")); string(b) != "new" {
+			t.Errorf("%s: committed %q, want %q", tc.name, b, "new")
+		}
 	}
 }

@@ -30,6 +30,10 @@ type DataPath interface {
 	// Wait blocks until every byte of file id has been verified and
 	// written to dst, and returns the CRC-32C of [off, off+n).
 	Wait(ctx context.Context, id uint32) (crc uint32, err error)
+	// Ready reports whether Wait(id) would return at once. The engine
+	// writes out its queued packets before a Wait that would block, and
+	// only then: a small file's data is usually in before its Z.
+	Ready(id uint32) bool
 
 	// Close ends the data path; pending Waits fail.
 	Close() error

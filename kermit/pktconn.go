@@ -37,6 +37,12 @@ type pktConn struct {
 	written  int64 // bytes written, for statistics
 	buffered bool  // queue writes until flush (network links)
 	out      []byte
+	queued   int // packets in out
+	// flushAfter writes out once it holds this many packets, so that the
+	// peer starts on the first ones while we produce the rest: with only
+	// "flush before waiting", sender and receiver would take turns a
+	// window at a time instead of working at once. 0 means no limit.
+	flushAfter int
 
 	in       chan inPacket
 	done     chan struct{}
@@ -173,7 +179,8 @@ func (c *pktConn) writeRaw(b []byte) error {
 	c.written += int64(len(b))
 	if c.buffered {
 		c.out = append(c.out, b...)
-		if len(c.out) < 64<<10 {
+		c.queued++
+		if len(c.out) < 64<<10 && (c.flushAfter == 0 || c.queued < c.flushAfter) {
 			return nil
 		}
 		return c.flush()
@@ -191,6 +198,7 @@ func (c *pktConn) flush() error {
 	}
 	_, err := c.rw.Write(c.out)
 	c.out = c.out[:0]
+	c.queued = 0
 	if err != nil {
 		return fmt.Errorf("kermit: writing link: %w", err)
 	}

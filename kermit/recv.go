@@ -378,7 +378,9 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	discard := len(zdata) > 0 && zdata[0] == 'D'
 	if cur.refused || cur.inc == nil {
 		if cur.expected && !discard {
-			s.flush()
+			if !s.data.Ready(cur.id) {
+				s.flush()
+			}
 			if _, err := s.data.Wait(ctx, cur.id); err != nil {
 				return fmt.Errorf("kermit: data of refused %s: %w", cur.name, err)
 			}
@@ -395,9 +397,13 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		return nil
 	}
 	if s.dualActive() && cur.expected {
-		if err := s.flush(); err != nil {
-			inc.Abort(true)
-			return err
+		if !s.data.Ready(cur.id) {
+			// The sender may be waiting for our ACKs before it sends
+			// the rest: write them out before blocking.
+			if err := s.flush(); err != nil {
+				inc.Abort(true)
+				return err
+			}
 		}
 		crc, err := s.data.Wait(ctx, cur.id)
 		if err != nil {

@@ -112,6 +112,10 @@ func (s *Session) event(e Event) {
 	}
 }
 
+// eagerFlushSize is the file size from which the sender writes out F and
+// A before it sends the file's data.
+const eagerFlushSize = 1 << 20
+
 func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	start := time.Now()
 	r, err := f.Open()
@@ -237,8 +241,14 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if s.cfg.Events != nil {
 			src = &progressReaderAt{r: r, report: s.progress(f.Name, f.Size, true)}
 		}
-		if err := s.flush(); err != nil {
-			return err
+		if n >= eagerFlushSize {
+			// Let the receiver Expect the file before its blocks come,
+			// or they would wait in its park. A small file's blocks may
+			// go first: parking them is cheap, and its F and A then
+			// travel with the packets of the next files.
+			if err := s.flush(); err != nil {
+				return err
+			}
 		}
 		crc, err := s.data.SendFile(ctx, id, src, off, n)
 		if err != nil {

@@ -180,6 +180,7 @@ func (s *Session) apply(n negotiated, typ byte) {
 	}
 	s.c.npad, s.c.padc = clamp(n.peer.NPad, 0, 94), n.peer.PadChar
 	s.adapt.init(n.maxData)
+	s.c.flushAfter = max(n.window/4, 1)
 }
 
 // errorPacket sends an E packet; failures are ignored since the session

@@ -15,7 +15,9 @@ import (
 
 	"kerf/auth"
 	"kerf/control"
+	"kerf/datachan"
 	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -55,6 +57,26 @@ var clientFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
 	&cli.BoolFlag{Name: "plain-data", Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
+	blockSizeFlag, writeBehindFlag,
+}
+
+// Data-path tuning, for both ends.
+var (
+	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends (1 KiB .. 16 MiB)"}
+	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
+)
+
+// pathOptions turns the tuning flags into data-path options.
+func pathOptions(c *cli.Context) ([]datachan.Option, error) {
+	bs := c.Int("block-size")
+	if bs < 1<<10 || bs > framing.MaxBlockLen {
+		return nil, usageErr("--block-size %d: must be between 1024 and %d", bs, framing.MaxBlockLen)
+	}
+	wb := c.Int("write-behind")
+	if wb < 0 || wb > 1024 {
+		return nil, usageErr("--write-behind %d: must be between 0 and 1024", wb)
+	}
+	return []datachan.Option{datachan.WithBlockSize(bs), datachan.WithWriteBehind(wb)}, nil
 }
 
 func dial(c *cli.Context, addr string) (*control.Client, error) {
@@ -71,8 +93,13 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	if c.Bool("classic") {
 		logger(c).Warn("classic mode: no TLS; the password and the data cross the network in clear")
 	}
+	opts, err := pathOptions(c)
+	if err != nil {
+		return nil, err
+	}
 	cfg := control.ClientConfig{
-		Addr: addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
+		PathOpts: opts,
+		Addr:     addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	}
 	cl, err := control.Dial(c.Context, cfg)
@@ -151,6 +178,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
+			blockSizeFlag, writeBehindFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -177,9 +205,13 @@ func serveCommand() *cli.Command {
 				defer f.Close()
 				xl = control.NewXferLog(f)
 			}
+			opts, err := pathOptions(c)
+			if err != nil {
+				return err
+			}
 			srv, err := control.NewServer(control.ServerConfig{
-				XferLog: xl,
-				Root:    c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
+				XferLog: xl, PathOpts: opts,
+				Root: c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
 				MaxStreams: c.Int("max-streams"), Log: log,
 				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),
 				AllowClassic: c.Bool("allow-classic"), AllowPlainData: c.Bool("plain-data"),

@@ -1,10 +1,14 @@
 package auth
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +40,10 @@ func TestVerify(t *testing.T) {
 		{"argon2 bad version", "$argon2id$v=1$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5aw", "pw", false, ErrBadHash},
 		{"argon2 truncated", "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ", "pw", false, ErrBadHash},
 		{"empty", "", "", false, ErrBadHash},
+		// A key-only user has an empty secret: no password matches it.
+		{"empty secret, some password", "", "pw", false, ErrBadHash},
+		{"empty secret, its token hash", "", hashToken(""), false, ErrBadHash},
+		{"bare token prefix", prefixToken, "", false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,4 +231,168 @@ func TestIdentity(t *testing.T) {
 	if _, err := LoadIdentity(filepath.Join(dir, CertFileName), filepath.Join(dir, "nope.pem")); err == nil {
 		t.Error("loaded a missing key")
 	}
+}
+
+func TestKeyLogin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), UsersFileName)
+	u, err := OpenUsers(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := func(b byte) string { return FingerprintPrefix + strings.Repeat(fmt.Sprintf("%02x", b), 32) }
+	k1, k2, k3 := fp(0x11), fp(0x22), fp(0x33)
+	if err := u.Add(User{Name: "nopw"}); err == nil {
+		t.Fatal("added a user with neither a password nor a key")
+	}
+	if err := u.Add(User{Name: "bad", Keys: []string{"sha256:abc"}}); !errors.Is(err, ErrBadFingerprint) {
+		t.Fatalf("malformed key: %v", err)
+	}
+	// Keys are stored as kerf prints them, whatever the case typed.
+	if err := u.Add(User{Name: "robot", Keys: []string{strings.ToUpper(k1), k1}, Root: "/srv/r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Add(User{Name: "carol", Secret: HashPassword("pw", cheap), Keys: []string{k3}}); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := OpenUsers(path) // the server's handle sees every change
+	steps := []struct {
+		name    string
+		do      func() error
+		wantErr error
+		keys    map[string]bool // key -> may log in as robot
+	}{
+		{"added", func() error { return nil }, nil, map[string]bool{k1: true, k2: false, k3: false}},
+		{"add k2", func() error { return u.AddKey("robot", k2) }, nil, map[string]bool{k1: true, k2: true}},
+		{"add k2 again", func() error { return u.AddKey("robot", k2) }, ErrKeyExists, map[string]bool{k1: true, k2: true}},
+		{"add to nobody", func() error { return u.AddKey("nobody", k2) }, ErrNoSuchUser, map[string]bool{k1: true, k2: true}},
+		{"add malformed", func() error { return u.AddKey("robot", "md5:1234") }, ErrBadFingerprint, map[string]bool{k1: true}},
+		{"rm k1", func() error { return u.RemoveKey("robot", k1) }, nil, map[string]bool{k1: false, k2: true}},
+		{"rm k1 again", func() error { return u.RemoveKey("robot", k1) }, ErrNoSuchKey, map[string]bool{k2: true}},
+		{"rm last key of a user without password", func() error { return u.RemoveKey("robot", k2) }, ErrLastLogin, map[string]bool{k2: true}},
+	}
+	for _, st := range steps {
+		if err := st.do(); !errors.Is(err, st.wantErr) {
+			t.Fatalf("%s: err = %v, want %v", st.name, err, st.wantErr)
+		}
+		time.Sleep(10 * time.Millisecond)
+		for k, ok := range st.keys {
+			e, err := srv.AuthenticateKey("robot", k)
+			if (err == nil) != ok || (err != nil && !errors.Is(err, ErrLoginFailed)) {
+				t.Errorf("%s: key %s: %v, want success %v", st.name, k[:12], err, ok)
+			}
+			if err == nil && e.Root != "/srv/r" {
+				t.Errorf("%s: entry %+v", st.name, e)
+			}
+		}
+	}
+	for _, tc := range []struct{ user, key string }{
+		{"robot", k3},       // carol's key
+		{"carol", k2},       // robot's key
+		{"nobody", k2},      // no such user
+		{"robot", ""},       // no key at all
+		{"robot", "k2"},     // not a fingerprint
+		{"anonymous", k2},   // not a user
+		{"robot", k2 + "0"}, // longer
+	} {
+		if _, err := srv.AuthenticateKey(tc.user, tc.key); !errors.Is(err, ErrLoginFailed) {
+			t.Errorf("key login of %s with %q: %v, want ErrLoginFailed", tc.user, tc.key, err)
+		}
+	}
+	if _, err := srv.AuthenticateKey("carol", k3); err != nil {
+		t.Errorf("carol's key: %v", err)
+	}
+	// A key-only user has no password: none matches, not even an empty
+	// one, and the failure is the uniform one (not a hash error).
+	for _, pw := range []string{"", "pw", "x"} {
+		if _, err := srv.Authenticate("robot", pw); !errors.Is(err, ErrLoginFailed) || errors.Is(err, ErrBadHash) {
+			t.Errorf("password %q for a key-only user: %v", pw, err)
+		}
+	}
+	// A password user keeps the password with keys added.
+	if _, err := srv.Authenticate("carol", "pw"); err != nil {
+		t.Errorf("carol's password: %v", err)
+	}
+	if err := u.RemoveKey("carol", k3); err != nil {
+		t.Errorf("removing the key of a user with a password: %v", err)
+	}
+	// A hand-edited file with a malformed key is refused whole, like a
+	// bad name.
+	os.WriteFile(path, []byte(`{"version":1,"users":[{"name":"x","secret":"","keys":["sha256:zz"]}]}`), 0o600)
+	if _, err := OpenUsers(path); !errors.Is(err, ErrBadFingerprint) {
+		t.Errorf("malformed key in the file: %v", err)
+	}
+}
+
+func TestCheckFingerprint(t *testing.T) {
+	good := FingerprintPrefix + strings.Repeat("ab", 32)
+	for in, want := range map[string]string{
+		good:                                   good,
+		"  SHA256:" + strings.Repeat("AB", 32): good,
+		"sha256:" + strings.Repeat("ab", 31):   "",
+		"sha256:" + strings.Repeat("ag", 32):   "",
+		strings.Repeat("ab", 32):               "",
+		"sha1:" + strings.Repeat("ab", 32):     "",
+		"":                                     "",
+	} {
+		got, err := CheckFingerprint(in)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("CheckFingerprint(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestClientIdentity(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "client")
+	if _, err := LoadClientIdentity(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no key yet: %v, want ErrNotExist", err)
+	}
+	id, created, err := LoadOrCreateClientIdentity(dir)
+	if err != nil || !created {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, KeyFileName)); fi.Mode().Perm() != 0o600 {
+		t.Errorf("key mode %v", fi.Mode())
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("identity dir mode %v", fi.Mode())
+	}
+	if !slices.Contains(id.Cert.Leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
+		t.Errorf("client certificate usages %v lack ClientAuth", id.Cert.Leaf.ExtKeyUsage)
+	}
+	if _, err := CheckFingerprint(id.Fingerprint); err != nil {
+		t.Error(err)
+	}
+	again, created, err := LoadOrCreateClientIdentity(dir)
+	if err != nil || created || again.Fingerprint != id.Fingerprint {
+		t.Fatalf("reload: %v %v", created, err)
+	}
+	loaded, err := LoadClientIdentity(dir)
+	if err != nil || loaded.Fingerprint != id.Fingerprint {
+		t.Fatalf("load: %v", err)
+	}
+	// The certificate is usable as a TLS client certificate.
+	if _, err := tls.X509KeyPair(mustRead(t, filepath.Join(dir, CertFileName)), mustRead(t, filepath.Join(dir, KeyFileName))); err != nil {
+		t.Error(err)
+	}
+	// A key others may read is not used (as ssh does).
+	os.Chmod(filepath.Join(dir, KeyFileName), 0o644)
+	if _, err := LoadClientIdentity(dir); !errors.Is(err, ErrKeyUnprotected) {
+		t.Errorf("key of mode 0644: %v, want ErrKeyUnprotected", err)
+	}
+	if _, _, err := LoadOrCreateClientIdentity(dir); !errors.Is(err, ErrKeyUnprotected) {
+		t.Errorf("key of mode 0644 (create path): %v, want ErrKeyUnprotected", err)
+	}
+	srv, _ := NewIdentity()
+	if slices.Contains(srv.Cert.Leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
+		t.Error("the server certificate claims ClientAuth")
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

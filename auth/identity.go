@@ -15,11 +15,13 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
 
-// File names inside the server's state directory.
+// File names inside the server's state directory, and inside a client's
+// identity directory.
 const (
 	KeyFileName  = "key.pem"
 	CertFileName = "cert.pem"
@@ -28,7 +30,7 @@ const (
 // FingerprintPrefix starts every fingerprint kerf prints or pins.
 const FingerprintPrefix = "sha256:"
 
-// Fingerprint identifies a server by its public key: "sha256:" and the
+// Fingerprint identifies a server or a client by its public key: "sha256:" and the
 // hex SHA-256 of the certificate's SubjectPublicKeyInfo. Pinning the key
 // rather than the certificate lets a certificate be renewed on the same
 // key without clients noticing.
@@ -37,7 +39,8 @@ func Fingerprint(cert *x509.Certificate) string {
 	return FingerprintPrefix + hex.EncodeToString(sum[:])
 }
 
-// Identity is a server's TLS certificate and its fingerprint.
+// Identity is a TLS certificate (a server's, or a client's for
+// public-key login) and its key's fingerprint.
 type Identity struct {
 	Cert        tls.Certificate
 	Fingerprint string
@@ -68,6 +71,54 @@ func newIdentity(c tls.Certificate) (*Identity, error) {
 // the state directory dir, creating both (and dir, mode 0700) on first
 // start. created reports that they were just made.
 func LoadOrCreateIdentity(dir string) (id *Identity, created bool, err error) {
+	return loadOrCreate(dir, "kerf server", x509.ExtKeyUsageServerAuth)
+}
+
+// LoadOrCreateClientIdentity loads a client's key and self-signed
+// certificate from its identity directory dir (key.pem, cert.pem),
+// creating both (and dir, mode 0700; the key 0600) on first use. The
+// client presents the certificate to a server in the TLS handshake;
+// the server knows the key by its fingerprint (public-key login).
+func LoadOrCreateClientIdentity(dir string) (id *Identity, created bool, err error) {
+	id, created, err = loadOrCreate(dir, "kerf client", x509.ExtKeyUsageClientAuth)
+	if err == nil && !created {
+		err = checkKeyProtected(filepath.Join(dir, KeyFileName))
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return id, created, nil
+}
+
+// ErrKeyUnprotected is returned for a client key file that others may
+// read: like ssh, kerf does not use it.
+var ErrKeyUnprotected = errors.New("auth: private key file is readable by others")
+
+// LoadClientIdentity loads the client key kept in dir without creating
+// one: an error wrapping os.ErrNotExist means there is none. A key file
+// that group or others may read is refused (ErrKeyUnprotected).
+func LoadClientIdentity(dir string) (*Identity, error) {
+	keyFile := filepath.Join(dir, KeyFileName)
+	if err := checkKeyProtected(keyFile); err != nil {
+		return nil, err
+	}
+	return LoadIdentity(filepath.Join(dir, CertFileName), keyFile)
+}
+
+// checkKeyProtected refuses a private key file that group or others may
+// read or write (on systems with Unix permissions).
+func checkKeyProtected(keyFile string) error {
+	fi, err := os.Stat(keyFile)
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %#o; run chmod 600 %s", ErrKeyUnprotected, keyFile, fi.Mode().Perm(), keyFile)
+	}
+	return nil
+}
+
+func loadOrCreate(dir, name string, usage x509.ExtKeyUsage) (id *Identity, created bool, err error) {
 	certFile, keyFile := filepath.Join(dir, CertFileName), filepath.Join(dir, KeyFileName)
 	if _, err := os.Stat(keyFile); err == nil {
 		id, err := LoadIdentity(certFile, keyFile)
@@ -75,7 +126,7 @@ func LoadOrCreateIdentity(dir string) (id *Identity, created bool, err error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, false, fmt.Errorf("auth: %w", err)
 	}
-	certPEM, keyPEM, err := SelfSigned("kerf server")
+	certPEM, keyPEM, err := selfSigned(name, usage)
 	if err != nil {
 		return nil, false, err
 	}
@@ -92,9 +143,14 @@ func LoadOrCreateIdentity(dir string) (id *Identity, created bool, err error) {
 	return id, err == nil, err
 }
 
-// SelfSigned makes an ECDSA P-256 key and a self-signed certificate
-// valid for 100 years (clients pin the key, not a chain of trust).
+// SelfSigned makes an ECDSA P-256 key and a self-signed server
+// certificate valid for 100 years (clients pin the key, not a chain of
+// trust).
 func SelfSigned(name string) (certPEM, keyPEM []byte, err error) {
+	return selfSigned(name, x509.ExtKeyUsageServerAuth)
+}
+
+func selfSigned(name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: %w", err)
@@ -107,7 +163,7 @@ func SelfSigned(name string) (certPEM, keyPEM []byte, err error) {
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().AddDate(100, 0, 0),
 		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:           []x509.ExtKeyUsage{usage},
 		BasicConstraintsValid: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -135,6 +191,34 @@ func NewIdentity() (*Identity, error) {
 	}
 	return newIdentity(c)
 }
+
+// NewClientIdentity makes a throwaway client identity in memory (tests).
+func NewClientIdentity() (*Identity, error) {
+	certPEM, keyPEM, err := selfSigned("kerf client", x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	return newIdentity(c)
+}
+
+// CheckFingerprint checks the syntax of a key fingerprint given by a
+// person ("sha256:" and 64 hex digits) and returns it in the form kerf
+// prints (lower case).
+func CheckFingerprint(fp string) (string, error) {
+	fp = strings.ToLower(strings.TrimSpace(fp))
+	hexPart, ok := strings.CutPrefix(fp, FingerprintPrefix)
+	if b, err := hex.DecodeString(hexPart); !ok || err != nil || len(b) != sha256.Size {
+		return "", fmt.Errorf("%w: %q (want %s and 64 hex digits, as `kerf key` prints)", ErrBadFingerprint, fp, FingerprintPrefix)
+	}
+	return fp, nil
+}
+
+// ErrBadFingerprint is returned for a malformed key fingerprint.
+var ErrBadFingerprint = errors.New("auth: bad key fingerprint")
 
 // ServerTLS is the server side TLS configuration: TLS 1.3 only.
 func (id *Identity) ServerTLS() *tls.Config {

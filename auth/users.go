@@ -1,7 +1,8 @@
 // Package auth is who may use a kerf server and which server a client
-// is talking to: the users file (password hashes, tokens, roots,
-// read-only flags), the failed-login throttle, the server's TLS identity
-// (key and self-signed certificate kept in its state directory) and the
+// is talking to: the users file (password hashes, tokens, client key
+// fingerprints, roots, read-only flags), the failed-login throttle, the
+// server's TLS identity (key and self-signed certificate kept in its
+// state directory), the client's own key for public-key login, and the
 // client's known-hosts file that pins a server's key on first use.
 //
 // It does not speak any protocol and opens no connection: package
@@ -9,12 +10,14 @@
 package auth
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +31,9 @@ var (
 	ErrNoSuchUser  = errors.New("auth: no such user")
 	ErrUserExists  = errors.New("auth: user already exists")
 	ErrBadName     = errors.New("auth: bad user name (use 1-64 of A-Z a-z 0-9 . _ -, not starting with - or .)")
+	ErrKeyExists   = errors.New("auth: the user already has this key")
+	ErrNoSuchKey   = errors.New("auth: the user has no such key")
+	ErrLastLogin   = errors.New("auth: that is the user's only way to log in")
 )
 
 // AnonymousNames are the login names that mean "anonymous" (as in FTP);
@@ -61,8 +67,13 @@ func CheckName(name string) error {
 type User struct {
 	Name string `json:"name"`
 	// Secret is an argon2id or bcrypt password hash, or a token hash
-	// ("token-sha256:..."): the password is then the token itself.
+	// ("token-sha256:..."): the password is then the token itself. It
+	// is empty for a user who logs in only with a key; no password
+	// matches an empty Secret.
 	Secret string `json:"secret"`
+	// Keys are the fingerprints (Fingerprint) of the client keys that
+	// may log in as this user without a password.
+	Keys []string `json:"keys,omitempty"`
 	// Root is the directory the user is confined to; empty means the
 	// server's --root.
 	Root     string `json:"root,omitempty"`
@@ -132,6 +143,9 @@ func (u *UsersFile) reloadLocked() error {
 		if err := CheckName(e.Name); err != nil {
 			return fmt.Errorf("auth: %s: %w", u.path, err)
 		}
+		if e.Keys, err = checkKeys(e.Keys); err != nil {
+			return fmt.Errorf("auth: %s: user %s: %w", u.path, e.Name, err)
+		}
 		m[e.Name] = e
 	}
 	u.users, u.loaded, u.modTime, u.size = m, true, fi.ModTime(), fi.Size()
@@ -149,7 +163,9 @@ func (u *UsersFile) Authenticate(name, password string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	if !ok {
+	if !ok || e.Secret == "" {
+		// An unknown user, or one who logs in only with a key: no
+		// password matches, at the cost of a wrong one.
 		Verify(dummyHash(), password)
 		return User{}, ErrLoginFailed
 	}
@@ -158,6 +174,45 @@ func (u *UsersFile) Authenticate(name, password string) (User, error) {
 		return User{}, ErrLoginFailed
 	}
 	return e, nil
+}
+
+// AuthenticateKey checks that the client key with this fingerprint may
+// log in as name. Any failure is ErrLoginFailed. It hashes nothing, so
+// it costs microseconds whatever the cause; the fingerprints are
+// compared in constant time.
+func (u *UsersFile) AuthenticateKey(name, fingerprint string) (User, error) {
+	u.mu.Lock()
+	err := u.reloadLocked()
+	e, ok := u.users[name]
+	u.mu.Unlock()
+	if err != nil {
+		return User{}, err
+	}
+	fp, fpErr := CheckFingerprint(fingerprint)
+	match := 0
+	for _, k := range e.Keys {
+		match |= subtle.ConstantTimeCompare([]byte(k), []byte(fp))
+	}
+	if !ok || fpErr != nil || match != 1 {
+		return User{}, ErrLoginFailed
+	}
+	return e, nil
+}
+
+// checkKeys checks and normalizes a user's key fingerprints, dropping
+// repeats.
+func checkKeys(keys []string) ([]string, error) {
+	var out []string
+	for _, k := range keys {
+		fp, err := CheckFingerprint(k)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, fp) {
+			out = append(out, fp)
+		}
+	}
+	return out, nil
 }
 
 // List returns the users sorted by name.
@@ -180,8 +235,12 @@ func (u *UsersFile) Add(e User) error {
 	if err := CheckName(e.Name); err != nil {
 		return err
 	}
-	if e.Secret == "" {
-		return errors.New("auth: a user needs a password or a token")
+	var err error
+	if e.Keys, err = checkKeys(e.Keys); err != nil {
+		return err
+	}
+	if e.Secret == "" && len(e.Keys) == 0 {
+		return errors.New("auth: a user needs a password, a token or a key")
 	}
 	return u.update(func(m map[string]User) error {
 		if _, ok := m[e.Name]; ok {
@@ -200,6 +259,51 @@ func (u *UsersFile) SetSecret(name, secret string) error {
 			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
 		}
 		e.Secret = secret
+		m[name] = e
+		return nil
+	})
+}
+
+// AddKey lets the client key with this fingerprint log in as name.
+func (u *UsersFile) AddKey(name, fingerprint string) error {
+	fp, err := CheckFingerprint(fingerprint)
+	if err != nil {
+		return err
+	}
+	return u.update(func(m map[string]User) error {
+		e, ok := m[name]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
+		}
+		if slices.Contains(e.Keys, fp) {
+			return fmt.Errorf("%w: %s %s", ErrKeyExists, name, fp)
+		}
+		e.Keys = append(slices.Clone(e.Keys), fp)
+		m[name] = e
+		return nil
+	})
+}
+
+// RemoveKey withdraws a key from name. The last key of a user without a
+// password cannot be removed (ErrLastLogin): remove the user instead.
+func (u *UsersFile) RemoveKey(name, fingerprint string) error {
+	fp, err := CheckFingerprint(fingerprint)
+	if err != nil {
+		return err
+	}
+	return u.update(func(m map[string]User) error {
+		e, ok := m[name]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
+		}
+		i := slices.Index(e.Keys, fp)
+		if i < 0 {
+			return fmt.Errorf("%w: %s %s", ErrNoSuchKey, name, fp)
+		}
+		if len(e.Keys) == 1 && e.Secret == "" {
+			return fmt.Errorf("%w: %s has no password; set one first, or remove the user", ErrLastLogin, name)
+		}
+		e.Keys = slices.Delete(slices.Clone(e.Keys), i, i+1)
 		m[name] = e
 		return nil
 	})

@@ -148,6 +148,7 @@ type stream struct {
 	ctl       []framing.ResendRequest
 	ctlSignal chan struct{} // capacity 1: ctl is not empty
 	ctlHdr    [framing.FrameLen]byte
+	wmu       sync.Mutex // one writer at a time: writeLoop, or SendFile inline
 
 	hdr [framing.BlockHeaderLen]byte // reader's header buffer
 

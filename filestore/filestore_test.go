@@ -2,6 +2,7 @@ package filestore_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -191,5 +192,24 @@ func TestTruncateLeftoverPartial(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, "p.bin")); string(b) != "new" {
 			t.Errorf("%s: committed %q, want %q", tc.name, b, "new")
 		}
+	}
+}
+
+func TestOpenLocal(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := filestore.OpenLocal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	if n, err := f.ReadAt(b, 4); n != 4 || err != nil || string(b) != "ents" {
+		t.Fatalf("ReadAt = %d, %v, %q", n, err, b)
+	}
+	if _, err := filestore.OpenLocal(p + ".missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v, want ErrNotExist", err)
 	}
 }

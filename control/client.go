@@ -29,8 +29,15 @@ type ClientConfig struct {
 	Classic bool
 
 	// User and Password log in with REMOTE LOGIN. An empty User (or
-	// "anonymous") asks for the server's anonymous access.
+	// "anonymous") asks for the server's anonymous access. With a
+	// ClientCert and an empty Password, a kerf server checks the key
+	// instead (public-key login).
 	User, Password string
+	// ClientCert, if set, is presented to the server in the TLS
+	// handshake when it asks (auth.LoadClientIdentity); it is sent only
+	// after the server's key has passed VerifyHost, and never in
+	// Classic mode.
+	ClientCert *tls.Certificate
 	// VerifyHost approves the fingerprint of the key the server presents
 	// (auth.KnownHosts.Check); required unless Classic.
 	VerifyHost func(addr, fingerprint string) error
@@ -82,6 +89,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cl := &Client{conn: raw}
 	if !cfg.Classic {
 		conf := auth.ClientTLS(host, func(fp string) error { return cfg.VerifyHost(addr, fp) })
+		if cfg.ClientCert != nil {
+			conf.Certificates = []tls.Certificate{*cfg.ClientCert}
+		}
 		tc := tls.Client(raw, conf)
 		// A plain Kermit peer never answers a ClientHello: give up.
 		hctx, cancel := context.WithTimeout(ctx, clientHandshakeTimeout)

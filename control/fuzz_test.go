@@ -178,7 +178,7 @@ func FuzzServerSession(f *testing.F) {
 		os.Symlink(outside, filepath.Join(root, "link"))
 		s := &Server{cfg: withDefaults(ServerConfig{Root: root, Identity: fuzzIdentity(), Users: fuzzUsers{},
 			AllowClassic: true, Throttle: &auth.Throttle{}, MaxLoginAttempts: 1000}), perAddr: map[string]int{}}
-		s.tlsConf = s.cfg.Identity.ServerTLS()
+		s.tlsConf = controlTLS(s.cfg.Identity)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan struct{})

@@ -22,6 +22,14 @@ type Authenticator interface {
 	Authenticate(name, password string) (auth.User, error)
 }
 
+// KeyAuthenticator is an Authenticator that also knows which client keys
+// may log in as a user (auth.UsersFile). With Users of this kind, a TLS
+// client that presents a certificate and logs in with an empty password
+// is checked by the certificate's key fingerprint.
+type KeyAuthenticator interface {
+	AuthenticateKey(name, fingerprint string) (auth.User, error)
+}
+
 // ServerConfig configures a kerf server.
 type ServerConfig struct {
 	// Root is the directory of users whose entry names none, and of
@@ -39,6 +47,7 @@ type ServerConfig struct {
 	// connection is TLS 1.3 unless AllowClassic lets plain Kermit in.
 	Identity *auth.Identity
 	// Users are the accounts; nil means none (anonymous only, if on).
+	// If they are a KeyAuthenticator too, clients may log in with a key.
 	Users Authenticator
 	// Anonymous gives sessions that do not log in read-only access to
 	// Root. Off by default.
@@ -83,7 +92,7 @@ type ServerConfig struct {
 // Server accepts control connections and serves each as a Kermit server.
 type Server struct {
 	cfg     ServerConfig
-	tlsConf *tls.Config
+	tlsConf *tls.Config // control connections (asks for a client key)
 	ln      net.Listener
 	dl      *datachan.Listener
 	wg      sync.WaitGroup
@@ -101,7 +110,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("control: the server needs a TLS identity (ServerConfig.Identity)")
 	}
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, tlsConf: cfg.Identity.ServerTLS(), perAddr: map[string]int{}}
+	s := &Server{cfg: cfg, tlsConf: controlTLS(cfg.Identity), perAddr: map[string]int{}}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
@@ -117,12 +126,24 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("control: %w", err)
 	}
 	s.ln = ln
-	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: s.tlsConf, plainOK: s.plainOK}, nil,
+	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: cfg.Identity.ServerTLS(), plainOK: s.plainOK}, nil,
 		datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
 	if cfg.AllowClassic {
 		cfg.Log.Warn("classic Kermit allowed: plain Kermit clients' passwords and file data cross the network in clear")
 	}
 	return s, nil
+}
+
+// controlTLS is the control connections' TLS configuration: the
+// server's, asking the client for a certificate (public-key login). The
+// certificate is neither required nor checked against any CA: TLS
+// proves the client holds its key, and the users file says which keys
+// may log in as whom. Data connections ask for none; their token binds
+// them to the session.
+func controlTLS(id *auth.Identity) *tls.Config {
+	c := id.ServerTLS()
+	c.ClientAuth = tls.RequestClientCert
+	return c
 }
 
 func (s *Server) plainOK(t datachan.Token) bool {
@@ -274,7 +295,7 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 			log.Info("TLS handshake failed", "err", err)
 			return
 		}
-		s.serveSession(ctx, tc, raw, true, log)
+		s.serveSession(ctx, tc, raw, true, auth.PeerFingerprint(tc.ConnectionState()), log)
 		return
 	}
 	if !s.cfg.AllowClassic {
@@ -283,7 +304,7 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 		return
 	}
 	log.Warn("classic Kermit session: its password and file data cross the network in clear")
-	s.serveSession(ctx, pc, raw, false, log)
+	s.serveSession(ctx, pc, raw, false, "", log)
 }
 
 // refuseClassic answers a plain Kermit peer with an E packet and closes
@@ -308,12 +329,16 @@ func refuseClassic(raw net.Conn, wait time.Duration) {
 
 // serveSession runs the Kermit server on conn (TLS, or the classic
 // connection). raw is the TCP connection underneath, whose deadline
-// bounds the handshake until the client has logged in.
-func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bool, log *slog.Logger) {
+// bounds the handshake until the client has logged in. clientKey is the
+// fingerprint of the key the TLS client presented, if any.
+func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bool, clientKey string, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ip := raw.RemoteAddr().(*net.TCPAddr).IP
 	fsys := &sessionFS{srv: s, ip: ip, raw: raw, secure: secure, log: log, ctx: ctx, cancel: cancel}
+	if secure {
+		fsys.clientKey = clientKey
+	}
 	defer fsys.close()
 	kc := kermit.DefaultConfig()
 	if s.cfg.Kermit != nil {
@@ -352,7 +377,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	// session is cancelled (too many failed logins).
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
-	log.Info("session start", "tls", secure)
+	log.Info("session start", "tls", secure, "client_key", clientKey != "")
 	err := sess.Serve(ctx, fsys)
 	log.Info("session end", "err", err, "user", fsys.userName(), "dual", sess.DataPath() != nil,
 		"data_tls", dual != nil && dual.encrypted)

@@ -64,9 +64,12 @@ type sessionFS struct {
 	ip     net.IP
 	raw    net.Conn
 	secure bool
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
+	// clientKey is the fingerprint of the key the TLS client presented
+	// (and proved it holds), or "" (none, or a classic session).
+	clientKey string
+	log       *slog.Logger
+	ctx       context.Context
+	cancel    context.CancelFunc
 
 	failures int
 	lastUser string // the user of the last successful login
@@ -131,7 +134,10 @@ func (f *sessionFS) endHandshake() {
 	}
 }
 
-// Login handles REMOTE LOGIN.
+// Login handles REMOTE LOGIN. An empty password from a TLS client that
+// presented a key asks for public-key login: the users file must list
+// the key for user. Otherwise the password (or token) is checked. Both
+// count against the same throttle and attempts, and fail alike.
 func (f *sessionFS) Login(user, password string) error {
 	if f.failures >= f.srv.cfg.MaxLoginAttempts {
 		f.cancel()
@@ -153,23 +159,38 @@ func (f *sessionFS) Login(user, password string) error {
 	}
 	if auth.IsAnonymous(user) {
 		if !cfg.Anonymous {
-			f.fail(user)
+			f.fail(user, "anonymous")
 			return errNoAnonymous
 		}
-		f.log.Info("login", "user", "anonymous", "tls", f.secure)
+		f.log.Info("login", "user", "anonymous", "method", "anonymous", "tls", f.secure)
 		f.lastUser = user
 		return f.bind("anonymous", cfg.Root, true)
 	}
+	method := "password"
+	if password == "" && f.clientKey != "" {
+		method = "key"
+	}
 	if cfg.Users == nil {
-		f.fail(user)
+		f.fail(user, method)
 		return errLoginFailed
 	}
-	u, err := cfg.Users.Authenticate(user, password)
+	var u auth.User
+	var err error
+	if method == "key" {
+		ka, ok := cfg.Users.(KeyAuthenticator)
+		if !ok {
+			f.fail(user, method)
+			return errLoginFailed
+		}
+		u, err = ka.AuthenticateKey(user, f.clientKey)
+	} else {
+		u, err = cfg.Users.Authenticate(user, password)
+	}
 	if err != nil {
 		if !errors.Is(err, auth.ErrLoginFailed) {
 			f.log.Error("users file", "err", err)
 		}
-		f.fail(user)
+		f.fail(user, method)
 		return errLoginFailed
 	}
 	cfg.Throttle.Succeed(f.ip)
@@ -177,15 +198,23 @@ func (f *sessionFS) Login(user, password string) error {
 	if root == "" {
 		root = cfg.Root
 	}
-	f.log.Info("login", "user", u.Name, "root", root, "read_only", u.ReadOnly, "tls", f.secure)
+	attrs := []any{"user", u.Name, "method", method, "root", root, "read_only", u.ReadOnly, "tls", f.secure}
+	if method == "key" {
+		attrs = append(attrs, "key", f.clientKey)
+	}
+	f.log.Info("login", attrs...)
 	f.lastUser = user
 	return f.bind(u.Name, root, u.ReadOnly)
 }
 
-func (f *sessionFS) fail(user string) {
+func (f *sessionFS) fail(user, method string) {
 	f.failures++
 	f.srv.cfg.Throttle.Fail(f.ip)
-	f.log.Warn("login failed", "user", user, "failures", f.failures)
+	attrs := []any{"user", user, "method", method, "failures", f.failures}
+	if method == "key" {
+		attrs = append(attrs, "key", f.clientKey)
+	}
+	f.log.Warn("login failed", attrs...)
 	f.hangUpIfTooMany()
 }
 

@@ -75,6 +75,7 @@ func newApp() *cli.App {
 			mvCommand(),
 			serialCommand(),
 			userCommand(),
+			keyCommand(),
 			demoCommand(),
 		},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -52,7 +53,8 @@ var clientFlags = []cli.Flag{
 	&cli.IntFlag{Name: "streams", Value: 1, Usage: "parallel data connections"},
 	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
 	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
-	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else a prompt)"},
+	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else the client key if there is one, else a prompt)"},
+	identityFlag(),
 	&cli.StringFlag{Name: "known-hosts", Value: defaultKnownHosts(), Usage: "file of pinned server keys"},
 	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
@@ -81,7 +83,15 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 
 func dial(c *cli.Context, addr string) (*control.Client, error) {
 	user := c.String("user")
-	pw, err := password(c, user, addr)
+	var key *auth.Identity
+	var keyDir string
+	if !c.Bool("classic") && !auth.IsAnonymous(user) {
+		var err error
+		if key, keyDir, err = clientKey(c); err != nil {
+			return nil, err
+		}
+	}
+	pw, err := password(c, user, addr, key != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -102,10 +112,26 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		Addr:     addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	}
+	if key != nil {
+		cfg.ClientCert = &key.Cert
+	}
 	cl, err := control.Dial(c.Context, cfg)
 	if err != nil && asked {
 		// The question may have outlasted the server's handshake
 		// timeout; the key is pinned now, so try once more.
+		cl, err = control.Dial(c.Context, cfg)
+	}
+	if err != nil && key != nil && pw == "" && errors.Is(err, control.ErrLogin) {
+		// The key was refused. As ssh does, ask for the password when
+		// there is someone to ask; otherwise say which key it was.
+		if !term.IsTerminal(int(os.Stdin.Fd())) {
+			return nil, connectErr(fmt.Errorf("%w: the server did not accept the client key %s (in %s) for %s; "+
+				"to authorize it, run on the server: kerf user key add %s %s", err, key.Fingerprint, keyDir, user, user, key.Fingerprint))
+		}
+		fmt.Fprintf(os.Stderr, "kerf: the server did not accept the client key %s for %s\n", key.Fingerprint, user)
+		if cfg.Password, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
+			return nil, err
+		}
 		cl, err = control.Dial(c.Context, cfg)
 	}
 	if err != nil {
@@ -115,8 +141,10 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 }
 
 // password finds the password for user: --password-file, then
-// $KERF_PASSWORD, then a prompt on the terminal. Anonymous needs none.
-func password(c *cli.Context, user, addr string) (string, error) {
+// $KERF_PASSWORD (if not empty), then none if there is a client key
+// (haveKey: the key logs in), then a prompt on the terminal. Anonymous
+// needs none.
+func password(c *cli.Context, user, addr string, haveKey bool) (string, error) {
 	if f := c.String("password-file"); f != "" {
 		fh, err := os.Open(f)
 		if err != nil {
@@ -129,14 +157,14 @@ func password(c *cli.Context, user, addr string) (string, error) {
 		}
 		return line, nil
 	}
-	if pw, ok := os.LookupEnv("KERF_PASSWORD"); ok {
+	if pw := os.Getenv("KERF_PASSWORD"); pw != "" {
 		return pw, nil
 	}
-	if auth.IsAnonymous(user) {
+	if auth.IsAnonymous(user) || haveKey {
 		return "", nil
 	}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return "", usageErr("no password for %s: use --password-file or KERF_PASSWORD", user)
+		return "", usageErr("no password for %s: use --password-file or KERF_PASSWORD, or log in with a client key (kerf key)", user)
 	}
 	return promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -29,6 +30,30 @@ func defaultConfigDir() string {
 func defaultStateDir() string { return filepath.Join(defaultConfigDir(), "server") }
 
 func defaultKnownHosts() string { return filepath.Join(defaultConfigDir(), auth.KnownHostsFileName) }
+
+// defaultIdentityDir holds the client's key and self-signed certificate
+// for public-key login (`kerf key`).
+func defaultIdentityDir() string { return filepath.Join(defaultConfigDir(), "client") }
+
+// identityFlag is --identity. It has no EnvVars and no Value: the cli
+// package would keep either in the (shared) flag across runs, so
+// identityDir reads $KERF_IDENTITY and the default when it is used.
+func identityFlag() cli.Flag {
+	return &cli.StringFlag{Name: "identity", DefaultText: defaultIdentityDir(),
+		Usage: "`DIR` holding this client's key, made by kerf key (else $KERF_IDENTITY); a key there is presented, and logs in when there is no password"}
+}
+
+// identityDir is --identity, else $KERF_IDENTITY, else the default
+// directory; named reports that the user chose it.
+func identityDir(c *cli.Context) (dir string, named bool) {
+	if d := c.String("identity"); d != "" {
+		return d, true
+	}
+	if d := os.Getenv("KERF_IDENTITY"); d != "" {
+		return d, true
+	}
+	return defaultIdentityDir(), false
+}
 
 func stateFlag() cli.Flag {
 	return &cli.StringFlag{Name: "state", Value: defaultStateDir(), EnvVars: []string{"KERF_STATE"},
@@ -61,6 +86,7 @@ func userCommand() *cli.Command {
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "root", Usage: "the user's directory (default: the server's --root)"},
 					&cli.BoolFlag{Name: "read-only", Usage: "the user may only fetch and list"},
+					&cli.StringSliceFlag{Name: "key", Usage: "let the client key with this `FINGERPRINT` (as kerf key prints it) log in; repeatable. Without --password-stdin or --token, the user gets no password"},
 				}, secretFlags...),
 				Action: flagsAfterName(func(c *cli.Context) error {
 					name, err := oneName(c)
@@ -76,18 +102,31 @@ func userCommand() *cli.Command {
 							return usageErr("%v", err)
 						}
 					}
+					keys, err := fingerprints(c.StringSlice("key"))
+					if err != nil {
+						return err
+					}
 					u, err := usersFile(c)
 					if err != nil {
 						return err
 					}
-					secret, err := newSecret(c, name)
-					if err != nil {
-						return err
+					var secret string
+					if len(keys) == 0 || c.Bool("password-stdin") || c.Bool("token") {
+						if secret, err = newSecret(c, name); err != nil {
+							return err
+						}
 					}
-					if err := u.Add(auth.User{Name: name, Secret: secret, Root: root, ReadOnly: c.Bool("read-only")}); err != nil {
+					if err := u.Add(auth.User{Name: name, Secret: secret, Keys: keys, Root: root, ReadOnly: c.Bool("read-only")}); err != nil {
 						return usageErr("%v", err)
 					}
-					fmt.Fprintf(os.Stderr, "kerf: added %s to %s\n", name, u.Path())
+					how := "a password"
+					switch {
+					case secret == "":
+						how = plural(len(keys), "key")
+					case len(keys) > 0:
+						how = "a password and " + plural(len(keys), "key")
+					}
+					fmt.Fprintf(os.Stderr, "kerf: added %s (logs in with %s) to %s\n", name, how, u.Path())
 					return nil
 				}),
 			},
@@ -137,9 +176,10 @@ func userCommand() *cli.Command {
 					return nil
 				}),
 			},
+			userKeyCommand(),
 			{
 				Name:  "list",
-				Usage: "list the users",
+				Usage: "list the users: name, how they log in (password, token, key), access, root",
 				Flags: []cli.Flag{stateFlag()},
 				Action: func(c *cli.Context) error {
 					u, err := usersFile(c)
@@ -151,20 +191,127 @@ func userCommand() *cli.Command {
 						return usageErr("%v", err)
 					}
 					for _, e := range list {
-						root, mode, kind := e.Root, "read-write", "password"
+						root, mode := e.Root, "read-write"
 						if root == "" {
 							root = "(server --root)"
 						}
 						if e.ReadOnly {
 							mode = "read-only"
 						}
-						if strings.HasPrefix(e.Secret, "token-") {
-							kind = "token"
-						}
-						fmt.Printf("%s\t%s\t%s\t%s\n", e.Name, kind, mode, root)
+						fmt.Printf("%s\t%s\t%s\t%s\n", e.Name, loginMethods(e), mode, root)
 					}
 					return nil
 				},
+			},
+		},
+	}
+}
+
+// loginMethods says how a user logs in: "password", "token", "key", or
+// a password or token and keys ("password+key").
+func loginMethods(e auth.User) string {
+	var m []string
+	switch {
+	case strings.HasPrefix(e.Secret, "token-"):
+		m = append(m, "token")
+	case e.Secret != "":
+		m = append(m, "password")
+	}
+	if len(e.Keys) > 0 {
+		m = append(m, "key")
+	}
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(m, "+")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "a " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// fingerprints checks key fingerprints given on the command line.
+func fingerprints(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		fp, err := auth.CheckFingerprint(a)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		out = append(out, fp)
+	}
+	return out, nil
+}
+
+// userKeyCommand is `kerf user key add|rm|list`: the client keys that
+// may log in as a user (public-key login, see `kerf key`).
+func userKeyCommand() *cli.Command {
+	change := func(verb, usage string, do func(u *auth.UsersFile, name, fp string) error, done string) *cli.Command {
+		return &cli.Command{
+			Name:      verb,
+			Usage:     usage + " (fingerprints as kerf key prints them)",
+			ArgsUsage: "NAME FINGERPRINT...",
+			Flags:     []cli.Flag{stateFlag()},
+			Action: flagsAfterName(func(c *cli.Context) error {
+				if c.NArg() < 2 {
+					return usageErr("usage: kerf user key %s NAME FINGERPRINT... [--state DIR]", verb)
+				}
+				name := c.Args().First()
+				keys, err := fingerprints(c.Args().Tail())
+				if err != nil {
+					return err
+				}
+				u, err := usersFile(c)
+				if err != nil {
+					return err
+				}
+				for _, fp := range keys {
+					if err := do(u, name, fp); err != nil {
+						return usageErr("%v", err)
+					}
+					fmt.Fprintf(os.Stderr, "kerf: %s key %s %s %s\n", done, fp, map[bool]string{true: "to", false: "from"}[verb == "add"], name)
+				}
+				return nil
+			}),
+		}
+	}
+	return &cli.Command{
+		Name:  "key",
+		Usage: "manage the client keys that may log in as a user without a password",
+		Subcommands: []*cli.Command{
+			change("add", "let client keys log in as a user", (*auth.UsersFile).AddKey, "added"),
+			change("rm", "withdraw client keys from a user", (*auth.UsersFile).RemoveKey, "removed"),
+			{
+				Name:      "list",
+				Usage:     "print a user's key fingerprints, one a line",
+				ArgsUsage: "NAME",
+				Flags:     []cli.Flag{stateFlag()},
+				Action: flagsAfterName(func(c *cli.Context) error {
+					name, err := oneName(c)
+					if err != nil {
+						return err
+					}
+					u, err := usersFile(c)
+					if err != nil {
+						return err
+					}
+					list, err := u.List()
+					if err != nil {
+						return usageErr("%v", err)
+					}
+					for _, e := range list {
+						if e.Name == name {
+							for _, k := range e.Keys {
+								fmt.Println(k)
+							}
+							return nil
+						}
+					}
+					return usageErr("%v: %s", auth.ErrNoSuchUser, name)
+				}),
 			},
 		},
 	}
@@ -177,18 +324,36 @@ func oneName(c *cli.Context) (string, error) {
 	return c.Args().First(), nil
 }
 
-// flagsAfterName lets `kerf user add NAME --root DIR` work: the cli
-// package stops parsing flags at the first argument, so a command given
-// NAME followed by flags runs again with the flags first.
+// flagsAfterName lets `kerf user add NAME --root DIR` (and `kerf user
+// key add NAME FINGERPRINT --state DIR`) work: the cli package stops
+// parsing flags at the first argument, so a command given arguments
+// followed by flags runs again with the flags first.
 func flagsAfterName(action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args := c.Args().Slice()
-		if len(args) > 1 && strings.HasPrefix(args[1], "-") {
-			re := append([]string{c.App.Name, "user", c.Command.Name}, args[1:]...)
-			return c.App.RunContext(c.Context, append(re, args[0]))
+		for i := 1; i < len(args); i++ {
+			if strings.HasPrefix(args[i], "-") && len(args[i]) > 1 {
+				re := append(commandPath(c), args[i:]...)
+				return c.App.RunContext(c.Context, append(re, args[:i]...))
+			}
 		}
 		return action(c)
 	}
+}
+
+// commandPath is the command line up to c's command: "kerf user key add".
+func commandPath(c *cli.Context) []string {
+	var names []string
+	for _, x := range c.Lineage() {
+		if x.Command != nil {
+			names = append(names, x.Command.Name)
+		}
+	}
+	slices.Reverse(names)
+	if len(names) > 0 {
+		names[0] = c.App.Name // the root command is the app
+	}
+	return names
 }
 
 // newSecret makes the stored form of a new password or token.
@@ -221,7 +386,7 @@ func newSecret(c *cli.Context, name string) (string, error) {
 		}
 		pw = a
 	default:
-		return "", usageErr("no terminal to ask for a password: use --password-stdin or --token")
+		return "", usageErr("no terminal to ask for a password: use --password-stdin, --token or --key")
 	}
 	if pw == "" {
 		return "", usageErr("empty password")

@@ -33,6 +33,7 @@ var features struct {
 	clientState  bool // send --state DIR
 	acceptNewKey bool // send --accept-new-host-key
 	clientPlain  bool // send --plain-data
+	keyLogin     bool // kerf key, send --identity, user add --key
 }
 
 // commandTimeout bounds every kerf run, so a hang fails the test instead
@@ -67,13 +68,14 @@ func TestMain(m *testing.M) {
 		features.clientState = strings.Contains(send, "--state")
 		features.acceptNewKey = strings.Contains(send, "--accept-new-host-key")
 		features.clientPlain = strings.Contains(send, "--plain-data")
+		features.keyLogin = strings.Contains(send, "--identity") && strings.Contains(helpText("user", "add"), "--key")
 		return m.Run()
 	}()
 	os.Exit(code)
 }
 
-func helpText(sub string) string {
-	out, _ := exec.Command(kerfBin, sub, "--help").CombinedOutput()
+func helpText(sub ...string) string {
+	out, _ := exec.Command(kerfBin, append(sub, "--help")...).CombinedOutput()
 	return string(out)
 }
 
@@ -160,6 +162,7 @@ type server struct {
 	dataAddr    string
 	root        string
 	plain       bool
+	state       string // the server's --state, if it has one
 	clientState string
 	cmd         *exec.Cmd
 	stderr      *syncBuffer
@@ -172,7 +175,13 @@ var servingLine = regexp.MustCompile(`serving .* on (\S+) \(data (\S+)\)`)
 func startServer(t *testing.T, root string, o serverOpts) *server {
 	t.Helper()
 	s := &server{root: root, plain: o.plain, clientState: t.TempDir(), stderr: &syncBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(kerfBin, serverArgs(t, root, o)...)
+	args := serverArgs(t, root, o)
+	for i, a := range args[:len(args)-1] {
+		if a == "--state" {
+			s.state = args[i+1]
+		}
+	}
+	s.cmd = exec.Command(kerfBin, args...)
 	s.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	s.cmd.Stderr = s.stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

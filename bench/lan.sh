@@ -15,7 +15,9 @@
 #   rsync     rsync -a to an rsync daemon (rsync://), whole files
 #   ckermit   C-Kermit to C-Kermit over a raw TCP socket: streaming,
 #             9024-byte packets, no control prefixing
-#   kerf      kerf send [-r] to kerf serve, plaintext data connections
+#   kerf      kerf send [-r] to kerf serve, plaintext data connections;
+#             the client logs in with a key (kerf key, like scp's), or
+#             with a password where the binary has no key login
 #   kerf-tls  the same with TLS on the data connections (once kerf has it;
 #             "pending" until then)
 #   kerf-b    kerf send/serve of the binary KERF_B, plaintext: to compare
@@ -122,16 +124,23 @@ fi
 KERF=$(cd "$(dirname "$KERF")" && pwd)/$(basename "$KERF")
 # The CLI grows (TLS, users, host keys): each binary's flags are read from
 # its --help. kerf_flags BIN sets SERVE_PLAIN, SEND_PLAIN (--plain-data:
-# TLS is then the default for data), AUTH (a users file), SEND_EXTRA.
+# TLS is then the default for data), AUTH (a users file), KEYAUTH (login
+# with a client key: kerf key, send --identity, user add --key: no
+# argon2 hash per session, as scp logs in with a key), SEND_EXTRA.
 has_flag() { grep -q -- "$2" <<<"$1"; }
+KERF_ID=$WORK/kerf-identity
 kerf_flags() {
 	local sh ch
 	sh=$("$1" serve --help 2>&1 || true)
 	ch=$("$1" send --help 2>&1 || true)
-	SERVE_PLAIN=() SEND_PLAIN=() SEND_EXTRA=() AUTH=0
+	SERVE_PLAIN=() SEND_PLAIN=() SEND_EXTRA=() AUTH=0 KEYAUTH=0
 	has_flag "$sh" --plain-data && SERVE_PLAIN=(--plain-data)
 	has_flag "$ch" --plain-data && SEND_PLAIN=(--plain-data)
 	"$1" user --help >/dev/null 2>&1 && AUTH=1
+	if [ "$AUTH" = 1 ] && has_flag "$ch" --identity && has_flag "$("$1" user add --help 2>&1 || true)" --key; then
+		KEYAUTH=1
+		SEND_EXTRA+=(--identity "$KERF_ID")
+	fi
 	has_flag "$ch" --accept-new-host-key && SEND_EXTRA+=(--accept-new-host-key)
 	has_flag "$ch" --known-hosts && SEND_EXTRA+=(--known-hosts "$WORK/kerf-known-hosts")
 	return 0
@@ -295,10 +304,17 @@ start_kerf() { # tool
 	kerf_flags "$bin"
 	[ "$1" = kerf-tls ] || extra=("${SERVE_PLAIN[@]}")
 	if [ "$AUTH" = 1 ]; then
-		local state=$KERF_STATE-$1
+		local state=$KERF_STATE-$1 fp
 		mkdir -p "$state"
-		echo benchpass | "$bin" user add --root "$DST" --password-stdin --state "$state" bench >"$OUT/logs/$1-user.log" 2>&1 ||
-			die "$1: kerf user add failed (see $OUT/logs/$1-user.log)"
+		if [ "$KEYAUTH" = 1 ]; then
+			fp=$("$bin" key --identity "$KERF_ID" 2>>"$OUT/logs/$1-user.log") ||
+				die "$1: kerf key failed (see $OUT/logs/$1-user.log)"
+			"$bin" user add --root "$DST" --key "$fp" --state "$state" bench >>"$OUT/logs/$1-user.log" 2>&1 ||
+				die "$1: kerf user add --key failed (see $OUT/logs/$1-user.log)"
+		else
+			echo benchpass | "$bin" user add --root "$DST" --password-stdin --state "$state" bench >"$OUT/logs/$1-user.log" 2>&1 ||
+				die "$1: kerf user add failed (see $OUT/logs/$1-user.log)"
+		fi
 		extra+=(--state "$state")
 	fi
 	"$bin" serve --root "$DST" --listen 127.0.0.1:"$p" "${extra[@]}" >"$OUT/logs/$1-serve.log" 2>&1 &
@@ -381,7 +397,9 @@ run_one() { # tool case rep
 		local extra=(--streams "$KERF_STREAMS" "${SEND_EXTRA[@]}")
 		[ "$tool" = kerf-tls ] || extra+=("${SEND_PLAIN[@]}")
 		[ "$cs" = big ] || extra+=(-r)
-		cli=("$(kerf_bin "$tool")" -q send "${extra[@]}" "$what" 127.0.0.1:"$p") ;;
+		cli=("$(kerf_bin "$tool")" -q send "${extra[@]}" "$what" 127.0.0.1:"$p")
+		# Key login: no password in the environment, so the key is used.
+		[ "$KEYAUTH" = 1 ] && cli=(env -u KERF_PASSWORD "${cli[@]}") ;;
 	esac
 	if [ ${#srv[@]} -gt 0 ]; then
 		/usr/bin/time -f "%e %U %S %M" -o "$srvtime" "${srv[@]}" >"$lg.srv.out" 2>&1 &
@@ -508,7 +526,7 @@ TABLE=$OUT/table.md
 	echo
 	echo "machine: $(nproc) cores, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
 	echo "command: TOOLS=\"$TOOLS\" CASES=\"$CASES\" REPS=$REPS REPS_SLOW=$REPS_SLOW KERF_STREAMS=$KERF_STREAMS bench/lan.sh   ($(date -u +%Y-%m-%dT%H:%MZ))"
-	echo "kerf: $KERF_DESC; kerf server peak RSS over all its runs: $(for f in "$OUT"/logs/kerf*-serve.log; do [ -f "$f" ] && grep -h VmHWM "$f" | awk -v n="$(basename "$f" -serve.log)" '{print n " " $2 " kB"}'; done | paste -sd, -)"
+	echo "kerf: $KERF_DESC; login: $(kerf_flags "$KERF"; [ "$KEYAUTH" = 1 ] && echo "client key" || echo password); kerf server peak RSS over all its runs: $(for f in "$OUT"/logs/kerf*-serve.log; do [ -f "$f" ] && grep -h VmHWM "$f" | awk -v n="$(basename "$f" -serve.log)" '{print n " " $2 " kB"}'; done | paste -sd, -)"
 	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$TABLE"
 cat "$TABLE"

@@ -19,7 +19,9 @@
 #   BAUD [115200]  SIZE [512000]  BERS ["0 1e-5 1e-4"]  SEEDS [1]
 #   PAIRS  [all: ck-default ck-tuned ck-tuned-min gk-gk gk-ck zmodem
 #           kerf-kerf kerf-ck ck-kerf]; sender first: gk-ck = G-K to C-K.
-#           Also available: kerf-gk gk-kerf (kerf with G-Kermit).
+#           Also available: kerf-gk gk-kerf (kerf with G-Kermit), and
+#           gk-kerf-stream (kerf receiving with --streaming, which G-Kermit
+#           then uses: only for error-free lines).
 #   TIMEOUT_FACTOR [20]: a run is killed after factor × ideal time + 15 s.
 #       20 because the reference figures at BER 1e-4 (13%, 6%) need 8× and
 #       17× the ideal time; 5 would turn them into TIMEOUTs.
@@ -191,6 +193,7 @@ start_receiver() { # pair dir dev
 	gk-gk | kerf-gk) exec gkermit -i -P -w -r <"$dev" >"$dev" ;;
 	zmodem) exec rz -b -y -q <"$dev" >"$dev" ;;
 	kerf-kerf | ck-kerf | gk-kerf) exec "$KERF" serial receive --line "$dev" --speed "$BAUD" --dir "$dir/dst" ;;
+	gk-kerf-stream) exec "$KERF" serial receive --streaming --line "$dev" --speed "$BAUD" --dir "$dir/dst" ;;
 	esac
 }
 start_sender() { # pair dir dev file (cwd = the file's directory)
@@ -199,7 +202,7 @@ start_sender() { # pair dir dev file (cwd = the file's directory)
 	ck-default | ck-kerf) ck_run "$dir" send "$dev" "" "send $file" ;;
 	ck-tuned) ck_run "$dir" send "$dev" "$CK_TUNED" "send $file" ;;
 	ck-tuned-min) ck_run "$dir" send "$dev" "$CK_TUNED_MIN" "send $file" ;;
-	gk-gk | gk-ck | gk-kerf) exec gkermit -i -P -s "$file" <"$dev" >"$dev" ;;
+	gk-gk | gk-ck | gk-kerf | gk-kerf-stream) exec gkermit -i -P -s "$file" <"$dev" >"$dev" ;;
 	zmodem) exec sz -b -q "$file" <"$dev" >"$dev" ;;
 	kerf-kerf | kerf-ck | kerf-gk) exec "$KERF" serial send --line "$dev" --speed "$BAUD" "$file" ;;
 	esac
@@ -298,7 +301,7 @@ for ber in $BERS; do
 	for seed in $SEEDS; do
 		for file in "$BIN" "$TXT"; do
 			for pair in $PAIRS; do
-				case $pair in kerf-*|*-kerf) [ -n "$KERF" ] || continue ;; esac
+				case $pair in kerf-*|*-kerf|*-kerf-*) [ -n "$KERF" ] || continue ;; esac
 				runs+=("$ber $seed $file $pair")
 			done
 		done

@@ -295,7 +295,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 	add := func(p, name string, fi fs.FileInfo) {
 		out = append(out, kermit.OutgoingFile{
 			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(),
-			Open: func() (kermit.FileReader, error) { return os.Open(p) },
+			Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
 		})
 		total += fi.Size()
 	}

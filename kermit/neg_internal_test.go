@@ -94,3 +94,48 @@ func (discardFile) Partial() (int64, uint32, error)          { return 0, 0, nil 
 func (discardFile) Truncate(int64) error                     { return nil }
 func (discardFile) Commit(time.Time, fs.FileMode) error      { return nil }
 func (discardFile) Abort(bool) error                         { return nil }
+
+// A classic sender is asked for shorter packets on a serial line than on
+// a network link: it keeps the negotiated length however noisy the line.
+func TestClassicSenderPacketLength(t *testing.T) {
+	for _, tc := range []struct {
+		lineSpeed int
+		want      int
+	}{{0, classicMaxPacket}, {115200, classicSerialMaxPacket}} {
+		a, b := net.Pipe()
+		cfg := DefaultConfig()
+		cfg.LineSpeed = tc.lineSpeed
+		s := NewSession(a, cfg)
+		peer := framing.DefaultParams()
+		peer.Capas = framing.CapLong | framing.CapWindows | framing.CapAttrs
+		peer.MaxLenX = 9024
+		peer.Window = 31
+		done := make(chan error, 1)
+		go func() {
+			done <- s.answerInit(context.Background(), framing.Packet{Seq: 0, Type: 'S', Data: peer.Marshal()}, false)
+			s.flush()
+		}()
+		buf := make([]byte, 512)
+		n, err := b.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := framing.Frame{Mark: framing.SOH, Check: 1}.ParsePacket(buf[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := framing.ParseParams(p.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.MaxLenX != tc.want {
+			t.Errorf("line speed %d: asked for %d-byte packets, want %d", tc.lineSpeed, got.MaxLenX, tc.want)
+		}
+		s.Close()
+		a.Close()
+		b.Close()
+	}
+}

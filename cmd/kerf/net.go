@@ -366,15 +366,31 @@ func sendCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			files, total, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
-			if err != nil {
-				return err
+			// Walk the local files while connecting and logging in: for
+			// a large tree each takes a few milliseconds.
+			type walked struct {
+				files []kermit.OutgoingFile
+				total int64
+				err   error
 			}
-			cl, err := dial(c, addr)
-			if err != nil {
-				return err
+			walk := make(chan walked, 1)
+			go func() {
+				files, total, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
+				walk <- walked{files, total, err}
+			}()
+			cl, dialErr := dial(c, addr)
+			w := <-walk
+			if w.err != nil {
+				if cl != nil {
+					cl.Close()
+				}
+				return w.err // a bad local path is the first thing to report
+			}
+			if dialErr != nil {
+				return dialErr
 			}
 			defer cl.Close()
+			files, total := w.files, w.total
 			rep := newReporter(c, total)
 			cl.Session().SetEvents(rep.event)
 			if rdir != "" && rdir != "/" {

@@ -74,7 +74,6 @@ type Path struct {
 		blocksSent, bytesSent, blocksResent      atomic.Int64
 		blocksReceived, bytesReceived, badBlocks atomic.Int64
 		duplicates, parked, deferred             atomic.Int64
-		spliced                                  atomic.Int64
 	}
 }
 
@@ -89,7 +88,6 @@ type Stats struct {
 	Duplicates     int64 // good blocks ignored because they had arrived before
 	Parked         int64 // good blocks held until their file was expected
 	Deferred       int64 // good blocks dropped because their file was not expected and the park was full; asked for again at Expect
-	Spliced        int64 // good blocks received with splice (zero-copy) rather than read
 }
 
 // Option configures a Path.
@@ -100,7 +98,6 @@ type config struct {
 	readAhead   int
 	writeBehind int
 	parkLimit   int
-	splice      bool
 }
 
 // WithBlockSize sets the payload size of the blocks this side sends
@@ -136,12 +133,6 @@ func WithParkLimit(bytes int) Option {
 	return func(c *config) { c.parkLimit = max(bytes, 0) }
 }
 
-// WithSplice turns the zero-copy receive of large blocks on plain TCP
-// connections on or off (default on, Linux only; see splice_linux.go).
-func WithSplice(on bool) Option {
-	return func(c *config) { c.splice = on }
-}
-
 // stream is one data connection and its goroutines: a reader, a network
 // writer and a disk writer.
 type stream struct {
@@ -169,8 +160,6 @@ type stream struct {
 	rbuf         []byte
 	rpos, rend   int
 	lastBlockBig bool
-
-	splice *splicer // nil: large payloads are read, not spliced
 }
 
 // smallFrameBuf is the size of a stream's read buffer; payloads of at
@@ -224,7 +213,6 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		readAhead:   DefaultReadAhead,
 		writeBehind: DefaultWriteBehind,
 		parkLimit:   DefaultParkLimit,
-		splice:      true,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -252,9 +240,6 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 
 			ctlSignal: make(chan struct{}, 1),
 		}
-		if cfg.splice {
-			s.splice = newSplicer(c)
-		}
 		p.streams = append(p.streams, s)
 	}
 	p.wg.Go(p.resendLoop)
@@ -275,10 +260,6 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 func (p *Path) Close() error {
 	p.fail(ErrClosed)
 	p.wg.Wait()
-	for _, s := range p.streams {
-		s.splice.close()
-		s.splice = nil
-	}
 	return nil
 }
 
@@ -294,7 +275,6 @@ func (p *Path) Stats() Stats {
 		Duplicates:     p.stats.duplicates.Load(),
 		Parked:         p.stats.parked.Load(),
 		Deferred:       p.stats.deferred.Load(),
-		Spliced:        p.stats.spliced.Load(),
 	}
 }
 

@@ -187,11 +187,8 @@ func (s *stream) readBlock() error {
 	if h.Length == 0 {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)
 	}
-	s.lastBlockBig = h.Length >= smallFrameBuf/2
-	if handled, err := s.trySplice(h); handled || err != nil {
-		return err
-	}
 	f := p.getFrame(int(h.Length))
+	s.lastBlockBig = h.Length >= smallFrameBuf/2
 	if err := s.readFull(f.payload, false); err != nil {
 		p.putFrame(f)
 		return s.lost(err)
@@ -322,17 +319,6 @@ func (s *stream) diskLoop() {
 		case <-p.failed:
 			return
 		}
-	}
-}
-
-// failFile fails file f (a write error): its Wait returns err; the Path
-// goes on with other files.
-func (p *Path) failFile(f *recvFile, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if f.err == nil && !f.complete() {
-		f.err = err
-		close(f.done)
 	}
 }
 

@@ -59,14 +59,3 @@ func (ss *spans) add(start, end uint64, crc uint32) (dup bool, err error) {
 	*ss = s
 	return false, nil
 }
-
-// free reports whether no byte of [start, end) has been recorded.
-func (ss spans) free(start, end uint64) bool {
-	i, _ := slices.BinarySearchFunc(ss, start, func(x span, start uint64) int {
-		if x.end <= start {
-			return -1
-		}
-		return 1
-	})
-	return i == len(ss) || ss[i].start >= end
-}

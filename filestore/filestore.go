@@ -876,10 +876,3 @@ func OpenLocal(name string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), name), nil
 }
-
-// BackingFile lets the data path write into the temporary file directly
-// (datachan.FileBacked): WriteAt is a plain pwrite at the same offsets.
-func (in *incoming) BackingFile() *os.File {
-	in.empty.Store(false)
-	return in.f
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -490,14 +489,3 @@ func (p *progressWriterAt) WriteAt(b []byte, off int64) (int, error) {
 	p.report(int64(n))
 	return n, err
 }
-
-// BackingFile and Spliced pass through a data path that writes into the
-// file itself (datachan.FileBacked), counting what it wrote.
-func (p *progressWriterAt) BackingFile() *os.File {
-	if fb, ok := p.w.(interface{ BackingFile() *os.File }); ok {
-		return fb.BackingFile()
-	}
-	return nil
-}
-
-func (p *progressWriterAt) Spliced(n int) { p.report(int64(n)) }

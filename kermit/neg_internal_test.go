@@ -100,16 +100,24 @@ func (discardFile) Abort(bool) error                         { return nil }
 func TestClassicSenderPacketLength(t *testing.T) {
 	for _, tc := range []struct {
 		lineSpeed int
+		window    int
 		want      int
-	}{{0, classicMaxPacket}, {115200, classicSerialMaxPacket}} {
+	}{
+		{0, 31, classicMaxPacket},
+		{115200, 31, classicSerialMaxPacket},
+		{115200, 1, classicMaxPacket}, // stop-and-wait: fewer turns of the line
+	} {
 		a, b := net.Pipe()
 		cfg := DefaultConfig()
 		cfg.LineSpeed = tc.lineSpeed
 		s := NewSession(a, cfg)
 		peer := framing.DefaultParams()
-		peer.Capas = framing.CapLong | framing.CapWindows | framing.CapAttrs
+		peer.Capas = framing.CapLong | framing.CapAttrs
+		if tc.window > 1 {
+			peer.Capas |= framing.CapWindows
+		}
 		peer.MaxLenX = 9024
-		peer.Window = 31
+		peer.Window = tc.window
 		done := make(chan error, 1)
 		go func() {
 			done <- s.answerInit(context.Background(), framing.Packet{Seq: 0, Type: 'S', Data: peer.Marshal()}, false)
@@ -132,7 +140,7 @@ func TestClassicSenderPacketLength(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.MaxLenX != tc.want {
-			t.Errorf("line speed %d: asked for %d-byte packets, want %d", tc.lineSpeed, got.MaxLenX, tc.want)
+			t.Errorf("line speed %d, window %d: asked for %d-byte packets, want %d", tc.lineSpeed, tc.window, got.MaxLenX, tc.want)
 		}
 		s.Close()
 		a.Close()

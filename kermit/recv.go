@@ -34,7 +34,7 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	mine := myParams(&s.cfg, server)
 	if s.cfg.MaxPacket == 0 && peer.Capas2&capas2RawOK == 0 {
 		mine.MaxLenX = classicMaxPacket
-		if s.cfg.LineSpeed > 0 {
+		if s.cfg.LineSpeed > 0 && peer.Capas&framing.CapWindows != 0 && peer.Window > 1 {
 			mine.MaxLenX = classicSerialMaxPacket
 		}
 	}
@@ -71,7 +71,9 @@ type groupBatcher interface {
 
 // classicMaxPacket is what kerf asks a classic Kermit to send at most
 // when the user chose no packet length (see Config.MaxPacket), and
-// classicSerialMaxPacket the same on a serial line. A classic sender
+// classicSerialMaxPacket the same on a serial line when the sender
+// uses sliding windows (a stop-and-wait sender, G-Kermit, pays a turn
+// of the line per packet and keeps the longer one). A classic sender
 // keeps the negotiated length whatever the line does, so the choice is
 // made once for clean and noisy lines alike: at a bit error rate of 1e-5
 // a 4000-byte packet is damaged one time in four, a 2000-byte one one

@@ -551,3 +551,35 @@ func TestSmallBlocksBatchedReads(t *testing.T) {
 		t.Fatalf("%d reads for %d small blocks; want at most about one per block", n, files)
 	}
 }
+
+// Abandon reports the gap-free prefix of what was written and stops
+// further writes to the file.
+func TestAbandonPrefix(t *testing.T) {
+	p, c := rawPeer(t)
+	data := randomData(9, 3000)
+	dst1, dst2 := newMemFile(3000), newMemFile(3000)
+	if err := p.Expect(1, dst1, 0, 3000); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Expect(2, dst2, 1000, 2000); err != nil {
+		t.Fatal(err)
+	}
+	writeBlock(t, c, 1, 1000, data[1000:2000]) // a gap before it
+	writeBlock(t, c, 2, 1000, data[1000:2000])
+	writeBlock(t, c, 2, 2000, data[2000:2500])
+	waitFor(t, func() bool { return p.Stats().BlocksReceived == 3 })
+	if n := p.Abandon(1); n != 0 {
+		t.Errorf("file 1: prefix %d, want 0 (its first block never came)", n)
+	}
+	if n := p.Abandon(2); n != 1500 {
+		t.Errorf("file 2: prefix %d, want 1500", n)
+	}
+	writeBlock(t, c, 1, 0, data[:1000])
+	waitFor(t, func() bool { return p.Stats().BlocksReceived == 4 })
+	if !bytes.Equal(dst1.bytes()[:1000], make([]byte, 1000)) {
+		t.Error("a block was written after Abandon")
+	}
+	if n := p.Abandon(99); n != 0 {
+		t.Errorf("unknown file: prefix %d", n)
+	}
+}

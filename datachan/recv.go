@@ -23,6 +23,8 @@ type recvFile struct {
 	dst      io.WriterAt // nil once Wait has returned
 	off, end uint64
 	got      spans  // accepted blocks (queued or written)
+	wrote    spans  // blocks written to dst (CRCs not kept)
+	writing  int    // WriteAts in progress
 	written  uint64 // bytes written to dst
 	err      error  // a WriteAt failure
 	done     chan struct{}
@@ -322,19 +324,52 @@ func (s *stream) diskLoop() {
 	}
 }
 
+// Abandon stops writing file id (blocks that arrive later are dropped),
+// waits for writes in progress, and returns how many bytes from the start
+// of its expected range are on dst without a gap. With several
+// connections blocks land out of order, so after an interruption only
+// that prefix is worth keeping for recovery; the caller cuts the file
+// there. An unknown id has a prefix of 0.
+func (p *Path) Abandon(id uint32) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.files[id]
+	if f == nil {
+		return 0
+	}
+	f.dst = nil
+	for f.writing > 0 {
+		p.wrote.Wait()
+	}
+	if len(f.wrote) == 0 || f.wrote[0].start != f.off {
+		return 0
+	}
+	return int64(f.wrote[0].end - f.off)
+}
+
 // store writes one verified block and completes its file when it was the
 // last one. A WriteAt error fails that file, not the Path.
 func (p *Path) store(b *frame) {
 	f := b.file
 	p.mu.Lock()
 	dst, failed := f.dst, f.err != nil
-	p.mu.Unlock()
 	if failed || dst == nil {
+		p.mu.Unlock()
 		return
 	}
+	f.writing++
+	p.mu.Unlock()
 	_, err := dst.WriteAt(b.payload, int64(b.h.Offset))
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	f.writing--
+	if f.writing == 0 {
+		p.wrote.Broadcast()
+	}
+	if err == nil {
+		start := b.h.Offset
+		f.wrote.add(start, start+uint64(len(b.payload)), 0)
+	}
 	if f.err != nil {
 		return
 	}

@@ -197,8 +197,10 @@ func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
 	writeFile(t, src, randomBytes(size, 13))
 	dst := filepath.Join(local, "g.bin")
 
+	// One data connection: blocks arrive in order, so the kept partial
+	// is everything that arrived (with several, see the next test).
 	fs.data.cutDown.Store(3 << 20)
-	r := run(t, fs.server, local, []string{"--json"}, "get", target(fs.addr(), "g.bin"), ".")
+	r := run(t, fs.server, local, []string{"--json"}, "get", "--streams", "1", target(fs.addr(), "g.bin"), ".")
 	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
@@ -210,7 +212,7 @@ func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
 
 	fs.data.cutDown.Store(0)
 	down := fs.data.downBytes.Load()
-	r = mustRun(t, fs.server, local, []string{"--json"}, "get", "--resume", target(fs.addr(), "g.bin"), ".")
+	r = mustRun(t, fs.server, local, []string{"--json"}, "get", "--streams", "1", "--resume", target(fs.addr(), "g.bin"), ".")
 	checkDoneEvent(t, r, "g.bin", size, kept)
 	if moved := fs.data.downBytes.Load() - down; moved < size-kept || moved > (size-kept)*101/100+64<<10 {
 		t.Errorf("%d bytes crossed the data connection for a %d-byte rest", moved, size-kept)
@@ -363,4 +365,37 @@ func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 		t.Errorf("the resume sent the whole file again")
 	}
 	sameFile(t, src, dst)
+}
+
+// With two data connections blocks land out of order; when one
+// connection dies the file is cut to its gap-free prefix, so that the
+// kept partial is always a prefix of the source and recovery from its
+// length is right.
+func TestGetResumeTwoStreamsKeepsOnlyAPrefix(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const size = 12 << 20
+	src := filepath.Join(root, "g.bin")
+	data := randomBytes(size, 14)
+	writeFile(t, src, data)
+	dst := filepath.Join(local, "g.bin")
+
+	fs.data.cutDown.Store(3 << 20)
+	r := run(t, fs.server, local, []string{"--json"}, "get", "--streams", "2", target(fs.addr(), "g.bin"), ".")
+	if r.code != 4 {
+		t.Fatalf("want exit 4, got %s", r)
+	}
+	noFile(t, dst)
+	if kept, err := os.ReadFile(partName(dst)); err == nil {
+		if len(kept) >= size || !bytes.Equal(kept, data[:len(kept)]) {
+			t.Fatalf("kept partial of %d bytes is not a prefix of the source", len(kept))
+		}
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+
+	fs.data.cutDown.Store(0)
+	mustRun(t, fs.server, local, []string{"--json"}, "get", "--streams", "2", "--resume", target(fs.addr(), "g.bin"), ".")
+	sameFile(t, src, dst)
+	noFile(t, partName(dst))
 }

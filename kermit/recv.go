@@ -112,7 +112,11 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 	var cur *recvFile
 	defer func() {
 		if cur != nil && cur.inc != nil {
-			cur.inc.Abort(!cur.text)
+			if cur.text {
+				cur.inc.Abort(false)
+			} else {
+				s.keepPartial(cur, cur.inc)
+			}
 		}
 	}()
 	// A store that batches its fsyncs makes the whole group durable once,
@@ -416,13 +420,13 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			// The sender may be waiting for our ACKs before it sends
 			// the rest: write them out before blocking.
 			if err := s.flush(); err != nil {
-				inc.Abort(true)
+				s.keepPartial(cur, inc)
 				return err
 			}
 		}
 		crc, err := s.data.Wait(ctx, cur.id)
 		if err != nil {
-			inc.Abort(true)
+			s.keepPartial(cur, inc)
 			return fmt.Errorf("kermit: data of %s: %w", cur.name, err)
 		}
 		n := cur.attrs.Length - cur.start
@@ -431,7 +435,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			whole = framing.CombineCRC32C(cur.prefix, crc, n)
 		}
 		if len(zdata) < 2 || zdata[0] != 'C' {
-			inc.Abort(true)
+			s.keepPartial(cur, inc)
 			return fmt.Errorf("%w: Z packet for %s carries no checksum", ErrProtocol, cur.name)
 		}
 		want, err := strconv.ParseUint(string(zdata[1:]), 16, 32)
@@ -458,6 +462,22 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		s.event(Event{Kind: FileDone, Name: cur.name, Size: cur.attrs.Length, Bytes: cur.off - cur.start, Offset: cur.start, Duration: time.Since(cur.began)})
 	}
 	return nil
+}
+
+// keepPartial ends an interrupted file and keeps what it has for
+// recovery. Data that came through the data path is cut to its gap-free
+// prefix first: with several data connections blocks land out of order,
+// and recovery resumes from the partial file's length.
+func (s *Session) keepPartial(cur *recvFile, inc Incoming) {
+	if s.dualActive() && cur.expected {
+		n := s.data.Abandon(cur.id)
+		if err := inc.Truncate(cur.start + n); err != nil {
+			s.cfg.Log.Warn("cutting partial file", "name", cur.name, "err", err)
+			inc.Abort(false)
+			return
+		}
+	}
+	inc.Abort(true)
 }
 
 // discardAt is where the bytes of a refused file go.

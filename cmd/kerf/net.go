@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func parseTarget(s string) (addr, rpath string, err error) {
 }
 
 var clientFlags = []cli.Flag{
-	&cli.IntFlag{Name: "streams", Value: 1, Usage: "parallel data connections"},
+	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: "parallel data connections (default 2 on machines with more than one core: a connection's receiver reads, checks and writes on one core)"},
 	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
 	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
 	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else the client key if there is one, else a prompt)"},
@@ -60,6 +61,18 @@ var clientFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
 	&cli.BoolFlag{Name: "plain-data", Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 	blockSizeFlag, writeBehindFlag,
+}
+
+// defaultStreams is 2 where there is more than one core: one data
+// connection's receiver (read, CRC-32C, pwrite) runs on one core, and a
+// second connection spreads that over two (1 GiB on loopback: 0.847 s
+// against 0.907 s, medians of 11; TLS about 4% faster; 2,000 small files
+// no slower). See docs/benchmarks.md.
+func defaultStreams() int {
+	if runtime.NumCPU() > 1 {
+		return 2
+	}
+	return 1
 }
 
 // Data-path tuning, for both ends.

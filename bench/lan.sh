@@ -45,7 +45,7 @@
 #   WORK [/dev/shm/kerf-lan]: must be tmpfs; removed at the end unless KEEP=1
 #   KERF: a kerf binary (default: built from this tree into WORK)
 #   KERF_B: the second kerf binary of the kerf-b row
-#   KERF_STREAMS [1]: --streams for kerf send
+#   KERF_STREAMS [kerf's default]: --streams for kerf send
 #   INSTALL [1]: apt-get install missing peers
 #   OUT [bench/out/lan-DATE]: results.tsv, table.md, per-run logs
 set -euo pipefail
@@ -60,7 +60,7 @@ SMALL_KB=${SMALL_KB:-16}
 MEDIUM_N=${MEDIUM_N:-200}
 MEDIUM_MB=${MEDIUM_MB:-4}
 WORK=${WORK:-/dev/shm/kerf-lan}
-KERF_STREAMS=${KERF_STREAMS:-1}
+KERF_STREAMS=${KERF_STREAMS:-}
 INSTALL=${INSTALL:-1}
 KEEP=${KEEP:-0}
 PORT0=${PORT0:-17400}
@@ -394,7 +394,8 @@ run_one() { # tool case rep
 		cli=(rsync -a --whole-file "$what" rsync://127.0.0.1:"$p"/dst/) ;;
 	kerf | kerf-tls | kerf-b)
 		kerf_flags "$(kerf_bin "$tool")"
-		local extra=(--streams "$KERF_STREAMS" "${SEND_EXTRA[@]}")
+		local extra=("${SEND_EXTRA[@]}")
+		[ -z "$KERF_STREAMS" ] || extra+=(--streams "$KERF_STREAMS")
 		[ "$tool" = kerf-tls ] || extra+=("${SEND_PLAIN[@]}")
 		[ "$cs" = big ] || extra+=(-r)
 		cli=("$(kerf_bin "$tool")" -q send "${extra[@]}" "$what" 127.0.0.1:"$p")
@@ -525,7 +526,7 @@ TABLE=$OUT/table.md
 {
 	echo
 	echo "machine: $(nproc) cores, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-	echo "command: TOOLS=\"$TOOLS\" CASES=\"$CASES\" REPS=$REPS REPS_SLOW=$REPS_SLOW KERF_STREAMS=$KERF_STREAMS bench/lan.sh   ($(date -u +%Y-%m-%dT%H:%MZ))"
+	echo "command: TOOLS=\"$TOOLS\" CASES=\"$CASES\" REPS=$REPS REPS_SLOW=$REPS_SLOW KERF_STREAMS=${KERF_STREAMS:-default} bench/lan.sh   ($(date -u +%Y-%m-%dT%H:%MZ))"
 	echo "kerf: $KERF_DESC; login: $(kerf_flags "$KERF"; [ "$KEYAUTH" = 1 ] && echo "client key" || echo password); kerf server peak RSS over all its runs: $(for f in "$OUT"/logs/kerf*-serve.log; do [ -f "$f" ] && grep -h VmHWM "$f" | awk -v n="$(basename "$f" -serve.log)" '{print n " " $2 " kB"}'; done | paste -sd, -)"
 	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$TABLE"

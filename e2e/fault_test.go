@@ -157,8 +157,10 @@ func TestDataConnectionDropped(t *testing.T) {
 	writeFile(t, src, randomBytes(size, 12))
 	dst := filepath.Join(root, "d.bin")
 
+	// One data connection, so that the cut point is a point in the file
+	// (with several, see TestGetResumeTwoStreamsKeepsOnlyAPrefix).
 	fs.data.cutAfter.Store(5 << 20)
-	r := run(t, fs.server, local, []string{"--json"}, "send", "d.bin", fs.addr())
+	r := run(t, fs.server, local, []string{"--json"}, "send", "--streams", "1", "d.bin", fs.addr())
 	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
@@ -346,8 +348,9 @@ func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 	src := filepath.Join(local, "t.bin")
 	writeFile(t, src, randomBytes(size, 17))
 	dst := filepath.Join(root, "t.bin")
+	// The proxy's flip offset counts the bytes of one connection.
 	fs.data.flipUpAt.Store(3 << 20)
-	r := run(t, fs.server, local, nil, "send", "t.bin", fs.addr())
+	r := run(t, fs.server, local, nil, "send", "--streams", "1", "t.bin", fs.addr())
 	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}

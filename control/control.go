@@ -24,6 +24,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -145,7 +146,7 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		return nil, fmt.Errorf("control: data connections mix TLS and plaintext, or are plaintext for a TLS-only token")
 	}
 	d.encrypted = allTLS
-	d.path = datachan.NewPath(conns, d.pathOpts...)
+	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true))...)
 	d.live.Store(d.path)
 	return d.path, nil
 }
@@ -223,6 +224,6 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		return nil, err
 	}
 	d.encrypted = !plain
-	d.path = datachan.NewPath(conns, d.pathOpts...)
+	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true))...)
 	return d.path, nil
 }

@@ -71,6 +71,10 @@ type Path struct {
 	resendReady chan struct{} // capacity 1: resends is not empty
 	wrote       *sync.Cond    // on mu: a file's writes in progress reached 0
 
+	batchMu                 sync.Mutex // guards the batch of small files' frames
+	batch                   []byte
+	batchBlocks, batchBytes int64
+
 	stats struct {
 		blocksSent, bytesSent, blocksResent      atomic.Int64
 		blocksReceived, bytesReceived, badBlocks atomic.Int64
@@ -99,6 +103,7 @@ type config struct {
 	readAhead   int
 	writeBehind int
 	parkLimit   int
+	batch       bool
 }
 
 // WithBlockSize sets the payload size of the blocks this side sends
@@ -132,6 +137,15 @@ func WithWriteBehind(blocks int) Option {
 // once the file is expected.
 func WithParkLimit(bytes int) Option {
 	return func(c *config) { c.parkLimit = max(bytes, 0) }
+}
+
+// WithSmallFileBatching lets SendFile hold back the frames of small
+// one-block files until Flush (or until they fill a batch), so that many
+// small files travel in one write. The caller must Flush before it waits
+// on the peer for those files (kermit does, before its control packets).
+// Off by default.
+func WithSmallFileBatching(on bool) Option {
+	return func(c *config) { c.batch = on }
 }
 
 // stream is one data connection and its goroutines: a reader, a network

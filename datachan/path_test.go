@@ -583,3 +583,54 @@ func TestAbandonPrefix(t *testing.T) {
 		t.Errorf("unknown file: prefix %d", n)
 	}
 }
+
+// With small-file batching, one-block files wait for Flush (or for a
+// full batch) and then arrive intact.
+func TestSmallFileBatching(t *testing.T) {
+	s, r := pathPair(t, 2, nil, WithSmallFileBatching(true))
+	ctx := testContext(t)
+	var files [][]byte
+	for i := range 5 {
+		files = append(files, randomData(uint64(100+i), 1000+i*3000))
+	}
+	dsts := make([]*memFile, len(files))
+	for i, d := range files {
+		dsts[i] = newMemFile(len(d))
+		if err := r.Expect(uint32(i+1), dsts[i], 0, int64(len(d))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SendFile(ctx, uint32(i+1), bytes.NewReader(d), 0, int64(len(d))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Stats().BlocksSent; n != 0 {
+		t.Fatalf("%d blocks written before Flush", n)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().BlocksSent; n != int64(len(files)) {
+		t.Fatalf("%d blocks written by Flush, want %d", n, len(files))
+	}
+	for i, d := range files {
+		if _, err := r.Wait(ctx, uint32(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(dsts[i].bytes(), d) {
+			t.Fatalf("file %d differs", i+1)
+		}
+	}
+	// A full batch goes out on its own.
+	big := randomData(7, maxBatched)
+	for id := uint32(10); id < 10+batchLimit/maxBatched+1; id++ {
+		if _, err := s.SendFile(ctx, id, bytes.NewReader(big), 0, int64(len(big))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Stats().BlocksSent; n <= int64(len(files)) {
+		t.Fatalf("a full batch was not written without Flush (%d blocks sent)", n)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -52,10 +52,19 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		c := framing.CRC32C(f.payload)
 		crc = framing.CombineCRC32C(crc, c, l)
 		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
+		if p.cfg.batch && pos == off && l == n && l <= maxBatched {
+			// A small file of one block joins the batch that Flush
+			// writes (with the control packets that follow it): one
+			// write and one wake-up of the receiver for several files,
+			// and no hand-off to a writer goroutine.
+			if err := p.addToBatch(f); err != nil {
+				return 0, err
+			}
+			return crc, nil
+		}
 		if pos == off && l == n && p.writeInline(f) {
 			// A file of one block went out on this goroutine: no
-			// hand-off to a writer and back, which for small files
-			// costs more than the write.
+			// hand-off to a writer and back.
 			if err := p.Err(); err != nil {
 				return 0, err
 			}
@@ -259,6 +268,65 @@ func (s *stream) writeFrame(f *frame) error {
 	defer s.wmu.Unlock()
 	_, err := s.conn.Write(f.wire())
 	return err
+}
+
+// Small single-block files are batched: SendFile appends their frames to
+// the Path's batch, which Flush writes in one call (kermit flushes before
+// it writes its control packets, so a file's data always goes out no
+// later than its Z). The batch is written early once it holds
+// batchLimit bytes.
+const (
+	maxBatched = 32 << 10
+	batchLimit = 128 << 10
+)
+
+// addToBatch appends f's frame to the batch and gives f back.
+func (p *Path) addToBatch(f *frame) error {
+	p.batchMu.Lock()
+	p.batch = append(p.batch, f.wire()...)
+	p.batchBlocks++
+	p.batchBytes += int64(len(f.payload))
+	full := len(p.batch) >= batchLimit
+	p.batchMu.Unlock()
+	p.putFrame(f)
+	if full {
+		return p.Flush()
+	}
+	return p.Err()
+}
+
+// Flush writes the batched frames of small files, if any, on a free
+// connection (or waits for the first one).
+func (p *Path) Flush() error {
+	p.batchMu.Lock()
+	defer p.batchMu.Unlock()
+	if len(p.batch) == 0 {
+		return nil
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	var s *stream
+	for _, c := range p.streams {
+		if c.wmu.TryLock() {
+			s = c
+			break
+		}
+	}
+	if s == nil {
+		s = p.streams[0]
+		s.wmu.Lock()
+	}
+	_, err := s.conn.Write(p.batch)
+	s.wmu.Unlock()
+	if err != nil {
+		p.fail(s.lost(err))
+		return p.Err()
+	}
+	p.stats.blocksSent.Add(p.batchBlocks)
+	p.stats.bytesSent.Add(p.batchBytes)
+	p.batch, p.batchBlocks, p.batchBytes = p.batch[:0], 0, 0
+	return nil
 }
 
 // writeInline writes f on the caller's goroutine if a connection is free

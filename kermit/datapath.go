@@ -17,11 +17,16 @@ import (
 type DataPath interface {
 	// SendFile transmits bytes [off, off+n) of src as file id and returns
 	// their CRC-32C (Castagnoli). It returns once every byte has been
-	// handed to the transport; src must stay readable until Release(id),
+	// handed to the transport or held for the next Flush; src must stay
+	// readable until Release(id),
 	// because a block the peer reports damaged is re-read and re-sent.
 	SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n int64) (crc uint32, err error)
 	// Release says file id is finished (its Z was acknowledged).
 	Release(id uint32)
+	// Flush writes data SendFile has accepted but held back (small
+	// files are batched). The engine calls it before it writes its
+	// control packets, so a file's data never trails its Z.
+	Flush() error
 
 	// Expect announces that bytes [off, off+n) of file id will arrive and
 	// must be written to dst. Blocks for id that arrive before Expect wait

@@ -43,6 +43,8 @@ type pktConn struct {
 	// "flush before waiting", sender and receiver would take turns a
 	// window at a time instead of working at once. 0 means no limit.
 	flushAfter int
+	// beforeFlush, if set, runs first in every flush (DataPath.Flush).
+	beforeFlush func() error
 
 	in       chan inPacket
 	done     chan struct{}
@@ -191,8 +193,14 @@ func (c *pktConn) writeRaw(b []byte) error {
 	return nil
 }
 
-// flush writes whatever writeRaw queued.
+// flush writes whatever writeRaw queued, after the data path's held-back
+// data (beforeFlush).
 func (c *pktConn) flush() error {
+	if c.beforeFlush != nil {
+		if err := c.beforeFlush(); err != nil {
+			return err
+		}
+	}
 	if len(c.out) == 0 {
 		return nil
 	}

@@ -135,6 +135,9 @@ func (s *Session) openDual(ctx context.Context) error {
 		return fmt.Errorf("kermit: opening the data channel: %w", err)
 	}
 	s.data = d
+	if d != nil {
+		s.c.beforeFlush = d.Flush
+	}
 	return nil
 }
 

@@ -253,13 +253,8 @@ func (u *UsersFile) Add(e User) error {
 
 // SetSecret replaces a user's password hash or token.
 func (u *UsersFile) SetSecret(name, secret string) error {
-	return u.update(func(m map[string]User) error {
-		e, ok := m[name]
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
-		}
+	return u.updateUser(name, func(e *User) error {
 		e.Secret = secret
-		m[name] = e
 		return nil
 	})
 }
@@ -270,16 +265,11 @@ func (u *UsersFile) AddKey(name, fingerprint string) error {
 	if err != nil {
 		return err
 	}
-	return u.update(func(m map[string]User) error {
-		e, ok := m[name]
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
-		}
+	return u.updateUser(name, func(e *User) error {
 		if slices.Contains(e.Keys, fp) {
 			return fmt.Errorf("%w: %s %s", ErrKeyExists, name, fp)
 		}
 		e.Keys = append(slices.Clone(e.Keys), fp)
-		m[name] = e
 		return nil
 	})
 }
@@ -291,11 +281,7 @@ func (u *UsersFile) RemoveKey(name, fingerprint string) error {
 	if err != nil {
 		return err
 	}
-	return u.update(func(m map[string]User) error {
-		e, ok := m[name]
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
-		}
+	return u.updateUser(name, func(e *User) error {
 		i := slices.Index(e.Keys, fp)
 		if i < 0 {
 			return fmt.Errorf("%w: %s %s", ErrNoSuchKey, name, fp)
@@ -304,7 +290,6 @@ func (u *UsersFile) RemoveKey(name, fingerprint string) error {
 			return fmt.Errorf("%w: %s has no password; set one first, or remove the user", ErrLastLogin, name)
 		}
 		e.Keys = slices.Delete(slices.Clone(e.Keys), i, i+1)
-		m[name] = e
 		return nil
 	})
 }
@@ -316,6 +301,22 @@ func (u *UsersFile) Remove(name string) error {
 			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
 		}
 		delete(m, name)
+		return nil
+	})
+}
+
+// updateUser applies f to user name's entry (ErrNoSuchUser if there is
+// none) and writes the file.
+func (u *UsersFile) updateUser(name string, f func(*User) error) error {
+	return u.update(func(m map[string]User) error {
+		e, ok := m[name]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
+		}
+		if err := f(&e); err != nil {
+			return err
+		}
+		m[name] = e
 		return nil
 	})
 }

@@ -135,15 +135,7 @@ func userCommand() *cli.Command {
 				Usage:     "change a user's password (or token)",
 				ArgsUsage: "NAME",
 				Flags:     secretFlags,
-				Action: flagsAfterName(func(c *cli.Context) error {
-					name, err := oneName(c)
-					if err != nil {
-						return err
-					}
-					u, err := usersFile(c)
-					if err != nil {
-						return err
-					}
+				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
 					secret, err := newSecret(c, name)
 					if err != nil {
 						return err
@@ -160,15 +152,7 @@ func userCommand() *cli.Command {
 				Usage:     "remove a user",
 				ArgsUsage: "NAME",
 				Flags:     []cli.Flag{stateFlag()},
-				Action: flagsAfterName(func(c *cli.Context) error {
-					name, err := oneName(c)
-					if err != nil {
-						return err
-					}
-					u, err := usersFile(c)
-					if err != nil {
-						return err
-					}
+				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
 					if err := u.Remove(name); err != nil {
 						return usageErr("%v", err)
 					}
@@ -289,15 +273,7 @@ func userKeyCommand() *cli.Command {
 				Usage:     "print a user's key fingerprints, one a line",
 				ArgsUsage: "NAME",
 				Flags:     []cli.Flag{stateFlag()},
-				Action: flagsAfterName(func(c *cli.Context) error {
-					name, err := oneName(c)
-					if err != nil {
-						return err
-					}
-					u, err := usersFile(c)
-					if err != nil {
-						return err
-					}
+				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
 					list, err := u.List()
 					if err != nil {
 						return usageErr("%v", err)
@@ -315,6 +291,22 @@ func userKeyCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// namedUser is the action of a `kerf user` subcommand on one existing
+// NAME: it takes the name and opens the users file for action.
+func namedUser(action func(c *cli.Context, name string, u *auth.UsersFile) error) cli.ActionFunc {
+	return flagsAfterName(func(c *cli.Context) error {
+		name, err := oneName(c)
+		if err != nil {
+			return err
+		}
+		u, err := usersFile(c)
+		if err != nil {
+			return err
+		}
+		return action(c, name, u)
+	})
 }
 
 func oneName(c *cli.Context) (string, error) {

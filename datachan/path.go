@@ -69,7 +69,7 @@ type Path struct {
 	nDeferred   int
 	resends     []resend      // resend requests from the peer, in order
 	resendReady chan struct{} // capacity 1: resends is not empty
-	wrote       *sync.Cond    // on mu: a file's writes in progress reached 0
+	writesDone  *sync.Cond    // on mu: a file's writes in progress reached 0
 
 	batchMu                 sync.Mutex // guards the batch of small files' frames
 	batch                   []byte
@@ -243,7 +243,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 
 		resendReady: make(chan struct{}, 1),
 	}
-	p.wrote = sync.NewCond(&p.mu)
+	p.writesDone = sync.NewCond(&p.mu)
 	if len(conns) == 0 {
 		p.fail(errors.New("datachan: no data connections"))
 		return p

@@ -22,15 +22,20 @@ type recvFile struct {
 	id       uint32
 	dst      io.WriterAt // nil once Wait has returned
 	off, end uint64
-	got      spans  // accepted blocks (queued or written)
-	wrote    spans  // blocks written to dst (CRCs not kept)
-	writing  int    // WriteAts in progress
-	written  uint64 // bytes written to dst
-	err      error  // a WriteAt failure
+	got      spans // accepted blocks (queued or written)
+	wrote    spans // blocks written to dst (CRCs not kept)
+	writing  int   // WriteAts in progress
+	err      error // a WriteAt failure
 	done     chan struct{}
 }
 
-func (f *recvFile) complete() bool { return f.err == nil && f.written == f.end-f.off }
+// complete reports whether every byte of the range is on dst.
+func (f *recvFile) complete() bool {
+	if f.err != nil {
+		return false
+	}
+	return f.end == f.off || len(f.wrote) == 1 && f.wrote[0].start == f.off && f.wrote[0].end == f.end
+}
 
 // Expect announces that bytes [off, off+n) of file id will arrive and are
 // to be written to dst. Blocks of id that arrived before are taken from
@@ -339,7 +344,7 @@ func (p *Path) Abandon(id uint32) int64 {
 	}
 	f.dst = nil
 	for f.writing > 0 {
-		p.wrote.Wait()
+		p.writesDone.Wait()
 	}
 	if len(f.wrote) == 0 || f.wrote[0].start != f.off {
 		return 0
@@ -364,7 +369,7 @@ func (p *Path) store(b *frame) {
 	defer p.mu.Unlock()
 	f.writing--
 	if f.writing == 0 {
-		p.wrote.Broadcast()
+		p.writesDone.Broadcast()
 	}
 	if err == nil {
 		start := b.h.Offset
@@ -378,7 +383,6 @@ func (p *Path) store(b *frame) {
 		close(f.done)
 		return
 	}
-	f.written += uint64(len(b.payload))
 	if f.complete() {
 		close(f.done)
 	}

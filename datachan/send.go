@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"kerf/framing"
@@ -38,10 +39,13 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	if err := p.register(id, src, off, off+n); err != nil {
 		return 0, err
 	}
+	bs := int64(p.cfg.blockSize)
+	if p.cfg.batch && n > 0 && n <= min(maxBatched, bs) {
+		return p.sendBatched(id, src, off, n)
+	}
 	job := &sendJob{done: make(chan struct{})}
 	job.pending.Store(1)
 	var crc uint32
-	bs := int64(p.cfg.blockSize)
 	for pos, end := off, off+n; pos < end; {
 		l := min(bs, end-pos)
 		f := p.getFrame(int(l))
@@ -52,16 +56,6 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		c := framing.CRC32C(f.payload)
 		crc = framing.CombineCRC32C(crc, c, l)
 		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
-		if p.cfg.batch && pos == off && l == n && l <= maxBatched {
-			// A small file of one block joins the batch that Flush
-			// writes (with the control packets that follow it): one
-			// write and one wake-up of the receiver for several files,
-			// and no hand-off to a writer goroutine.
-			if err := p.addToBatch(f); err != nil {
-				return 0, err
-			}
-			return crc, nil
-		}
 		if pos == off && l == n && p.writeInline(f) {
 			// A file of one block went out on this goroutine: no
 			// hand-off to a writer and back.
@@ -280,19 +274,35 @@ const (
 	batchLimit = 128 << 10
 )
 
-// addToBatch appends f's frame to the batch and gives f back.
-func (p *Path) addToBatch(f *frame) error {
+// sendBatched reads a small file of one block straight into the batch,
+// behind room for its header: one write and one wake-up of the receiver
+// for several files, no pooled frame, no hand-off to a writer goroutine.
+func (p *Path) sendBatched(id uint32, src io.ReaderAt, off, n int64) (uint32, error) {
 	p.batchMu.Lock()
-	p.batch = append(p.batch, f.wire()...)
+	start := len(p.batch)
+	p.batch = slices.Grow(p.batch, framing.BlockHeaderLen+int(n))[:start+framing.BlockHeaderLen+int(n)]
+	frame := p.batch[start:]
+	payload := frame[framing.BlockHeaderLen:]
+	if err := readFullAt(src, payload, off); err != nil {
+		p.batch = p.batch[:start]
+		p.batchMu.Unlock()
+		return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, off, err)
+	}
+	c := framing.CRC32C(payload)
+	framing.BlockHeader{FileID: id, Offset: uint64(off), Length: uint32(n), PayloadCRC: c}.Put(frame)
 	p.batchBlocks++
-	p.batchBytes += int64(len(f.payload))
+	p.batchBytes += n
 	full := len(p.batch) >= batchLimit
 	p.batchMu.Unlock()
-	p.putFrame(f)
 	if full {
-		return p.Flush()
+		if err := p.Flush(); err != nil {
+			return 0, err
+		}
 	}
-	return p.Err()
+	if err := p.Err(); err != nil {
+		return 0, err
+	}
+	return c, nil
 }
 
 // Flush writes the batched frames of small files, if any, on a free

@@ -44,6 +44,28 @@ func withStdin(t *testing.T, s string, f func()) {
 	f()
 }
 
+// startServe runs `kerf serve` in-process on a free loopback port with
+// state and root, until the test ends, and returns its address.
+func startServe(t *testing.T, ctx context.Context, state, root string) string {
+	t.Helper()
+	addr := freePort(t)
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		_, err := run(sctx, "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s")
+		served <- err
+	}()
+	t.Cleanup(func() { stop(); <-served })
+	for !dialable(addr) {
+		select {
+		case err := <-served:
+			t.Fatalf("server did not start: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return addr
+}
+
 func freePort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,21 +112,7 @@ func TestCLISecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freePort(t)
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() {
-		_, err := run(sctx, "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s")
-		served <- err
-	}()
-	defer func() { stop(); <-served }()
-	for !dialable(addr) {
-		select {
-		case err := <-served:
-			t.Fatalf("server did not start: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	addr := startServe(t, ctx, state, root)
 
 	src := filepath.Join(base, "hello.txt")
 	os.WriteFile(src, []byte("hello over TLS\n"), 0o644)

@@ -95,21 +95,7 @@ func TestCLIKeyLogin(t *testing.T) {
 		t.Error("robot, added with --key only, logs in with an empty password")
 	}
 
-	addr := freePort(t)
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() {
-		_, err := run(sctx, "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s")
-		served <- err
-	}()
-	defer func() { stop(); <-served }()
-	for !dialable(addr) {
-		select {
-		case err := <-served:
-			t.Fatalf("server did not start: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	addr := startServe(t, ctx, state, root)
 	src := filepath.Join(base, "hello.txt")
 	os.WriteFile(src, []byte("hello by key\n"), 0o644)
 	kh := filepath.Join(base, "known_hosts")

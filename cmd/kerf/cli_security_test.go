@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"kerf/auth"
 )
 
@@ -51,11 +53,29 @@ func startServe(t *testing.T, ctx context.Context, state, root string) string {
 	addr := freePort(t)
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
+	// The server gets its own streams: tests swap os.Stdin and os.Stdout
+	// for the client commands while it runs. And the clients start only
+	// once its command line is parsed (parsed is closed as its action
+	// begins): urfave/cli writes into flag values, some of them shared
+	// package variables, while it parses.
+	app := newApp()
+	app.Reader, app.Writer, app.ErrWriter = strings.NewReader(""), io.Discard, io.Discard
+	parsed := make(chan struct{})
+	for _, cmd := range app.Commands {
+		if cmd.Name == "serve" {
+			action := cmd.Action
+			cmd.Action = func(c *cli.Context) error { close(parsed); return action(c) }
+		}
+	}
 	go func() {
-		_, err := run(sctx, "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s")
-		served <- err
+		served <- app.RunContext(sctx, []string{"kerf", "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s"})
 	}()
 	t.Cleanup(func() { stop(); <-served })
+	select {
+	case <-parsed:
+	case err := <-served:
+		t.Fatalf("server did not start: %v", err)
+	}
 	for !dialable(addr) {
 		select {
 		case err := <-served:

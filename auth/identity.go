@@ -181,20 +181,16 @@ func selfSigned(name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, er
 // NewIdentity makes a throwaway self-signed identity in memory (demo,
 // tests).
 func NewIdentity() (*Identity, error) {
-	certPEM, keyPEM, err := SelfSigned("kerf")
-	if err != nil {
-		return nil, err
-	}
-	c, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("auth: %w", err)
-	}
-	return newIdentity(c)
+	return newMemIdentity("kerf", x509.ExtKeyUsageServerAuth)
 }
 
 // NewClientIdentity makes a throwaway client identity in memory (tests).
 func NewClientIdentity() (*Identity, error) {
-	certPEM, keyPEM, err := selfSigned("kerf client", x509.ExtKeyUsageClientAuth)
+	return newMemIdentity("kerf client", x509.ExtKeyUsageClientAuth)
+}
+
+func newMemIdentity(name string, usage x509.ExtKeyUsage) (*Identity, error) {
+	certPEM, keyPEM, err := selfSigned(name, usage)
 	if err != nil {
 		return nil, err
 	}

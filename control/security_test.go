@@ -231,15 +231,26 @@ func TestLogin(t *testing.T) {
 // The server must not say whether the name or the password was wrong.
 func TestLoginFailureIsUniform(t *testing.T) {
 	srv := startServer(t, t.TempDir())
+	var attempts []func(*control.ClientConfig)
+	for _, up := range [][2]string{{testUser, "wrong"}, {"nobody", testPass}, {"nobody", "wrong"}} {
+		attempts = append(attempts, func(c *control.ClientConfig) { c.User, c.Password = up[0], up[1] })
+	}
+	failSameWay(t, srv, attempts)
+}
+
+// failSameWay makes each attempt to log in to srv and fails t if one
+// succeeds or if their error messages differ.
+func failSameWay(t *testing.T, srv *control.Server, attempts []func(*control.ClientConfig)) {
+	t.Helper()
 	ctx := ctxT(t)
 	var msgs []string
-	for _, up := range [][2]string{{testUser, "wrong"}, {"nobody", testPass}, {"nobody", "wrong"}} {
-		_, err := control.Dial(ctx, clientConfig(srv, func(c *control.ClientConfig) { c.User, c.Password = up[0], up[1] }))
+	for i, mod := range attempts {
+		_, err := control.Dial(ctx, clientConfig(srv, mod))
 		if err == nil {
-			t.Fatalf("%v logged in", up)
+			t.Fatalf("attempt %d logged in", i)
 		}
 		// The throttle may add how long to wait; that says nothing about
-		// which half was wrong.
+		// which part was wrong.
 		m, _, _ := strings.Cut(err.Error(), " (too many failed logins")
 		msgs = append(msgs, m)
 	}

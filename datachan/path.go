@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"kerf/framing"
 )
@@ -52,12 +54,13 @@ const (
 // DefaultParkLimit bytes; past that it is dropped and asked for again at
 // Expect), so a reader never waits for the engine.
 type Path struct {
-	cfg     config
-	streams []*stream
-	sendq   chan *frame              // blocks for any connection
-	frames  [nFrameClasses]sync.Pool // *frame, by payload buffer size class
-	wg      sync.WaitGroup
-	failed  chan struct{} // closed with the first error
+	cfg      config
+	zeroCopy bool // every connection takes sendfile (see zerocopy_linux.go)
+	streams  []*stream
+	sendq    chan *frame              // blocks for any connection
+	frames   [nFrameClasses]sync.Pool // *frame, by payload buffer size class
+	wg       sync.WaitGroup
+	failed   chan struct{} // closed with the first error
 
 	mu          sync.Mutex
 	err         error
@@ -77,6 +80,7 @@ type Path struct {
 
 	stats struct {
 		blocksSent, bytesSent, blocksResent      atomic.Int64
+		zeroCopyBlocks                           atomic.Int64
 		blocksReceived, bytesReceived, badBlocks atomic.Int64
 		duplicates, parked, deferred             atomic.Int64
 	}
@@ -87,6 +91,7 @@ type Stats struct {
 	BlocksSent     int64 // blocks written to the connections, re-sent ones included
 	BytesSent      int64 // payload bytes of those blocks
 	BlocksResent   int64 // blocks sent again because the peer asked
+	ZeroCopyBlocks int64 // blocks sent with sendfile, not copied through memory
 	BlocksReceived int64 // good blocks accepted (duplicates not counted)
 	BytesReceived  int64 // payload bytes of those blocks
 	BadBlocks      int64 // blocks dropped for a bad payload check; each was asked for again
@@ -154,7 +159,8 @@ type stream struct {
 	p     *Path
 	idx   int
 	conn  net.Conn
-	diskq chan *frame // verified blocks waiting for WriteAt; nil: the reader writes
+	raw   syscall.RawConn // conn's socket, for sendfile; nil: not a bare TCP connection
+	diskq chan *frame     // verified blocks waiting for WriteAt; nil: the reader writes
 
 	// Resend requests to send on this connection. A list, not a bounded
 	// channel, so that the reader that adds to it never waits for the
@@ -212,6 +218,20 @@ type frame struct {
 	payload []byte // buf[framing.BlockHeaderLen:][:n]
 	job     *sendJob
 	file    *recvFile
+
+	// A block sent with sendfile carries no payload: its n bytes are
+	// read by the kernel from src at srcOff.
+	src    *os.File
+	srcOff int64
+	n      int
+}
+
+// size is the number of payload bytes f carries.
+func (f *frame) size() int {
+	if f.src != nil {
+		return f.n
+	}
+	return len(f.payload)
 }
 
 // hdr is the room for the block header in front of the payload.
@@ -219,6 +239,21 @@ func (f *frame) hdr() []byte { return f.buf[:framing.BlockHeaderLen] }
 
 // wire is the header and payload as they go on the connection.
 func (f *frame) wire() []byte { return f.buf[:framing.BlockHeaderLen+len(f.payload)] }
+
+// write writes f on s's connection: header and payload with one Write,
+// or for a sendfile block, the header and then sendfile. The caller
+// holds s.wmu.
+func (s *stream) write(f *frame) error {
+	if f.src != nil {
+		err := s.sendfileFrame(f)
+		if err == nil {
+			s.p.stats.zeroCopyBlocks.Add(1)
+		}
+		return err
+	}
+	_, err := s.conn.Write(f.wire())
+	return err
+}
 
 // NewPath starts a Path over conns, which it owns from now on (Close
 // closes them). The order of conns does not matter.
@@ -248,15 +283,18 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		p.fail(errors.New("datachan: no data connections"))
 		return p
 	}
+	p.zeroCopy = true
 	for i, c := range conns {
 		s := &stream{
 			p:    p,
 			idx:  i,
 			conn: c,
+			raw:  rawSocket(c),
 
 			ctlSignal: make(chan struct{}, 1),
 		}
 		p.streams = append(p.streams, s)
+		p.zeroCopy = p.zeroCopy && s.raw != nil
 	}
 	p.wg.Go(p.resendLoop)
 	for _, s := range p.streams {
@@ -285,6 +323,7 @@ func (p *Path) Stats() Stats {
 		BlocksSent:     p.stats.blocksSent.Load(),
 		BytesSent:      p.stats.bytesSent.Load(),
 		BlocksResent:   p.stats.blocksResent.Load(),
+		ZeroCopyBlocks: p.stats.zeroCopyBlocks.Load(),
 		BlocksReceived: p.stats.blocksReceived.Load(),
 		BytesReceived:  p.stats.bytesReceived.Load(),
 		BadBlocks:      p.stats.badBlocks.Load(),
@@ -358,7 +397,7 @@ func (p *Path) getFrame(n int) *frame {
 func (f *frame) payloadCap() int { return cap(f.buf) - framing.BlockHeaderLen }
 
 func (p *Path) putFrame(f *frame) {
-	f.payload, f.job, f.file = nil, nil, nil
+	f.payload, f.job, f.file, f.src = nil, nil, nil, nil
 	n := f.payloadCap()
 	c := frameClass(n)
 	if n != 1<<(minFrameBufShift+c) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync/atomic"
 
@@ -45,15 +46,18 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	}
 	job := &sendJob{done: make(chan struct{})}
 	job.pending.Store(1)
+	var zc *zeroCopy
+	if file := p.zeroCopySource(src); file != nil && n >= zeroCopyMin {
+		zc = &zeroCopy{file: file, scratch: p.getFrame(int(min(bs, n)))}
+		defer p.putFrame(zc.scratch)
+	}
 	var crc uint32
 	for pos, end := off, off+n; pos < end; {
 		l := min(bs, end-pos)
-		f := p.getFrame(int(l))
-		if err := readFullAt(src, f.payload, pos); err != nil {
-			p.putFrame(f)
+		f, c, err := p.readBlock(src, zc, pos, l)
+		if err != nil {
 			return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, pos, err)
 		}
-		c := framing.CRC32C(f.payload)
 		crc = framing.CombineCRC32C(crc, c, l)
 		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
 		if pos == off && l == n && p.writeInline(f) {
@@ -91,6 +95,63 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 			return 0, p.Err()
 		}
 	}
+}
+
+// zeroCopy is a SendFile's state for sending with sendfile.
+type zeroCopy struct {
+	file    *os.File
+	scratch *frame // the bytes are read here for their CRC only
+}
+
+// readBlock returns a frame for bytes [pos, pos+l) of src and their
+// CRC-32C: with zc and a large block, a header-only frame that sendfile
+// fills from the file, else a frame holding the bytes.
+func (p *Path) readBlock(src io.ReaderAt, zc *zeroCopy, pos, l int64) (*frame, uint32, error) {
+	if zc != nil && l >= zeroCopyMin {
+		// The CRC needs the bytes, so they are read anyway, but into one
+		// buffer that stays in cache; the socket gets them from the page
+		// cache, not from a copy.
+		b := zc.scratch.payload[:l]
+		if err := readFullAt(src, b, pos); err != nil {
+			return nil, 0, err
+		}
+		c := framing.CRC32C(b)
+		f := p.getFrame(1)
+		f.payload = f.payload[:0]
+		f.src, f.srcOff, f.n = zc.file, pos, int(l)
+		return f, c, nil
+	}
+	f := p.getFrame(int(l))
+	if err := readFullAt(src, f.payload, pos); err != nil {
+		p.putFrame(f)
+		return nil, 0, err
+	}
+	return f, framing.CRC32C(f.payload), nil
+}
+
+// A FileSource is a SendFile src backed by an open file (a wrapper that
+// counts progress, say): on plaintext TCP connections SendFile sends its
+// large blocks with sendfile(2) from File, though it still reads each
+// block through ReadAt for its CRC. An *os.File is a FileSource of
+// itself.
+type FileSource interface {
+	io.ReaderAt
+	File() *os.File // nil: not backed by a file after all
+}
+
+// zeroCopySource returns the file to send src's blocks from with
+// sendfile, or nil if they must be copied.
+func (p *Path) zeroCopySource(src io.ReaderAt) *os.File {
+	if !p.zeroCopy {
+		return nil
+	}
+	switch s := src.(type) {
+	case *os.File:
+		return s
+	case FileSource:
+		return s.File()
+	}
+	return nil
 }
 
 // register records src for resend requests of [off, end) of file id.
@@ -231,7 +292,7 @@ func (s *stream) writeLoop() {
 		err := s.writeFrame(f)
 		if err == nil {
 			p.stats.blocksSent.Add(1)
-			p.stats.bytesSent.Add(int64(len(f.payload)))
+			p.stats.bytesSent.Add(int64(f.size()))
 			if f.job != nil {
 				f.job.finish()
 			}
@@ -256,12 +317,11 @@ func (s *stream) nextCtl() (framing.ResendRequest, bool) {
 	return r, true
 }
 
-// writeFrame writes a block's header and payload with one Write.
+// writeFrame writes a block.
 func (s *stream) writeFrame(f *frame) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	_, err := s.conn.Write(f.wire())
-	return err
+	return s.write(f)
 }
 
 // Small single-block files are batched: SendFile appends their frames to
@@ -350,13 +410,13 @@ func (p *Path) writeInline(f *frame) bool {
 		if !s.wmu.TryLock() {
 			continue
 		}
-		_, err := s.conn.Write(f.wire())
+		err := s.write(f)
 		s.wmu.Unlock()
 		if err != nil {
 			p.fail(s.lost(err))
 		} else {
 			p.stats.blocksSent.Add(1)
-			p.stats.bytesSent.Add(int64(len(f.payload)))
+			p.stats.bytesSent.Add(int64(f.size()))
 		}
 		p.putFrame(f)
 		return true

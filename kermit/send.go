@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -476,6 +477,14 @@ func (p *progressReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	n, err := p.r.ReadAt(b, off)
 	p.report(int64(n))
 	return n, err
+}
+
+// File lets the data channel send the file's blocks with sendfile
+// (datachan.FileSource); it still reads them through ReadAt, which
+// counts them.
+func (p *progressReaderAt) File() *os.File {
+	f, _ := p.r.(*os.File)
+	return f
 }
 
 // progressWriterAt counts what the data channel writes into a file.

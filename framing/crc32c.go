@@ -9,11 +9,11 @@ var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
 
 // CRC32C returns the CRC-32C (Castagnoli) of b. It is the check of every
 // data-channel block and the whole-file check the DataPath reports.
-func CRC32C(b []byte) uint32 { return crc32.Update(0, castagnoliTable, b) }
+func CRC32C(b []byte) uint32 { return updateFolded(0, b) }
 
 // UpdateCRC32C returns the CRC-32C of the bytes whose CRC-32C is crc
 // followed by b.
-func UpdateCRC32C(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoliTable, b) }
+func UpdateCRC32C(crc uint32, b []byte) uint32 { return updateFolded(crc, b) }
 
 // CombineCRC32C returns the CRC-32C of A||B given crcA = CRC32C(A),
 // crcB = CRC32C(B) and lenB = len(B), without the data. It costs at most

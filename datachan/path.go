@@ -72,7 +72,7 @@ type Path struct {
 	nDeferred   int
 	resends     []resend      // resend requests from the peer, in order
 	resendReady chan struct{} // capacity 1: resends is not empty
-	writesDone  *sync.Cond    // on mu: a file's writes in progress reached 0
+	writesDone  *sync.Cond    // on mu: a file's writer finished its run of blocks
 
 	batchMu                 sync.Mutex // guards the batch of small files' frames
 	batch                   []byte

@@ -634,3 +634,43 @@ func TestSmallFileBatching(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// serialFile fails the test's check if two WriteAts overlap in time.
+type serialFile struct {
+	*memFile
+	active, overlaps atomic.Int32
+}
+
+func (f *serialFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.active.Add(1) > 1 {
+		f.overlaps.Add(1)
+	}
+	defer f.active.Add(-1)
+	time.Sleep(200 * time.Microsecond) // a slow disk: the other readers catch up
+	return f.memFile.WriteAt(p, off)
+}
+
+// Blocks of one file arriving on several connections are written one at
+// a time (the others queue behind the writer instead of contending for
+// the file), and all of them are written.
+func TestOneWriterPerFile(t *testing.T) {
+	s, r := pathPair(t, 4, nil, WithBlockSize(16<<10))
+	data := randomData(12, 200*16<<10)
+	ctx := testContext(t)
+	dst := &serialFile{memFile: newMemFile(len(data))}
+	if err := r.Expect(1, dst, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := dst.overlaps.Load(); n != 0 {
+		t.Fatalf("%d WriteAts overlapped another", n)
+	}
+	if !bytes.Equal(dst.bytes(), data) {
+		t.Fatal("received bytes differ")
+	}
+}

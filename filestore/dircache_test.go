@@ -222,13 +222,45 @@ func TestBatchFlushesWhenLargeAndOnClose(t *testing.T) {
 	for i := range n {
 		receive(t, d, fmt.Sprintf("many/f%d", i), fmt.Sprint(i))
 	}
-	if _, err := os.Stat(filepath.Join(root, "many", "f0")); err != nil {
-		t.Errorf("first file of a large batch not flushed: %v", err)
+	// The full batch is flushed in the background, while files go on
+	// arriving.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := os.Stat(filepath.Join(root, "many", "f0"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("first file of a large batch not flushed: %v", err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
 		checkFile(t, filepath.Join(root, "many", fmt.Sprintf("f%d", i)), fmt.Sprint(i))
+	}
+}
+
+// A name that comes again while its first file is in a batch being
+// flushed in the background waits for that flush: the second file wins.
+func TestBatchSameNameDuringBackgroundFlush(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	d.BeginBatch()
+	receive(t, d, "x/same", "first")
+	for i := range 300 { // past the batch limit: a flush starts
+		receive(t, d, fmt.Sprintf("x/f%d", i), "y")
+	}
+	receive(t, d, "x/same", "second, longer")
+	if err := d.EndBatch(); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, filepath.Join(root, "x", "same"), "second, longer")
+	matches, _ := filepath.Glob(filepath.Join(root, "x", ".*"+filestore.PartSuffix))
+	if len(matches) != 0 {
+		t.Fatalf("temporary files left: %v", matches)
 	}
 }

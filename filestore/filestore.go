@@ -55,6 +55,14 @@ type Dir struct {
 	batching bool
 	pending  []*incoming
 	pendingN map[string]bool // dir + "/" + tmp of pending files
+	flushing *flush          // a full batch being flushed in the background
+}
+
+// flush is a batch handed to a background goroutine.
+type flush struct {
+	names map[string]bool // as pendingN
+	done  chan struct{}
+	err   error // set before done is closed
 }
 
 // maxDirHandles bounds the directories a Dir keeps open when no file in
@@ -358,7 +366,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		dir = "."
 	}
 	tmp := "." + base + PartSuffix
-	if d.pendingN[dir+"/"+tmp] {
+	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
 		// The same name again in one batch: the earlier file must get
 		// its final name before this one takes the temporary name.
 		if err := d.flushBatch(); err != nil {
@@ -483,7 +491,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		}
 		d.pendingN[in.dir+"/"+in.tmp] = true
 		if len(d.pending) >= maxBatch {
-			return d.flushBatch()
+			return d.flushInBackground()
 		}
 		return nil
 	}
@@ -529,30 +537,79 @@ func (d *Dir) EndBatch() error {
 	return d.flushBatch()
 }
 
-// flushBatch makes the pending files durable under their final names.
-// A file whose sync or rename fails keeps its temporary name; the first
-// such error is returned.
-func (d *Dir) flushBatch() error {
+// flushInBackground hands the full batch to a goroutine that flushes
+// it while the receiver goes on with the next files: the syncs, renames
+// and closes of a batch then stay off the path of the transfer. One
+// flush runs at a time; the error of one is returned by the next call
+// here or by flushBatch, so EndBatch (before the group's B is
+// acknowledged) reports every failure.
+func (d *Dir) flushInBackground() error {
+	err := d.waitFlush()
+	fl := &flush{names: d.pendingN, done: make(chan struct{})}
 	files := d.pending
 	d.pending, d.pendingN = nil, nil
+	d.flushing = fl
+	go func() {
+		fl.err = d.flushFiles(files)
+		close(fl.done)
+	}()
+	return err
+}
+
+// waitFlush waits for a background flush, if any, and returns its error.
+func (d *Dir) waitFlush() error {
+	fl := d.flushing
+	if fl == nil {
+		return nil
+	}
+	<-fl.done
+	d.flushing = nil
+	return fl.err
+}
+
+// flushBatch makes the pending files durable under their final names,
+// after any background flush. A file whose sync or rename fails keeps
+// its temporary name; the first such error is returned.
+func (d *Dir) flushBatch() error {
+	err := d.waitFlush()
+	files := d.pending
+	d.pending, d.pendingN = nil, nil
+	if ferr := d.flushFiles(files); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// flushFiles syncs, renames and closes committed files, then syncs their
+// directories. It touches the Dir only through its locked handle cache,
+// so it may run beside the receiving goroutine.
+func (d *Dir) flushFiles(files []*incoming) error {
 	if len(files) == 0 {
 		return nil
 	}
 	errs := make([]error, len(files))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(syncWorkers, len(files)) {
-		wg.Go(func() {
-			for i := range next {
+	// A large batch is made durable with one syncfs per file system
+	// instead of an fsync per file: one journal commit for them all (on
+	// ext4, 2,000 small files took about 1.3 s with fsyncs, eight at a
+	// time). If that fails, per-file fsyncs find which files failed.
+	wholeFS := len(files) >= syncfsMin && d.syncFilesystems(files)
+	if !wholeFS {
+		// Workers take the next file from a counter, not a channel: on
+		// a file system where fsync is quick (tmpfs) a hand-off per file
+		// cost more than the syncs.
+		var next atomic.Int64
+		syncFrom := func() {
+			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
 				errs[i] = files[i].f.Sync()
 			}
-		})
+		}
+		var wg sync.WaitGroup
+		for range min(syncWorkers, len(files)) - 1 {
+			wg.Go(syncFrom)
+		}
+		syncFrom()
+		wg.Wait()
 	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	dirty := make(map[*dirHandle]bool)
 	for i, in := range files {
 		if errs[i] == nil {
@@ -567,9 +624,21 @@ func (d *Dir) flushBatch() error {
 			errs[i] = fmt.Errorf("filestore: completing %s: %w", in.final, errs[i])
 		}
 	}
-	for h := range dirty {
-		if err := h.sync(d); err != nil {
-			errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", h.rel, err))
+	// The renames are durable once their directories are synced: again
+	// with syncfs for a large batch, if it works.
+	var renamed []*incoming
+	if wholeFS {
+		for _, in := range files {
+			if dirty[in.h] {
+				renamed = append(renamed, in)
+			}
+		}
+	}
+	if len(renamed) == 0 || !d.syncFilesystems(renamed) {
+		for h := range dirty {
+			if err := h.sync(d); err != nil {
+				errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", h.rel, err))
+			}
 		}
 	}
 	for _, in := range files {

@@ -19,16 +19,17 @@ type early struct {
 // recvFile is a file being received: its range, where it goes, and what
 // has arrived. Guarded by Path.mu.
 type recvFile struct {
-	id       uint32
-	dst      io.WriterAt // nil once Wait has returned
-	off, end uint64
-	got      spans    // accepted blocks (queued or written)
-	wrote    spans    // blocks written to dst (CRCs not kept)
-	writing  int      // blocks being written or queued to be
-	busy     bool     // a goroutine is writing the file's blocks
-	queued   []*frame // blocks left to that goroutine
-	err      error    // a WriteAt failure
-	done     chan struct{}
+	id          uint32
+	dst         io.WriterAt // nil once Wait has returned
+	off, end    uint64
+	got         spans    // accepted blocks (queued or written)
+	wrote       spans    // blocks written to dst (CRCs not kept)
+	writing     int      // blocks being written or queued to be
+	busy        bool     // a goroutine is writing the file's blocks
+	queued      []*frame // blocks left to that goroutine
+	queuedBytes int      // their payload bytes
+	err         error    // a WriteAt failure
+	done        chan struct{}
 }
 
 // complete reports whether every byte of the range is on dst.
@@ -360,8 +361,8 @@ func (p *Path) Abandon(id uint32) int64 {
 // next, and goes back to its connection. Two connections' writes to one
 // file would otherwise meet on the file's inode lock, where the kernel
 // spins (6% of the receiver's CPU for a 1 GiB file over two
-// connections). At most maxQueuedWrites blocks wait per file; past that
-// a reader waits too, so memory stays bounded.
+// connections). At most maxQueuedBytes wait per file; past that a
+// reader waits too, so memory stays bounded.
 func (p *Path) store(b *frame) {
 	f := b.file
 	p.mu.Lock()
@@ -371,8 +372,9 @@ func (p *Path) store(b *frame) {
 		return
 	}
 	f.writing++
-	if f.busy && len(f.queued) < maxQueuedWrites {
+	if f.busy && f.queuedBytes+len(b.payload) <= maxQueuedBytes {
 		f.queued = append(f.queued, b)
+		f.queuedBytes += len(b.payload)
 		p.mu.Unlock()
 		return
 	}
@@ -389,6 +391,7 @@ func (p *Path) store(b *frame) {
 		b = f.queued[0]
 		f.queued[0] = nil
 		f.queued = f.queued[1:]
+		f.queuedBytes -= len(b.payload)
 	}
 	f.queued = nil
 	f.busy = false
@@ -396,8 +399,8 @@ func (p *Path) store(b *frame) {
 	p.mu.Unlock()
 }
 
-// maxQueuedWrites bounds the blocks waiting for a file's writer.
-const maxQueuedWrites = 8
+// maxQueuedBytes bounds the payload bytes waiting for a file's writer.
+const maxQueuedBytes = 4 << 20
 
 // writeLocked writes block b of f, which the caller counted in
 // f.writing, with p.mu released during the write.

@@ -83,7 +83,7 @@ type dataConn struct {
 
 	once  sync.Once
 	err   error
-	tls   *tls.Conn
+	tls   *datachan.TLSConn
 	buf   []byte // plaintext hello, replayed to datachan
 	isTLS bool
 }
@@ -100,7 +100,7 @@ func (c *dataConn) decide() {
 			return
 		}
 		c.isTLS = true
-		c.tls = tls.Server(&peekConn{Conn: c.Conn, buf: first[:]}, c.l.tlsConf)
+		c.tls = datachan.TLSServer(&peekConn{Conn: c.Conn, buf: first[:]}, c.l.tlsConf)
 		return
 	}
 	hello := make([]byte, helloLen)
@@ -167,6 +167,7 @@ func unwrapData(conns []net.Conn) (out []net.Conn, allTLS, anyTLS bool) {
 		}
 		if dc.isTLS {
 			anyTLS = true
+			dc.tls.Batch() // paired: from now on the Path writes whole blocks
 		} else {
 			allTLS = false
 		}

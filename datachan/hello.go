@@ -148,8 +148,9 @@ func clientHello(ctx context.Context, c net.Conn, tok Token, stream int, tlsConf
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
+	var tc *TLSConn
 	if tlsConf != nil {
-		tc := tls.Client(c, tlsConf)
+		tc = TLSClient(c, tlsConf)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return fail(err)
 		}
@@ -174,5 +175,8 @@ func clientHello(ctx context.Context, c net.Conn, tok Token, stream int, tlsConf
 		return fail(ctx.Err())
 	}
 	c.SetDeadline(time.Time{})
+	if tc != nil {
+		tc.Batch()
+	}
 	return c, nil
 }

@@ -273,8 +273,10 @@ func (l *Listener) handshake(raw net.Conn) {
 		remoteIP = a.IP
 	}
 	c := raw
+	var tc *TLSConn
 	if l.tlsConf != nil {
-		c = tls.Server(raw, l.tlsConf)
+		tc = TLSServer(raw, l.tlsConf)
+		c = tc
 	}
 	c.SetDeadline(time.Now().Add(l.handshakeTimeout))
 	var hello [helloLen]byte
@@ -300,6 +302,9 @@ func (l *Listener) handshake(raw net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
+	if tc != nil {
+		tc.Batch()
+	}
 	paired = l.arrive(p, raw, c)
 	testHookPaired()
 }

@@ -346,10 +346,10 @@ func TestPairingTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cc[0].(*tls.Conn); !ok {
+	if _, ok := cc[0].(*TLSConn); !ok {
 		t.Fatalf("client conn is %T", cc[0])
 	}
-	if _, ok := sc[0].(*tls.Conn); !ok {
+	if _, ok := sc[0].(*TLSConn); !ok {
 		t.Fatalf("server conn is %T", sc[0])
 	}
 	transferOver(t, cc, sc)

@@ -1,0 +1,119 @@
+package datachan
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+)
+
+// countingConn counts the writes made on a connection.
+type countingConn struct {
+	net.Conn
+	writes atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// tlsPair returns a TLSConn client and server joined over loopback TCP,
+// with the client's underlying writes counted, after the handshake.
+func tlsPair(t *testing.T) (*TLSConn, *TLSConn, *countingConn) {
+	t.Helper()
+	cert := selfSignedCert(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert.Leaf)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countingConn{Conn: raw}
+	client := TLSClient(counted, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	server := TLSServer(<-accepted, &tls.Config{Certificates: []tls.Certificate{cert}})
+	t.Cleanup(func() { client.Close(); server.Close() })
+	errc := make(chan error, 1)
+	go func() { errc <- server.Handshake() }()
+	if err := client.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return client, server, counted
+}
+
+// After Batch, the records of one Write leave in a few large writes
+// instead of one write per 16 KiB record, and arrive intact.
+func TestTLSConnBatchesRecords(t *testing.T) {
+	data := randomData(14, 1<<20)
+	for _, batched := range []bool{false, true} {
+		client, server, counted := tlsPair(t)
+		if batched {
+			client.Batch()
+		}
+		got := make(chan []byte, 1)
+		readErr := make(chan error, 1)
+		go func() {
+			b, err := io.ReadAll(server)
+			got <- b
+			readErr <- err
+		}()
+		before := counted.writes.Load()
+		if _, err := client.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		writes := counted.writes.Load() - before
+		if err := client.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if b := <-got; !bytes.Equal(b, data) {
+			t.Fatalf("batched=%v: %d bytes arrived, want the %d sent", batched, len(b), len(data))
+		}
+		if err := <-readErr; err != nil {
+			t.Fatalf("batched=%v: reading to the end: %v", batched, err)
+		}
+		switch {
+		case batched && writes > int64(len(data)/tlsBatchBytes+1):
+			t.Fatalf("batched: %d writes for 1 MiB", writes)
+		case !batched && writes < 64:
+			t.Fatalf("unbatched: only %d writes for 1 MiB; the test no longer sees records", writes)
+		}
+	}
+}
+
+// What the batcher holds when the connection closes (a close_notify
+// alert, say) is sent before the close.
+func TestRecordBatcherFlushesOnClose(t *testing.T) {
+	a, b := net.Pipe()
+	rb := &recordBatcher{Conn: a}
+	rb.batch()
+	if _, err := rb.Write([]byte("alert")); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		p, _ := io.ReadAll(b)
+		got <- p
+	}()
+	if err := rb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-got; string(p) != "alert" {
+		t.Fatalf("peer read %q before the close, want %q", p, "alert")
+	}
+}

@@ -55,6 +55,7 @@ func (s *stream) sendfileFrame(f *frame) error {
 	}
 	hdr, off, left := f.hdr(), f.srcOff, int64(f.n)
 	var werr error
+	var cp *copier // set if sendfile is refused
 	// Control keeps the file's descriptor open (and its number ours)
 	// until sendfile is done, even if the sender closes the file.
 	cerr := src.Control(func(infd uintptr) {
@@ -74,8 +75,8 @@ func (s *stream) sendfileFrame(f *frame) error {
 				}
 				hdr = hdr[n:]
 			}
-			for left > 0 {
-				n, err := unix.Sendfile(int(outfd), int(infd), &off, int(min(left, 1<<30)))
+			for left > 0 && cp == nil {
+				n, err := sendfile(int(outfd), int(infd), &off, int(min(left, 1<<30)))
 				if n > 0 {
 					left -= int64(n)
 				}
@@ -84,12 +85,19 @@ func (s *stream) sendfileFrame(f *frame) error {
 					continue
 				case err == unix.EAGAIN:
 					return false
+				case err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP:
+					// This file cannot be spliced (some file systems
+					// and special files): copy the rest instead.
+					cp = &copier{}
 				case err != nil:
 					werr = err
 					return true
 				case n == 0:
 					return s.padFrame(outfd, &left, &werr)
 				}
+			}
+			if cp != nil {
+				return cp.copy(s, outfd, infd, &off, &left, &werr)
 			}
 			return true
 		})
@@ -106,6 +114,54 @@ func (s *stream) sendfileFrame(f *frame) error {
 		return fmt.Errorf("sendfile at offset %d: %w", f.srcOff, cerr)
 	}
 	return werr
+}
+
+// sendfile is unix.Sendfile; tests replace it to refuse.
+var sendfile = unix.Sendfile
+
+// copier sends the rest of a frame with pread and write, for a file
+// sendfile refuses.
+type copier struct {
+	buf   []byte
+	chunk []byte // read, not yet written
+}
+
+// copy reports, as a RawConn.Write callback does, whether it is done.
+func (c *copier) copy(s *stream, outfd, infd uintptr, off, left *int64, werr *error) bool {
+	if c.buf == nil {
+		c.buf = make([]byte, 64<<10)
+	}
+	for *left > 0 || len(c.chunk) > 0 {
+		if len(c.chunk) == 0 {
+			n, err := unix.Pread(int(infd), c.buf[:min(*left, int64(len(c.buf)))], *off)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				*werr = err
+				return true
+			case n == 0:
+				return s.padFrame(outfd, left, werr)
+			}
+			c.chunk = c.buf[:n]
+			*off += int64(n)
+			*left -= int64(n)
+		}
+		n, err := unix.Write(int(outfd), c.chunk)
+		if n > 0 {
+			c.chunk = c.chunk[n:]
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return false
+		case err != nil:
+			*werr = err
+			return true
+		}
+	}
+	return true
 }
 
 // padFrame fills the rest of a frame whose file ended early with zeros.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"kerf/framing"
 )
 
@@ -223,5 +225,31 @@ func TestSendfilePadsShrunkFile(t *testing.T) {
 	want = append(want, make([]byte, n-len(data))...)
 	if !bytes.Equal(got, want) {
 		t.Fatal("frame on the wire is not header, file, zeros")
+	}
+}
+
+// A file that sendfile refuses (EINVAL from some file systems and
+// special files) is sent by copying instead, from where sendfile
+// stopped; the data arrives whole.
+func TestSendfileRefusedFallsBackToCopy(t *testing.T) {
+	calls := 0
+	sendfile = func(out, in int, off *int64, n int) (int, error) {
+		calls++
+		if calls == 1 {
+			// Part of the block goes out before the refusal.
+			return unix.Sendfile(out, in, off, min(n, 100_000))
+		}
+		return 0, unix.EINVAL
+	}
+	t.Cleanup(func() { sendfile = unix.Sendfile })
+	const bs = 512 << 10
+	s, r := pathPair(t, 1, nil, WithBlockSize(bs))
+	data := randomData(15, 3*bs+777)
+	transferFrom(t, s, r, 1, tempSource(t, data), data)
+	if calls < 2 {
+		t.Fatalf("sendfile called %d times; the refusal was not exercised", calls)
+	}
+	if st := s.Stats(); st.ZeroCopyBlocks != 3 {
+		t.Fatalf("%d blocks went the sendfile way, want 3", st.ZeroCopyBlocks)
 	}
 }

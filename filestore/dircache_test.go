@@ -151,13 +151,22 @@ func BenchmarkCreateCommit(b *testing.B) {
 
 // In a batch, committed files keep their temporary names until EndBatch,
 // which syncs and renames them all; mode and time are set already.
+// Small batches are synced file by file, large ones with syncfs.
 func TestBatchDefersRename(t *testing.T) {
+	for _, names := range [][]string{
+		{"a/1", "a/2", "b/c/3", "top"},
+		{"a/1", "a/2", "a/3", "a/4", "a/5", "b/c/1", "b/c/2", "b/c/3", "top", "top2"},
+	} {
+		batchDefersRename(t, names)
+	}
+}
+
+func batchDefersRename(t *testing.T, names []string) {
 	root := t.TempDir()
 	d, _ := filestore.Open(root)
 	defer d.Close()
 	d.BeginBatch()
 	mt := time.Date(2022, 3, 4, 5, 6, 7, 0, time.UTC)
-	names := []string{"a/1", "a/2", "b/c/3", "top"}
 	for _, n := range names {
 		in, err := d.Create(n)
 		if err != nil {

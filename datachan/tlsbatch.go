@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"sync"
+	"time"
 )
 
 // TLSConn is a TLS data connection that, once Batch is called, sends
@@ -41,6 +42,16 @@ func (c *TLSConn) Write(p []byte) (int, error) {
 		err = ferr
 	}
 	return n, err
+}
+
+// Close breaks a write in flight instead of waiting behind it, as
+// tls.Conn.Close does for its own writes, then closes (a close_notify
+// first, with crypto/tls's own deadline). Without this a Close that
+// met a block stuck on a peer that stopped reading would wait for
+// crypto/tls's 5-second close_notify deadline.
+func (c *TLSConn) Close() error {
+	c.b.Conn.SetWriteDeadline(time.Now())
+	return c.Conn.Close()
 }
 
 // NetConn returns the connection under TLS (for Tune).

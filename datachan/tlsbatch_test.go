@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // countingConn counts the writes made on a connection.
@@ -115,5 +116,29 @@ func TestRecordBatcherFlushesOnClose(t *testing.T) {
 	}
 	if p := <-got; string(p) != "alert" {
 		t.Fatalf("peer read %q before the close, want %q", p, "alert")
+	}
+}
+
+// Close does not wait behind a block stuck on a peer that stopped
+// reading.
+func TestTLSConnCloseBreaksStuckWrite(t *testing.T) {
+	client, _, _ := tlsPair(t)
+	client.Batch()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := client.Write(make([]byte, 64<<20)) // more than the socket buffers hold
+		wrote <- err
+	}()
+	// Let the write fill the socket buffers and block.
+	time.Sleep(200 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- client.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second): // crypto/tls would wait 5 s
+		t.Fatal("Close waited behind the stuck write")
+	}
+	if err := <-wrote; err == nil {
+		t.Fatal("the stuck write succeeded")
 	}
 }

@@ -171,7 +171,8 @@ type stream struct {
 	ctlHdr    [framing.FrameLen]byte
 	wmu       sync.Mutex // one writer at a time: writeLoop, or SendFile inline
 
-	hdr [framing.BlockHeaderLen]byte // reader's header buffer
+	hdr     [framing.BlockHeaderLen]byte // reader's header buffer
+	copyBuf []byte                       // writer's buffer for files sendfile refuses
 
 	// The reader's buffer for small frames: after a small block it reads
 	// as much as the socket holds, so that a run of small files' blocks
@@ -245,11 +246,7 @@ func (f *frame) wire() []byte { return f.buf[:framing.BlockHeaderLen+len(f.paylo
 // holds s.wmu.
 func (s *stream) write(f *frame) error {
 	if f.src != nil {
-		err := s.sendfileFrame(f)
-		if err == nil {
-			s.p.stats.zeroCopyBlocks.Add(1)
-		}
-		return err
+		return s.sendfileFrame(f)
 	}
 	_, err := s.conn.Write(f.wire())
 	return err

@@ -2,6 +2,7 @@ package datachan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,19 @@ type source struct {
 type sendJob struct {
 	pending atomic.Int64 // blocks queued or being written, +1 while SendFile is queueing
 	done    chan struct{}
+
+	// abandoned: SendFile returned early (cancelled, or the Path
+	// failed), and the caller may have closed the file that queued
+	// sendfile blocks refer to; such blocks are dropped unsent.
+	abandoned atomic.Bool
+	// noSendfile: sendfile refused this file; its blocks are copied.
+	noSendfile atomic.Bool
 }
+
+// errNotSent is a writer's report that it wrote nothing of a block and
+// that this is not the connection's fault (the block's SendFile was
+// abandoned).
+var errNotSent = errors.New("datachan: block not sent")
 
 func (j *sendJob) finish() {
 	if j.pending.Add(-1) == 0 {
@@ -73,9 +86,11 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		select {
 		case p.sendq <- f:
 		case <-ctx.Done():
+			job.abandoned.Store(true)
 			p.putFrame(f)
 			return 0, ctx.Err()
 		case <-p.failed:
+			job.abandoned.Store(true)
 			p.putFrame(f)
 			return 0, p.Err()
 		}
@@ -86,12 +101,14 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	case <-job.done:
 		return crc, nil
 	case <-ctx.Done():
+		job.abandoned.Store(true)
 		return 0, ctx.Err()
 	case <-p.failed:
 		select {
 		case <-job.done: // everything was written before the failure
 			return crc, nil
 		default:
+			job.abandoned.Store(true)
 			return 0, p.Err()
 		}
 	}
@@ -293,9 +310,12 @@ func (s *stream) writeLoop() {
 		if err == nil {
 			p.stats.blocksSent.Add(1)
 			p.stats.bytesSent.Add(int64(f.size()))
-			if f.job != nil {
-				f.job.finish()
-			}
+		}
+		if err == errNotSent {
+			err = nil
+		}
+		if err == nil && f.job != nil {
+			f.job.finish()
 		}
 		p.putFrame(f)
 		if err != nil {
@@ -412,9 +432,9 @@ func (p *Path) writeInline(f *frame) bool {
 		}
 		err := s.write(f)
 		s.wmu.Unlock()
-		if err != nil {
+		if err != nil && err != errNotSent {
 			p.fail(s.lost(err))
-		} else {
+		} else if err == nil {
 			p.stats.blocksSent.Add(1)
 			p.stats.bytesSent.Add(int64(f.size()))
 		}

@@ -3,10 +3,8 @@
 package datachan
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -47,7 +45,8 @@ func rawSocket(c net.Conn) syscall.RawConn {
 var zeroPad [64 << 10]byte
 
 // sendfileFrame writes f's header and then its payload with sendfile
-// from f.src. The caller holds s.wmu.
+// from f.src (or, for a file sendfile refuses, with pread and write).
+// The caller holds s.wmu.
 func (s *stream) sendfileFrame(f *frame) error {
 	src, err := f.src.SyscallConn()
 	if err != nil {
@@ -55,7 +54,10 @@ func (s *stream) sendfileFrame(f *frame) error {
 	}
 	hdr, off, left := f.hdr(), f.srcOff, int64(f.n)
 	var werr error
-	var cp *copier // set if sendfile is refused
+	var cp *copier // set once sendfile has refused this file
+	if f.job != nil && f.job.noSendfile.Load() {
+		cp = &copier{buf: s.copyBuf}
+	}
 	// Control keeps the file's descriptor open (and its number ours)
 	// until sendfile is done, even if the sender closes the file.
 	cerr := src.Control(func(infd uintptr) {
@@ -87,8 +89,12 @@ func (s *stream) sendfileFrame(f *frame) error {
 					return false
 				case err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP:
 					// This file cannot be spliced (some file systems
-					// and special files): copy the rest instead.
-					cp = &copier{}
+					// and special files): copy the rest instead, and
+					// the file's later blocks from the start.
+					cp = &copier{buf: s.copyBuf}
+					if f.job != nil {
+						f.job.noSendfile.Store(true)
+					}
 				case err != nil:
 					werr = err
 					return true
@@ -105,13 +111,19 @@ func (s *stream) sendfileFrame(f *frame) error {
 			werr = perr
 		}
 	})
-	if errors.Is(cerr, os.ErrClosed) {
-		// Nothing was written: the sender gave up on this file (its
-		// SendFile was cancelled) and closed it.
-		return nil
+	if cp != nil {
+		s.copyBuf = cp.buf
 	}
 	if cerr != nil {
+		if f.job != nil && f.job.abandoned.Load() {
+			// Nothing was written: the file's SendFile gave up and the
+			// caller may have closed the file.
+			return errNotSent
+		}
 		return fmt.Errorf("sendfile at offset %d: %w", f.srcOff, cerr)
+	}
+	if werr == nil && cp == nil {
+		s.p.stats.zeroCopyBlocks.Add(1)
 	}
 	return werr
 }

@@ -4,7 +4,9 @@ package datachan
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -207,7 +209,7 @@ func TestSendfilePadsShrunkFile(t *testing.T) {
 	cc, sc := pairedConns(t, 1)
 	t.Cleanup(func() { cc[0].Close(); sc[0].Close() })
 	data := randomData(11, 1000)
-	s := &stream{conn: cc[0], raw: rawSocket(cc[0])}
+	s := &stream{p: new(Path), conn: cc[0], raw: rawSocket(cc[0])}
 	f := &frame{buf: make([]byte, framing.BlockHeaderLen)}
 	copy(f.hdr(), bytes.Repeat([]byte{0xAB}, framing.BlockHeaderLen))
 	const n = 300_000 // more than a socket buffer: the writer must wait
@@ -246,10 +248,54 @@ func TestSendfileRefusedFallsBackToCopy(t *testing.T) {
 	s, r := pathPair(t, 1, nil, WithBlockSize(bs))
 	data := randomData(15, 3*bs+777)
 	transferFrom(t, s, r, 1, tempSource(t, data), data)
-	if calls < 2 {
-		t.Fatalf("sendfile called %d times; the refusal was not exercised", calls)
+	// The file's later blocks do not try sendfile again.
+	if calls != 2 {
+		t.Fatalf("sendfile called %d times, want 2 (a partial send, then the refusal)", calls)
 	}
-	if st := s.Stats(); st.ZeroCopyBlocks != 3 {
-		t.Fatalf("%d blocks went the sendfile way, want 3", st.ZeroCopyBlocks)
+	if st := s.Stats(); st.ZeroCopyBlocks != 0 || st.BlocksSent != 4 {
+		t.Fatalf("stats %+v: want 4 blocks sent, none counted as sendfile", st)
+	}
+}
+
+// gateConn holds its reads until gate is closed: a receiver that has
+// stopped reading.
+type gateConn struct {
+	net.Conn
+	gate chan struct{}
+}
+
+func (c *gateConn) Read(p []byte) (int, error) {
+	<-c.gate
+	return c.Conn.Read(p)
+}
+
+// A SendFile cancelled while its sendfile blocks are queued returns,
+// its caller closes the file, and the queued blocks are dropped unsent:
+// the Path does not fail for it and goes on with the next file.
+func TestZeroCopyCancelledSendFileClosesItsFile(t *testing.T) {
+	gate := make(chan struct{})
+	wrap := func(i int, c net.Conn) net.Conn { return &gateConn{Conn: c, gate: gate} }
+	s, r := pathPair(t, 1, wrap, WithBlockSize(1<<20))
+	data := randomData(16, 64<<20) // far more than the socket buffers hold
+	src := tempSource(t, data)
+	ctx, cancel := context.WithCancel(testContext(t))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.SendFile(ctx, 1, src, 0, int64(len(data)))
+		errc <- err
+	}()
+	waitFor(t, func() bool { return len(s.sendq) == cap(s.sendq) }) // blocked on the receiver
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("SendFile: %v, want context.Canceled", err)
+	}
+	src.Close()
+	close(gate)
+	// The queued blocks are dropped once the writer reaches them.
+	waitFor(t, func() bool { return len(s.sendq) == 0 })
+	data2 := randomData(17, 3<<20)
+	transferFrom(t, s, r, 2, tempSource(t, data2), data2)
+	if err := s.Err(); err != nil {
+		t.Fatalf("the Path failed: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"sync"
-	"time"
+	"sync/atomic"
 )
 
 // TLSConn is a TLS data connection that, once Batch is called, sends
@@ -18,7 +18,8 @@ import (
 // message) nothing is held back.
 type TLSConn struct {
 	*tls.Conn
-	b *recordBatcher
+	b       *recordBatcher
+	writing atomic.Int32 // Writes in progress
 }
 
 // TLSClient and TLSServer return a TLSConn over c, as tls.Client and
@@ -37,6 +38,8 @@ func TLSServer(c net.Conn, conf *tls.Config) *TLSConn {
 func (c *TLSConn) Batch() { c.b.batch() }
 
 func (c *TLSConn) Write(p []byte) (int, error) {
+	c.writing.Add(1)
+	defer c.writing.Add(-1)
 	n, err := c.Conn.Write(p)
 	if ferr := c.b.flush(); err == nil {
 		err = ferr
@@ -44,13 +47,17 @@ func (c *TLSConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close breaks a write in flight instead of waiting behind it, as
-// tls.Conn.Close does for its own writes, then closes (a close_notify
-// first, with crypto/tls's own deadline). Without this a Close that
-// met a block stuck on a peer that stopped reading would wait for
-// crypto/tls's 5-second close_notify deadline.
+// Close breaks a Write in flight instead of queueing the close_notify
+// behind it, as tls.Conn.Close does for its own writes (a block stuck
+// on a peer that stopped reading would hold Close for crypto/tls's
+// 5-second close_notify deadline). Otherwise it stops batching, so
+// that the close_notify goes straight out, and closes.
 func (c *TLSConn) Close() error {
-	c.b.Conn.SetWriteDeadline(time.Now())
+	if c.writing.Load() > 0 {
+		c.b.Conn.Close()
+		return c.Conn.Close()
+	}
+	c.b.unbatch()
 	return c.Conn.Close()
 }
 
@@ -87,6 +94,16 @@ func (b *recordBatcher) batch() {
 	b.mu.Unlock()
 }
 
+// unbatch writes out what is held and passes later writes through.
+func (b *recordBatcher) unbatch() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.w != nil {
+		b.w.Flush()
+		b.w = nil
+	}
+}
+
 func (b *recordBatcher) flush() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -96,7 +113,7 @@ func (b *recordBatcher) flush() error {
 	return b.w.Flush()
 }
 
-// Close sends what is held (a close_notify alert, say) and closes.
+// Close tries to send what is held, then closes.
 func (b *recordBatcher) Close() error {
 	b.flush()
 	return b.Conn.Close()

@@ -11,15 +11,18 @@ import (
 	"time"
 )
 
-// countingConn counts the writes made on a connection.
+// countingConn counts the writes made on a connection and the bytes
+// they wrote.
 type countingConn struct {
 	net.Conn
-	writes atomic.Int64
+	writes, bytes atomic.Int64
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.writes.Add(1)
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	c.bytes.Add(int64(n))
+	return n, err
 }
 
 // tlsPair returns a TLSConn client and server joined over loopback TCP,
@@ -126,8 +129,15 @@ func TestTLSConnCloseBreaksStuckWrite(t *testing.T) {
 	client.Batch()
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := client.Write(make([]byte, 64<<20)) // more than the socket buffers hold
-		wrote <- err
+		// Blocks of 100 KiB until the socket buffers are full: the
+		// writer gets stuck in the batcher's flush, after crypto/tls's
+		// own write has returned.
+		for {
+			if _, err := client.Write(make([]byte, 100<<10)); err != nil {
+				wrote <- err
+				return
+			}
+		}
 	}()
 	// Let the write fill the socket buffers and block.
 	time.Sleep(200 * time.Millisecond)
@@ -140,5 +150,29 @@ func TestTLSConnCloseBreaksStuckWrite(t *testing.T) {
 	}
 	if err := <-wrote; err == nil {
 		t.Fatal("the stuck write succeeded")
+	}
+}
+
+// A batched connection still sends its close_notify alert when it
+// closes (crypto/tls gives it a deadline that a held-back alert would
+// miss).
+func TestTLSConnCloseSendsCloseNotify(t *testing.T) {
+	client, server, counted := tlsPair(t)
+	client.Batch()
+	if _, err := client.Write([]byte("block")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(server, buf); err != nil {
+		t.Fatal(err)
+	}
+	before := counted.bytes.Load()
+	if err := client.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// A TLS 1.3 alert record: 5 header bytes, 2 alert bytes, the inner
+	// content type and a 16-byte tag.
+	if sent := counted.bytes.Load() - before; sent != 24 {
+		t.Fatalf("Close wrote %d bytes, want the 24 of a close_notify record", sent)
 	}
 }

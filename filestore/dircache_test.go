@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -271,5 +272,37 @@ func TestBatchSameNameDuringBackgroundFlush(t *testing.T) {
 	matches, _ := filepath.Glob(filepath.Join(root, "x", ".*"+filestore.PartSuffix))
 	if len(matches) != 0 {
 		t.Fatalf("temporary files left: %v", matches)
+	}
+}
+
+// A file whose flush fails in the background does not make a later
+// file's Commit fail: EndBatch reports it, by name, and the other files
+// of the batch are completed.
+func TestBatchBackgroundFlushErrorGoesToEndBatch(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	d.BeginBatch()
+	in, err := d.Create("x/bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WriteAt([]byte("data"), 0)
+	// A directory takes the final name: the flush's rename will fail.
+	if err := os.MkdirAll(filepath.Join(root, "x", "bad", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Commit(time.Time{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 600 { // two background flushes: the first has the bad file
+		receive(t, d, fmt.Sprintf("x/f%d", i), "y")
+	}
+	err = d.EndBatch()
+	if err == nil || !strings.Contains(err.Error(), "x/bad") {
+		t.Fatalf("EndBatch: %v, want the failure of x/bad", err)
+	}
+	for i := range 600 {
+		checkFile(t, filepath.Join(root, "x", fmt.Sprintf("f%d", i)), "y")
 	}
 }

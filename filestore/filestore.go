@@ -56,6 +56,7 @@ type Dir struct {
 	pending  []*incoming
 	pendingN map[string]bool // dir + "/" + tmp of pending files
 	flushing *flush          // a full batch being flushed in the background
+	flushErr error           // a finished background flush's first error, for EndBatch
 }
 
 // flush is a batch handed to a background goroutine.
@@ -368,10 +369,9 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	tmp := "." + base + PartSuffix
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
 		// The same name again in one batch: the earlier file must get
-		// its final name before this one takes the temporary name.
-		if err := d.flushBatch(); err != nil {
-			return nil, err
-		}
+		// its final name before this one takes the temporary name. A
+		// failure there is another file's, for EndBatch to report.
+		d.keepFlushErr(d.flushBatch())
 	}
 	var f *os.File
 	var h *dirHandle
@@ -540,11 +540,11 @@ func (d *Dir) EndBatch() error {
 // flushInBackground hands the full batch to a goroutine that flushes
 // it while the receiver goes on with the next files: the syncs, renames
 // and closes of a batch then stay off the path of the transfer. One
-// flush runs at a time; the error of one is returned by the next call
-// here or by flushBatch, so EndBatch (before the group's B is
-// acknowledged) reports every failure.
+// flush runs at a time. An error of one (naming its file) is kept for
+// flushBatch, so that EndBatch, before the group's B is acknowledged,
+// reports it, and no Commit reports another file's failure as its own.
 func (d *Dir) flushInBackground() error {
-	err := d.waitFlush()
+	d.keepFlushErr(d.waitFlush())
 	fl := &flush{names: d.pendingN, done: make(chan struct{})}
 	files := d.pending
 	d.pending, d.pendingN = nil, nil
@@ -553,7 +553,14 @@ func (d *Dir) flushInBackground() error {
 		fl.err = d.flushFiles(files)
 		close(fl.done)
 	}()
-	return err
+	return nil
+}
+
+// keepFlushErr remembers the first error of background flushes.
+func (d *Dir) keepFlushErr(err error) {
+	if d.flushErr == nil {
+		d.flushErr = err
+	}
 }
 
 // waitFlush waits for a background flush, if any, and returns its error.
@@ -571,7 +578,9 @@ func (d *Dir) waitFlush() error {
 // after any background flush. A file whose sync or rename fails keeps
 // its temporary name; the first such error is returned.
 func (d *Dir) flushBatch() error {
-	err := d.waitFlush()
+	d.keepFlushErr(d.waitFlush())
+	err := d.flushErr
+	d.flushErr = nil
 	files := d.pending
 	d.pending, d.pendingN = nil, nil
 	if ferr := d.flushFiles(files); err == nil {
@@ -588,28 +597,31 @@ func (d *Dir) flushFiles(files []*incoming) error {
 		return nil
 	}
 	errs := make([]error, len(files))
-	// A large batch is made durable with one syncfs per file system
-	// instead of an fsync per file: one journal commit for them all (on
-	// ext4, 2,000 small files took about 1.3 s with fsyncs, eight at a
-	// time). If that fails, per-file fsyncs find which files failed.
-	wholeFS := len(files) >= syncfsMin && d.syncFilesystems(files)
-	if !wholeFS {
-		// Workers take the next file from a counter, not a channel: on
-		// a file system where fsync is quick (tmpfs) a hand-off per file
-		// cost more than the syncs.
-		var next atomic.Int64
-		syncFrom := func() {
-			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-				errs[i] = files[i].f.Sync()
-			}
-		}
-		var wg sync.WaitGroup
-		for range min(syncWorkers, len(files)) - 1 {
-			wg.Go(syncFrom)
-		}
-		syncFrom()
-		wg.Wait()
+	// A large batch first gets one syncfs per file system: a single
+	// journal commit writes all of it, where fsyncs one by one (eight
+	// at a time) each waited for one. The fsyncs still follow, and are
+	// then cheap: syncfs reports a write-back error to whichever
+	// descriptor asks first (the cached directory's, shared by later
+	// batches) and not at all before Linux 5.8, while fsync reports
+	// each file's own.
+	if len(files) >= syncfsMin {
+		d.syncFilesystems(files)
 	}
+	// Workers take the next file from a counter, not a channel: on a
+	// file system where fsync is quick (tmpfs) a hand-off per file cost
+	// more than the syncs.
+	var next atomic.Int64
+	syncFrom := func() {
+		for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
+			errs[i] = files[i].f.Sync()
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(syncWorkers, len(files)) - 1 {
+		wg.Go(syncFrom)
+	}
+	syncFrom()
+	wg.Wait()
 	dirty := make(map[*dirHandle]bool)
 	for i, in := range files {
 		if errs[i] == nil {
@@ -624,21 +636,10 @@ func (d *Dir) flushFiles(files []*incoming) error {
 			errs[i] = fmt.Errorf("filestore: completing %s: %w", in.final, errs[i])
 		}
 	}
-	// The renames are durable once their directories are synced: again
-	// with syncfs for a large batch, if it works.
-	var renamed []*incoming
-	if wholeFS {
-		for _, in := range files {
-			if dirty[in.h] {
-				renamed = append(renamed, in)
-			}
-		}
-	}
-	if len(renamed) == 0 || !d.syncFilesystems(renamed) {
-		for h := range dirty {
-			if err := h.sync(d); err != nil {
-				errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", h.rel, err))
-			}
+	// The renames are durable once their directories are synced.
+	for h := range dirty {
+		if err := h.sync(d); err != nil {
+			errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", h.rel, err))
 		}
 	}
 	for _, in := range files {

@@ -5,15 +5,15 @@ import "golang.org/x/sys/unix"
 // syncfsMin is the smallest batch made durable with syncfs(2).
 const syncfsMin = 8
 
-// syncFilesystems makes everything written to the file systems that
-// hold files durable, with one syncfs per file system (found from the
-// files' directories), and reports whether every call succeeded. syncfs
-// reports write-back errors of the whole file system since the
-// descriptor was opened, so a false here may be another file's failure;
-// the caller then syncs file by file to find out.
+// syncFilesystems writes out everything dirty on the file systems that
+// hold files, with one syncfs per file system (found from the files'
+// directories), and reports whether every call succeeded. It is a way
+// to get one journal commit for many files, not a check: syncfs hands a
+// write-back error to the first descriptor that asks (and before Linux
+// 5.8 to none), so the caller still fsyncs each file for its own.
 func (d *Dir) syncFilesystems(files []*incoming) bool {
 	seenDir := make(map[*dirHandle]bool)
-	seenDev := make(map[uint64]bool)
+	seenDev := make(map[uint64]bool) // Dev is narrower on some platforms
 	for _, in := range files {
 		if seenDir[in.h] {
 			continue
@@ -25,14 +25,14 @@ func (d *Dir) syncFilesystems(files []*incoming) bool {
 			if err := unix.Fstat(fd, &st); err != nil {
 				return err
 			}
-			if seenDev[st.Dev] {
+			if seenDev[uint64(st.Dev)] {
 				ok = true
 				return nil
 			}
 			if err := unix.Syncfs(fd); err != nil {
 				return err
 			}
-			seenDev[st.Dev] = true
+			seenDev[uint64(st.Dev)] = true
 			ok = true
 			return nil
 		})

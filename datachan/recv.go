@@ -406,8 +406,10 @@ const maxQueuedBytes = 4 << 20
 // f.writing, with p.mu released during the write.
 func (p *Path) writeLocked(f *recvFile, b *frame) {
 	dst := f.dst
-	if f.err != nil || dst == nil {
-		f.writing-- // dropped: the file failed or was abandoned
+	if f.err != nil || dst == nil || p.err != nil {
+		// Dropped: the file failed or was abandoned, or the Path
+		// failed (the caller may be discarding the file).
+		f.writing--
 		return
 	}
 	p.mu.Unlock()

@@ -212,7 +212,7 @@ func TestSendfilePadsShrunkFile(t *testing.T) {
 	s := &stream{p: new(Path), conn: cc[0], raw: rawSocket(cc[0])}
 	f := &frame{buf: make([]byte, framing.BlockHeaderLen)}
 	copy(f.hdr(), bytes.Repeat([]byte{0xAB}, framing.BlockHeaderLen))
-	const n = 300_000 // more than a socket buffer: the writer must wait
+	const n = 16 << 20 // far more than the socket buffers: the padding waits (EAGAIN) and resumes
 	f.src, f.srcOff, f.n = tempSource(t, data), 0, n
 	errc := make(chan error, 1)
 	go func() { errc <- s.sendfileFrame(f) }()

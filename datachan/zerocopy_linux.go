@@ -54,7 +54,7 @@ func (s *stream) sendfileFrame(f *frame) error {
 	}
 	hdr, off, left := f.hdr(), f.srcOff, int64(f.n)
 	var werr error
-	var cp *copier // set once sendfile has refused this file
+	var cp *copier // set once sendfile has refused this file or run out of it
 	if f.job != nil && f.job.noSendfile.Load() {
 		cp = &copier{buf: s.copyBuf}
 	}
@@ -62,20 +62,11 @@ func (s *stream) sendfileFrame(f *frame) error {
 	// until sendfile is done, even if the sender closes the file.
 	cerr := src.Control(func(infd uintptr) {
 		perr := s.raw.Write(func(outfd uintptr) bool {
-			for len(hdr) > 0 {
-				// MSG_MORE: the header waits for the payload, so that
-				// the two go in the same segments despite TCP_NODELAY.
-				n, err := unix.SendmsgN(int(outfd), hdr, nil, nil, unix.MSG_MORE)
-				switch {
-				case err == unix.EINTR:
-					continue
-				case err == unix.EAGAIN:
-					return false
-				case err != nil:
-					werr = err
-					return true
-				}
-				hdr = hdr[n:]
+			// MSG_MORE: the header waits for the payload, so that the
+			// two go in the same segments despite TCP_NODELAY.
+			if blocked, err := sendAll(int(outfd), &hdr, unix.MSG_MORE); err != nil || blocked {
+				werr = err
+				return !blocked
 			}
 			for left > 0 && cp == nil {
 				n, err := sendfile(int(outfd), int(infd), &off, int(min(left, 1<<30)))
@@ -99,13 +90,16 @@ func (s *stream) sendfileFrame(f *frame) error {
 					werr = err
 					return true
 				case n == 0:
-					return s.padFrame(outfd, &left, &werr)
+					// The file ended early: the copier pads.
+					cp = &copier{buf: s.copyBuf}
 				}
 			}
-			if cp != nil {
-				return cp.copy(s, outfd, infd, &off, &left, &werr)
+			if cp == nil {
+				return true
 			}
-			return true
+			blocked, err := cp.copy(int(outfd), int(infd), &off, &left)
+			werr = err
+			return !blocked
 		})
 		if werr == nil {
 			werr = perr
@@ -131,68 +125,66 @@ func (s *stream) sendfileFrame(f *frame) error {
 // sendfile is unix.Sendfile; tests replace it to refuse.
 var sendfile = unix.Sendfile
 
-// copier sends the rest of a frame with pread and write, for a file
-// sendfile refuses.
-type copier struct {
-	buf   []byte
-	chunk []byte // read, not yet written
+// sendAll writes *b to the socket fd, consuming what it wrote, and
+// reports blocked when the socket is full (as a RawConn.Write callback
+// then returns false, to be called again when it drains).
+func sendAll(fd int, b *[]byte, flags int) (blocked bool, err error) {
+	for len(*b) > 0 {
+		n, err := unix.SendmsgN(fd, *b, nil, nil, flags)
+		if n > 0 {
+			*b = (*b)[n:]
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+	}
+	return false, nil
 }
 
-// copy reports, as a RawConn.Write callback does, whether it is done.
-func (c *copier) copy(s *stream, outfd, infd uintptr, off, left *int64, werr *error) bool {
+// copier sends the rest of a frame with pread and write, for a file
+// sendfile refuses, and zeros in place of what a shrunk file no longer
+// has.
+type copier struct {
+	buf   []byte
+	chunk []byte // read (or zeros), not yet written
+	eof   bool   // the file ended: the rest is zeros
+}
+
+// copy sends the frame's remaining left bytes, from the file at *off,
+// and reports blocked as sendAll does.
+func (c *copier) copy(outfd, infd int, off, left *int64) (blocked bool, err error) {
 	if c.buf == nil {
 		c.buf = make([]byte, 64<<10)
 	}
 	for *left > 0 || len(c.chunk) > 0 {
 		if len(c.chunk) == 0 {
-			n, err := unix.Pread(int(infd), c.buf[:min(*left, int64(len(c.buf)))], *off)
-			switch {
-			case err == unix.EINTR:
-				continue
-			case err != nil:
-				*werr = err
-				return true
-			case n == 0:
-				return s.padFrame(outfd, left, werr)
+			n := 0
+			if !c.eof {
+				n, err = unix.Pread(infd, c.buf[:min(*left, int64(len(c.buf)))], *off)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil {
+					return false, err
+				}
+				c.eof = n == 0
 			}
-			c.chunk = c.buf[:n]
-			*off += int64(n)
-			*left -= int64(n)
+			if c.eof {
+				c.chunk = zeroPad[:min(*left, int64(len(zeroPad)))]
+			} else {
+				c.chunk = c.buf[:n]
+			}
+			*off += int64(len(c.chunk))
+			*left -= int64(len(c.chunk))
 		}
-		n, err := unix.Write(int(outfd), c.chunk)
-		if n > 0 {
-			c.chunk = c.chunk[n:]
-		}
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return false
-		case err != nil:
-			*werr = err
-			return true
+		if blocked, err := sendAll(outfd, &c.chunk, 0); err != nil || blocked {
+			return blocked, err
 		}
 	}
-	return true
-}
-
-// padFrame fills the rest of a frame whose file ended early with zeros.
-// It reports, as a RawConn.Write callback does, whether it is done.
-func (s *stream) padFrame(outfd uintptr, left *int64, werr *error) bool {
-	for *left > 0 {
-		n, err := unix.Write(int(outfd), zeroPad[:min(*left, int64(len(zeroPad)))])
-		if n > 0 {
-			*left -= int64(n)
-		}
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return false
-		case err != nil:
-			*werr = err
-			return true
-		}
-	}
-	return true
+	return false, nil
 }

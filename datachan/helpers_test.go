@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -98,12 +99,19 @@ func pathPair(t testing.TB, streams int, wrap func(i int, c net.Conn) net.Conn, 
 // transfer sends data as file id from s to r and checks what arrives.
 func transfer(t testing.TB, s, r *Path, id uint32, data []byte) {
 	t.Helper()
+	transferFrom(t, s, r, id, bytes.NewReader(data), data)
+}
+
+// transferFrom sends src (holding data) as file id from s to r and checks
+// what arrives and both CRCs.
+func transferFrom(t testing.TB, s, r *Path, id uint32, src io.ReaderAt, data []byte) {
+	t.Helper()
 	ctx := testContext(t)
 	dst := newMemFile(len(data))
 	if err := r.Expect(id, dst, 0, int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	sendCRC, err := s.SendFile(ctx, id, bytes.NewReader(data), 0, int64(len(data)))
+	sendCRC, err := s.SendFile(ctx, id, src, 0, int64(len(data)))
 	if err != nil {
 		t.Fatalf("SendFile: %v", err)
 	}
@@ -111,8 +119,7 @@ func transfer(t testing.TB, s, r *Path, id uint32, data []byte) {
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	want := framing.CRC32C(data)
-	if sendCRC != want || recvCRC != want {
+	if want := framing.CRC32C(data); sendCRC != want || recvCRC != want {
 		t.Fatalf("crc: sent %08x, received %08x, want %08x", sendCRC, recvCRC, want)
 	}
 	if !bytes.Equal(dst.bytes(), data) {

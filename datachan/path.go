@@ -241,14 +241,20 @@ func (f *frame) hdr() []byte { return f.buf[:framing.BlockHeaderLen] }
 // wire is the header and payload as they go on the connection.
 func (f *frame) wire() []byte { return f.buf[:framing.BlockHeaderLen+len(f.payload)] }
 
-// write writes f on s's connection: header and payload with one Write,
-// or for a sendfile block, the header and then sendfile. The caller
-// holds s.wmu.
+// write writes f on s's connection, header and payload with one Write
+// or, for a sendfile block, the header and then sendfile, and counts
+// it. The caller holds s.wmu.
 func (s *stream) write(f *frame) error {
+	var err error
 	if f.src != nil {
-		return s.sendfileFrame(f)
+		err = s.sendfileFrame(f)
+	} else {
+		_, err = s.conn.Write(f.wire())
 	}
-	_, err := s.conn.Write(f.wire())
+	if err == nil {
+		s.p.stats.blocksSent.Add(1)
+		s.p.stats.bytesSent.Add(int64(f.size()))
+	}
 	return err
 }
 

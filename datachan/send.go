@@ -307,10 +307,6 @@ func (s *stream) writeLoop() {
 			return
 		}
 		err := s.writeFrame(f)
-		if err == nil {
-			p.stats.blocksSent.Add(1)
-			p.stats.bytesSent.Add(int64(f.size()))
-		}
 		if err == errNotSent {
 			err = nil
 		}
@@ -396,13 +392,7 @@ func (p *Path) Flush() error {
 	if err := p.Err(); err != nil {
 		return err
 	}
-	var s *stream
-	for _, c := range p.streams {
-		if c.wmu.TryLock() {
-			s = c
-			break
-		}
-	}
+	s := p.lockFreeStream()
 	if s == nil {
 		s = p.streams[0]
 		s.wmu.Lock()
@@ -426,20 +416,26 @@ func (p *Path) writeInline(f *frame) bool {
 	if len(p.sendq) > 0 {
 		return false // keep the order of what is already queued
 	}
-	for _, s := range p.streams {
-		if !s.wmu.TryLock() {
-			continue
-		}
-		err := s.write(f)
-		s.wmu.Unlock()
-		if err != nil && err != errNotSent {
-			p.fail(s.lost(err))
-		} else if err == nil {
-			p.stats.blocksSent.Add(1)
-			p.stats.bytesSent.Add(int64(f.size()))
-		}
-		p.putFrame(f)
-		return true
+	s := p.lockFreeStream()
+	if s == nil {
+		return false
 	}
-	return false
+	err := s.write(f)
+	s.wmu.Unlock()
+	if err != nil && err != errNotSent {
+		p.fail(s.lost(err))
+	}
+	p.putFrame(f)
+	return true
+}
+
+// lockFreeStream returns a connection no one is writing to, with its
+// wmu held, or nil if all are busy.
+func (p *Path) lockFreeStream() *stream {
+	for _, s := range p.streams {
+		if s.wmu.TryLock() {
+			return s
+		}
+	}
+	return nil
 }

@@ -34,32 +34,6 @@ func tempSource(t *testing.T, data []byte) *os.File {
 	return f
 }
 
-// transferFrom sends src (holding data) as file id from s to r and checks
-// what arrives and both CRCs.
-func transferFrom(t *testing.T, s, r *Path, id uint32, src io.ReaderAt, data []byte) {
-	t.Helper()
-	ctx := testContext(t)
-	dst := newMemFile(len(data))
-	if err := r.Expect(id, dst, 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	sendCRC, err := s.SendFile(ctx, id, src, 0, int64(len(data)))
-	if err != nil {
-		t.Fatalf("SendFile: %v", err)
-	}
-	recvCRC, err := r.Wait(ctx, id)
-	if err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	if want := framing.CRC32C(data); sendCRC != want || recvCRC != want {
-		t.Fatalf("crc: sent %08x, received %08x, want %08x", sendCRC, recvCRC, want)
-	}
-	if !bytes.Equal(dst.bytes(), data) {
-		t.Fatalf("file %d: received bytes differ", id)
-	}
-	s.Release(id)
-}
-
 func TestZeroCopySend(t *testing.T) {
 	const bs = 128 << 10
 	for _, tc := range []struct {

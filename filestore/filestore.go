@@ -605,7 +605,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 	// batches) and not at all before Linux 5.8, while fsync reports
 	// each file's own.
 	if len(files) >= syncfsMin {
-		d.syncFilesystems(files)
+		d.syncFilesystems(files) // an error shows again in the fsyncs
 	}
 	// Workers take the next file from a counter, not a channel: on a
 	// file system where fsync is quick (tmpfs) a hand-off per file cost

@@ -7,11 +7,11 @@ const syncfsMin = 8
 
 // syncFilesystems writes out everything dirty on the file systems that
 // hold files, with one syncfs per file system (found from the files'
-// directories), and reports whether every call succeeded. It is a way
+// directories), and returns the first failure. It is a way
 // to get one journal commit for many files, not a check: syncfs hands a
 // write-back error to the first descriptor that asks (and before Linux
 // 5.8 to none), so the caller still fsyncs each file for its own.
-func (d *Dir) syncFilesystems(files []*incoming) bool {
+func (d *Dir) syncFilesystems(files []*incoming) error {
 	seenDir := make(map[*dirHandle]bool)
 	seenDev := make(map[uint64]bool) // Dev is narrower on some platforms
 	for _, in := range files {
@@ -19,26 +19,20 @@ func (d *Dir) syncFilesystems(files []*incoming) bool {
 			continue
 		}
 		seenDir[in.h] = true
-		ok := false
 		err := in.h.atDir(d, func(fd int) error {
 			var st unix.Stat_t
 			if err := unix.Fstat(fd, &st); err != nil {
 				return err
 			}
 			if seenDev[uint64(st.Dev)] {
-				ok = true
 				return nil
 			}
-			if err := unix.Syncfs(fd); err != nil {
-				return err
-			}
 			seenDev[uint64(st.Dev)] = true
-			ok = true
-			return nil
+			return unix.Syncfs(fd)
 		})
-		if err != nil || !ok {
-			return false
+		if err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
 }

@@ -30,8 +30,8 @@ func TestSyncFilesystems(t *testing.T) {
 	if len(d.pending) != syncfsMin {
 		t.Fatalf("%d files pending, want %d", len(d.pending), syncfsMin)
 	}
-	if !d.syncFilesystems(d.pending) {
-		t.Fatal("syncfs failed")
+	if err := d.syncFilesystems(d.pending); err != nil {
+		t.Fatalf("syncfs: %v", err)
 	}
 	if err := d.EndBatch(); err != nil {
 		t.Fatal(err)

@@ -382,18 +382,17 @@ func (p *Path) store(b *frame) {
 		p.writesDone.Wait()
 	}
 	f.busy = true
-	for {
+	for next := 0; ; next++ {
 		p.writeLocked(f, b)
 		p.putFrame(b)
-		if len(f.queued) == 0 {
+		if next == len(f.queued) {
 			break
 		}
-		b = f.queued[0]
-		f.queued[0] = nil
-		f.queued = f.queued[1:]
+		b = f.queued[next]
+		f.queued[next] = nil
 		f.queuedBytes -= len(b.payload)
 	}
-	f.queued = nil
+	f.queued = f.queued[:0] // kept for the file's next run
 	f.busy = false
 	p.writesDone.Broadcast()
 	p.mu.Unlock()

@@ -306,3 +306,33 @@ func TestBatchBackgroundFlushErrorGoesToEndBatch(t *testing.T) {
 		checkFile(t, filepath.Join(root, "x", fmt.Sprintf("f%d", i)), "y")
 	}
 }
+
+func BenchmarkCreateCommitBatch(b *testing.B) {
+	root := b.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	data := make([]byte, 16<<10)
+	b.SetBytes(int64(len(data)))
+	i := 0
+	d.BeginBatch()
+	for b.Loop() {
+		in, err := d.Create(fmt.Sprintf("tree/d%d/f%d", i%20, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		in.WriteAt(data, 0)
+		if err := in.Commit(time.Now(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		if i%2000 == 0 {
+			if err := d.EndBatch(); err != nil {
+				b.Fatal(err)
+			}
+			d.BeginBatch()
+		}
+	}
+	if err := d.EndBatch(); err != nil {
+		b.Fatal(err)
+	}
+}

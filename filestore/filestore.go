@@ -238,6 +238,21 @@ func plainName(name string) error {
 	return nil
 }
 
+// regularOrAbsent reports whether name (one path element, not followed
+// if a symlink) is a regular file or does not exist. It asks fstatat on
+// the directory's descriptor: os.Root's Lstat walks the name afresh at
+// several syscalls, a tenth of the cost of receiving a small file.
+func (h *dirHandle) regularOrAbsent(d *Dir, name string) bool {
+	if plainName(name) != nil {
+		return false
+	}
+	var st unix.Stat_t
+	err := h.atDir(d, func(dirfd int) error {
+		return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	return err != nil || st.Mode&unix.S_IFMT == unix.S_IFREG
+}
+
 // chtimes sets the access and modification times of name (not following
 // a symlink).
 func (h *dirHandle) chtimes(d *Dir, name string, t time.Time) error {
@@ -276,7 +291,7 @@ func (h *dirHandle) rename(d *Dir, from, to string) error {
 // syscalls per file (symlink checks, poller registration that fails for
 // regular files); O_NOFOLLOW keeps a symlink planted under the
 // temporary name from being followed, so confinement holds.
-func (h *dirHandle) openTemp(d *Dir, name string) (f *os.File, fresh bool, err error) {
+func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err error) {
 	if err := plainName(name); err != nil {
 		return nil, false, err
 	}
@@ -297,7 +312,7 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *os.File, fresh bool, err e
 	if err != nil {
 		return nil, false, err
 	}
-	return os.NewFile(uintptr(fd), path.Join(d.root.Name(), h.rel, name)), fresh, nil
+	return &tempFile{fd: fd, dir: h.rel, base: name}, fresh, nil
 }
 
 // Path returns the host path of the tree's top.
@@ -373,14 +388,14 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		// failure there is another file's, for EndBatch to report.
 		d.keepFlushErr(d.flushBatch())
 	}
-	var f *os.File
+	var f *tempFile
 	var h *dirHandle
 	var fresh bool
 	for attempt := 0; ; attempt++ {
 		if h, err = d.openDir(dir); err != nil {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
-		if fi, err := h.root.Lstat(base); err == nil && !fi.Mode().IsRegular() {
+		if !h.regularOrAbsent(d, base) {
 			d.putDir(h)
 			return nil, fmt.Errorf("filestore: %s exists and is not a regular file", rel)
 		}
@@ -392,8 +407,8 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			// Two sessions receiving the same name would write one
 			// temporary file: the second is refused while the first
 			// holds it (until its Commit or Abort).
-			if ok, lerr := lockPart(f); !ok {
-				f.Close()
+			if ok, lerr := f.lock(); !ok {
+				f.close()
 				d.putDir(h)
 				if lerr != nil {
 					return nil, fmt.Errorf("filestore: locking %s: %w", rel, lerr)
@@ -422,7 +437,7 @@ type incoming struct {
 	final     string     // relative to the tree's top
 	dir       string     // h's directory, relative to the tree's top
 	base, tmp string     // names in h
-	f         *os.File
+	f         *tempFile
 	released  bool
 	batched   bool        // committed in a batch, not flushed yet
 	empty     atomic.Bool // known to be empty: created here, nothing written
@@ -443,22 +458,22 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 }
 
 func (in *incoming) Partial() (int64, uint32, error) {
-	fi, err := in.f.Stat()
+	size, err := in.f.size()
 	if err != nil {
 		return 0, 0, err
 	}
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, fi.Size())); err != nil {
+	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, size)); err != nil {
 		return 0, 0, err
 	}
-	return fi.Size(), h.Sum32(), nil
+	return size, h.Sum32(), nil
 }
 
 func (in *incoming) Truncate(size int64) error {
 	if size == 0 && in.empty.Load() {
 		return nil
 	}
-	return in.f.Truncate(size)
+	return in.f.truncate(size)
 }
 
 // Commit makes the data durable (fsync), sets mode and time, renames
@@ -473,7 +488,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if perm == 0 {
 		perm = 0o644
 	}
-	if err := in.f.Chmod(perm); err != nil {
+	if err := in.f.chmod(perm); err != nil {
 		return err
 	}
 	if !modTime.IsZero() {
@@ -495,7 +510,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		}
 		return nil
 	}
-	if err := in.f.Sync(); err != nil {
+	if err := in.f.sync(); err != nil {
 		return err
 	}
 	// Rename while still holding the file (and its lock), so that no
@@ -503,7 +518,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if err := in.h.rename(d, in.tmp, in.base); err != nil {
 		return err
 	}
-	if err := in.f.Close(); err != nil {
+	if err := in.f.close(); err != nil {
 		return err
 	}
 	// The rename is durable only once its directory is synced.
@@ -613,7 +628,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 	var next atomic.Int64
 	syncFrom := func() {
 		for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-			errs[i] = files[i].f.Sync()
+			errs[i] = files[i].f.sync()
 		}
 	}
 	var wg sync.WaitGroup
@@ -629,7 +644,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 				dirty[in.h] = true
 			}
 		}
-		if err := in.f.Close(); errs[i] == nil {
+		if err := in.f.close(); errs[i] == nil {
 			errs[i] = err
 		}
 		if errs[i] != nil {
@@ -659,13 +674,13 @@ func (in *incoming) Abort(keep bool) error {
 	}
 	// The file is closed (and its lock released) only after any removal,
 	// so that the removal never hits another session's file.
-	defer in.f.Close()
+	defer in.f.close()
 	if in.released {
 		return nil
 	}
 	defer in.release()
 	if keep {
-		if fi, err := in.f.Stat(); err == nil && fi.Size() > 0 {
+		if size, err := in.f.size(); err == nil && size > 0 {
 			return nil
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,5 +213,52 @@ func TestOpenLocal(t *testing.T) {
 	}
 	if _, err := filestore.OpenLocal(p + ".missing"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing file: %v, want ErrNotExist", err)
+	}
+}
+
+// A received file replaces a regular file of its name, and is refused
+// where the name is anything else: a symlink (even to a regular file,
+// which the rename would silently replace), a FIFO, a directory. The
+// thing already there is left as it was.
+func TestCreateOverExisting(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(outside, []byte("keep"), 0o644)
+	os.WriteFile(filepath.Join(root, "plain"), []byte("old"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "link"))
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(root, "dir"), 0o755)
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{"plain", true}, {"link", false}, {"fifo", false}, {"dir", false}, {"new", true}} {
+		in, err := d.Create(tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("Create(%q): err %v, want ok=%v", tc.name, err, tc.ok)
+			continue
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("Create(%q): unclear error %v", tc.name, err)
+			}
+			continue
+		}
+		in.WriteAt([]byte("new data"), 0)
+		if err := in.Commit(time.Time{}, 0o600); err != nil {
+			t.Fatalf("Commit(%q): %v", tc.name, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, tc.name)); string(b) != "new data" {
+			t.Errorf("%s holds %q", tc.name, b)
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "keep" {
+		t.Errorf("symlink target changed to %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "link")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("symlink replaced: %v %v", fi, err)
 	}
 }

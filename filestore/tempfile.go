@@ -1,0 +1,130 @@
+package filestore
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"path"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// tempFile is an open temporary file being received, held as a bare
+// descriptor. An *os.File would cost a receiver of small files an fcntl
+// (os.NewFile asks whether the descriptor is non-blocking), a finalizer
+// and a path built for its name on every file; the descriptor of a
+// regular file needs none of the poller's machinery. The name is built
+// only for errors.
+type tempFile struct {
+	fd        int
+	dir, base string // directory relative to the tree's top, and the name in it
+	once      sync.Once
+	closeErr  error
+}
+
+func (t *tempFile) err(op string, err error) error {
+	return &fs.PathError{Op: op, Path: path.Join(t.dir, t.base), Err: err}
+}
+
+// WriteAt writes all of b at off.
+func (t *tempFile) WriteAt(b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Pwrite(t.fd, b[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, t.err("write", err)
+		}
+		if m == 0 {
+			return n, t.err("write", io.ErrShortWrite)
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// ReadAt reads len(b) bytes at off, or fewer and io.EOF at the end.
+func (t *tempFile) ReadAt(b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Pread(t.fd, b[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, t.err("read", err)
+		}
+		if m == 0 {
+			return n, io.EOF
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// size is the file's length.
+func (t *tempFile) size() (int64, error) {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(t.fd, &st) }); err != nil {
+		return 0, t.err("fstat", err)
+	}
+	return st.Size, nil
+}
+
+func (t *tempFile) truncate(size int64) error {
+	if err := ignoringEINTR(func() error { return unix.Ftruncate(t.fd, size) }); err != nil {
+		return t.err("truncate", err)
+	}
+	return nil
+}
+
+func (t *tempFile) chmod(perm fs.FileMode) error {
+	if err := ignoringEINTR(func() error { return unix.Fchmod(t.fd, uint32(perm.Perm())) }); err != nil {
+		return t.err("chmod", err)
+	}
+	return nil
+}
+
+func (t *tempFile) sync() error {
+	if err := ignoringEINTR(func() error { return unix.Fsync(t.fd) }); err != nil {
+		return t.err("fsync", err)
+	}
+	return nil
+}
+
+// close closes the descriptor once; later calls return the first result.
+func (t *tempFile) close() error {
+	t.once.Do(func() {
+		// close(2) is not retried on EINTR: on Linux the descriptor is
+		// gone either way.
+		if err := unix.Close(t.fd); err != nil {
+			t.closeErr = t.err("close", err)
+		}
+	})
+	return t.closeErr
+}
+
+// lock takes an exclusive, non-blocking flock, so that two sessions never
+// write the same temporary file. It reports false if another holder has
+// it. The lock ends when the descriptor is closed.
+func (t *tempFile) lock() (bool, error) {
+	err := ignoringEINTR(func() error { return unix.Flock(t.fd, unix.LOCK_EX|unix.LOCK_NB) })
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	if err != nil {
+		return false, t.err("flock", err)
+	}
+	return true, nil
+}
+
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}

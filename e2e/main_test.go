@@ -93,6 +93,7 @@ type serverOpts struct {
 	host    string // listen host, default 127.0.0.1
 	classic bool   // C-Kermit will connect: allow classic sessions
 	plain   bool   // the test reads data frames: no TLS on the data connections
+	env     []string
 }
 
 // serverArgs returns the argv (after the binary) of `kerf serve`, and
@@ -182,7 +183,7 @@ func startServer(t *testing.T, root string, o serverOpts) *server {
 		}
 	}
 	s.cmd = exec.Command(kerfBin, args...)
-	s.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	s.cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), o.env...)
 	s.cmd.Stderr = s.stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {

@@ -53,6 +53,9 @@ type Attributes struct {
 	Perm        int       // tag ',' (octal Unix mode); -1 absent
 	GenericProt string    // tag '-'
 	SysID       string    // tag '.'
+	// Zone is the time zone '#' dates are written and read in: nil is
+	// local time, as C-Kermit does; two kerf peers agree on UTC.
+	Zone *time.Location
 	// Extra holds, in order, the tags this package does not model and
 	// modelled tags whose value it could not decode (a non-numeric length,
 	// an unreadable date, a non-octal mode), so nothing received is lost.
@@ -106,8 +109,8 @@ func (a Attributes) Marshal(max int) [][]byte {
 	addString(AttrSysID, a.SysID)
 	addString(AttrType, a.Type)
 	addString(AttrEncoding, a.Encoding)
-	if t := a.ModTime.In(time.Local); !a.ModTime.IsZero() && t.Year() >= 0 && t.Year() <= 9999 {
-		add(AttrDate, []byte(FormatAttrTime(t)))
+	if t := a.ModTime.In(a.zone()); !a.ModTime.IsZero() && t.Year() >= 0 && t.Year() <= 9999 {
+		add(AttrDate, []byte(FormatAttrTimeIn(t, a.zone())))
 	}
 	if a.LengthK >= 0 {
 		add(AttrLengthK, strconv.AppendInt(nil, a.LengthK, 10))
@@ -181,7 +184,7 @@ func (a *Attributes) set(tag byte, v []byte) {
 	case AttrDate:
 		var t time.Time
 		var err error
-		if t, err = ParseAttrTime(string(v)); err == nil {
+		if t, err = ParseAttrTimeIn(string(v), a.zone()); err == nil {
 			a.ModTime = t
 		}
 		ok = err == nil
@@ -246,19 +249,34 @@ func parseOctal(v []byte) (int64, bool) {
 // reads an incoming date back as local time (zstrdt()), and so does kerf:
 // FormatAttrTime and ParseAttrTime use time.Local. Between machines in the
 // same zone dates survive exactly; across zones they shift by the
-// difference, as they do between two C-Kermits. Run with TZ=UTC on both
-// ends to avoid that.
+// difference, as they do between two C-Kermits. Two kerf peers know each
+// other from the Send-Init and write and read dates in UTC instead
+// (Attributes.Zone, FormatAttrTimeIn, ParseAttrTimeIn), so theirs survive
+// across zones; the form on the wire is the same.
 
 const attrTimeLayout = "20060102 15:04:05"
 
 // FormatAttrTime formats t for the '#' attribute as "yyyymmdd hh:mm:ss" in
 // local time (t.In(time.Local)), the form C-Kermit sends and the only one
 // its Unix receiver accepts.
-func FormatAttrTime(t time.Time) string {
-	return t.In(time.Local).Format(attrTimeLayout)
+func FormatAttrTime(t time.Time) string { return FormatAttrTimeIn(t, time.Local) }
+
+// FormatAttrTimeIn is FormatAttrTime in zone loc.
+func FormatAttrTimeIn(t time.Time, loc *time.Location) string {
+	return t.In(loc).Format(attrTimeLayout)
 }
 
-// ParseAttrTime parses a '#' attribute value as local time (time.Local).
+// ParseAttrTime is ParseAttrTimeIn(s, time.Local).
+func ParseAttrTime(s string) (time.Time, error) { return ParseAttrTimeIn(s, time.Local) }
+
+func (a *Attributes) zone() *time.Location {
+	if a.Zone != nil {
+		return a.Zone
+	}
+	return time.Local
+}
+
+// ParseAttrTimeIn parses a '#' attribute value as a time in zone loc.
 // It accepts the forms of the protocol manual and C-Kermit:
 //
 //	yyyymmdd hh:mm:ss   C-Kermit's form
@@ -269,7 +287,7 @@ func FormatAttrTime(t time.Time) string {
 // A 'T' may stand for the space and the date may be written yyyy-mm-dd;
 // surrounding spaces are ignored. Out-of-range fields (month 13, Feb 30,
 // 24:00) are errors.
-func ParseAttrTime(s string) (time.Time, error) {
+func ParseAttrTimeIn(s string, loc *time.Location) (time.Time, error) {
 	bad := func() (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: unreadable date %q", ErrBadAttributes, s)
 	}
@@ -362,7 +380,7 @@ func ParseAttrTime(s string) (time.Time, error) {
 	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
 		return bad()
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.Local)
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, loc)
 	if t.Day() != day { // Feb 30 and the like normalise into the next month
 		return bad()
 	}

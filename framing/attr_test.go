@@ -438,3 +438,32 @@ func FuzzParseAttrReply(f *testing.F) {
 		}
 	})
 }
+
+// With Zone set (two kerf peers: UTC), '#' is written and read in that
+// zone whatever the local zone is.
+func TestAttributesZone(t *testing.T) {
+	saved := time.Local
+	defer func() { time.Local = saved }()
+	time.Local = time.FixedZone("UTC+9", 9*3600)
+	mt := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := NewAttributes()
+	a.Zone, a.ModTime = time.UTC, mt
+	wire := a.Marshal(90)[0]
+	if !bytes.Contains(wire, []byte("#1"+"20200101 00:00:00")) {
+		t.Fatalf("UTC date not on the wire: %q", wire)
+	}
+	local := NewAttributes()
+	local.ModTime = mt
+	if w := local.Marshal(90)[0]; !bytes.Contains(w, []byte("20200101 09:00:00")) {
+		t.Fatalf("local date (UTC+9) not on the wire: %q", w)
+	}
+	b := NewAttributes()
+	b.Zone = time.UTC
+	if err := b.Parse(wire); err != nil || !b.ModTime.Equal(mt) {
+		t.Fatalf("parsed %v, %v; want %v", b.ModTime, err, mt)
+	}
+	c := NewAttributes()
+	if err := c.Parse(wire); err != nil || !c.ModTime.Equal(mt.Add(-9*time.Hour)) {
+		t.Fatalf("read as local: %v, %v", c.ModTime, err)
+	}
+}

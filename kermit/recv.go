@@ -92,6 +92,7 @@ type recvFile struct {
 	attrs    framing.Attributes
 	haveAttr bool
 	refused  bool
+	why      error // why it was refused, for a kerf peer
 	off      int64 // next write offset
 	start    int64 // resume point
 	text     bool
@@ -166,6 +167,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			}
 			s.recvFileID++
 			cur = &recvFile{name: name, id: s.recvFileID, text: s.cfg.Text, began: time.Now(), attrs: framing.NewAttributes()}
+			if s.neg.peerKerf {
+				cur.attrs.Zone = time.UTC // as the kerf sender writes them
+			}
 			reply := []byte(nil)
 			if p.Type == 'X' {
 				// Text for the screen travels in canonical (CRLF) form.
@@ -183,7 +187,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 						return fmt.Errorf("kermit: cannot receive %q: %w", name, err)
 					}
 					s.cfg.Log.Warn("refusing file", "name", name, "err", err)
-					cur.refused = true
+					cur.refused, cur.why = true, err
 					s.event(Event{Kind: FileFailed, Name: name, Err: err})
 				} else {
 					cur.inc = inc
@@ -275,7 +279,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			}
 			cur.expected = true
 		}
-		return framing.AttrReply{Accept: false, Reasons: "?", ResumeAt: -1}.Marshal(), nil
+		return append(framing.AttrReply{Accept: false, Reasons: "?", ResumeAt: -1}.Marshal(), s.refusalText(cur.why)...), nil
 	}
 	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
 	var ext []byte
@@ -320,6 +324,24 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		cur.expected = true
 	}
 	return append(reply.Marshal(), ext...), nil
+}
+
+// refusalText is kerf's addition to a refusing A ACK for a kerf peer: an
+// "m" field (tag, tochar(length), encoded text) after the one reason tag,
+// saying why in words, since Kermit's reason tags only say which
+// attribute. Other Kermits get the tags alone.
+func (s *Session) refusalText(why error) []byte {
+	if why == nil || !s.neg.peerKerf {
+		return nil
+	}
+	msg := []rune(why.Error())
+	for len(msg) > 0 {
+		if enc, err := s.encodeField([]byte(string(msg))); err == nil && len(enc) <= 94 {
+			return append([]byte{'m', byte(32 + len(enc))}, enc...)
+		}
+		msg = msg[:len(msg)*3/4]
+	}
+	return nil
 }
 
 // writeData decodes one D packet into the current file.
@@ -412,7 +434,14 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		// A canceled file, or a partial the sender found is not a prefix
 		// of its file, is not worth keeping.
 		inc.Abort(false)
-		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrCanceled})
+		why := ErrCanceled
+		if discard && len(zdata) > 1 && s.neg.peerKerf {
+			// A kerf sender says why it could not send the file.
+			if text, err := s.decodeString(zdata[1:]); err == nil {
+				why = fmt.Errorf("not sent by the peer: %s", text)
+			}
+		}
+		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: why})
 		return nil
 	}
 	if s.dualActive() && cur.expected {

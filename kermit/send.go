@@ -122,6 +122,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	r, err := f.Open()
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
+		if s.neg.peerKerf {
+			if err := s.announceUnsent(ctx, f.Name, err); err != nil {
+				return err
+			}
+		}
 		return &skipError{err}
 	}
 	closeR := true
@@ -154,6 +159,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	var havePeerCRC bool
 	if s.neg.attrs {
 		a := framing.NewAttributes()
+		if s.neg.peerKerf {
+			a.Zone = time.UTC // see framing: dates survive across zones
+		}
 		a.Length = f.Size
 		if f.Size >= 0 {
 			a.LengthK = (f.Size + 1023) / 1024
@@ -195,7 +203,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept {
 					refused = true
 					s.groupFailed = append(s.groupFailed, f.Name)
-					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: fmt.Errorf("refused by receiver (%s)", rp.Reasons), Sending: true})
+					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: s.refusal(rp.Reasons), Sending: true})
 				}
 				return nil
 			}
@@ -205,7 +213,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
 			return err
 		}
-		err := fmt.Errorf("refused by receiver (%s)", reply.Reasons)
+		err := s.refusal(reply.Reasons)
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
 		return &skipError{err}
 	}
@@ -410,6 +418,45 @@ func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) {
 		}
 	}
 	return crc, nil
+}
+
+// announceUnsent tells a kerf peer about a file that cannot be sent (it
+// cannot be opened, say): an F packet and at once a Z that discards it,
+// its data "D" followed by the reason, so the receiving side reports the
+// file as not received instead of never hearing of it. (A classic Kermit
+// skips such a file silently, as C-Kermit does.) The F takes a file id,
+// as every F does, so ids stay in step.
+func (s *Session) announceUnsent(ctx context.Context, name string, why error) error {
+	enc, err := s.encodeField([]byte(name))
+	if err != nil {
+		return nil // a name that does not fit a packet was never sendable
+	}
+	s.sendFileID++
+	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {
+		return err
+	}
+	z := []byte{'D'}
+	for msg := []rune(why.Error()); len(msg) > 0; msg = msg[:len(msg)*3/4] {
+		if text, err := s.encodeField([]byte(string(msg))); err == nil && 1+len(text) <= s.neg.maxData {
+			z = append(z, text...)
+			break
+		}
+	}
+	_, err = s.queue(ctx, 'Z', z, 0)
+	return err
+}
+
+// refusal describes a refusing A ACK's reasons: the tags, and for a kerf
+// peer the text of its "m" field (see refusalText).
+func (s *Session) refusal(reasons string) error {
+	if j := strings.IndexByte(reasons, 'm'); j >= 1 && j+1 < len(reasons) && s.neg.peerKerf {
+		if l := int(reasons[j+1]) - 32; j+2+l == len(reasons) {
+			if text, err := s.decodeString([]byte(reasons[j+2:])); err == nil {
+				return fmt.Errorf("refused by receiver (%s): %s", reasons[:j], text)
+			}
+		}
+	}
+	return fmt.Errorf("refused by receiver (%s)", reasons)
 }
 
 // parseAttrReplyExt parses the ACK to an A packet, including kerf's

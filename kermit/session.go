@@ -193,11 +193,10 @@ func (s *Session) apply(n negotiated, typ byte) {
 // is ending anyway.
 func (s *Session) errorPacket(msg string) {
 	seq := s.sw.next
-	if len(msg) > 80 {
-		msg = msg[:80]
-	}
+	// As much of the message as one packet the peer accepts holds (the
+	// cause is usually at the end: "...: no space left on device").
 	var enc framing.Quoting = s.neg.out
-	data, _ := enc.Encode(nil, []byte(msg), 90)
+	data, _ := enc.Encode(nil, []byte(msg), s.neg.maxData)
 	_ = s.c.send(seq, 'E', data)
 	_ = s.c.flush()
 	s.cfg.Log.Debug("sent E", "msg", msg)

@@ -1,0 +1,48 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A file's modification time survives between a client and a server in
+// different time zones, both ways. Kermit's date attribute has no zone;
+// two kerf peers write it in UTC (docs/protocol.md).
+func TestModTimeAcrossTimeZones(t *testing.T) {
+	for _, z := range []string{"Asia/Tokyo", "America/New_York"} {
+		if _, err := os.Stat(filepath.Join("/usr/share/zoneinfo", z)); err != nil {
+			t.Fatalf("time zone data missing (install tzdata): %v", err)
+		}
+	}
+	root, src, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{env: []string{"TZ=Asia/Tokyo"}})
+	mtime := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := filepath.Join(src, "tz.bin")
+	os.WriteFile(p, []byte("zones"), 0o644)
+	os.Chtimes(p, mtime, mtime)
+
+	runTZ := func(args ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+		defer cancel()
+		cmd := kerfCmd(t, ctx, srv, src, nil, args[0], args[1:]...)
+		cmd.Env = append(cmd.Env, "TZ=America/New_York")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kerf %v: %v\n%s", args, err, out.String())
+		}
+	}
+	runTZ("send", p, target(srv.addr, "/"))
+	if fi, err := os.Stat(filepath.Join(root, "tz.bin")); err != nil || !fi.ModTime().Equal(mtime) {
+		t.Fatalf("sent file's mtime %v (%v), want %v", fi.ModTime().UTC(), err, mtime)
+	}
+	runTZ("get", target(srv.addr, "tz.bin"), back)
+	if fi, err := os.Stat(filepath.Join(back, "tz.bin")); err != nil || !fi.ModTime().Equal(mtime) {
+		t.Fatalf("fetched file's mtime %v (%v), want %v", fi.ModTime().UTC(), err, mtime)
+	}
+}

@@ -1,0 +1,127 @@
+package kermit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// eventLog collects a session's events (they may come from several
+// goroutines).
+type eventLog struct {
+	mu     sync.Mutex
+	events []kermit.Event
+}
+
+func (l *eventLog) add(e kermit.Event) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+// errOf returns the error of the first event of kind k for name.
+func (l *eventLog) errOf(k kermit.EventKind, name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.Kind == k && e.Name == name {
+			return e.Err
+		}
+	}
+	return nil
+}
+
+// Between kerf peers, a refused file's sender learns why in words, and a
+// file the sender cannot open is announced, so the receiver reports it as
+// not received with the sender's reason; the other files still arrive.
+// Both with the data on the packet stream and on a data path.
+func TestRefusalAndUnsentReasons(t *testing.T) {
+	for _, dual := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dual=%v", dual), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			good := []testFile{{"a.bin", randomBytes(5000, 1)}, {"b.bin", randomBytes(70_000, 2)}}
+			out := writeFiles(t, src, good)
+			refused := out[0]
+			refused.Name = "../escape.bin"
+			unreadable := kermit.OutgoingFile{Name: "locked.bin", Size: 10, Mode: 0o644,
+				Open: func() (kermit.FileReader, error) {
+					return nil, &fs.PathError{Op: "open", Path: "locked.bin", Err: errors.New("permission denied")}
+				}}
+			files := []kermit.OutgoingFile{refused, out[0], unreadable, out[1]}
+			var sent, got eventLog
+			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+			scfg.Events, rcfg.Events = sent.add, got.add
+			var serr, rerr error
+			if dual {
+				_, serr, rerr = dualTransfer(t, scfg, rcfg, files, dst)
+			} else {
+				a, b := link(t, 0, 1)
+				serr, rerr, _ = transfer(t, a, b, scfg, rcfg, files, dst)
+			}
+			var ge *kermit.GroupError
+			if !errors.As(serr, &ge) || len(ge.Failed) != 2 || rerr != nil {
+				t.Fatalf("send %v (want a group error naming two files), receive %v", serr, rerr)
+			}
+			checkFiles(t, dst, good)
+			if err := sent.errOf(kermit.FileSkipped, "../escape.bin"); err == nil || !strings.Contains(err.Error(), "unsafe") {
+				t.Errorf("sender's reason for the refused file: %v (want the receiver's words)", err)
+			}
+			if err := got.errOf(kermit.FileSkipped, "locked.bin"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+				t.Errorf("receiver's reason for the unsent file: %v (want the sender's open error)", err)
+			}
+		})
+	}
+}
+
+// failingStore fails every write with a long message whose cause is at
+// the end, as a full disk's is.
+type failingStore struct{ *filestore.Dir }
+
+func (s failingStore) Create(name string) (kermit.Incoming, error) {
+	in, err := s.Dir.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return failingIncoming{in}, nil
+}
+
+type failingIncoming struct{ kermit.Incoming }
+
+func (failingIncoming) WriteAt([]byte, int64) (int, error) {
+	return 0, errors.New("write some/rather/deep/directory/tree/with/a/long/file/name.bin: no space left on device")
+}
+
+// The receiver's fatal error reaches the sender whole, not cut at 80
+// characters before its cause.
+func TestErrorPacketKeepsCause(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files := writeFiles(t, src, []testFile{{"x.bin", randomBytes(20_000, 3)}})
+	a, b := link(t, 0, 1)
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	recv := kermit.NewSession(b, kermit.DefaultConfig())
+	defer recv.Close()
+	send := kermit.NewSession(a, kermit.DefaultConfig())
+	defer send.Close()
+	rerr := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() { rerr <- recv.Receive(ctx, failingStore{store}) }()
+	serr := send.Send(ctx, files)
+	<-rerr
+	var pe *kermit.PeerError
+	if !errors.As(serr, &pe) || !strings.HasSuffix(pe.Msg, "no space left on device") {
+		t.Fatalf("sender got %v, want the peer's whole message", serr)
+	}
+}

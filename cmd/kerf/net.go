@@ -467,6 +467,9 @@ func getCommand() *cli.Command {
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
+			if err == nil {
+				err = rep.notReceived()
+			}
 			rep.finish(err)
 			if err != nil {
 				return transferErr(err)

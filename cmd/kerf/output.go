@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,7 @@ type reporter struct {
 	total   int64
 	done    int64
 	files   int
-	failed  int
+	failed  []string // names of files skipped or failed, in order
 	start   time.Time
 	last    time.Time
 	current map[string]int64
@@ -111,7 +112,7 @@ func (r *reporter) event(e kermit.Event) {
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", e.Name, humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
 	case kermit.FileSkipped, kermit.FileFailed:
-		r.failed++
+		r.failed = append(r.failed, e.Name)
 		msg := "skipped"
 		if e.Err != nil {
 			msg = e.Err.Error()
@@ -125,6 +126,18 @@ func (r *reporter) event(e kermit.Event) {
 			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", e.Name, msg)
 		}
 	}
+}
+
+// notReceived is the error of a receiving command whose transfer ended
+// without error although files of it were refused, failed or canceled:
+// the engine goes on with the next file, so only the events tell.
+func (r *reporter) notReceived() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d file(s) not received: %s", len(r.failed), strings.Join(r.failed, ", "))
 }
 
 // finish prints the total line.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -113,7 +112,7 @@ func serialCommand() *cli.Command {
 			{
 				Name: "receive", Usage: "receive files into --dir", Flags: serialFlags,
 				Action: func(c *cli.Context) error {
-					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.Receive(c.Context, store)
 					})
 				},
@@ -124,7 +123,7 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
-					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.GetWith(c.Context, quoteSpec(c.Args().Slice()), kermit.GetOptions{Resume: c.Bool("resume")}, store)
 					})
 				},
@@ -132,7 +131,7 @@ func serialCommand() *cli.Command {
 			{
 				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialFlags,
 				Action: func(c *cli.Context) error {
-					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.Serve(c.Context, store)
 					})
 				},
@@ -141,7 +140,7 @@ func serialCommand() *cli.Command {
 	}
 }
 
-func serialReceive(c *cli.Context, run func(*kermit.Session, *filestore.Dir) error) error {
+func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *filestore.Dir) error) error {
 	store, err := filestore.Open(c.String("dir"))
 	if err != nil {
 		return usageErr("%v", err)
@@ -155,9 +154,14 @@ func serialReceive(c *cli.Context, run func(*kermit.Session, *filestore.Dir) err
 	rep := newReporter(c, -1)
 	s.SetEvents(rep.event)
 	err = run(s, store)
+	if err == nil && !serving {
+		// The engine goes on after a refused file. A server's client was
+		// told; receive and get were run for the files, so they fail.
+		err = rep.notReceived()
+	}
 	rep.finish(err)
 	if err != nil {
-		return transferErr(fmt.Errorf("%w", err))
+		return transferErr(err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // A get whose files were refused locally (a directory or a symbolic link
@@ -91,4 +92,73 @@ func TestSerialReceiveRefusedFileFails(t *testing.T) {
 		t.Fatalf("kerf serial receive did not finish:\n%s", rout.String())
 	}
 	sameFile(t, filepath.Join(local, "b.bin"), filepath.Join(in, "b.bin"))
+}
+
+// hostileNames are file names a server can offer that would drive a
+// terminal, or forge lines, if printed raw.
+var hostileNames = []string{
+	"e\x1b[31mRED\x1b[0m",
+	"cr\rover",
+	"csi\xc2\x9b2J",
+	"tab\tname",
+	"nl\nforged",
+	"bad\xffutf8",
+}
+
+// terminalSafe reports the first byte offset of s that a terminal would
+// act on: a control character other than the newline ending a line, DEL,
+// a C1 control, or bytes that are not UTF-8.
+func terminalSafe(s string) (int, bool) {
+	for i, r := range s {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError {
+			return i, false
+		}
+	}
+	return 0, true
+}
+
+// Names a server sends (here through a wildcard GET of files named on the
+// server's disk) reach the terminal escaped, in the per-file error lines
+// and in the closing summary; ordinary Unicode names arrive untouched.
+// (Regression: "kerf: <name>: ..." printed the name raw.)
+func TestGetHostileNamesPrintedEscaped(t *testing.T) {
+	root, back := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for _, n := range hostileNames {
+		writeFile(t, filepath.Join(root, n), []byte("x"))
+	}
+	writeFile(t, filepath.Join(root, "日本語 🙂 é.txt"), []byte("unicode"))
+	r := run(t, srv, back, nil, "get", target(srv.addr, "*"), ".")
+	if i, ok := terminalSafe(r.stderr); !ok {
+		t.Errorf("raw control byte at %d of stderr: %q", i, r.stderr)
+	}
+	for _, want := range []string{`kerf: e\x1b[31mRED\x1b[0m: `, `csi\u009b2J`, `cr\x0dover`, `tab\x09name`, `nl\x0aforged`, "not received"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not show %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.code != 4 {
+		t.Errorf("exit %d, want 4 (files refused)", r.code)
+	}
+	sameFile(t, filepath.Join(root, "日本語 🙂 é.txt"), filepath.Join(back, "日本語 🙂 é.txt"))
+}
+
+// kerf ls prints a listing with every control inside a line escaped, tab
+// and CR included, and keeps Unicode names as they are.
+func TestLsHostileNamesPrintedEscaped(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for _, n := range hostileNames {
+		writeFile(t, filepath.Join(root, n), []byte("x"))
+	}
+	writeFile(t, filepath.Join(root, "日本語 🙂 é.txt"), []byte("unicode"))
+	r := mustRun(t, srv, local, nil, "ls", srv.addr)
+	if i, ok := terminalSafe(r.stdout); !ok {
+		t.Errorf("raw control byte at %d of the listing: %q", i, r.stdout)
+	}
+	for _, want := range []string{` e\x1b[31mRED\x1b[0m` + "\n", ` tab\x09name` + "\n", ` cr\x0dover` + "\n", ` csi\u009b2J` + "\n", ` bad\xffutf8` + "\n", " 日本語 🙂 é.txt\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("listing does not show %q:\n%s", want, r.stdout)
+		}
+	}
 }

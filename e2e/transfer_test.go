@@ -323,7 +323,7 @@ func TestExitCodes(t *testing.T) {
 // with local line ends, like a short listing that fits an ACK. Bug: the
 // receiving engine (kermit/recv.go recvGroup, case 'X') keeps
 // cur.text = cfg.Text, false in binary mode, so the CRs reach the
-// output (shown as '?' by the CLI's control-character masking).
+// output (escaped by the CLI as \x0d).
 func TestLsPrintsLocalLineEnds(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})

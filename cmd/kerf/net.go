@@ -342,7 +342,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 				}
 				if !info.Mode().IsRegular() {
 					// Never drop a file silently.
-					fmt.Fprintf(os.Stderr, "kerf: skipping %s: not a regular file (%v)\n", p, info.Mode().Type())
+					fmt.Fprintf(os.Stderr, "kerf: skipping %s: not a regular file (%v)\n", printable(p), info.Mode().Type())
 					return nil
 				}
 				rel, _ := filepath.Rel(a, p)
@@ -528,7 +528,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 					return transferErr(fmt.Errorf("%s %s: %w", name, rp, err))
 				}
 				if reply != "" && (cmd == 'D') {
-					fmt.Print(printable(reply))
+					fmt.Print(printableLines(reply))
 				}
 			}
 			return nil
@@ -567,15 +567,4 @@ func mvCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-// printable replaces control characters in text from the server (other
-// than newline and tab) so that names cannot drive the terminal.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
 }

@@ -109,7 +109,7 @@ func (r *reporter) event(e kermit.Event) {
 			r.json.Encode(ev)
 		} else if r.bar != nil {
 			r.bar.Clear()
-			fmt.Fprintf(r.out, "%-40s %10s  %s\n", e.Name, humanBytes(e.Bytes), humanRate(ev.Rate))
+			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
 	case kermit.FileSkipped, kermit.FileFailed:
 		r.failed = append(r.failed, e.Name)
@@ -123,7 +123,7 @@ func (r *reporter) event(e kermit.Event) {
 			if r.bar != nil {
 				r.bar.Clear()
 			}
-			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", e.Name, msg)
+			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", printable(e.Name), printable(msg))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,4 +162,90 @@ func TestLsHostileNamesPrintedEscaped(t *testing.T) {
 			t.Errorf("listing does not show %q:\n%s", want, r.stdout)
 		}
 	}
+}
+
+// kerf --json ls prints an entry event per file of a kerf server's
+// listing, with exact names, then done. (Regression: it printed the
+// plain-text listing.)
+func TestJSONLs(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "a/f.txt"), []byte("hello\n"))
+	writeFile(t, filepath.Join(root, "a/tab\tname 日本.txt"), nil)
+	if err := os.Mkdir(filepath.Join(root, "a/c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	os.Chtimes(filepath.Join(root, "a/f.txt"), mtime, mtime)
+
+	r := mustRun(t, srv, local, []string{"--json"}, "ls", target(srv.addr, "a"))
+	evs := parseEvents(t, r.stdout)
+	ents := eventsNamed(evs, "entry")
+	if len(ents) != 3 || evs[len(evs)-1].Event != "done" {
+		t.Fatalf("want 3 entry events and done:\n%s", r.stdout)
+	}
+	byName := map[string]event{}
+	for _, e := range ents {
+		if e.Path != "a" {
+			t.Errorf("entry %+v: path %q, want a", e, e.Path)
+		}
+		byName[e.Name] = e
+	}
+	if e := byName["c"]; e.Type != "dir" || !strings.HasPrefix(e.Mode, "d") {
+		t.Errorf("directory c: %+v", e)
+	}
+	if e := byName["f.txt"]; e.Type != "file" || e.Size == nil || *e.Size != 6 || e.Modified != "2024-05-06T07:08:09Z" || e.Mode != "-rw-r--r--" {
+		t.Errorf("file f.txt: %+v", e)
+	}
+	if e, ok := byName["tab\tname 日本.txt"]; !ok || e.Type != "file" || e.Size == nil || *e.Size != 0 {
+		t.Errorf("the name with a tab is not exact: %+v\n%s", e, r.stdout)
+	}
+
+	// A listing that cannot be read line by line (a name with a newline
+	// splits its line) is passed on whole rather than half parsed.
+	writeFile(t, filepath.Join(root, "b/nl\nname"), []byte("x"))
+	r = mustRun(t, srv, local, []string{"--json"}, "ls", target(srv.addr, "b"))
+	evs = parseEvents(t, r.stdout)
+	lst := eventsNamed(evs, "listing")
+	if len(lst) != 1 || len(eventsNamed(evs, "entry")) != 0 || !strings.Contains(lst[0].Text, " nl\nname\n") || lst[0].Path != "b" {
+		t.Errorf("want one listing event with the exact text:\n%s", r.stdout)
+	}
+}
+
+// Failures of ls, mkdir, rm and mv with --json end with an error event,
+// as a failed send or get does, and successes with done.
+func TestJSONRemoteCommandFailures(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "d/f"), []byte("x"))
+	refused := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"mkdir", target(srv.addr, "new")}, 0, ""},
+		{[]string{"mkdir", target(srv.addr, "../escape")}, 4, "unsafe"},
+		{[]string{"rm", target(srv.addr, "nonexistent")}, 4, "nonexistent"},
+		{[]string{"rm", target(srv.addr, "d")}, 4, "directory"},
+		{[]string{"mv", target(srv.addr, "nope"), target(srv.addr, "x")}, 4, "nope"},
+		{[]string{"ls", target(srv.addr, "nothing-here")}, 4, "nothing-here"},
+		{[]string{"ls", target(refused, "d")}, 3, "connection refused"},
+		{[]string{"mkdir", srv.addr}, 2, "names no remote path"},
+	} {
+		r := run(t, srv, local, []string{"--json"}, c.args[0], c.args[1:]...)
+		evs := parseEvents(t, r.stdout)
+		if r.code != c.code || len(evs) == 0 {
+			t.Errorf("kerf --json %v: want exit %d and JSON events, got %s", c.args, c.code, r)
+			continue
+		}
+		last := evs[len(evs)-1]
+		switch {
+		case c.code == 0 && last.Event != "done":
+			t.Errorf("kerf --json %v: want done last:\n%s", c.args, r.stdout)
+		case c.code != 0 && (last.Event != "error" || !strings.Contains(last.Error, c.msg)):
+			t.Errorf("kerf --json %v: want an error event saying %q last:\n%s", c.args, c.msg, r.stdout)
+		}
+	}
+	noFile(t, filepath.Join(filepath.Dir(root), "escape"))
 }

@@ -370,7 +370,7 @@ func sendCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 		}, clientFlags...),
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
 				return usageErr("usage: kerf send LOCAL... HOST[:PORT][/REMOTE/DIR]")
 			}
@@ -415,12 +415,11 @@ func sendCommand() *cli.Command {
 				}
 			}
 			err = cl.Send(c.Context, files)
-			rep.finish(err)
-			if err != nil {
+			if err = rep.finish(err); err != nil {
 				return transferErr(err)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -433,7 +432,7 @@ func getCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 		}, clientFlags...),
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
 				return usageErr("usage: kerf get HOST[:PORT]/REMOTE/PATH... LOCAL/DIR")
 			}
@@ -470,12 +469,11 @@ func getCommand() *cli.Command {
 			if err == nil {
 				err = rep.notReceived()
 			}
-			rep.finish(err)
-			if err != nil {
+			if err = rep.finish(err); err != nil {
 				return transferErr(err)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -500,7 +498,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 		Usage:     usage,
 		ArgsUsage: "HOST[:PORT]/PATH...",
 		Flags:     clientFlags,
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return usageErr("usage: kerf %s HOST[:PORT]/PATH...", name)
 			}
@@ -527,12 +525,26 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if err != nil {
 					return transferErr(fmt.Errorf("%s %s: %w", name, rp, err))
 				}
-				if reply != "" && (cmd == 'D') {
+				if cmd != 'D' {
+					continue
+				}
+				if enc := jsonOutput(c); enc != nil {
+					if entries, ok := parseListing(rp, reply); ok {
+						for _, e := range entries {
+							enc.Encode(e)
+						}
+					} else {
+						enc.Encode(jsonListing{Event: "listing", Path: rp, Text: reply})
+					}
+				} else {
 					fmt.Print(printableLines(reply))
 				}
 			}
+			if enc := jsonOutput(c); enc != nil {
+				enc.Encode(jsonEvent{Event: "done"})
+			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -542,7 +554,7 @@ func mvCommand() *cli.Command {
 		Usage:     "rename a remote file or directory",
 		ArgsUsage: "HOST[:PORT]/FROM [HOST[:PORT]]/TO",
 		Flags:     clientFlags,
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return usageErr("usage: kerf mv HOST/FROM TO")
 			}
@@ -564,7 +576,10 @@ func mvCommand() *cli.Command {
 			if _, err := cl.Generic(c.Context, 'R', from, to); err != nil {
 				return transferErr(fmt.Errorf("mv: %w", err))
 			}
+			if enc := jsonOutput(c); enc != nil {
+				enc.Encode(jsonEvent{Event: "done"})
+			}
 			return nil
-		},
+		}),
 	}
 }

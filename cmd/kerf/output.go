@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -140,8 +141,9 @@ func (r *reporter) notReceived() error {
 	return fmt.Errorf("%d file(s) not received: %s", len(r.failed), strings.Join(r.failed, ", "))
 }
 
-// finish prints the total line.
-func (r *reporter) finish(err error) {
+// finish prints the total line, or the closing JSON event; it returns
+// err, marked as reported when that event carried it.
+func (r *reporter) finish(err error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	secs := time.Since(r.start).Seconds()
@@ -157,8 +159,39 @@ func (r *reporter) finish(err error) {
 		ev := jsonEvent{Event: "done", Bytes: r.done, Seconds: secs, Rate: rate}
 		if err != nil {
 			ev.Event, ev.Error = "error", err.Error()
+			err = &jsonReported{err}
 		}
 		r.json.Encode(ev)
+	}
+	return err
+}
+
+// jsonReported marks an error already printed as a JSON error event.
+type jsonReported struct{ error }
+
+func (e *jsonReported) Unwrap() error { return e.error }
+
+// jsonOutput is the encoder of --json events on stdout, or nil.
+func jsonOutput(c *cli.Context) *json.Encoder {
+	if !c.Bool("json") {
+		return nil
+	}
+	return json.NewEncoder(os.Stdout)
+}
+
+// jsonErrors wraps the action of a command that talks to a peer so that
+// with --json every failure, a usage or connection error as much as a
+// failed transfer, ends its output with an error event, as a failed
+// transfer's does; stderr still has the message and the exit code says
+// which kind it was.
+func jsonErrors(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		err := action(c)
+		var done *jsonReported
+		if enc := jsonOutput(c); enc != nil && err != nil && !errors.As(err, &done) {
+			enc.Encode(jsonEvent{Event: "error", Error: err.Error()})
+		}
+		return err
 	}
 }
 

@@ -51,7 +51,7 @@ func parseTarget(s string) (addr, rpath string, err error) {
 }
 
 var clientFlags = []cli.Flag{
-	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: "parallel data connections (default 2 on machines with more than one core: a connection's receiver reads, checks and writes on one core)"},
+	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (default 2 on machines with more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
 	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
 	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
 	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else the client key if there is one, else a prompt)"},
@@ -94,7 +94,19 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 	return []datachan.Option{datachan.WithBlockSize(bs), datachan.WithWriteBehind(wb)}, nil
 }
 
+// checkStreams refuses a data-connection count that datachan cannot
+// pair (control would otherwise clamp it without a word).
+func checkStreams(flag string, n int) error {
+	if n < 1 || n > datachan.MaxStreams {
+		return usageErr("--%s %d: must be between 1 and %d", flag, n, datachan.MaxStreams)
+	}
+	return nil
+}
+
 func dial(c *cli.Context, addr string) (*control.Client, error) {
+	if err := checkStreams("streams", c.Int("streams")); err != nil {
+		return nil, err
+	}
 	user := c.String("user")
 	var key *auth.Identity
 	var keyDir string
@@ -207,7 +219,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "xferlog", Usage: "append a line per transferred file to FILE, in the standard xferlog format"},
 			&cli.StringFlag{Name: "listen", Value: fmt.Sprintf(":%d", control.DefaultPort), Usage: "control address"},
 			&cli.StringFlag{Name: "data-listen", Usage: "data address (default: the control host, any port)"},
-			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: "data connections per session"},
+			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: fmt.Sprintf("data connections per session (1-%d)", datachan.MaxStreams)},
 			stateFlag(),
 			&cli.StringFlag{Name: "cert", Usage: "PEM certificate chain (default: a self-signed one in the state directory)"},
 			&cli.StringFlag{Name: "key", Usage: "PEM private key for --cert"},
@@ -224,6 +236,9 @@ func serveCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErr("serve takes no arguments")
+			}
+			if err := checkStreams("max-streams", c.Int("max-streams")); err != nil {
+				return err
 			}
 			log := logger(c)
 			id, err := serverIdentity(c)

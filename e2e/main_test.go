@@ -287,6 +287,12 @@ type event struct {
 	CRC32C  string   `json:"crc32c"`
 	Error   string   `json:"error"`
 	Rate    *float64 `json:"bytes_per_second"`
+	// ls: an "entry" per file, or one "listing" with the text.
+	Path     string `json:"path"`
+	Type     string `json:"type"`
+	Mode     string `json:"mode"`
+	Modified string `json:"modified"`
+	Text     string `json:"text"`
 }
 
 // parseEvents decodes --json output strictly: every line one JSON object
@@ -307,7 +313,7 @@ func parseEvents(t *testing.T, stdout string) []event {
 			t.Fatalf("--json line %q holds more than one value", sc.Text())
 		}
 		switch e.Event {
-		case "file_start", "progress", "file_done", "file_error", "done", "error":
+		case "file_start", "progress", "file_done", "file_error", "done", "error", "entry", "listing":
 		default:
 			t.Fatalf("--json line %q: unknown event %q", sc.Text(), e.Event)
 		}

@@ -312,8 +312,8 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("get of a missing file: want exit 4 naming it, got %s", r)
 	}
 	evs := parseEvents(t, r.stdout)
-	if len(evs) == 0 || evs[len(evs)-1].Event != "error" || evs[len(evs)-1].Error == "" {
-		t.Errorf("--json of a failed get should end with an error event:\n%s", r.stdout)
+	if len(evs) == 0 || evs[len(evs)-1].Event != "error" || evs[len(evs)-1].Error == "" || len(eventsNamed(evs, "error")) != 1 {
+		t.Errorf("--json of a failed get should end with one error event:\n%s", r.stdout)
 	}
 	noFile(t, filepath.Join(local, "no-such-file"))
 }
@@ -323,7 +323,7 @@ func TestExitCodes(t *testing.T) {
 // with local line ends, like a short listing that fits an ACK. Bug: the
 // receiving engine (kermit/recv.go recvGroup, case 'X') keeps
 // cur.text = cfg.Text, false in binary mode, so the CRs reach the
-// output (shown as '?' by the CLI's control-character masking).
+// output (escaped by the CLI as \x0d).
 func TestLsPrintsLocalLineEnds(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})

@@ -192,20 +192,6 @@ func dialable(addr string) bool {
 	return true
 }
 
-func TestPrintable(t *testing.T) {
-	for in, want := range map[string]string{
-		"a\tb\n":         "a\tb\n",
-		"evil\x1b[2J\n":  "evil?[2J\n",
-		"bell\x07":       "bell?",
-		"c1\u009bx":      "c1?x",
-		"ünïcode ñame\n": "ünïcode ñame\n",
-	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // captureStdout runs f and returns what it printed on os.Stdout.
 func captureStdout(t *testing.T, f func()) string {
 	t.Helper()

@@ -29,6 +29,9 @@ func demoCommand() *cli.Command {
 			&cli.IntFlag{Name: "streams", Value: 1, Usage: "data connections"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := checkStreams("streams", c.Int("streams")); err != nil {
+				return err
+			}
 			work, err := os.MkdirTemp("", "kerf-demo-")
 			if err != nil {
 				return err

@@ -44,10 +44,11 @@ func main() {
 	}
 	if ctx.Err() != nil {
 		// Interrupted: the engine has told the peer (E packet).
-		fmt.Fprintln(os.Stderr, "kerf: interrupted:", err)
+		fmt.Fprintln(os.Stderr, "kerf: interrupted:", printable(err.Error()))
 		os.Exit(130)
 	}
-	fmt.Fprintln(os.Stderr, "kerf:", err)
+	// Errors carry names and messages from the peer.
+	fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)

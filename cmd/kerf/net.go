@@ -51,7 +51,7 @@ func parseTarget(s string) (addr, rpath string, err error) {
 }
 
 var clientFlags = []cli.Flag{
-	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: "parallel data connections (default 2 on machines with more than one core: a connection's receiver reads, checks and writes on one core)"},
+	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (default 2 on machines with more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
 	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
 	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
 	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else the client key if there is one, else a prompt)"},
@@ -94,7 +94,19 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 	return []datachan.Option{datachan.WithBlockSize(bs), datachan.WithWriteBehind(wb)}, nil
 }
 
+// checkStreams refuses a data-connection count that datachan cannot
+// pair (control would otherwise clamp it without a word).
+func checkStreams(flag string, n int) error {
+	if n < 1 || n > datachan.MaxStreams {
+		return usageErr("--%s %d: must be between 1 and %d", flag, n, datachan.MaxStreams)
+	}
+	return nil
+}
+
 func dial(c *cli.Context, addr string) (*control.Client, error) {
+	if err := checkStreams("streams", c.Int("streams")); err != nil {
+		return nil, err
+	}
 	user := c.String("user")
 	var key *auth.Identity
 	var keyDir string
@@ -207,7 +219,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "xferlog", Usage: "append a line per transferred file to FILE, in the standard xferlog format"},
 			&cli.StringFlag{Name: "listen", Value: fmt.Sprintf(":%d", control.DefaultPort), Usage: "control address"},
 			&cli.StringFlag{Name: "data-listen", Usage: "data address (default: the control host, any port)"},
-			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: "data connections per session"},
+			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: fmt.Sprintf("data connections per session (1-%d)", datachan.MaxStreams)},
 			stateFlag(),
 			&cli.StringFlag{Name: "cert", Usage: "PEM certificate chain (default: a self-signed one in the state directory)"},
 			&cli.StringFlag{Name: "key", Usage: "PEM private key for --cert"},
@@ -224,6 +236,9 @@ func serveCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErr("serve takes no arguments")
+			}
+			if err := checkStreams("max-streams", c.Int("max-streams")); err != nil {
+				return err
 			}
 			log := logger(c)
 			id, err := serverIdentity(c)
@@ -342,7 +357,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 				}
 				if !info.Mode().IsRegular() {
 					// Never drop a file silently.
-					fmt.Fprintf(os.Stderr, "kerf: skipping %s: not a regular file (%v)\n", p, info.Mode().Type())
+					fmt.Fprintf(os.Stderr, "kerf: skipping %s: not a regular file (%v)\n", printable(p), info.Mode().Type())
 					return nil
 				}
 				rel, _ := filepath.Rel(a, p)
@@ -370,7 +385,7 @@ func sendCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 		}, clientFlags...),
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
 				return usageErr("usage: kerf send LOCAL... HOST[:PORT][/REMOTE/DIR]")
 			}
@@ -415,12 +430,11 @@ func sendCommand() *cli.Command {
 				}
 			}
 			err = cl.Send(c.Context, files)
-			rep.finish(err)
-			if err != nil {
+			if err = rep.finish(err); err != nil {
 				return transferErr(err)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -433,7 +447,7 @@ func getCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 		}, clientFlags...),
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
 				return usageErr("usage: kerf get HOST[:PORT]/REMOTE/PATH... LOCAL/DIR")
 			}
@@ -467,12 +481,14 @@ func getCommand() *cli.Command {
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
-			rep.finish(err)
-			if err != nil {
+			if err == nil {
+				err = rep.notReceived()
+			}
+			if err = rep.finish(err); err != nil {
 				return transferErr(err)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -497,7 +513,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 		Usage:     usage,
 		ArgsUsage: "HOST[:PORT]/PATH...",
 		Flags:     clientFlags,
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return usageErr("usage: kerf %s HOST[:PORT]/PATH...", name)
 			}
@@ -524,12 +540,26 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if err != nil {
 					return transferErr(fmt.Errorf("%s %s: %w", name, rp, err))
 				}
-				if reply != "" && (cmd == 'D') {
-					fmt.Print(printable(reply))
+				if cmd != 'D' {
+					continue
+				}
+				if enc := jsonOutput(c); enc != nil {
+					if entries, ok := parseListing(rp, reply); ok {
+						for _, e := range entries {
+							enc.Encode(e)
+						}
+					} else {
+						enc.Encode(jsonListing{Event: "listing", Path: rp, Text: reply})
+					}
+				} else {
+					fmt.Print(printableLines(reply))
 				}
 			}
+			if enc := jsonOutput(c); enc != nil {
+				enc.Encode(jsonEvent{Event: "done"})
+			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -539,7 +569,7 @@ func mvCommand() *cli.Command {
 		Usage:     "rename a remote file or directory",
 		ArgsUsage: "HOST[:PORT]/FROM [HOST[:PORT]]/TO",
 		Flags:     clientFlags,
-		Action: func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return usageErr("usage: kerf mv HOST/FROM TO")
 			}
@@ -561,18 +591,10 @@ func mvCommand() *cli.Command {
 			if _, err := cl.Generic(c.Context, 'R', from, to); err != nil {
 				return transferErr(fmt.Errorf("mv: %w", err))
 			}
+			if enc := jsonOutput(c); enc != nil {
+				enc.Encode(jsonEvent{Event: "done"})
+			}
 			return nil
-		},
+		}),
 	}
-}
-
-// printable replaces control characters in text from the server (other
-// than newline and tab) so that names cannot drive the terminal.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +28,7 @@ type reporter struct {
 	total   int64
 	done    int64
 	files   int
-	failed  int
+	failed  []string // names of files skipped or failed, in order
 	start   time.Time
 	last    time.Time
 	current map[string]int64
@@ -108,10 +110,10 @@ func (r *reporter) event(e kermit.Event) {
 			r.json.Encode(ev)
 		} else if r.bar != nil {
 			r.bar.Clear()
-			fmt.Fprintf(r.out, "%-40s %10s  %s\n", e.Name, humanBytes(e.Bytes), humanRate(ev.Rate))
+			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
 	case kermit.FileSkipped, kermit.FileFailed:
-		r.failed++
+		r.failed = append(r.failed, e.Name)
 		msg := "skipped"
 		if e.Err != nil {
 			msg = e.Err.Error()
@@ -122,13 +124,26 @@ func (r *reporter) event(e kermit.Event) {
 			if r.bar != nil {
 				r.bar.Clear()
 			}
-			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", e.Name, msg)
+			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", printable(e.Name), printable(msg))
 		}
 	}
 }
 
-// finish prints the total line.
-func (r *reporter) finish(err error) {
+// notReceived is the error of a receiving command whose transfer ended
+// without error although files of it were refused, failed or canceled:
+// the engine goes on with the next file, so only the events tell.
+func (r *reporter) notReceived() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d file(s) not received: %s", len(r.failed), strings.Join(r.failed, ", "))
+}
+
+// finish prints the total line, or the closing JSON event; it returns
+// err, marked as reported when that event carried it.
+func (r *reporter) finish(err error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	secs := time.Since(r.start).Seconds()
@@ -144,8 +159,39 @@ func (r *reporter) finish(err error) {
 		ev := jsonEvent{Event: "done", Bytes: r.done, Seconds: secs, Rate: rate}
 		if err != nil {
 			ev.Event, ev.Error = "error", err.Error()
+			err = &jsonReported{err}
 		}
 		r.json.Encode(ev)
+	}
+	return err
+}
+
+// jsonReported marks an error already printed as a JSON error event.
+type jsonReported struct{ error }
+
+func (e *jsonReported) Unwrap() error { return e.error }
+
+// jsonOutput is the encoder of --json events on stdout, or nil.
+func jsonOutput(c *cli.Context) *json.Encoder {
+	if !c.Bool("json") {
+		return nil
+	}
+	return json.NewEncoder(os.Stdout)
+}
+
+// jsonErrors wraps the action of a command that talks to a peer so that
+// with --json every failure, a usage or connection error as much as a
+// failed transfer, ends its output with an error event, as a failed
+// transfer's does; stderr still has the message and the exit code says
+// which kind it was.
+func jsonErrors(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		err := action(c)
+		var done *jsonReported
+		if enc := jsonOutput(c); enc != nil && err != nil && !errors.As(err, &done) {
+			enc.Encode(jsonEvent{Event: "error", Error: err.Error()})
+		}
+		return err
 	}
 }
 

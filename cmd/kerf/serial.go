@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -87,7 +86,7 @@ func serialCommand() *cli.Command {
 			{
 				Name: "send", Usage: "send files", ArgsUsage: "FILE...", Flags: append(serialFlags,
 					&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}),
-				Action: func(c *cli.Context) error {
+				Action: jsonErrors(func(c *cli.Context) error {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial send --line DEV FILE...")
 					}
@@ -103,45 +102,44 @@ func serialCommand() *cli.Command {
 					rep := newReporter(c, total)
 					s.SetEvents(rep.event)
 					err = s.Send(c.Context, files)
-					rep.finish(err)
-					if err != nil {
+					if err = rep.finish(err); err != nil {
 						return transferErr(err)
 					}
 					return nil
-				},
+				}),
 			},
 			{
 				Name: "receive", Usage: "receive files into --dir", Flags: serialFlags,
-				Action: func(c *cli.Context) error {
-					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+				Action: jsonErrors(func(c *cli.Context) error {
+					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.Receive(c.Context, store)
 					})
-				},
+				}),
 			},
 			{
 				Name: "get", Usage: "get files from a Kermit server", ArgsUsage: "REMOTE-FILESPEC...", Flags: serialFlags,
-				Action: func(c *cli.Context) error {
+				Action: jsonErrors(func(c *cli.Context) error {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
-					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.GetWith(c.Context, quoteSpec(c.Args().Slice()), kermit.GetOptions{Resume: c.Bool("resume")}, store)
 					})
-				},
+				}),
 			},
 			{
 				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialFlags,
-				Action: func(c *cli.Context) error {
-					return serialReceive(c, func(s *kermit.Session, store *filestore.Dir) error {
+				Action: jsonErrors(func(c *cli.Context) error {
+					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.Serve(c.Context, store)
 					})
-				},
+				}),
 			},
 		},
 	}
 }
 
-func serialReceive(c *cli.Context, run func(*kermit.Session, *filestore.Dir) error) error {
+func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *filestore.Dir) error) error {
 	store, err := filestore.Open(c.String("dir"))
 	if err != nil {
 		return usageErr("%v", err)
@@ -155,9 +153,13 @@ func serialReceive(c *cli.Context, run func(*kermit.Session, *filestore.Dir) err
 	rep := newReporter(c, -1)
 	s.SetEvents(rep.event)
 	err = run(s, store)
-	rep.finish(err)
-	if err != nil {
-		return transferErr(fmt.Errorf("%w", err))
+	if err == nil && !serving {
+		// The engine goes on after a refused file. A server's client was
+		// told; receive and get were run for the files, so they fail.
+		err = rep.notReceived()
+	}
+	if err = rep.finish(err); err != nil {
+		return transferErr(err)
 	}
 	return nil
 }

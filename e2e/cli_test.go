@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// A get whose files were refused locally (a directory or a symbolic link
+// in the way) must fail (exit 4) naming them, like send does, while the
+// other files arrive. (Regression: get printed the per-file errors and
+// exited 0.)
+func TestGetRefusedFileFailsTransfer(t *testing.T) {
+	for _, mode := range []string{"dual", "classic"} {
+		t.Run(mode, func(t *testing.T) {
+			root, back := t.TempDir(), t.TempDir()
+			srv := startServer(t, root, serverOpts{classic: mode == "classic"})
+			for _, n := range []string{"a.bin", "b.bin", "c.bin"} {
+				writeFile(t, filepath.Join(root, n), []byte("from the server: "+n))
+			}
+			if err := os.Mkdir(filepath.Join(back, "a.bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			outside := filepath.Join(t.TempDir(), "outside")
+			writeFile(t, outside, []byte("untouched"))
+			if err := os.Symlink(outside, filepath.Join(back, "c.bin")); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{target(srv.addr, "a.bin"), target(srv.addr, "b.bin"), target(srv.addr, "c.bin"), "."}
+			if mode == "classic" {
+				args = append([]string{"--classic"}, args...)
+			}
+			for _, global := range [][]string{nil, {"--json"}} {
+				r := run(t, srv, back, global, "get", args...)
+				sameFile(t, filepath.Join(root, "b.bin"), filepath.Join(back, "b.bin"))
+				if b, _ := os.ReadFile(outside); string(b) != "untouched" {
+					t.Errorf("the file behind the symbolic link was changed: %q", b)
+				}
+				if r.code != 4 || !strings.Contains(r.stderr, "2 file(s) not received: a.bin, c.bin") {
+					t.Errorf("get %v: want exit 4 naming a.bin and c.bin, got %s", global, r)
+				}
+				if global == nil {
+					continue
+				}
+				evs := parseEvents(t, r.stdout)
+				errs := eventsNamed(evs, "file_error")
+				if len(errs) != 2 || errs[0].Name != "a.bin" || errs[1].Name != "c.bin" {
+					t.Errorf("want file_error for a.bin and c.bin:\n%s", r.stdout)
+				}
+				if last := evs[len(evs)-1]; last.Event != "error" || !strings.Contains(last.Error, "not received") {
+					t.Errorf("--json of a get with refused files should end with an error event:\n%s", r.stdout)
+				}
+				os.Remove(filepath.Join(back, "b.bin"))
+			}
+		})
+	}
+}
+
+// kerf serial receive fails the same way when a file is refused.
+func TestSerialReceiveRefusedFileFails(t *testing.T) {
+	a, b := ptyPair(t)
+	local, in := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "a.bin"), []byte("refused"))
+	writeFile(t, filepath.Join(local, "b.bin"), []byte("accepted"))
+	if err := os.Mkdir(filepath.Join(in, "a.bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	recv := exec.Command(kerfBin, "serial", "receive", "--line", b, "--dir", in)
+	var rout syncBuffer
+	recv.Stdout, recv.Stderr = &rout, &rout
+	if err := recv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { recv.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- recv.Wait() }()
+	r := run(t, nil, local, nil, "serial", "send", "--line", a, "a.bin", "b.bin")
+	if r.code != 4 {
+		t.Errorf("send: want exit 4, got %s", r)
+	}
+	select {
+	case err := <-done:
+		ee, _ := err.(*exec.ExitError)
+		if ee == nil || ee.ExitCode() != 4 || !strings.Contains(rout.String(), "1 file(s) not received: a.bin") {
+			t.Errorf("receive: want exit 4 naming a.bin, got %v:\n%s", err, rout.String())
+		}
+	case <-time.After(commandTimeout):
+		t.Fatalf("kerf serial receive did not finish:\n%s", rout.String())
+	}
+	sameFile(t, filepath.Join(local, "b.bin"), filepath.Join(in, "b.bin"))
+}
+
+// hostileNames are file names a server can offer that would drive a
+// terminal, or forge lines, if printed raw.
+var hostileNames = []string{
+	"e\x1b[31mRED\x1b[0m",
+	"cr\rover",
+	"csi\xc2\x9b2J",
+	"tab\tname",
+	"nl\nforged",
+	"bad\xffutf8",
+}
+
+// terminalSafe reports the first byte offset of s that a terminal would
+// act on: a control character other than the newline ending a line, DEL,
+// a C1 control, or bytes that are not UTF-8.
+func terminalSafe(s string) (int, bool) {
+	for i, r := range s {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError {
+			return i, false
+		}
+	}
+	return 0, true
+}
+
+// Names a server sends (here through a wildcard GET of files named on the
+// server's disk) reach the terminal escaped, in the per-file error lines
+// and in the closing summary; ordinary Unicode names arrive untouched.
+// (Regression: "kerf: <name>: ..." printed the name raw.)
+func TestGetHostileNamesPrintedEscaped(t *testing.T) {
+	root, back := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for _, n := range hostileNames {
+		writeFile(t, filepath.Join(root, n), []byte("x"))
+	}
+	writeFile(t, filepath.Join(root, "日本語 🙂 é.txt"), []byte("unicode"))
+	r := run(t, srv, back, nil, "get", target(srv.addr, "*"), ".")
+	if i, ok := terminalSafe(r.stderr); !ok {
+		t.Errorf("raw control byte at %d of stderr: %q", i, r.stderr)
+	}
+	for _, want := range []string{`kerf: e\x1b[31mRED\x1b[0m: `, `csi\u009b2J`, `cr\x0dover`, `tab\x09name`, `nl\x0aforged`, "not received"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not show %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.code != 4 {
+		t.Errorf("exit %d, want 4 (files refused)", r.code)
+	}
+	sameFile(t, filepath.Join(root, "日本語 🙂 é.txt"), filepath.Join(back, "日本語 🙂 é.txt"))
+}
+
+// kerf ls prints a listing with every control inside a line escaped, tab
+// and CR included, and keeps Unicode names as they are.
+func TestLsHostileNamesPrintedEscaped(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for _, n := range hostileNames {
+		writeFile(t, filepath.Join(root, n), []byte("x"))
+	}
+	writeFile(t, filepath.Join(root, "日本語 🙂 é.txt"), []byte("unicode"))
+	r := mustRun(t, srv, local, nil, "ls", srv.addr)
+	if i, ok := terminalSafe(r.stdout); !ok {
+		t.Errorf("raw control byte at %d of the listing: %q", i, r.stdout)
+	}
+	for _, want := range []string{` e\x1b[31mRED\x1b[0m` + "\n", ` tab\x09name` + "\n", ` cr\x0dover` + "\n", ` csi\u009b2J` + "\n", ` bad\xffutf8` + "\n", " 日本語 🙂 é.txt\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("listing does not show %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// kerf --json ls prints an entry event per file of a kerf server's
+// listing, with exact names, then done. (Regression: it printed the
+// plain-text listing.)
+func TestJSONLs(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "a/f.txt"), []byte("hello\n"))
+	writeFile(t, filepath.Join(root, "a/tab\tname 日本.txt"), nil)
+	if err := os.Mkdir(filepath.Join(root, "a/c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	os.Chtimes(filepath.Join(root, "a/f.txt"), mtime, mtime)
+
+	r := mustRun(t, srv, local, []string{"--json"}, "ls", target(srv.addr, "a"))
+	evs := parseEvents(t, r.stdout)
+	ents := eventsNamed(evs, "entry")
+	if len(ents) != 3 || evs[len(evs)-1].Event != "done" {
+		t.Fatalf("want 3 entry events and done:\n%s", r.stdout)
+	}
+	byName := map[string]event{}
+	for _, e := range ents {
+		if e.Path != "a" {
+			t.Errorf("entry %+v: path %q, want a", e, e.Path)
+		}
+		byName[e.Name] = e
+	}
+	if e := byName["c"]; e.Type != "dir" || !strings.HasPrefix(e.Mode, "d") {
+		t.Errorf("directory c: %+v", e)
+	}
+	if e := byName["f.txt"]; e.Type != "file" || e.Size == nil || *e.Size != 6 || e.Modified != "2024-05-06T07:08:09Z" || e.Mode != "-rw-r--r--" {
+		t.Errorf("file f.txt: %+v", e)
+	}
+	if e, ok := byName["tab\tname 日本.txt"]; !ok || e.Type != "file" || e.Size == nil || *e.Size != 0 {
+		t.Errorf("the name with a tab is not exact: %+v\n%s", e, r.stdout)
+	}
+
+	// A listing that cannot be read line by line (a name with a newline
+	// splits its line) is passed on whole rather than half parsed.
+	writeFile(t, filepath.Join(root, "b/nl\nname"), []byte("x"))
+	r = mustRun(t, srv, local, []string{"--json"}, "ls", target(srv.addr, "b"))
+	evs = parseEvents(t, r.stdout)
+	lst := eventsNamed(evs, "listing")
+	if len(lst) != 1 || len(eventsNamed(evs, "entry")) != 0 || !strings.Contains(lst[0].Text, " nl\nname\n") || lst[0].Path != "b" {
+		t.Errorf("want one listing event with the exact text:\n%s", r.stdout)
+	}
+}
+
+// Failures of ls, mkdir, rm and mv with --json end with an error event,
+// as a failed send or get does, and successes with done.
+func TestJSONRemoteCommandFailures(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "d/f"), []byte("x"))
+	refused := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"mkdir", target(srv.addr, "new")}, 0, ""},
+		{[]string{"mkdir", target(srv.addr, "../escape")}, 4, "unsafe"},
+		{[]string{"rm", target(srv.addr, "nonexistent")}, 4, "nonexistent"},
+		{[]string{"rm", target(srv.addr, "d")}, 4, "directory"},
+		{[]string{"mv", target(srv.addr, "nope"), target(srv.addr, "x")}, 4, "nope"},
+		{[]string{"ls", target(srv.addr, "nothing-here")}, 4, "nothing-here"},
+		{[]string{"ls", target(refused, "d")}, 3, "connection refused"},
+		{[]string{"mkdir", srv.addr}, 2, "names no remote path"},
+	} {
+		r := run(t, srv, local, []string{"--json"}, c.args[0], c.args[1:]...)
+		evs := parseEvents(t, r.stdout)
+		if r.code != c.code || len(evs) == 0 {
+			t.Errorf("kerf --json %v: want exit %d and JSON events, got %s", c.args, c.code, r)
+			continue
+		}
+		last := evs[len(evs)-1]
+		switch {
+		case c.code == 0 && last.Event != "done":
+			t.Errorf("kerf --json %v: want done last:\n%s", c.args, r.stdout)
+		case c.code != 0 && (last.Event != "error" || !strings.Contains(last.Error, c.msg)):
+			t.Errorf("kerf --json %v: want an error event saying %q last:\n%s", c.args, c.msg, r.stdout)
+		}
+	}
+	noFile(t, filepath.Join(filepath.Dir(root), "escape"))
+}

@@ -6,6 +6,8 @@
 package filestore
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -18,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -33,6 +36,32 @@ var ErrBusy = errors.New("filestore: file is being received by another session")
 
 // PartSuffix marks a file still being received.
 const PartSuffix = ".kerf-part"
+
+// nameMax is the longest name (one path element) Linux file systems take.
+const nameMax = 255
+
+// tempName is the name a file named base is received under:
+// ".base.kerf-part", or, where that would exceed nameMax, a prefix of
+// base (cut at a UTF-8 rune boundary) and a hash of all of it. It
+// depends on base alone, so a later transfer finds the partial again.
+// Everything that makes or looks for a temporary name goes through here
+// (and isPartName).
+func tempName(base string) string {
+	if 1+len(base)+len(PartSuffix) <= nameMax {
+		return "." + base + PartSuffix
+	}
+	sum := sha256.Sum256([]byte(base))
+	tag := "~" + hex.EncodeToString(sum[:8])
+	n := nameMax - 1 - len(tag) - len(PartSuffix)
+	for i := 0; i < utf8.UTFMax-1 && !utf8.RuneStart(base[n]); i++ {
+		n--
+	}
+	return "." + base[:n] + tag + PartSuffix
+}
+
+// isPartName reports whether name is a temporary file's (see tempName):
+// such names are never served, listed, or accepted from a peer.
+func isPartName(name string) bool { return strings.HasSuffix(name, PartSuffix) }
 
 // Dir is a directory tree files are received into and served from.
 type Dir struct {
@@ -338,7 +367,7 @@ func CleanName(name string) (string, error) {
 		}
 	}
 	c := path.Clean(name)
-	if c == "." || strings.HasSuffix(c, PartSuffix) {
+	if c == "." || isPartName(c) {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
 	}
 	return c, nil
@@ -381,7 +410,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if dir == "" {
 		dir = "."
 	}
-	tmp := "." + base + PartSuffix
+	tmp := tempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
 		// The same name again in one batch: the earlier file must get
 		// its final name before this one takes the temporary name. A
@@ -730,7 +759,7 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 				return nil, fmt.Errorf("filestore: %w", err)
 			}
 			for _, e := range ents {
-				if ok, _ := path.Match(base, e.Name()); ok && !strings.HasSuffix(e.Name(), PartSuffix) {
+				if ok, _ := path.Match(base, e.Name()); ok && !isPartName(e.Name()) {
 					names = append(names, path.Join(dir, e.Name()))
 				}
 			}
@@ -751,7 +780,7 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 					if err != nil {
 						return err
 					}
-					if !e.Type().IsRegular() || strings.HasSuffix(p, PartSuffix) {
+					if !e.Type().IsRegular() || isPartName(e.Name()) {
 						return nil
 					}
 					info, err := e.Info()
@@ -831,7 +860,7 @@ func (d *Dir) List(spec string) (string, error) {
 			return "", fmt.Errorf("filestore: %w", err)
 		}
 		for _, e := range des {
-			if info, err := e.Info(); err == nil && !strings.HasSuffix(e.Name(), PartSuffix) {
+			if info, err := e.Info(); err == nil && !isPartName(e.Name()) {
 				ents = append(ents, info)
 			}
 		}

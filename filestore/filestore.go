@@ -486,10 +486,21 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	return in.f.WriteAt(b, off)
 }
 
+// Partial reports the partial file's gap-free prefix. Blocks from
+// several data connections land out of order, so a receiver killed
+// mid-transfer (no keepPartial to cut the file) leaves holes before the
+// end; the CRC of the whole would then never match the sender's and
+// recovery would start again from 0. The file is cut at its first hole.
 func (in *incoming) Partial() (int64, uint32, error) {
 	size, err := in.f.size()
 	if err != nil {
 		return 0, 0, err
+	}
+	if hole := in.f.firstHole(size); hole < size {
+		if err := in.f.truncate(hole); err != nil {
+			return 0, 0, err
+		}
+		size = hole
 	}
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, size)); err != nil {

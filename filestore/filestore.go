@@ -730,9 +730,49 @@ func (in *incoming) Abort(keep bool) error {
 // Match resolves a GET filespec: names separated by spaces (braces
 // group a name with spaces), each possibly with wildcards in its last
 // element. With recursive, a directory stands for everything under it,
-// named relative to the directory's parent.
+// named relative to the directory's parent. A wildcard passes over what
+// it matches that cannot be sent (directories, without recursive); a
+// name given plainly that cannot be sent is an error.
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
 	var out []kermit.OutgoingFile
+	names, err := d.specNames(spec)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		fi, err := d.root.Lstat(n.rel)
+		if err != nil {
+			if n.pattern {
+				continue // gone since the directory was read
+			}
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		switch {
+		case fi.Mode().IsRegular():
+			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi))
+		case fi.IsDir() && recursive:
+			out = d.walk(out, n.rel)
+		case n.pattern:
+			// A wildcard passes over directories and special files.
+		case fi.IsDir():
+			return nil, fmt.Errorf("filestore: %s is a directory", n.rel)
+		default:
+			return nil, fmt.Errorf("filestore: %s is not a regular file", n.rel)
+		}
+	}
+	return out, nil
+}
+
+// specName is a name a filespec resolved to, relative to the tree's top;
+// pattern reports that a wildcard found it rather than the spec naming
+// it.
+type specName struct {
+	rel     string
+	pattern bool
+}
+
+// specNames splits spec into names (see Match) and resolves each.
+func (d *Dir) specNames(spec string) ([]specName, error) {
 	pats := SplitSpec(spec)
 	whole := []string{spec}
 	if len(spec) > 2 && spec[0] == '{' && spec[len(spec)-1] == '}' {
@@ -753,71 +793,84 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 			}
 		}
 	}
+	var out []specName
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
 		if err != nil {
 			return nil, err
 		}
-		dir, base := path.Split(rel)
-		dir = strings.TrimSuffix(dir, "/")
-		if dir == "" {
-			dir = "."
-		}
-		var names []string
-		if strings.ContainsAny(base, "*?[") {
-			ents, err := fs.ReadDir(d.root.FS(), dir)
-			if err != nil {
-				return nil, fmt.Errorf("filestore: %w", err)
-			}
-			for _, e := range ents {
-				if ok, _ := path.Match(base, e.Name()); ok && !isPartName(e.Name()) {
-					names = append(names, path.Join(dir, e.Name()))
-				}
-			}
-		} else {
-			names = []string{rel}
-		}
-		for _, n := range names {
-			fi, err := d.root.Lstat(n)
-			if err != nil {
-				return nil, fmt.Errorf("filestore: %w", err)
-			}
-			switch {
-			case fi.Mode().IsRegular():
-				out = append(out, d.outgoing(n, path.Base(n), fi))
-			case fi.IsDir() && recursive:
-				parent := path.Dir(n)
-				err := fs.WalkDir(d.root.FS(), n, func(p string, e fs.DirEntry, err error) error {
-					if err != nil {
-						return err
-					}
-					if !e.Type().IsRegular() || isPartName(e.Name()) {
-						return nil
-					}
-					info, err := e.Info()
-					if err != nil {
-						return err
-					}
-					name := strings.TrimPrefix(p, parent+"/")
-					if parent == "." {
-						name = p
-					}
-					out = append(out, d.outgoing(p, name, info))
-					return nil
-				})
-				if err != nil {
-					return nil, fmt.Errorf("filestore: %w", err)
-				}
-			case fi.IsDir():
-				return nil, fmt.Errorf("filestore: %s is a directory", n)
-			default:
-				if len(names) == 1 {
-					return nil, fmt.Errorf("filestore: %s is not a regular file", n)
-				}
-			}
+		if out, err = d.glob(out, rel); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// glob appends to out what rel names: rel itself, or, if its last
+// element has wildcards, the entries of its directory that element
+// matches (never temporary files).
+func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
+	dir, base := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	if !strings.ContainsAny(base, "*?[") {
+		return append(out, specName{rel: rel}), nil
+	}
+	ents, err := fs.ReadDir(d.root.FS(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	for _, e := range ents {
+		if ok, _ := path.Match(base, e.Name()); ok && !isPartName(e.Name()) {
+			out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true})
+		}
+	}
+	return out, nil
+}
+
+// walk appends the regular files under directory top, named relative to
+// its parent. An entry that cannot be read (a directory without
+// permission, a file whose details cannot be had) does not end the walk:
+// it becomes a file whose Open returns the error, so that the sending
+// engine sends the rest and reports that one as failed, by name.
+func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile {
+	parent := path.Dir(top)
+	name := func(p string) string {
+		if parent == "." {
+			return p
+		}
+		return strings.TrimPrefix(p, parent+"/")
+	}
+	fs.WalkDir(d.root.FS(), top, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			// A directory that could not be read (WalkDir goes on with
+			// any entries it did read).
+			out = append(out, unreadable(name(p), err))
+			return nil
+		}
+		if !e.Type().IsRegular() || isPartName(e.Name()) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			out = append(out, unreadable(name(p), err))
+			return nil
+		}
+		out = append(out, d.outgoing(p, name(p), info))
+		return nil
+	})
+	return out
+}
+
+// unreadable is an entry of a recursive GET that could not be read.
+func unreadable(name string, err error) kermit.OutgoingFile {
+	err = fmt.Errorf("filestore: %w", err)
+	return kermit.OutgoingFile{
+		Name: name, Size: -1,
+		Open: func() (kermit.FileReader, error) { return nil, err },
+	}
 }
 
 func (d *Dir) outgoing(rel, name string, fi fs.FileInfo) kermit.OutgoingFile {
@@ -878,14 +931,20 @@ func (d *Dir) List(spec string) (string, error) {
 	case err == nil:
 		ents = append(ents, fi)
 	default:
-		files, merr := d.Match(spec, false)
-		if merr != nil {
-			return "", merr
+		// Not one entry: names and patterns as for GET, directories too.
+		names, serr := d.specNames(spec)
+		if serr != nil {
+			return "", serr
 		}
-		for _, f := range files {
-			if info, err := d.root.Lstat(path.Join(path.Dir(rel), f.Name)); err == nil {
-				ents = append(ents, info)
+		for _, n := range names {
+			info, err := d.root.Lstat(n.rel)
+			if err != nil {
+				if n.pattern {
+					continue
+				}
+				return "", fmt.Errorf("filestore: %w", err)
 			}
+			ents = append(ents, info)
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })

@@ -729,7 +729,7 @@ func (in *incoming) Abort(keep bool) error {
 
 // Match resolves a GET filespec: names separated by spaces (braces
 // group a name with spaces), each possibly with wildcards in its last
-// element. With recursive, a directory stands for everything under it,
+// element; a name that exists as it is is taken literally (see glob). With recursive, a directory stands for everything under it,
 // named relative to the directory's parent. A wildcard passes over what
 // it matches that cannot be sent (directories, without recursive); a
 // name given plainly that cannot be sent is an error.
@@ -806,9 +806,12 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 	return out, nil
 }
 
-// glob appends to out what rel names: rel itself, or, if its last
-// element has wildcards, the entries of its directory that element
-// matches (never temporary files).
+// glob appends to out what rel names: rel itself if it has no wildcards
+// or names an existing entry, else the entries of its directory that its
+// last element matches as a pattern (never temporary files). An
+// existing name wins because a peer has no way to quote *, ? and [
+// (CleanName refuses the backslash): "star*" would otherwise always
+// bring "stardust" too, and "brk[et" nothing at all.
 func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	dir, base := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
@@ -817,6 +820,12 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	}
 	if !strings.ContainsAny(base, "*?[") {
 		return append(out, specName{rel: rel}), nil
+	}
+	if _, err := d.root.Lstat(rel); err == nil {
+		return append(out, specName{rel: rel}), nil
+	}
+	if _, err := path.Match(base, ""); err != nil {
+		return nil, fmt.Errorf("filestore: %s: %w", rel, err)
 	}
 	ents, err := fs.ReadDir(d.root.FS(), dir)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // waitFor polls cond every 5 ms until it holds or the safety timeout
@@ -401,4 +403,51 @@ func TestGetResumeTwoStreamsKeepsOnlyAPrefix(t *testing.T) {
 	mustRun(t, fs.server, local, []string{"--json"}, "get", "--streams", "2", "--resume", target(fs.addr(), "g.bin"), ".")
 	sameFile(t, src, dst)
 	noFile(t, partName(dst))
+}
+
+// The receiving client is killed (SIGKILL) while a block in the middle of
+// the file has not arrived but later ones, on the other data connection,
+// have: the partial file has a hole, and no one cut it to its gap-free
+// prefix. get --resume resumes at the hole instead of from byte 0.
+func TestGetResumeAfterClientKilledWithHole(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, true)
+	const size, block = 12 << 20, 1 << 20 // block: the server's default block size
+	src := filepath.Join(root, "h.bin")
+	writeFile(t, src, randomBytes(size, 16))
+	dst := filepath.Join(local, "h.bin")
+	part := partName(dst)
+
+	fs.data.holdDownAt.Store(block + 1) // the second block stalls on its connection
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "get", "--streams", "2", target(fs.addr(), "h.bin"), ".")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first block is there and a later one beyond the held one.
+	waitFor(t, "a hole after the first block", func() bool {
+		f, err := os.Open(part)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil || fi.Size() < 3*block {
+			return false
+		}
+		hole, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_HOLE)
+		return err == nil && hole == block
+	})
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	fs.data.holdDownAt.Store(0)
+	noFile(t, dst)
+
+	r := mustRun(t, fs.server, local, []string{"--json"}, "get", "--streams", "2", "--resume", target(fs.addr(), "h.bin"), ".")
+	checkDoneEvent(t, r, "h.bin", size, block)
+	sameFile(t, src, dst)
+	noFile(t, part)
 }

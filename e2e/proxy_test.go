@@ -59,6 +59,7 @@ type proxy struct {
 	cutDown    atomic.Int64 // close the connection after this many bytes server->client (0: never)
 	flipUpAt   atomic.Int64 // flip one bit of the byte at this offset of the client->server bytes (0: never)
 	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
+	holdDownAt atomic.Int64 // file offset + 1 of a server->client block that never arrives: its connection stalls there (0: none)
 	upBytes    atomic.Int64 // bytes forwarded client->server
 	downBytes  atomic.Int64 // bytes forwarded server->client
 	conns      atomic.Int32
@@ -176,6 +177,12 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 			p.mu.Lock()
 			p.blocks[key]++
 			p.mu.Unlock()
+			if h := p.holdDownAt.Load(); !up && h > 0 && key.offset == uint64(h-1) {
+				// The block and everything after it on this connection
+				// stay here; the other connections go on.
+				<-p.closing
+				return
+			}
 		case "KRFN":
 			p.mu.Lock()
 			p.resendReqs++

@@ -489,3 +489,34 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 		}
 	}
 }
+
+// A wildcard GET skips a subdirectory instead of failing; a name with
+// wildcard characters that exists is fetched alone; names of 245-255
+// bytes go both ways (their temporary names would exceed NAME_MAX).
+func TestGetWildcardsLiteralsAndLongNames(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	long := strings.Repeat("é", 125) + ".bin" // 254 bytes
+	for i, n := range []string{"a.txt", "brk[et", "star*", "stardust", "sub/c.txt"} {
+		writeFile(t, filepath.Join(root, "wc", n), randomBytes(1000+i, uint64(300+i)))
+	}
+	writeFile(t, filepath.Join(local, long), randomBytes(5000, 310))
+	mustRun(t, srv, local, nil, "send", long, target(srv.addr, "wc"))
+	sameFile(t, filepath.Join(local, long), filepath.Join(root, "wc", long))
+
+	all := t.TempDir()
+	mustRun(t, srv, all, nil, "get", target(srv.addr, "wc/*"), ".")
+	for _, n := range []string{"a.txt", "brk[et", "star*", "stardust", long} {
+		sameFile(t, filepath.Join(root, "wc", n), filepath.Join(all, n))
+	}
+	noFile(t, filepath.Join(all, "sub"))
+
+	for _, n := range []string{"brk[et", "star*"} {
+		one := t.TempDir()
+		mustRun(t, srv, one, nil, "get", target(srv.addr, "wc/"+n), ".")
+		sameFile(t, filepath.Join(root, "wc", n), filepath.Join(one, n))
+		if ents, _ := os.ReadDir(one); len(ents) != 1 {
+			t.Errorf("get wc/%s fetched %d files, want 1", n, len(ents))
+		}
+	}
+}

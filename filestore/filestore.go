@@ -6,6 +6,8 @@
 package filestore
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -18,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -33,6 +36,32 @@ var ErrBusy = errors.New("filestore: file is being received by another session")
 
 // PartSuffix marks a file still being received.
 const PartSuffix = ".kerf-part"
+
+// nameMax is the longest name (one path element) Linux file systems take.
+const nameMax = 255
+
+// tempName is the name a file named base is received under:
+// ".base.kerf-part", or, where that would exceed nameMax, a prefix of
+// base (cut at a UTF-8 rune boundary) and a hash of all of it. It
+// depends on base alone, so a later transfer finds the partial again.
+// Everything that makes or looks for a temporary name goes through here
+// (and isPartName).
+func tempName(base string) string {
+	if 1+len(base)+len(PartSuffix) <= nameMax {
+		return "." + base + PartSuffix
+	}
+	sum := sha256.Sum256([]byte(base))
+	tag := "~" + hex.EncodeToString(sum[:8])
+	n := nameMax - 1 - len(tag) - len(PartSuffix)
+	for i := 0; i < utf8.UTFMax-1 && !utf8.RuneStart(base[n]); i++ {
+		n--
+	}
+	return "." + base[:n] + tag + PartSuffix
+}
+
+// isPartName reports whether name is a temporary file's (see tempName):
+// such names are never served, listed, or accepted from a peer.
+func isPartName(name string) bool { return strings.HasSuffix(name, PartSuffix) }
 
 // Dir is a directory tree files are received into and served from.
 type Dir struct {
@@ -338,7 +367,7 @@ func CleanName(name string) (string, error) {
 		}
 	}
 	c := path.Clean(name)
-	if c == "." || strings.HasSuffix(c, PartSuffix) {
+	if c == "." || isPartName(c) {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
 	}
 	return c, nil
@@ -381,7 +410,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if dir == "" {
 		dir = "."
 	}
-	tmp := "." + base + PartSuffix
+	tmp := tempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
 		// The same name again in one batch: the earlier file must get
 		// its final name before this one takes the temporary name. A
@@ -457,10 +486,21 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	return in.f.WriteAt(b, off)
 }
 
+// Partial reports the partial file's gap-free prefix. Blocks from
+// several data connections land out of order, so a receiver killed
+// mid-transfer (no keepPartial to cut the file) leaves holes before the
+// end; the CRC of the whole would then never match the sender's and
+// recovery would start again from 0. The file is cut at its first hole.
 func (in *incoming) Partial() (int64, uint32, error) {
 	size, err := in.f.size()
 	if err != nil {
 		return 0, 0, err
+	}
+	if hole := in.f.firstHole(size); hole < size {
+		if err := in.f.truncate(hole); err != nil {
+			return 0, 0, err
+		}
+		size = hole
 	}
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, size)); err != nil {
@@ -689,10 +729,50 @@ func (in *incoming) Abort(keep bool) error {
 
 // Match resolves a GET filespec: names separated by spaces (braces
 // group a name with spaces), each possibly with wildcards in its last
-// element. With recursive, a directory stands for everything under it,
-// named relative to the directory's parent.
+// element; a name that exists as it is is taken literally (see glob). With recursive, a directory stands for everything under it,
+// named relative to the directory's parent. A wildcard passes over what
+// it matches that cannot be sent (directories, without recursive); a
+// name given plainly that cannot be sent is an error.
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
 	var out []kermit.OutgoingFile
+	names, err := d.specNames(spec)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		fi, err := d.root.Lstat(n.rel)
+		if err != nil {
+			if n.pattern {
+				continue // gone since the directory was read
+			}
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		switch {
+		case fi.Mode().IsRegular():
+			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi))
+		case fi.IsDir() && recursive:
+			out = d.walk(out, n.rel)
+		case n.pattern:
+			// A wildcard passes over directories and special files.
+		case fi.IsDir():
+			return nil, fmt.Errorf("filestore: %s is a directory", n.rel)
+		default:
+			return nil, fmt.Errorf("filestore: %s is not a regular file", n.rel)
+		}
+	}
+	return out, nil
+}
+
+// specName is a name a filespec resolved to, relative to the tree's top;
+// pattern reports that a wildcard found it rather than the spec naming
+// it.
+type specName struct {
+	rel     string
+	pattern bool
+}
+
+// specNames splits spec into names (see Match) and resolves each.
+func (d *Dir) specNames(spec string) ([]specName, error) {
 	pats := SplitSpec(spec)
 	whole := []string{spec}
 	if len(spec) > 2 && spec[0] == '{' && spec[len(spec)-1] == '}' {
@@ -713,71 +793,93 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 			}
 		}
 	}
+	var out []specName
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
 		if err != nil {
 			return nil, err
 		}
-		dir, base := path.Split(rel)
-		dir = strings.TrimSuffix(dir, "/")
-		if dir == "" {
-			dir = "."
-		}
-		var names []string
-		if strings.ContainsAny(base, "*?[") {
-			ents, err := fs.ReadDir(d.root.FS(), dir)
-			if err != nil {
-				return nil, fmt.Errorf("filestore: %w", err)
-			}
-			for _, e := range ents {
-				if ok, _ := path.Match(base, e.Name()); ok && !strings.HasSuffix(e.Name(), PartSuffix) {
-					names = append(names, path.Join(dir, e.Name()))
-				}
-			}
-		} else {
-			names = []string{rel}
-		}
-		for _, n := range names {
-			fi, err := d.root.Lstat(n)
-			if err != nil {
-				return nil, fmt.Errorf("filestore: %w", err)
-			}
-			switch {
-			case fi.Mode().IsRegular():
-				out = append(out, d.outgoing(n, path.Base(n), fi))
-			case fi.IsDir() && recursive:
-				parent := path.Dir(n)
-				err := fs.WalkDir(d.root.FS(), n, func(p string, e fs.DirEntry, err error) error {
-					if err != nil {
-						return err
-					}
-					if !e.Type().IsRegular() || strings.HasSuffix(p, PartSuffix) {
-						return nil
-					}
-					info, err := e.Info()
-					if err != nil {
-						return err
-					}
-					name := strings.TrimPrefix(p, parent+"/")
-					if parent == "." {
-						name = p
-					}
-					out = append(out, d.outgoing(p, name, info))
-					return nil
-				})
-				if err != nil {
-					return nil, fmt.Errorf("filestore: %w", err)
-				}
-			case fi.IsDir():
-				return nil, fmt.Errorf("filestore: %s is a directory", n)
-			default:
-				if len(names) == 1 {
-					return nil, fmt.Errorf("filestore: %s is not a regular file", n)
-				}
-			}
+		if out, err = d.glob(out, rel); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// glob appends to out what rel names: rel itself if it has no wildcards
+// or names an existing entry, else the entries of its directory that its
+// last element matches as a pattern (never temporary files). An
+// existing name wins because a peer has no way to quote *, ? and [
+// (CleanName refuses the backslash): "star*" would otherwise always
+// bring "stardust" too, and "brk[et" nothing at all.
+func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
+	dir, base := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	if !strings.ContainsAny(base, "*?[") {
+		return append(out, specName{rel: rel}), nil
+	}
+	if _, err := d.root.Lstat(rel); err == nil {
+		return append(out, specName{rel: rel}), nil
+	}
+	if _, err := path.Match(base, ""); err != nil {
+		return nil, fmt.Errorf("filestore: %s: %w", rel, err)
+	}
+	ents, err := fs.ReadDir(d.root.FS(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	for _, e := range ents {
+		if ok, _ := path.Match(base, e.Name()); ok && !isPartName(e.Name()) {
+			out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true})
+		}
+	}
+	return out, nil
+}
+
+// walk appends the regular files under directory top, named relative to
+// its parent. An entry that cannot be read (a directory without
+// permission, a file whose details cannot be had) does not end the walk:
+// it becomes a file whose Open returns the error, so that the sending
+// engine sends the rest and reports that one as failed, by name.
+func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile {
+	parent := path.Dir(top)
+	name := func(p string) string {
+		if parent == "." {
+			return p
+		}
+		return strings.TrimPrefix(p, parent+"/")
+	}
+	fs.WalkDir(d.root.FS(), top, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			// A directory that could not be read (WalkDir goes on with
+			// any entries it did read).
+			out = append(out, unreadable(name(p), err))
+			return nil
+		}
+		if !e.Type().IsRegular() || isPartName(e.Name()) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			out = append(out, unreadable(name(p), err))
+			return nil
+		}
+		out = append(out, d.outgoing(p, name(p), info))
+		return nil
+	})
+	return out
+}
+
+// unreadable is an entry of a recursive GET that could not be read.
+func unreadable(name string, err error) kermit.OutgoingFile {
+	err = fmt.Errorf("filestore: %w", err)
+	return kermit.OutgoingFile{
+		Name: name, Size: -1,
+		Open: func() (kermit.FileReader, error) { return nil, err },
+	}
 }
 
 func (d *Dir) outgoing(rel, name string, fi fs.FileInfo) kermit.OutgoingFile {
@@ -831,21 +933,27 @@ func (d *Dir) List(spec string) (string, error) {
 			return "", fmt.Errorf("filestore: %w", err)
 		}
 		for _, e := range des {
-			if info, err := e.Info(); err == nil && !strings.HasSuffix(e.Name(), PartSuffix) {
+			if info, err := e.Info(); err == nil && !isPartName(e.Name()) {
 				ents = append(ents, info)
 			}
 		}
 	case err == nil:
 		ents = append(ents, fi)
 	default:
-		files, merr := d.Match(spec, false)
-		if merr != nil {
-			return "", merr
+		// Not one entry: names and patterns as for GET, directories too.
+		names, serr := d.specNames(spec)
+		if serr != nil {
+			return "", serr
 		}
-		for _, f := range files {
-			if info, err := d.root.Lstat(path.Join(path.Dir(rel), f.Name)); err == nil {
-				ents = append(ents, info)
+		for _, n := range names {
+			info, err := d.root.Lstat(n.rel)
+			if err != nil {
+				if n.pattern {
+					continue
+				}
+				return "", fmt.Errorf("filestore: %w", err)
 			}
+			ents = append(ents, info)
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })

@@ -74,6 +74,27 @@ func (t *tempFile) size() (int64, error) {
 	return st.Size, nil
 }
 
+// firstHole returns where the first hole (a range never written) of the
+// file begins, or size, its length, if it has none. A file system that
+// does not track holes reports none (SEEK_HOLE gives the length), and an
+// error is taken the same way: the whole file counts as data, as it did
+// before holes were looked for.
+func (t *tempFile) firstHole(size int64) int64 {
+	if size == 0 {
+		return 0
+	}
+	var off int64
+	err := ignoringEINTR(func() error {
+		var err error
+		off, err = unix.Seek(t.fd, 0, unix.SEEK_HOLE)
+		return err
+	})
+	if err != nil || off > size {
+		return size
+	}
+	return off
+}
+
 func (t *tempFile) truncate(size int64) error {
 	if err := ignoringEINTR(func() error { return unix.Ftruncate(t.fd, size) }); err != nil {
 		return t.err("truncate", err)

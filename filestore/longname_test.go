@@ -1,0 +1,162 @@
+package filestore_test
+
+import (
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"kerf/filestore"
+)
+
+// longNames are names Linux allows (up to 255 bytes) whose ".NAME.kerf-part"
+// would not fit: ASCII, and two-byte runes so that a cut at a fixed byte
+// count would land inside a rune.
+func longNames() []string {
+	return []string{
+		strings.Repeat("a", 245),
+		strings.Repeat("b", 255),
+		"x" + strings.Repeat("é", 127), // 255 bytes, runes at odd offsets
+		strings.Repeat("€", 85),        // 255 bytes, three-byte runes
+	}
+}
+
+// tempFiles lists the temporary files in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), filestore.PartSuffix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// Names of 245-255 bytes are received: the temporary name is shortened
+// to fit NAME_MAX, stays a hidden ".…kerf-part" name, and is the same
+// for the same name, so a partial is found again for recovery.
+func TestLongNameReceiveAndRecover(t *testing.T) {
+	root := t.TempDir()
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range longNames() {
+		in, err := d.Create("sub/" + name)
+		if err != nil {
+			t.Fatalf("Create(%d-byte name): %v", len(name), err)
+		}
+		in.WriteAt([]byte("partial"), 0)
+		if err := in.Abort(true); err != nil {
+			t.Fatal(err)
+		}
+		tmps := tempFiles(t, filepath.Join(root, "sub"))
+		if len(tmps) != 1 {
+			t.Fatalf("%d-byte name: temporary files %q, want one", len(name), tmps)
+		}
+		tmp := tmps[0]
+		if len(tmp) > 255 || tmp[0] != '.' || !utf8.ValidString(tmp) {
+			t.Errorf("temporary name %q (%d bytes): want a hidden, valid UTF-8 name of at most 255 bytes", tmp, len(tmp))
+		}
+
+		// Recovery finds the partial under the same temporary name.
+		in, err = d.Create("sub/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, crc, err := in.Partial()
+		if want := crc32.Checksum([]byte("partial"), crc32.MakeTable(crc32.Castagnoli)); err != nil || n != 7 || crc != want {
+			t.Errorf("Partial of %d-byte name = %d, %08x, %v; want 7, %08x", len(name), n, crc, err, want)
+		}
+		in.WriteAt([]byte(" and the rest"), 7)
+		// The temporary file is hidden from GET and DIR while it exists.
+		if files, err := d.Match("sub/*", false); err != nil || len(files) != 0 {
+			t.Errorf("Match(sub/*) with only a temporary file = %v, %v", files, err)
+		}
+		if l, err := d.List("sub"); err != nil || l != "" {
+			t.Errorf("List(sub) with only a temporary file = %q, %v", l, err)
+		}
+		if err := in.Commit(time.Time{}, 0); err != nil {
+			t.Fatal(err)
+		}
+		checkFile(t, filepath.Join(root, "sub", name), "partial and the rest")
+		if tmps := tempFiles(t, filepath.Join(root, "sub")); len(tmps) != 0 {
+			t.Errorf("temporary files left: %q", tmps)
+		}
+
+		// Abort without keep removes the shortened temporary file.
+		in, err = d.Create("sub/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.WriteAt([]byte("gone"), 0)
+		if err := in.Abort(false); err != nil {
+			t.Fatal(err)
+		}
+		if tmps := tempFiles(t, filepath.Join(root, "sub")); len(tmps) != 0 {
+			t.Errorf("temporary files left after Abort: %q", tmps)
+		}
+		os.Remove(filepath.Join(root, "sub", name))
+	}
+}
+
+// Two long names sharing their first 240 bytes get different temporary
+// names; 244 bytes is the longest name whose temporary name is the
+// ordinary one.
+func TestLongNameTempNames(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	common := strings.Repeat("c", 240)
+	a, err := d.Create(common + "-aaaaaaaaaaaa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Abort(false)
+	b, err := d.Create(common + "-bbbbbbbbbbbb")
+	if err != nil {
+		t.Fatalf("second name with the same long prefix: %v", err)
+	}
+	defer b.Abort(false)
+	if tmps := tempFiles(t, root); len(tmps) != 2 {
+		t.Errorf("temporary files %q, want two", tmps)
+	}
+
+	fits := strings.Repeat("f", 244)
+	c, err := d.Create(fits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Abort(false)
+	if _, err := os.Stat(filepath.Join(root, "."+fits+filestore.PartSuffix)); err != nil {
+		t.Errorf("a 244-byte name should keep the ordinary temporary name: %v", err)
+	}
+}
+
+// A long name received twice in one batch: the second file waits for the
+// first to be renamed, and wins.
+func TestLongNameTwiceInBatch(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	name := strings.Repeat("é", 127)
+	d.BeginBatch()
+	receive(t, d, name, "first")
+	receive(t, d, name, "second, longer")
+	if err := d.EndBatch(); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, filepath.Join(root, name), "second, longer")
+	if tmps := tempFiles(t, root); len(tmps) != 0 {
+		t.Errorf("temporary files left: %q", tmps)
+	}
+}

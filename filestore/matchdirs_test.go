@@ -1,0 +1,167 @@
+package filestore_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+func makeTree(t *testing.T, root string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		p := filepath.Join(root, filepath.FromSlash(n))
+		if strings.HasSuffix(n, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fileNames(files []kermit.OutgoingFile) []string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A wildcard that also matches a directory gets the files; the directory
+// is skipped without recursion (and walked with it), and DIR of the
+// pattern lists it.
+func TestMatchWildcardSkipsDirectories(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "wc/a.txt", "wc/b.txt", "wc/sub/c.txt", "wc/empty/")
+	d, _ := filestore.Open(root)
+	defer d.Close()
+
+	files, err := d.Match("wc/*", false)
+	if got, want := fileNames(files), []string{"a.txt", "b.txt"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Match(wc/*) = %q, %v; want %q", got, err, want)
+	}
+	files, err = d.Match("wc/*", true)
+	if got, want := fileNames(files), []string{"a.txt", "b.txt", "sub/c.txt"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Match(wc/*, recursive) = %q, %v; want %q", got, err, want)
+	}
+	if _, err := d.Match("wc/sub", false); err == nil {
+		t.Error("a directory named literally matched without recursion")
+	}
+	l, err := d.List("wc/*")
+	if err != nil || !strings.Contains(l, " sub/\n") || !strings.Contains(l, " a.txt\n") {
+		t.Errorf("List(wc/*) = %q, %v; want the files and sub/", l, err)
+	}
+}
+
+// unprivileged runs f with the permission checks of a server that is not
+// root. As root it runs f on a thread of its own with CAP_DAC_OVERRIDE
+// and CAP_DAC_READ_SEARCH dropped: capabilities are per thread, and the
+// thread is never unlocked, so it ends with f's goroutine.
+func unprivileged(t *testing.T, f func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		f()
+		return
+	}
+	var capErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if capErr = unix.Capget(&hdr, &data[0]); capErr != nil {
+			return
+		}
+		for _, c := range []uint{unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH} {
+			data[c/32].Effective &^= 1 << (c % 32)
+		}
+		if capErr = unix.Capset(&hdr, &data[0]); capErr != nil {
+			return
+		}
+		f()
+	}()
+	<-done
+	if capErr != nil {
+		t.Skipf("cannot drop capabilities: %v", capErr)
+	}
+}
+
+// During a recursive match an unreadable directory, or a file whose
+// details cannot be read, does not end the match: the readable files
+// are there, and each unreadable entry is a file whose Open fails with
+// the reason, so the sending engine reports it failed and goes on.
+func TestMatchRecursiveUnreadable(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "d/a.txt", "d/noperm/secret", "d/nosearch/hidden", "d/z/last.txt")
+	for _, dir := range []struct {
+		name string
+		mode os.FileMode
+	}{{"d/noperm", 0}, {"d/nosearch", 0o644}} { // no access; listable but no search
+		p := filepath.Join(root, dir.name)
+		if err := os.Chmod(p, dir.mode); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(p, 0o755) })
+	}
+	d, _ := filestore.Open(root)
+	defer d.Close()
+
+	var files, top []kermit.OutgoingFile
+	var err, topErr error
+	var probe error
+	unprivileged(t, func() {
+		_, probe = os.ReadDir(filepath.Join(root, "d", "noperm"))
+		files, err = d.Match("d", true)
+		top, topErr = d.Match("d/noperm", true)
+	})
+	if probe == nil {
+		t.Skip("permissions are not enforced here")
+	}
+	if err != nil {
+		t.Fatalf("Match(d, recursive): %v", err)
+	}
+	// The directory without search permission fails as a whole or by its
+	// file, as the platform's directory reading has it.
+	var opened, failed []string
+	for _, f := range files {
+		r, err := f.Open()
+		if err != nil {
+			if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), f.Name) {
+				t.Errorf("Open(%s) = %v; want a permission error naming it", f.Name, err)
+			}
+			failed = append(failed, strings.Replace(f.Name, "nosearch/hidden", "nosearch", 1))
+			continue
+		}
+		r.Close()
+		opened = append(opened, f.Name)
+	}
+	if want := []string{"d/a.txt", "d/z/last.txt"}; !slices.Equal(opened, want) {
+		t.Errorf("readable files %q, want %q", opened, want)
+	}
+	if want := []string{"d/noperm", "d/nosearch"}; !slices.Equal(failed, want) {
+		t.Errorf("failing entries %q, want %q", failed, want)
+	}
+	// The unreadable directory named itself: one failing file, no error
+	// for the whole GET.
+	if got := fileNames(top); topErr != nil || !slices.Equal(got, []string{"noperm"}) {
+		t.Errorf("Match(d/noperm, recursive) = %q, %v", got, topErr)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -123,5 +125,62 @@ func TestErrorPacketKeepsCause(t *testing.T) {
 	var pe *kermit.PeerError
 	if !errors.As(serr, &pe) || !strings.HasSuffix(pe.Msg, "no space left on device") {
 		t.Fatalf("sender got %v, want the peer's whole message", serr)
+	}
+}
+
+// lockedFS serves a tree in which "locked.bin" cannot be opened, as a
+// file the server has no permission to read.
+type lockedFS struct{ *filestore.Dir }
+
+func (l lockedFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	files, err := l.Dir.Match(spec, recursive)
+	for i, f := range files {
+		if f.Name == "locked.bin" {
+			files[i].Open = func() (kermit.FileReader, error) {
+				return nil, &fs.PathError{Op: "openat", Path: "locked.bin", Err: errors.New("permission denied")}
+			}
+		}
+	}
+	return files, err
+}
+
+// A GET that cannot send one of its files completes the others, tells the
+// client which file it did not send and why, and leaves the session in
+// step: the next command works (no stray E after the group's B).
+func TestServerGetWithUnreadableFileStaysInStep(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	files := []testFile{{"a.bin", randomBytes(3000, 1)}, {"locked.bin", []byte("secret")}, {"z.bin", randomBytes(9000, 2)}}
+	writeFiles(t, root, files)
+	a, b := link(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fsys, _ := filestore.Open(root)
+	defer fsys.Close()
+	srv := kermit.NewSession(b, kermit.DefaultConfig())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lockedFS{fsys}) }()
+	var got eventLog
+	cfg := kermit.DefaultConfig()
+	cfg.Events = got.add
+	cli := kermit.NewSession(a, cfg)
+	store, _ := filestore.Open(dst)
+	defer store.Close()
+	if err := cli.Get(ctx, "*.bin", false, store); err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	checkFiles(t, dst, []testFile{files[0], files[2]})
+	if err := got.errOf(kermit.FileSkipped, "locked.bin"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("client's report of the unsent file: %v", err)
+	}
+	os.Remove(filepath.Join(dst, "a.bin"))
+	if err := cli.Get(ctx, "a.bin", false, store); err != nil {
+		t.Fatalf("the next command after it: %v", err)
+	}
+	checkFiles(t, dst, []testFile{files[0]})
+	if err := cli.Finish(ctx); err != nil {
+		t.Errorf("finish: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("server: %v", err)
 	}
 }

@@ -28,7 +28,16 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 			}
 			s.cfg.Log.Info("server command failed", "err", err)
 			var pe *PeerError
-			if !errors.As(err, &pe) {
+			var ge *GroupError
+			switch {
+			case errors.As(err, &pe):
+			case errors.As(err, &ge):
+				// A GET whose group ended with B: the transaction is
+				// over, and its files' failures were told per file (a
+				// refusal is the client's own; an unreadable file is
+				// announced to a kerf client). An E now would be read as
+				// the answer to the client's next command.
+			default:
 				s.errorPacket(err.Error())
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // writeFileAtomic writes data to a temporary file beside path and
@@ -80,4 +82,29 @@ func syncDir(dir string) error {
 		return fmt.Errorf("auth: %w", err)
 	}
 	return nil
+}
+
+// lockFile waits for an exclusive flock(2) on path+".lock" (created if
+// need be) and returns what releases it. The lock is on a file of its
+// own because the guarded file is replaced by rename; the kernel drops
+// it if the process dies, so a crash leaves no stale lock.
+func lockFile(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("auth: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }

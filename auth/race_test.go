@@ -3,6 +3,9 @@ package auth
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +17,7 @@ import (
 )
 
 // The races these tests look for are between processes (two `kerf serve`
-// on one new state directory), which a
+// on one new state directory, two clients pinning at once), which a
 // mutex inside one process would hide, so the test binary re-executes
 // itself as the racers.
 
@@ -49,6 +52,9 @@ func racer(role, path, id string) int {
 		if got, created, err = load(path); err == nil {
 			fmt.Println(got.Fingerprint, created)
 		}
+	case "knownhosts":
+		k := &KnownHosts{Path: path, AcceptNew: true}
+		err = k.Check(racerHost(id), racerFingerprint(id))
 	default:
 		err = fmt.Errorf("unknown racer %q", role)
 	}
@@ -57,6 +63,13 @@ func racer(role, path, id string) int {
 		return 1
 	}
 	return 0
+}
+
+func racerHost(id string) string { return "host" + id + ":1649" }
+
+func racerFingerprint(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return FingerprintPrefix + hex.EncodeToString(sum[:])
 }
 
 // race runs n racers of one role on path at once and returns what each
@@ -157,5 +170,51 @@ func TestIdentityCreationRace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKnownHostsPinRace has several clients pin different servers in one
+// known_hosts at once: no pin may be lost, and the file's other lines
+// stay.
+func TestKnownHostsPinRace(t *testing.T) {
+	for round := range raceRounds() {
+		p := filepath.Join(t.TempDir(), KnownHostsFileName)
+		if err := os.WriteFile(p, []byte("# mine\nold:1 "+racerFingerprint("old")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		race(t, racers, "knownhosts", p)
+		k := &KnownHosts{Path: p}
+		for i := range racers {
+			id := strconv.Itoa(i)
+			if fp, ok, err := k.Lookup(racerHost(id)); err != nil || !ok || fp != racerFingerprint(id) {
+				b, _ := os.ReadFile(p)
+				t.Fatalf("round %d: pin of %s: %q %v %v; file:\n%s", round, racerHost(id), fp, ok, err, b)
+			}
+		}
+		if fp, ok, _ := k.Lookup("old:1"); !ok || fp != racerFingerprint("old") {
+			t.Fatalf("round %d: the earlier pin was lost", round)
+		}
+		if b, _ := os.ReadFile(p); !strings.HasPrefix(string(b), "# mine\n") {
+			t.Fatalf("round %d: the comment was lost:\n%s", round, b)
+		}
+	}
+}
+
+// A pin another client writes while this one asks its user is not
+// overwritten: the policy is applied again to what the file then holds.
+func TestKnownHostsPinnedWhileAsking(t *testing.T) {
+	p := filepath.Join(t.TempDir(), KnownHostsFileName)
+	other := &KnownHosts{Path: p, AcceptNew: true}
+	k := &KnownHosts{Path: p, Ask: func(addr, _ string) bool {
+		if err := other.Check(addr, racerFingerprint("other")); err != nil {
+			t.Error(err)
+		}
+		return true
+	}}
+	if err := k.Check("h:1", racerFingerprint("mine")); !errors.Is(err, ErrHostKeyChanged) {
+		t.Errorf("pinning over a pin made meanwhile: %v, want ErrHostKeyChanged", err)
+	}
+	if fp, _, _ := other.Lookup("h:1"); fp != racerFingerprint("other") {
+		t.Errorf("pin %s, want the other client's", fp)
 	}
 }

@@ -55,6 +55,11 @@ func racer(role, path, id string) int {
 	case "knownhosts":
 		k := &KnownHosts{Path: path, AcceptNew: true}
 		err = k.Check(racerHost(id), racerFingerprint(id))
+	case "users":
+		var u *UsersFile
+		if u, err = OpenUsers(path); err == nil {
+			err = u.Add(User{Name: "u" + id, Keys: []string{racerFingerprint(id)}})
+		}
 	default:
 		err = fmt.Errorf("unknown racer %q", role)
 	}
@@ -196,6 +201,22 @@ func TestKnownHostsPinRace(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(p); !strings.HasPrefix(string(b), "# mine\n") {
 			t.Fatalf("round %d: the comment was lost:\n%s", round, b)
+		}
+	}
+}
+
+// TestUsersFileAddRace has several `kerf user add` at once on one users
+// file: every user must be there afterwards.
+func TestUsersFileAddRace(t *testing.T) {
+	for round := range raceRounds() {
+		p := filepath.Join(t.TempDir(), UsersFileName)
+		race(t, racers, "users", p)
+		u, err := OpenUsers(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := u.List(); err != nil || len(got) != racers {
+			t.Fatalf("round %d: %d users after %d adds: %v %v", round, len(got), racers, got, err)
 		}
 	}
 }

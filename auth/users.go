@@ -320,10 +320,17 @@ func (u *UsersFile) updateUser(name string, f func(*User) error) error {
 	})
 }
 
-// update applies f and writes the file atomically (mode 0600).
+// update applies f and writes the file atomically (mode 0600). Two
+// `kerf user` commands may run at once: the file is read and replaced
+// under a lock, so that neither loses the other's change.
 func (u *UsersFile) update(f func(map[string]User) error) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	unlock, err := lockFile(u.path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	u.loaded = false // always start from what is on disk
 	if err := u.reloadLocked(); err != nil {
 		return err

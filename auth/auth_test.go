@@ -233,6 +233,26 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
+// A state directory written before key.pem held the certificate too
+// (key.pem the key alone, cert.pem the certificate) still loads.
+func TestIdentityTwoFiles(t *testing.T) {
+	dir := t.TempDir()
+	certPEM, keyPEM, err := SelfSigned("kerf server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, KeyFileName), keyPEM, 0o600)
+	os.WriteFile(filepath.Join(dir, CertFileName), certPEM, 0o644)
+	want, err := LoadIdentity(filepath.Join(dir, CertFileName), filepath.Join(dir, KeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, created, err := LoadOrCreateIdentity(dir)
+	if err != nil || created || id.Fingerprint != want.Fingerprint {
+		t.Fatalf("load: %v %v %s, want %s", created, err, id.Fingerprint, want.Fingerprint)
+	}
+}
+
 func TestKeyLogin(t *testing.T) {
 	path := filepath.Join(t.TempDir(), UsersFileName)
 	u, err := OpenUsers(path)

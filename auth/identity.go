@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -69,7 +70,8 @@ func newIdentity(c tls.Certificate) (*Identity, error) {
 
 // LoadOrCreateIdentity loads the key and self-signed certificate kept in
 // the state directory dir, creating both (and dir, mode 0700) on first
-// start. created reports that they were just made.
+// start. created reports that they were just made. Processes racing to
+// create them all end with the same one, made by exactly one of them.
 func LoadOrCreateIdentity(dir string) (id *Identity, created bool, err error) {
 	return loadOrCreate(dir, "kerf server", x509.ExtKeyUsageServerAuth)
 }
@@ -102,7 +104,7 @@ func LoadClientIdentity(dir string) (*Identity, error) {
 	if err := checkKeyProtected(keyFile); err != nil {
 		return nil, err
 	}
-	return LoadIdentity(filepath.Join(dir, CertFileName), keyFile)
+	return loadDir(dir)
 }
 
 // checkKeyProtected refuses a private key file that group or others may
@@ -119,9 +121,9 @@ func checkKeyProtected(keyFile string) error {
 }
 
 func loadOrCreate(dir, name string, usage x509.ExtKeyUsage) (id *Identity, created bool, err error) {
-	certFile, keyFile := filepath.Join(dir, CertFileName), filepath.Join(dir, KeyFileName)
-	if _, err := os.Stat(keyFile); err == nil {
-		id, err := LoadIdentity(certFile, keyFile)
+	keyFile := filepath.Join(dir, KeyFileName)
+	if _, err := os.Lstat(keyFile); err == nil {
+		id, err := loadDir(dir)
 		return id, false, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, false, fmt.Errorf("auth: %w", err)
@@ -133,14 +135,59 @@ func loadOrCreate(dir, name string, usage x509.ExtKeyUsage) (id *Identity, creat
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("auth: %w", err)
 	}
-	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+	// Two processes may get here at once (two servers started on a new
+	// state directory). key.pem holds the key and its certificate
+	// together and appears in one step that fails if it already exists,
+	// so the pair is never seen half made or mismatched, and whoever
+	// loses the race uses the winner's.
+	err = publishFile(keyFile, append(keyPEM, certPEM...), 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		id, err := loadDir(dir)
+		return id, false, err
+	}
+	if err != nil {
 		return nil, false, err
 	}
-	if err := writeFileAtomic(certFile, certPEM, 0o644); err != nil {
+	// cert.pem is a copy for --cert, other programs and people; kerf
+	// reads the certificate from key.pem. Only the winner writes it.
+	if err := writeFileAtomic(filepath.Join(dir, CertFileName), certPEM, 0o644); err != nil {
 		return nil, false, err
 	}
-	id, err = LoadIdentity(certFile, keyFile)
+	id, err = loadDir(dir)
 	return id, err == nil, err
+}
+
+// loadDir loads the key and certificate kept in dir: both from key.pem,
+// or, for a key.pem without a certificate (as kerf wrote them before),
+// the certificate from cert.pem.
+func loadDir(dir string) (*Identity, error) {
+	keyPEM, err := os.ReadFile(filepath.Join(dir, KeyFileName))
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	certPEM := keyPEM
+	if !hasCertificate(keyPEM) {
+		if certPEM, err = os.ReadFile(filepath.Join(dir, CertFileName)); err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	return newIdentity(c)
+}
+
+func hasCertificate(pemData []byte) bool {
+	for {
+		var b *pem.Block
+		if b, pemData = pem.Decode(pemData); b == nil {
+			return false
+		}
+		if b.Type == "CERTIFICATE" {
+			return true
+		}
+	}
 }
 
 // SelfSigned makes an ECDSA P-256 key and a self-signed server

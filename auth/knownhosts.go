@@ -40,44 +40,72 @@ type KnownHosts struct {
 func (k *KnownHosts) Check(addr, fingerprint string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	pins, err := k.read()
+	_, pins, err := k.read()
 	if err != nil {
 		return err
 	}
+	pin, err := k.decide(pins, addr, fingerprint, func() bool { return k.Ask != nil && k.Ask(addr, fingerprint) })
+	if !pin || err != nil {
+		return err
+	}
+	// Other clients may pin at the same time: the file is read again and
+	// replaced under a lock, so that no one's pin is lost. Ask is not
+	// called with the lock held (a prompt would hold up other clients),
+	// so the policy is applied again to what the file now holds.
+	unlock, err := lockFile(k.Path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, pins, err := k.read()
+	if err != nil {
+		return err
+	}
+	if pin, err = k.decide(pins, addr, fingerprint, func() bool { return true }); !pin || err != nil {
+		return err
+	}
+	return writeFileAtomic(k.Path, withPin(old, addr, fingerprint), 0o600)
+}
+
+// decide applies the policy to fingerprint for addr given pins: pin
+// reports that it is to be pinned, err that it is refused. approveNew
+// is asked about a server not pinned yet when AcceptNew is not set.
+func (k *KnownHosts) decide(pins map[string]string, addr, fingerprint string, approveNew func() bool) (pin bool, err error) {
 	old, known := pins[addr]
 	switch {
 	case known && old == fingerprint:
-		return nil
+		return false, nil
 	case known && !k.AcceptChanged:
-		return fmt.Errorf("%w: %s presented key %s, but %s pins %s. "+
+		return false, fmt.Errorf("%w: %s presented key %s, but %s pins %s. "+
 			"Someone may be intercepting the connection, or the server's key was replaced. "+
 			"If you have confirmed the new fingerprint with the server's operator, rerun with --accept-changed-host-key",
 			ErrHostKeyChanged, addr, fingerprint, k.Path, old)
-	case !known && !k.AcceptNew && (k.Ask == nil || !k.Ask(addr, fingerprint)):
-		return fmt.Errorf("%w: %s presents key %s. Compare it with the fingerprint `kerf serve` printed, "+
+	case !known && !k.AcceptNew && !approveNew():
+		return false, fmt.Errorf("%w: %s presents key %s. Compare it with the fingerprint `kerf serve` printed, "+
 			"then rerun with --accept-new-host-key to pin it in %s", ErrHostUnknown, addr, fingerprint, k.Path)
 	}
-	pins[addr] = fingerprint
-	return k.write(pins, addr)
+	return true, nil
 }
 
 // Lookup returns the fingerprint pinned for addr, if any.
 func (k *KnownHosts) Lookup(addr string) (string, bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	pins, err := k.read()
+	_, pins, err := k.read()
 	fp, ok := pins[addr]
 	return fp, ok, err
 }
 
-func (k *KnownHosts) read() (map[string]string, error) {
+// read returns the file's contents and the pins in it; a missing file
+// has none.
+func (k *KnownHosts) read() ([]byte, map[string]string, error) {
 	pins := map[string]string{}
 	b, err := os.ReadFile(k.Path)
 	if errors.Is(err, os.ErrNotExist) {
-		return pins, nil
+		return nil, pins, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("auth: known hosts: %w", err)
+		return nil, nil, fmt.Errorf("auth: known hosts: %w", err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
@@ -87,17 +115,16 @@ func (k *KnownHosts) read() (map[string]string, error) {
 		}
 		f := strings.Fields(line)
 		if len(f) != 2 || !strings.HasPrefix(f[1], FingerprintPrefix) {
-			return nil, fmt.Errorf("auth: %s:%d: want \"host:port %s...\"", k.Path, n, FingerprintPrefix)
+			return nil, nil, fmt.Errorf("auth: %s:%d: want \"host:port %s...\"", k.Path, n, FingerprintPrefix)
 		}
 		pins[f[0]] = f[1]
 	}
-	return pins, nil
+	return b, pins, nil
 }
 
-// write rewrites the file, keeping comments and order, with addr's line
-// replaced or appended.
-func (k *KnownHosts) write(pins map[string]string, addr string) error {
-	old, _ := os.ReadFile(k.Path)
+// withPin is the file old with addr's line replaced or appended,
+// keeping comments and order.
+func withPin(old []byte, addr, fingerprint string) []byte {
 	var out bytes.Buffer
 	done := false
 	sc := bufio.NewScanner(bytes.NewReader(old))
@@ -107,12 +134,12 @@ func (k *KnownHosts) write(pins map[string]string, addr string) error {
 			if done {
 				continue
 			}
-			line, done = addr+" "+pins[addr], true
+			line, done = addr+" "+fingerprint, true
 		}
 		out.WriteString(line + "\n")
 	}
 	if !done {
-		out.WriteString(addr + " " + pins[addr] + "\n")
+		out.WriteString(addr + " " + fingerprint + "\n")
 	}
-	return writeFileAtomic(k.Path, out.Bytes(), 0o600)
+	return out.Bytes()
 }

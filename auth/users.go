@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -321,10 +320,17 @@ func (u *UsersFile) updateUser(name string, f func(*User) error) error {
 	})
 }
 
-// update applies f and writes the file atomically (mode 0600).
+// update applies f and writes the file atomically (mode 0600). Two
+// `kerf user` commands may run at once: the file is read and replaced
+// under a lock, so that neither loses the other's change.
 func (u *UsersFile) update(f func(map[string]User) error) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	unlock, err := lockFile(u.path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	u.loaded = false // always start from what is on disk
 	if err := u.reloadLocked(); err != nil {
 		return err
@@ -350,36 +356,4 @@ func (u *UsersFile) update(f func(map[string]User) error) error {
 	}
 	u.loaded = false
 	return u.reloadLocked()
-}
-
-// writeFileAtomic writes data to a temporary file beside path and
-// renames it into place, creating the directory (0700) if needed.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("auth: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("auth: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("auth: %w", err)
-	}
-	return nil
 }

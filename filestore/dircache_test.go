@@ -21,7 +21,7 @@ func receive(t *testing.T, d *filestore.Dir, name, data string) {
 	if _, err := in.WriteAt([]byte(data), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.Commit(time.Time{}, 0); err != nil {
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
 		t.Fatalf("Commit(%q): %v", name, err)
 	}
 }
@@ -85,7 +85,7 @@ func TestManyDirectories(t *testing.T) {
 		receive(t, d, name, name)
 	}
 	for _, name := range open {
-		if err := ins[name].Commit(time.Time{}, 0); err != nil {
+		if err := ins[name].Commit(time.Time{}, 0o644); err != nil {
 			t.Fatalf("Commit(%q) after evictions: %v", name, err)
 		}
 	}
@@ -292,7 +292,7 @@ func TestBatchBackgroundFlushErrorGoesToEndBatch(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "x", "bad", "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.Commit(time.Time{}, 0); err != nil {
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 600 { // two background flushes: the first has the bad file

@@ -525,9 +525,6 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if in.released {
 		return errors.New("filestore: commit of a finished file")
 	}
-	if perm == 0 {
-		perm = 0o644
-	}
 	if err := in.f.chmod(perm); err != nil {
 		return err
 	}
@@ -884,7 +881,7 @@ func unreadable(name string, err error) kermit.OutgoingFile {
 
 func (d *Dir) outgoing(rel, name string, fi fs.FileInfo) kermit.OutgoingFile {
 	return kermit.OutgoingFile{
-		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(),
+		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
 		Open: func() (kermit.FileReader, error) { return d.root.Open(rel) },
 	}
 }

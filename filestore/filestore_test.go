@@ -188,7 +188,7 @@ func TestTruncateLeftoverPartial(t *testing.T) {
 			t.Fatal(err)
 		}
 		in.WriteAt([]byte("new"), 0)
-		if err := in.Commit(time.Time{}, 0); err != nil {
+		if err := in.Commit(time.Time{}, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, "p.bin")); string(b) != "new" {

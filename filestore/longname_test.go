@@ -85,7 +85,7 @@ func TestLongNameReceiveAndRecover(t *testing.T) {
 		if l, err := d.List("sub"); err != nil || l != "" {
 			t.Errorf("List(sub) with only a temporary file = %q, %v", l, err)
 		}
-		if err := in.Commit(time.Time{}, 0); err != nil {
+		if err := in.Commit(time.Time{}, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		checkFile(t, filepath.Join(root, "sub", name), "partial and the rest")

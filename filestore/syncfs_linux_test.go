@@ -23,7 +23,7 @@ func TestSyncFilesystems(t *testing.T) {
 		if _, err := in.WriteAt([]byte("data"), 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := in.Commit(time.Time{}, 0); err != nil {
+		if err := in.Commit(time.Time{}, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,8 +18,10 @@ type OutgoingFile struct {
 	Name    string // name sent in the F packet: '/'-separated, relative
 	Size    int64  // -1 if unknown
 	ModTime time.Time
-	Mode    fs.FileMode
-	Open    func() (FileReader, error)
+	Mode    fs.FileMode // permission bits; sent when non-zero or ModeKnown
+	// ModeKnown says Mode is the file's own, so that mode 000 is sent too.
+	ModeKnown bool
+	Open      func() (FileReader, error)
 }
 
 // Store is where a receiving engine puts files.
@@ -41,7 +43,8 @@ type Incoming interface {
 	// Truncate discards data beyond size.
 	Truncate(size int64) error
 	// Commit makes the file durable and gives it its final name, with the
-	// modification time and permissions given (zero values: leave as is).
+	// permission bits given (applied as they are, 000 included) and the
+	// modification time given (zero: leave as is).
 	Commit(modTime time.Time, perm fs.FileMode) error
 	// Abort ends an incomplete file. With keep, the partial data stays
 	// (under its temporary name) for a later recovery.

@@ -478,7 +478,8 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		inc.Abort(true)
 		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d", cur.name, cur.off, cur.attrs.Length)
 	}
-	var perm fs.FileMode
+	// The sender's permission bits, 000 included; 0644 when it sent none.
+	perm := defaultPerm
 	if cur.attrs.Perm >= 0 {
 		perm = fs.FileMode(cur.attrs.Perm) & fs.ModePerm
 	}
@@ -508,6 +509,9 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) {
 	}
 	inc.Abort(true)
 }
+
+// defaultPerm is the mode of a received file whose sender gave none.
+const defaultPerm fs.FileMode = 0o644
 
 // discardAt is where the bytes of a refused file go.
 type discardAt struct{}

@@ -174,7 +174,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if !f.ModTime.IsZero() {
 			a.ModTime = f.ModTime
 		}
-		if f.Mode != 0 {
+		if f.Mode != 0 || f.ModeKnown {
 			a.Perm = int(f.Mode.Perm())
 		}
 		a.SysID = "U1"

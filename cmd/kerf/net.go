@@ -322,7 +322,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 	var total int64
 	add := func(p, name string, fi fs.FileInfo) {
 		out = append(out, kermit.OutgoingFile{
-			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(),
+			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
 			Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
 		})
 		total += fi.Size()

@@ -327,6 +327,15 @@ func (f *sessionFS) Mkdir(name string) error {
 	return clearErr(d.Mkdir(name), name)
 }
 
+// ReceiveDir makes an empty directory a client sends (kermit.DirReceiver).
+func (f *sessionFS) ReceiveDir(name string) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return clearErr(d.ReceiveDir(name), name)
+}
+
 func (f *sessionFS) Rmdir(name string) error {
 	d, err := f.named(name)
 	if err != nil {

@@ -856,6 +856,17 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			out = append(out, unreadable(name(p), err))
 			return nil
 		}
+		if e.IsDir() {
+			// An empty directory goes too (kermit.OutgoingFile.Dir).
+			if f, err := d.root.Open(p); err == nil {
+				_, rerr := f.Readdirnames(1)
+				f.Close()
+				if rerr == io.EOF {
+					out = append(out, kermit.OutgoingFile{Name: name(p), Dir: true})
+				}
+			}
+			return nil
+		}
 		if !e.Type().IsRegular() || isPartName(e.Name()) {
 			return nil
 		}
@@ -1010,6 +1021,15 @@ func (d *Dir) Remove(name string) error {
 		return fmt.Errorf("filestore: %s is a directory", rel)
 	}
 	return d.root.Remove(rel)
+}
+
+// ReceiveDir creates a directory a peer sent (kermit.DirReceiver): as
+// Mkdir, named as Create names files, so nothing in a flat store.
+func (d *Dir) ReceiveDir(name string) error {
+	if d.Flat {
+		return nil
+	}
+	return d.Mkdir(name)
 }
 
 // Mkdir creates a directory (and its parents).

@@ -45,8 +45,8 @@ func fileNames(files []kermit.OutgoingFile) []string {
 }
 
 // A wildcard that also matches a directory gets the files; the directory
-// is skipped without recursion (and walked with it), and DIR of the
-// pattern lists it.
+// is skipped without recursion (and walked with it, an empty one given
+// as a directory entry), and DIR of the pattern lists it.
 func TestMatchWildcardSkipsDirectories(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, "wc/a.txt", "wc/b.txt", "wc/sub/c.txt", "wc/empty/")
@@ -58,8 +58,13 @@ func TestMatchWildcardSkipsDirectories(t *testing.T) {
 		t.Errorf("Match(wc/*) = %q, %v; want %q", got, err, want)
 	}
 	files, err = d.Match("wc/*", true)
-	if got, want := fileNames(files), []string{"a.txt", "b.txt", "sub/c.txt"}; err != nil || !slices.Equal(got, want) {
+	if got, want := fileNames(files), []string{"a.txt", "b.txt", "empty", "sub/c.txt"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("Match(wc/*, recursive) = %q, %v; want %q", got, err, want)
+	}
+	for _, f := range files {
+		if f.Dir != (f.Name == "empty") {
+			t.Errorf("%s: Dir = %v (only the empty directory is one)", f.Name, f.Dir)
+		}
 	}
 	if _, err := d.Match("wc/sub", false); err == nil {
 		t.Error("a directory named literally matched without recursion")

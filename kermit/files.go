@@ -21,7 +21,18 @@ type OutgoingFile struct {
 	Mode    fs.FileMode // permission bits; sent when non-zero or ModeKnown
 	// ModeKnown says Mode is the file's own, so that mode 000 is sent too.
 	ModeKnown bool
-	Open      func() (FileReader, error)
+	// Dir marks an empty directory of a recursive transfer: it has no
+	// data and no Open, and goes only to a kerf peer (see DirReceiver).
+	Dir  bool
+	Open func() (FileReader, error)
+}
+
+// DirReceiver is an optional extension of a Store: ReceiveDir creates the
+// directory a kerf peer sends (an empty directory of a recursive
+// transfer), as Create would name it; files need no such call, since
+// Create makes their directories.
+type DirReceiver interface {
+	ReceiveDir(name string) error
 }
 
 // Store is where a receiving engine puts files.

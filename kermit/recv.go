@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"strconv"
+	"strings"
 	"time"
 
 	"kerf/framing"
@@ -92,6 +93,7 @@ type recvFile struct {
 	attrs    framing.Attributes
 	haveAttr bool
 	refused  bool
+	dir      bool  // an empty directory (sendDir): F and Z only
 	why      error // why it was refused, for a kerf peer
 	off      int64 // next write offset
 	start    int64 // resume point
@@ -180,6 +182,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				}
 			} else if store == nil {
 				return fmt.Errorf("%w: peer sent a file where text was expected", ErrProtocol)
+			} else if strings.HasSuffix(name, "/") && s.neg.peerKerf {
+				// An empty directory from a kerf peer (sendDir).
+				cur.dir = true
+				if err := s.receiveDir(store, name); err != nil {
+					s.cfg.Log.Warn("cannot make directory", "name", name, "err", err)
+					s.event(Event{Kind: FileFailed, Name: name, Err: err})
+				}
 			} else {
 				inc, err := store.Create(name)
 				if err != nil {
@@ -200,8 +209,8 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return err
 			}
 		case 'A':
-			if cur == nil {
-				return fmt.Errorf("%w: A packet without F", ErrProtocol)
+			if cur == nil || cur.dir {
+				return fmt.Errorf("%w: A packet without a file's F", ErrProtocol)
 			}
 			reply, err := s.handleAttrs(cur, p.Data)
 			if err != nil {
@@ -211,8 +220,8 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return err
 			}
 		case 'D':
-			if cur == nil {
-				return fmt.Errorf("%w: D packet without F", ErrProtocol)
+			if cur == nil || cur.dir {
+				return fmt.Errorf("%w: D packet without a file's F", ErrProtocol)
 			}
 			if err := s.writeData(cur, p.Data); err != nil {
 				return err
@@ -326,6 +335,15 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	return append(reply.Marshal(), ext...), nil
 }
 
+// receiveDir makes an empty directory a kerf peer sent, in a store that
+// can (DirReceiver); other stores skip it.
+func (s *Session) receiveDir(store Store, name string) error {
+	if dr, ok := store.(DirReceiver); ok {
+		return dr.ReceiveDir(strings.TrimSuffix(name, "/"))
+	}
+	return nil
+}
+
 // refusalText is kerf's addition to a refusing A ACK for a kerf peer: an
 // "m" field (tag, tochar(length), encoded text) after the one reason tag,
 // saying why in words, since Kermit's reason tags only say which
@@ -406,7 +424,7 @@ func (cur *recvFile) fromCanonical(b []byte) []byte {
 
 // finishFile handles Z: discard, or verify and commit.
 func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) error {
-	if cur.display != nil {
+	if cur.display != nil || cur.dir {
 		return nil
 	}
 	if cur.pendCR {

@@ -63,6 +63,12 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) error {
 		if s.cancelGroup.Load() {
 			break
 		}
+		if f.Dir {
+			if err := s.sendDir(ctx, f.Name); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := s.sendFile(ctx, f); err != nil {
 			var skip *skipError
 			if errors.As(err, &skip) {
@@ -418,6 +424,27 @@ func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) {
 		}
 	}
 	return crc, nil
+}
+
+// sendDir sends an empty directory to a kerf peer: an F packet whose name
+// ends in "/" and at once an empty Z, with no A and no data. The F takes a
+// file id, as every F does. A classic Kermit has no way to make a
+// directory, and is sent none.
+func (s *Session) sendDir(ctx context.Context, name string) error {
+	if !s.neg.peerKerf {
+		return nil
+	}
+	enc, err := s.encodeField([]byte(strings.TrimSuffix(name, "/") + "/"))
+	if err != nil {
+		s.event(Event{Kind: FileFailed, Name: name, Err: err, Sending: true})
+		return nil
+	}
+	s.sendFileID++
+	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {
+		return err
+	}
+	_, err = s.queue(ctx, 'Z', nil, 0)
+	return err
 }
 
 // announceUnsent tells a kerf peer about a file that cannot be sent (it

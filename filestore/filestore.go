@@ -867,11 +867,27 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			}
 			return nil
 		}
-		if !e.Type().IsRegular() || isPartName(e.Name()) {
+		if isPartName(e.Name()) {
 			return nil
 		}
-		info, err := e.Info()
+		var info fs.FileInfo
+		switch {
+		case e.Type().IsRegular():
+			info, err = e.Info()
+		case e.Type()&fs.ModeSymlink != 0:
+			// As the sending client does (scp -r): a link to a file in
+			// the tree sends the file; os.Root refuses one leading out.
+			info, err = d.root.Stat(p)
+		}
+		if err == nil && (info == nil || !info.Mode().IsRegular()) {
+			// FIFOs, sockets, devices and links to directories are not
+			// files to copy (rsync -r skips them too; the sending client
+			// warns of its own).
+			return nil
+		}
 		if err != nil {
+			// A link that leads nowhere or out of the tree was meant to
+			// be a file: the client hears of it (announceUnsent).
 			out = append(out, unreadable(name(p), err))
 			return nil
 		}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -168,5 +169,49 @@ func TestMatchRecursiveUnreadable(t *testing.T) {
 	// for the whole GET.
 	if got := fileNames(top); topErr != nil || !slices.Equal(got, []string{"noperm"}) {
 		t.Errorf("Match(d/noperm, recursive) = %q, %v", got, topErr)
+	}
+}
+
+// A recursive match follows a link to a file in the tree, as the sending
+// client does; a dangling link or one leading out of the tree becomes an
+// entry whose Open fails (so the client hears of it); a FIFO and a link
+// to a directory are passed over.
+func TestMatchRecursiveLinks(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	makeTree(t, root, "t/real.txt", "t/dir/x.txt")
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
+	os.Symlink("real.txt", filepath.Join(root, "t/tofile"))
+	os.Symlink("dir", filepath.Join(root, "t/todir"))
+	os.Symlink("missing", filepath.Join(root, "t/dangling"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "t/out"))
+	if err := syscall.Mkfifo(filepath.Join(root, "t/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	files, err := d.Match("t", true)
+	if got, want := fileNames(files), []string{"t/dangling", "t/dir/x.txt", "t/out", "t/real.txt", "t/tofile"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Match(t, recursive) = %q, %v; want %q", got, err, want)
+	}
+	for _, f := range files {
+		r, err := f.Open()
+		switch f.Name {
+		case "t/dangling", "t/out":
+			if err == nil {
+				r.Close()
+				t.Errorf("%s opened", f.Name)
+			}
+		default:
+			if err != nil {
+				t.Errorf("%s: %v", f.Name, err)
+				continue
+			}
+			b := make([]byte, 64)
+			n, _ := r.Read(b)
+			r.Close()
+			if f.Name == "t/tofile" && string(b[:n]) != "t/real.txt" {
+				t.Errorf("tofile read %q, want real.txt's content", b[:n])
+			}
+		}
 	}
 }

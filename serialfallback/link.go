@@ -31,7 +31,20 @@ type LinkConfig struct {
 	// with stdin put into raw mode while the link is open if it is a
 	// terminal.
 	Stdio bool
+	// StallTimeout fails a write that makes no progress for this long
+	// (plus the time its bytes take at Speed) with ErrStalled, and closes
+	// the link: a peer that died, or flow control held off for good,
+	// otherwise blocks the sender forever, deaf even to its own timeouts
+	// and to Ctrl-C. 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
 }
+
+// DefaultStallTimeout is LinkConfig.StallTimeout's default.
+const DefaultStallTimeout = 30 * time.Second
+
+// ErrStalled is returned by a Write that made no progress for the stall
+// timeout (LinkConfig.StallTimeout); the link is closed then.
+var ErrStalled = errors.New("serialfallback: line stalled: nothing could be written (peer gone, or flow control holding it off)")
 
 // Parity and flow-control names accepted in LinkConfig.
 const (
@@ -111,7 +124,13 @@ func Open(cfg LinkConfig) (Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newLink(p, par), nil
+	l := newLink(p, par)
+	l.stall = cfg.StallTimeout
+	if l.stall <= 0 {
+		l.stall = DefaultStallTimeout
+	}
+	l.speed = cfg.Speed
+	return l, nil
 }
 
 // port is what each kind of line provides; link adds parity and the
@@ -127,9 +146,12 @@ type deadliner interface {
 }
 
 type link struct {
-	p      port
-	par    parity
-	closed atomic.Bool
+	p       port
+	par     parity
+	closed  atomic.Bool
+	stall   time.Duration // see LinkConfig.StallTimeout; 0: none
+	speed   int           // bits per second, 0 unknown
+	stalled atomic.Bool
 
 	wmu  sync.Mutex // guards wbuf
 	wbuf []byte     // parity-encoded copy of the caller's bytes
@@ -163,17 +185,52 @@ func (l *link) Write(b []byte) (int, error) {
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
-	var n int
-	var err error
-	if l.par == parityNone {
-		n, err = l.p.Write(b)
-	} else {
-		n, err = l.writeParity(b)
+	done := 0
+	for done < len(b) {
+		// In chunks, each with its own watchdog: a long write at a low
+		// speed is slow, not stalled.
+		chunk := b[done:min(len(b), done+stallChunk)]
+		var t *time.Timer
+		if l.stall > 0 {
+			t = time.AfterFunc(l.stall+l.lineTime(len(chunk)), func() {
+				l.stalled.Store(true)
+				l.Close() // wakes the blocked write
+			})
+		}
+		var n int
+		var err error
+		if l.par == parityNone {
+			n, err = l.p.Write(chunk)
+		} else {
+			n, err = l.writeParity(chunk)
+		}
+		if t != nil {
+			t.Stop()
+		}
+		done += n
+		if err != nil {
+			switch {
+			case l.stalled.Load():
+				err = ErrStalled
+			case l.closed.Load():
+				err = ErrClosed
+			}
+			return done, err
+		}
 	}
-	if err != nil && l.closed.Load() {
-		err = ErrClosed
+	return done, nil
+}
+
+// stallChunk is the most a link writes under one watchdog.
+const stallChunk = 4096
+
+// lineTime is how long n bytes take on the line at its speed, twice over
+// (start and stop bits, and slack); nothing when the speed is unknown.
+func (l *link) lineTime(n int) time.Duration {
+	if l.speed <= 0 {
+		return 0
 	}
-	return n, err
+	return time.Duration(n) * 20 * time.Second / time.Duration(l.speed)
 }
 
 func (l *link) writeParity(b []byte) (int, error) {

@@ -513,3 +513,36 @@ func TestStdioSubprocess(t *testing.T) {
 		t.Errorf("terminal not restored after the helper closed its link: lflag %#x oflag %#x", tio.Lflag, tio.Oflag)
 	}
 }
+
+// A write to a line that takes nothing (the pty's master is never read,
+// as a dead peer behind a full buffer) fails with ErrStalled once the
+// stall timeout passes, instead of blocking forever, and closes the link.
+func TestPtyStalledWriteFails(t *testing.T) {
+	_, slave := peertest.PtyPair(t) // nobody reads the master
+	l, err := Open(LinkConfig{Device: slave, StallTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := l.Write(buf); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrStalled) {
+			t.Fatalf("stalled write = %v, want ErrStalled", err)
+		}
+	case <-time.After(time.Minute): // a safety net, not a threshold
+		t.Fatal("write to a line nobody reads never failed")
+	}
+	if _, err := l.Write([]byte("x")); !errors.Is(err, ErrClosed) {
+		t.Errorf("write after a stall = %v, want ErrClosed", err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ var serialFlags = []cli.Flag{
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
 	&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"},
 }
+
+// interruptGrace is how long an interrupted serial transfer may take to
+// tell its peer before the line is closed under it.
+const interruptGrace = 2 * time.Second
 
 func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	lc := serialfallback.LinkConfig{
@@ -75,7 +80,13 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 		return nil, nil, connectErr(err)
 	}
 	s := kermit.NewSession(link, k)
-	return s, func() { s.Close(); link.Close() }, nil
+	// Interrupted (Ctrl-C, SIGTERM): the engine tells the peer with an E
+	// packet; a line that takes nothing more would hold it in a write, so
+	// the line is closed after a moment's grace.
+	stop := context.AfterFunc(c.Context, func() {
+		time.AfterFunc(interruptGrace, func() { link.Close() })
+	})
+	return s, func() { stop(); s.Close(); link.Close() }, nil
 }
 
 func serialCommand() *cli.Command {

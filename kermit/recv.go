@@ -33,6 +33,14 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)
 	}
 	mine := myParams(&s.cfg, server)
+	// The receiver answers with the sender's block check when it has it,
+	// as C-Kermit does: the sender (C-Kermit at least) then uses whatever
+	// the ACK says, so the ACK must say what this side will use.
+	if peer.Check >= 1 && peer.Check <= 3 {
+		mine.Check = peer.Check
+	} else {
+		mine.Check = 1
+	}
 	if s.cfg.MaxPacket == 0 && peer.Capas2&capas2RawOK == 0 {
 		mine.MaxLenX = classicMaxPacket
 		if s.cfg.LineSpeed > 0 && peer.Capas&framing.CapWindows != 0 && peer.Window > 1 {

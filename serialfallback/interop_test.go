@@ -358,3 +358,38 @@ func TestInteropRecovery(t *testing.T) {
 		}
 	})
 }
+
+// The receiver answers the Send-Init with the block check it will use:
+// the sender's. C-Kermit sending with one check to a kerf configured for
+// another must work (it adopts the type in kerf's ACK), and so must kerf
+// sending to a C-Kermit configured for another.
+func TestInteropMismatchedBlockCheck(t *testing.T) {
+	files := peertest.StandardFiles(50_000, 2)
+	for _, pair := range [][2]int{{1, 3}, {2, 3}, {3, 1}, {3, 2}} {
+		ckCheck, kerfCheck := pair[0], pair[1]
+		t.Run(fmt.Sprintf("ckermit-c%d-to-kerf-c%d", ckCheck, kerfCheck), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			done := runKerf(t, a, fastBaud, kerfConfig(setting{31, 4096, kerfCheck}, fastBaud), receiveKerf(t, dst))
+			ck := peertest.CKermit(t, b, ckSettings(setting{31, 4096, ckCheck})+"cd "+src+"\n"+sendList(files), src)
+			if err := ck.Wait(2 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			waitKerf(t, done, "receive")
+			peertest.CheckFiles(t, dst, files)
+		})
+		t.Run(fmt.Sprintf("kerf-c%d-to-ckermit-c%d", kerfCheck, ckCheck), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			ck := peertest.CKermit(t, b, ckSettings(setting{31, 4096, ckCheck})+"cd "+dst+"\nreceive", dst)
+			done := runKerf(t, a, fastBaud, kerfConfig(setting{31, 4096, kerfCheck}, fastBaud), sendKerf(outgoing(src, files)))
+			waitKerf(t, done, "send")
+			if err := ck.Wait(time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			peertest.CheckFiles(t, dst, files)
+		})
+	}
+}

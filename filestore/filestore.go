@@ -373,6 +373,47 @@ func CleanName(name string) (string, error) {
 	return c, nil
 }
 
+// resolveDir resolves the argument of a change of directory: as resolve,
+// but ".." steps up from the current directory (lexically, as a shell's
+// cd does) as long as it stays inside the tree, and an empty argument
+// is the top of the tree (C-Kermit's REMOTE CD with no argument). The
+// directory is then used through os.Root, which no symlink can leave.
+func (d *Dir) resolveDir(dir string) (string, error) {
+	if dir == "" {
+		return ".", nil
+	}
+	joined := dir
+	if !strings.HasPrefix(dir, "/") {
+		joined = d.cwd + "/" + dir
+	}
+	c := path.Clean("/" + joined) // a rooted Clean cannot climb above "/"
+	if strings.Contains(joined, "..") && climbsOut(joined) {
+		return "", fmt.Errorf("%w: %q leaves the tree", ErrUnsafeName, dir)
+	}
+	if c == "/" {
+		return ".", nil
+	}
+	return CleanName(strings.TrimPrefix(c, "/"))
+}
+
+// climbsOut reports whether the '/'-separated path p, taken from the top
+// of the tree, goes above it at some point.
+func climbsOut(p string) bool {
+	depth := 0
+	for _, el := range strings.Split(p, "/") {
+		switch el {
+		case "", ".":
+		case "..":
+			if depth--; depth < 0 {
+				return true
+			}
+		default:
+			depth++
+		}
+	}
+	return false
+}
+
 func (d *Dir) resolve(name string) (string, error) {
 	if name == "" || name == "." {
 		return d.cwd, nil
@@ -994,7 +1035,7 @@ func (d *Dir) List(spec string) (string, error) {
 
 // Chdir changes the current directory within the tree.
 func (d *Dir) Chdir(dir string) error {
-	rel, err := d.resolve(dir)
+	rel, err := d.resolveDir(dir)
 	if err != nil {
 		return err
 	}

@@ -262,3 +262,33 @@ func TestCreateOverExisting(t *testing.T) {
 		t.Errorf("symlink replaced: %v %v", fi, err)
 	}
 }
+
+// REMOTE CD: ".." steps up inside the tree and no further; no argument
+// goes to the top.
+func TestChdirDotDot(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "a", "b"), 0o755)
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	steps := []struct {
+		arg, pwd string
+		ok       bool
+	}{
+		{"a/b", "/a/b", true},
+		{"..", "/a", true},
+		{"b/..", "/a", true},
+		{"../..", "/a", false},
+		{"..", "/", true},
+		{"..", "/", false},
+		{"/a/b/../b", "/a/b", true},
+		{"", "/", true},
+		{"/..", "/", false},
+		{"a/../../x", "/", false},
+	}
+	for _, st := range steps {
+		err := d.Chdir(st.arg)
+		if (err == nil) != st.ok || d.Pwd() != st.pwd {
+			t.Errorf("cd %q: err %v, pwd %q; want ok=%v, pwd %q", st.arg, err, d.Pwd(), st.ok, st.pwd)
+		}
+	}
+}

@@ -175,6 +175,16 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if err != nil {
 				return err
 			}
+			if p.Type == 'F' && strings.Trim(name, " /") == "" {
+				// G-Kermit sends an empty name for one it cannot
+				// convert (non-ASCII): store it as C-Kermit does.
+				s.nonames++
+				name = "NONAME"
+				if s.nonames > 1 {
+					name = fmt.Sprintf("NONAME.%d", s.nonames)
+				}
+				s.cfg.Log.Warn("sender gave no file name", "stored as", name)
+			}
 			s.recvFileID++
 			cur = &recvFile{name: name, id: s.recvFileID, text: s.cfg.Text, began: time.Now(), attrs: framing.NewAttributes()}
 			if s.neg.peerKerf {

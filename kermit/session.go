@@ -43,6 +43,7 @@ type Session struct {
 	// groupFailed names files refused after their data was already sent
 	// (pipelined dual-channel mode), learned from late A replies.
 	groupFailed  []string
+	nonames      int // files received without a name (stored as NONAME...)
 	recvFileID   uint32
 	sendNo       uint64
 	ackedNo      uint64 // highest sendNo known to have reached the peer

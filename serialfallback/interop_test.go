@@ -393,3 +393,20 @@ func TestInteropMismatchedBlockCheck(t *testing.T) {
 		})
 	}
 }
+
+// G-Kermit sends an empty F packet for a name it cannot convert (non-ASCII,
+// helper sweep); kerf stores such files as C-Kermit does, NONAME and then
+// NONAME.2, instead of refusing them.
+func TestGKermitUnconvertibleNames(t *testing.T) {
+	files := []peertest.File{{Name: "ünïcødé.txt", Data: []byte("first")}, {Name: "日本.txt", Data: []byte("second")}}
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	done := runKerf(t, a, fastBaud, kerfConfig(setting{1, 94, 1}, fastBaud), receiveKerf(t, dst))
+	gk := peertest.GKermitIn(t, b, src, "-P", "-s", files[0].Name, files[1].Name)
+	if err := gk.Wait(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitKerf(t, done, "receive")
+	peertest.CheckFiles(t, dst, []peertest.File{{Name: "NONAME", Data: files[0].Data}, {Name: "NONAME.2", Data: files[1].Data}})
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -357,6 +359,16 @@ func (f *sessionFS) Rename(from, to string) error {
 func clearErr(err error, name string) error {
 	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
 		return fmt.Errorf("kerf: %s: refused: the path leads outside your directory (through a symbolic link or ..)", name)
+	}
+	// A client (C-Kermit shows it as "Protocol Error: ...") needs the
+	// name and the cause, not the system call ("statat", "renameat").
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("kerf: %s: %w", pe.Path, pe.Err)
+	case errors.As(err, &le):
+		return fmt.Errorf("kerf: %s -> %s: %w", le.Old, le.New, le.Err)
 	}
 	return err
 }

@@ -1,0 +1,30 @@
+package control
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"testing"
+)
+
+// What a client is told names the file and the cause, not the system
+// call, and still matches the cause.
+func TestClearErrDropsSyscallNames(t *testing.T) {
+	for _, tc := range []struct {
+		in   error
+		want string
+	}{
+		{&fs.PathError{Op: "statat", Path: "sub/x.bin", Err: fs.ErrNotExist}, "kerf: sub/x.bin: file does not exist"},
+		{&os.LinkError{Op: "renameat", Old: "a", New: "b", Err: fs.ErrPermission}, "kerf: a -> b: permission denied"},
+		{errors.New("filestore: a exists and is not a regular file"), "filestore: a exists and is not a regular file"},
+	} {
+		got := clearErr(tc.in, "x")
+		if got.Error() != tc.want {
+			t.Errorf("clearErr(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+		var pe *fs.PathError
+		if errors.As(tc.in, &pe) && !errors.Is(got, pe.Err) {
+			t.Errorf("clearErr(%v) lost its cause", tc.in)
+		}
+	}
+}

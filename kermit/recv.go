@@ -370,14 +370,11 @@ func (s *Session) refusalText(why error) []byte {
 	if why == nil || !s.neg.peerKerf {
 		return nil
 	}
-	msg := []rune(why.Error())
-	for len(msg) > 0 {
-		if enc, err := s.encodeField([]byte(string(msg))); err == nil && len(enc) <= 94 {
-			return append([]byte{'m', byte(32 + len(enc))}, enc...)
-		}
-		msg = msg[:len(msg)*3/4]
+	enc := s.fitText(why.Error(), 94) // the most tochar can count
+	if len(enc) == 0 {
+		return nil
 	}
-	return nil
+	return append([]byte{'m', byte(32 + len(enc))}, enc...)
 }
 
 // writeData decodes one D packet into the current file.

@@ -427,14 +427,30 @@ func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) {
 }
 
 // sendDir sends an empty directory to a kerf peer: an F packet whose name
-// ends in "/" and at once an empty Z, with no A and no data. The F takes a
-// file id, as every F does. A classic Kermit has no way to make a
-// directory, and is sent none.
+// ends in "/" and at once an empty Z, with no A and no data. A classic
+// Kermit has no way to make a directory, and is sent none.
 func (s *Session) sendDir(ctx context.Context, name string) error {
 	if !s.neg.peerKerf {
 		return nil
 	}
-	enc, err := s.encodeField([]byte(strings.TrimSuffix(name, "/") + "/"))
+	return s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", nil)
+}
+
+// announceUnsent tells a kerf peer about a file that cannot be sent (it
+// cannot be opened, say): an F packet and at once a Z that discards it,
+// its data "D" followed by the reason, so the receiving side reports the
+// file as not received instead of never hearing of it. (A classic Kermit
+// skips such a file silently, as C-Kermit does.)
+func (s *Session) announceUnsent(ctx context.Context, name string, why error) error {
+	return s.sendHeaderOnly(ctx, name, append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...))
+}
+
+// sendHeaderOnly sends an F for name and at once a Z carrying zdata, with
+// no A and no data. The F takes a file id, as every F does, so ids stay in
+// step with the receiver's count. A name that does not fit a packet was
+// never sendable and is left out.
+func (s *Session) sendHeaderOnly(ctx context.Context, name string, zdata []byte) error {
+	enc, err := s.encodeField([]byte(name))
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: name, Err: err, Sending: true})
 		return nil
@@ -443,34 +459,19 @@ func (s *Session) sendDir(ctx context.Context, name string) error {
 	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {
 		return err
 	}
-	_, err = s.queue(ctx, 'Z', nil, 0)
+	_, err = s.queue(ctx, 'Z', zdata, 0)
 	return err
 }
 
-// announceUnsent tells a kerf peer about a file that cannot be sent (it
-// cannot be opened, say): an F packet and at once a Z that discards it,
-// its data "D" followed by the reason, so the receiving side reports the
-// file as not received instead of never hearing of it. (A classic Kermit
-// skips such a file silently, as C-Kermit does.) The F takes a file id,
-// as every F does, so ids stay in step.
-func (s *Session) announceUnsent(ctx context.Context, name string, why error) error {
-	enc, err := s.encodeField([]byte(name))
-	if err != nil {
-		return nil // a name that does not fit a packet was never sendable
-	}
-	s.sendFileID++
-	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {
-		return err
-	}
-	z := []byte{'D'}
-	for msg := []rune(why.Error()); len(msg) > 0; msg = msg[:len(msg)*3/4] {
-		if text, err := s.encodeField([]byte(string(msg))); err == nil && 1+len(text) <= s.neg.maxData {
-			z = append(z, text...)
-			break
+// fitText encodes as much of msg as fits limit encoded bytes (whole
+// runes, cut by quarters), for the reasons kerf adds to packets.
+func (s *Session) fitText(msg string, limit int) []byte {
+	for r := []rune(msg); len(r) > 0; r = r[:len(r)*3/4] {
+		if enc, err := s.encodeField([]byte(string(r))); err == nil && len(enc) <= limit {
+			return enc
 		}
 	}
-	_, err = s.queue(ctx, 'Z', z, 0)
-	return err
+	return nil
 }
 
 // refusal describes a refusing A ACK's reasons: the tags, and for a kerf

@@ -387,7 +387,7 @@ func (d *Dir) resolveDir(dir string) (string, error) {
 		joined = d.cwd + "/" + dir
 	}
 	c := path.Clean("/" + joined) // a rooted Clean cannot climb above "/"
-	if strings.Contains(joined, "..") && climbsOut(joined) {
+	if climbsOut(joined) {
 		return "", fmt.Errorf("%w: %q leaves the tree", ErrUnsafeName, dir)
 	}
 	if c == "/" {
@@ -584,7 +584,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		}
 		d.pendingN[in.dir+"/"+in.tmp] = true
 		if len(d.pending) >= maxBatch {
-			return d.flushInBackground()
+			d.flushInBackground()
 		}
 		return nil
 	}
@@ -636,7 +636,7 @@ func (d *Dir) EndBatch() error {
 // flush runs at a time. An error of one (naming its file) is kept for
 // flushBatch, so that EndBatch, before the group's B is acknowledged,
 // reports it, and no Commit reports another file's failure as its own.
-func (d *Dir) flushInBackground() error {
+func (d *Dir) flushInBackground() {
 	d.keepFlushErr(d.waitFlush())
 	fl := &flush{names: d.pendingN, done: make(chan struct{})}
 	files := d.pending
@@ -646,7 +646,6 @@ func (d *Dir) flushInBackground() error {
 		fl.err = d.flushFiles(files)
 		close(fl.done)
 	}()
-	return nil
 }
 
 // keepFlushErr remembers the first error of background flushes.
@@ -899,12 +898,8 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		}
 		if e.IsDir() {
 			// An empty directory goes too (kermit.OutgoingFile.Dir).
-			if f, err := d.root.Open(p); err == nil {
-				_, rerr := f.Readdirnames(1)
-				f.Close()
-				if rerr == io.EOF {
-					out = append(out, kermit.OutgoingFile{Name: name(p), Dir: true})
-				}
+			if f, err := d.root.Open(p); err == nil && IsEmptyDir(f) {
+				out = append(out, kermit.OutgoingFile{Name: name(p), Dir: true})
 			}
 			return nil
 		}
@@ -952,6 +947,15 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo) kermit.OutgoingFile {
 		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
 		Open: func() (kermit.FileReader, error) { return d.root.Open(rel) },
 	}
+}
+
+// IsEmptyDir reports whether the open directory f has no entries, reading
+// at most one, and closes f. (Empty directories travel as entries of
+// their own: kermit.OutgoingFile.Dir.)
+func IsEmptyDir(f *os.File) bool {
+	defer f.Close()
+	_, err := f.Readdirnames(1)
+	return err == io.EOF
 }
 
 // SplitSpec splits a Kermit filespec at spaces, honouring {braces}.

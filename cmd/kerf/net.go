@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -345,7 +344,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 				if d.IsDir() {
 					// An empty directory goes too, as scp -r and rsync -r
 					// send it (to a kerf peer; Kermit has no directories).
-					if empty, err := isEmptyDir(p); err == nil && empty {
+					if f, err := os.Open(p); err == nil && filestore.IsEmptyDir(f) {
 						rel, _ := filepath.Rel(a, p)
 						out = append(out, kermit.OutgoingFile{Name: path.Join(top, filepath.ToSlash(rel)), Size: 0, Dir: true})
 					}
@@ -381,20 +380,6 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 		}
 	}
 	return out, total, nil
-}
-
-// isEmptyDir reports whether directory p has no entries, reading at most one.
-func isEmptyDir(p string) (bool, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	_, err = f.Readdirnames(1)
-	if err == io.EOF {
-		return true, nil
-	}
-	return false, err
 }
 
 func sendCommand() *cli.Command {

@@ -36,9 +36,9 @@ type reporter struct {
 
 func newReporter(c *cli.Context, totalBytes int64) *reporter {
 	r := &reporter{out: os.Stderr, total: totalBytes, start: time.Now(), current: map[string]int64{}}
+	r.json = jsonOutput(c)
 	switch {
-	case c.Bool("json"):
-		r.json = json.NewEncoder(os.Stdout)
+	case r.json != nil:
 	case c.Bool("quiet") || !term.IsTerminal(int(os.Stderr.Fd())):
 	default:
 		r.bar = progressbar.NewOptions64(totalBytes,

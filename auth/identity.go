@@ -132,14 +132,12 @@ func loadOrCreate(dir, name string, usage x509.ExtKeyUsage) (id *Identity, creat
 	if err != nil {
 		return nil, false, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("auth: %w", err)
-	}
 	// Two processes may get here at once (two servers started on a new
 	// state directory). key.pem holds the key and its certificate
 	// together and appears in one step that fails if it already exists,
 	// so the pair is never seen half made or mismatched, and whoever
 	// loses the race uses the winner's.
+	// (publishFile makes dir, 0700, if need be.)
 	err = publishFile(keyFile, append(keyPEM, certPEM...), 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		id, err := loadDir(dir)

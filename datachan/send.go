@@ -66,6 +66,12 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	}
 	var crc uint32
 	for pos, end := off, off+n; pos < end; {
+		if zc != nil && job.noSendfile.Load() {
+			// sendfile refused this file: its later blocks are read
+			// once into frames, not read for the CRC and again by the
+			// copier.
+			zc = nil
+		}
 		l := min(bs, end-pos)
 		f, c, err := p.readBlock(src, zc, pos, l)
 		if err != nil {

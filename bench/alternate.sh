@@ -19,7 +19,8 @@
 #   ARGS []: extra flags for kerf send (e.g. --plain-data)
 #   WORK [/dev/shm/kerf-alt]: tmpfs work directory, removed at the end
 # Prints per client: the median wall time, and the mean client and
-# server CPU seconds per run.
+# server CPU seconds per run. A wrapper script used as SERVER must `exec`
+# kerf (the server's CPU is read from the PID it was started as).
 set -euo pipefail
 
 : "${A:?A: a kerf binary}" "${B:?B: a kerf binary}"

@@ -22,6 +22,7 @@
 #             "pending" until then)
 #   kerf-b    kerf send/serve of the binary KERF_B, plaintext: to compare
 #             two builds side by side (not in the default TOOLS)
+#   kerf-tls-b  the same with TLS on the data connections
 # Cases: big (one 1 GiB random file), small (2,000 files of 16 KiB in 20
 # directories), medium (200 files of 4 MiB).
 #
@@ -150,8 +151,8 @@ KERF_TLS=0
 [ ${#SEND_PLAIN[@]} -gt 0 ] && KERF_TLS=1
 KERF_STATE=$WORK/kerf-state
 export KERF_USER=bench KERF_PASSWORD=benchpass
-kerf_bin() { if [ "$1" = kerf-b ]; then echo "$KERF_B"; else echo "$KERF"; fi; }
-case " $TOOLS " in *" kerf-b "*)
+kerf_bin() { case $1 in kerf-b | kerf-tls-b) echo "$KERF_B" ;; *) echo "$KERF" ;; esac; }
+case " $TOOLS " in *" kerf-b "* | *" kerf-tls-b "*)
 	[ -x "${KERF_B:-}" ] || die "kerf-b needs KERF_B, a kerf binary"
 	KERF_B=$(cd "$(dirname "$KERF_B")" && pwd)/$(basename "$KERF_B") ;;
 esac
@@ -204,7 +205,7 @@ now() { date +%s.%N; }
 SERVER_PID=
 port_of() { # tool
 	local i=0
-	for t in raw ftp scp rsync ckermit kerf kerf-tls kerf-b; do
+	for t in raw ftp scp rsync ckermit kerf kerf-tls kerf-b kerf-tls-b; do
 		[ "$t" = "$1" ] && { echo $((PORT0 + 10 * i)); return; }
 		i=$((i + 1))
 	done
@@ -302,7 +303,7 @@ start_kerf() { # tool
 	local p; p=$(port_of "$1")
 	local extra=() bin; bin=$(kerf_bin "$1")
 	kerf_flags "$bin"
-	[ "$1" = kerf-tls ] || extra=("${SERVE_PLAIN[@]}")
+	case $1 in kerf-tls | kerf-tls-b) ;; *) extra=("${SERVE_PLAIN[@]}") ;; esac
 	if [ "$AUTH" = 1 ]; then
 		local state=$KERF_STATE-$1 fp
 		mkdir -p "$state"
@@ -392,11 +393,11 @@ run_one() { # tool case rep
 			-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$what" root@127.0.0.1:"$DST/") ;;
 	rsync)
 		cli=(rsync -a --whole-file "$what" rsync://127.0.0.1:"$p"/dst/) ;;
-	kerf | kerf-tls | kerf-b)
+	kerf | kerf-tls | kerf-b | kerf-tls-b)
 		kerf_flags "$(kerf_bin "$tool")"
 		local extra=("${SEND_EXTRA[@]}")
 		[ -z "$KERF_STREAMS" ] || extra+=(--streams "$KERF_STREAMS")
-		[ "$tool" = kerf-tls ] || extra+=("${SEND_PLAIN[@]}")
+		case $tool in kerf-tls | kerf-tls-b) ;; *) extra+=("${SEND_PLAIN[@]}") ;; esac
 		[ "$cs" = big ] || extra+=(-r)
 		cli=("$(kerf_bin "$tool")" -q send "${extra[@]}" "$what" 127.0.0.1:"$p")
 		# Key login: no password in the environment, so the key is used.
@@ -461,7 +462,7 @@ for tool in $TOOLS; do
 			continue
 		fi
 		start_kerf "$tool" ;;
-	kerf | kerf-b) start_kerf "$tool" ;;
+	kerf | kerf-b | kerf-tls-b) start_kerf "$tool" ;;
 	ftp | scp | rsync) "start_$tool" ;;
 	raw | ckermit) SERVER_PID= ;;
 	*) die "unknown tool $tool" ;;
@@ -489,7 +490,7 @@ done
 for tool in "${RUN_TOOLS[@]}"; do
 	SERVER_PID=${SERVER[$tool]}
 	case $tool in
-	kerf | kerf-tls | kerf-b) stop_kerf "$tool" ;;
+	kerf | kerf-tls | kerf-b | kerf-tls-b) stop_kerf "$tool" ;;
 	ftp | scp | rsync) "stop_$tool" ;;
 	esac
 done

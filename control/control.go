@@ -79,6 +79,7 @@ type serverDual struct {
 	pathOpts   []datachan.Option
 	path       *datachan.Path
 	encrypted  bool
+	records    bool                          // TLS data connections carrying data records
 	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
 }
 
@@ -138,7 +139,13 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if err != nil {
 		return nil, err
 	}
-	conns, allTLS, anyTLS := unwrapData(conns)
+	conns, allTLS, anyTLS, err := unwrapData(conns)
+	if err != nil {
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil, err
+	}
 	if !allTLS && (!d.plain || anyTLS) {
 		for _, c := range conns {
 			c.Close()
@@ -146,6 +153,9 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		return nil, fmt.Errorf("control: data connections mix TLS and plaintext, or are plaintext for a TLS-only token")
 	}
 	d.encrypted = allTLS
+	if tc, ok := conns[0].(*datachan.TLSConn); ok {
+		d.records = tc.Records()
+	}
 	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true))...)
 	d.live.Store(d.path)
 	return d.path, nil

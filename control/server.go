@@ -380,7 +380,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	log.Info("session start", "tls", secure, "client_key", clientKey != "")
 	err := sess.Serve(ctx, fsys)
 	log.Info("session end", "err", err, "user", fsys.userName(), "dual", sess.DataPath() != nil,
-		"data_tls", dual != nil && dual.encrypted)
+		"data_tls", dual != nil && dual.encrypted, "data_records", dual != nil && dual.records)
 }
 
 // countingConn counts the bytes read from the client.

@@ -155,8 +155,10 @@ func (c *dataConn) inner() net.Conn {
 }
 
 // unwrapData returns the connections a Pending paired as the data path
-// should use them, and whether all of them are TLS.
-func unwrapData(conns []net.Conn) (out []net.Conn, allTLS, anyTLS bool) {
+// should use them, and whether all of them are TLS. A TLS connection
+// whose data record keys cannot be derived (see datachan.TLSConn.Paired)
+// fails them all.
+func unwrapData(conns []net.Conn) (out []net.Conn, allTLS, anyTLS bool, err error) {
 	allTLS = true
 	for _, c := range conns {
 		dc, ok := c.(*dataConn)
@@ -167,11 +169,13 @@ func unwrapData(conns []net.Conn) (out []net.Conn, allTLS, anyTLS bool) {
 		}
 		if dc.isTLS {
 			anyTLS = true
-			dc.tls.Batch() // paired: from now on the Path writes whole blocks
+			if perr := dc.tls.Paired(); perr != nil && err == nil {
+				err = perr
+			}
 		} else {
 			allTLS = false
 		}
 		out = append(out, dc.inner())
 	}
-	return out, allTLS, anyTLS
+	return out, allTLS, anyTLS, err
 }

@@ -176,7 +176,9 @@ func clientHello(ctx context.Context, c net.Conn, tok Token, stream int, tlsConf
 	}
 	c.SetDeadline(time.Time{})
 	if tc != nil {
-		tc.Batch()
+		if err := tc.Paired(); err != nil {
+			return fail(err)
+		}
 	}
 	return c, nil
 }

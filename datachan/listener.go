@@ -303,7 +303,10 @@ func (l *Listener) handshake(raw net.Conn) {
 	}
 	c.SetDeadline(time.Time{})
 	if tc != nil {
-		tc.Batch()
+		if err := tc.Paired(); err != nil {
+			l.unclaim(p, stream, c)
+			return
+		}
 	}
 	paired = l.arrive(p, raw, c)
 	testHookPaired()

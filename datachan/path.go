@@ -248,6 +248,8 @@ func (s *stream) write(f *frame) error {
 	var err error
 	if f.src != nil {
 		err = s.sendfileFrame(f)
+	} else if tc, ok := s.conn.(*TLSConn); ok {
+		_, err = tc.writeBlock(f.wire(), framing.BlockHeaderLen)
 	} else {
 		_, err = s.conn.Write(f.wire())
 	}

@@ -3,43 +3,107 @@ package datachan
 import (
 	"bufio"
 	"crypto/tls"
+	"encoding/binary"
+	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// TLSConn is a TLS data connection that, once Batch is called, sends
-// the records of one Write together. crypto/tls writes each record (at
-// most 16 KiB of data) with its own write on the connection: 64
-// syscalls, and as many trips through the TCP stack, per MiB of a
-// block. Underneath the tls.Conn a recordBatcher gathers them, and Write
-// sends them with one write when the block is done. Until Batch (during
-// the handshake and the hello, when the peer is waiting for each
-// message) nothing is held back.
+// TLSConn is a TLS data connection. Until Paired it is plain crypto/tls
+// (the handshake and the hello). Paired then switches it to the data
+// records of records.go when both ends offered them in the handshake
+// (ALPN alpnRecords), or else keeps TLS records and sends those of one
+// Write together: crypto/tls writes each record (at most 16 KiB of
+// data) with its own write on the connection, 64 syscalls and as many
+// trips through the TCP stack per MiB of a block, so underneath the
+// tls.Conn a recordBatcher gathers them and Write sends them with one
+// write when the block is done.
 type TLSConn struct {
 	*tls.Conn
 	b       *recordBatcher
+	client  bool
 	writing atomic.Int32 // Writes in progress
+
+	// data records, once Paired chose them
+	rw *recordWriter
+	rr *recordReader
 }
 
 // TLSClient and TLSServer return a TLSConn over c, as tls.Client and
-// tls.Server do.
+// tls.Server do. Both offer data records (ALPN) on top of conf's own
+// protocols.
 func TLSClient(c net.Conn, conf *tls.Config) *TLSConn {
 	b := &recordBatcher{Conn: c}
-	return &TLSConn{Conn: tls.Client(b, conf), b: b}
+	b.exact.Store(true)
+	return &TLSConn{Conn: tls.Client(b, offerRecords(conf)), b: b, client: true}
 }
 
 func TLSServer(c net.Conn, conf *tls.Config) *TLSConn {
 	b := &recordBatcher{Conn: c}
-	return &TLSConn{Conn: tls.Server(b, conf), b: b}
+	b.exact.Store(true)
+	return &TLSConn{Conn: tls.Server(b, offerRecords(conf)), b: b}
 }
 
-// Batch starts gathering the records of each Write.
-func (c *TLSConn) Batch() { c.b.batch() }
+func offerRecords(conf *tls.Config) *tls.Config {
+	if slices.Contains(conf.NextProtos, alpnRecords) {
+		return conf
+	}
+	conf = conf.Clone()
+	conf.NextProtos = append([]string{alpnRecords}, conf.NextProtos...)
+	return conf
+}
+
+// Paired is called once the hello is done on both sides: nothing has
+// been sent since but the hello's answer, and the peer sends nothing
+// until it has that answer. From here the connection carries data
+// records if the handshake agreed on them, batched TLS records if not.
+// It fails only if the record keys cannot be derived.
+func (c *TLSConn) Paired() error {
+	st := c.ConnectionState()
+	if st.NegotiatedProtocol != alpnRecords {
+		c.b.exact.Store(false)
+		c.b.batch()
+		return nil
+	}
+	out, in := exporterClientToServer, exporterServerToClient
+	if !c.client {
+		out, in = in, out
+	}
+	ws, err := st.ExportKeyingMaterial(out, nil, 32)
+	if err != nil {
+		return fmt.Errorf("datachan: data record keys: %w", err)
+	}
+	rs, err := st.ExportKeyingMaterial(in, nil, 32)
+	if err != nil {
+		return fmt.Errorf("datachan: data record keys: %w", err)
+	}
+	// The exact reads made sure crypto/tls buffered nothing past the
+	// hello's answer, so the raw connection starts at the first record.
+	c.rw = &recordWriter{w: c.b.Conn, keys: recordKeys{secret: ws}}
+	c.rr = &recordReader{r: c.b.Conn, keys: recordKeys{secret: rs}}
+	c.b.exact.Store(false)
+	return nil
+}
+
+// Records reports whether the connection carries data records.
+func (c *TLSConn) Records() bool { return c.rw != nil }
+
+func (c *TLSConn) Read(p []byte) (int, error) {
+	if c.rr != nil {
+		return c.rr.Read(p)
+	}
+	return c.Conn.Read(p)
+}
 
 func (c *TLSConn) Write(p []byte) (int, error) {
 	c.writing.Add(1)
 	defer c.writing.Add(-1)
+	if c.rw != nil {
+		return c.rw.Write(p)
+	}
 	n, err := c.Conn.Write(p)
 	if ferr := c.b.flush(); err == nil {
 		err = ferr
@@ -47,12 +111,33 @@ func (c *TLSConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// writeBlock writes a data block whose first header bytes are its
+// header (see recordWriter.writeBlock).
+func (c *TLSConn) writeBlock(p []byte, header int) (int, error) {
+	if c.rw == nil {
+		return c.Write(p)
+	}
+	c.writing.Add(1)
+	defer c.writing.Add(-1)
+	return c.rw.writeBlock(p, header)
+}
+
+// recordCloseTimeout bounds the end record's write on Close.
+const recordCloseTimeout = 5 * time.Second
+
 // Close breaks a Write in flight instead of queueing the close_notify
-// behind it, as tls.Conn.Close does for its own writes (a block stuck
-// on a peer that stopped reading would hold Close for crypto/tls's
-// 5-second close_notify deadline). Otherwise it stops batching, so
-// that the close_notify goes straight out, and closes.
+// (or the end record) behind it, as tls.Conn.Close does for its own
+// writes (a block stuck on a peer that stopped reading would hold Close
+// for crypto/tls's 5-second close_notify deadline). Otherwise it stops
+// batching, so that the close_notify goes straight out, and closes.
 func (c *TLSConn) Close() error {
+	if c.rw != nil {
+		if c.writing.Load() == 0 {
+			c.b.Conn.SetWriteDeadline(time.Now().Add(recordCloseTimeout))
+			c.rw.end()
+		}
+		return c.b.Conn.Close()
+	}
 	if c.writing.Load() > 0 {
 		c.b.Conn.Close()
 		return c.Conn.Close()
@@ -66,16 +151,42 @@ func (c *TLSConn) NetConn() net.Conn { return c.b.Conn }
 
 // recordBatcher passes writes through, or after batch holds them for
 // flush. Its lock also covers writes tls makes from its read side (a
-// KeyUpdate answer); those go out with the next flush.
+// KeyUpdate answer); those go out with the next flush. While exact is
+// set, its reads never go past the end of the TLS record being read,
+// so that crypto/tls holds no bytes that came after the hello's answer
+// (data records, once the peer has switched).
 type recordBatcher struct {
 	net.Conn
 	mu sync.Mutex
 	w  *bufio.Writer // nil: pass writes through
+
+	exact atomic.Bool
+	hdr   [5]byte // TLS record header being read
+	nhdr  int
+	left  int // bytes of the current record's body not read yet
 }
 
 // tlsBatchBytes is the batcher's buffer: a full buffer is written out
 // at once, so a 1 MiB block goes out in four writes.
 const tlsBatchBytes = 256 << 10
+
+func (b *recordBatcher) Read(p []byte) (int, error) {
+	if !b.exact.Load() || len(p) == 0 {
+		return b.Conn.Read(p)
+	}
+	if b.left == 0 {
+		n, err := b.Conn.Read(b.hdr[b.nhdr : b.nhdr+min(len(p), len(b.hdr)-b.nhdr)])
+		copy(p, b.hdr[b.nhdr:b.nhdr+n])
+		b.nhdr += n
+		if b.nhdr == len(b.hdr) {
+			b.nhdr, b.left = 0, int(binary.BigEndian.Uint16(b.hdr[3:]))
+		}
+		return n, err
+	}
+	n, err := b.Conn.Read(p[:min(len(p), b.left)])
+	b.left -= n
+	return n, err
+}
 
 func (b *recordBatcher) Write(p []byte) (int, error) {
 	b.mu.Lock()

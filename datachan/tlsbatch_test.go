@@ -3,7 +3,6 @@ package datachan
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"net"
 	"sync/atomic"
@@ -29,46 +28,18 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // with the client's underlying writes counted, after the handshake.
 func tlsPair(t *testing.T) (*TLSConn, *TLSConn, *countingConn) {
 	t.Helper()
-	cert := selfSignedCert(t)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert.Leaf)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	counted := &countingConn{Conn: raw}
-	client := TLSClient(counted, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
-	server := TLSServer(<-accepted, &tls.Config{Certificates: []tls.Certificate{cert}})
-	t.Cleanup(func() { client.Close(); server.Close() })
-	errc := make(chan error, 1)
-	go func() { errc <- server.Handshake() }()
-	if err := client.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	return client, server, counted
+	return tlsPairWith(t, TLSServer)
 }
 
-// After Batch, the records of one Write leave in a few large writes
-// instead of one write per 16 KiB record, and arrive intact.
+// With a peer that keeps TLS records, after Paired the records of one
+// Write leave in a few large writes instead of one write per 16 KiB
+// record, and arrive intact.
 func TestTLSConnBatchesRecords(t *testing.T) {
 	data := randomData(14, 1<<20)
 	for _, batched := range []bool{false, true} {
-		client, server, counted := tlsPair(t)
+		client, server, counted := tlsPairWith(t, legacyTLSServer)
 		if batched {
-			client.Batch()
+			client.Paired()
 		}
 		got := make(chan []byte, 1)
 		readErr := make(chan error, 1)
@@ -123,10 +94,15 @@ func TestRecordBatcherFlushesOnClose(t *testing.T) {
 }
 
 // Close does not wait behind a block stuck on a peer that stopped
-// reading.
+// reading, with TLS records or data records.
 func TestTLSConnCloseBreaksStuckWrite(t *testing.T) {
-	client, _, _ := tlsPair(t)
-	client.Batch()
+	t.Run("tls", func(t *testing.T) { testCloseBreaksStuckWrite(t, legacyTLSServer) })
+	t.Run("records", func(t *testing.T) { testCloseBreaksStuckWrite(t, TLSServer) })
+}
+
+func testCloseBreaksStuckWrite(t *testing.T, server func(net.Conn, *tls.Config) *TLSConn) {
+	client, _, _ := tlsPairWith(t, server)
+	client.Paired()
 	wrote := make(chan error, 1)
 	go func() {
 		// Blocks of 100 KiB until the socket buffers are full: the
@@ -157,8 +133,8 @@ func TestTLSConnCloseBreaksStuckWrite(t *testing.T) {
 // closes (crypto/tls gives it a deadline that a held-back alert would
 // miss).
 func TestTLSConnCloseSendsCloseNotify(t *testing.T) {
-	client, server, counted := tlsPair(t)
-	client.Batch()
+	client, server, counted := tlsPairWith(t, legacyTLSServer)
+	client.Paired()
 	if _, err := client.Write([]byte("block")); err != nil {
 		t.Fatal(err)
 	}

@@ -357,6 +357,10 @@ func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
 	t.Logf("kerf said: %s", r.stderr)
+	// A kerf that has data records (it logs data_records) used them.
+	if end := waitLogLine(t, fs.server, "session end"); strings.Contains(end, "data_records=") && !strings.Contains(end, "data_records=true") {
+		t.Errorf("the session did not use data records: %s", end)
+	}
 	noFile(t, dst)
 	if kept := waitStable(t, partName(dst)); kept <= 0 || kept >= size {
 		t.Fatalf("partial file of %d bytes, want some of %d", kept, size)

@@ -105,7 +105,8 @@ func serverArgs(t *testing.T, root string, o serverOpts) []string {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	args := []string{"serve", "--root", root, "--listen", host + ":0", "--data-listen", host + ":0"}
+	// Sessions are logged at info (waitLogLine reads them).
+	args := []string{"--log-level", "info", "serve", "--root", root, "--listen", host + ":0", "--data-listen", host + ":0"}
 	if features.serveState {
 		state := t.TempDir()
 		args = append(args, "--state", state)
@@ -216,6 +217,24 @@ func startServer(t *testing.T, root string, o serverOpts) *server {
 		if time.Now().After(deadline) {
 			t.Fatalf("kerf serve did not say where it listens:\n%s", s.stderr.String())
 		}
+	}
+}
+
+// waitLogLine waits for the server to log a line containing s, and
+// returns the first such line.
+func waitLogLine(t *testing.T, srv *server, s string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, l := range strings.Split(srv.stderr.String(), "\n") {
+			if strings.Contains(l, s) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not log %q:\n%s", s, srv.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 )
 
@@ -19,7 +20,7 @@ import (
 // are AES-128-GCM, as in TLS, but up to 256 KiB instead of 16 KiB, and
 // the receiver decrypts straight into its block buffer and the sender
 // seals straight into its write buffer: crypto/tls copies each record
-// once more on both sides (docs/protocol-datachan.md §7 has the format
+// once more on both sides (docs/protocol-datachan.md §5 has the format
 // and the reasons).
 //
 //	record  = header ciphertext tag
@@ -46,8 +47,9 @@ const (
 	// 64 KiB buffer (stream.readFull) takes whole.
 	recSmall = 64 << 10
 
-	exporterClientToServer = "EXPORTER-kerf-data-records client"
-	exporterServerToClient = "EXPORTER-kerf-data-records server"
+	// RFC 5705 §4: labels of private use begin with "EXPERIMENTAL".
+	exporterClientToServer = "EXPERIMENTAL-kerf-data-records client"
+	exporterServerToClient = "EXPERIMENTAL-kerf-data-records server"
 )
 
 // recEpochShift sets how many records one key seals: 2^18 records of at
@@ -112,8 +114,8 @@ func deriveRecordKey(secret []byte, epoch uint64) (cipher.AEAD, [12]byte, error)
 	return aead, iv, nil
 }
 
-// recordWriter seals writes into records. Write and Close must not run
-// at the same time (TLSConn.Close sees to that).
+// recordWriter seals writes into records; mu serialises them with the
+// end record.
 type recordWriter struct {
 	mu   sync.Mutex
 	w    io.Writer
@@ -151,23 +153,27 @@ func (rw *recordWriter) write(p []byte, first, chunk int) (int, error) {
 	if len(p) <= recSmall {
 		first, chunk = 0, recSmall
 	}
-	n := 0
-	for n < len(p) {
+	written := 0 // bytes of p whose records are on the connection
+	for n := 0; n < len(p); {
 		size := min(chunk, len(p)-n)
 		if n == 0 && first > 0 {
 			size = min(first, len(p))
 		}
 		if len(rw.buf) > 0 && len(rw.buf)+recHeaderLen+size+recTagLen > cap(rw.buf) {
 			if err := rw.flush(); err != nil {
-				return n, err
+				return written, err
 			}
+			written = n
 		}
 		if err := rw.seal(p[n:n+size], false); err != nil {
-			return n, err
+			return written, err
 		}
 		n += size
 	}
-	return n, rw.flush()
+	if err := rw.flush(); err != nil {
+		return written, err
+	}
+	return len(p), nil
 }
 
 // seal appends one record of p to buf.
@@ -207,6 +213,10 @@ func (rw *recordWriter) flush() error {
 func (rw *recordWriter) end() error {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
+	return rw.endLocked()
+}
+
+func (rw *recordWriter) endLocked() error {
 	if rw.err != nil || rw.done {
 		return rw.err
 	}
@@ -244,10 +254,17 @@ func (rr *recordReader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	n, err := rr.next(p)
-	if err != nil {
+	if err != nil && !isTimeout(err) {
+		// A timeout leaves the stream whole (next consumes nothing of a
+		// record it could not read); anything else ends it.
 		rr.err = err
 	}
 	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // next reads and opens one record.

@@ -562,3 +562,66 @@ func BenchmarkDataRecordsOpen(b *testing.B) {
 		}
 	}
 }
+
+// Each direction has its own secret, and the two ends agree on them:
+// one secret for both would repeat every nonce across the directions.
+func TestTLSConnRecordSecretsPerDirection(t *testing.T) {
+	client, server, _ := tlsPair(t)
+	if err := client.Paired(); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Paired(); err != nil {
+		t.Fatal(err)
+	}
+	c, s := client.rec.Load(), server.rec.Load()
+	if c == nil || s == nil {
+		t.Fatal("no data records")
+	}
+	switch {
+	case !bytes.Equal(c.w.keys.secret, s.r.keys.secret), !bytes.Equal(s.w.keys.secret, c.r.keys.secret):
+		t.Fatal("the ends disagree on a direction's secret")
+	case bytes.Equal(c.w.keys.secret, c.r.keys.secret):
+		t.Fatal("both directions have the same secret")
+	}
+}
+
+// Paired twice would start a second record stream from the same
+// secrets (nonce reuse): it is refused, and so is Paired after Close.
+func TestTLSConnPairedOnce(t *testing.T) {
+	client, _, _ := tlsPair(t)
+	if err := client.Paired(); err != nil {
+		t.Fatal(err)
+	}
+	w := client.rec.Load().w
+	if err := client.Paired(); err == nil {
+		t.Fatal("second Paired succeeded")
+	}
+	if client.rec.Load().w != w {
+		t.Fatal("second Paired replaced the record writer")
+	}
+	other, _, _ := tlsPair(t)
+	other.Close()
+	if err := other.Paired(); err == nil {
+		t.Fatal("Paired after Close succeeded")
+	}
+}
+
+// Close and Paired from two goroutines (a pairing given up while the
+// connection is being paired): no data race, and Close closes.
+func TestTLSConnPairedRacesClose(t *testing.T) {
+	for range 20 {
+		client, server, _ := tlsPair(t)
+		done := make(chan struct{})
+		go func() {
+			client.Paired()
+			close(done)
+		}()
+		client.Close()
+		<-done
+		server.Paired()
+		buf := make([]byte, 1)
+		if _, err := server.Read(buf); err == nil {
+			t.Fatal("read from a closed peer succeeded")
+		}
+	}
+}

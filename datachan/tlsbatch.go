@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -27,9 +28,15 @@ type TLSConn struct {
 	client  bool
 	writing atomic.Int32 // Writes in progress
 
-	// data records, once Paired chose them
-	rw *recordWriter
-	rr *recordReader
+	mu     sync.Mutex // orders Paired and Close
+	paired bool
+	closed bool
+	rec    atomic.Pointer[recordPair] // data records, once Paired chose them
+}
+
+type recordPair struct {
+	w *recordWriter
+	r *recordReader
 }
 
 // TLSClient and TLSServer return a TLSConn over c, as tls.Client and
@@ -47,23 +54,52 @@ func TLSServer(c net.Conn, conf *tls.Config) *TLSConn {
 	return &TLSConn{Conn: tls.Server(b, offerRecords(conf)), b: b}
 }
 
+// offered holds, per caller's config, its clone that also offers data
+// records: one clone per config rather than per connection (a server
+// clone has its own session-ticket keys).
+var offered sync.Map // *tls.Config -> *tls.Config
+
 func offerRecords(conf *tls.Config) *tls.Config {
 	if slices.Contains(conf.NextProtos, alpnRecords) {
 		return conf
 	}
-	conf = conf.Clone()
-	conf.NextProtos = append([]string{alpnRecords}, conf.NextProtos...)
-	return conf
+	if c, ok := offered.Load(conf); ok {
+		return c.(*tls.Config)
+	}
+	c := conf.Clone()
+	c.NextProtos = append([]string{alpnRecords}, conf.NextProtos...)
+	actual, _ := offered.LoadOrStore(conf, c)
+	return actual.(*tls.Config)
 }
 
-// Paired is called once the hello is done on both sides: nothing has
-// been sent since but the hello's answer, and the peer sends nothing
+// recordsAgreed reports whether a finished handshake chose data records:
+// both offered them, and the connection is TLS 1.3 with AES-128-GCM (a
+// peer without AES hardware has its TLS choose ChaCha20, and keeps it).
+// Both ends see the same state and so decide alike.
+func recordsAgreed(st tls.ConnectionState) bool {
+	return st.NegotiatedProtocol == alpnRecords && st.Version == tls.VersionTLS13 &&
+		st.CipherSuite == tls.TLS_AES_128_GCM_SHA256
+}
+
+// Paired is called once, when the hello is done on both sides: nothing
+// has been sent since but the hello's answer, and the peer sends nothing
 // until it has that answer. From here the connection carries data
 // records if the handshake agreed on them, batched TLS records if not.
-// It fails only if the record keys cannot be derived.
+// It fails if called again, after Close, or if the record keys cannot
+// be derived.
 func (c *TLSConn) Paired() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.paired:
+		// A second set of records from the same secrets would reuse nonces.
+		return errors.New("datachan: data connection paired twice")
+	case c.closed:
+		return net.ErrClosed
+	}
+	c.paired = true
 	st := c.ConnectionState()
-	if st.NegotiatedProtocol != alpnRecords {
+	if !recordsAgreed(st) {
 		c.b.exact.Store(false)
 		c.b.batch()
 		return nil
@@ -82,28 +118,30 @@ func (c *TLSConn) Paired() error {
 	}
 	// The exact reads made sure crypto/tls buffered nothing past the
 	// hello's answer, so the raw connection starts at the first record.
-	c.rw = &recordWriter{w: c.b.Conn, keys: recordKeys{secret: ws}}
-	c.rr = &recordReader{r: c.b.Conn, keys: recordKeys{secret: rs}}
+	c.rec.Store(&recordPair{
+		w: &recordWriter{w: c.b.Conn, keys: recordKeys{secret: ws}},
+		r: &recordReader{r: c.b.Conn, keys: recordKeys{secret: rs}},
+	})
 	c.b.exact.Store(false)
 	return nil
 }
 
 // Records reports whether the connection carries data records.
-func (c *TLSConn) Records() bool { return c.rw != nil }
+func (c *TLSConn) Records() bool { return c.rec.Load() != nil }
 
 func (c *TLSConn) Read(p []byte) (int, error) {
-	if c.rr != nil {
-		return c.rr.Read(p)
+	if r := c.rec.Load(); r != nil {
+		return r.r.Read(p)
 	}
 	return c.Conn.Read(p)
 }
 
 func (c *TLSConn) Write(p []byte) (int, error) {
+	if r := c.rec.Load(); r != nil {
+		return r.w.Write(p)
+	}
 	c.writing.Add(1)
 	defer c.writing.Add(-1)
-	if c.rw != nil {
-		return c.rw.Write(p)
-	}
 	n, err := c.Conn.Write(p)
 	if ferr := c.b.flush(); err == nil {
 		err = ferr
@@ -114,12 +152,10 @@ func (c *TLSConn) Write(p []byte) (int, error) {
 // writeBlock writes a data block whose first header bytes are its
 // header (see recordWriter.writeBlock).
 func (c *TLSConn) writeBlock(p []byte, header int) (int, error) {
-	if c.rw == nil {
-		return c.Write(p)
+	if r := c.rec.Load(); r != nil {
+		return r.w.writeBlock(p, header)
 	}
-	c.writing.Add(1)
-	defer c.writing.Add(-1)
-	return c.rw.writeBlock(p, header)
+	return c.Write(p)
 }
 
 // recordCloseTimeout bounds the end record's write on Close.
@@ -129,12 +165,17 @@ const recordCloseTimeout = 5 * time.Second
 // (or the end record) behind it, as tls.Conn.Close does for its own
 // writes (a block stuck on a peer that stopped reading would hold Close
 // for crypto/tls's 5-second close_notify deadline). Otherwise it stops
-// batching, so that the close_notify goes straight out, and closes.
+// batching, so that the close_notify (or the end record) goes straight
+// out, and closes.
 func (c *TLSConn) Close() error {
-	if c.rw != nil {
-		if c.writing.Load() == 0 {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	if r := c.rec.Load(); r != nil {
+		if r.w.mu.TryLock() {
 			c.b.Conn.SetWriteDeadline(time.Now().Add(recordCloseTimeout))
-			c.rw.end()
+			r.w.endLocked()
+			r.w.mu.Unlock()
 		}
 		return c.b.Conn.Close()
 	}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Known-answer vectors for kerf's data records (datachan/records.go,
-# docs/protocol-datachan.md §7), computed with the Python "cryptography"
+# docs/protocol-datachan.md §5), computed with the Python "cryptography"
 # package, independently of the Go code: HKDF-Expand-SHA256 for the key
 # and IV of each epoch, AES-128-GCM for the records.
 #   python3 datachan/testdata/records_kat.py > datachan/testdata/records_kat.txt

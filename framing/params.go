@@ -56,21 +56,24 @@ const (
 
 // Params are the Send-Init parameters of one side (S, I and their ACKs).
 type Params struct {
-	MaxLen   int       // MAXL, short packet length (<= 94)
-	Timeout  int       // TIME, seconds
-	NPad     int       // NPAD
-	PadChar  byte      // PADC (the pad character itself, not ctl()'d)
-	EOL      byte      // EOL (the terminator itself, e.g. '\r')
-	QCTL     byte      // control prefix this side sends
-	QBIN     byte      // 'Y', 'N' or a prefix character
-	Check    CheckType // requested block check (1, 2, 3)
-	REPT     byte      // repeat prefix, or ' ' for none
-	Capas    int       // first CAPAS byte's bits (without the continuation bit)
-	Capas2   int       // kerf's second CAPAS byte bits; 0 = not sent
-	Window   int       // WINDO
-	MaxLenX  int       // MAXLX1*95+MAXLX2, long packet length
-	WhatAmI  int       // WHATAMI bits (WhatValid set if present)
-	SysID    string    // e.g. "U1"
+	MaxLen  int       // MAXL, short packet length (<= 94)
+	Timeout int       // TIME, seconds
+	NPad    int       // NPAD
+	PadChar byte      // PADC (the pad character itself, not ctl()'d)
+	EOL     byte      // EOL (the terminator itself, e.g. '\r')
+	QCTL    byte      // control prefix this side sends
+	QBIN    byte      // 'Y', 'N' or a prefix character
+	Check   CheckType // requested block check (1, 2, 3)
+	// Force3 is C-Kermit's block check "5" (FORCE-3): type 3 on every
+	// packet, the Send-Init and its ACK included. Check is then 3.
+	Force3   bool
+	REPT     byte   // repeat prefix, or ' ' for none
+	Capas    int    // first CAPAS byte's bits (without the continuation bit)
+	Capas2   int    // kerf's second CAPAS byte bits; 0 = not sent
+	Window   int    // WINDO
+	MaxLenX  int    // MAXLX1*95+MAXLX2, long packet length
+	WhatAmI  int    // WHATAMI bits (WhatValid set if present)
+	SysID    string // e.g. "U1"
 	WhatAmI2 int
 	// Ext is kerf's extension field (dual-channel address and token);
 	// sent after WHATAMI2 only when non-empty. Printable ASCII, <= 60 bytes.
@@ -154,7 +157,8 @@ func DefaultParams() Params {
 // A PadChar that is not a control character becomes NUL, an EOL outside
 // 1..31 CR, a QCTL that is not a valid prefix '#', a QBIN that is neither
 // 'Y', 'N' nor a valid prefix 'N', a REPT that is not a valid prefix ' ',
-// and a Check other than 1..3 becomes 1. Capas and Capas2 keep only bits
+// and a Check other than 1..3 becomes 1 (Force3 writes "5", which reads
+// back as Check 3 with Force3). Capas and Capas2 keep only bits
 // 2..32, WhatAmI and WhatAmI2 only bits 1..32. SysID and Ext are cut to 94
 // bytes, the most tochar can count; their bytes are written as given (keep
 // them printable).
@@ -183,6 +187,9 @@ func (p Params) appendTo(b []byte) []byte {
 	chkt := byte('1')
 	if p.Check >= 1 && p.Check <= 3 {
 		chkt = byte('0' + p.Check)
+	}
+	if p.Force3 {
+		chkt = '5'
 	}
 	rept := p.REPT
 	if !isPrefixChar(rept) {
@@ -301,6 +308,9 @@ func ParseParams(data []byte) (Params, error) {
 	}
 	if len(data) > 7 && data[7] >= '1' && data[7] <= '3' {
 		p.Check = CheckType(data[7] - '0')
+	}
+	if len(data) > 7 && data[7] == '5' {
+		p.Check, p.Force3 = 3, true
 	}
 	if len(data) > 8 && isPrefixChar(data[8]) {
 		p.REPT = data[8]

@@ -119,7 +119,7 @@ func TestParseParamsPeers(t *testing.T) {
 		// 'B' (blank-free type 2) and '5' (FORCE-3) fall back to type 1.
 		{"ck_bcB", "l2r.S0", with(ckS, func(p *Params) { p.Check = 1 })},
 		{"ck_bcB", "r2l.Y0", with(ckAck, func(p *Params) { p.Check = 1 })},
-		{"ck_bc5", "l2r.S0", with(ckS, func(p *Params) { p.Check = 1 })},
+		{"ck_bc5", "l2r.S0", with(ckS, func(p *Params) { p.Check, p.Force3 = 3, true })},
 		{"ck_noattr", "l2r.S0", with(ckS, func(p *Params) { p.Timeout = 20; p.Capas &^= CapAttrs })},
 		{"ck_noattr", "r2l.Y0", with(ckAck, func(p *Params) { p.Capas &^= CapAttrs })},
 		{"ck_resend", "l2r.S0", with(ckS, func(p *Params) { p.WhatAmI2 = 33 })},

@@ -31,6 +31,11 @@ const (
 	UnprefixMinimal
 )
 
+// CheckForce3 as Config.Check is C-Kermit's block check 5 ("FORCE-3"):
+// the 16-bit CRC on every packet, the Send-Init and its ACK included.
+// Without it kerf still detects a peer that forces type 3, and follows.
+const CheckForce3 framing.CheckType = 5
+
 // Config holds one side's protocol preferences. The zero value is not
 // useful; start from DefaultConfig.
 type Config struct {
@@ -40,7 +45,7 @@ type Config struct {
 	// whose fixed-size retransmissions fare badly with longer packets on
 	// a noisy line (C-Kermit itself asks for 4000).
 	MaxPacket  int
-	Check      framing.CheckType // preferred block check
+	Check      framing.CheckType // preferred block check: 1, 2, 3, or CheckForce3
 	Attributes bool              // offer attribute packets
 	Streaming  bool              // offer streaming (only sensible on reliable links)
 	Unprefix   Unprefix          // what this side leaves bare when sending

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -399,5 +400,85 @@ func TestServer(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("server did not exit after FINISH")
+	}
+}
+
+// tapConn keeps a copy of everything written.
+type tapConn struct {
+	net.Conn
+	mu  sync.Mutex
+	out []byte
+}
+
+func (c *tapConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.out = append(c.out, b...)
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// packetsWithCheck parses every packet in wire with check type chk and
+// returns their types, failing on one that does not parse.
+func packetsWithCheck(t *testing.T, wire []byte, chk framing.CheckType) string {
+	t.Helper()
+	var types []byte
+	f := framing.Frame{Mark: framing.SOH, Check: chk}
+	for {
+		i := bytes.IndexByte(wire, framing.SOH)
+		if i < 0 {
+			return string(types)
+		}
+		p, n, err := f.ParsePacket(wire[i:])
+		if err != nil {
+			t.Fatalf("packet %d (%q...) does not parse with check %d: %v", len(types), wire[i:min(len(wire), i+12)], chk, err)
+		}
+		types = append(types, p.Type)
+		wire = wire[i+n:]
+	}
+}
+
+// C-Kermit's block check 5 (FORCE-3): type 3 on every packet, the
+// Send-Init and its ACK included. A kerf with it and a kerf without it
+// agree both ways: the one without follows the first type-3 packet
+// (the S, or the ACK of its own S after a type-1 try went unanswered).
+func TestForce3(t *testing.T) {
+	files := standardFiles()[:4]
+	for _, forceSender := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sender-forces-%v", forceSender), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, files)
+			plain, forced := kermit.DefaultConfig(), kermit.DefaultConfig()
+			plain.Check, forced.Check = 1, kermit.CheckForce3
+			plain.Timeout, forced.Timeout = time.Second, time.Second
+			// The forcing side treats a type-1 packet as damaged, as
+			// C-Kermit does: only type 3 reaches it.
+			scfg, rcfg := plain, forced
+			if forceSender {
+				scfg, rcfg = forced, plain
+			}
+			a, b := link(t, 0, 1)
+			ta, tb := &tapConn{Conn: a}, &tapConn{Conn: b}
+			serr, rerr, _ := transfer(t, ta, tb, scfg, rcfg, out, dst)
+			if serr != nil || rerr != nil {
+				t.Fatalf("send: %v, receive: %v", serr, rerr)
+			}
+			checkFiles(t, dst, files)
+			// The forcing side sent only type 3; the other side's ACK of
+			// the S, and everything after, too.
+			forcedWire, otherWire := tb.out, ta.out
+			if forceSender {
+				forcedWire, otherWire = ta.out, tb.out
+			}
+			if types := packetsWithCheck(t, forcedWire, 3); !strings.Contains(types, "B") && !strings.Contains(types, "Y") {
+				t.Fatalf("forcing side sent %q", types)
+			}
+			if !forceSender {
+				// The plain sender's first S was type 1; its retry type 3.
+				i := bytes.IndexByte(otherWire[1:], framing.SOH) + 1
+				packetsWithCheck(t, otherWire[i:], 3)
+			} else {
+				packetsWithCheck(t, otherWire, 3)
+			}
+		})
 	}
 }

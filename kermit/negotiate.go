@@ -48,6 +48,9 @@ func myParams(cfg *Config, server bool) framing.Params {
 		p.QBIN = '&'
 	}
 	p.Check = cfg.Check
+	if cfg.Check == CheckForce3 {
+		p.Check, p.Force3 = 3, true
+	}
 	p.REPT = '~'
 	p.Capas = framing.CapLong | framing.CapResend
 	if cfg.Window > 1 {

@@ -28,6 +28,15 @@ type pktConn struct {
 	mark   byte
 	parity bool
 	rchk   atomic.Int32 // check type expected on incoming packets
+	// force3: the peer uses type 3 on every packet (C-Kermit's block
+	// check 5), so this side does too, whatever was negotiated. Set by
+	// the reader when such a packet arrives, or from the start.
+	force3 atomic.Bool
+	// probe3: no Send-Init has been agreed with a peer that does not
+	// force type 3, so a type-3 packet may still reveal one that does.
+	// (Later, a damaged packet that happened to pass a type-3 check must
+	// not switch the link.)
+	probe3 atomic.Bool
 
 	// outgoing framing, owned by the engine goroutine
 	wchk     framing.CheckType
@@ -62,6 +71,7 @@ func newPktConn(rw io.ReadWriter, parity bool) *pktConn {
 		done:   make(chan struct{}),
 	}
 	c.rchk.Store(1)
+	c.probe3.Store(true)
 	go c.readLoop()
 	return c
 }
@@ -100,13 +110,24 @@ func (c *pktConn) readLoop() {
 				break
 			}
 			ip := inPacket{}
-			if err != nil && chk != 1 {
+			if err != nil && chk != 1 && !c.force3.Load() {
 				// S and I, and the commands that start a transaction (R, G
 				// and C-Kermit's variants), always use check 1.
 				f.Check = 1
-				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && bytes.IndexByte([]byte("SIRGVJHCKO"), p1.Type&0x7f) >= 0 {
+				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && bytes.IndexByte([]byte(initTypes), p1.Type&0x7f) >= 0 {
 					p, n, err = p1, n1, nil
 					ip.chk1 = true
+				}
+			}
+			if err != nil && chk != 3 && c.probe3.Load() {
+				// Except from a FORCE-3 peer, whose every packet has type 3:
+				// the first one that does (an S or I, the ACK of ours, an E
+				// or a NAK) switches this side to type 3 for good.
+				f.Check = 3
+				if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && bytes.IndexByte([]byte(initTypes+"YNE"), p3.Type&0x7f) >= 0 {
+					p, n, err = p3, n3, nil
+					c.force3.Store(true)
+					c.rchk.Store(3)
 				}
 			}
 			if err != nil {
@@ -145,6 +166,11 @@ func (c *pktConn) readLoop() {
 	}
 }
 
+// initTypes are the packets that start a transaction: S and I, and the
+// commands (R, G and C-Kermit's variants). They use the type-1 check
+// whatever the last transaction agreed, unless the peer forces type 3.
+const initTypes = "SIRGVJHCKO"
+
 func (c *pktConn) deliver(p inPacket) bool {
 	select {
 	case c.in <- p:
@@ -154,8 +180,12 @@ func (c *pktConn) deliver(p inPacket) bool {
 	}
 }
 
-// setCheck switches the block check for both directions.
+// setCheck switches the block check for both directions (to type 3,
+// whatever t, with a FORCE-3 peer).
 func (c *pktConn) setCheck(t framing.CheckType) {
+	if c.force3.Load() {
+		t = 3
+	}
 	c.wchk = t
 	c.rchk.Store(int32(t))
 }
@@ -165,6 +195,9 @@ func (c *pktConn) encode(p framing.Packet, chk framing.CheckType) ([]byte, error
 	b := make([]byte, 0, c.npad+len(p.Data)+16)
 	for i := 0; i < c.npad; i++ {
 		b = append(b, c.padc)
+	}
+	if c.force3.Load() {
+		chk = 3
 	}
 	f := framing.Frame{Mark: c.mark, Check: chk, Parity: c.parity}
 	b, err := f.AppendPacket(b, p)

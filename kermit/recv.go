@@ -41,6 +41,9 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	} else {
 		mine.Check = 1
 	}
+	// A peer that forces type 3 (its S came with it; the reader has
+	// switched this side, and the ACK goes with type 3 too) hears so.
+	mine.Force3 = s.c.force3.Load()
 	if s.cfg.MaxPacket == 0 && peer.Capas2&capas2RawOK == 0 {
 		mine.MaxLenX = classicMaxPacket
 		if s.cfg.LineSpeed > 0 && peer.Capas&framing.CapWindows != 0 && peer.Window > 1 {

@@ -93,10 +93,15 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	if cfg.MaxPacket < 0 {
 		cfg.MaxPacket = 0
 	}
-	if cfg.Check < 1 || cfg.Check > 3 {
+	if (cfg.Check < 1 || cfg.Check > 3) && cfg.Check != CheckForce3 {
 		cfg.Check = 3
 	}
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
+	if cfg.Check == CheckForce3 {
+		s.c.force3.Store(true)
+		s.c.rchk.Store(3)
+		s.c.wchk = 3
+	}
 	// On a line of known speed every packet leaves at once (its timers
 	// model the line); elsewhere packets are gathered until a wait.
 	s.c.buffered = cfg.LineSpeed == 0
@@ -176,6 +181,9 @@ func (s *Session) apply(n negotiated, typ byte) {
 		n.streaming = false
 	}
 	s.neg = n
+	if !s.c.force3.Load() {
+		s.c.probe3.Store(false)
+	}
 	s.c.setCheck(n.check)
 	if n.peer.EOL >= 1 && n.peer.EOL <= 31 {
 		s.c.eol = n.peer.EOL

@@ -16,6 +16,7 @@ type slot struct {
 	typ       byte
 	data      []byte
 	wire      []byte
+	chk       framing.CheckType // the check wire was encoded with
 	sentAt    time.Time
 	expect    time.Time // when the link should have finished carrying it
 	sends     int
@@ -157,7 +158,7 @@ func (s *Session) queue(ctx context.Context, typ byte, data []byte, fileBytes in
 	if err != nil {
 		return nil, err
 	}
-	sl := &slot{seq: seq, typ: typ, data: data, wire: wire, fileBytes: fileBytes}
+	sl := &slot{seq: seq, typ: typ, data: data, wire: wire, chk: s.c.wchk, fileBytes: fileBytes}
 	s.sw.slots[seq] = sl
 	s.sw.next = (seq + 1) % 64
 	s.sw.count++
@@ -239,6 +240,26 @@ func (s *Session) noteCancel(data []byte) {
 }
 
 func (s *Session) transmit(sl *slot) error {
+	switch {
+	case s.c.force3.Load() && sl.chk != 3:
+		// Queued before the peer turned out to force type 3.
+		if err := s.reencode(sl, 3); err != nil {
+			return err
+		}
+	case (sl.typ == 'S' || sl.typ == 'I') && s.c.probe3.Load() && !s.c.force3.Load():
+		// A peer that forces type 3 (C-Kermit's block check 5) cannot
+		// read a type-1 Send-Init, and any other peer cannot read a
+		// type-3 one: the tries alternate, type 1 first.
+		chk := framing.CheckType(1)
+		if sl.sends%2 == 1 {
+			chk = 3
+		}
+		if chk != sl.chk {
+			if err := s.reencode(sl, chk); err != nil {
+				return err
+			}
+		}
+	}
 	s.sendNo++
 	sl.sendNo = s.sendNo
 	sl.sends++
@@ -260,6 +281,17 @@ func (s *Session) transmit(sl *slot) error {
 		s.adapt.sent(len(sl.wire))
 	}
 	return s.c.writeRaw(sl.wire)
+}
+
+// reencode encodes sl again with check chk.
+func (s *Session) reencode(sl *slot, chk framing.CheckType) error {
+	wire, err := s.c.encode(framing.Packet{Seq: sl.seq, Type: sl.typ, Data: sl.data}, chk)
+	if err != nil {
+		return err
+	}
+	s.sw.bytes += len(wire) - len(sl.wire)
+	sl.wire, sl.chk = wire, chk
+	return nil
 }
 
 // retransmitLost resends a packet the peer evidently did not get intact

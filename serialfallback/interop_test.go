@@ -410,3 +410,36 @@ func TestGKermitUnconvertibleNames(t *testing.T) {
 	waitKerf(t, done, "receive")
 	peertest.CheckFiles(t, dst, []peertest.File{{Name: "NONAME", Data: files[0].Data}, {Name: "NONAME.2", Data: files[1].Data}})
 }
+
+// C-Kermit's SET BLOCK-CHECK 5 ("FORCE-3") uses the 16-bit CRC on every
+// packet, the Send-Init and its ACK included, where every other setting
+// uses the 6-bit checksum for those two.
+func TestInteropCKermitForce3(t *testing.T) {
+	files := peertest.StandardFiles(100_000, 2)
+	st := setting{31, 4096, 3}
+	ck := "set window 31\nset receive packet-length 4096\nset block-check 5\n"
+	t.Run("kerf-to-ckermit", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		c := peertest.CKermit(t, b, ck+"cd "+dst+"\nreceive", dst)
+		done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
+		waitKerf(t, done, "send")
+		if err := c.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		peertest.CheckFiles(t, dst, files)
+	})
+	t.Run("ckermit-to-kerf", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+		c := peertest.CKermit(t, b, ck+"cd "+src+"\n"+sendList(files), src)
+		if err := c.Wait(2 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, files)
+	})
+}

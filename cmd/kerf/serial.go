@@ -21,7 +21,7 @@ var serialFlags = []cli.Flag{
 	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
 	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
 	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (94-9024; 0: automatic)"},
-	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type (1, 2 or 3)"},
+	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
 	&cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.BoolFlag{Name: "text", Usage: "send in text mode (LF <-> CRLF)"},
@@ -46,8 +46,8 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	k.Window = c.Int("window")
 	k.MaxPacket = c.Int("packet-length")
 	k.Check = framing.CheckType(c.Int("block-check"))
-	if k.Window < 1 || k.Window > 31 || (k.MaxPacket != 0 && k.MaxPacket < 94) || k.MaxPacket > 9024 || k.Check < 1 || k.Check > 3 {
-		return nil, nil, usageErr("window must be 1-31, packet length 94-9024, block check 1-3")
+	if k.Window < 1 || k.Window > 31 || (k.MaxPacket != 0 && k.MaxPacket < 94) || k.MaxPacket > 9024 || (k.Check < 1 || k.Check > 3) && k.Check != kermit.CheckForce3 {
+		return nil, nil, usageErr("window must be 1-31, packet length 94-9024, block check 1, 2, 3 or 5")
 	}
 	k.Streaming = c.Bool("streaming")
 	k.Text = c.Bool("text")

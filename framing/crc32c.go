@@ -1,6 +1,9 @@
 package framing
 
-import "hash/crc32"
+import (
+	"hash/crc32"
+	"sync"
+)
 
 // castagnoliPoly is the CRC-32C (Castagnoli) polynomial, bit-reversed.
 const castagnoliPoly = 0x82F63B78
@@ -27,9 +30,12 @@ func CombineCRC32C(crcA, crcB uint32, lenB int64) uint32 {
 	if lenB <= 0 {
 		return crcA
 	}
+	if crcA == 0 {
+		return crcB // the shift is linear: it maps 0 to 0
+	}
 	for k := 0; lenB != 0; k, lenB = k+1, lenB>>1 {
 		if lenB&1 != 0 {
-			crcA = gf2MatrixTimes(&zeroBytesOps[k], crcA)
+			crcA = gf2MatrixTimes(&zeroBytesOps()[k], crcA)
 		}
 	}
 	return crcA ^ crcB
@@ -39,11 +45,16 @@ func CombineCRC32C(crcA, crcB uint32, lenB int64) uint32 {
 // image of the vector with only bit n set.
 type gf2Matrix [32]uint32
 
-// zeroBytesOps[k] is the operator that feeds 2^k zero bytes through the
-// CRC-32C register.
-var zeroBytesOps = makeZeroBytesOps()
+// zeroBytesOps()[k] is the operator that feeds 2^k zero bytes through
+// the CRC-32C register. Made on first use: a third of a millisecond of
+// every kerf process's start otherwise.
+var zeroBytesOps = sync.OnceValue(func() *[64]gf2Matrix {
+	ops := new([64]gf2Matrix)
+	makeZeroBytesOps(ops)
+	return ops
+})
 
-func makeZeroBytesOps() (ops [64]gf2Matrix) {
+func makeZeroBytesOps(ops *[64]gf2Matrix) {
 	// One zero bit: the register shifts right, and the polynomial is
 	// folded in when bit 0 falls out.
 	var oneBit, twoBits, fourBits gf2Matrix
@@ -57,7 +68,6 @@ func makeZeroBytesOps() (ops [64]gf2Matrix) {
 	for k := 1; k < len(ops); k++ {
 		gf2MatrixSquare(&ops[k], &ops[k-1])
 	}
-	return ops
 }
 
 func gf2MatrixTimes(mat *gf2Matrix, vec uint32) uint32 {

@@ -97,3 +97,52 @@ func TestSerialKerfToKerf(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(local, "r.bin"), filepath.Join(in, "r.bin"))
 }
+
+// kerf serial get fetches from a C-Kermit server, then finish ends its
+// server mode: C-Kermit goes on with its script (and exits).
+func TestSerialFinishCKermitServer(t *testing.T) {
+	a, b := ptyPair(t)
+	srv, local := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(srv, "s.bin"), randomBytes(50000, 32))
+	ck := peertest.CKermit(t, b, "cd "+srv+"\nserver", srv)
+	r := run(t, nil, local, nil, "serial", "get", "--line", a, "--dir", local, "s.bin")
+	if r.code != 0 {
+		t.Fatalf("get: %s", r)
+	}
+	sameFile(t, filepath.Join(srv, "s.bin"), filepath.Join(local, "s.bin"))
+	if r := run(t, nil, local, nil, "serial", "finish", "--line", a); r.code != 0 {
+		t.Fatalf("finish: %s", r)
+	}
+	// Still in server mode, C-Kermit would never get to its exit.
+	if err := ck.Wait(30 * time.Second); err != nil {
+		t.Fatalf("C-Kermit after finish: %v", err)
+	}
+}
+
+// kerf serial bye ends a kerf serial server, which exits. (C-Kermit
+// answers BYE only after "enable bye", and then logs out its parent
+// process: SIGHUP, which a test cannot be.)
+func TestSerialByeKerfServer(t *testing.T) {
+	a, b := ptyPair(t)
+	srv, local := t.TempDir(), t.TempDir()
+	server := exec.Command(kerfBin, "serial", "server", "--line", b, "--dir", srv)
+	var sout syncBuffer
+	server.Stdout, server.Stderr = &sout, &sout
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- server.Wait() }()
+	if r := run(t, nil, local, nil, "serial", "bye", "--line", a); r.code != 0 {
+		t.Fatalf("bye: %s\nserver:\n%s", r, sout.String())
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("server after bye: %v\n%s", err, sout.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kerf serial server still running after bye:\n%s", sout.String())
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -139,6 +140,14 @@ func serialCommand() *cli.Command {
 				}),
 			},
 			{
+				Name: "finish", Usage: "tell a Kermit server to leave server mode (FINISH)", Flags: serialFlags,
+				Action: jsonErrors(func(c *cli.Context) error { return serialServerCommand(c, 'F') }),
+			},
+			{
+				Name: "bye", Usage: "tell a Kermit server to leave server mode and log out or exit (BYE)", Flags: serialFlags,
+				Action: jsonErrors(func(c *cli.Context) error { return serialServerCommand(c, 'L') }),
+			},
+			{
 				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir) error {
@@ -148,6 +157,23 @@ func serialCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// serialServerCommand sends a Kermit server a generic command without
+// arguments (FINISH, BYE) and waits for its ACK.
+func serialServerCommand(c *cli.Context, cmd byte) error {
+	if c.NArg() > 0 {
+		return usageErr("usage: kerf serial %s --line DEV", c.Command.Name)
+	}
+	s, done, err := serialSession(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := s.Generic(c.Context, cmd); err != nil {
+		return transferErr(fmt.Errorf("%s: %w", c.Command.Name, err))
+	}
+	return nil
 }
 
 func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *filestore.Dir) error) error {

@@ -318,11 +318,17 @@ func (rr *recordReader) fill(n int) error {
 	if rr.end-rr.pos >= n {
 		return nil
 	}
-	if rr.pos+n > len(rr.buf) {
+	// Read no further than the next record's header: what is read past
+	// it has to be moved to the front of buf before the next record,
+	// about a quarter of the bytes with 256 KiB records. Then the move
+	// is of a few header bytes at most.
+	limit := rr.pos + n + recHeaderLen
+	if limit > len(rr.buf) {
 		rr.end = copy(rr.buf, rr.buf[rr.pos:rr.end])
 		rr.pos = 0
+		limit = n + recHeaderLen
 	}
-	m, err := io.ReadAtLeast(rr.r, rr.buf[rr.end:], rr.pos+n-rr.end)
+	m, err := io.ReadAtLeast(rr.r, rr.buf[rr.end:limit], rr.pos+n-rr.end)
 	rr.end += m
 	if err == nil {
 		return nil

@@ -58,6 +58,9 @@ type ServerConfig struct {
 	// AllowPlainData lets clients that ask for it (--plain-data) move
 	// file data without TLS; the control connection stays encrypted.
 	AllowPlainData bool
+	// Sparse leaves holes for runs of zeros in the files clients send
+	// (filestore.Dir.Sparse).
+	Sparse bool
 	// DataFromAnyAddress accepts data connections from an address other
 	// than the control connection's (clients behind some NATs).
 	DataFromAnyAddress bool

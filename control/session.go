@@ -116,6 +116,7 @@ func (f *sessionFS) bind(user, root string, readOnly bool) error {
 		return fmt.Errorf("kerf: the server cannot open your directory")
 	}
 	d.ReadOnly = readOnly
+	d.Sparse = f.srv.cfg.Sparse
 	f.mu.Lock()
 	old := f.dir
 	f.dir, f.user = d, user

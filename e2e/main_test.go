@@ -94,6 +94,7 @@ type serverOpts struct {
 	classic bool   // C-Kermit will connect: allow classic sessions
 	plain   bool   // the test reads data frames: no TLS on the data connections
 	env     []string
+	args    []string // more serve flags
 }
 
 // serverArgs returns the argv (after the binary) of `kerf serve`, and
@@ -122,7 +123,7 @@ func serverArgs(t *testing.T, root string, o serverOpts) []string {
 	if o.plain && features.servePlain {
 		args = append(args, "--plain-data")
 	}
-	return args
+	return append(args, o.args...)
 }
 
 // clientInvocation returns the argv and environment of a kerf client

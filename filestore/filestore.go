@@ -6,6 +6,7 @@
 package filestore
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"sort"
@@ -71,6 +73,12 @@ type Dir struct {
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
 	Flat bool
+	// Sparse leaves holes where a received file has runs of zero bytes
+	// (whole writes of at least sparseMin bytes), as cp --sparse=always
+	// and rsync --sparse do: disk images and the like then take only the
+	// space of their data. Off by default, since a file whose zeros were
+	// allocated on purpose (to reserve the space) would lose that.
+	Sparse bool
 
 	// Directories files are being received into, kept open so that each
 	// file costs one-name operations (openat, renameat, fsync of the
@@ -494,8 +502,13 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
 	}
-	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f}
+	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse}
 	in.empty.Store(fresh)
+	// A leftover partial may hold data anywhere until it is truncated:
+	// no write into it may be skipped before then.
+	if !fresh {
+		in.zeroFrom.Store(math.MaxInt64)
+	}
 	return in, nil
 }
 
@@ -511,7 +524,18 @@ type incoming struct {
 	released  bool
 	batched   bool        // committed in a batch, not flushed yet
 	empty     atomic.Bool // known to be empty: created here, nothing written
+
+	// Sparse files: writes of zeros at or after zeroFrom (where the file
+	// is known to hold nothing) are skipped, and holeEnd is the furthest
+	// such write ends, up to which Commit extends the file.
+	sparse   bool
+	zeroFrom atomic.Int64
+	holeEnd  atomic.Int64
 }
+
+// sparseMin is the shortest write that may become a hole: a page, and
+// a block of the usual file systems.
+const sparseMin = 4096
 
 func (in *incoming) release() {
 	if !in.released {
@@ -524,7 +548,32 @@ func (in *incoming) Name() string { return in.final }
 
 func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	in.empty.Store(false)
+	if in.sparse && len(b) >= sparseMin && off >= in.zeroFrom.Load() && allZero(b) {
+		end := off + int64(len(b))
+		for {
+			e := in.holeEnd.Load()
+			if e >= end || in.holeEnd.CompareAndSwap(e, end) {
+				break
+			}
+		}
+		return len(b), nil
+	}
 	return in.f.WriteAt(b, off)
+}
+
+var zeros [64 << 10]byte
+
+// allZero reports whether b holds only zero bytes; data that does not
+// is told at its first non-zero byte.
+func allZero(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zeros))
+		if !bytes.Equal(b[:n], zeros[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 // Partial reports the partial file's gap-free prefix. Blocks from
@@ -554,7 +603,14 @@ func (in *incoming) Truncate(size int64) error {
 	if size == 0 && in.empty.Load() {
 		return nil
 	}
-	return in.f.truncate(size)
+	if err := in.f.truncate(size); err != nil {
+		return err
+	}
+	in.zeroFrom.Store(size) // nothing beyond it now
+	if in.holeEnd.Load() > size {
+		in.holeEnd.Store(size)
+	}
+	return nil
 }
 
 // Commit makes the data durable (fsync), sets mode and time, renames
@@ -565,6 +621,18 @@ func (in *incoming) Truncate(size int64) error {
 func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if in.released {
 		return errors.New("filestore: commit of a finished file")
+	}
+	if end := in.holeEnd.Load(); end > 0 {
+		// The file ends in a hole: give it its length.
+		size, err := in.f.size()
+		if err != nil {
+			return err
+		}
+		if end > size {
+			if err := in.f.truncate(end); err != nil {
+				return err
+			}
+		}
 	}
 	if err := in.f.chmod(perm); err != nil {
 		return err

@@ -231,7 +231,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
-			blockSizeFlag, writeBehindFlag,
+			blockSizeFlag, writeBehindFlag, sparseFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -274,6 +274,7 @@ func serveCommand() *cli.Command {
 				DataFromAnyAddress: c.Bool("data-from-any-address"),
 				MaxSessions:        c.Int("max-sessions"), MaxSessionsPerAddr: c.Int("max-sessions-per-addr"),
 				IdleTimeout: c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"),
+				Sparse: c.Bool("sparse"),
 			})
 			if err != nil {
 				return connectErr(err)
@@ -452,6 +453,7 @@ func getCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
+			sparseFlag,
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
@@ -479,6 +481,7 @@ func getCommand() *cli.Command {
 				return usageErr("%v", err)
 			}
 			defer store.Close()
+			store.Sparse = c.Bool("sparse")
 			cl, err := dial(c, addr)
 			if err != nil {
 				return err

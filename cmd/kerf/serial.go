@@ -29,7 +29,10 @@ var serialFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
 	&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"},
+	sparseFlag,
 }
+
+var sparseFlag = &cli.BoolFlag{Name: "sparse", Usage: "leave holes where received files have runs of zeros (disk images; off: zeros are written, as allocated on purpose)"}
 
 // interruptGrace is how long an interrupted serial transfer may take to
 // tell its peer before the line is closed under it.
@@ -182,6 +185,7 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 		return usageErr("%v", err)
 	}
 	defer store.Close()
+	store.Sparse = c.Bool("sparse")
 	s, done, err := serialSession(c)
 	if err != nil {
 		return err

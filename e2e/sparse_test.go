@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// makeSparse writes a 64 MiB file that is a hole but for 64 KiB of data
+// at its start, middle and end.
+func makeSparse(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data := randomBytes(64<<10, 40)
+	for _, off := range []int64{0, 32 << 20, 64<<20 - 64<<10} {
+		if _, err := f.WriteAt(data, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func allocatedBytes(t *testing.T, p string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// --sparse on the receiving side (get, or a server's serve) keeps a
+// sparse file's holes; without it the copy is whole.
+func TestSparseTransfers(t *testing.T) {
+	t.Run("get", func(t *testing.T) {
+		root, local := t.TempDir(), t.TempDir()
+		src := filepath.Join(root, "disk.img")
+		makeSparse(t, src)
+		srv := startServer(t, root, serverOpts{})
+		mustRun(t, srv, local, nil, "get", "--sparse", target(srv.addr, "disk.img"), ".")
+		dst := filepath.Join(local, "disk.img")
+		sameFile(t, src, dst)
+		if a := allocatedBytes(t, dst); a > 4<<20 {
+			t.Errorf("get --sparse: %d bytes allocated for 192 KiB of data", a)
+		}
+		mustRun(t, srv, local, nil, "get", target(srv.addr, "disk.img"), "whole/")
+		if a := allocatedBytes(t, filepath.Join(local, "whole", "disk.img")); a < 60<<20 {
+			t.Errorf("get without --sparse: only %d bytes allocated; the test cannot tell", a)
+		}
+	})
+	t.Run("serve", func(t *testing.T) {
+		root, local := t.TempDir(), t.TempDir()
+		src := filepath.Join(local, "disk.img")
+		makeSparse(t, src)
+		srv := startServer(t, root, serverOpts{args: []string{"--sparse"}})
+		mustRun(t, srv, local, nil, "send", "disk.img", srv.addr)
+		dst := filepath.Join(root, "disk.img")
+		sameFile(t, src, dst)
+		if a := allocatedBytes(t, dst); a > 4<<20 {
+			t.Errorf("serve --sparse: %d bytes allocated for 192 KiB of data", a)
+		}
+	})
+}

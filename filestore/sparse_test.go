@@ -1,0 +1,107 @@
+package filestore_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+)
+
+// allocated is the space a file takes on disk.
+func allocated(t *testing.T, p string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// With Sparse, writes of zeros become holes, a file that ends in zeros
+// still gets its whole length, and the content reads back the same;
+// without it every byte is written.
+func TestSparseReceive(t *testing.T) {
+	const mib = 1 << 20
+	data := bytes.Repeat([]byte("kerf"), 1024) // 4 KiB of data
+	zero := make([]byte, mib)
+	var want []byte
+	for _, sparse := range []bool{true, false} {
+		dir := t.TempDir()
+		d, err := filestore.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Sparse = sparse
+		in, err := d.Create("disk.img")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Truncate(0); err != nil {
+			t.Fatal(err)
+		}
+		// data, 1 MiB of zeros, data, then 2 MiB of zeros, in blocks
+		// written out of order as several data connections do.
+		writes := []struct {
+			off int64
+			b   []byte
+		}{{0, data}, {4096 + mib, data}, {4096, zero}, {8192 + 2*mib, zero}, {8192 + mib, zero}}
+		want = make([]byte, 8192+3*mib)
+		for _, w := range writes {
+			if n, err := in.WriteAt(w.b, w.off); err != nil || n != len(w.b) {
+				t.Fatalf("WriteAt(%d bytes at %d) = %d, %v", len(w.b), w.off, n, err)
+			}
+			copy(want[w.off:], w.b)
+		}
+		if err := in.Commit(time.Time{}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		p := filepath.Join(dir, "disk.img")
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("sparse=%v: %d bytes read back, differ from the %d written", sparse, len(got), len(want))
+		}
+		a := allocated(t, p)
+		if sparse && a > 256<<10 {
+			t.Errorf("sparse: %d bytes allocated for 8 KiB of data", a)
+		}
+		if !sparse && a < 3*mib {
+			t.Errorf("not sparse: only %d bytes allocated for %d written; the test cannot tell", a, len(want))
+		}
+	}
+}
+
+// A leftover partial holds old data until it is truncated: zeros written
+// over it before then are written, not skipped.
+func TestSparseLeftoverNotSkipped(t *testing.T) {
+	dir := t.TempDir()
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.Sparse = true
+	in, _ := d.Create("p.bin")
+	in.WriteAt(bytes.Repeat([]byte{0xff}, 8192), 0)
+	in.Abort(true)
+
+	in, err = d.Create("p.bin") // the leftover, resumed at 0 without a cut
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WriteAt(make([]byte, 8192), 0)
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "p.bin"))
+	if !bytes.Equal(got, make([]byte, 8192)) {
+		t.Fatalf("read back %d bytes, not the 8192 zeros written over the leftover", len(got))
+	}
+}

@@ -436,11 +436,7 @@ func sendCommand() *cli.Command {
 					return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
 				}
 			}
-			err = cl.Send(c.Context, files)
-			if err = rep.finish(err); err != nil {
-				return transferErr(err)
-			}
-			return nil
+			return rep.end(cl.Send(c.Context, files), false)
 		}),
 	}
 }
@@ -490,13 +486,7 @@ func getCommand() *cli.Command {
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
-			if err == nil {
-				err = rep.notReceived()
-			}
-			if err = rep.finish(err); err != nil {
-				return transferErr(err)
-			}
-			return nil
+			return rep.end(err, true)
 		}),
 	}
 }

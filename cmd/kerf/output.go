@@ -141,6 +141,20 @@ func (r *reporter) notReceived() error {
 	return fmt.Errorf("%d file(s) not received: %s", len(r.failed), strings.Join(r.failed, ", "))
 }
 
+// end closes a transfer command with its engine's err: a receiving one
+// also fails if files of it were not received (the engine goes on after
+// a refused file), the total line or JSON event goes out, and a failure
+// exits as a transfer failure.
+func (r *reporter) end(err error, receiving bool) error {
+	if err == nil && receiving {
+		err = r.notReceived()
+	}
+	if err = r.finish(err); err != nil {
+		return transferErr(err)
+	}
+	return nil
+}
+
 // finish prints the total line, or the closing JSON event; it returns
 // err, marked as reported when that event carried it.
 func (r *reporter) finish(err error) error {

@@ -116,11 +116,7 @@ func serialCommand() *cli.Command {
 					defer done()
 					rep := newReporter(c, total)
 					s.SetEvents(rep.event)
-					err = s.Send(c.Context, files)
-					if err = rep.finish(err); err != nil {
-						return transferErr(err)
-					}
-					return nil
+					return rep.end(s.Send(c.Context, files), false)
 				}),
 			},
 			{
@@ -193,14 +189,7 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 	defer done()
 	rep := newReporter(c, -1)
 	s.SetEvents(rep.event)
-	err = run(s, store)
-	if err == nil && !serving {
-		// The engine goes on after a refused file. A server's client was
-		// told; receive and get were run for the files, so they fail.
-		err = rep.notReceived()
-	}
-	if err = rep.finish(err); err != nil {
-		return transferErr(err)
-	}
-	return nil
+	// A server's client was told of the files it did not get; receive
+	// and get were run for the files, so those fail them.
+	return rep.end(run(s, store), !serving)
 }

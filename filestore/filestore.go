@@ -464,7 +464,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		// The same name again in one batch: the earlier file must get
 		// its final name before this one takes the temporary name. A
 		// failure there is another file's, for EndBatch to report.
-		d.keepFlushErr(d.flushBatch())
+		d.flushPending()
 	}
 	var f *tempFile
 	var h *dirHandle
@@ -736,17 +736,22 @@ func (d *Dir) waitFlush() error {
 
 // flushBatch makes the pending files durable under their final names,
 // after any background flush. A file whose sync or rename fails keeps
-// its temporary name; the first such error is returned.
+// its temporary name; the first such error, of this flush or an earlier
+// one, is returned.
 func (d *Dir) flushBatch() error {
-	d.keepFlushErr(d.waitFlush())
+	d.flushPending()
 	err := d.flushErr
 	d.flushErr = nil
+	return err
+}
+
+// flushPending is flushBatch without taking the error: it stays for the
+// batch's end to report.
+func (d *Dir) flushPending() {
+	d.keepFlushErr(d.waitFlush())
 	files := d.pending
 	d.pending, d.pendingN = nil, nil
-	if ferr := d.flushFiles(files); err == nil {
-		err = ferr
-	}
-	return err
+	d.keepFlushErr(d.flushFiles(files))
 }
 
 // flushFiles syncs, renames and closes committed files, then syncs their

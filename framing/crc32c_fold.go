@@ -3,6 +3,7 @@ package framing
 import (
 	"hash/crc32"
 	"math/bits"
+	"sync"
 )
 
 // CRC-32C by carry-less multiplication ("folding", after Gopal et al.,
@@ -64,9 +65,14 @@ func updateFolded(crc uint32, b []byte) uint32 {
 		return crc32.Update(crc, castagnoliTable, b)
 	}
 	n := len(b) &^ (foldBytes - 1)
-	var lanes [foldBytes]byte
-	fold(^crc, b[:n], &lanes)
+	// The lanes escape into crc32.Update: pooled, they cost no allocation.
+	lanes := lanesPool.Get().(*[foldBytes]byte)
+	fold(^crc, b[:n], lanes)
 	// crc32.Update(c, ...) starts its register at ^c: 0xFFFFFFFF starts
 	// it at zero, and its result carries straight on into the tail.
-	return crc32.Update(crc32.Update(0xFFFFFFFF, castagnoliTable, lanes[:]), castagnoliTable, b[n:])
+	c := crc32.Update(0xFFFFFFFF, castagnoliTable, lanes[:])
+	lanesPool.Put(lanes)
+	return crc32.Update(c, castagnoliTable, b[n:])
 }
+
+var lanesPool = sync.Pool{New: func() any { return new([foldBytes]byte) }}

@@ -428,7 +428,9 @@ func (p *Path) writeInline(f *frame) bool {
 	}
 	err := s.write(f)
 	s.wmu.Unlock()
-	if err != nil && err != errNotSent {
+	// Never errNotSent: that needs an abandoned job, and f, the only
+	// block of its file, is written before it is given one.
+	if err != nil {
 		p.fail(s.lost(err))
 	}
 	p.putFrame(f)

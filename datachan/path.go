@@ -171,8 +171,8 @@ type stream struct {
 	ctlHdr    [framing.FrameLen]byte
 	wmu       sync.Mutex // one writer at a time: writeLoop, or SendFile inline
 
-	hdr     [framing.BlockHeaderLen]byte // reader's header buffer
-	copyBuf []byte                       // writer's buffer for files sendfile refuses
+	hdr [framing.BlockHeaderLen]byte // reader's header buffer
+	sf  sendfileState                // writer's frame in progress with sendfile
 
 	// The reader's buffer for small frames: after a small block it reads
 	// as much as the socket holds, so that a run of small files' blocks

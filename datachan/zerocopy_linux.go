@@ -44,6 +44,22 @@ func rawSocket(c net.Conn) syscall.RawConn {
 // a bad payload and asks again, and the re-read reports the short file.
 var zeroPad [64 << 10]byte
 
+// sendfileState is a stream's frame in progress with sendfile. It lives
+// in the stream, and its socket callback is made once, so that a block
+// allocates nothing (a closure over locals would move them all to the
+// heap). The callback may run several times, while the socket is full;
+// it resumes from here.
+type sendfileState struct {
+	job       *sendJob
+	infd      int
+	hdr       []byte // header bytes not yet written
+	off, left int64  // where the rest of the payload is in the file, and its length
+	copying   bool   // cp sends the rest: sendfile refused the file or ran out of it
+	cp        copier
+	err       error
+	step      func(outfd uintptr) bool // s.sendfileStep
+}
+
 // sendfileFrame writes f's header and then its payload with sendfile
 // from f.src (or, for a file sendfile refuses, with pread and write).
 // The caller holds s.wmu.
@@ -52,62 +68,23 @@ func (s *stream) sendfileFrame(f *frame) error {
 	if err != nil {
 		return err
 	}
-	hdr, off, left := f.hdr(), f.srcOff, int64(f.n)
-	var werr error
-	var cp *copier // set once sendfile has refused this file or run out of it
-	if f.job != nil && f.job.noSendfile.Load() {
-		cp = &copier{buf: s.copyBuf}
+	st := &s.sf
+	if st.step == nil {
+		st.step = s.sendfileStep
 	}
+	st.job, st.hdr, st.off, st.left, st.err = f.job, f.hdr(), f.srcOff, int64(f.n), nil
+	st.copying = f.job != nil && f.job.noSendfile.Load()
+	st.cp.reset(false)
 	// Control keeps the file's descriptor open (and its number ours)
 	// until sendfile is done, even if the sender closes the file.
 	cerr := src.Control(func(infd uintptr) {
-		perr := s.raw.Write(func(outfd uintptr) bool {
-			// MSG_MORE: the header waits for the payload, so that the
-			// two go in the same segments despite TCP_NODELAY.
-			if blocked, err := sendAll(int(outfd), &hdr, unix.MSG_MORE); err != nil || blocked {
-				werr = err
-				return !blocked
-			}
-			for left > 0 && cp == nil {
-				n, err := sendfile(int(outfd), int(infd), &off, int(min(left, 1<<30)))
-				if n > 0 {
-					left -= int64(n)
-				}
-				switch {
-				case err == unix.EINTR:
-					continue
-				case err == unix.EAGAIN:
-					return false
-				case err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP:
-					// This file cannot be spliced (some file systems
-					// and special files): copy the rest instead, and
-					// the file's later blocks from the start.
-					cp = &copier{buf: s.copyBuf}
-					if f.job != nil {
-						f.job.noSendfile.Store(true)
-					}
-				case err != nil:
-					werr = err
-					return true
-				case n == 0:
-					// The file ended early: the copier pads.
-					cp = &copier{buf: s.copyBuf}
-				}
-			}
-			if cp == nil {
-				return true
-			}
-			blocked, err := cp.copy(int(outfd), int(infd), &off, &left)
-			werr = err
-			return !blocked
-		})
-		if werr == nil {
-			werr = perr
+		st.infd = int(infd)
+		if perr := s.raw.Write(st.step); st.err == nil {
+			st.err = perr
 		}
 	})
-	if cp != nil {
-		s.copyBuf = cp.buf
-	}
+	werr, copying := st.err, st.copying
+	st.job, st.hdr, st.err = nil, nil, nil
 	if cerr != nil {
 		if f.job != nil && f.job.abandoned.Load() {
 			// Nothing was written: the file's SendFile gave up and the
@@ -116,10 +93,56 @@ func (s *stream) sendfileFrame(f *frame) error {
 		}
 		return fmt.Errorf("sendfile at offset %d: %w", f.srcOff, cerr)
 	}
-	if werr == nil && cp == nil {
+	if werr == nil && !copying {
 		s.p.stats.zeroCopyBlocks.Add(1)
 	}
 	return werr
+}
+
+// sendfileStep is the socket callback of sendfileFrame: it sends what
+// is left of s.sf's frame, and returns false when the socket is full.
+func (s *stream) sendfileStep(outfd uintptr) bool {
+	st := &s.sf
+	// MSG_MORE: the header waits for the payload, so that the two go
+	// in the same segments despite TCP_NODELAY.
+	if blocked, err := sendAll(int(outfd), &st.hdr, unix.MSG_MORE); err != nil || blocked {
+		st.err = err
+		return !blocked
+	}
+	for st.left > 0 && !st.copying {
+		n, err := sendfile(int(outfd), st.infd, &st.off, int(min(st.left, 1<<30)))
+		if n > 0 {
+			st.left -= int64(n)
+		}
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return false
+		case err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP:
+			// This file cannot be spliced (some file systems and
+			// special files): copy the rest instead, and the file's
+			// later blocks from the start.
+			st.copying = true
+			if st.job != nil {
+				st.job.noSendfile.Store(true)
+			}
+		case err != nil:
+			st.err = err
+			return true
+		case n == 0:
+			// The file ended early: the copier pads, with no read
+			// (sendfile found the end already).
+			st.copying = true
+			st.cp.reset(true)
+		}
+	}
+	if !st.copying {
+		return true
+	}
+	blocked, err := st.cp.copy(int(outfd), st.infd, &st.off, &st.left)
+	st.err = err
+	return !blocked
 }
 
 // sendfile is unix.Sendfile; tests replace it to refuse.
@@ -150,21 +173,24 @@ func sendAll(fd int, b *[]byte, flags int) (blocked bool, err error) {
 // sendfile refuses, and zeros in place of what a shrunk file no longer
 // has.
 type copier struct {
-	buf   []byte
+	buf   []byte // for pread; made on first use, and kept
 	chunk []byte // read (or zeros), not yet written
 	eof   bool   // the file ended: the rest is zeros
 }
 
+// reset readies c for a new frame; eof: the file has ended already.
+func (c *copier) reset(eof bool) { c.chunk, c.eof = nil, eof }
+
 // copy sends the frame's remaining left bytes, from the file at *off,
 // and reports blocked as sendAll does.
 func (c *copier) copy(outfd, infd int, off, left *int64) (blocked bool, err error) {
-	if c.buf == nil {
-		c.buf = make([]byte, 64<<10)
-	}
 	for *left > 0 || len(c.chunk) > 0 {
 		if len(c.chunk) == 0 {
 			n := 0
 			if !c.eof {
+				if c.buf == nil {
+					c.buf = make([]byte, 64<<10)
+				}
 				n, err = unix.Pread(infd, c.buf[:min(*left, int64(len(c.buf)))], *off)
 				if err == unix.EINTR {
 					continue
@@ -175,6 +201,7 @@ func (c *copier) copy(outfd, infd int, off, left *int64) (blocked bool, err erro
 				c.eof = n == 0
 			}
 			if c.eof {
+				// zeroPad is only ever read: one for every stream.
 				c.chunk = zeroPad[:min(*left, int64(len(zeroPad)))]
 			} else {
 				c.chunk = c.buf[:n]

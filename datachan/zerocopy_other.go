@@ -15,6 +15,8 @@ const zeroCopyMin = 64 << 10
 
 func rawSocket(net.Conn) syscall.RawConn { return nil }
 
+type sendfileState struct{}
+
 func (s *stream) sendfileFrame(f *frame) error {
 	return errors.New("datachan: zero-copy sending is not supported here")
 }

@@ -366,7 +366,7 @@ func (p *Path) Abandon(id uint32) int64 {
 func (p *Path) store(b *frame) {
 	f := b.file
 	p.mu.Lock()
-	if f.err != nil || f.dst == nil {
+	if p.dropLocked(f) {
 		p.mu.Unlock()
 		p.putFrame(b)
 		return
@@ -398,6 +398,16 @@ func (p *Path) store(b *frame) {
 	p.mu.Unlock()
 }
 
+// dropLocked reports whether a block of f is to be dropped unwritten:
+// the file failed or was abandoned, or the Path failed (the caller may
+// be discarding the file). store asks before it queues a block, and
+// writeLocked asks again for every block, since any of these may have
+// happened while p.mu was released (for an earlier write, or waiting for
+// the file's writer).
+func (p *Path) dropLocked(f *recvFile) bool {
+	return f.err != nil || f.dst == nil || p.err != nil
+}
+
 // maxQueuedBytes bounds the payload bytes waiting for a file's writer.
 const maxQueuedBytes = 4 << 20
 
@@ -405,9 +415,7 @@ const maxQueuedBytes = 4 << 20
 // f.writing, with p.mu released during the write.
 func (p *Path) writeLocked(f *recvFile, b *frame) {
 	dst := f.dst
-	if f.err != nil || dst == nil || p.err != nil {
-		// Dropped: the file failed or was abandoned, or the Path
-		// failed (the caller may be discarding the file).
+	if p.dropLocked(f) {
 		f.writing--
 		return
 	}

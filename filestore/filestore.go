@@ -592,6 +592,10 @@ func (in *incoming) Partial() (int64, uint32, error) {
 		}
 		size = hole
 	}
+	// Nothing lies beyond size now: a sparse receive may leave holes
+	// there again. (A sparse partial is cut at its first hole, so a
+	// disk image resumes from about its first run of zeros.)
+	in.zeroFrom.Store(size)
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, size)); err != nil {
 		return 0, 0, err

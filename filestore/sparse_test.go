@@ -105,3 +105,41 @@ func TestSparseLeftoverNotSkipped(t *testing.T) {
 		t.Fatalf("read back %d bytes, not the 8192 zeros written over the leftover", len(got))
 	}
 }
+
+// A resumed partial (cut to its gap-free prefix by Partial) gets holes
+// again past that prefix.
+func TestSparseAfterResume(t *testing.T) {
+	dir := t.TempDir()
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.Sparse = true
+	data := bytes.Repeat([]byte{0xaa}, 4096)
+	in, _ := d.Create("r.img")
+	in.Truncate(0)
+	in.WriteAt(data, 0)
+	in.Abort(true)
+
+	in, err = d.Create("r.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, _, err := in.Partial()
+	if err != nil || size != 4096 {
+		t.Fatalf("Partial: %d, %v; want the 4096 bytes kept", size, err)
+	}
+	in.WriteAt(make([]byte, 2<<20), 4096)
+	in.WriteAt(data, 4096+2<<20)
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "r.img")
+	if fi, _ := os.Stat(p); fi.Size() != 8192+2<<20 {
+		t.Fatalf("size %d", fi.Size())
+	}
+	if a := allocated(t, p); a > 256<<10 {
+		t.Fatalf("%d bytes allocated after the resume: the zeros were written", a)
+	}
+}

@@ -11,7 +11,7 @@ package framing
 //	4 EOL     tochar(c)      the packet terminator I want
 //	5 QCTL    literal        the control prefix I send
 //	6 QBIN    literal        'Y', 'N' or an 8th-bit prefix
-//	7 CHKT    '1'..'3'       block check type ('B' and '5' also seen)
+//	7 CHKT    '1'..'3', '5'  block check type ('5': type 3 on every packet; 'B' also seen)
 //	8 REPT    literal        repeat prefix, ' ' = none
 //	9 CAPAS   tochar(bits)   bit 1 set: another CAPAS byte follows
 //	c+1 WINDO tochar(n)      window slots
@@ -262,11 +262,10 @@ func appendCounted(b []byte, s string) []byte {
 //     and CR. QCTL and REPT must be valid prefix characters (33..62,
 //     96..126), else '#' and ' '. QBIN must be 'Y', 'N' or a valid prefix,
 //     else 'N'.
-//   - CHKT '1', '2' and '3' give check types 1..3. Anything else gives 1,
-//     including C-Kermit's 'B' (blank-free type 2, which is not type 2 on
-//     the wire) and '5' (FORCE-3): kerf does not implement them and answers
-//     1, which C-Kermit accepts. Callers that must tell them apart can look
-//     at data[7] themselves.
+//   - CHKT '1', '2' and '3' give check types 1..3, and '5' (C-Kermit's
+//     FORCE-3) gives 3 with Force3 set. Anything else gives 1, including
+//     C-Kermit's 'B' (blank-free type 2, which is not type 2 on the wire):
+//     kerf does not implement it and answers 1, which C-Kermit accepts.
 //   - Capas gets the first CAPAS byte's bits 2..32; if its continuation bit
 //     is set, Capas2 gets the second byte's bits 2..32 and any further
 //     continuation bytes are skipped.

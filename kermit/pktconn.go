@@ -15,8 +15,11 @@ import (
 // a damaged one (bad), or the end of the stream (err).
 type inPacket struct {
 	framing.Packet
-	bad   bool
-	chk1  bool // validated only with a type-1 check (retransmitted S/I)
+	bad bool
+	// chk3: it passed only a type-3 check (or said "5"), while no
+	// Send-Init is agreed: perhaps from a peer that forces type 3 on
+	// every packet (Session.got decides).
+	chk3  bool
 	err   error
 	wireN int // bytes the packet occupied on the wire
 }
@@ -29,13 +32,14 @@ type pktConn struct {
 	parity bool
 	rchk   atomic.Int32 // check type expected on incoming packets
 	// force3: the peer uses type 3 on every packet (C-Kermit's block
-	// check 5), so this side does too, whatever was negotiated. Set by
-	// the reader when such a packet arrives, or from the start.
+	// check 5), so this side does too, whatever was negotiated. Set and
+	// cleared by the engine only (from the start, or on a chk3 packet);
+	// the reader just reads it.
 	force3 atomic.Bool
-	// probe3: no Send-Init has been agreed with a peer that does not
-	// force type 3, so a type-3 packet may still reveal one that does.
+	// probe3: this transaction has agreed no Send-Init yet, so a packet
+	// that passes only a type-3 check may still be a FORCE-3 peer's.
 	// (Later, a damaged packet that happened to pass a type-3 check must
-	// not switch the link.)
+	// not be taken for one.)
 	probe3 atomic.Bool
 
 	// outgoing framing, owned by the engine goroutine
@@ -116,18 +120,18 @@ func (c *pktConn) readLoop() {
 				f.Check = 1
 				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && bytes.IndexByte([]byte(initTypes), p1.Type&0x7f) >= 0 {
 					p, n, err = p1, n1, nil
-					ip.chk1 = true
 				}
 			}
-			if err != nil && chk != 3 && c.probe3.Load() {
+			if chk != 3 && c.probe3.Load() && !c.force3.Load() {
 				// Except from a FORCE-3 peer, whose every packet has type 3:
-				// the first one that does (an S or I, the ACK of ours, an E
-				// or a NAK) switches this side to type 3 for good.
+				// an init packet, command or ACK that passes only type 3 is
+				// handed on marked, for the engine to judge (Session.got).
+				// One that passes type 1 by chance as well is taken as type
+				// 3 when it says "5".
 				f.Check = 3
-				if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && bytes.IndexByte([]byte(initTypes+"YNE"), p3.Type&0x7f) >= 0 {
+				if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && (err != nil || says5(p3)) && bytes.IndexByte([]byte(initTypes+"Y"), p3.Type&0x7f) >= 0 {
 					p, n, err = p3, n3, nil
-					c.force3.Store(true)
-					c.rchk.Store(3)
+					ip.chk3 = true
 				}
 			}
 			if err != nil {
@@ -164,6 +168,13 @@ func (c *pktConn) readLoop() {
 			return
 		}
 	}
+}
+
+// says5 reports whether p is a Send-Init or its ACK asking for type 3
+// on every packet (CHKT, the 8th field, "5").
+func says5(p framing.Packet) bool {
+	t := p.Type & 0x7f
+	return (t == 'S' || t == 'I' || t == 'Y') && len(p.Data) > 7 && p.Data[7] == '5'
 }
 
 // initTypes are the packets that start a transaction: S and I, and the

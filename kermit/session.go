@@ -1,6 +1,7 @@
 package kermit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,11 +98,6 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 		cfg.Check = 3
 	}
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
-	if cfg.Check == CheckForce3 {
-		s.c.force3.Store(true)
-		s.c.rchk.Store(3)
-		s.c.wchk = 3
-	}
 	// On a line of known speed every packet leaves at once (its timers
 	// model the line); elsewhere packets are gathered until a wait.
 	s.c.buffered = cfg.LineSpeed == 0
@@ -165,6 +161,10 @@ func (s *Session) resetNegotiation() {
 	d := framing.DefaultParams()
 	s.neg = negotiated{check: 1, window: 1, maxData: 90, timeout: s.cfg.Timeout, peer: d}
 	s.neg.out.QCTL, s.neg.in.QCTL = '#', '#'
+	// A FORCE-3 peer is found again in each transaction (a server may
+	// next serve a client that does not force it).
+	s.c.force3.Store(s.cfg.Check == CheckForce3)
+	s.c.probe3.Store(true)
 	s.c.setCheck(1)
 	s.c.eol = '\r'
 	s.c.npad = 0
@@ -259,7 +259,36 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	if p.bad {
 		s.stats.BadPackets++
 	}
+	if p.chk3 && !s.c.force3.Load() {
+		if !s.forcesType3(p) {
+			s.stats.BadPackets++
+			return inPacket{bad: true}, true, nil
+		}
+		// So does this side, from the answer to this packet on, until
+		// the transaction ends.
+		s.cfg.Log.Debug("peer uses type 3 on every packet (block check 5)")
+		s.c.force3.Store(true)
+		s.c.setCheck(3)
+	}
 	return p, true, nil
+}
+
+// forcesType3 judges a packet that passed only a type-3 check before
+// any Send-Init was agreed: it comes from a peer that forces type 3 if
+// it is a Send-Init or its ACK saying so (CHKT "5"), a command (R, G,
+// ...: only a client sends them), or the ACK of our own Send-Init try
+// with type 3 (C-Kermit then answers "3"). Anything else (our own S
+// echoed back, a plain kerf's type-3 try, a leftover of an earlier
+// transaction's type-3 data phase) is damage to this side.
+func (s *Session) forcesType3(p inPacket) bool {
+	if says5(p.Packet) || bytes.IndexByte([]byte(initTypes[2:]), p.Type) >= 0 {
+		return true
+	}
+	if p.Type != 'Y' {
+		return false
+	}
+	sl := s.sw.inFlight(p.Seq)
+	return sl != nil && !sl.acked && (sl.typ == 'S' || sl.typ == 'I') && sl.chk == 3
 }
 
 // Flush writes any packets still queued; the public entry points call it

@@ -1,0 +1,185 @@
+package kermit_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/framing"
+	"kerf/internal/peertest"
+	"kerf/kermit"
+)
+
+// rwPair joins a reader and a writer into a link.
+type rwPair struct {
+	io.Reader
+	io.Writer
+}
+
+// countChecks counts the packets in wire that parse with check type 1
+// and with type 3.
+func countChecks(wire []byte) (n1, n3 int) {
+	for _, chk := range []framing.CheckType{1, 3} {
+		f := framing.Frame{Mark: framing.SOH, Check: chk}
+		for rest := wire; ; {
+			i := bytes.IndexByte(rest, framing.SOH)
+			if i < 0 {
+				break
+			}
+			if _, n, err := f.ParsePacket(rest[i:]); err == nil {
+				if chk == 1 {
+					n1++
+				} else {
+					n3++
+				}
+				rest = rest[i+n:]
+			} else {
+				rest = rest[i+1:]
+			}
+		}
+	}
+	return n1, n3
+}
+
+// A type-3 packet left on the line by an earlier transaction (whose
+// data phase used type 3) is not taken for a FORCE-3 peer: the sender's
+// Send-Init tries stay type 1 and type 3 in turn.
+func TestForce3NotFooledByStaleType3(t *testing.T) {
+	a, b := link(t, 0, 1)
+	f := framing.Frame{Mark: framing.SOH, Check: 3}
+	stale, _ := f.AppendPacket(nil, framing.Packet{Seq: 5, Type: 'Y'})
+	b.Write(append(stale, '\r'))
+	cfg := kermit.DefaultConfig()
+	cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 300*time.Millisecond, 300*time.Millisecond, 4
+	s := kermit.NewSession(a, cfg)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go s.Send(ctx, nil)
+	var got []byte
+	buf := make([]byte, 4096)
+	b.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
+	for {
+		n, err := b.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	n1, n3 := countChecks(got)
+	if n1 < 2 || n3 < 1 {
+		t.Fatalf("Send-Init tries: %d type 1, %d type 3; want both, type 1 first and again", n1, n3)
+	}
+}
+
+// A FORCE-3 sender whose type-3 Send-Init also passes the type-1
+// checksum (window 7, timeout 5 s) is still recognised: the receiver
+// takes the S as type 3 because it says "5", and the transfer keeps its
+// attributes (file modes here), which a misread S would lose.
+func TestForce3SendInitPassingType1Too(t *testing.T) {
+	files := standardFiles()[:2]
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	forced, plain := kermit.DefaultConfig(), kermit.DefaultConfig()
+	forced.Check, forced.Window, forced.Timeout = kermit.CheckForce3, 7, 5*time.Second
+	a, b := link(t, 0, 1)
+	// The premise: this S passes both checks.
+	var s0 bytes.Buffer
+	ta := &tapConn{Conn: a}
+	serr, rerr, _ := transfer(t, ta, b, forced, plain, out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send: %v, receive: %v", serr, rerr)
+	}
+	s0.Write(ta.out[:bytes.IndexByte(ta.out, '\r')+1])
+	if n1, n3 := countChecks(s0.Bytes()); n1 != 1 || n3 != 1 {
+		t.Fatalf("the first S parses %d times as type 1, %d as type 3: the test lost its premise", n1, n3)
+	}
+	checkFiles(t, dst, files)
+	for _, f := range files {
+		fi, err := os.Stat(filepath.Join(dst, f.name))
+		if err != nil || fi.Mode().Perm() != 0o640 {
+			t.Fatalf("%s: mode %v, want 0640: the attributes were lost (%v)", f.name, fi.Mode(), err)
+		}
+	}
+}
+
+// A kerf server that has served a FORCE-3 client serves a plain one
+// (G-Kermit) next: each transaction looks for FORCE-3 afresh.
+func TestForce3ServerThenPlainClient(t *testing.T) {
+	gk := peertest.RequirePeer(t, "gkermit")
+	srvDir, cliDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(srvDir, "f.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sr, lw, _ := os.Pipe() // line -> server
+	lr, sw, _ := os.Pipe() // server -> line
+	defer sr.Close()
+	defer sw.Close()
+	scfg := kermit.DefaultConfig()
+	scfg.Timeout = time.Second
+	srv := kermit.NewSession(rwPair{sr, sw}, scfg)
+	defer srv.Close()
+	store, err := filestore.Open(srvDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, store)
+
+	ccfg := kermit.DefaultConfig()
+	ccfg.Check, ccfg.Timeout = kermit.CheckForce3, time.Second
+	c := kermit.NewSession(rwPair{lr, lw}, ccfg)
+	cstore, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cstore.Close()
+	if err := c.Get(ctx, "f.txt", false, cstore); err != nil {
+		t.Fatalf("FORCE-3 client: %v", err)
+	}
+	c.Close()
+
+	cmd := exec.Command(gk, "-g", "f.txt")
+	cmd.Dir = cliDir
+	cmd.Stdin, cmd.Stdout = lr, lw
+	var mu sync.Mutex
+	var stderr bytes.Buffer
+	cmd.Stderr = &lockedWriter{mu: &mu, w: &stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("gkermit -g after a FORCE-3 client: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("gkermit -g hangs after a FORCE-3 client")
+	}
+	if b, err := os.ReadFile(filepath.Join(cliDir, "f.txt")); err != nil || string(b) != "hello\n" {
+		t.Fatalf("gkermit got %q, %v", b, err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -118,10 +118,30 @@ func TestForce3ServerThenPlainClient(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(srvDir, "f.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sr, lw, _ := os.Pipe() // line -> server
-	lr, sw, _ := os.Pipe() // server -> line
+	sr, lw, _ := os.Pipe() // clients -> server
+	lr, sw, _ := os.Pipe() // server -> relay -> the client of the moment
 	defer sr.Close()
 	defer sw.Close()
+	// The relay hands the server's output to one client at a time, so
+	// that the first client's reader, which outlives its session, takes
+	// nothing meant for the second.
+	var mu sync.Mutex
+	var to io.Writer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := lr.Read(buf)
+			mu.Lock()
+			if to != nil {
+				to.Write(buf[:n])
+			}
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	setClient := func(w io.Writer) { mu.Lock(); to = w; mu.Unlock() }
 	scfg := kermit.DefaultConfig()
 	scfg.Timeout = time.Second
 	srv := kermit.NewSession(rwPair{sr, sw}, scfg)
@@ -137,7 +157,9 @@ func TestForce3ServerThenPlainClient(t *testing.T) {
 
 	ccfg := kermit.DefaultConfig()
 	ccfg.Check, ccfg.Timeout = kermit.CheckForce3, time.Second
-	c := kermit.NewSession(rwPair{lr, lw}, ccfg)
+	cr, cw := io.Pipe()
+	setClient(cw)
+	c := kermit.NewSession(rwPair{cr, lw}, ccfg)
 	cstore, err := filestore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -147,13 +169,18 @@ func TestForce3ServerThenPlainClient(t *testing.T) {
 		t.Fatalf("FORCE-3 client: %v", err)
 	}
 	c.Close()
+	cw.Close()
 
+	gr, gw, _ := os.Pipe()
+	defer gr.Close()
+	defer gw.Close()
+	setClient(gw)
 	cmd := exec.Command(gk, "-g", "f.txt")
 	cmd.Dir = cliDir
-	cmd.Stdin, cmd.Stdout = lr, lw
-	var mu sync.Mutex
+	cmd.Stdin, cmd.Stdout = gr, lw
+	var emu sync.Mutex
 	var stderr bytes.Buffer
-	cmd.Stderr = &lockedWriter{mu: &mu, w: &stderr}
+	cmd.Stderr = &lockedWriter{mu: &emu, w: &stderr}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

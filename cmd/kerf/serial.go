@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	"kerf/serialfallback"
 )
 
-var serialFlags = []cli.Flag{
+// serialLinkFlags set up the line and the protocol; serialFlags add
+// what a file transfer needs.
+var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "line", Aliases: []string{"l"}, Usage: "serial device or pty path"},
 	&cli.BoolFlag{Name: "stdio", Usage: "use standard input/output as the line (kerf as the remote Kermit)"},
 	&cli.IntFlag{Name: "speed", Aliases: []string{"b"}, Value: 115200, Usage: "line speed in bits per second"},
@@ -23,14 +26,17 @@ var serialFlags = []cli.Flag{
 	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
 	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (94-9024; 0: automatic)"},
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
-	&cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
+	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
+}
+
+var serialFlags = slices.Concat(serialLinkFlags, []cli.Flag{
+	&cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"},
 	&cli.BoolFlag{Name: "text", Usage: "send in text mode (LF <-> CRLF)"},
 	&cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"},
-	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
 	&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"},
 	sparseFlag,
-}
+})
 
 var sparseFlag = &cli.BoolFlag{Name: "sparse", Usage: "leave holes where received files have runs of zeros (disk images; off: zeros are written, as allocated on purpose)"}
 
@@ -139,11 +145,11 @@ func serialCommand() *cli.Command {
 				}),
 			},
 			{
-				Name: "finish", Usage: "tell a Kermit server to leave server mode (FINISH)", Flags: serialFlags,
+				Name: "finish", Usage: "tell a Kermit server to leave server mode (FINISH)", Flags: serialLinkFlags,
 				Action: jsonErrors(func(c *cli.Context) error { return serialServerCommand(c, 'F') }),
 			},
 			{
-				Name: "bye", Usage: "tell a Kermit server to leave server mode and log out or exit (BYE)", Flags: serialFlags,
+				Name: "bye", Usage: "tell a Kermit server to leave server mode and log out or exit (BYE)", Flags: serialLinkFlags,
 				Action: jsonErrors(func(c *cli.Context) error { return serialServerCommand(c, 'L') }),
 			},
 			{

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +37,24 @@ func TestEmptyDirectoriesTravel(t *testing.T) {
 	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "nothing"), back)
 	if fi, err := os.Stat(filepath.Join(back, "nothing")); err != nil || !fi.IsDir() {
 		t.Errorf("get -r of an empty directory: %v", err)
+	}
+}
+
+// An empty directory the receiver cannot make (a file has its name
+// there) fails the send, exit 4, naming it with the receiver's reason;
+// the rest of the tree still arrives.
+func TestEmptyDirectoryNotMadeIsReportedToSender(t *testing.T) {
+	root, src := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	os.MkdirAll(filepath.Join(src, "tree", "blocked"), 0o755)
+	os.WriteFile(filepath.Join(src, "tree", "f.txt"), []byte("f"), 0o644)
+	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
+	os.WriteFile(filepath.Join(root, "tree", "blocked"), []byte("a file"), 0o644)
+	r := run(t, srv, src, nil, "send", "-r", "tree", srv.addr)
+	if r.code != 4 || !strings.Contains(r.stderr, "blocked") || !strings.Contains(r.stderr, "not made by the receiver") {
+		t.Fatalf("want exit 4 naming tree/blocked and the receiver's reason, got %s", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "tree", "f.txt")); err != nil || string(b) != "f" {
+		t.Errorf("the tree's file: %q, %v", b, err)
 	}
 }

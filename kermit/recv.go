@@ -209,6 +209,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				if err := s.receiveDir(store, name); err != nil {
 					s.cfg.Log.Warn("cannot make directory", "name", name, "err", err)
 					s.event(Event{Kind: FileFailed, Name: name, Err: err})
+					cur.why = err // told to the sender in the Z's ACK
 				}
 			} else {
 				inc, err := store.Create(name)
@@ -258,12 +259,18 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return fmt.Errorf("%w: Z packet without F", ErrProtocol)
 			}
 			err := s.finishFile(ctx, cur, p.Data)
+			var reply []byte
+			if cur.dir && cur.why != nil {
+				// A directory this side could not make: "N" and the reason
+				// (only a kerf sender sends directories; see sendDir).
+				reply = append([]byte{'N'}, s.fitText(cur.why.Error(), s.neg.maxData-1)...)
+			}
 			cur = nil
 			if err != nil {
 				return err
 			}
 			s.cancelFile.Store(false)
-			if err := s.ackRecv(p.Seq, nil); err != nil {
+			if err := s.ackRecv(p.Seq, reply); err != nil {
 				return err
 			}
 		case 'B':

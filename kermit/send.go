@@ -433,7 +433,24 @@ func (s *Session) sendDir(ctx context.Context, name string) error {
 	if !s.neg.peerKerf {
 		return nil
 	}
-	return s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", nil)
+	zs, err := s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", nil)
+	if zs != nil {
+		// A receiver that could not make the directory ACKs the Z with
+		// "N" and the reason.
+		zs.onAck = func(data []byte) error {
+			if len(data) == 0 || data[0] != 'N' {
+				return nil
+			}
+			why := errors.New("the receiver could not make it")
+			if text, err := s.decodeString(data[1:]); err == nil && text != "" {
+				why = fmt.Errorf("not made by the receiver: %s", text)
+			}
+			s.groupFailed = append(s.groupFailed, name)
+			s.event(Event{Kind: FileFailed, Name: name, Err: why, Sending: true})
+			return nil
+		}
+	}
+	return err
 }
 
 // announceUnsent tells a kerf peer about a file that cannot be sent (it
@@ -442,25 +459,25 @@ func (s *Session) sendDir(ctx context.Context, name string) error {
 // file as not received instead of never hearing of it. (A classic Kermit
 // skips such a file silently, as C-Kermit does.)
 func (s *Session) announceUnsent(ctx context.Context, name string, why error) error {
-	return s.sendHeaderOnly(ctx, name, append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...))
+	_, err := s.sendHeaderOnly(ctx, name, append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...))
+	return err
 }
 
 // sendHeaderOnly sends an F for name and at once a Z carrying zdata, with
-// no A and no data. The F takes a file id, as every F does, so ids stay in
-// step with the receiver's count. A name that does not fit a packet was
-// never sendable and is left out.
-func (s *Session) sendHeaderOnly(ctx context.Context, name string, zdata []byte) error {
+// no A and no data, and returns the Z's slot. The F takes a file id, as
+// every F does, so ids stay in step with the receiver's count. A name
+// that does not fit a packet was never sendable and is left out.
+func (s *Session) sendHeaderOnly(ctx context.Context, name string, zdata []byte) (*slot, error) {
 	enc, err := s.encodeField([]byte(name))
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: name, Err: err, Sending: true})
-		return nil
+		return nil, nil
 	}
 	s.sendFileID++
 	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.queue(ctx, 'Z', zdata, 0)
-	return err
+	return s.queue(ctx, 'Z', zdata, 0)
 }
 
 // fitText encodes as much of msg as fits limit encoded bytes (whole

@@ -140,7 +140,8 @@ func (rw *recordWriter) writeBlock(p []byte, header int) (int, error) {
 
 // write seals p[:first] as a record of its own (if first > 0 and p is
 // longer than recSmall), then the rest in records of at most chunk
-// bytes, and writes them out, gathering up to recMaxPlain bytes a write.
+// bytes, and writes them out, as many records a write as its buffer
+// holds (one of 256 KiB and some smaller ones).
 func (rw *recordWriter) write(p []byte, first, chunk int) (int, error) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()

@@ -140,17 +140,14 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		return nil, err
 	}
 	conns, allTLS, anyTLS, err := unwrapData(conns)
+	if err == nil && !allTLS && (!d.plain || anyTLS) {
+		err = fmt.Errorf("control: data connections mix TLS and plaintext, or are plaintext for a TLS-only token")
+	}
 	if err != nil {
 		for _, c := range conns {
 			c.Close()
 		}
 		return nil, err
-	}
-	if !allTLS && (!d.plain || anyTLS) {
-		for _, c := range conns {
-			c.Close()
-		}
-		return nil, fmt.Errorf("control: data connections mix TLS and plaintext, or are plaintext for a TLS-only token")
 	}
 	d.encrypted = allTLS
 	if tc, ok := conns[0].(*datachan.TLSConn); ok {

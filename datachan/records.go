@@ -43,9 +43,14 @@ const (
 	recMaxPlain  = 256 << 10
 	recEndBit    = 1 << 31
 	// Write seals writes of at most recSmall bytes as one record, and
-	// cuts longer ones into records of this size, which a reader's
-	// 64 KiB buffer (stream.readFull) takes whole.
-	recSmall = 64 << 10
+	// cuts longer ones into records of this size, which a stream's read
+	// buffer (stream.readFull) takes whole.
+	recSmall = smallFrameBuf
+	// recWriteBuf holds a full record and smaller ones behind it;
+	// recReadBuf a full record and the next one's header, as far as
+	// recordReader.fill reads.
+	recWriteBuf = recHeaderLen + recMaxPlain + recTagLen + recSmall
+	recReadBuf  = recHeaderLen + recMaxPlain + recTagLen + recHeaderLen
 
 	// RFC 5705 §4: labels of private use begin with "EXPERIMENTAL".
 	exporterClientToServer = "EXPERIMENTAL-kerf-data-records client"
@@ -180,7 +185,7 @@ func (rw *recordWriter) write(p []byte, first, chunk int) (int, error) {
 // seal appends one record of p to buf.
 func (rw *recordWriter) seal(p []byte, end bool) error {
 	if rw.buf == nil {
-		rw.buf = make([]byte, 0, recHeaderLen+recMaxPlain+recTagLen+recSmall)
+		rw.buf = make([]byte, 0, recWriteBuf)
 	}
 	aead, err := rw.keys.forRecord(rw.seq)
 	if err != nil {
@@ -271,7 +276,7 @@ func isTimeout(err error) bool {
 // next reads and opens one record.
 func (rr *recordReader) next(p []byte) (int, error) {
 	if rr.buf == nil {
-		rr.buf = make([]byte, recHeaderLen+recMaxPlain+recTagLen+recSmall)
+		rr.buf = make([]byte, recReadBuf)
 	}
 	if err := rr.fill(recHeaderLen); err != nil {
 		return 0, err

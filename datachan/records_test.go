@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -126,12 +127,12 @@ func recordStream(t *testing.T, secret []byte, end bool, chunks ...[]byte) []byt
 	return wire.Bytes()
 }
 
-// recordLens returns the offsets at which the records of wire start.
+// recordStarts returns the offsets at which the records of wire start.
 func recordStarts(wire []byte) []int {
 	var starts []int
 	for off := 0; off+recHeaderLen <= len(wire); {
 		starts = append(starts, off)
-		h := int(uint32(wire[off])<<24|uint32(wire[off+1])<<16|uint32(wire[off+2])<<8|uint32(wire[off+3])) &^ recEndBit
+		h := int(binary.BigEndian.Uint32(wire[off:]) &^ recEndBit)
 		off += recHeaderLen + h
 	}
 	return starts
@@ -304,7 +305,7 @@ func TestDataRecordsBlockLayout(t *testing.T) {
 	var sizes []int
 	for _, off := range recordStarts(wire.Bytes()) {
 		b := wire.Bytes()[off:]
-		sizes = append(sizes, int(uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))-recTagLen)
+		sizes = append(sizes, int(binary.BigEndian.Uint32(b))-recTagLen)
 	}
 	want := []int{32, recMaxPlain, recMaxPlain, recMaxPlain, recMaxPlain}
 	if len(sizes) != len(want) {
@@ -548,7 +549,7 @@ func BenchmarkDataRecordsOpen(b *testing.B) {
 	hdr, payload := make([]byte, smallFrameBuf), make([]byte, 1<<20)
 	b.SetBytes(int64(len(block)))
 	b.ReportAllocs()
-	buf := make([]byte, recHeaderLen+recMaxPlain+recTagLen+recSmall)
+	buf := make([]byte, recReadBuf)
 	var r *recordReader
 	for i := 0; b.Loop(); i++ {
 		if i%blocks == 0 {

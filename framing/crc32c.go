@@ -33,9 +33,10 @@ func CombineCRC32C(crcA, crcB uint32, lenB int64) uint32 {
 	if crcA == 0 {
 		return crcB // the shift is linear: it maps 0 to 0
 	}
+	ops := zeroBytesOps()
 	for k := 0; lenB != 0; k, lenB = k+1, lenB>>1 {
 		if lenB&1 != 0 {
-			crcA = gf2MatrixTimes(&zeroBytesOps()[k], crcA)
+			crcA = gf2MatrixTimes(&ops[k], crcA)
 		}
 	}
 	return crcA ^ crcB

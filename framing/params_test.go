@@ -116,7 +116,7 @@ func TestParseParamsPeers(t *testing.T) {
 		{"ck_nostream", "r2l.Y0", with(ckAck, noStream)},
 		{"ck_mixed", "l2r.S0", with(ckS, func(p *Params) { p.Check, p.Window, p.MaxLenX = 2, 4, 94 })},
 		{"ck_mixed", "r2l.Y0", with(ckAck, func(p *Params) { p.MaxLen, p.Check, p.Window, p.MaxLenX = 80, 2, 8, 80 })},
-		// 'B' (blank-free type 2) and '5' (FORCE-3) fall back to type 1.
+		// 'B' (blank-free type 2) falls back to type 1; '5' (FORCE-3) is 3 with Force3.
 		{"ck_bcB", "l2r.S0", with(ckS, func(p *Params) { p.Check = 1 })},
 		{"ck_bcB", "r2l.Y0", with(ckAck, func(p *Params) { p.Check = 1 })},
 		{"ck_bc5", "l2r.S0", with(ckS, func(p *Params) { p.Check, p.Force3 = 3, true })},

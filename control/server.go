@@ -129,7 +129,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("control: %w", err)
 	}
 	s.ln = ln
-	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: cfg.Identity.ServerTLS(), plainOK: s.plainOK}, nil,
+	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: datachan.OfferRecords(cfg.Identity.ServerTLS()), plainOK: s.plainOK}, nil,
 		datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
 	if cfg.AllowClassic {
 		cfg.Log.Warn("classic Kermit allowed: plain Kermit clients' passwords and file data cross the network in clear")

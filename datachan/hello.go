@@ -98,6 +98,7 @@ func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls
 	if streams < 1 || streams > MaxStreams {
 		return nil, fmt.Errorf("datachan: %d streams, want 1..%d", streams, MaxStreams)
 	}
+	tlsConf = OfferRecords(tlsConf) // once, not per connection
 	if tlsConf != nil && tlsConf.ServerName == "" && !tlsConf.InsecureSkipVerify {
 		if host, _, err := net.SplitHostPort(addr); err == nil {
 			tlsConf = tlsConf.Clone()

@@ -70,7 +70,7 @@ func Listen(addr string, tlsConf *tls.Config, opts ...ListenerOption) (*Listener
 func NewListener(ln net.Listener, tlsConf *tls.Config, opts ...ListenerOption) *Listener {
 	l := &Listener{
 		ln:               ln,
-		tlsConf:          tlsConf,
+		tlsConf:          OfferRecords(tlsConf),
 		handshakeTimeout: DefaultHandshakeTimeout,
 		handshakeSlots:   make(chan struct{}, 128),
 		pending:          make(map[Token]*Pending),

@@ -626,3 +626,23 @@ func TestTLSConnPairedRacesClose(t *testing.T) {
 		}
 	}
 }
+
+// OfferRecords clones a config that does not offer data records yet,
+// keeping its own protocols, and leaves one that does as it is (so a
+// config prepared once is not cloned again per connection).
+func TestOfferRecords(t *testing.T) {
+	base := &tls.Config{NextProtos: []string{"x"}}
+	c := OfferRecords(base)
+	if c == base || len(base.NextProtos) != 1 {
+		t.Fatal("the caller's config was changed, not cloned")
+	}
+	if len(c.NextProtos) != 2 || c.NextProtos[0] != alpnRecords || c.NextProtos[1] != "x" {
+		t.Fatalf("NextProtos %q", c.NextProtos)
+	}
+	if OfferRecords(c) != c {
+		t.Fatal("a config that offers records was cloned again")
+	}
+	if OfferRecords(nil) != nil {
+		t.Fatal("nil config")
+	}
+}

@@ -45,31 +45,27 @@ type recordPair struct {
 func TLSClient(c net.Conn, conf *tls.Config) *TLSConn {
 	b := &recordBatcher{Conn: c}
 	b.exact.Store(true)
-	return &TLSConn{Conn: tls.Client(b, offerRecords(conf)), b: b, client: true}
+	return &TLSConn{Conn: tls.Client(b, OfferRecords(conf)), b: b, client: true}
 }
 
 func TLSServer(c net.Conn, conf *tls.Config) *TLSConn {
 	b := &recordBatcher{Conn: c}
 	b.exact.Store(true)
-	return &TLSConn{Conn: tls.Server(b, offerRecords(conf)), b: b}
+	return &TLSConn{Conn: tls.Server(b, OfferRecords(conf)), b: b}
 }
 
-// offered holds, per caller's config, its clone that also offers data
-// records: one clone per config rather than per connection (a server
-// clone has its own session-ticket keys).
-var offered sync.Map // *tls.Config -> *tls.Config
-
-func offerRecords(conf *tls.Config) *tls.Config {
-	if slices.Contains(conf.NextProtos, alpnRecords) {
+// OfferRecords returns conf, or a clone of it, that also offers data
+// records (ALPN). TLSClient and TLSServer apply it to every connection;
+// whoever keeps a config for many connections (Dial, NewListener, a
+// server's data listener) applies it once, so that connections do not
+// each clone it (a server clone has its own session-ticket keys).
+func OfferRecords(conf *tls.Config) *tls.Config {
+	if conf == nil || slices.Contains(conf.NextProtos, alpnRecords) {
 		return conf
-	}
-	if c, ok := offered.Load(conf); ok {
-		return c.(*tls.Config)
 	}
 	c := conf.Clone()
 	c.NextProtos = append([]string{alpnRecords}, conf.NextProtos...)
-	actual, _ := offered.LoadOrStore(conf, c)
-	return actual.(*tls.Config)
+	return c
 }
 
 // recordsAgreed reports whether a finished handshake chose data records:

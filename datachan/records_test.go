@@ -338,8 +338,20 @@ func legacyTLSServer(c net.Conn, conf *tls.Config) *TLSConn {
 	return &TLSConn{Conn: tls.Server(b, conf), b: b}
 }
 
+// legacyTLSClient is the client side of legacyTLSServer.
+func legacyTLSClient(c net.Conn, conf *tls.Config) *TLSConn {
+	b := &recordBatcher{Conn: c}
+	return &TLSConn{Conn: tls.Client(b, conf), b: b, client: true}
+}
+
 // tlsPairWith is tlsPair with a choice of server.
 func tlsPairWith(t *testing.T, server func(net.Conn, *tls.Config) *TLSConn) (*TLSConn, *TLSConn, *countingConn) {
+	t.Helper()
+	return tlsPairOf(t, TLSClient, server)
+}
+
+// tlsPairOf is tlsPair with a choice of client and server.
+func tlsPairOf(t *testing.T, client, server func(net.Conn, *tls.Config) *TLSConn) (*TLSConn, *TLSConn, *countingConn) {
 	t.Helper()
 	cert := selfSignedCert(t)
 	pool := x509.NewCertPool()
@@ -359,18 +371,18 @@ func tlsPairWith(t *testing.T, server func(net.Conn, *tls.Config) *TLSConn) (*TL
 		t.Fatal(err)
 	}
 	counted := &countingConn{Conn: raw}
-	client := TLSClient(counted, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	cl := client(counted, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 	srv := server(<-accepted, &tls.Config{Certificates: []tls.Certificate{cert}})
-	t.Cleanup(func() { client.Close(); srv.Close() })
+	t.Cleanup(func() { cl.Close(); srv.Close() })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Handshake() }()
-	if err := client.Handshake(); err != nil {
+	if err := cl.Handshake(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	return client, srv, counted
+	return cl, srv, counted
 }
 
 // The hello's answer and data records right behind it: the client reads
@@ -440,21 +452,29 @@ func TestTLSConnSwitchesToRecordsAfterAnswer(t *testing.T) {
 // A current client and a server from before data records (no ALPN)
 // keep TLS records, and so does a current server with such a client.
 func TestTLSConnFallsBackToTLSRecords(t *testing.T) {
-	client, server, _ := tlsPairWith(t, legacyTLSServer)
-	if err := client.Paired(); err != nil {
-		t.Fatal(err)
-	}
-	if client.Records() {
-		t.Fatal("client chose data records with a server that did not offer them")
-	}
-	data := randomData(32, 1<<20)
-	go func() {
-		client.Write(data)
-		client.Close()
-	}()
-	got, err := io.ReadAll(server)
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("legacy server read %d bytes, %v", len(got), err)
+	for _, c := range []struct {
+		name           string
+		client, server func(net.Conn, *tls.Config) *TLSConn
+	}{{"old server", TLSClient, legacyTLSServer}, {"old client", legacyTLSClient, TLSServer}} {
+		client, server, _ := tlsPairOf(t, c.client, c.server)
+		if err := client.Paired(); err != nil {
+			t.Fatal(err)
+		}
+		if err := server.Paired(); err != nil {
+			t.Fatal(err)
+		}
+		if client.Records() || server.Records() {
+			t.Fatalf("%s: data records chosen with a peer that did not offer them", c.name)
+		}
+		data := randomData(32, 1<<20)
+		go func() {
+			client.Write(data)
+			client.Close()
+		}()
+		got, err := io.ReadAll(server)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: server read %d bytes, %v", c.name, len(got), err)
+		}
 	}
 }
 
@@ -608,7 +628,8 @@ func TestTLSConnPairedOnce(t *testing.T) {
 }
 
 // Close and Paired from two goroutines (a pairing given up while the
-// connection is being paired): no data race, and Close closes.
+// connection is being paired): no data race (this test is for -race),
+// and Close closes.
 func TestTLSConnPairedRacesClose(t *testing.T) {
 	for range 20 {
 		client, server, _ := tlsPair(t)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"kerf/framing"
 )
@@ -480,15 +481,18 @@ func (s *Session) sendHeaderOnly(ctx context.Context, name string, zdata []byte)
 	return s.queue(ctx, 'Z', zdata, 0)
 }
 
-// fitText encodes as much of msg as fits limit encoded bytes (whole
-// runes, cut by quarters), for the reasons kerf adds to packets.
+// fitText encodes as much of msg as fits limit encoded bytes, in whole
+// runes, for the reasons kerf adds to packets.
 func (s *Session) fitText(msg string, limit int) []byte {
-	for r := []rune(msg); len(r) > 0; r = r[:len(r)*3/4] {
-		if enc, err := s.encodeField([]byte(string(r))); err == nil && len(enc) <= limit {
-			return enc
+	b := []byte(msg)
+	enc, n := s.neg.out.Encode(nil, b, limit)
+	if n < len(b) && !utf8.RuneStart(b[n]) {
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
 		}
+		enc, _ = s.neg.out.Encode(enc[:0], b[:n], limit)
 	}
-	return nil
+	return enc
 }
 
 // refusal describes a refusing A ACK's reasons: the tags, and for a kerf

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -118,7 +119,7 @@ func (c *pktConn) readLoop() {
 				// S and I, and the commands that start a transaction (R, G
 				// and C-Kermit's variants), always use check 1.
 				f.Check = 1
-				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && bytes.IndexByte([]byte(initTypes), p1.Type&0x7f) >= 0 {
+				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && strings.IndexByte(initTypes, p1.Type&0x7f) >= 0 {
 					p, n, err = p1, n1, nil
 				}
 			}
@@ -129,7 +130,7 @@ func (c *pktConn) readLoop() {
 				// One that passes type 1 by chance as well is taken as type
 				// 3 when it says "5".
 				f.Check = 3
-				if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && (err != nil || says5(p3)) && bytes.IndexByte([]byte(initTypes+"Y"), p3.Type&0x7f) >= 0 {
+				if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && (err != nil || says5(p3)) && strings.IndexByte(initTypes+"Y", p3.Type&0x7f) >= 0 {
 					p, n, err = p3, n3, nil
 					ip.chk3 = true
 				}

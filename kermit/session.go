@@ -1,11 +1,11 @@
 package kermit
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -281,7 +281,7 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 // echoed back, a plain kerf's type-3 try, a leftover of an earlier
 // transaction's type-3 data phase) is damage to this side.
 func (s *Session) forcesType3(p inPacket) bool {
-	if says5(p.Packet) || bytes.IndexByte([]byte(initTypes[2:]), p.Type) >= 0 {
+	if says5(p.Packet) || strings.IndexByte(initTypes[2:], p.Type) >= 0 {
 		return true
 	}
 	if p.Type != 'Y' {

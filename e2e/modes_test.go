@@ -33,8 +33,10 @@ func TestModesSurvive(t *testing.T) {
 		n := fmt.Sprintf("m%03o", m)
 		for _, dir := range []string{root, back} {
 			fi, err := os.Stat(filepath.Join(dir, n))
-			if err != nil || fi.Mode().Perm() != m {
-				t.Errorf("%s in %s: mode %v, %v; want %v", n, dir, fi.Mode().Perm(), err, m)
+			if err != nil {
+				t.Errorf("%s in %s: %v", n, dir, err)
+			} else if fi.Mode().Perm() != m {
+				t.Errorf("%s in %s: mode %v; want %v", n, dir, fi.Mode().Perm(), m)
 			}
 		}
 	}

@@ -38,11 +38,15 @@ func TestModTimeAcrossTimeZones(t *testing.T) {
 		}
 	}
 	runTZ("send", p, target(srv.addr, "/"))
-	if fi, err := os.Stat(filepath.Join(root, "tz.bin")); err != nil || !fi.ModTime().Equal(mtime) {
-		t.Fatalf("sent file's mtime %v (%v), want %v", fi.ModTime().UTC(), err, mtime)
+	if fi, err := os.Stat(filepath.Join(root, "tz.bin")); err != nil {
+		t.Fatal(err)
+	} else if !fi.ModTime().Equal(mtime) {
+		t.Fatalf("sent file's mtime %v, want %v", fi.ModTime().UTC(), mtime)
 	}
 	runTZ("get", target(srv.addr, "tz.bin"), back)
-	if fi, err := os.Stat(filepath.Join(back, "tz.bin")); err != nil || !fi.ModTime().Equal(mtime) {
-		t.Fatalf("fetched file's mtime %v (%v), want %v", fi.ModTime().UTC(), err, mtime)
+	if fi, err := os.Stat(filepath.Join(back, "tz.bin")); err != nil {
+		t.Fatal(err)
+	} else if !fi.ModTime().Equal(mtime) {
+		t.Fatalf("fetched file's mtime %v, want %v", fi.ModTime().UTC(), mtime)
 	}
 }

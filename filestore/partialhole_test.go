@@ -75,8 +75,10 @@ func TestPartialCutAtFirstHole(t *testing.T) {
 			if err != nil || n != wantSize || crc != want {
 				t.Errorf("Partial = %d, %08x, %v; want %d, %08x", n, crc, err, wantSize, want)
 			}
-			if fi, err := os.Stat(part); err != nil || fi.Size() != wantSize {
-				t.Errorf("partial file after Partial: %v, %v; want %d bytes", fi.Size(), err, wantSize)
+			if fi, err := os.Stat(part); err != nil {
+				t.Error(err)
+			} else if fi.Size() != wantSize {
+				t.Errorf("partial file after Partial: %d bytes; want %d", fi.Size(), wantSize)
 			}
 			in.Abort(false)
 
@@ -92,8 +94,10 @@ func TestPartialCutAtFirstHole(t *testing.T) {
 			if want := crc32.Checksum(data, castagnoli); err != nil || n != 3*mib || crc != want {
 				t.Errorf("Partial of a whole file = %d, %08x, %v; want %d, %08x", n, crc, err, 3*mib, want)
 			}
-			if fi, err := os.Stat(part); err != nil || fi.Size() != 3*mib {
-				t.Errorf("whole partial file changed: %v, %v", fi.Size(), err)
+			if fi, err := os.Stat(part); err != nil {
+				t.Error(err)
+			} else if fi.Size() != 3*mib {
+				t.Errorf("whole partial file changed: %d bytes", fi.Size())
 			}
 			in.Abort(false)
 

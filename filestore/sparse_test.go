@@ -11,6 +11,19 @@ import (
 	"kerf/filestore"
 )
 
+// openSparse opens a new Dir with Sparse set, closed when the test ends.
+func openSparse(t *testing.T) (string, *filestore.Dir) {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	d.Sparse = true
+	return dir, d
+}
+
 // allocated is the space a file takes on disk.
 func allocated(t *testing.T, p string) int64 {
 	t.Helper()
@@ -81,18 +94,12 @@ func TestSparseReceive(t *testing.T) {
 // A leftover partial holds old data until it is truncated: zeros written
 // over it before then are written, not skipped.
 func TestSparseLeftoverNotSkipped(t *testing.T) {
-	dir := t.TempDir()
-	d, err := filestore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	d.Sparse = true
+	dir, d := openSparse(t)
 	in, _ := d.Create("p.bin")
 	in.WriteAt(bytes.Repeat([]byte{0xff}, 8192), 0)
 	in.Abort(true)
 
-	in, err = d.Create("p.bin") // the leftover, resumed at 0 without a cut
+	in, err := d.Create("p.bin") // the leftover, resumed at 0 without a cut
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,20 +116,14 @@ func TestSparseLeftoverNotSkipped(t *testing.T) {
 // A resumed partial (cut to its gap-free prefix by Partial) gets holes
 // again past that prefix.
 func TestSparseAfterResume(t *testing.T) {
-	dir := t.TempDir()
-	d, err := filestore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	d.Sparse = true
+	dir, d := openSparse(t)
 	data := bytes.Repeat([]byte{0xaa}, 4096)
 	in, _ := d.Create("r.img")
 	in.Truncate(0)
 	in.WriteAt(data, 0)
 	in.Abort(true)
 
-	in, err = d.Create("r.img")
+	in, err := d.Create("r.img")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,9 @@ func TestSparseAfterResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "r.img")
-	if fi, _ := os.Stat(p); fi.Size() != 8192+2<<20 {
+	if fi, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	} else if fi.Size() != 8192+2<<20 {
 		t.Fatalf("size %d", fi.Size())
 	}
 	if a := allocated(t, p); a > 256<<10 {

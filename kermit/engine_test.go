@@ -421,18 +421,29 @@ func (c *tapConn) Write(b []byte) (int, error) {
 // returns their types, failing on one that does not parse.
 func packetsWithCheck(t *testing.T, wire []byte, chk framing.CheckType) string {
 	t.Helper()
-	var types []byte
+	types, bad := scanPackets(wire, chk)
+	if len(bad) > 0 {
+		t.Fatalf("after packets %q, %q... does not parse with check %d", types, bad[0], chk)
+	}
+	return types
+}
+
+// scanPackets parses the packets in wire with check type chk: the types
+// of those that parse, and the start (a few bytes) of each that does not.
+func scanPackets(wire []byte, chk framing.CheckType) (types string, bad [][]byte) {
 	f := framing.Frame{Mark: framing.SOH, Check: chk}
 	for {
 		i := bytes.IndexByte(wire, framing.SOH)
 		if i < 0 {
-			return string(types)
+			return types, bad
 		}
 		p, n, err := f.ParsePacket(wire[i:])
 		if err != nil {
-			t.Fatalf("packet %d (%q...) does not parse with check %d: %v", len(types), wire[i:min(len(wire), i+12)], chk, err)
+			bad = append(bad, wire[i:min(len(wire), i+12)])
+			n = 1
+		} else {
+			types += string(p.Type)
 		}
-		types = append(types, p.Type)
 		wire = wire[i+n:]
 	}
 }

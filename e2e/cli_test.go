@@ -70,27 +70,14 @@ func TestSerialReceiveRefusedFileFails(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(in, "a.bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	recv := exec.Command(kerfBin, "serial", "receive", "--line", b, "--dir", in)
-	var rout syncBuffer
-	recv.Stdout, recv.Stderr = &rout, &rout
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { recv.Process.Kill() })
-	done := make(chan error, 1)
-	go func() { done <- recv.Wait() }()
+	recv := startKerf(t, "serial", "receive", "--line", b, "--dir", in)
 	r := run(t, nil, local, nil, "serial", "send", "--line", a, "a.bin", "b.bin")
 	if r.code != 4 {
 		t.Errorf("send: want exit 4, got %s", r)
 	}
-	select {
-	case err := <-done:
-		ee, _ := err.(*exec.ExitError)
-		if ee == nil || ee.ExitCode() != 4 || !strings.Contains(rout.String(), "1 file(s) not received: a.bin") {
-			t.Errorf("receive: want exit 4 naming a.bin, got %v:\n%s", err, rout.String())
-		}
-	case <-time.After(commandTimeout):
-		t.Fatalf("kerf serial receive did not finish:\n%s", rout.String())
+	err := recv.wait(t)
+	if ee, _ := err.(*exec.ExitError); ee == nil || ee.ExitCode() != 4 || !strings.Contains(recv.out.String(), "1 file(s) not received: a.bin") {
+		t.Errorf("receive: want exit 4 naming a.bin, got %v:\n%s", err, recv.out.String())
 	}
 	sameFile(t, filepath.Join(local, "b.bin"), filepath.Join(in, "b.bin"))
 }

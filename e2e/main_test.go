@@ -225,18 +225,17 @@ func startServer(t *testing.T, root string, o serverOpts) *server {
 // returns the first such line.
 func waitLogLine(t *testing.T, srv *server, s string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var line string
+	waitFor(t, fmt.Sprintf("the server to log %q", s), func() bool {
 		for _, l := range strings.Split(srv.stderr.String(), "\n") {
 			if strings.Contains(l, s) {
-				return l
+				line = l
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not log %q:\n%s", s, srv.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return line
 }
 
 // target is "ADDR/PATH" for the server (ADDR may be a proxy's).

@@ -44,28 +44,46 @@ func TestSerialUnprefixMismatch(t *testing.T) {
 			data := []byte(strings.Repeat("a~~~~~~~~~~~~b", 50) + strings.Repeat("x", 300) + "~")
 			writeFile(t, filepath.Join(local, "tilde.txt"), data)
 
-			recv := exec.Command(kerfBin, "serial", "receive", "--line", b, "--unprefix", c.recv, "--dir", in)
-			var rout syncBuffer
-			recv.Stdout, recv.Stderr = &rout, &rout
-			if err := recv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- recv.Wait() }()
-			t.Cleanup(func() { recv.Process.Kill() })
-
+			recv := startKerf(t, "serial", "receive", "--line", b, "--unprefix", c.recv, "--dir", in)
 			r := run(t, nil, local, nil, "serial", "send", "--line", a, "--unprefix", c.send, "tilde.txt")
-			var rerr error
-			select {
-			case rerr = <-done:
-			case <-time.After(commandTimeout):
-				t.Fatalf("kerf serial receive did not finish:\n%s", rout.String())
-			}
-			if r.code != 0 || rerr != nil {
-				t.Fatalf("send: %s\nreceive: %v\n%s", r, rerr, rout.String())
+			if rerr := recv.wait(t); r.code != 0 || rerr != nil {
+				t.Fatalf("send: %s\nreceive: %v\n%s", r, rerr, recv.out.String())
 			}
 			sameFile(t, filepath.Join(local, "tilde.txt"), filepath.Join(in, "tilde.txt"))
 		})
+	}
+}
+
+// bgKerf is a kerf command running beside the test (a receiver or a
+// server on the other end of a line); it is killed when the test ends.
+type bgKerf struct {
+	out  syncBuffer // its standard output and error
+	done chan error
+}
+
+func startKerf(t *testing.T, args ...string) *bgKerf {
+	t.Helper()
+	k := &bgKerf{done: make(chan error, 1)}
+	cmd := exec.Command(kerfBin, args...)
+	cmd.Stdout, cmd.Stderr = &k.out, &k.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	go func() { k.done <- cmd.Wait() }()
+	return k
+}
+
+// wait returns how the command ended; one that does not end within the
+// safety timeout fails the test.
+func (k *bgKerf) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-k.done:
+		return err
+	case <-time.After(commandTimeout):
+		t.Fatalf("kerf did not finish:\n%s", k.out.String())
+		return nil
 	}
 }
 
@@ -74,26 +92,13 @@ func TestSerialKerfToKerf(t *testing.T) {
 	a, b := ptyPair(t)
 	local, in := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(local, "r.bin"), randomBytes(200000, 31))
-	recv := exec.Command(kerfBin, "serial", "receive", "--line", b, "--dir", in)
-	var rout syncBuffer
-	recv.Stdout, recv.Stderr = &rout, &rout
-	if err := recv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { recv.Process.Kill() })
-	done := make(chan error, 1)
-	go func() { done <- recv.Wait() }()
+	recv := startKerf(t, "serial", "receive", "--line", b, "--dir", in)
 	r := run(t, nil, local, nil, "serial", "send", "--line", a, "r.bin")
 	if r.code != 0 {
-		t.Fatalf("send: %s\nreceive:\n%s", r, rout.String())
+		t.Fatalf("send: %s\nreceive:\n%s", r, recv.out.String())
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("receive: %v\n%s", err, rout.String())
-		}
-	case <-time.After(commandTimeout):
-		t.Fatalf("kerf serial receive did not finish:\n%s", rout.String())
+	if err := recv.wait(t); err != nil {
+		t.Fatalf("receive: %v\n%s", err, recv.out.String())
 	}
 	sameFile(t, filepath.Join(local, "r.bin"), filepath.Join(in, "r.bin"))
 }
@@ -125,24 +130,11 @@ func TestSerialFinishCKermitServer(t *testing.T) {
 func TestSerialByeKerfServer(t *testing.T) {
 	a, b := ptyPair(t)
 	srv, local := t.TempDir(), t.TempDir()
-	server := exec.Command(kerfBin, "serial", "server", "--line", b, "--dir", srv)
-	var sout syncBuffer
-	server.Stdout, server.Stderr = &sout, &sout
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Process.Kill() })
-	done := make(chan error, 1)
-	go func() { done <- server.Wait() }()
+	server := startKerf(t, "serial", "server", "--line", b, "--dir", srv)
 	if r := run(t, nil, local, nil, "serial", "bye", "--line", a); r.code != 0 {
-		t.Fatalf("bye: %s\nserver:\n%s", r, sout.String())
+		t.Fatalf("bye: %s\nserver:\n%s", r, server.out.String())
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("server after bye: %v\n%s", err, sout.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("kerf serial server still running after bye:\n%s", sout.String())
+	if err := server.wait(t); err != nil {
+		t.Fatalf("server after bye: %v\n%s", err, server.out.String())
 	}
 }

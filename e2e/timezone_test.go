@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,25 +23,15 @@ func TestModTimeAcrossTimeZones(t *testing.T) {
 	os.WriteFile(p, []byte("zones"), 0o644)
 	os.Chtimes(p, mtime, mtime)
 
-	runTZ := func(args ...string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-		defer cancel()
-		cmd := kerfCmd(t, ctx, srv, src, nil, args[0], args[1:]...)
-		cmd.Env = append(cmd.Env, "TZ=America/New_York")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("kerf %v: %v\n%s", args, err, out.String())
-		}
-	}
-	runTZ("send", p, target(srv.addr, "/"))
+	// The client runs in another zone than the server (its env wins).
+	t.Setenv("TZ", "America/New_York")
+	mustRun(t, srv, src, nil, "send", p, target(srv.addr, "/"))
 	if fi, err := os.Stat(filepath.Join(root, "tz.bin")); err != nil {
 		t.Fatal(err)
 	} else if !fi.ModTime().Equal(mtime) {
 		t.Fatalf("sent file's mtime %v, want %v", fi.ModTime().UTC(), mtime)
 	}
-	runTZ("get", target(srv.addr, "tz.bin"), back)
+	mustRun(t, srv, src, nil, "get", target(srv.addr, "tz.bin"), back)
 	if fi, err := os.Stat(filepath.Join(back, "tz.bin")); err != nil {
 		t.Fatal(err)
 	} else if !fi.ModTime().Equal(mtime) {

@@ -1,0 +1,85 @@
+package probes
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Receiving a small file: a temporary name renamed into place (kerf), an
+// unnamed O_TMPFILE linked into place, and a direct create (tar). Each
+// writes 16 KiB; docs/benchmarks.md, "Many small files".
+
+var buf = make([]byte, 16384)
+
+// dir opens a new directory under TMPDIR (use tmpfs) for one benchmark.
+func dir(b *testing.B) int {
+	fd, err := unix.Open(b.TempDir(), unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fd
+}
+
+func BenchmarkNamedRename(b *testing.B) {
+	d := dir(b)
+	for i := 0; i < b.N; i++ {
+		n := "f" + strconv.Itoa(i)
+		fd, err := unix.Openat(d, ".kerf-"+n+".part", unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Pwrite(fd, buf, 0)
+		if err := unix.Renameat(d, ".kerf-"+n+".part", d, n); err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+}
+
+func BenchmarkTmpfileLinkEmptyPath(b *testing.B) {
+	d := dir(b)
+	for i := 0; i < b.N; i++ {
+		n := "f" + strconv.Itoa(i)
+		fd, err := unix.Openat(d, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Pwrite(fd, buf, 0)
+		if err := unix.Linkat(fd, "", d, n, unix.AT_EMPTY_PATH); err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+}
+
+func BenchmarkTmpfileLinkProc(b *testing.B) {
+	d := dir(b)
+	for i := 0; i < b.N; i++ {
+		n := "f" + strconv.Itoa(i)
+		fd, err := unix.Openat(d, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Pwrite(fd, buf, 0)
+		if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), d, n, unix.AT_SYMLINK_FOLLOW); err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+}
+
+func BenchmarkDirect(b *testing.B) {
+	d := dir(b)
+	for i := 0; i < b.N; i++ {
+		n := "f" + strconv.Itoa(i)
+		fd, err := unix.Openat(d, n, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC, 0600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Pwrite(fd, buf, 0)
+		unix.Close(fd)
+	}
+}

@@ -854,13 +854,7 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 		return nil, err
 	}
 	for _, n := range names {
-		fi, err := d.root.Lstat(n.rel)
-		if err != nil {
-			if n.pattern {
-				continue // gone since the directory was read
-			}
-			return nil, fmt.Errorf("filestore: %w", err)
-		}
+		fi := n.fi
 		switch {
 		case fi.Mode().IsRegular():
 			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi))
@@ -877,15 +871,19 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 	return out, nil
 }
 
-// specName is a name a filespec resolved to, relative to the tree's top;
-// pattern reports that a wildcard found it rather than the spec naming
-// it.
+// specName is a name a filespec resolved to, relative to the tree's top,
+// and its entry (not following a link); pattern reports that a wildcard
+// found it rather than the spec naming it.
 type specName struct {
 	rel     string
 	pattern bool
+	fi      fs.FileInfo
 }
 
-// specNames splits spec into names (see Match) and resolves each.
+// specNames splits spec into names (see Match) and resolves each to its
+// entry. A name given plainly that does not exist is an error; one a
+// wildcard found and that is gone since its directory was read is left
+// out.
 func (d *Dir) specNames(spec string) ([]specName, error) {
 	pats := SplitSpec(spec)
 	whole := []string{spec}
@@ -933,10 +931,14 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 		dir = "."
 	}
 	if !strings.ContainsAny(base, "*?[") {
-		return append(out, specName{rel: rel}), nil
+		fi, err := d.root.Lstat(rel)
+		if err != nil {
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		return append(out, specName{rel: rel, fi: fi}), nil
 	}
-	if _, err := d.root.Lstat(rel); err == nil {
-		return append(out, specName{rel: rel}), nil
+	if fi, err := d.root.Lstat(rel); err == nil {
+		return append(out, specName{rel: rel, fi: fi}), nil
 	}
 	if _, err := path.Match(base, ""); err != nil {
 		return nil, fmt.Errorf("filestore: %s: %w", rel, err)
@@ -947,7 +949,9 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	}
 	for _, e := range ents {
 		if ok, _ := path.Match(base, e.Name()); ok && !isPartName(e.Name()) {
-			out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true})
+			if fi, err := e.Info(); err == nil {
+				out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true, fi: fi})
+			}
 		}
 	}
 	return out, nil
@@ -1092,14 +1096,7 @@ func (d *Dir) List(spec string) (string, error) {
 			return "", serr
 		}
 		for _, n := range names {
-			info, err := d.root.Lstat(n.rel)
-			if err != nil {
-				if n.pattern {
-					continue
-				}
-				return "", fmt.Errorf("filestore: %w", err)
-			}
-			ents = append(ents, info)
+			ents = append(ents, n.fi)
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })

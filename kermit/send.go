@@ -435,6 +435,11 @@ func (s *Session) sendDir(ctx context.Context, name string) error {
 		return nil
 	}
 	zs, err := s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", nil)
+	var skip *skipError
+	if errors.As(err, &skip) {
+		s.event(Event{Kind: FileFailed, Name: name, Err: skip.err, Sending: true})
+		return nil
+	}
 	if zs != nil {
 		// A receiver that could not make the directory ACKs the Z with
 		// "N" and the reason.
@@ -461,18 +466,22 @@ func (s *Session) sendDir(ctx context.Context, name string) error {
 // skips such a file silently, as C-Kermit does.)
 func (s *Session) announceUnsent(ctx context.Context, name string, why error) error {
 	_, err := s.sendHeaderOnly(ctx, name, append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...))
+	var skip *skipError
+	if errors.As(err, &skip) {
+		return nil // the caller has reported the file already
+	}
 	return err
 }
 
 // sendHeaderOnly sends an F for name and at once a Z carrying zdata, with
 // no A and no data, and returns the Z's slot. The F takes a file id, as
 // every F does, so ids stay in step with the receiver's count. A name
-// that does not fit a packet was never sendable and is left out.
+// that does not fit a packet was never sendable and is left out (a
+// skipError, for the caller to report).
 func (s *Session) sendHeaderOnly(ctx context.Context, name string, zdata []byte) (*slot, error) {
 	enc, err := s.encodeField([]byte(name))
 	if err != nil {
-		s.event(Event{Kind: FileFailed, Name: name, Err: err, Sending: true})
-		return nil, nil
+		return nil, &skipError{err}
 	}
 	s.sendFileID++
 	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {

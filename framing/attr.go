@@ -110,7 +110,7 @@ func (a Attributes) Marshal(max int) [][]byte {
 	addString(AttrType, a.Type)
 	addString(AttrEncoding, a.Encoding)
 	if t := a.ModTime.In(a.zone()); !a.ModTime.IsZero() && t.Year() >= 0 && t.Year() <= 9999 {
-		add(AttrDate, []byte(FormatAttrTimeIn(t, a.zone())))
+		add(AttrDate, []byte(formatAttrTimeIn(t, a.zone())))
 	}
 	if a.LengthK >= 0 {
 		add(AttrLengthK, strconv.AppendInt(nil, a.LengthK, 10))
@@ -184,7 +184,7 @@ func (a *Attributes) set(tag byte, v []byte) {
 	case AttrDate:
 		var t time.Time
 		var err error
-		if t, err = ParseAttrTimeIn(string(v), a.zone()); err == nil {
+		if t, err = parseAttrTimeIn(string(v), a.zone()); err == nil {
 			a.ModTime = t
 		}
 		ok = err == nil
@@ -251,7 +251,7 @@ func parseOctal(v []byte) (int64, bool) {
 // same zone dates survive exactly; across zones they shift by the
 // difference, as they do between two C-Kermits. Two kerf peers know each
 // other from the Send-Init and write and read dates in UTC instead
-// (Attributes.Zone, FormatAttrTimeIn, ParseAttrTimeIn), so theirs survive
+// (Attributes.Zone, formatAttrTimeIn, parseAttrTimeIn), so theirs survive
 // across zones; the form on the wire is the same.
 
 const attrTimeLayout = "20060102 15:04:05"
@@ -259,15 +259,15 @@ const attrTimeLayout = "20060102 15:04:05"
 // FormatAttrTime formats t for the '#' attribute as "yyyymmdd hh:mm:ss" in
 // local time (t.In(time.Local)), the form C-Kermit sends and the only one
 // its Unix receiver accepts.
-func FormatAttrTime(t time.Time) string { return FormatAttrTimeIn(t, time.Local) }
+func FormatAttrTime(t time.Time) string { return formatAttrTimeIn(t, time.Local) }
 
-// FormatAttrTimeIn is FormatAttrTime in zone loc.
-func FormatAttrTimeIn(t time.Time, loc *time.Location) string {
+// formatAttrTimeIn is FormatAttrTime in zone loc.
+func formatAttrTimeIn(t time.Time, loc *time.Location) string {
 	return t.In(loc).Format(attrTimeLayout)
 }
 
-// ParseAttrTime is ParseAttrTimeIn(s, time.Local).
-func ParseAttrTime(s string) (time.Time, error) { return ParseAttrTimeIn(s, time.Local) }
+// ParseAttrTime is parseAttrTimeIn(s, time.Local).
+func ParseAttrTime(s string) (time.Time, error) { return parseAttrTimeIn(s, time.Local) }
 
 func (a *Attributes) zone() *time.Location {
 	if a.Zone != nil {
@@ -276,7 +276,7 @@ func (a *Attributes) zone() *time.Location {
 	return time.Local
 }
 
-// ParseAttrTimeIn parses a '#' attribute value as a time in zone loc.
+// parseAttrTimeIn parses a '#' attribute value as a time in zone loc.
 // It accepts the forms of the protocol manual and C-Kermit:
 //
 //	yyyymmdd hh:mm:ss   C-Kermit's form
@@ -287,7 +287,7 @@ func (a *Attributes) zone() *time.Location {
 // A 'T' may stand for the space and the date may be written yyyy-mm-dd;
 // surrounding spaces are ignored. Out-of-range fields (month 13, Feb 30,
 // 24:00) are errors.
-func ParseAttrTimeIn(s string, loc *time.Location) (time.Time, error) {
+func parseAttrTimeIn(s string, loc *time.Location) (time.Time, error) {
 	bad := func() (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: unreadable date %q", ErrBadAttributes, s)
 	}

@@ -37,8 +37,14 @@ func transferErr(err error) error { return &exitError{exitTransfer, err} }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfiling, err := startProfiling()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kerf:", err)
+		os.Exit(exitUsage)
+	}
 	app := newApp()
-	err := app.RunContext(ctx, os.Args)
+	err = app.RunContext(ctx, os.Args)
+	stopProfiling()
 	if err == nil {
 		return
 	}

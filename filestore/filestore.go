@@ -146,9 +146,9 @@ func (d *Dir) Close() error {
 }
 
 // openDir returns the handle of directory rel (creating the directory if
-// need be), from the cache if it is there, with a reference for the
-// caller to give back with putDir.
-func (d *Dir) openDir(rel string) (*dirHandle, error) {
+// need be and create), from the cache if it is there, with a reference
+// for the caller to give back with putDir.
+func (d *Dir) openDir(rel string, create bool) (*dirHandle, error) {
 	d.mu.Lock()
 	if h := d.dirs[rel]; h != nil {
 		h.refs++
@@ -156,7 +156,7 @@ func (d *Dir) openDir(rel string) (*dirHandle, error) {
 		return h, nil
 	}
 	d.mu.Unlock()
-	if rel != "." {
+	if create && rel != "." {
 		if err := d.root.MkdirAll(rel, 0o755); err != nil {
 			return nil, err
 		}
@@ -470,7 +470,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	var h *dirHandle
 	var fresh bool
 	for attempt := 0; ; attempt++ {
-		if h, err = d.openDir(dir); err != nil {
+		if h, err = d.openDir(dir, true); err != nil {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
 		if !h.regularOrAbsent(d, base) {
@@ -857,7 +857,7 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 		fi := n.fi
 		switch {
 		case fi.Mode().IsRegular():
-			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi))
+			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi, false))
 		case fi.IsDir() && recursive:
 			out = d.walk(out, n.rel)
 		case n.pattern:
@@ -1008,7 +1008,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			out = append(out, unreadable(name(p), err))
 			return nil
 		}
-		out = append(out, d.outgoing(p, name(p), info))
+		out = append(out, d.outgoing(p, name(p), info, !e.Type().IsRegular()))
 		return nil
 	})
 	return out
@@ -1023,10 +1023,61 @@ func unreadable(name string, err error) kermit.OutgoingFile {
 	}
 }
 
-func (d *Dir) outgoing(rel, name string, fi fs.FileInfo) kermit.OutgoingFile {
+// outgoing is the file rel, to be sent as name; fi is its entry, or the
+// entry a symlink at rel leads to (link).
+func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.OutgoingFile {
+	open := func() (kermit.FileReader, error) { return d.openFile(rel) }
+	if link {
+		// os.Root follows the link, as long as it stays in the tree.
+		open = func() (kermit.FileReader, error) { return d.root.Open(rel) }
+	}
 	return kermit.OutgoingFile{
 		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
-		Open: func() (kermit.FileReader, error) { return d.root.Open(rel) },
+		Open: open,
+	}
+}
+
+// openFile opens the file rel for reading with one openat in its
+// directory's cached handle, where os.Root.Open would walk the whole
+// path again (an openat and an fcntl per element), which was a third
+// of what a GET of many small files cost the server. O_NOFOLLOW: a
+// file replaced by a symlink since the directory was read is refused,
+// not followed out of the tree.
+func (d *Dir) openFile(rel string) (*os.File, error) {
+	dir, base := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	if err := plainName(base); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		h, err := d.openDir(dir, false)
+		if err != nil {
+			return nil, err
+		}
+		fd := -1
+		err = h.atDir(d, func(dirfd int) error {
+			return ignoringEINTR(func() error {
+				var err error
+				fd, err = unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				return err
+			})
+		})
+		if err == nil {
+			d.putDir(h)
+			return os.NewFile(uintptr(fd), path.Join(d.root.Name(), rel)), nil
+		}
+		if attempt == 0 && errors.Is(err, unix.ENOENT) {
+			// The cached directory may have been removed (and made
+			// again) since: open it afresh once.
+			d.dropDir(h)
+			d.putDir(h)
+			continue
+		}
+		d.putDir(h)
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"kerf/framing"
 	"kerf/internal/peertest"
 )
 
@@ -136,5 +138,41 @@ func TestSerialByeKerfServer(t *testing.T) {
 	}
 	if err := server.wait(t); err != nil {
 		t.Fatalf("server after bye: %v\n%s", err, server.out.String())
+	}
+}
+
+// A receiver whose sender goes silent after its Send-Init gives up after
+// --retries timeouts of the sender's own timeout (the S packet's TIME,
+// here 1 second), reporting why; and --retries out of range is a usage
+// error.
+func TestSerialReceiveRetriesWhenSenderGoes(t *testing.T) {
+	a, b := ptyPair(t)
+	in := t.TempDir()
+	recv := startKerf(t, "serial", "receive", "--line", b, "--dir", in, "--retries", "2")
+	line, err := os.OpenFile(a, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer line.Close()
+	// S, sequence 0, type-1 check: MAXL 94, TIME 1 s, no padding, CR,
+	// '#' and 'Y' prefixes, check type 1; then nothing more.
+	s, err := framing.Frame{Mark: framing.SOH, Check: 1}.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'S', Data: []byte("~! @-#Y1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := line.Write(append(s, '\r')); err != nil {
+		t.Fatal(err)
+	}
+	err = recv.wait(t)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Fatalf("receive ended with %v, want exit code 4:\n%s", err, recv.out.String())
+	}
+	if out := recv.out.String(); !strings.Contains(out, "too many retries") || !strings.Contains(out, "3 timeouts") {
+		t.Errorf("receive's error does not say it gave up after 2 retries (3 timeouts):\n%s", out)
+	}
+	r := run(t, nil, in, nil, "serial", "receive", "--line", b, "--retries", "0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--retries") {
+		t.Errorf("--retries 0: %s; want usage error naming --retries", r)
 	}
 }

@@ -365,7 +365,7 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 		s.stats.Timeouts++
 		s.retries++
 		if s.retries > s.cfg.MaxRetries {
-			return ErrTooManyRetries
+			return s.tooManyRetries()
 		}
 		s.lastTimeout = time.Now()
 		s.rtt.backoff()
@@ -503,6 +503,11 @@ func (s *Session) nak(seq int) error {
 	return s.c.send(seq, 'N', nil)
 }
 
+// tooManyRetries is ErrTooManyRetries with the limit that was reached.
+func (s *Session) tooManyRetries() error {
+	return fmt.Errorf("%w (%d timeouts or NAKs in a row)", ErrTooManyRetries, s.retries)
+}
+
 // nextPacket returns the next packet in sequence, acknowledging data
 // packets on arrival, re-acknowledging duplicates and NAKing gaps. The
 // caller ACKs every non-D packet it gets (ackRecv) once it has acted on
@@ -526,7 +531,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			s.stats.Timeouts++
 			s.retries++
 			if s.retries > s.cfg.MaxRetries {
-				return framing.Packet{}, ErrTooManyRetries
+				return framing.Packet{}, s.tooManyRetries()
 			}
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: timed out on a reliable link", ErrProtocol)

@@ -15,7 +15,7 @@ import (
 	"kerf/serialfallback"
 )
 
-// serialLinkFlags set up the line and the protocol; serialFlags add
+// serialLinkFlags set up the line and the protocol; each subcommand adds
 // what a file transfer needs.
 var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "line", Aliases: []string{"l"}, Usage: "serial device or pty path"},
@@ -28,15 +28,23 @@ var serialLinkFlags = []cli.Flag{
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
+	&cli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "tries again this often after timeouts or NAKs in a row, then gives up (1-99); a receiver waits about this many times the sender's timeout for a sender that has gone"},
 }
 
-var serialFlags = slices.Concat(serialLinkFlags, []cli.Flag{
-	&cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"},
-	&cli.BoolFlag{Name: "text", Usage: "send in text mode (LF <-> CRLF)"},
-	&cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"},
-	&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"},
-	sparseFlag,
-})
+const defaultRetries = 20
+
+// Each subcommand takes only the flags that do something for it.
+var (
+	streamingFlag = &cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"}
+	textFlag      = &cli.BoolFlag{Name: "text", Usage: "text mode (LF <-> CRLF) for files sent, and for files received from a peer that does not say"}
+	resumeFlag    = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
+	dirFlag       = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
+
+	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}})
+	serialReceiveFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, dirFlag, sparseFlag})
+	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag})
+	serialServerFlags  = serialGetFlags
+)
 
 var sparseFlag = &cli.BoolFlag{Name: "sparse", Usage: "leave holes where received files have runs of zeros (disk images; off: zeros are written, as allocated on purpose)"}
 
@@ -58,6 +66,10 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	k.Check = framing.CheckType(c.Int("block-check"))
 	if k.Window < 1 || k.Window > 31 || (k.MaxPacket != 0 && k.MaxPacket < 94) || k.MaxPacket > 9024 || (k.Check < 1 || k.Check > 3) && k.Check != kermit.CheckForce3 {
 		return nil, nil, usageErr("window must be 1-31, packet length 94-9024, block check 1, 2, 3 or 5")
+	}
+	k.MaxRetries = c.Int("retries")
+	if k.MaxRetries < 1 || k.MaxRetries > 99 {
+		return nil, nil, usageErr("--retries must be 1-99")
 	}
 	k.Streaming = c.Bool("streaming")
 	k.Text = c.Bool("text")
@@ -105,8 +117,7 @@ func serialCommand() *cli.Command {
 		Usage: "classic Kermit over a serial line, pty or stdio (interoperates with C-Kermit and G-Kermit)",
 		Subcommands: []*cli.Command{
 			{
-				Name: "send", Usage: "send files", ArgsUsage: "FILE...", Flags: append(serialFlags,
-					&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}),
+				Name: "send", Usage: "send files", ArgsUsage: "FILE...", Flags: serialSendFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial send --line DEV FILE...")
@@ -126,7 +137,7 @@ func serialCommand() *cli.Command {
 				}),
 			},
 			{
-				Name: "receive", Usage: "receive files into --dir", Flags: serialFlags,
+				Name: "receive", Usage: "receive files into --dir", Flags: serialReceiveFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.Receive(c.Context, store)
@@ -134,7 +145,7 @@ func serialCommand() *cli.Command {
 				}),
 			},
 			{
-				Name: "get", Usage: "get files from a Kermit server", ArgsUsage: "REMOTE-FILESPEC...", Flags: serialFlags,
+				Name: "get", Usage: "get files from a Kermit server", ArgsUsage: "REMOTE-FILESPEC...", Flags: serialGetFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
@@ -153,7 +164,7 @@ func serialCommand() *cli.Command {
 				Action: jsonErrors(func(c *cli.Context) error { return serialServerCommand(c, 'L') }),
 			},
 			{
-				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialFlags,
+				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialServerFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir) error {
 						return s.Serve(c.Context, store)

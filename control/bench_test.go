@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kerf/control"
+	"kerf/filestore"
 	"kerf/kermit"
 )
 
@@ -72,6 +73,80 @@ func BenchmarkGetDataChannel(b *testing.B) {
 			})
 		}
 	}
+}
+
+// smallTree writes bench/lan.sh's small case, 2,000 files of 16 KiB in
+// 20 directories, under dir/small and returns the files as a sending
+// client lists them.
+func smallTree(b *testing.B, dir string) []kermit.OutgoingFile {
+	const n, size = 2000, 16 << 10
+	var files []kermit.OutgoingFile
+	for i := range n {
+		sub := fmt.Sprintf("small/d%d", i/100)
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		name := fmt.Sprintf("%s/f%d", sub, i)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, rnd(size, int64(i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = append(files, kermit.OutgoingFile{
+			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
+			Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
+		})
+	}
+	return files
+}
+
+// BenchmarkSendSmallFiles sends bench/lan.sh's small case (2,000 x 16
+// KiB) to a server storing into its root, plaintext data connections:
+// both ends in one process, so ns/file is per file with the two sharing
+// the machine's cores, and allocs/op counts both. Run it with the tree
+// on tmpfs, as bench/lan.sh does:
+//
+//	TMPDIR=/dev/shm go test ./control -run '^$' -bench SendSmallFiles -benchtime 20x
+func BenchmarkSendSmallFiles(b *testing.B) {
+	files := smallTree(b, b.TempDir())
+	root := b.TempDir()
+	srv := startServerWith(b, root, func(c *control.ServerConfig) { c.AllowPlainData = true })
+	ctx := b.Context()
+	cl, err := control.Dial(ctx, clientConfig(srv, func(c *control.ClientConfig) { c.PlainData = true }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	clear := func() {
+		if err := os.RemoveAll(filepath.Join(root, "small")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := cl.Send(ctx, files); err != nil {
+		b.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(root, "small/d19/f1999")); err != nil || len(got) != 16<<10 {
+		b.Fatalf("f1999 after the first send: %d bytes, %v", len(got), err)
+	}
+	b.SetBytes(int64(len(files)) * 16 << 10)
+	b.ReportAllocs()
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		clear()
+		b.StartTimer()
+		t0 := time.Now()
+		if err := cl.Send(ctx, files); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(t0)
+	}
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*len(files)), "ns/file")
 }
 
 // BenchmarkGetSmallFiles fetches 2,000 files of 16 KiB in 20 directories

@@ -49,7 +49,7 @@ func checkName(name string) error {
 			return fmt.Errorf("%w: %q contains a control character", filestore.ErrUnsafeName, name)
 		}
 	}
-	for _, el := range strings.Split(name, "/") {
+	for el := range strings.SplitSeq(name, "/") {
 		if len(el) > maxElementLen {
 			return fmt.Errorf("kerf: name element of %d bytes is too long (at most %d)", len(el), maxElementLen)
 		}
@@ -358,7 +358,10 @@ func (f *sessionFS) Rename(from, to string) error {
 // clearErr rewords os.Root's refusal of a path that leaves the root
 // (through ".." or a symbolic link) for the client.
 func clearErr(err error, name string) error {
-	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+	if err == nil {
+		return nil // before errors.As, whose targets escape: no allocation per file
+	}
+	if strings.Contains(err.Error(), "path escapes from parent") {
 		return fmt.Errorf("kerf: %s: refused: the path leads outside your directory (through a symbolic link or ..)", name)
 	}
 	// A client (C-Kermit shows it as "Protocol Error: ...") needs the

@@ -369,7 +369,7 @@ func CleanName(name string) (string, error) {
 	if strings.HasPrefix(name, "/") {
 		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafeName, name)
 	}
-	for _, el := range strings.Split(name, "/") {
+	for el := range strings.SplitSeq(name, "/") {
 		if el == ".." {
 			return "", fmt.Errorf("%w: %q leaves the directory", ErrUnsafeName, name)
 		}

@@ -51,7 +51,8 @@ type pktConn struct {
 	written  int64 // bytes written, for statistics
 	buffered bool  // queue writes until flush (network links)
 	out      []byte
-	queued   int // packets in out
+	scratch  []byte // send's encoding buffer
+	queued   int    // packets in out
 	// flushAfter writes out once it holds this many packets, so that the
 	// peer starts on the first ones while we produce the rest: with only
 	// "flush before waiting", sender and receiver would take turns a
@@ -204,7 +205,11 @@ func (c *pktConn) setCheck(t framing.CheckType) {
 
 // encode returns the wire bytes of one packet (padding, packet, EOL).
 func (c *pktConn) encode(p framing.Packet, chk framing.CheckType) ([]byte, error) {
-	b := make([]byte, 0, c.npad+len(p.Data)+16)
+	return c.appendWire(make([]byte, 0, c.npad+len(p.Data)+16), p, chk)
+}
+
+// appendWire appends the wire bytes of one packet to b.
+func (c *pktConn) appendWire(b []byte, p framing.Packet, chk framing.CheckType) ([]byte, error) {
 	for i := 0; i < c.npad; i++ {
 		b = append(b, c.padc)
 	}
@@ -258,11 +263,14 @@ func (c *pktConn) flush() error {
 	return nil
 }
 
-// send encodes and writes one packet with the current check type.
+// send encodes and writes one packet with the current check type. The
+// packet is not kept (ACKs, NAKs, streamed D), so it is encoded into a
+// buffer reused for the next.
 func (c *pktConn) send(seq int, typ byte, data []byte) error {
-	b, err := c.encode(framing.Packet{Seq: seq, Type: typ, Data: data}, c.wchk)
+	b, err := c.appendWire(c.scratch[:0], framing.Packet{Seq: seq, Type: typ, Data: data}, c.wchk)
 	if err != nil {
 		return err
 	}
+	c.scratch = b
 	return c.writeRaw(b)
 }

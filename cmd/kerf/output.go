@@ -95,6 +95,9 @@ func (r *reporter) event(e kermit.Event) {
 		if r.bar != nil {
 			r.bar.Add64(delta)
 		}
+		if r.json == nil && r.bar == nil {
+			break // quiet: nothing to print
+		}
 		secs := e.Duration.Seconds()
 		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: e.Bytes, Offset: e.Offset, Seconds: secs}
 		// Only the data channel computes a CRC; classic transfers leave it

@@ -176,3 +176,31 @@ func TestSerialReceiveRetriesWhenSenderGoes(t *testing.T) {
 		t.Errorf("--retries 0: %s; want usage error naming --retries", r)
 	}
 }
+
+// kerf serial's default --parity auto gets a file from a C-Kermit server
+// whose line uses even parity, with no parity option given.
+func TestSerialParityAutoCKermitServer(t *testing.T) {
+	a, b := ptyPair(t)
+	srv, local := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(srv, "p.bin"), randomBytes(30000, 33))
+	ck := peertest.CKermit(t, b, "set parity even\ncd "+srv+"\nserver", srv)
+	r := run(t, nil, local, []string{"--log-level", "info"}, "serial", "get", "--line", a, "--dir", local, "p.bin")
+	if r.code != 0 {
+		t.Fatalf("get: %s", r)
+	}
+	sameFile(t, filepath.Join(srv, "p.bin"), filepath.Join(local, "p.bin"))
+	if !strings.Contains(r.stderr, "parity=even") {
+		t.Errorf("kerf did not log that it follows even parity:\n%s", r.stderr)
+	}
+	if r := run(t, nil, local, nil, "serial", "finish", "--line", a); r.code != 0 {
+		t.Fatalf("finish: %s", r)
+	}
+	if err := ck.Wait(30 * time.Second); err != nil {
+		t.Fatalf("C-Kermit after finish: %v", err)
+	}
+	// --parity none turns the detection off: the same get fails.
+	ck = peertest.CKermit(t, b, "set parity even\ncd "+srv+"\nserver", srv)
+	if r := run(t, nil, local, nil, "serial", "get", "--parity", "none", "--retries", "2", "--timeout", "1s", "--line", a, "--dir", t.TempDir(), "p.bin"); r.code == 0 {
+		t.Errorf("get with --parity none from an even-parity server succeeded: %s", r)
+	}
+}

@@ -50,8 +50,13 @@ type Config struct {
 	Streaming  bool              // offer streaming (only sensible on reliable links)
 	Unprefix   Unprefix          // what this side leaves bare when sending
 	Parity     bool              // 7-bit link: 8th-bit prefixing and stripped parity
-	Text       bool              // send files in text mode (LF <-> CRLF)
-	Resume     bool              // sender asks to recover partial files at the receiver
+	// DetectParity follows a peer whose first packets carry parity (the
+	// 8th bit of every byte even, odd or always set) while Parity is off:
+	// the link, which must have SetParity (serialfallback's does), takes
+	// the parity found, and the session turns 7-bit as with Parity.
+	DetectParity bool
+	Text         bool // send files in text mode (LF <-> CRLF)
+	Resume       bool // sender asks to recover partial files at the receiver
 
 	// LineSpeed is the link's speed in bits per second, if known (serial
 	// lines); it lets packet timers allow for time queued on the line.

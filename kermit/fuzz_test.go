@@ -2,6 +2,7 @@ package kermit_test
 
 import (
 	"bytes"
+	"math/bits"
 	"context"
 	"io"
 	"os"
@@ -19,6 +20,26 @@ type scriptConn struct{ r io.Reader }
 
 func (c scriptConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
 func (c scriptConn) Write(b []byte) (int, error) { return len(b), nil }
+
+// SetParity lets the session follow parity it detects (as on a serial
+// link); the script's bytes are what they are.
+func (c scriptConn) SetParity(string) error { return nil }
+
+// withParity returns b with the 8th bit of each byte set as even, odd or
+// mark parity would set it.
+func withParity(b []byte, kind string) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		c &= 0x7f
+		ones := bits.OnesCount8(c)
+		switch {
+		case kind == "mark", kind == "even" && ones%2 == 1, kind == "odd" && ones%2 == 0:
+			c |= 0x80
+		}
+		out[i] = c
+	}
+	return out
+}
 
 func packets(pk ...framing.Packet) []byte {
 	var out []byte
@@ -57,6 +78,14 @@ func FuzzServe(f *testing.F) {
 		framing.Packet{Seq: 0, Type: 'G', Data: []byte("C#\"..")},
 		framing.Packet{Seq: 0, Type: 'G', Data: []byte("E$/etc")}))
 	f.Add([]byte("kermit -ir\r\x01\x7f\x80 garbage"))
+	// A client on a 7-bit line with parity (the session detects it).
+	for _, kind := range []string{"even", "odd", "mark"} {
+		f.Add(withParity(packets(framing.Packet{Seq: 0, Type: 'S', Data: init.Marshal()},
+			framing.Packet{Seq: 1, Type: 'F', Data: []byte("p.txt")},
+			framing.Packet{Seq: 2, Type: 'D', Data: []byte("7-bit")},
+			framing.Packet{Seq: 3, Type: 'Z'},
+			framing.Packet{Seq: 4, Type: 'B'}), kind))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		parent := t.TempDir()
 		root := filepath.Join(parent, "root")
@@ -69,6 +98,7 @@ func FuzzServe(f *testing.F) {
 		defer fsys.Close()
 		c := cfg
 		c.Timeout, c.MinTimeout, c.MaxRetries, c.IdleTimeout = 20*time.Millisecond, 10*time.Millisecond, 2, 100*time.Millisecond
+		c.DetectParity = true
 		s := kermit.NewSession(scriptConn{bytes.NewReader(in)}, c)
 		defer s.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

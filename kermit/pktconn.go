@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +21,12 @@ type inPacket struct {
 	// chk3: it passed only a type-3 check (or said "5"), while no
 	// Send-Init is agreed: perhaps from a peer that forces type 3 on
 	// every packet (Session.got decides).
-	chk3  bool
-	err   error
-	wireN int // bytes the packet occupied on the wire
+	chk3 bool
+	// parity: the packet carried this parity ("even", "odd", "mark") on
+	// a link read as 8-bit, found while detecting (Session.got follows).
+	parity string
+	err    error
+	wireN  int // bytes the packet occupied on the wire
 }
 
 // pktConn frames Kermit packets over a byte stream. One goroutine reads
@@ -30,8 +34,11 @@ type inPacket struct {
 type pktConn struct {
 	rw     io.ReadWriter
 	mark   byte
-	parity bool
-	rchk   atomic.Int32 // check type expected on incoming packets
+	parity atomic.Bool // 7-bit: the 8th bit of every byte read is ignored
+	// detectParity: no Send-Init is agreed yet and the peer's parity may
+	// be found (Config.DetectParity); the reader then sets parity itself.
+	detectParity atomic.Bool
+	rchk         atomic.Int32 // check type expected on incoming packets
 	// force3: the peer uses type 3 on every packet (C-Kermit's block
 	// check 5), so this side does too, whatever was negotiated. Set and
 	// cleared by the engine only (from the start, or on a chk3 packet);
@@ -68,14 +75,14 @@ type pktConn struct {
 
 func newPktConn(rw io.ReadWriter, parity bool) *pktConn {
 	c := &pktConn{
-		rw:     rw,
-		mark:   framing.SOH,
-		parity: parity,
-		wchk:   1,
-		eol:    '\r',
-		in:     make(chan inPacket, 128),
-		done:   make(chan struct{}),
+		rw:   rw,
+		mark: framing.SOH,
+		wchk: 1,
+		eol:  '\r',
+		in:   make(chan inPacket, 128),
+		done: make(chan struct{}),
 	}
+	c.parity.Store(parity)
 	c.rchk.Store(1)
 	c.probe3.Store(true)
 	go c.readLoop()
@@ -94,7 +101,9 @@ func (c *pktConn) readLoop() {
 	for {
 		// Drain every complete packet already buffered.
 		for {
-			i := bytes.IndexByte(buf, c.mark)
+			parity := c.parity.Load()
+			detect := !parity && c.detectParity.Load()
+			i := indexMark(buf, c.mark, parity || detect)
 			if i < 0 {
 				buf = buf[:0]
 				break
@@ -103,19 +112,41 @@ func (c *pktConn) readLoop() {
 				buf = append(buf[:0], buf[i:]...)
 			}
 			chk := framing.CheckType(c.rchk.Load())
-			f := framing.Frame{Mark: c.mark, Check: chk, Parity: c.parity}
+			f := framing.Frame{Mark: c.mark, Check: chk, Parity: parity}
 			p, n, err := f.ParsePacket(buf)
+			ip := inPacket{}
+			if detect && err != nil {
+				// Perhaps the peer uses parity: a packet that reads whole
+				// as 7-bit, every 8th bit following one parity, is taken as
+				// such, and so is everything after it.
+				// (On a copy: a 7-bit parse clears the 8th bits it reads.)
+				f7 := f
+				f7.Parity = true
+				raw := append([]byte(nil), buf...)
+				p7, n7, err7 := f7.ParsePacket(raw)
+				switch {
+				case err7 == nil:
+					if kind := parityOf(buf[:n7]); kind != "" {
+						c.parity.Store(true)
+						c.detectParity.Store(false)
+						copy(buf, raw[:n7])
+						p, n, err, f = p7, n7, nil, f7
+						ip.parity = kind
+					}
+				case errors.Is(err7, framing.ErrIncomplete):
+					err = err7 // perhaps a packet with parity, not all here yet
+				}
+			}
 			if errors.Is(err, framing.ErrIncomplete) {
 				// A second MARK inside what should be this packet means its
 				// header was garbled: drop it now rather than wait.
-				if j := bytes.IndexByte(buf[1:], c.mark); j >= 0 {
+				if j := indexMark(buf[1:], c.mark, parity || detect); j >= 0 {
 					c.deliver(inPacket{bad: true})
 					buf = append(buf[:0], buf[1+j:]...)
 					continue
 				}
 				break
 			}
-			ip := inPacket{}
 			if err != nil && chk != 1 && !c.force3.Load() {
 				// S and I, and the commands that start a transaction (R, G
 				// and C-Kermit's variants), always use check 1.
@@ -146,7 +177,7 @@ func (c *pktConn) readLoop() {
 			}
 			ip.Packet = framing.Packet{Seq: p.Seq, Type: p.Type, Data: append([]byte(nil), p.Data...)}
 			ip.wireN = n
-			if c.parity {
+			if f.Parity {
 				ip.Type &= 0x7f
 			}
 			if !c.deliver(ip) {
@@ -170,6 +201,47 @@ func (c *pktConn) readLoop() {
 			return
 		}
 	}
+}
+
+// indexMark returns the index of the first packet mark in b; with
+// parity, of the first byte whose low 7 bits are the mark.
+func indexMark(b []byte, mark byte, parity bool) int {
+	if !parity {
+		return bytes.IndexByte(b, mark)
+	}
+	for i, c := range b {
+		if c&0x7f == mark {
+			return i
+		}
+	}
+	return -1
+}
+
+// parityOf returns the parity every byte of b carries in its 8th bit:
+// "mark" (always set), "even" or "odd"; "" if none fits, or if no byte
+// has its 8th bit set (no parity, or space parity, which needs no
+// following to be read).
+func parityOf(b []byte) string {
+	mark, even, odd, any := true, true, true, false
+	for _, c := range b {
+		set := c&0x80 != 0
+		any = any || set
+		ones := bits.OnesCount8(c & 0x7f)
+		mark = mark && set
+		even = even && set == (ones%2 == 1)
+		odd = odd && set == (ones%2 == 0)
+	}
+	switch {
+	case !any:
+		return ""
+	case mark:
+		return "mark"
+	case even:
+		return "even"
+	case odd:
+		return "odd"
+	}
+	return ""
 }
 
 // says5 reports whether p is a Send-Init or its ACK asking for type 3
@@ -216,7 +288,7 @@ func (c *pktConn) appendWire(b []byte, p framing.Packet, chk framing.CheckType) 
 	if c.force3.Load() {
 		chk = 3
 	}
-	f := framing.Frame{Mark: c.mark, Check: chk, Parity: c.parity}
+	f := framing.Frame{Mark: c.mark, Check: chk, Parity: c.parity.Load()}
 	b, err := f.AppendPacket(b, p)
 	if err != nil {
 		return nil, err

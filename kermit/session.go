@@ -98,6 +98,9 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 		cfg.Check = 3
 	}
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
+	if _, ok := rw.(paritySetter); ok && cfg.DetectParity && !cfg.Parity {
+		s.c.detectParity.Store(true)
+	}
 	// On a line of known speed every packet leaves at once (its timers
 	// model the line); elsewhere packets are gathered until a wait.
 	s.c.buffered = cfg.LineSpeed == 0
@@ -184,6 +187,8 @@ func (s *Session) apply(n negotiated, typ byte) {
 	if !s.c.force3.Load() {
 		s.c.probe3.Store(false)
 	}
+	// The peer's parity shows on its first packets or not at all.
+	s.c.detectParity.Store(false)
 	s.c.setCheck(n.check)
 	if n.peer.EOL >= 1 && n.peer.EOL <= 31 {
 		s.c.eol = n.peer.EOL
@@ -259,6 +264,9 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	if p.bad {
 		s.stats.BadPackets++
 	}
+	if p.parity != "" {
+		s.followParity(p.parity)
+	}
 	if p.chk3 && !s.c.force3.Load() {
 		if !s.forcesType3(p) {
 			s.stats.BadPackets++
@@ -271,6 +279,22 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 		s.c.setCheck(3)
 	}
 	return p, true, nil
+}
+
+// paritySetter is a link whose software parity can be switched
+// (serialfallback.Link).
+type paritySetter interface{ SetParity(name string) error }
+
+// followParity turns this side 7-bit with the parity the peer was found
+// to use (Config.DetectParity): the link writes it and strips it, and
+// negotiation asks for 8th-bit prefixing, as with Config.Parity.
+func (s *Session) followParity(kind string) {
+	if err := s.c.rw.(paritySetter).SetParity(kind); err != nil {
+		s.cfg.Log.Warn("cannot follow the peer's parity", "parity", kind, "err", err)
+		return
+	}
+	s.cfg.Parity = true
+	s.cfg.Log.Info("peer uses parity: following", "parity", kind)
 }
 
 // forcesType3 judges a packet that passed only a type-3 check before

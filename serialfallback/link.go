@@ -73,6 +73,10 @@ type Link interface {
 	// Drain blocks until everything written so far has left the local
 	// side (tcdrain on a tty; a no-op where there is nothing to wait for).
 	Drain() error
+	// SetParity switches the software parity (a LinkConfig.Parity name)
+	// from the next Read and Write on: the engine follows a peer it finds
+	// using parity (kermit.Config.DetectParity).
+	SetParity(name string) error
 }
 
 var (
@@ -147,7 +151,7 @@ type deadliner interface {
 
 type link struct {
 	p       port
-	par     parity
+	par     atomic.Int32 // a parity; set by SetParity while Read and Write run
 	closed  atomic.Bool
 	stall   time.Duration // see LinkConfig.StallTimeout; 0: none
 	speed   int           // bits per second, 0 unknown
@@ -158,11 +162,20 @@ type link struct {
 }
 
 func newLink(p port, par parity) *link {
-	l := &link{p: p, par: par}
-	if par != parityNone {
-		l.wbuf = make([]byte, 4096)
-	}
+	l := &link{p: p}
+	l.par.Store(int32(par))
 	return l
+}
+
+func (l *link) parity() parity { return parity(l.par.Load()) }
+
+func (l *link) SetParity(name string) error {
+	par, err := parseParity(name)
+	if err != nil {
+		return err
+	}
+	l.par.Store(int32(par))
+	return nil
 }
 
 func (l *link) Read(b []byte) (int, error) {
@@ -170,7 +183,7 @@ func (l *link) Read(b []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	n, err := l.p.Read(b)
-	if l.par != parityNone {
+	if l.parity() != parityNone {
 		for i := range b[:n] {
 			b[i] &= 0x7f
 		}
@@ -199,10 +212,10 @@ func (l *link) Write(b []byte) (int, error) {
 		}
 		var n int
 		var err error
-		if l.par == parityNone {
+		if par := l.parity(); par == parityNone {
 			n, err = l.p.Write(chunk)
 		} else {
-			n, err = l.writeParity(chunk)
+			n, err = l.writeParity(chunk, par)
 		}
 		if t != nil {
 			t.Stop()
@@ -233,15 +246,18 @@ func (l *link) lineTime(n int) time.Duration {
 	return time.Duration(n) * 20 * time.Second / time.Duration(l.speed)
 }
 
-func (l *link) writeParity(b []byte) (int, error) {
+func (l *link) writeParity(b []byte, par parity) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	if l.wbuf == nil {
+		l.wbuf = make([]byte, 4096)
+	}
 	done := 0
 	for done < len(b) {
 		chunk := b[done:min(len(b), done+len(l.wbuf))]
 		out := l.wbuf[:len(chunk)]
 		for i, c := range chunk {
-			out[i] = l.par.apply(c)
+			out[i] = par.apply(c)
 		}
 		n, err := l.p.Write(out)
 		done += n

@@ -305,6 +305,34 @@ func TestParityOnThePty(t *testing.T) {
 	expectRead(t, master, want, 5*time.Second)
 }
 
+// A link opened without parity takes one later (SetParity), for both
+// directions, and can drop it again.
+func TestSetParityOnThePty(t *testing.T) {
+	master, slave := peertest.PtyPair(t)
+	l, err := Open(LinkConfig{Device: slave})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go l.Write([]byte{'C', 0xC3})
+	expectRead(t, master, []byte{'C', 0xC3}, 2*time.Second)
+	if err := l.SetParity("odd"); err != nil {
+		t.Fatal(err)
+	}
+	go l.Write([]byte{'A', 'C', 0xC3})
+	expectRead(t, master, []byte{'A' | 0x80, 'C', 'C'}, 2*time.Second)
+	go master.Write([]byte{'A' | 0x80, 'C'})
+	expectRead(t, l, []byte{'A', 'C'}, 2*time.Second)
+	if err := l.SetParity("none"); err != nil {
+		t.Fatal(err)
+	}
+	go l.Write([]byte{0xC3})
+	expectRead(t, master, []byte{0xC3}, 2*time.Second)
+	if err := l.SetParity("7E1"); err == nil {
+		t.Error("SetParity(7E1) accepted")
+	}
+}
+
 // TestLineem sends every byte value and random data both ways at once
 // between two links on an emulated 115200 bps line.
 func TestLineem(t *testing.T) {

@@ -21,7 +21,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "line", Aliases: []string{"l"}, Usage: "serial device or pty path"},
 	&cli.BoolFlag{Name: "stdio", Usage: "use standard input/output as the line (kerf as the remote Kermit)"},
 	&cli.IntFlag{Name: "speed", Aliases: []string{"b"}, Value: 115200, Usage: "line speed in bits per second"},
-	&cli.StringFlag{Name: "parity", Value: "none", Usage: "none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing)"},
+	&cli.StringFlag{Name: "parity", Value: "auto", Usage: "auto, none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing; auto: none until the peer's first packet shows even, odd or mark parity, then that)"},
 	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
 	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
 	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (94-9024; 0: automatic)"},
@@ -57,6 +57,10 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 		Device: c.String("line"), Speed: c.Int("speed"), Parity: c.String("parity"),
 		Flow: c.String("flow"), Stdio: c.Bool("stdio"),
 	}
+	detectParity := strings.EqualFold(lc.Parity, "auto")
+	if detectParity {
+		lc.Parity = serialfallback.ParityNone
+	}
 	if lc.Device == "" && !lc.Stdio {
 		return nil, nil, usageErr("give --line DEV or --stdio")
 	}
@@ -75,7 +79,8 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	k.Text = c.Bool("text")
 	k.Resume = c.Bool("resume")
 	k.Timeout = c.Duration("timeout")
-	k.Parity = lc.Parity != "" && lc.Parity != "none"
+	k.Parity = lc.SevenBit()
+	k.DetectParity = detectParity
 	switch c.String("unprefix") {
 	case "auto":
 		// Between kerf peers on an 8-bit line without XON/XOFF, only the

@@ -2,9 +2,9 @@ package kermit_test
 
 import (
 	"bytes"
-	"math/bits"
 	"context"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"testing"

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# A/B of kerf configurations on the small-files case: one long-running
+# `kerf serve --plain-data` per configuration, then REPS rounds in which
+# every configuration sends the 2,000 x 16 KiB tree once (alternating, so
+# a slow spell of the machine touches all alike); prints each one's
+# median, quartiles and best, seconds from the client's start to its exit.
+#
+#   bench/ab-small.sh "A=1" "S_GOMAXPROCS=1" "BIN=/tmp/kerf-old"
+#
+# Each argument is one configuration: space-separated VAR=VALUE. BIN=PATH
+# picks the binary (default: built from this tree); S_NAME=V sets NAME=V
+# for the server only, C_NAME=V for the client only, anything else for
+# both. Environment: REPS [15], N [2000] files of SIZE [16384] bytes,
+# WORK [/dev/shm/kerf-ab]. Needs only kerf itself (key login, loopback).
+set -euo pipefail
+REPS=${REPS:-15} N=${N:-2000} SIZE=${SIZE:-16384}
+WORK=${WORK:-/dev/shm/kerf-ab}
+[ $# -gt 0 ] || { sed -n '2,14p' "$0"; exit 2; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$WORK"
+DEFAULT_BIN=$WORK/kerf
+(cd "$here" && go build -o "$DEFAULT_BIN" ./cmd/kerf)
+if [ ! -d "$WORK/src/small" ]; then
+	for ((i = 0; i < N; i++)); do
+		d=$WORK/src/small/d$((i / 100)); [ -d "$d" ] || mkdir -p "$d"
+		head -c "$SIZE" /dev/urandom >"$d/f$i"
+	done
+fi
+rm -rf "$WORK/state" "$WORK/dst" "$WORK/home"; mkdir -p "$WORK/state" "$WORK/dst" "$WORK/home"
+export HOME=$WORK/home
+fp=$("$DEFAULT_BIN" key --identity "$WORK/id" 2>/dev/null)
+"$DEFAULT_BIN" user add --root "$WORK/dst" --key "$fp" --state "$WORK/state" bench >/dev/null 2>&1
+
+# split CFG ROLE: the env assignments of configuration CFG for ROLE
+# (server or client), and the binary.
+envs() {
+	local out=() kv
+	for kv in $1; do
+		case $kv in
+		BIN=*) ;;
+		S_*) [ "$2" = server ] && out+=("${kv#S_}") ;;
+		C_*) [ "$2" = client ] && out+=("${kv#C_}") ;;
+		*) out+=("$kv") ;;
+		esac
+	done
+	echo "${out[@]}"
+}
+bin_of() { local kv; for kv in $1; do case $kv in BIN=*) echo "${kv#BIN=}"; return ;; esac; done; echo "$DEFAULT_BIN"; }
+
+pids=() i=0
+for cfg in "$@"; do
+	port=$((17600 + i)); i=$((i + 1))
+	# shellcheck disable=SC2046
+	env $(envs "$cfg" server) "$(bin_of "$cfg")" serve --root "$WORK/dst" --listen 127.0.0.1:$port \
+		--state "$WORK/state" --plain-data >"$WORK/serve-$i.log" 2>&1 &
+	pids+=($!)
+done
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+sleep 1
+res=$WORK/results.txt; : >"$res"
+for ((r = 0; r < REPS; r++)); do
+	i=0
+	for cfg in "$@"; do
+		port=$((17600 + i)); i=$((i + 1))
+		rm -rf "$WORK/dst/small"
+		t0=$(date +%s%N)
+		# shellcheck disable=SC2046
+		env $(envs "$cfg" client) KERF_USER=bench "$(bin_of "$cfg")" -q send --identity "$WORK/id" \
+			--plain-data --accept-new-host-key -r "$WORK/src/small" 127.0.0.1:$port ||
+			{ echo "FAIL: $cfg" >&2; exit 1; }
+		t1=$(date +%s%N)
+		diff -rq "$WORK/src/small" "$WORK/dst/small" >/dev/null || { echo "FAIL: $cfg: copy differs" >&2; exit 1; }
+		echo "$i $(((t1 - t0) / 1000))" >>"$res"
+	done
+done
+python3 - "$res" "$@" <<'PY'
+import collections, statistics, sys
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    k, us = line.split()
+    d[int(k)].append(int(us) / 1e6)
+for k in sorted(d):
+    v = sorted(d[k]); q = statistics.quantiles(v, n=4)
+    print(f"median {statistics.median(v):.4f} s  q1 {q[0]:.4f}  q3 {q[2]:.4f}  best {v[0]:.4f}  n {len(v)}  {sys.argv[1 + k]}")
+PY

@@ -75,6 +75,18 @@ func BenchmarkGetDataChannel(b *testing.B) {
 	}
 }
 
+// plainDataClient starts a server of root that allows plaintext data
+// connections and returns a client logged in to it that asks for them.
+func plainDataClient(b *testing.B, root string) *control.Client {
+	srv := startServerWith(b, root, func(c *control.ServerConfig) { c.AllowPlainData = true })
+	cl, err := control.Dial(b.Context(), clientConfig(srv, func(c *control.ClientConfig) { c.PlainData = true }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cl.Close() })
+	return cl
+}
+
 // smallTree writes bench/lan.sh's small case, 2,000 files of 16 KiB in
 // 20 directories, under dir/small and returns the files as a sending
 // client lists them.
@@ -115,13 +127,8 @@ func smallTree(b *testing.B, dir string) []kermit.OutgoingFile {
 func BenchmarkSendSmallFiles(b *testing.B) {
 	files := smallTree(b, b.TempDir())
 	root := b.TempDir()
-	srv := startServerWith(b, root, func(c *control.ServerConfig) { c.AllowPlainData = true })
 	ctx := b.Context()
-	cl, err := control.Dial(ctx, clientConfig(srv, func(c *control.ClientConfig) { c.PlainData = true }))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
+	cl := plainDataClient(b, root)
 	clear := func() {
 		if err := os.RemoveAll(filepath.Join(root, "small")); err != nil {
 			b.Fatal(err)
@@ -159,24 +166,9 @@ func BenchmarkSendSmallFiles(b *testing.B) {
 func BenchmarkGetSmallFiles(b *testing.B) {
 	const n, size = 2000, 16 << 10
 	root := b.TempDir()
-	for i := range n {
-		dir := filepath.Join(root, "small", fmt.Sprintf("d%d", i/100))
-		if i%100 == 0 {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), rnd(size, int64(i)), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	srv := startServerWith(b, root, func(c *control.ServerConfig) { c.AllowPlainData = true })
+	smallTree(b, root)
 	ctx := b.Context()
-	cl, err := control.Dial(ctx, clientConfig(srv, func(c *control.ClientConfig) { c.PlainData = true }))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
+	cl := plainDataClient(b, root)
 	if err := cl.Get(ctx, "small", true, discardStore{}); err != nil {
 		b.Fatal(err)
 	}

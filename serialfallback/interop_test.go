@@ -47,9 +47,15 @@ func ckSettings(s setting) string {
 // runKerf runs fn on a kerf session over dev in the background.
 func runKerf(t *testing.T, dev string, baud int, cfg kermit.Config, fn func(context.Context, *kermit.Session) error) <-chan error {
 	t.Helper()
-	link, err := serialfallback.Open(serialfallback.LinkConfig{Device: dev, Speed: baud})
+	return runKerfLink(t, serialfallback.LinkConfig{Device: dev, Speed: baud}, cfg, fn)
+}
+
+// runKerfLink is runKerf on a link opened with lc.
+func runKerfLink(t *testing.T, lc serialfallback.LinkConfig, cfg kermit.Config, fn func(context.Context, *kermit.Session) error) <-chan error {
+	t.Helper()
+	link, err := serialfallback.Open(lc)
 	if err != nil {
-		t.Fatalf("open %s: %v", dev, err)
+		t.Fatalf("open %s: %v", lc.Device, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	s := kermit.NewSession(link, cfg)

@@ -18,22 +18,39 @@ func runKerfParity(t *testing.T, dev, parity string, cfg kermit.Config, fn func(
 	if parity == "auto" { // as kerf serial --parity auto
 		lc.Parity, cfg.DetectParity = "none", true
 	}
-	link, err := serialfallback.Open(lc)
-	if err != nil {
-		t.Fatalf("open %s: %v", dev, err)
-	}
 	cfg.Parity = lc.SevenBit()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	s := kermit.NewSession(link, cfg)
-	done := make(chan error, 1)
-	go func() {
-		err := fn(ctx, s)
-		s.Close()
-		link.Close()
-		cancel()
-		done <- err
-	}()
-	return done
+	return runKerfLink(t, lc, cfg, fn)
+}
+
+// ckermitParityBothWays runs C-Kermit with SET PARITY ckPar against kerf
+// with kerfPar (a parity or "auto"), C-Kermit sending and then receiving,
+// and checks the files arrived whole.
+func ckermitParityBothWays(t *testing.T, ckPar, kerfPar string, files []peertest.File) {
+	st := setting{31, 4096, 3}
+	t.Run("ckermit-to-kerf/"+ckPar, func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		done := runKerfParity(t, a, kerfPar, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+		ck := peertest.CKermit(t, b, "set parity "+ckPar+"\n"+ckSettings(st)+"cd "+src+"\n"+sendList(files), src)
+		if err := ck.Wait(2 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, files)
+	})
+	t.Run("kerf-to-ckermit/"+ckPar, func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		ck := peertest.CKermit(t, b, "set parity "+ckPar+"\n"+ckSettings(st)+"cd "+dst+"\nreceive", dst)
+		done := runKerfParity(t, a, kerfPar, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
+		waitKerf(t, done, "send")
+		if err := ck.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		peertest.CheckFiles(t, dst, files)
+	})
 }
 
 // C-Kermit with SET PARITY, kerf with the same --parity: binary files,
@@ -41,32 +58,8 @@ func runKerfParity(t *testing.T, dev, parity string, cfg kermit.Config, fn func(
 // 8th-bit prefixing.
 func TestInteropParity(t *testing.T) {
 	files := peertest.StandardFiles(50_000, 3)
-	st := setting{31, 4096, 3}
 	for _, par := range []string{"even", "odd", "mark", "space"} {
-		t.Run("ckermit-to-kerf/"+par, func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			done := runKerfParity(t, a, par, kerfConfig(st, fastBaud), receiveKerf(t, dst))
-			ck := peertest.CKermit(t, b, "set parity "+par+"\n"+ckSettings(st)+"cd "+src+"\n"+sendList(files), src)
-			if err := ck.Wait(2 * time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			waitKerf(t, done, "receive")
-			peertest.CheckFiles(t, dst, files)
-		})
-		t.Run("kerf-to-ckermit/"+par, func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			ck := peertest.CKermit(t, b, "set parity "+par+"\n"+ckSettings(st)+"cd "+dst+"\nreceive", dst)
-			done := runKerfParity(t, a, par, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
-			waitKerf(t, done, "send")
-			if err := ck.Wait(time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			peertest.CheckFiles(t, dst, files)
-		})
+		ckermitParityBothWays(t, par, par, files)
 	}
 }
 
@@ -76,32 +69,8 @@ func TestInteropParity(t *testing.T) {
 // and uses it from then on, both as receiver and as sender.
 func TestInteropParityDetected(t *testing.T) {
 	files := peertest.StandardFiles(50_000, 4)
-	st := setting{31, 4096, 3}
 	for _, par := range []string{"even", "odd", "mark"} {
-		t.Run("ckermit-to-kerf/"+par, func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			done := runKerfParity(t, a, "auto", kerfConfig(st, fastBaud), receiveKerf(t, dst))
-			ck := peertest.CKermit(t, b, "set parity "+par+"\n"+ckSettings(st)+"cd "+src+"\n"+sendList(files), src)
-			if err := ck.Wait(2 * time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			waitKerf(t, done, "receive")
-			peertest.CheckFiles(t, dst, files)
-		})
-		t.Run("kerf-to-ckermit/"+par, func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			ck := peertest.CKermit(t, b, "set parity "+par+"\n"+ckSettings(st)+"cd "+dst+"\nreceive", dst)
-			done := runKerfParity(t, a, "auto", kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
-			waitKerf(t, done, "send")
-			if err := ck.Wait(time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			peertest.CheckFiles(t, dst, files)
-		})
+		ckermitParityBothWays(t, par, "auto", files)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -19,27 +20,28 @@ func startProfiling() (stop func(), err error) {
 			s()
 		}
 	}
-	if name := os.Getenv("KERF_CPUPROFILE"); name != "" {
+	for _, p := range []struct {
+		env   string
+		start func(io.Writer) error
+		stop  func()
+	}{
+		{"KERF_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile},
+		{"KERF_TRACE", trace.Start, trace.Stop},
+	} {
+		name := os.Getenv(p.env)
+		if name == "" {
+			continue
+		}
 		f, err := os.Create(name)
+		if err == nil {
+			if err = p.start(f); err != nil {
+				f.Close()
+			}
+		}
 		if err != nil {
-			return stop, fmt.Errorf("KERF_CPUPROFILE: %w", err)
+			return stop, fmt.Errorf("%s: %w", p.env, err)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return stop, fmt.Errorf("KERF_CPUPROFILE: %w", err)
-		}
-		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
-	}
-	if name := os.Getenv("KERF_TRACE"); name != "" {
-		f, err := os.Create(name)
-		if err != nil {
-			return stop, fmt.Errorf("KERF_TRACE: %w", err)
-		}
-		if err := trace.Start(f); err != nil {
-			f.Close()
-			return stop, fmt.Errorf("KERF_TRACE: %w", err)
-		}
-		stops = append(stops, func() { trace.Stop(); f.Close() })
+		stops = append(stops, func() { p.stop(); f.Close() })
 	}
 	return stop, nil
 }

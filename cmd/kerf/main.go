@@ -39,6 +39,7 @@ func main() {
 	defer stop()
 	stopProfiling, err := startProfiling()
 	if err != nil {
+		stopProfiling() // one that did start
 		fmt.Fprintln(os.Stderr, "kerf:", err)
 		os.Exit(exitUsage)
 	}

@@ -13,14 +13,14 @@ import (
 
 // KERF_CPUPROFILE and KERF_TRACE make a client and a server (stopped
 // with SIGTERM, as a service manager does) write a CPU profile and an
-// execution trace of a real transfer; a file that cannot be made is a
+// execution trace of a real transfer, KERF_MEMPROFILE a heap profile; a file that cannot be made is a
 // usage error before anything runs.
 func TestProfileEnvironment(t *testing.T) {
 	prof := t.TempDir()
-	srvProf, srvTrace := filepath.Join(prof, "srv.pprof"), filepath.Join(prof, "srv.trace")
+	srvProf, srvTrace, srvHeap := filepath.Join(prof, "srv.pprof"), filepath.Join(prof, "srv.trace"), filepath.Join(prof, "srv.heap")
 	cliProf, cliTrace := filepath.Join(prof, "cli.pprof"), filepath.Join(prof, "cli.trace")
 	root, local := t.TempDir(), t.TempDir()
-	srv := startServer(t, root, serverOpts{env: []string{"KERF_CPUPROFILE=" + srvProf, "KERF_TRACE=" + srvTrace}})
+	srv := startServer(t, root, serverOpts{env: []string{"KERF_CPUPROFILE=" + srvProf, "KERF_TRACE=" + srvTrace, "KERF_MEMPROFILE=" + srvHeap}})
 	writeFile(t, filepath.Join(local, "f.bin"), randomBytes(4<<20, 9))
 
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
@@ -38,10 +38,10 @@ func TestProfileEnvironment(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("kerf serve did not stop on SIGTERM")
 	}
-	for _, p := range []string{srvProf, cliProf} {
-		// A CPU profile is gzip-compressed protobuf.
+	for _, p := range []string{srvProf, cliProf, srvHeap} {
+		// A profile is gzip-compressed protobuf.
 		if b, err := os.ReadFile(p); err != nil || len(b) < 20 || !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
-			t.Errorf("%s: no CPU profile (%d bytes, %v)", filepath.Base(p), len(b), err)
+			t.Errorf("%s: no profile (%d bytes, %v)", filepath.Base(p), len(b), err)
 		}
 	}
 	for _, p := range []string{srvTrace, cliTrace} {

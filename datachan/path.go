@@ -57,8 +57,7 @@ type Path struct {
 	cfg      config
 	zeroCopy bool // every connection takes sendfile (see zerocopy_linux.go)
 	streams  []*stream
-	sendq    chan *frame              // blocks for any connection
-	frames   [nFrameClasses]sync.Pool // *frame, by payload buffer size class
+	sendq    chan *frame // blocks for any connection
 	wg       sync.WaitGroup
 	failed   chan struct{} // closed with the first error
 
@@ -378,6 +377,14 @@ const (
 	nFrameClasses    = 24 - minFrameBufShift + 1
 )
 
+// framePools hold free frames, by payload buffer size class, for every
+// Path of the process: a session's buffers serve the next session. (Per
+// Path, each session left its pools' megabytes to the collector, which
+// keeps a pool's contents through one more collection, and a busy
+// server's heap grew with the number of sessions it had served: 70 MB
+// live after 4 sessions of 200 x 4 MiB, 194 MB after 24.)
+var framePools [nFrameClasses]sync.Pool // *frame
+
 // frameClass returns the size class of an n-byte payload buffer.
 func frameClass(n int) int {
 	c := 0
@@ -390,7 +397,7 @@ func frameClass(n int) int {
 // getFrame returns a pooled frame with an n-byte payload (n > 0).
 func (p *Path) getFrame(n int) *frame {
 	c := frameClass(n)
-	f, _ := p.frames[c].Get().(*frame)
+	f, _ := framePools[c].Get().(*frame)
 	if f == nil {
 		f = &frame{buf: make([]byte, framing.BlockHeaderLen+1<<(minFrameBufShift+c))}
 	}
@@ -408,7 +415,7 @@ func (p *Path) putFrame(f *frame) {
 	if n != 1<<(minFrameBufShift+c) {
 		return
 	}
-	p.frames[c].Put(f)
+	framePools[c].Put(f)
 }
 
 // readFullAt fills b from src at off; a short file is an error.

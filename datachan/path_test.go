@@ -677,3 +677,31 @@ func TestOneWriterPerFile(t *testing.T) {
 		t.Fatal("received bytes differ")
 	}
 }
+
+// A Path's frames go back to pools every Path shares, so a session's
+// buffers serve the next one instead of being left to the collector per
+// session (a busy server's heap grew with the sessions it served). The
+// race detector drops some pooled items on purpose, hence the tries.
+func TestFramesOutliveAPath(t *testing.T) {
+	newPath := func() *Path {
+		a, b := net.Pipe()
+		b.Close()
+		return NewPath([]net.Conn{a})
+	}
+	for range 20 {
+		p1 := newPath()
+		f := p1.getFrame(1 << 20)
+		buf := &f.buf[0]
+		p1.putFrame(f)
+		p1.Close()
+		p2 := newPath()
+		g := p2.getFrame(1 << 20)
+		same := &g.buf[0] == buf
+		p2.putFrame(g)
+		p2.Close()
+		if same {
+			return
+		}
+	}
+	t.Fatal("a frame put back by one Path never came out of another: pools are not shared")
+}

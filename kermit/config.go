@@ -66,8 +66,8 @@ type Config struct {
 	// measured round trip. MinTimeout bounds it from below.
 	Timeout    time.Duration
 	MinTimeout time.Duration
-	// MaxRetries is how many consecutive timeouts or NAKs without any
-	// progress end the transfer.
+	// MaxRetries is how many consecutive timeouts without any progress
+	// end the transfer (the next one does).
 	MaxRetries int
 	// IdleTimeout ends a streaming or server session that hears nothing
 	// for this long (0 = never).

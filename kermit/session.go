@@ -289,11 +289,14 @@ type paritySetter interface{ SetParity(name string) error }
 // to use (Config.DetectParity): the link writes it and strips it, and
 // negotiation asks for 8th-bit prefixing, as with Config.Parity.
 func (s *Session) followParity(kind string) {
+	// The reader reads 7-bit from now on whatever the link can do, so the
+	// session is 7-bit too: a link left writing 8-bit still reaches a
+	// peer that ignores the 8th bit, as software parity does.
+	s.cfg.Parity = true
 	if err := s.c.rw.(paritySetter).SetParity(kind); err != nil {
-		s.cfg.Log.Warn("cannot follow the peer's parity", "parity", kind, "err", err)
+		s.cfg.Log.Warn("peer uses parity, which the link cannot write", "parity", kind, "err", err)
 		return
 	}
-	s.cfg.Parity = true
 	s.cfg.Log.Info("peer uses parity: following", "parity", kind)
 }
 

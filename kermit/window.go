@@ -505,7 +505,7 @@ func (s *Session) nak(seq int) error {
 
 // tooManyRetries is ErrTooManyRetries with the limit that was reached.
 func (s *Session) tooManyRetries() error {
-	return fmt.Errorf("%w (%d timeouts or NAKs in a row)", ErrTooManyRetries, s.retries)
+	return fmt.Errorf("%w (%d timeouts in a row)", ErrTooManyRetries, s.retries)
 }
 
 // nextPacket returns the next packet in sequence, acknowledging data

@@ -26,13 +26,19 @@ func runKerfParity(t *testing.T, dev, parity string, cfg kermit.Config, fn func(
 // with kerfPar (a parity or "auto"), C-Kermit sending and then receiving,
 // and checks the files arrived whole.
 func ckermitParityBothWays(t *testing.T, ckPar, kerfPar string, files []peertest.File) {
+	ckermitParityBothWaysWith(t, ckPar, kerfPar, "", files)
+}
+
+// ckermitParityBothWaysWith is ckermitParityBothWays with more C-Kermit
+// settings (after the usual ones).
+func ckermitParityBothWaysWith(t *testing.T, ckPar, kerfPar, more string, files []peertest.File) {
 	st := setting{31, 4096, 3}
 	t.Run("ckermit-to-kerf/"+ckPar, func(t *testing.T) {
 		src, dst := t.TempDir(), t.TempDir()
 		peertest.WriteFiles(t, src, files)
 		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
 		done := runKerfParity(t, a, kerfPar, kerfConfig(st, fastBaud), receiveKerf(t, dst))
-		ck := peertest.CKermit(t, b, "set parity "+ckPar+"\n"+ckSettings(st)+"cd "+src+"\n"+sendList(files), src)
+		ck := peertest.CKermit(t, b, "set parity "+ckPar+"\n"+ckSettings(st)+more+"cd "+src+"\n"+sendList(files), src)
 		if err := ck.Wait(2 * time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +49,7 @@ func ckermitParityBothWays(t *testing.T, ckPar, kerfPar string, files []peertest
 		src, dst := t.TempDir(), t.TempDir()
 		peertest.WriteFiles(t, src, files)
 		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-		ck := peertest.CKermit(t, b, "set parity "+ckPar+"\n"+ckSettings(st)+"cd "+dst+"\nreceive", dst)
+		ck := peertest.CKermit(t, b, "set parity "+ckPar+"\n"+ckSettings(st)+more+"cd "+dst+"\nreceive", dst)
 		done := runKerfParity(t, a, kerfPar, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
 		waitKerf(t, done, "send")
 		if err := ck.Wait(time.Minute); err != nil {
@@ -72,6 +78,12 @@ func TestInteropParityDetected(t *testing.T) {
 	for _, par := range []string{"even", "odd", "mark"} {
 		ckermitParityBothWays(t, par, "auto", files)
 	}
+}
+
+// A C-Kermit that uses parity and forces type-3 checks on every packet
+// (SET BLOCK-CHECK 5) is followed in both.
+func TestInteropParityDetectedForce3(t *testing.T) {
+	ckermitParityBothWaysWith(t, "even", "auto", "set block-check 5\n", peertest.StandardFiles(20_000, 6))
 }
 
 // The same with G-Kermit's -p: kerf finds its parity both ways.

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -694,7 +695,10 @@ const syncWorkers = 8
 // crash leaves it there, complete, for recovery. The kermit engine
 // batches each received file group and ends the batch before it
 // acknowledges the group's B packet.
-func (d *Dir) BeginBatch() { d.batching = true }
+func (d *Dir) BeginBatch() {
+	d.revalidateDirs()
+	d.batching = true
+}
 
 // EndBatch flushes the batch (see BeginBatch) and stops batching.
 func (d *Dir) EndBatch() error {
@@ -848,6 +852,7 @@ func (in *incoming) Abort(keep bool) error {
 // it matches that cannot be sent (directories, without recursive); a
 // name given plainly that cannot be sent is an error.
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	d.revalidateDirs()
 	var out []kermit.OutgoingFile
 	names, err := d.specNames(spec)
 	if err != nil {
@@ -1026,7 +1031,7 @@ func unreadable(name string, err error) kermit.OutgoingFile {
 // outgoing is the file rel, to be sent as name; fi is its entry, or the
 // entry a symlink at rel leads to (link).
 func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.OutgoingFile {
-	open := func() (kermit.FileReader, error) { return d.openFile(rel) }
+	open := func() (kermit.FileReader, error) { return d.openFile(rel, fi) }
 	if link {
 		// os.Root follows the link, as long as it stays in the tree.
 		open = func() (kermit.FileReader, error) { return d.root.Open(rel) }
@@ -1042,8 +1047,13 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 // path again (an openat and an fcntl per element), which was a third
 // of what a GET of many small files cost the server. O_NOFOLLOW: a
 // file replaced by a symlink since the directory was read is refused,
-// not followed out of the tree.
-func (d *Dir) openFile(rel string) (*os.File, error) {
+// not followed out of the tree. The file opened must be the one the
+// match found (fi, from a walk of the path under the root): a cached
+// handle follows its directory, not the directory's name, so after the
+// directory was renamed or replaced it would find another file, or one
+// no longer in the tree. Then, or when the openat fails, the handle is
+// dropped and the path is opened afresh from the root.
+func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
 	dir, base := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
@@ -1052,33 +1062,44 @@ func (d *Dir) openFile(rel string) (*os.File, error) {
 	if err := plainName(base); err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		h, err := d.openDir(dir, false)
-		if err != nil {
-			return nil, err
-		}
-		fd := -1
-		err = h.atDir(d, func(dirfd int) error {
-			return ignoringEINTR(func() error {
-				var err error
-				fd, err = unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				return err
-			})
-		})
-		if err == nil {
-			d.putDir(h)
-			return os.NewFile(uintptr(fd), path.Join(d.root.Name(), rel)), nil
-		}
-		if attempt == 0 && errors.Is(err, unix.ENOENT) {
-			// The cached directory may have been removed (and made
-			// again) since: open it afresh once.
-			d.dropDir(h)
-			d.putDir(h)
-			continue
-		}
-		d.putDir(h)
-		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	h, err := d.openDir(dir, false)
+	if err != nil {
+		return d.root.Open(rel)
 	}
+	fd := -1
+	var st unix.Stat_t
+	err = h.atDir(d, func(dirfd int) error {
+		return ignoringEINTR(func() error {
+			var err error
+			if fd, err = unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+				return err
+			}
+			if err = unix.Fstat(fd, &st); err != nil {
+				unix.Close(fd)
+			}
+			return err
+		})
+	})
+	if err == nil && sameInode(fi, &st) {
+		d.putDir(h)
+		return os.NewFile(uintptr(fd), path.Join(d.root.Name(), rel)), nil
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
+	d.dropDir(h)
+	d.putDir(h)
+	return d.root.Open(rel)
+}
+
+// sameInode reports whether st is the file fi describes (true when fi
+// does not say).
+func sameInode(fi fs.FileInfo, st *unix.Stat_t) bool {
+	if fi == nil {
+		return true
+	}
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || uint64(sys.Dev) == uint64(st.Dev) && uint64(sys.Ino) == uint64(st.Ino)
 }
 
 // IsEmptyDir reports whether the open directory f has no entries, reading
@@ -1242,6 +1263,7 @@ func (d *Dir) Rmdir(name string) error {
 	if rel == "." {
 		return fmt.Errorf("filestore: cannot remove the top directory")
 	}
+	defer d.forgetDirs(rel)
 	return d.root.Remove(rel)
 }
 
@@ -1258,7 +1280,53 @@ func (d *Dir) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
+	defer d.forgetDirs(a)
+	defer d.forgetDirs(b)
 	return d.root.Rename(a, b)
+}
+
+// forgetDirs drops the cached handles of directory rel and of every
+// directory under it: after a rename or removal their names lead
+// elsewhere, or nowhere.
+func (d *Dir) forgetDirs(rel string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, h := range d.dirs {
+		if k == rel || strings.HasPrefix(k, rel+"/") {
+			delete(d.dirs, k)
+			h.gone = true
+			if h.refs == 0 {
+				h.close()
+			}
+		}
+	}
+}
+
+// revalidateDirs drops the cached handles whose name no longer leads to
+// their directory (renamed, removed or replaced since, by another
+// session or from outside), so that no group of files starts on one.
+// Within a group a handle is trusted, except that a GET checks every
+// file it opens (openFile).
+func (d *Dir) revalidateDirs() {
+	d.mu.Lock()
+	hs := make([]*dirHandle, 0, len(d.dirs))
+	for _, h := range d.dirs {
+		hs = append(hs, h)
+	}
+	d.mu.Unlock()
+	for _, h := range hs {
+		now, err := d.root.Stat(h.rel)
+		var was fs.FileInfo
+		if err == nil {
+			var f *os.File
+			if f, err = h.dir(d); err == nil {
+				was, err = f.Stat()
+			}
+		}
+		if err != nil || !os.SameFile(now, was) {
+			d.dropDir(h)
+		}
+	}
 }
 
 // OpenLocal opens a local file for reading, as os.Open does but without

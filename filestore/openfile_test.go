@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"kerf/filestore"
 )
@@ -75,5 +76,117 @@ func TestMatchOpenAfterChanges(t *testing.T) {
 	// A name through a link to a directory in the tree still opens.
 	if got, err := viaLink["y.txt"](); err != nil || got != "real/y.txt" {
 		t.Errorf("linkdir/y.txt = %q, %v", got, err)
+	}
+}
+
+// A directory renamed and made again under its old name: a later match
+// and its files are the new directory's, whether the rename came from
+// this Dir or from elsewhere; and a file a match found is the one read
+// even if its directory is renamed before it is opened.
+func TestOpenAfterDirectoryRenamed(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	read := func(spec, name string) string {
+		t.Helper()
+		files, err := d.Match(spec, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if f.Name == name {
+				r, err := f.Open()
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				defer r.Close()
+				b, _ := io.ReadAll(r)
+				return string(b)
+			}
+		}
+		t.Fatalf("%s not matched", name)
+		return ""
+	}
+	write := func(name, data string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a/x", "first")
+	if got := read("a", "a/x"); got != "first" {
+		t.Fatalf("a/x = %q", got)
+	}
+	// Renamed from outside the Dir.
+	os.Rename(filepath.Join(root, "a"), filepath.Join(root, "b"))
+	write("a/x", "second")
+	if got := read("a", "a/x"); got != "second" {
+		t.Errorf("after a was renamed outside and made again: a/x = %q, want second", got)
+	}
+	// Renamed through the Dir.
+	if err := d.Rename("a", "c"); err != nil {
+		t.Fatal(err)
+	}
+	write("a/x", "third")
+	if got := read("a", "a/x"); got != "third" {
+		t.Errorf("after Rename(a, c) and a made again: a/x = %q, want third", got)
+	}
+	// Matched, then its directory renamed and made again before Open:
+	// the file read is the one matched.
+	files, _ := d.Match("a", true)
+	os.Rename(filepath.Join(root, "a"), filepath.Join(root, "e"))
+	write("a/x", "fourth")
+	r, err := files[0].Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r)
+	r.Close()
+	if string(b) != "third" {
+		t.Errorf("a/x matched as third, read %q", b)
+	}
+}
+
+// A file received into a directory that was renamed through the Dir
+// and made again lands in the new directory, not the renamed one.
+func TestCreateAfterDirectoryRenamed(t *testing.T) {
+	root := t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	put := func(name string) {
+		t.Helper()
+		in, err := d.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.WriteAt([]byte(name), 0)
+		if err := in.Commit(time.Time{}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a/f")
+	if err := d.Rename("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	put("a/g")
+	if _, err := os.Stat(filepath.Join(root, "a", "g")); err != nil {
+		t.Errorf("a/g: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "b", "g")); err == nil {
+		t.Error("a/g landed in the renamed directory b")
+	}
+	// The same after a rename from outside, with a group (BeginBatch).
+	os.Rename(filepath.Join(root, "a"), filepath.Join(root, "c"))
+	d.BeginBatch()
+	put("a/h")
+	if err := d.EndBatch(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a", "h")); err != nil {
+		t.Errorf("a/h: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "c", "h")); err == nil {
+		t.Error("a/h landed in c, renamed from outside before the group")
 	}
 }

@@ -121,3 +121,21 @@ func TestInteropParityDetectedGKermit(t *testing.T) {
 		})
 	}
 }
+
+// kerf with a parity set against kerf left to find it, each way round.
+func TestParityKerfToKerf(t *testing.T) {
+	files := peertest.StandardFiles(50_000, 7)
+	st := setting{31, 4096, 3}
+	for _, c := range []struct{ send, recv string }{{"even", "auto"}, {"auto", "odd"}, {"mark", "mark"}} {
+		t.Run(c.send+"-to-"+c.recv, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			peertest.WriteFiles(t, src, files)
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			rdone := runKerfParity(t, b, c.recv, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+			sdone := runKerfParity(t, a, c.send, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
+			waitKerf(t, sdone, "send")
+			waitKerf(t, rdone, "receive")
+			peertest.CheckFiles(t, dst, files)
+		})
+	}
+}

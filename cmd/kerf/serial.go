@@ -28,7 +28,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
-	&cli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "tries again this often after timeouts in a row without progress, then gives up (1-99); a receiver waits about this many times the sender's timeout for a sender that has gone"},
+	&cli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries after timeouts, in a row without progress, before giving up (1-99); a receiver waits about this many times the sender's timeout for a sender that has gone"},
 }
 
 const defaultRetries = 20

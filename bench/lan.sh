@@ -5,6 +5,7 @@
 #
 #   bench/lan.sh                          # everything, REPS runs each (~8 min)
 #   TOOLS="raw kerf" CASES=small bench/lan.sh
+#   DIRECTION=get bench/lan.sh            # clients pull instead of push
 #
 # Tools (rows), each a client pushing to a server it starts itself:
 #   raw       file | socat -> socat > file with 128 KiB buffers (trees:
@@ -49,7 +50,13 @@
 #   KERF_STREAMS [kerf's default]: --streams for kerf send
 #   INSTALL [1]: apt-get install missing peers
 #   OUT [bench/out/lan-DATE]: results.tsv, table.md, per-run logs
+#   DIRECTION [send]: get has each client fetch the case from its server
+#     (socat | tar the other way, curl -o / lftp mirror, scp and rsync from
+#     the server, kerf get [-r]) into WORK/pull; the servers serve WORK/dst,
+#     filled with the sources first. C-Kermit has no row in this direction.
 set -euo pipefail
+DIRECTION=${DIRECTION:-send}
+case $DIRECTION in send | get) ;; *) echo "lan.sh: DIRECTION is send or get" >&2; exit 2 ;; esac
 
 TOOLS=${TOOLS:-"raw ftp scp rsync ckermit kerf kerf-tls"}
 CASES=${CASES:-"big small medium"}
@@ -103,7 +110,8 @@ WORK=$(cd "$WORK" && pwd)
 SRC=$WORK/src
 DST=$WORK/dst
 RUN=$WORK/run
-mkdir -p "$SRC" "$DST" "$RUN"
+PULL=$WORK/pull # where a get lands
+mkdir -p "$SRC" "$DST" "$RUN" "$PULL"
 
 pids=()
 cleanup() {
@@ -180,14 +188,33 @@ case_files() { find "$SRC/$1" -type f | wc -l; }
 
 # The thing a client sends for a case, and what must appear in $DST.
 # big: the file big.bin lands as $DST/big.bin; trees land as $DST/small etc.
+# In DIRECTION=get the copy lands in $PULL the same way, and $DST holds
+# what the servers serve.
 verify() { # case
+	local to=$DST; [ "$DIRECTION" = get ] && to=$PULL
 	if [ "$1" = big ]; then
-		cmp -s "$SRC/big/big.bin" "$DST/big.bin"
+		cmp -s "$SRC/big/big.bin" "$to/big.bin"
 	else
-		diff -rq "$SRC/$1" "$DST/$1" >/dev/null
+		diff -rq "$SRC/$1" "$to/$1" >/dev/null
 	fi
 }
-clear_dst() { find "$DST" -mindepth 1 -delete; sync_tmpfs; }
+clear_dst() {
+	if [ "$DIRECTION" = get ]; then
+		find "$PULL" -mindepth 1 -delete
+	else
+		find "$DST" -mindepth 1 -delete
+	fi
+	sync_tmpfs
+}
+# serve_sources puts every case where a send would have put it, for the
+# servers to serve in DIRECTION=get.
+serve_sources() {
+	find "$DST" -mindepth 1 -delete
+	for cs in $CASES; do
+		if [ "$cs" = big ]; then cp "$SRC/big/big.bin" "$DST/big.bin"; else cp -r "$SRC/$cs" "$DST/$cs"; fi
+	done
+	chmod -R a+rX "$DST"
+}
 sync_tmpfs() { :; }
 
 # CPU seconds (x100 ticks) of a process and its reaped children.
@@ -338,7 +365,12 @@ run_one() { # tool case rep
 	local srv=() cli=() sp="" s0=0 s1=0
 	local what=$SRC/$cs
 	[ "$cs" = big ] && what=$SRC/big/big.bin
+	local name=$cs # what a get asks the server for
+	[ "$cs" = big ] && name=big.bin
 	clear_dst
+	if [ "$DIRECTION" = get ]; then
+		get_cmds "$tool" "$cs" "$name" "$p" "$lg"
+	else
 	case $tool in
 	raw)
 		if [ "$cs" = big ]; then
@@ -403,6 +435,7 @@ run_one() { # tool case rep
 		# Key login: no password in the environment, so the key is used.
 		[ "$KEYAUTH" = 1 ] && cli=(env -u KERF_PASSWORD "${cli[@]}") ;;
 	esac
+	fi
 	if [ ${#srv[@]} -gt 0 ]; then
 		/usr/bin/time -f "%e %U %S %M" -o "$srvtime" "${srv[@]}" >"$lg.srv.out" 2>&1 &
 		sp=$!
@@ -437,6 +470,41 @@ run_one() { # tool case rep
 	fi
 	awk -v a="$t0" -v b="$t1" -v c="$ccpu" -v s="$scpu" 'BEGIN{printf "%.3f %.2f %.2f\n", b-a, c+s, s}'
 }
+# get_cmds sets srv and cli (run_one's) for a client fetching case cs
+# (the server's name for it: name) in DIRECTION=get.
+get_cmds() { # tool case name port log
+	local tool=$1 cs=$2 name=$3 p=$4 lg=$5
+	case $tool in
+	raw)
+		if [ "$cs" = big ]; then
+			srv=(sh -c "socat -u -b 131072 STDIN TCP-LISTEN:$p,bind=127.0.0.1,reuseaddr <'$DST/big.bin'")
+			cli=(sh -c "socat -u -b 131072 TCP:127.0.0.1:$p STDOUT >'$PULL/big.bin'")
+		else
+			srv=(sh -c "tar -C '$DST' -cf - '$cs' | socat -u -b 131072 STDIN TCP-LISTEN:$p,bind=127.0.0.1,reuseaddr")
+			cli=(sh -c "socat -u -b 131072 TCP:127.0.0.1:$p STDOUT | tar -C '$PULL' -xf -")
+		fi ;;
+	ftp)
+		if [ "$cs" = big ]; then
+			cli=(curl -sS --ftp-pasv -o "$PULL/big.bin" ftp://127.0.0.1:"$p"/dst/big.bin)
+		else
+			cli=(lftp -p "$p" -u anonymous, -e "set net:max-retries 1; set ftp:passive-mode on; mirror --parallel=4 --no-perms /dst/$cs $PULL/$cs; bye" 127.0.0.1)
+		fi ;;
+	scp)
+		cli=(scp -q -r -c aes128-gcm@openssh.com -P "$p" -i "$RUN/ssh/id" -o StrictHostKeyChecking=no
+			-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR root@127.0.0.1:"$DST/$name" "$PULL/") ;;
+	rsync)
+		cli=(rsync -a --whole-file rsync://127.0.0.1:"$p"/dst/"$name" "$PULL/") ;;
+	kerf | kerf-tls | kerf-b | kerf-tls-b)
+		kerf_flags "$(kerf_bin "$tool")"
+		local extra=("${SEND_EXTRA[@]}")
+		[ -z "$KERF_STREAMS" ] || extra+=(--streams "$KERF_STREAMS")
+		case $tool in kerf-tls | kerf-tls-b) ;; *) extra+=("${SEND_PLAIN[@]}") ;; esac
+		[ "$cs" = big ] || extra+=(-r)
+		cli=("$(kerf_bin "$tool")" -q get "${extra[@]}" 127.0.0.1:"$p"/"$name" "$PULL")
+		[ "$KEYAUTH" = 1 ] && cli=(env -u KERF_PASSWORD "${cli[@]}") ;;
+	ckermit) cli=(false) ;; # no row in this direction (run_one's caller skips it)
+	esac
+}
 wait_port_quiet() { # port: until a listener answers, without connecting to it
 	for _ in $(seq 100); do
 		ss -Hltn "sport = :$1" | grep -q . && return 0
@@ -448,6 +516,8 @@ median() { sort -n | awk '{a[NR]=$1} END{if (NR==0) print "-"; else if (NR%2) pr
 
 RES=$OUT/results.tsv
 printf "tool\tcase\trep\tseconds\tcpu\tserver_cpu\n" >"$RES"
+
+[ "$DIRECTION" = get ] && { log "copying the sources into $DST to be served"; serve_sources; }
 
 # Servers that stay up (one port each), then the runs: repetitions
 # outermost, so that a slow spell of the machine touches every tool alike.
@@ -474,6 +544,7 @@ done
 for ((r = 1; r <= REPS; r++)); do
 	for tool in "${RUN_TOOLS[@]}"; do
 		[ "$tool" = ckermit ] && [ "$r" -gt "$REPS_SLOW" ] && continue
+		[ "$tool" = ckermit ] && [ "$DIRECTION" = get ] && continue
 		SERVER_PID=${SERVER[$tool]}
 		for cs in $CASES; do
 			res=$(run_one "$tool" "$cs" "$r")
@@ -527,7 +598,7 @@ TABLE=$OUT/table.md
 {
 	echo
 	echo "machine: $(nproc) cores, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-	echo "command: TOOLS=\"$TOOLS\" CASES=\"$CASES\" REPS=$REPS REPS_SLOW=$REPS_SLOW KERF_STREAMS=${KERF_STREAMS:-default} bench/lan.sh   ($(date -u +%Y-%m-%dT%H:%MZ))"
+	echo "command: DIRECTION=$DIRECTION TOOLS=\"$TOOLS\" CASES=\"$CASES\" REPS=$REPS REPS_SLOW=$REPS_SLOW KERF_STREAMS=${KERF_STREAMS:-default} bench/lan.sh   ($(date -u +%Y-%m-%dT%H:%MZ))"
 	echo "kerf: $KERF_DESC; login: $(kerf_flags "$KERF"; [ "$KEYAUTH" = 1 ] && echo "client key" || echo password); kerf server peak RSS over all its runs: $(for f in "$OUT"/logs/kerf*-serve.log; do [ -f "$f" ] && grep -h VmHWM "$f" | awk -v n="$(basename "$f" -serve.log)" '{print n " " $2 " kB"}'; done | paste -sd, -)"
 	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$TABLE"

@@ -20,8 +20,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -587,15 +587,22 @@ func (in *incoming) Partial() (int64, uint32, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if hole := in.f.firstHole(size); hole < size {
-		if err := in.f.truncate(hole); err != nil {
+	cut := in.f.firstHole(size)
+	if p, ok := in.f.takePrefix(); ok && p <= size {
+		// Kept by a receiver that stopped cleanly: everything up to p
+		// was received, holes included (a sparse receive's zeros).
+		cut = p
+	}
+	if cut < size {
+		if err := in.f.truncate(cut); err != nil {
 			return 0, 0, err
 		}
-		size = hole
+		size = cut
 	}
 	// Nothing lies beyond size now: a sparse receive may leave holes
-	// there again. (A sparse partial is cut at its first hole, so a
-	// disk image resumes from about its first run of zeros.)
+	// there again. (A sparse partial left by a crash, with no recorded
+	// prefix, is cut at its first hole, so a disk image resumes from
+	// about its first run of zeros.)
 	in.zeroFrom.Store(size)
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, size)); err != nil {
@@ -839,6 +846,10 @@ func (in *incoming) Abort(keep bool) error {
 	defer in.release()
 	if keep {
 		if size, err := in.f.size(); err == nil && size > 0 {
+			// The engine cut the file to what it received without a
+			// gap before keeping it: all of it is data, whatever holes
+			// a sparse receive left in it.
+			in.f.setPrefix(size)
 			return nil
 		}
 	}

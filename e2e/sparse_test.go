@@ -65,3 +65,30 @@ func TestSparseTransfers(t *testing.T) {
 		}
 	})
 }
+
+// A --sparse get of a disk image that starts with a run of zeros, cut
+// off midway, resumes from where it stopped, not from its first hole
+// (the run of zeros, which the kept partial holds as a hole).
+func TestSparseGetResumesAfterTheHoles(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const zeros, size = 8 << 20, 16 << 20
+	src := filepath.Join(root, "disk.img")
+	writeFile(t, src, append(make([]byte, zeros), randomBytes(size-zeros, 41)...))
+	dst := filepath.Join(local, "disk.img")
+
+	fs.data.cutDown.Store(12 << 20)
+	r := run(t, fs.server, local, []string{"--json"}, "get", "--sparse", "--streams", "1", target(fs.addr(), "disk.img"), ".")
+	if r.code != 4 {
+		t.Fatalf("want exit 4 from the cut get, got %s", r)
+	}
+	kept := fileSize(partName(dst))
+	if kept <= zeros || kept >= size {
+		t.Fatalf("client kept %d bytes of %d; want some past the %d zeros", kept, size, zeros)
+	}
+
+	fs.data.cutDown.Store(0)
+	r = mustRun(t, fs.server, local, []string{"--json"}, "get", "--sparse", "--streams", "1", "--resume", target(fs.addr(), "disk.img"), ".")
+	checkDoneEvent(t, r, "disk.img", size, kept)
+	sameFile(t, src, dst)
+}

@@ -503,8 +503,13 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
 	}
-	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse}
+	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse, prepared: fresh}
 	in.empty.Store(fresh)
+	if !fresh {
+		// The record covers the file as it was kept; whatever this
+		// session does to it, it is not on the file any more.
+		in.recorded, in.hasRecorded = f.takePrefix()
+	}
 	// A leftover partial may hold data anywhere until it is truncated:
 	// no write into it may be skipped before then.
 	if !fresh {
@@ -523,8 +528,18 @@ type incoming struct {
 	base, tmp string     // names in h
 	f         *tempFile
 	released  bool
-	batched   bool        // committed in a batch, not flushed yet
-	empty     atomic.Bool // known to be empty: created here, nothing written
+	batched   bool // committed in a batch, not flushed yet
+	// recorded is the gap-free length a receiver that stopped cleanly
+	// recorded on this partial (user.kerf.prefix), taken off the file
+	// when it was opened: trusted by Partial, void after a Truncate.
+	recorded    int64
+	hasRecorded bool
+	// prepared: Partial or Truncate ran (or the file is new), so what the
+	// file holds was received in this session from a known start; only
+	// then may Abort record its length as data.
+	prepared bool
+	touched  atomic.Bool // written to in this session
+	empty    atomic.Bool // known to be empty: created here, nothing written
 
 	// Sparse files: writes of zeros at or after zeroFrom (where the file
 	// is known to hold nothing) are skipped, and holeEnd is the furthest
@@ -549,6 +564,7 @@ func (in *incoming) Name() string { return in.final }
 
 func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	in.empty.Store(false)
+	in.touched.Store(true)
 	if in.sparse && len(b) >= sparseMin && off >= in.zeroFrom.Load() && allZero(b) {
 		end := off + int64(len(b))
 		for {
@@ -588,11 +604,12 @@ func (in *incoming) Partial() (int64, uint32, error) {
 		return 0, 0, err
 	}
 	cut := in.f.firstHole(size)
-	if p, ok := in.f.takePrefix(); ok && p <= size {
-		// Kept by a receiver that stopped cleanly: everything up to p
-		// was received, holes included (a sparse receive's zeros).
-		cut = p
+	if in.hasRecorded && in.recorded <= size {
+		// Kept by a receiver that stopped cleanly: everything up to the
+		// record was received, holes included (a sparse receive's zeros).
+		cut = in.recorded
 	}
+	in.prepared = true
 	if cut < size {
 		if err := in.f.truncate(cut); err != nil {
 			return 0, 0, err
@@ -612,6 +629,10 @@ func (in *incoming) Partial() (int64, uint32, error) {
 }
 
 func (in *incoming) Truncate(size int64) error {
+	in.prepared = true
+	if in.hasRecorded && in.recorded > size {
+		in.hasRecorded = false // the recorded range is cut
+	}
 	if size == 0 && in.empty.Load() {
 		return nil
 	}
@@ -844,12 +865,20 @@ func (in *incoming) Abort(keep bool) error {
 		return nil
 	}
 	defer in.release()
+	if in.f.closed {
+		return nil // its descriptor number may be another file's now
+	}
 	if keep {
 		if size, err := in.f.size(); err == nil && size > 0 {
-			// The engine cut the file to what it received without a
-			// gap before keeping it: all of it is data, whatever holes
-			// a sparse receive left in it.
-			in.f.setPrefix(size)
+			if in.prepared {
+				// The engine cut the file to what it received without a
+				// gap before keeping it: all of it is data, whatever
+				// holes a sparse receive left in it.
+				in.f.setPrefix(size)
+			} else if in.hasRecorded && in.recorded <= size && !in.touched.Load() {
+				// Opened and left untouched: the old record still holds.
+				in.f.setPrefix(in.recorded)
+			}
 			return nil
 		}
 	}
@@ -1075,7 +1104,7 @@ func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
 	}
 	h, err := d.openDir(dir, false)
 	if err != nil {
-		return d.root.Open(rel)
+		return d.openMatched(rel, fi)
 	}
 	fd := -1
 	var st unix.Stat_t
@@ -1100,7 +1129,26 @@ func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
 	}
 	d.dropDir(h)
 	d.putDir(h)
-	return d.root.Open(rel)
+	return d.openMatched(rel, fi)
+}
+
+// openMatched opens rel afresh from the root, and only if it is still
+// the file its match found: one replaced since (by another file, or by
+// a symlink, which os.Root would follow) is refused, not sent in its
+// place under the match's size and time.
+func (d *Dir) openMatched(rel string, fi fs.FileInfo) (*os.File, error) {
+	f, err := d.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || fi != nil && !os.SameFile(fi, st) {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("filestore: %s changed since it was listed", rel)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // sameInode reports whether st is the file fi describes (true when fi

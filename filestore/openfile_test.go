@@ -53,6 +53,16 @@ func TestMatchOpenAfterChanges(t *testing.T) {
 	if got, err := a["a/swapped.txt"](); err == nil {
 		t.Errorf("a/swapped.txt, now a link out of the tree, read %q", got)
 	}
+	// Replaced by a link to another file in the tree: refused too, not
+	// sent in its place under the matched name, size and time.
+	os.Remove(filepath.Join(root, "a/kept.txt"))
+	os.Symlink("../real/y.txt", filepath.Join(root, "a/kept.txt"))
+	if got, err := a["a/kept.txt"](); err == nil {
+		t.Errorf("a/kept.txt, now a link to real/y.txt, read %q", got)
+	}
+	os.Remove(filepath.Join(root, "a/kept.txt"))
+	makeTree(t, root, "a/kept.txt")
+	a = open("a", true)
 	if got, err := a["a/kept.txt"](); err != nil || got != "a/kept.txt" {
 		t.Errorf("a/kept.txt = %q, %v", got, err)
 	}

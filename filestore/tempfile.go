@@ -21,6 +21,7 @@ type tempFile struct {
 	dir, base string // directory relative to the tree's top, and the name in it
 	once      sync.Once
 	closeErr  error
+	closed    bool // fd is closed (its number may be another file's now)
 }
 
 func (t *tempFile) err(op string, err error) error {
@@ -119,6 +120,7 @@ func (t *tempFile) sync() error {
 // close closes the descriptor once; later calls return the first result.
 func (t *tempFile) close() error {
 	t.once.Do(func() {
+		t.closed = true
 		// close(2) is not retried on EINTR: on Linux the descriptor is
 		// gone either way.
 		if err := unix.Close(t.fd); err != nil {

@@ -426,14 +426,7 @@ run_one() { # tool case rep
 	rsync)
 		cli=(rsync -a --whole-file "$what" rsync://127.0.0.1:"$p"/dst/) ;;
 	kerf | kerf-tls | kerf-b | kerf-tls-b)
-		kerf_flags "$(kerf_bin "$tool")"
-		local extra=("${SEND_EXTRA[@]}")
-		[ -z "$KERF_STREAMS" ] || extra+=(--streams "$KERF_STREAMS")
-		case $tool in kerf-tls | kerf-tls-b) ;; *) extra+=("${SEND_PLAIN[@]}") ;; esac
-		[ "$cs" = big ] || extra+=(-r)
-		cli=("$(kerf_bin "$tool")" -q send "${extra[@]}" "$what" 127.0.0.1:"$p")
-		# Key login: no password in the environment, so the key is used.
-		[ "$KEYAUTH" = 1 ] && cli=(env -u KERF_PASSWORD "${cli[@]}") ;;
+		kerf_cli "$tool" "$cs" send "$what" 127.0.0.1:"$p" ;;
 	esac
 	fi
 	if [ ${#srv[@]} -gt 0 ]; then
@@ -470,6 +463,19 @@ run_one() { # tool case rep
 	fi
 	awk -v a="$t0" -v b="$t1" -v c="$ccpu" -v s="$scpu" 'BEGIN{printf "%.3f %.2f %.2f\n", b-a, c+s, s}'
 }
+# kerf_cli sets cli (run_one's) to a kerf client of a kerf row: send or
+# get with the row's binary and flags, -r for trees, then FROM TO.
+kerf_cli() { # tool case send|get from to
+	local bin; bin=$(kerf_bin "$1")
+	kerf_flags "$bin"
+	local extra=("${SEND_EXTRA[@]}")
+	[ -z "$KERF_STREAMS" ] || extra+=(--streams "$KERF_STREAMS")
+	case $1 in kerf-tls | kerf-tls-b) ;; *) extra+=("${SEND_PLAIN[@]}") ;; esac
+	[ "$2" = big ] || extra+=(-r)
+	cli=("$bin" -q "$3" "${extra[@]}" "$4" "$5")
+	# Key login: no password in the environment, so the key is used.
+	if [ "$KEYAUTH" = 1 ]; then cli=(env -u KERF_PASSWORD "${cli[@]}"); fi
+}
 # get_cmds sets srv and cli (run_one's) for a client fetching case cs
 # (the server's name for it: name) in DIRECTION=get.
 get_cmds() { # tool case name port log
@@ -495,13 +501,7 @@ get_cmds() { # tool case name port log
 	rsync)
 		cli=(rsync -a --whole-file rsync://127.0.0.1:"$p"/dst/"$name" "$PULL/") ;;
 	kerf | kerf-tls | kerf-b | kerf-tls-b)
-		kerf_flags "$(kerf_bin "$tool")"
-		local extra=("${SEND_EXTRA[@]}")
-		[ -z "$KERF_STREAMS" ] || extra+=(--streams "$KERF_STREAMS")
-		case $tool in kerf-tls | kerf-tls-b) ;; *) extra+=("${SEND_PLAIN[@]}") ;; esac
-		[ "$cs" = big ] || extra+=(-r)
-		cli=("$(kerf_bin "$tool")" -q get "${extra[@]}" 127.0.0.1:"$p"/"$name" "$PULL")
-		[ "$KEYAUTH" = 1 ] && cli=(env -u KERF_PASSWORD "${cli[@]}") ;;
+		kerf_cli "$tool" "$cs" get 127.0.0.1:"$p"/"$name" "$PULL" ;;
 	ckermit) cli=(false) ;; # no row in this direction (run_one's caller skips it)
 	esac
 }

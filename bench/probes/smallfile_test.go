@@ -41,36 +41,31 @@ func BenchmarkNamedRename(b *testing.B) {
 	}
 }
 
-func BenchmarkTmpfileLinkEmptyPath(b *testing.B) {
+// benchTmpfile creates each file unnamed (O_TMPFILE), writes it and
+// gives it its name with link.
+func benchTmpfile(b *testing.B, link func(fd, d int, name string) error) {
 	d := dir(b)
 	for i := 0; i < b.N; i++ {
-		n := "f" + strconv.Itoa(i)
 		fd, err := unix.Openat(d, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0600)
 		if err != nil {
 			b.Fatal(err)
 		}
 		unix.Pwrite(fd, buf, 0)
-		if err := unix.Linkat(fd, "", d, n, unix.AT_EMPTY_PATH); err != nil {
+		if err := link(fd, d, "f"+strconv.Itoa(i)); err != nil {
 			b.Fatal(err)
 		}
 		unix.Close(fd)
 	}
 }
 
+func BenchmarkTmpfileLinkEmptyPath(b *testing.B) {
+	benchTmpfile(b, func(fd, d int, name string) error { return unix.Linkat(fd, "", d, name, unix.AT_EMPTY_PATH) })
+}
+
 func BenchmarkTmpfileLinkProc(b *testing.B) {
-	d := dir(b)
-	for i := 0; i < b.N; i++ {
-		n := "f" + strconv.Itoa(i)
-		fd, err := unix.Openat(d, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0600)
-		if err != nil {
-			b.Fatal(err)
-		}
-		unix.Pwrite(fd, buf, 0)
-		if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), d, n, unix.AT_SYMLINK_FOLLOW); err != nil {
-			b.Fatal(err)
-		}
-		unix.Close(fd)
-	}
+	benchTmpfile(b, func(fd, d int, name string) error {
+		return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), d, name, unix.AT_SYMLINK_FOLLOW)
+	})
 }
 
 func BenchmarkDirect(b *testing.B) {

@@ -43,33 +43,38 @@ func cert() tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
 }
 
+// stream writes total bytes into w in blk-byte writes while a goroutine
+// reads them from r.
+func stream(b *testing.B, w io.Writer, r io.Reader) {
+	done := make(chan struct{})
+	go func() {
+		buf := make([]byte, blk)
+		for n := 0; n < total; {
+			m, err := io.ReadFull(r, buf)
+			if err != nil {
+				panic(err)
+			}
+			n += m
+		}
+		close(done)
+	}()
+	buf := make([]byte, blk)
+	b.SetBytes(total)
+	b.ResetTimer()
+	for n := 0; n < total; n += blk {
+		if _, err := w.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-done
+}
+
 func BenchmarkCryptoTLS(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		a, c := pair(b)
 		srv := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert()}})
 		cli := tls.Client(a, &tls.Config{InsecureSkipVerify: true})
-		done := make(chan struct{})
-		go func() {
-			buf := make([]byte, blk)
-			n := 0
-			for n < total {
-				m, err := io.ReadFull(srv, buf)
-				if err != nil {
-					panic(err)
-				}
-				n += m
-			}
-			close(done)
-		}()
-		buf := make([]byte, blk)
-		b.SetBytes(total)
-		b.ResetTimer()
-		for n := 0; n < total; n += blk {
-			if _, err := cli.Write(buf); err != nil {
-				b.Fatal(err)
-			}
-		}
-		<-done
+		stream(b, cli, srv)
 		a.Close()
 		c.Close()
 	}
@@ -132,23 +137,7 @@ func BenchmarkOwn1M(b *testing.B)   { bench(b, 1<<20) }
 func BenchmarkPlain(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		a, c := pair(b)
-		done := make(chan struct{})
-		go func() {
-			buf := make([]byte, blk)
-			n := 0
-			for n < total {
-				m, _ := io.ReadFull(c, buf)
-				n += m
-			}
-			close(done)
-		}()
-		buf := make([]byte, blk)
-		b.SetBytes(total)
-		b.ResetTimer()
-		for n := 0; n < total; n += blk {
-			a.Write(buf)
-		}
-		<-done
+		stream(b, a, c)
 		a.Close()
 		c.Close()
 	}

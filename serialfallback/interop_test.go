@@ -153,33 +153,8 @@ func TestInteropMatrix(t *testing.T) {
 	}
 	// G-Kermit has no sliding windows; it negotiates the rest down.
 	for _, st := range []setting{{1, 94, 1}, {31, 9024, 3}} {
-		t.Run("kerf-to-gkermit/"+st.String(), func(t *testing.T) {
-			src := t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			gk := peertest.GKermit(t, b, "-i", "-P", "-w", "-r")
-			done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
-			waitKerf(t, done, "send")
-			if err := gk.Wait(time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			peertest.CheckFiles(t, gk.Dir, files)
-		})
-		t.Run("gkermit-to-kerf/"+st.String(), func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
-			args := []string{"-i", "-P", "-s"}
-			for _, f := range files {
-				args = append(args, f.Name)
-			}
-			gk := peertest.GKermitIn(t, b, src, args...)
-			if err := gk.Wait(2 * time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			waitKerf(t, done, "receive")
-			peertest.CheckFiles(t, dst, files)
+		gkermitBothWays(t, st.String(), files, nil, func(t *testing.T, dev string, fn func(context.Context, *kermit.Session) error) <-chan error {
+			return runKerf(t, dev, fastBaud, kerfConfig(st, fastBaud), fn)
 		})
 	}
 }
@@ -443,6 +418,40 @@ func TestInteropCKermitForce3(t *testing.T) {
 		done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
 		c := peertest.CKermit(t, b, ck+"cd "+src+"\n"+sendList(files), src)
 		if err := c.Wait(2 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, files)
+	})
+}
+
+// gkermitBothWays runs kerf (started by run on its end of the line)
+// sending to G-Kermit and then receiving from it, G-Kermit with gkArgs
+// besides its usual ones, and checks the files arrived whole.
+func gkermitBothWays(t *testing.T, name string, files []peertest.File, gkArgs []string, run func(t *testing.T, dev string, fn func(context.Context, *kermit.Session) error) <-chan error) {
+	t.Run("kerf-to-gkermit/"+name, func(t *testing.T) {
+		src := t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		gk := peertest.GKermit(t, b, append(append([]string{"-i", "-P", "-w"}, gkArgs...), "-r")...)
+		done := run(t, a, sendKerf(outgoing(src, files)))
+		waitKerf(t, done, "send")
+		if err := gk.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		peertest.CheckFiles(t, gk.Dir, files)
+	})
+	t.Run("gkermit-to-kerf/"+name, func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		done := run(t, a, receiveKerf(t, dst))
+		args := append(append([]string{"-i", "-P"}, gkArgs...), "-s")
+		for _, f := range files {
+			args = append(args, f.Name)
+		}
+		gk := peertest.GKermitIn(t, b, src, args...)
+		if err := gk.Wait(2 * time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		waitKerf(t, done, "receive")

@@ -91,33 +91,8 @@ func TestInteropParityDetectedGKermit(t *testing.T) {
 	files := peertest.StandardFiles(20_000, 5)
 	st := setting{1, 94, 1} // G-Kermit has no sliding windows
 	for _, par := range []string{"e", "o", "m"} {
-		t.Run("gkermit-to-kerf/"+par, func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			done := runKerfParity(t, a, "auto", kerfConfig(st, fastBaud), receiveKerf(t, dst))
-			args := []string{"-i", "-P", "-p", par, "-s"}
-			for _, f := range files {
-				args = append(args, f.Name)
-			}
-			gk := peertest.GKermitIn(t, b, src, args...)
-			if err := gk.Wait(2 * time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			waitKerf(t, done, "receive")
-			peertest.CheckFiles(t, dst, files)
-		})
-		t.Run("kerf-to-gkermit/"+par, func(t *testing.T) {
-			src := t.TempDir()
-			peertest.WriteFiles(t, src, files)
-			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-			gk := peertest.GKermit(t, b, "-i", "-P", "-w", "-p", par, "-r")
-			done := runKerfParity(t, a, "auto", kerfConfig(st, fastBaud), sendKerf(outgoing(src, files)))
-			waitKerf(t, done, "send")
-			if err := gk.Wait(time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			peertest.CheckFiles(t, gk.Dir, files)
+		gkermitBothWays(t, par, files, []string{"-p", par}, func(t *testing.T, dev string, fn func(context.Context, *kermit.Session) error) <-chan error {
+			return runKerfParity(t, dev, "auto", kerfConfig(st, fastBaud), fn)
 		})
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -135,12 +134,8 @@ func Open(dir string) (*Dir, error) {
 func (d *Dir) Close() error {
 	d.flushBatch()
 	d.mu.Lock()
-	for k, h := range d.dirs {
-		delete(d.dirs, k)
-		h.gone = true
-		if h.refs == 0 {
-			h.close()
-		}
+	for _, h := range d.dirs {
+		d.evictLocked(h)
 	}
 	d.mu.Unlock()
 	return d.root.Close()
@@ -178,11 +173,9 @@ func (d *Dir) openDir(rel string, create bool) (*dirHandle, error) {
 		return old, nil
 	}
 	if len(d.dirs) >= maxDirHandles {
-		for k, o := range d.dirs {
+		for _, o := range d.dirs {
 			if o.refs == 0 {
-				delete(d.dirs, k)
-				o.gone = true
-				o.close()
+				d.evictLocked(o)
 			}
 		}
 	}
@@ -206,8 +199,17 @@ func (d *Dir) dropDir(h *dirHandle) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.dirs[h.rel] == h {
-		delete(d.dirs, h.rel)
-		h.gone = true
+		d.evictLocked(h)
+	}
+}
+
+// evictLocked takes h out of the cache; it is closed now if nobody holds
+// it, else by the last putDir. The caller holds d.mu.
+func (d *Dir) evictLocked(h *dirHandle) {
+	delete(d.dirs, h.rel)
+	h.gone = true
+	if h.refs == 0 {
+		h.close()
 	}
 }
 
@@ -351,6 +353,26 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 		return nil, false, err
 	}
 	return &tempFile{fd: fd, dir: h.rel, base: name}, fresh, nil
+}
+
+// openRead opens name in this directory for reading, as openTemp opens
+// for writing: one openat on the directory, O_NOFOLLOW, no poller.
+func (h *dirHandle) openRead(d *Dir, name string) (*os.File, error) {
+	if err := plainName(name); err != nil {
+		return nil, err
+	}
+	fd := -1
+	err := h.atDir(d, func(dirfd int) error {
+		return ignoringEINTR(func() error {
+			var err error
+			fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "openat", Path: path.Join(h.rel, name), Err: err}
+	}
+	return os.NewFile(uintptr(fd), path.Join(d.root.Name(), h.rel, name)), nil
 }
 
 // Path returns the host path of the tree's top.
@@ -892,7 +914,6 @@ func (in *incoming) Abort(keep bool) error {
 // it matches that cannot be sent (directories, without recursive); a
 // name given plainly that cannot be sent is an error.
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
-	d.revalidateDirs()
 	var out []kermit.OutgoingFile
 	names, err := d.specNames(spec)
 	if err != nil {
@@ -1099,33 +1120,17 @@ func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
 	if dir == "" {
 		dir = "."
 	}
-	if err := plainName(base); err != nil {
-		return nil, err
-	}
 	h, err := d.openDir(dir, false)
 	if err != nil {
 		return d.openMatched(rel, fi)
 	}
-	fd := -1
-	var st unix.Stat_t
-	err = h.atDir(d, func(dirfd int) error {
-		return ignoringEINTR(func() error {
-			var err error
-			if fd, err = unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-				return err
-			}
-			if err = unix.Fstat(fd, &st); err != nil {
-				unix.Close(fd)
-			}
-			return err
-		})
-	})
-	if err == nil && sameInode(fi, &st) {
+	f, err := h.openRead(d, base)
+	if err == nil && isMatched(f, fi) {
 		d.putDir(h)
-		return os.NewFile(uintptr(fd), path.Join(d.root.Name(), rel)), nil
+		return f, nil
 	}
 	if err == nil {
-		unix.Close(fd)
+		f.Close()
 	}
 	d.dropDir(h)
 	d.putDir(h)
@@ -1141,24 +1146,17 @@ func (d *Dir) openMatched(rel string, fi fs.FileInfo) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, err := f.Stat(); err != nil || fi != nil && !os.SameFile(fi, st) {
+	if !isMatched(f, fi) {
 		f.Close()
-		if err == nil {
-			err = fmt.Errorf("filestore: %s changed since it was listed", rel)
-		}
-		return nil, err
+		return nil, fmt.Errorf("filestore: %s changed since it was listed", rel)
 	}
 	return f, nil
 }
 
-// sameInode reports whether st is the file fi describes (true when fi
-// does not say).
-func sameInode(fi fs.FileInfo, st *unix.Stat_t) bool {
-	if fi == nil {
-		return true
-	}
-	sys, ok := fi.Sys().(*syscall.Stat_t)
-	return !ok || uint64(sys.Dev) == uint64(st.Dev) && uint64(sys.Ino) == uint64(st.Ino)
+// isMatched reports whether f is the file fi describes.
+func isMatched(f *os.File, fi fs.FileInfo) bool {
+	st, err := f.Stat()
+	return err == nil && os.SameFile(fi, st)
 }
 
 // IsEmptyDir reports whether the open directory f has no entries, reading
@@ -1352,20 +1350,16 @@ func (d *Dir) forgetDirs(rel string) {
 	defer d.mu.Unlock()
 	for k, h := range d.dirs {
 		if k == rel || strings.HasPrefix(k, rel+"/") {
-			delete(d.dirs, k)
-			h.gone = true
-			if h.refs == 0 {
-				h.close()
-			}
+			d.evictLocked(h)
 		}
 	}
 }
 
 // revalidateDirs drops the cached handles whose name no longer leads to
 // their directory (renamed, removed or replaced since, by another
-// session or from outside), so that no group of files starts on one.
-// Within a group a handle is trusted, except that a GET checks every
-// file it opens (openFile).
+// session or from outside), so that no received group starts on one.
+// Within a group a handle is trusted. (A GET needs none of this: it
+// checks every file it opens against its match, openFile.)
 func (d *Dir) revalidateDirs() {
 	d.mu.Lock()
 	hs := make([]*dirHandle, 0, len(d.dirs))

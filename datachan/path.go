@@ -159,6 +159,7 @@ type stream struct {
 	idx   int
 	conn  net.Conn
 	raw   syscall.RawConn // conn's socket, for sendfile; nil: not a bare TCP connection
+	tls   *TLSConn        // conn as a TLS data connection, if it is one
 	diskq chan *frame     // verified blocks waiting for WriteAt; nil: the reader writes
 
 	// Resend requests to send on this connection. A list, not a bounded
@@ -247,8 +248,8 @@ func (s *stream) write(f *frame) error {
 	var err error
 	if f.src != nil {
 		err = s.sendfileFrame(f)
-	} else if tc, ok := s.conn.(*TLSConn); ok {
-		_, err = tc.writeBlock(f.wire(), framing.BlockHeaderLen)
+	} else if s.tls != nil {
+		_, err = s.tls.writeBlock(f.wire(), framing.BlockHeaderLen)
 	} else {
 		_, err = s.conn.Write(f.wire())
 	}
@@ -297,6 +298,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 
 			ctlSignal: make(chan struct{}, 1),
 		}
+		s.tls, _ = c.(*TLSConn)
 		p.streams = append(p.streams, s)
 		p.zeroCopy = p.zeroCopy && s.raw != nil
 	}

@@ -216,12 +216,6 @@ func (rw *recordWriter) flush() error {
 }
 
 // end sends the end record, once.
-func (rw *recordWriter) end() error {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.endLocked()
-}
-
 func (rw *recordWriter) endLocked() error {
 	if rw.err != nil || rw.done {
 		return rw.err

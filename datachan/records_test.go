@@ -667,3 +667,10 @@ func TestOfferRecords(t *testing.T) {
 		t.Fatal("nil config")
 	}
 }
+
+// end writes the end record (TLSConn.Close does it under a TryLock).
+func (rw *recordWriter) end() error {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.endLocked()
+}

@@ -2,7 +2,6 @@ package filestore_test
 
 import (
 	"bytes"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,9 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kerf/filestore"
+	"kerf/framing"
 )
-
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
 
 // removePrefixAttr takes away the record of a kept partial's prefix, as
 // if the receiver had been killed instead of stopping.
@@ -45,8 +43,8 @@ func TestSparsePartialKeptResumesFromItsEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size != int64(len(want)) || crc != crc32c(want) {
-		t.Errorf("kept partial: Partial() = %d, %08x; want %d, %08x", size, crc, len(want), crc32c(want))
+	if size != int64(len(want)) || crc != framing.CRC32C(want) {
+		t.Errorf("kept partial: Partial() = %d, %08x; want %d, %08x", size, crc, len(want), framing.CRC32C(want))
 	}
 	in.Abort(true)
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,22 +23,6 @@ func (c scriptConn) Write(b []byte) (int, error) { return len(b), nil }
 // SetParity lets the session follow parity it detects (as on a serial
 // link); the script's bytes are what they are.
 func (c scriptConn) SetParity(string) error { return nil }
-
-// withParity returns b with the 8th bit of each byte set as even, odd or
-// mark parity would set it.
-func withParity(b []byte, kind string) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		c &= 0x7f
-		ones := bits.OnesCount8(c)
-		switch {
-		case kind == "mark", kind == "even" && ones%2 == 1, kind == "odd" && ones%2 == 0:
-			c |= 0x80
-		}
-		out[i] = c
-	}
-	return out
-}
 
 func packets(pk ...framing.Packet) []byte {
 	var out []byte
@@ -80,7 +63,7 @@ func FuzzServe(f *testing.F) {
 	f.Add([]byte("kermit -ir\r\x01\x7f\x80 garbage"))
 	// A client on a 7-bit line with parity (the session detects it).
 	for _, kind := range []string{"even", "odd", "mark"} {
-		f.Add(withParity(packets(framing.Packet{Seq: 0, Type: 'S', Data: init.Marshal()},
+		f.Add(kermit.AddParity(packets(framing.Packet{Seq: 0, Type: 'S', Data: init.Marshal()},
 			framing.Packet{Seq: 1, Type: 'F', Data: []byte("p.txt")},
 			framing.Packet{Seq: 2, Type: 'D', Data: []byte("7-bit")},
 			framing.Packet{Seq: 3, Type: 'Z'},

@@ -308,7 +308,7 @@ func ParseParams(data []byte) (Params, error) {
 	if len(data) > 7 && data[7] >= '1' && data[7] <= '3' {
 		p.Check = CheckType(data[7] - '0')
 	}
-	if len(data) > 7 && data[7] == '5' {
+	if ForcesCheck3(data) {
 		p.Check, p.Force3 = 3, true
 	}
 	if len(data) > 8 && isPrefixChar(data[8]) {
@@ -383,3 +383,7 @@ func counted(data []byte, i int) (s string, next int, ok bool) {
 	}
 	return string(data[i+1 : i+1+n]), i + 1 + n, true
 }
+
+// ForcesCheck3 reports whether Send-Init data asks for type 3 on every
+// packet (CHKT "5", C-Kermit's block check 5), without parsing the rest.
+func ForcesCheck3(data []byte) bool { return len(data) > 7 && data[7] == '5' }

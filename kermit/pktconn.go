@@ -259,7 +259,7 @@ func parityOf(b []byte) string {
 // on every packet (CHKT, the 8th field, "5").
 func says5(p framing.Packet) bool {
 	t := p.Type & 0x7f
-	return (t == 'S' || t == 'I' || t == 'Y') && len(p.Data) > 7 && p.Data[7] == '5'
+	return (t == 'S' || t == 'I' || t == 'Y') && framing.ForcesCheck3(p.Data)
 }
 
 // initTypes are the packets that start a transaction: S and I, and the

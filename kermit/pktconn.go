@@ -98,13 +98,12 @@ func (c *pktConn) stop() { c.stopOnce.Do(func() { close(c.done) }) }
 func (c *pktConn) readLoop() {
 	buf := make([]byte, 0, 64*1024)
 	tmp := make([]byte, 32*1024)
-	var raw []byte // parity detection's copy of buf
+	var raw []byte // scan's scratch
 	for {
 		// Drain every complete packet already buffered.
 		for {
-			parity := c.parity.Load()
-			detect := !parity && c.detectParity.Load()
-			i := indexMark(buf, c.mark, parity || detect)
+			st := c.scanState()
+			i := indexMark(buf, st.mark, st.parity || st.detect)
 			if i < 0 {
 				buf = buf[:0]
 				break
@@ -112,84 +111,13 @@ func (c *pktConn) readLoop() {
 			if i > 0 {
 				buf = append(buf[:0], buf[i:]...)
 			}
-			chk := framing.CheckType(c.rchk.Load())
-			f := framing.Frame{Mark: c.mark, Check: chk, Parity: parity}
-			p, n, err := f.ParsePacket(buf)
-			ip := inPacket{}
-			if detect && err != nil {
-				// Perhaps the peer uses parity: a packet that reads whole
-				// as 7-bit, every 8th bit following one parity, is taken as
-				// such, and so is everything after it.
-				// (On a copy: a 7-bit parse clears the 8th bits it reads.)
-				f7 := f
-				f7.Parity = true
-				raw = append(raw[:0], buf...)
-				p7, n7, err7 := f7.ParsePacket(raw)
-				chk3 := false
-				if err7 != nil && !errors.Is(err7, framing.ErrIncomplete) && chk != 3 && c.probe3.Load() && !c.force3.Load() {
-					// A peer with parity that also forces type 3 (C-Kermit's
-					// block check 5): judged as below, by Session.got.
-					f7.Check = 3
-					raw = append(raw[:0], buf...)
-					if p3, n3, err3 := f7.ParsePacket(raw); err3 == nil && strings.IndexByte(initTypes+"Y", p3.Type&0x7f) >= 0 {
-						p7, n7, err7, chk3 = p3, n3, nil, true
-					}
-				}
-				switch {
-				case err7 == nil:
-					if kind := parityOf(buf[:n7]); kind != "" {
-						c.parity.Store(true)
-						c.detectParity.Store(false)
-						copy(buf, raw[:n7])
-						p, n, err, f = p7, n7, nil, f7
-						ip.parity, ip.chk3 = kind, chk3
-					}
-				case errors.Is(err7, framing.ErrIncomplete):
-					err = err7 // perhaps a packet with parity, not all here yet
-				}
-			}
-			if errors.Is(err, framing.ErrIncomplete) {
-				// A second MARK inside what should be this packet means its
-				// header was garbled: drop it now rather than wait.
-				if j := indexMark(buf[1:], c.mark, parity || detect); j >= 0 {
-					c.deliver(inPacket{bad: true})
-					buf = append(buf[:0], buf[1+j:]...)
-					continue
-				}
+			ip, n, v := scan(buf, st, &raw)
+			if v == scanMore {
 				break
 			}
-			if err != nil && chk != 1 && !c.force3.Load() {
-				// S and I, and the commands that start a transaction (R, G
-				// and C-Kermit's variants), always use check 1.
-				f.Check = 1
-				if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && strings.IndexByte(initTypes, p1.Type&0x7f) >= 0 {
-					p, n, err = p1, n1, nil
-				}
-			}
-			if chk != 3 && c.probe3.Load() && !c.force3.Load() {
-				// Except from a FORCE-3 peer, whose every packet has type 3:
-				// an init packet, command or ACK that passes only type 3 is
-				// handed on marked, for the engine to judge (Session.got).
-				// One that passes type 1 by chance as well is taken as type
-				// 3 when it says "5".
-				f.Check = 3
-				if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && (err != nil || says5(p3)) && strings.IndexByte(initTypes+"Y", p3.Type&0x7f) >= 0 {
-					p, n, err = p3, n3, nil
-					ip.chk3 = true
-				}
-			}
-			if err != nil {
-				c.deliver(inPacket{bad: true})
-				if n < 1 {
-					n = 1
-				}
-				buf = append(buf[:0], buf[1:]...)
-				continue
-			}
-			ip.Packet = framing.Packet{Seq: p.Seq, Type: p.Type, Data: append([]byte(nil), p.Data...)}
-			ip.wireN = n
-			if f.Parity {
-				ip.Type &= 0x7f
+			if ip.parity != "" {
+				c.parity.Store(true)
+				c.detectParity.Store(false)
 			}
 			if !c.deliver(ip) {
 				return
@@ -212,6 +140,122 @@ func (c *pktConn) readLoop() {
 			return
 		}
 	}
+}
+
+// scanState is what the reader knows of the link's framing while it
+// scans: read from pktConn's atomics once per packet.
+type scanState struct {
+	mark   byte
+	chk    framing.CheckType // expected on incoming packets
+	parity bool              // 7-bit link: 8th bits are ignored
+	detect bool              // no parity yet, and it may be found
+	force3 bool              // the peer uses type 3 on every packet
+	probe3 bool              // a FORCE-3 peer may yet show itself (never with force3)
+}
+
+// scanState reads the reader's view of the link.
+func (c *pktConn) scanState() scanState {
+	st := scanState{
+		mark:   c.mark,
+		chk:    framing.CheckType(c.rchk.Load()),
+		parity: c.parity.Load(),
+		force3: c.force3.Load(),
+	}
+	st.detect = !st.parity && c.detectParity.Load()
+	st.probe3 = c.probing3()
+	return st
+}
+
+// probing3 reports whether a peer forcing type 3 may yet show itself:
+// no Send-Init agreed in this transaction, and none found so far.
+func (c *pktConn) probing3() bool { return c.probe3.Load() && !c.force3.Load() }
+
+// scanVerdict says what scan found at the front of the buffer.
+type scanVerdict int
+
+const (
+	scanGood scanVerdict = iota // a packet, n bytes long
+	scanBad                     // damage: report it and skip n bytes
+	scanMore                    // maybe a packet, not all here yet
+)
+
+// scan judges the bytes at the front of buf, which begin with a packet
+// mark: a good packet (with what it showed of the peer's check type or
+// parity), damage, or too few bytes to tell. It parses in place (7-bit
+// parses clear the 8th bits they read); raw is scratch space for the
+// trial parse of parity detection. It is the reader's whole policy on
+// block checks and parity, and does no I/O.
+func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerdict) {
+	f := framing.Frame{Mark: st.mark, Check: st.chk, Parity: st.parity}
+	p, n, chk3, err := parseAs(buf, f, st)
+	if st.detect && err != nil {
+		// Perhaps the peer uses parity: a packet that reads whole as
+		// 7-bit, every 8th bit following one parity, is taken as such,
+		// and so is everything after it (the caller switches the link).
+		// On a copy, since a 7-bit parse clears the 8th bits it reads.
+		f.Parity = true
+		*raw = append((*raw)[:0], buf...)
+		p7, n7, chk3x, err7 := parseAs(*raw, f, st)
+		switch {
+		case err7 == nil:
+			if kind := parityOf(buf[:n7]); kind != "" {
+				p, n, chk3, err = p7, n7, chk3x, nil
+				ip.parity = kind
+			}
+		case errors.Is(err7, framing.ErrIncomplete):
+			err = err7 // perhaps a packet with parity, not all here yet
+		}
+	}
+	if errors.Is(err, framing.ErrIncomplete) {
+		// (Never with a second MARK in buf: ParsePacket calls that
+		// damage, since it means the header was garbled.)
+		return inPacket{}, 0, scanMore
+	}
+	if err != nil {
+		// Skip one byte only: a garbled LEN may cover the next packet.
+		return inPacket{bad: true}, 1, scanBad
+	}
+	ip.Packet = framing.Packet{Seq: p.Seq, Type: p.Type & 0x7f, Data: append([]byte(nil), p.Data...)}
+	ip.chk3 = chk3
+	ip.wireN = n
+	return ip, n, scanGood
+}
+
+// parseAs parses the packet at the front of buf with frame f, and
+// failing that, or for a FORCE-3 peer's init packets, with the other
+// check type a packet there may use (chk3: it passed type 3 only).
+func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int, chk3 bool, err error) {
+	p, n, err = f.ParsePacket(buf)
+	if errors.Is(err, framing.ErrIncomplete) {
+		return p, n, false, err
+	}
+	if err != nil && st.chk != 1 && !st.force3 {
+		// S and I, and the commands that start a transaction (R, G and
+		// C-Kermit's variants), always use check 1.
+		f.Check = 1
+		if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && strings.IndexByte(initTypes, p1.Type&0x7f) >= 0 {
+			p, n, err = p1, n1, nil
+		}
+	}
+	if st.chk != 3 && st.probe3 {
+		// Except from a FORCE-3 peer, whose every packet has type 3: an
+		// init packet, command or ACK that passes only type 3 is handed
+		// on marked, for the engine to judge (Session.got). One that
+		// passes type 1 by chance as well is taken as type 3 when it
+		// says "5".
+		f.Check = 3
+		if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && (err != nil || says5(p3)) && isInitOrAck(p3) {
+			return p3, n3, true, nil
+		}
+	}
+	return p, n, false, err
+}
+
+// isInitOrAck reports whether p may be the first packet of a
+// transaction or an ACK: the packets a FORCE-3 peer's type-3 check is
+// looked for on.
+func isInitOrAck(p framing.Packet) bool {
+	return strings.IndexByte(initTypes+"Y", p.Type&0x7f) >= 0
 }
 
 // indexMark returns the index of the first packet mark in b; with

@@ -246,7 +246,7 @@ func (s *Session) transmit(sl *slot) error {
 		if err := s.reencode(sl, 3); err != nil {
 			return err
 		}
-	case (sl.typ == 'S' || sl.typ == 'I') && s.c.probe3.Load() && !s.c.force3.Load():
+	case (sl.typ == 'S' || sl.typ == 'I') && s.c.probing3():
 		// A peer that forces type 3 (C-Kermit's block check 5) cannot
 		// read a type-1 Send-Init, and any other peer cannot read a
 		// type-3 one: the tries alternate, type 1 first.

@@ -1,0 +1,94 @@
+package kermit
+
+import (
+	"testing"
+
+	"kerf/framing"
+)
+
+// wire encodes one packet with check chk.
+func wire(t *testing.T, seq int, typ byte, data string, chk framing.CheckType) []byte {
+	t.Helper()
+	b, err := framing.Frame{Check: chk}.AppendPacket(nil, framing.Packet{Seq: seq, Type: typ, Data: []byte(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// scan's verdicts on what the reader may meet: its whole policy on
+// block checks and parity, without a link.
+func TestScan(t *testing.T) {
+	sinit := "~! @-#Y1"  // a Send-Init's data
+	sinit5 := "~! @-#Y5" // one asking for type 3 on every packet
+	fresh := scanState{mark: framing.SOH, chk: 1, probe3: true}
+	agreed3 := scanState{mark: framing.SOH, chk: 3} // type 3 agreed, no probing
+	agreed2 := scanState{mark: framing.SOH, chk: 2}
+	detect := scanState{mark: framing.SOH, chk: 1, probe3: true, detect: true}
+	d := wire(t, 5, 'D', "hello", 3)
+	damaged := append([]byte(nil), d...)
+	damaged[6] ^= 0x01
+	cut := d[:len(d)-3]
+	long := wire(t, 6, 'D', "a data field of some sixty bytes, long enough to be cut ....", 3)
+	ack := wire(t, 5, 'Y', "", 3)
+	s1 := wire(t, 0, 'S', sinit, 1)
+	s5 := wire(t, 0, 'S', sinit5, 3)
+	for _, tc := range []struct {
+		name   string
+		st     scanState
+		in     []byte
+		v      scanVerdict
+		n      int // bytes consumed (scanGood, scanBad)
+		typ    byte
+		chk3   bool
+		parity string
+	}{
+		{name: "good", st: agreed3, in: d, v: scanGood, n: len(d), typ: 'D'},
+		{name: "trailing bytes stay", st: agreed3, in: append(append([]byte(nil), d...), 'x', 'y'), v: scanGood, n: len(d), typ: 'D'},
+		{name: "damaged: skip one byte", st: agreed3, in: damaged, v: scanBad, n: 1},
+		{name: "incomplete", st: agreed3, in: cut, v: scanMore},
+		{name: "incomplete with a mark inside is damage", st: agreed3, in: append(append([]byte(nil), long[:10]...), ack...), v: scanBad, n: 1},
+		{name: "parity packet cut by a mark is damage", st: detect, in: append(addParity(s1, "even")[:6], ack...), v: scanBad, n: 1},
+		{name: "wrong check type, not an init packet", st: agreed3, in: wire(t, 5, 'D', "hello", 1), v: scanBad, n: 1},
+		{name: "S uses check 1 after type 2 was agreed", st: agreed2, in: s1, v: scanGood, n: len(s1), typ: 'S'},
+		{name: "G uses check 1 after type 3 was agreed", st: agreed3, in: wire(t, 0, 'G', "F", 1), v: scanGood, n: len(wire(t, 0, 'G', "F", 1)), typ: 'G'},
+		{name: "FORCE-3 Send-Init while probing", st: fresh, in: s5, v: scanGood, n: len(s5), typ: 'S', chk3: true},
+		{name: "type-3 Send-Init not probing", st: agreed2, in: wire(t, 0, 'S', sinit5, 3), v: scanBad, n: 1},
+		{name: "type-3 D while probing is damage", st: fresh, in: wire(t, 1, 'D', "x", 3), v: scanBad, n: 1},
+		{name: "forced: everything type 3", st: scanState{mark: framing.SOH, chk: 3, force3: true}, in: s5, v: scanGood, n: len(s5), typ: 'S'},
+		{name: "forced: a type-1 S is damage", st: scanState{mark: framing.SOH, chk: 3, force3: true}, in: wire(t, 0, 'S', sinit, 1), v: scanBad, n: 1},
+		{name: "even parity unread without detection", st: fresh, in: addParity(wire(t, 0, 'S', sinit, 1), "even"), v: scanBad, n: 1},
+		{name: "even parity detected", st: detect, in: addParity(wire(t, 0, 'S', sinit, 1), "even"), v: scanGood, n: len(s1), typ: 'S', parity: "even"},
+		{name: "odd parity detected", st: detect, in: addParity(wire(t, 0, 'S', sinit, 1), "odd"), v: scanGood, n: len(s1), typ: 'S', parity: "odd"},
+		{name: "mark parity detected", st: detect, in: addParity(wire(t, 0, 'S', sinit, 1), "mark"), v: scanGood, n: len(s1), typ: 'S', parity: "mark"},
+		{name: "parity and FORCE-3", st: detect, in: addParity(s5, "even"), v: scanGood, n: len(s5), typ: 'S', chk3: true, parity: "even"},
+		{name: "parity packet not all here", st: detect, in: addParity(wire(t, 0, 'S', sinit, 1), "even")[:6], v: scanMore},
+		{name: "mixed 8th bits are damage", st: detect, in: func() []byte { b := addParity(wire(t, 0, 'S', sinit, 1), "even"); b[3] ^= 0x80; return b }(), v: scanBad, n: 1},
+		{name: "no 8th bits: plain packet, no parity", st: detect, in: wire(t, 0, 'S', sinit, 1), v: scanGood, n: len(s1), typ: 'S'},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var raw []byte
+			in := append([]byte(nil), tc.in...)
+			ip, n, v := scan(in, tc.st, &raw)
+			if v != tc.v {
+				t.Fatalf("verdict %d, want %d (packet %+v)", v, tc.v, ip)
+			}
+			if v == scanMore {
+				return
+			}
+			if n != tc.n {
+				t.Errorf("consumed %d bytes, want %d", n, tc.n)
+			}
+			if v == scanBad {
+				if !ip.bad {
+					t.Error("damage not marked bad")
+				}
+				return
+			}
+			if ip.bad || ip.Type != tc.typ || ip.chk3 != tc.chk3 || ip.parity != tc.parity || ip.wireN != n {
+				t.Errorf("got type %q bad %v chk3 %v parity %q wireN %d; want %q false %v %q %d",
+					ip.Type, ip.bad, ip.chk3, ip.parity, ip.wireN, tc.typ, tc.chk3, tc.parity, n)
+			}
+		})
+	}
+}

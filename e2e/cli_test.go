@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,7 +145,8 @@ func TestLsHostileNamesPrintedEscaped(t *testing.T) {
 	if i, ok := terminalSafe(r.stdout); !ok {
 		t.Errorf("raw control byte at %d of the listing: %q", i, r.stdout)
 	}
-	for _, want := range []string{` e\x1b[31mRED\x1b[0m` + "\n", ` tab\x09name` + "\n", ` cr\x0dover` + "\n", ` csi\u009b2J` + "\n", ` bad\xffutf8` + "\n", " 日本語 🙂 é.txt\n"} {
+	// The server quotes such names (Go's escapes), so each is one line.
+	for _, want := range []string{` "e\x1b[31mRED\x1b[0m"` + "\n", ` "tab\tname"` + "\n", ` "cr\rover"` + "\n", ` "csi\u009b2J"` + "\n", ` "bad\xffutf8"` + "\n", ` "nl\nforged"` + "\n", " 日本語 🙂 é.txt\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("listing does not show %q:\n%s", want, r.stdout)
 		}
@@ -188,14 +190,59 @@ func TestJSONLs(t *testing.T) {
 		t.Errorf("the name with a tab is not exact: %+v\n%s", e, r.stdout)
 	}
 
-	// A listing that cannot be read line by line (a name with a newline
-	// splits its line) is passed on whole rather than half parsed.
-	writeFile(t, filepath.Join(root, "b/nl\nname"), []byte("x"))
+	// A name with a newline is one entry, exact, even when what follows
+	// the newline looks like a listing line of its own (the server
+	// quotes it). Before, it split its line.
+	forged := "innocent\n-rw-r--r--          123 2020-01-01 00:00:00 important.db"
+	writeFile(t, filepath.Join(root, "b", forged), []byte("x"))
+	writeFile(t, filepath.Join(root, "b/{z}"), []byte("braced"))
 	r = mustRun(t, srv, local, []string{"--json"}, "ls", target(srv.addr, "b"))
 	evs = parseEvents(t, r.stdout)
-	lst := eventsNamed(evs, "listing")
-	if len(lst) != 1 || len(eventsNamed(evs, "entry")) != 0 || !strings.Contains(lst[0].Text, " nl\nname\n") || lst[0].Path != "b" {
-		t.Errorf("want one listing event with the exact text:\n%s", r.stdout)
+	ents = eventsNamed(evs, "entry")
+	if len(ents) != 2 || len(eventsNamed(evs, "listing")) != 0 {
+		t.Fatalf("want two entries:\n%s", r.stdout)
+	}
+	names := []string{ents[0].Name, ents[1].Name}
+	slices.Sort(names)
+	if names[0] != forged || names[1] != "{z}" || ents[0].Size == nil || *ents[0].Size != 1 {
+		t.Errorf("entries %q, want %q and {z}:\n%s", names, forged, r.stdout)
+	}
+}
+
+// Remote commands act on the name given: one in braces is not taken
+// for C-Kermit's grouping braces, and a pattern with a space is one
+// pattern. (Regression: rm host/{z} deleted z, and ls "host/d/ *"
+// listed the top of the tree.)
+func TestRemoteCommandsTakeNamesLiterally(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "{z}"), []byte("braced"))
+	writeFile(t, filepath.Join(root, "z"), []byte("plain"))
+	writeFile(t, filepath.Join(root, "d/ lead"), []byte("x"))
+	writeFile(t, filepath.Join(root, "d/other"), []byte("x"))
+
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, "{z}"))
+	noFile(t, filepath.Join(root, "{z}"))
+	if b, err := os.ReadFile(filepath.Join(root, "z")); err != nil || string(b) != "plain" {
+		t.Errorf("rm {z} touched z: %q, %v", b, err)
+	}
+	mustRun(t, srv, local, nil, "mv", target(srv.addr, "z"), target(srv.addr, "{q}"))
+	if b, err := os.ReadFile(filepath.Join(root, "{q}")); err != nil || string(b) != "plain" {
+		t.Errorf("mv to {q}: %q, %v", b, err)
+	}
+	mustRun(t, srv, local, nil, "mkdir", target(srv.addr, "{mk}"))
+	if fi, err := os.Stat(filepath.Join(root, "{mk}")); err != nil || !fi.IsDir() {
+		t.Errorf("mkdir {mk}: %v", err)
+	}
+	writeFile(t, filepath.Join(local, "hello.txt"), []byte("hello"))
+	mustRun(t, srv, local, nil, "send", filepath.Join(local, "hello.txt"), target(srv.addr, "{top}"))
+	if b, err := os.ReadFile(filepath.Join(root, "{top}/hello.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("send into {top}: %q, %v", b, err)
+	}
+	r := mustRun(t, srv, local, []string{"--json"}, "ls", target(srv.addr, "d/ *"))
+	ents := eventsNamed(parseEvents(t, r.stdout), "entry")
+	if len(ents) != 1 || ents[0].Name != " lead" {
+		t.Errorf("ls 'd/ *' listed %+v, want the one name beginning with a space", ents)
 	}
 }
 

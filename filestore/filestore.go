@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,9 +62,13 @@ func tempName(base string) string {
 	return "." + base[:n] + tag + PartSuffix
 }
 
-// isPartName reports whether name is a temporary file's (see tempName):
-// such names are never served, listed, or accepted from a peer.
-func isPartName(name string) bool { return strings.HasSuffix(name, PartSuffix) }
+// isPartName reports whether name, one path element, is a temporary
+// file's (see tempName): such names are never served, listed, or
+// accepted from a peer. One that only ends in PartSuffix ("x.kerf-part")
+// is an ordinary file's.
+func isPartName(name string) bool {
+	return len(name) > 1+len(PartSuffix) && name[0] == '.' && strings.HasSuffix(name, PartSuffix)
+}
 
 // Dir is a directory tree files are received into and served from.
 type Dir struct {
@@ -398,7 +403,7 @@ func CleanName(name string) (string, error) {
 		}
 	}
 	c := path.Clean(name)
-	if c == "." || isPartName(c) {
+	if c == "." || isPartName(path.Base(c)) {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
 	}
 	return c, nil
@@ -1205,6 +1210,13 @@ func (d *Dir) List(spec string) (string, error) {
 	}
 	var ents []fs.FileInfo
 	fi, err := d.root.Lstat(rel)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 && strings.HasSuffix(spec, "/") {
+		// "link/" means the directory the link leads to, as for ls(1);
+		// os.Root follows it only within the tree.
+		if tfi, terr := d.root.Stat(rel); terr == nil && tfi.IsDir() {
+			fi = tfi
+		}
+	}
 	switch {
 	case err == nil && fi.IsDir():
 		des, err := fs.ReadDir(d.root.FS(), rel)
@@ -1231,13 +1243,73 @@ func (d *Dir) List(spec string) (string, error) {
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	var b strings.Builder
 	for _, e := range ents {
-		name := e.Name()
+		name := listedName(e.Name())
 		if e.IsDir() {
 			name += "/"
 		}
-		fmt.Fprintf(&b, "%s %12d %s %s\n", e.Mode().String(), e.Size(), e.ModTime().UTC().Format("2006-01-02 15:04:05"), name)
+		fmt.Fprintf(&b, "%s %12d %s %s\n", lsMode(e.Mode()), e.Size(), e.ModTime().UTC().Format("2006-01-02 15:04:05"), name)
 	}
 	return b.String(), nil
+}
+
+// listedName is a name as a listing line shows it: as it is, unless it
+// has control characters (a newline would make a line of its own, and
+// forge an entry), is not UTF-8, or begins with a double quote; then
+// quoted with Go's escapes (strconv.Quote), which a reader undoes with
+// strconv.Unquote to get the exact name back.
+func listedName(name string) string {
+	if !utf8.ValidString(name) || strings.HasPrefix(name, `"`) || strings.IndexFunc(name, isControl) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+
+// lsMode writes m as ls -l does: the type letter (- d l p s c b, ? for
+// anything else) and the permissions, with setuid, setgid and sticky in
+// the execute places (s S t T).
+func lsMode(m fs.FileMode) string {
+	var b [10]byte
+	switch {
+	case m.IsRegular():
+		b[0] = '-'
+	case m&fs.ModeDir != 0:
+		b[0] = 'd'
+	case m&fs.ModeSymlink != 0:
+		b[0] = 'l'
+	case m&fs.ModeNamedPipe != 0:
+		b[0] = 'p'
+	case m&fs.ModeSocket != 0:
+		b[0] = 's'
+	case m&fs.ModeCharDevice != 0:
+		b[0] = 'c'
+	case m&fs.ModeDevice != 0:
+		b[0] = 'b'
+	default:
+		b[0] = '?'
+	}
+	const rwx = "rwxrwxrwx"
+	for i := range 9 {
+		b[1+i] = '-'
+		if m&(1<<(8-i)) != 0 {
+			b[1+i] = rwx[i]
+		}
+	}
+	special := func(i int, on bool, set, unset byte) {
+		if !on {
+			return
+		}
+		if b[i] == 'x' {
+			b[i] = set
+		} else {
+			b[i] = unset
+		}
+	}
+	special(3, m&fs.ModeSetuid != 0, 's', 'S')
+	special(6, m&fs.ModeSetgid != 0, 's', 'S')
+	special(9, m&fs.ModeSticky != 0, 't', 'T')
+	return string(b[:])
 }
 
 // Chdir changes the current directory within the tree.

@@ -35,6 +35,8 @@ func TestCleanName(t *testing.T) {
 		{`back\slash`, "", true},
 		{".", "", true},
 		{".x.kerf-part", "", true},
+		{"x.kerf-part", "x.kerf-part", false}, // only ends like a temporary name
+		{"d/.x.kerf-part", "", true},
 	}
 	for _, c := range cases {
 		got, err := filestore.CleanName(c.in)

@@ -56,7 +56,11 @@ func (s *Session) Generic(ctx context.Context, cmd byte, args ...string) (string
 	if err := s.initServer(ctx); err != nil {
 		return "", s.abort(err)
 	}
-	sl, err := s.request(ctx, 'G', encodeGenericArgs(cmd, args))
+	grouped := make([]string, len(args))
+	for i, a := range args {
+		grouped[i] = groupArg(a)
+	}
+	sl, err := s.request(ctx, 'G', encodeGenericArgs(cmd, grouped))
 	if err != nil {
 		return "", s.abort(err)
 	}

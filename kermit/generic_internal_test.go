@@ -29,3 +29,17 @@ func TestGenericArgsRoundTrip(t *testing.T) {
 		t.Errorf("C-Kermit argument parsed as %q", got)
 	}
 }
+
+// Whatever a client passes, the server's argument is that value: braces
+// a C-Kermit adds for grouping come off, but a name or password that is
+// itself in braces stays whole.
+func TestGroupArgRoundTrip(t *testing.T) {
+	for _, a := range []string{"", "x", "{", "}", "{}", "{x}", "{{x}}", "{x", "x}", "{a} {b}", "a b", "{my password}"} {
+		if got := ungroupArg(groupArg(a)); got != a {
+			t.Errorf("%q came back as %q", a, got)
+		}
+	}
+	if got := ungroupArg("{dir with spaces}"); got != "dir with spaces" {
+		t.Errorf("C-Kermit's grouping braces stayed: %q", got)
+	}
+}

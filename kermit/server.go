@@ -169,6 +169,26 @@ func parseGenericArgs(b []byte) []string {
 	return args
 }
 
+// ungroupArg takes the grouping braces off a REMOTE argument: C-Kermit
+// sends them ({my password}, {dir with spaces}), and they are not part
+// of the value.
+func ungroupArg(a string) string {
+	if len(a) >= 2 && a[0] == '{' && a[len(a)-1] == '}' {
+		return a[1 : len(a)-1]
+	}
+	return a
+}
+
+// groupArg is what a client sends for the argument a so that the
+// server's ungroupArg gives a back: a value that is itself in braces (a
+// file named "{x}", a password "{secret}") gets a pair more.
+func groupArg(a string) string {
+	if ungroupArg(a) != a {
+		return "{" + a + "}"
+	}
+	return a
+}
+
 func encodeGenericArgs(cmd byte, args []string) []byte {
 	b := []byte{cmd}
 	for _, a := range args {
@@ -190,12 +210,7 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 	}
 	args := parseGenericArgs(raw[1:])
 	for i, a := range args {
-		// C-Kermit sends REMOTE arguments with their grouping braces
-		// ({my password}, {dir with spaces}); the braces are not part
-		// of the value.
-		if len(a) >= 2 && a[0] == '{' && a[len(a)-1] == '}' {
-			args[i] = a[1 : len(a)-1]
-		}
+		args[i] = ungroupArg(a)
 	}
 	arg := func(i int) string {
 		if i < len(args) {

@@ -13,7 +13,7 @@ type jsonEntry struct {
 	Path     string `json:"path"`  // the remote path listed, as given
 	Name     string `json:"name"`  // without the "/" that marks a directory
 	Type     string `json:"type"`  // file, dir, symlink or other
-	Mode     string `json:"mode"`  // as Go's fs.FileMode prints it
+	Mode     string `json:"mode"`  // as ls -l prints it
 	Size     int64  `json:"size"`
 	Modified string `json:"modified"` // RFC 3339, UTC
 }
@@ -28,7 +28,7 @@ type jsonListing struct {
 
 // listingLine is one line of a kerf server's listing (filestore.List):
 // mode, size, UTC modification time, name.
-var listingLine = regexp.MustCompile(`^(\S{10,}) +(\d+) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (.+)$`)
+var listingLine = regexp.MustCompile(`^([-dlpscb?][-rwxsStT]{9}) +(\d+) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (.+)$`)
 
 // parseListing reads a kerf server's listing of rpath. ok is false if
 // any line is not in that form: then no entry is returned, as a
@@ -52,14 +52,24 @@ func parseListing(rpath, text string) (entries []jsonEntry, ok bool) {
 			return nil, false
 		}
 		mode, name := m[1], m[4]
+		if strings.HasPrefix(name, `"`) {
+			// A name the server quoted (filestore.listedName): exact
+			// once unquoted, with a directory's "/" after the quotes.
+			q, err := strconv.QuotedPrefix(name)
+			if err != nil || name[len(q):] != "" && name[len(q):] != "/" {
+				return nil, false
+			}
+			uq, _ := strconv.Unquote(q)
+			name = uq + name[len(q):]
+		}
 		typ := "other"
-		switch kind := mode[:len(mode)-9]; {
-		case kind == "-":
+		switch mode[0] {
+		case '-':
 			typ = "file"
-		case strings.Contains(kind, "d"):
+		case 'd':
 			typ = "dir"
 			name = strings.TrimSuffix(name, "/")
-		case strings.Contains(kind, "L"):
+		case 'l':
 			typ = "symlink"
 		}
 		entries = append(entries, jsonEntry{Event: "entry", Path: rpath, Name: name, Type: typ, Mode: mode,

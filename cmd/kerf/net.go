@@ -535,7 +535,11 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if rp == "" && cmd != 'D' {
 					return usageErr("%s names no remote path", a)
 				}
-				reply, err := cl.Generic(c.Context, cmd, rp)
+				arg := rp
+				if cmd == 'D' {
+					arg = quoteSpec([]string{rp}) // a pattern with a space is one
+				}
+				reply, err := cl.Generic(c.Context, cmd, arg)
 				if err != nil {
 					return transferErr(fmt.Errorf("%s %s: %w", name, rp, err))
 				}

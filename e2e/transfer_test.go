@@ -459,9 +459,10 @@ func TestGetSeveralAndWildcard(t *testing.T) {
 	noFile(t, filepath.Join(back2, "d.txt"))
 }
 
-// send -r follows links to files, as scp -r does, and says what it skips
-// (a link to a directory, a dangling link, a FIFO) instead of dropping it
-// silently.
+// send -r follows links to files, as scp -r does, and says what it
+// passes over (a link to a directory, a FIFO) instead of dropping it
+// silently; a dangling link is a file not sent (exit 4), as a server's
+// GET -r reports one; a directory holding only a FIFO is made.
 func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
@@ -476,7 +477,19 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(local, "tree/fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := mustRun(t, srv, local, nil, "send", "-r", "tree", srv.addr)
+	if err := os.Mkdir(filepath.Join(local, "tree/fifodir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(local, "tree/fifodir/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, srv, local, nil, "send", "-r", "tree", srv.addr)
+	if r.code != 4 || !strings.Contains(r.stderr, "not transferred: tree/dangling\n") {
+		t.Errorf("want exit 4 naming only tree/dangling as not sent:\n%s", r)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "tree/fifodir")); err != nil || !fi.IsDir() {
+		t.Errorf("the directory holding only a FIFO was not made: %v", err)
+	}
 	sameFile(t, filepath.Join(local, "tree/a.txt"), filepath.Join(root, "tree/a.txt"))
 	sameFile(t, filepath.Join(local, "outside.txt"), filepath.Join(root, "tree/link.txt"))
 	if fi, err := os.Lstat(filepath.Join(root, "tree/link.txt")); err != nil || !fi.Mode().IsRegular() {
@@ -519,4 +532,31 @@ func TestGetWildcardsLiteralsAndLongNames(t *testing.T) {
 			t.Errorf("get wc/%s fetched %d files, want 1", n, len(ents))
 		}
 	}
+}
+
+// A send goes on past sources it cannot send: the others arrive, the
+// missing one is named, and the exit is a transfer failure (4), as
+// scp and rsync carry on. A link to a directory named on the command
+// line is followed, and "send -r .." sends the parent's contents.
+func TestSendGoesOnPastBadSources(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "a.txt"), []byte("a"))
+	writeFile(t, filepath.Join(local, "b.txt"), []byte("b"))
+	writeFile(t, filepath.Join(local, "tree/sub/c.txt"), []byte("c"))
+	if err := os.Symlink("tree", filepath.Join(local, "treelink")); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, srv, local, nil, "send", "a.txt", "missing.txt", "b.txt", target(srv.addr, "x"))
+	if r.code != 4 || !strings.Contains(r.stderr, "missing.txt") {
+		t.Errorf("want exit 4 naming missing.txt:\n%s", r)
+	}
+	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "x/a.txt"))
+	sameFile(t, filepath.Join(local, "b.txt"), filepath.Join(root, "x/b.txt"))
+
+	mustRun(t, srv, local, nil, "send", "-r", "treelink", target(srv.addr, "y"))
+	sameFile(t, filepath.Join(local, "tree/sub/c.txt"), filepath.Join(root, "y/treelink/sub/c.txt"))
+
+	mustRun(t, srv, filepath.Join(local, "tree/sub"), nil, "send", "-r", "..", target(srv.addr, "z"))
+	sameFile(t, filepath.Join(local, "tree/sub/c.txt"), filepath.Join(root, "z/sub/c.txt"))
 }

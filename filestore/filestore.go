@@ -1210,6 +1210,15 @@ func (d *Dir) List(spec string) (string, error) {
 	}
 	var ents []fs.FileInfo
 	fi, err := d.root.Lstat(rel)
+	if names := SplitSpec(spec); err != nil && len(names) == 1 && names[0] != spec {
+		// One name in braces ("{dir with space}", as kerf ls sends a
+		// name with a space) is that name, as if unquoted.
+		if rel1, err1 := d.resolve(names[0]); err1 == nil {
+			if fi1, err1 := d.root.Lstat(rel1); err1 == nil {
+				spec, rel, fi, err = names[0], rel1, fi1, nil
+			}
+		}
+	}
 	if err == nil && fi.Mode()&fs.ModeSymlink != 0 && strings.HasSuffix(spec, "/") {
 		// "link/" means the directory the link leads to, as for ls(1);
 		// os.Root follows it only within the tree.

@@ -178,3 +178,35 @@ func TestMatchRecursiveLinks(t *testing.T) {
 		}
 	}
 }
+
+// "link/" lists the directory a symlink leads to (inside the tree), as
+// ls(1) does; "link" lists the link.
+func TestListThroughDirLink(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "rdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rdir/f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("rdir", filepath.Join(dir, "l_dir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if l, err := d.List("l_dir/"); err != nil || !strings.HasSuffix(l, " f\n") || strings.Count(l, "\n") != 1 {
+		t.Errorf("List(l_dir/) = %q, %v; want the directory's one file", l, err)
+	}
+	if l, err := d.List("l_dir"); err != nil || !strings.HasPrefix(l, "l") || !strings.HasSuffix(l, " l_dir\n") {
+		t.Errorf("List(l_dir) = %q, %v; want the link", l, err)
+	}
+	if l, err := d.List("out/"); err != nil || !strings.HasSuffix(l, " out\n") || strings.Count(l, "\n") != 1 {
+		t.Errorf("List(out/) = %q, %v; want only the link, never what is outside the tree", l, err)
+	}
+}

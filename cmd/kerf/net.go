@@ -317,11 +317,28 @@ func serverIdentity(c *cli.Context) (*auth.Identity, error) {
 }
 
 // localFiles turns command-line paths into files to send, with scp's
-// naming: a directory sent with -r keeps its own name as the top.
+// naming: a directory sent with -r keeps its own name as the top, except
+// "." and ".." (or a path ending in them), whose contents go, as cp -r
+// copies them. A symlink named on the command line is followed; inside a
+// tree, links to files send the file, and links to directories, FIFOs,
+// sockets and devices are passed over with a note, as a kerf server's
+// GET -r passes them over. What cannot be sent (a missing path, an
+// unreadable directory, a dangling link, a special file named on the
+// command line, a second file of the same name) goes as a file whose
+// Open fails: the engine reports it as not sent, tells a kerf receiver,
+// and sends the rest. Only when nothing at all can be sent is that an
+// error here.
 func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, error) {
 	var out []kermit.OutgoingFile
 	var total int64
+	var unsendable []error
+	from := map[string]string{} // name sent: local path, to catch two of one name
 	add := func(p, name string, fi fs.FileInfo) {
+		if first, dup := from[name]; dup {
+			unsent(&out, &unsendable, name, fmt.Errorf("%s: same name as %s, sent already", p, first))
+			return
+		}
+		from[name] = p
 		out = append(out, kermit.OutgoingFile{
 			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
 			Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
@@ -331,56 +348,116 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 	for _, a := range args {
 		fi, err := os.Stat(a)
 		if err != nil {
-			return nil, 0, usageErr("%v", err)
+			unsent(&out, &unsendable, filepath.Base(a), err)
+			continue
 		}
 		switch {
 		case fi.Mode().IsRegular():
 			add(a, filepath.Base(a), fi)
 		case fi.IsDir() && recursive:
 			top := filepath.Base(filepath.Clean(a))
-			err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-				if err != nil {
-					return err
-				}
-				if d.IsDir() {
-					// An empty directory goes too, as scp -r and rsync -r
-					// send it (to a kerf peer; Kermit has no directories).
-					if f, err := os.Open(p); err == nil && filestore.IsEmptyDir(f) {
-						rel, _ := filepath.Rel(a, p)
-						out = append(out, kermit.OutgoingFile{Name: path.Join(top, filepath.ToSlash(rel)), Size: 0, Dir: true})
-					}
-					return nil
-				}
-				info, err := d.Info()
-				if err != nil {
-					return err
-				}
-				if d.Type()&fs.ModeSymlink != 0 {
-					// As scp -r does, a link to a file sends the file
-					// (links to directories are not followed: no loops).
-					if target, err := os.Stat(p); err == nil && target.Mode().IsRegular() {
-						info = target
-					}
-				}
-				if !info.Mode().IsRegular() {
-					// Never drop a file silently.
-					fmt.Fprintf(os.Stderr, "kerf: skipping %s: not a regular file (%v)\n", printable(p), info.Mode().Type())
-					return nil
-				}
-				rel, _ := filepath.Rel(a, p)
-				add(p, path.Join(top, filepath.ToSlash(rel)), info)
-				return nil
-			})
-			if err != nil {
-				return nil, 0, usageErr("%v", err)
+			if b := filepath.Base(a); b == "." || b == ".." {
+				top = "" // the contents
 			}
+			walkTree(a, top, add, func(name string, err error) { unsent(&out, &unsendable, name, err) },
+				func(name string) { out = append(out, kermit.OutgoingFile{Name: name, Dir: true}) },
+				func(p, why string) { fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(p), why) })
 		case fi.IsDir():
 			return nil, 0, usageErr("%s is a directory (use -r)", a)
 		default:
-			return nil, 0, usageErr("%s is not a regular file", a)
+			unsent(&out, &unsendable, filepath.Base(a), fmt.Errorf("%s: not a regular file (%v)", a, fi.Mode().Type()))
 		}
 	}
+	if len(unsendable) == len(out) && len(out) > 0 {
+		return nil, 0, usageErr("%v", errors.Join(unsendable...))
+	}
 	return out, total, nil
+}
+
+// unsent adds to out a file that cannot be sent, for why.
+func unsent(out *[]kermit.OutgoingFile, errs *[]error, name string, why error) {
+	*errs = append(*errs, why)
+	*out = append(*out, kermit.OutgoingFile{Name: name, Size: 0,
+		Open: func() (kermit.FileReader, error) { return nil, why }})
+}
+
+// walkTree walks the directory root for localFiles, naming what it finds
+// top/relative-path: regular files (and links to them) go to add, what
+// cannot be sent to fail, what is passed over to skip, and each
+// directory that would otherwise not be made on the receiver (nothing
+// sent under it) to dir, as scp -r and rsync -r make it (for a kerf
+// peer; Kermit has no directories).
+func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string), skip func(p, why string)) {
+	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+		root += string(filepath.Separator) // WalkDir follows only "link/"
+	}
+	nameOf := func(p string) string {
+		rel, _ := filepath.Rel(root, p)
+		return path.Join(top, filepath.ToSlash(rel))
+	}
+	var dirs []string           // in walk order, parents first
+	filled := map[string]bool{} // directories with something sent under them
+	fillParents := func(name string) {
+		for d := path.Dir(name); d != "." && d != "/" && !filled[d]; d = path.Dir(d) {
+			filled[d] = true
+		}
+	}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		name := nameOf(p)
+		if err != nil {
+			// An unreadable directory (its contents unknown), a path too
+			// long: not sent, and the walk goes on.
+			fail(name, err)
+			if d != nil && d.IsDir() {
+				filled[name] = true // reported; not to be made empty
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			dirs = append(dirs, name)
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			fail(name, err)
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Stat(p)
+			switch {
+			case err != nil:
+				fail(name, fmt.Errorf("%s: symbolic link to nothing readable: %w", p, err))
+				return nil
+			case target.Mode().IsRegular():
+				info = target // as scp -r does, a link to a file sends the file
+			case target.IsDir():
+				skip(p, "a symbolic link to a directory (not followed: no loops)")
+				return nil
+			}
+		}
+		if !info.Mode().IsRegular() {
+			skip(p, fmt.Sprintf("not a regular file (%v)", info.Mode().Type()))
+			return nil
+		}
+		add(p, name, info)
+		fillParents(name)
+		return nil
+	})
+	// Children come after their parents in dirs: from the end, a
+	// directory with nothing under it is sent, and then fills its parent.
+	var empty []string
+	for i := len(dirs) - 1; i >= 0; i-- {
+		name := dirs[i]
+		if name == "." || filled[name] {
+			continue
+		}
+		empty = append(empty, name)
+		fillParents(name)
+	}
+	for i := len(empty) - 1; i >= 0; i-- {
+		dir(empty[i])
+	}
 }
 
 func sendCommand() *cli.Command {

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+)
+
+// localFiles sends what it can of a tree and turns everything else into
+// files that fail to open, so that the engine reports each as not sent
+// while the rest go. (Regressions: a link to a directory named on the
+// command line sent nothing and exited 0; an unreadable directory or a
+// missing source stopped the whole send; "send -r .." sent names
+// beginning "../"; a directory holding only a fifo was not made.)
+// FIFOs and links to directories inside a tree are passed over, as a
+// kerf server's GET -r passes them over.
+func TestLocalFiles(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name, data string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("tree/a.txt", "a")
+	mk("tree/sub/b.txt", "b")
+	mk("other/a.txt", "second a")
+	for _, d := range []string{"tree/emptydir/inner", "tree/onlyfifo"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "tree/onlyfifo/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"tree/deadlink": "nowhere", "tree/dirlink": "sub", "tree/filelink": "a.txt", "treelink": "tree"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type want struct{ sent, dirs, failed []string }
+	check := func(t *testing.T, args []string, w want) {
+		t.Helper()
+		files, total, err := localFiles(args, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got want
+		var size int64
+		for _, f := range files {
+			switch {
+			case f.Dir:
+				got.dirs = append(got.dirs, f.Name)
+			default:
+				r, err := f.Open()
+				if err != nil {
+					got.failed = append(got.failed, f.Name)
+					continue
+				}
+				r.Close()
+				got.sent = append(got.sent, f.Name)
+				size += f.Size
+			}
+		}
+		for _, l := range []*[]string{&got.sent, &got.dirs, &got.failed, &w.sent, &w.dirs, &w.failed} {
+			slices.Sort(*l)
+		}
+		if !slices.Equal(got.sent, w.sent) || !slices.Equal(got.dirs, w.dirs) || !slices.Equal(got.failed, w.failed) {
+			t.Errorf("localFiles(%q):\n sent %q, want %q\n dirs %q, want %q\n failed %q, want %q", args, got.sent, w.sent, got.dirs, w.dirs, got.failed, w.failed)
+		}
+		if size != total {
+			t.Errorf("total %d, want %d", total, size)
+		}
+	}
+	tree := want{
+		sent:   []string{"tree/a.txt", "tree/sub/b.txt", "tree/filelink"},
+		dirs:   []string{"tree/emptydir/inner", "tree/onlyfifo"},
+		failed: []string{"tree/deadlink"},
+	}
+	t.Run("tree", func(t *testing.T) { check(t, []string{filepath.Join(dir, "tree")}, tree) })
+	t.Run("link to the tree", func(t *testing.T) {
+		w := tree
+		w.sent = []string{"treelink/a.txt", "treelink/sub/b.txt", "treelink/filelink"}
+		w.dirs = []string{"treelink/emptydir/inner", "treelink/onlyfifo"}
+		w.failed = []string{"treelink/deadlink"}
+		check(t, []string{filepath.Join(dir, "treelink")}, w)
+	})
+	t.Run("contents of dot and dot-dot", func(t *testing.T) {
+		w := want{sent: []string{"a.txt", "sub/b.txt", "filelink"}, dirs: []string{"emptydir/inner", "onlyfifo"}, failed: []string{"deadlink"}}
+		check(t, []string{filepath.Join(dir, "tree") + "/."}, w)
+		check(t, []string{filepath.Join(dir, "tree/sub") + "/.."}, w)
+	})
+	t.Run("missing source and two of one name", func(t *testing.T) {
+		check(t, []string{filepath.Join(dir, "tree/a.txt"), filepath.Join(dir, "missing"), filepath.Join(dir, "other/a.txt")},
+			want{sent: []string{"a.txt"}, failed: []string{"missing", "a.txt"}})
+	})
+	t.Run("a FIFO named", func(t *testing.T) {
+		check(t, []string{filepath.Join(dir, "tree/a.txt"), filepath.Join(dir, "tree/onlyfifo/fifo")},
+			want{sent: []string{"a.txt"}, failed: []string{"fifo"}})
+	})
+	t.Run("nothing sendable", func(t *testing.T) {
+		if _, _, err := localFiles([]string{filepath.Join(dir, "missing")}, false); err == nil {
+			t.Error("no error when no source can be sent")
+		}
+	})
+}

@@ -560,3 +560,31 @@ func TestSendGoesOnPastBadSources(t *testing.T) {
 	mustRun(t, srv, filepath.Join(local, "tree/sub"), nil, "send", "-r", "..", target(srv.addr, "z"))
 	sameFile(t, filepath.Join(local, "tree/sub/c.txt"), filepath.Join(root, "z/sub/c.txt"))
 }
+
+// A get of several names fetches those that exist and names the one
+// that does not (exit 4), instead of fetching nothing; get -r host/
+// fetches the whole tree.
+func TestGetGoesOnPastMissingNames(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "a.txt"), []byte("a"))
+	writeFile(t, filepath.Join(root, "b.txt"), []byte("b"))
+	writeFile(t, filepath.Join(root, "d/c.txt"), []byte("c"))
+	r := run(t, srv, local, nil, "get", target(srv.addr, "a.txt"), target(srv.addr, "missing.txt"), target(srv.addr, "d"), target(srv.addr, "b.txt"), ".")
+	if r.code != 4 || !strings.Contains(r.stderr, "missing.txt") || !strings.Contains(r.stderr, "d is a directory") {
+		t.Errorf("want exit 4 naming missing.txt and the directory d:\n%s", r)
+	}
+	sameFile(t, filepath.Join(root, "a.txt"), filepath.Join(local, "a.txt"))
+	sameFile(t, filepath.Join(root, "b.txt"), filepath.Join(local, "b.txt"))
+
+	// One name alone that is missing is an error of the whole get.
+	if r := run(t, srv, local, nil, "get", target(srv.addr, "missing.txt"), "."); r.code != 4 || !strings.Contains(r.stderr, "missing.txt") {
+		t.Errorf("want exit 4 naming missing.txt:\n%s", r)
+	}
+
+	all := t.TempDir()
+	mustRun(t, srv, all, nil, "get", "-r", srv.addr+"/", ".")
+	for _, n := range []string{"a.txt", "b.txt", "d/c.txt"} {
+		sameFile(t, filepath.Join(root, n), filepath.Join(all, n))
+	}
+}

@@ -925,8 +925,10 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 		return nil, err
 	}
 	for _, n := range names {
-		fi := n.fi
-		switch {
+		var bad error // what makes a name given plainly unsendable
+		switch fi := n.fi; {
+		case n.err != nil:
+			bad = n.err
 		case fi.Mode().IsRegular():
 			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi, false))
 		case fi.IsDir() && recursive:
@@ -934,10 +936,19 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 		case n.pattern:
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():
-			return nil, fmt.Errorf("filestore: %s is a directory", n.rel)
+			bad = fmt.Errorf("%s is a directory", n.rel)
 		default:
-			return nil, fmt.Errorf("filestore: %s is not a regular file", n.rel)
+			bad = fmt.Errorf("%s is not a regular file", n.rel)
 		}
+		if bad == nil {
+			continue
+		}
+		if len(names) == 1 {
+			return nil, fmt.Errorf("filestore: %w", bad)
+		}
+		// One of several names: the others still go, and this one is
+		// reported as not sent (as a file that cannot be read is).
+		out = append(out, unreadable(path.Base(n.rel), bad))
 	}
 	return out, nil
 }
@@ -949,6 +960,7 @@ type specName struct {
 	rel     string
 	pattern bool
 	fi      fs.FileInfo
+	err     error // of one of several names, that names nothing usable
 }
 
 // specNames splits spec into names (see Match) and resolves each to its
@@ -979,11 +991,18 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 	var out []specName
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			var more []specName
+			more, err = d.glob(nil, rel)
+			out = append(out, more...)
 		}
-		if out, err = d.glob(out, rel); err != nil {
-			return nil, err
+		if err != nil {
+			if len(pats) == 1 {
+				return nil, err
+			}
+			// One of several names: the caller decides (Match sends
+			// the others, List fails).
+			out = append(out, specName{rel: pat, err: err})
 		}
 	}
 	return out, nil
@@ -1246,6 +1265,9 @@ func (d *Dir) List(spec string) (string, error) {
 			return "", serr
 		}
 		for _, n := range names {
+			if n.err != nil {
+				return "", n.err
+			}
 			ents = append(ents, n.fi)
 		}
 	}

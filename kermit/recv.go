@@ -207,7 +207,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// An empty directory from a kerf peer (sendDir).
 				cur.dir = true
 				if err := s.receiveDir(store, name); err != nil {
-					s.cfg.Log.Warn("cannot make directory", "name", name, "err", err)
+					s.cfg.Log.Info("cannot make directory", "name", name, "err", err)
 					s.event(Event{Kind: FileFailed, Name: name, Err: err})
 					cur.why = err // told to the sender in the Z's ACK
 				}
@@ -217,7 +217,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 					if !s.neg.attrs {
 						return fmt.Errorf("kermit: cannot receive %q: %w", name, err)
 					}
-					s.cfg.Log.Warn("refusing file", "name", name, "err", err)
+					s.cfg.Log.Info("refusing file", "name", name, "err", err)
 					cur.refused, cur.why = true, err
 					s.event(Event{Kind: FileFailed, Name: name, Err: err})
 				} else {

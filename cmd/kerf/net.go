@@ -544,7 +544,10 @@ func getCommand() *cli.Command {
 					return usageErr("all remote paths must be on one host")
 				}
 				if rp == "" || rp == "/" {
-					return usageErr("%s names no remote file", a)
+					if !c.Bool("recursive") {
+						return usageErr("%s names no remote file (the whole tree needs -r)", a)
+					}
+					rp = "." // get -r host/ dest: the whole tree
 				}
 				addr = ad
 				specs = append(specs, rp)

@@ -234,6 +234,11 @@ func TestRemoteCommandsTakeNamesLiterally(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(root, "{mk}")); err != nil || !fi.IsDir() {
 		t.Errorf("mkdir {mk}: %v", err)
 	}
+	if r := run(t, srv, local, nil, "rmdir", target(srv.addr, "d")); r.code != 4 {
+		t.Errorf("rmdir of a directory with files in it: %s", r)
+	}
+	mustRun(t, srv, local, nil, "rmdir", target(srv.addr, "{mk}"))
+	noFile(t, filepath.Join(root, "{mk}"))
 	writeFile(t, filepath.Join(local, "hello.txt"), []byte("hello"))
 	mustRun(t, srv, local, nil, "send", filepath.Join(local, "hello.txt"), target(srv.addr, "{top}"))
 	if b, err := os.ReadFile(filepath.Join(root, "{top}/hello.txt")); err != nil || string(b) != "hello" {

@@ -80,6 +80,7 @@ func newApp() *cli.App {
 			remoteCommand("ls", "list a remote directory", 'D'),
 			remoteCommand("mkdir", "make remote directories", 'm'),
 			remoteCommand("rm", "delete remote files", 'E'),
+			remoteCommand("rmdir", "remove empty remote directories", 'd'),
 			mvCommand(),
 			serialCommand(),
 			userCommand(),

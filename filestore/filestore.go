@@ -994,6 +994,13 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 		if err == nil {
 			var more []specName
 			more, err = d.glob(nil, rel)
+			if len(more) == 1 && more[0].fi.Mode()&fs.ModeSymlink != 0 && strings.HasSuffix(pat, "/") {
+				// "link/" is the directory the link leads to, as for
+				// ls(1); os.Root follows it only within the tree.
+				if fi, serr := d.root.Stat(rel); serr == nil && fi.IsDir() {
+					more[0].fi = fi
+				}
+			}
 			out = append(out, more...)
 		}
 		if err != nil {

@@ -210,3 +210,39 @@ func TestListThroughDirLink(t *testing.T) {
 		t.Errorf("List(out/) = %q, %v; want only the link, never what is outside the tree", l, err)
 	}
 }
+
+// GET of "link/" with V sends the tree of the directory the link leads
+// to (inside the tree), named under the link's name; "link" alone is
+// not a regular file.
+func TestMatchThroughDirLink(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "rdir/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"rdir/f", "rdir/sub/g"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("rdir", filepath.Join(dir, "l_dir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	files, err := d.Match("l_dir/", true)
+	if got, want := fileNames(files), []string{"l_dir/f", "l_dir/sub/g"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Match(l_dir/, recursive) = %q, %v; want %q", got, err, want)
+	}
+	if _, err := d.Match("l_dir", true); err == nil {
+		t.Error("Match(l_dir) without the slash followed the link")
+	}
+	if files, err := d.Match("out/", true); err == nil && len(files) > 0 {
+		t.Errorf("Match(out/) left the tree: %q", fileNames(files))
+	}
+}

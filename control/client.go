@@ -48,6 +48,10 @@ type ClientConfig struct {
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
 	Log      *slog.Logger
+	// LoginTimeout bounds the login exchange after the TLS handshake
+	// (default DefaultLoginTimeout): a server that took the handshake and
+	// then says nothing is given up on, not retried for half an hour.
+	LoginTimeout time.Duration
 
 	beforeDataDial func(addr string, tok datachan.Token) // tests
 }
@@ -62,6 +66,11 @@ type Client struct {
 
 // clientHandshakeTimeout bounds the TLS handshake.
 const clientHandshakeTimeout = 15 * time.Second
+
+// DefaultLoginTimeout is ClientConfig.LoginTimeout's default: more than
+// a server's longest delay of a login after failed ones (auth.Throttle,
+// 30 s), which is the slowest a working server answers.
+const DefaultLoginTimeout = 60 * time.Second
 
 // maxLoginField bounds user and password together: REMOTE LOGIN travels
 // in one short Kermit packet before the packet length is negotiated.
@@ -132,12 +141,22 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	cl.sess = kermit.NewSession(cl.conn, kc)
 	if !cfg.Classic || cfg.User != "" {
-		if _, err := cl.sess.Generic(ctx, 'I', cfg.User, cfg.Password); err != nil {
+		lt := cfg.LoginTimeout
+		if lt <= 0 {
+			lt = DefaultLoginTimeout
+		}
+		lctx, cancel := context.WithTimeout(ctx, lt)
+		_, err := cl.sess.Generic(lctx, 'I', cfg.User, cfg.Password)
+		cancel()
+		if err != nil {
 			cl.sess.Close()
 			cl.conn.Close()
 			var pe *kermit.PeerError
 			if errors.As(err, &pe) {
 				return nil, fmt.Errorf("%w: %s", ErrLogin, pe.Msg)
+			}
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("control: login: no answer from %s within %v (is it a kerf server?)", addr, lt)
 			}
 			if cfg.Classic && strings.Contains(err.Error(), "reading link") {
 				return nil, fmt.Errorf("control: login: the server closed the connection (a kerf server refuses plain Kermit unless started with --allow-classic; without --classic kerf uses TLS): %w", err)

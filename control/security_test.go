@@ -417,3 +417,38 @@ func TestHostKeyPinning(t *testing.T) {
 		})
 	}
 }
+
+// A server that takes the TLS handshake and then never answers (not a
+// kerf server, or a hung one) is given up on after LoginTimeout with a
+// clear error. (Regression: the login's Kermit retries ran for about 25
+// minutes.)
+func TestLoginGivesUpOnASilentServer(t *testing.T) {
+	id, err := auth.NewIdentity()
+	must(t, err)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{id.Cert}, MinVersion: tls.VersionTLS13})
+	must(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(io.Discard, c) }() // reads, never answers
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = control.Dial(ctx, control.ClientConfig{
+		Addr: ln.Addr().String(), User: "u", Password: "p",
+		VerifyHost:   func(string, string) error { return nil },
+		LoginTimeout: 300 * time.Millisecond,
+	})
+	if err == nil || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("Dial = %v, want a login that gives up with 'no answer'", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Dial returned only after the test's own deadline (%v)", time.Since(start))
+	}
+}

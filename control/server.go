@@ -355,10 +355,8 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()
 		kc.Events = func(e kermit.Event) {
-			if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped {
-				if err := xl.Record(e, host, fsys.userName()); err != nil {
-					log.Warn("xferlog", "err", err)
-				}
+			if err := xl.Record(e, host, fsys.userName()); err != nil {
+				log.Warn("xferlog", "err", err)
 			}
 		}
 	}

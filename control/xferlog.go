@@ -56,14 +56,18 @@ type XferEntry struct {
 	Complete   bool          // completion-status 'c' instead of 'i'
 }
 
-// Record logs a kermit.Event of kind FileDone (complete) or FileFailed or
-// FileSkipped (incomplete) for the session with remoteHost and the
-// authenticated user ("" if none). Other kinds are ignored. The event's
-// Bytes are the bytes moved in this session (after a resume, not the
-// file's size), its Sending says the server sent the file.
+// Record logs a kermit.Event for the session with remoteHost and the
+// authenticated user ("" if none): a file sent (FileDone with Sending)
+// or received (FileSaved: durable under its final name, not only
+// verified) as complete, and FileFailed or FileSkipped as incomplete.
+// Other kinds are ignored. The event's Bytes are the bytes moved in
+// this session (after a resume, not the file's size), its Sending says
+// the server sent the file, and its Path, when set, is the file's name
+// in the served tree (logged as "/" + Path, else the peer's name).
 func (l *XferLog) Record(e kermit.Event, remoteHost, user string) error {
-	switch e.Kind {
-	case kermit.FileDone, kermit.FileFailed, kermit.FileSkipped:
+	switch {
+	case e.Kind == kermit.FileDone && e.Sending, e.Kind == kermit.FileSaved:
+	case e.Kind == kermit.FileFailed, e.Kind == kermit.FileSkipped:
 	default:
 		return nil
 	}
@@ -71,15 +75,19 @@ func (l *XferLog) Record(e kermit.Event, remoteHost, user string) error {
 	if l.Now != nil {
 		now = l.Now
 	}
+	name := e.Name
+	if e.Path != "" {
+		name = "/" + strings.TrimPrefix(e.Path, "/")
+	}
 	return l.Write(XferEntry{
 		Time:       now(),
 		Duration:   e.Duration,
 		RemoteHost: remoteHost,
 		Bytes:      e.Bytes,
-		Name:       e.Name,
+		Name:       name,
 		Sending:    e.Sending,
 		User:       user,
-		Complete:   e.Kind == kermit.FileDone,
+		Complete:   e.Kind == kermit.FileDone || e.Kind == kermit.FileSaved,
 	})
 }
 

@@ -42,6 +42,9 @@ func TestXferLogRecordEvents(t *testing.T) {
 		{Kind: kermit.FileDone, Name: "été/a\tb", Bytes: 0, Duration: 10 * time.Millisecond, Sending: true},
 		{Kind: kermit.FileFailed, Name: "big.iso", Bytes: 4096, Duration: 90 * time.Second, Err: errors.New("x")},
 		{Kind: kermit.FileSkipped, Name: "c", Sending: true},
+		// Received: verified is not yet logged, saved is, under its path.
+		{Kind: kermit.FileDone, Name: "d.bin", Bytes: 7, Path: "in/d.bin"},
+		{Kind: kermit.FileSaved, Name: "d.bin", Bytes: 7, Path: "in/d.bin"},
 	}
 	for _, e := range events {
 		if err := l.Record(e, "2001:db8::1", ""); err != nil {
@@ -52,6 +55,7 @@ func TestXferLogRecordEvents(t *testing.T) {
 		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 0 été/a_b b _ o a anonymous kerf 0 * c",
 		"Sat Jan 31 03:04:05 2026 90 2001:db8::1 4096 big.iso b _ i a anonymous kerf 0 * i",
 		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 0 c b _ o a anonymous kerf 0 * i",
+		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 7 /in/d.bin b _ i a anonymous kerf 0 * c",
 	}, "\n") + "\n"
 	if got := buf.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -83,7 +87,7 @@ func TestXferLogConcurrent(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		wg.Go(func() {
 			for j := 0; j < 50; j++ {
-				l.Record(kermit.Event{Kind: kermit.FileDone, Name: "f", Bytes: 1}, "h", "u")
+				l.Record(kermit.Event{Kind: kermit.FileSaved, Name: "f", Bytes: 1}, "h", "u")
 			}
 		})
 	}

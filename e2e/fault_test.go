@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,9 +152,12 @@ func TestCorruptedBlockIsResent(t *testing.T) {
 // The data connection dies mid-file: the client says so and fails with
 // exit 4, the server keeps the partial file for a resume and never puts
 // anything under the final name; the resume then completes the file.
+// The client's --json names the file that failed, and the server's
+// xferlog has a line for the failed transfer and then the complete one.
 func TestDataConnectionDropped(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
-	fs := startFaultServer(t, root, false)
+	xferlog := filepath.Join(t.TempDir(), "xferlog")
+	fs := startFaultServer(t, root, false, "--xferlog", xferlog)
 	const size = 16 << 20
 	src := filepath.Join(local, "d.bin")
 	writeFile(t, src, randomBytes(size, 12))
@@ -176,8 +180,18 @@ func TestDataConnectionDropped(t *testing.T) {
 	if len(eventsNamed(evs, "file_done")) != 0 {
 		t.Errorf("a file_done event for a failed file:\n%s", r.stdout)
 	}
+	if fe := eventsNamed(evs, "file_error"); len(fe) != 1 || fe[0].Name != "d.bin" {
+		t.Errorf("want one file_error event for d.bin:\n%s", r.stdout)
+	}
 	noFile(t, dst)
 	kept := waitStable(t, partName(dst))
+	waitFor(t, "the xferlog line of the failed transfer", func() bool {
+		b, _ := os.ReadFile(xferlog)
+		return strings.Contains(string(b), " /d.bin b _ i r ")
+	})
+	if b, _ := os.ReadFile(xferlog); !strings.HasSuffix(string(b), " i\n") || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("xferlog after the failure: want one incomplete line:\n%s", b)
+	}
 	if kept <= 0 {
 		t.Fatalf("no partial file kept (size %d)", kept)
 	}
@@ -189,6 +203,44 @@ func TestDataConnectionDropped(t *testing.T) {
 		t.Errorf("the resume sent the whole file again")
 	}
 	sameFile(t, src, dst)
+	waitFor(t, "the xferlog line of the resumed transfer", func() bool {
+		b, _ := os.ReadFile(xferlog)
+		return strings.Count(string(b), "\n") == 2
+	})
+	if b, _ := os.ReadFile(xferlog); !strings.Contains(string(b), fmt.Sprintf(" %d /d.bin b _ i r ", size-kept)) || !strings.HasSuffix(string(b), " c\n") {
+		t.Errorf("xferlog after the resume: want a complete line of %d bytes:\n%s", size-kept, b)
+	}
+}
+
+// The xferlog names files by their path in the served tree (not the
+// client's bare name), in both directions, and logs a received file
+// once it is under its final name.
+func TestXferLogPaths(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	xferlog := filepath.Join(t.TempDir(), "xferlog")
+	srv := startServer(t, root, serverOpts{args: []string{"--xferlog", xferlog}})
+	writeFile(t, filepath.Join(local, "tree/a.txt"), []byte("aaa"))
+	writeFile(t, filepath.Join(local, "tree/sub/b.txt"), []byte("bb"))
+	mustRun(t, srv, local, nil, "send", "-r", "tree", target(srv.addr, "deep/er"))
+	mustRun(t, srv, t.TempDir(), nil, "get", target(srv.addr, "deep/er/tree/sub/b.txt"), ".")
+	want := []string{
+		" 3 /deep/er/tree/a.txt b _ i r ",
+		" 2 /deep/er/tree/sub/b.txt b _ i r ",
+		" 2 /deep/er/tree/sub/b.txt b _ o r ",
+	}
+	waitFor(t, "three xferlog lines", func() bool {
+		b, _ := os.ReadFile(xferlog)
+		return strings.Count(string(b), "\n") == len(want)
+	})
+	b, _ := os.ReadFile(xferlog)
+	for _, w := range want {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("xferlog has no line with %q:\n%s", w, b)
+		}
+	}
+	if strings.Count(string(b), " c\n") != len(want) {
+		t.Errorf("want every line complete:\n%s", b)
+	}
 }
 
 // GET side: the data connection dies while the server sends; the client

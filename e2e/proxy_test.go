@@ -19,10 +19,10 @@ type faultServer struct {
 	data *proxy
 }
 
-func startFaultServer(t *testing.T, root string, plain bool) *faultServer {
+func startFaultServer(t *testing.T, root string, plain bool, serveArgs ...string) *faultServer {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		srv := startServer(t, root, serverOpts{host: "127.0.0.2", plain: plain})
+		srv := startServer(t, root, serverOpts{host: "127.0.0.2", plain: plain, args: serveArgs})
 		_, dport, _ := net.SplitHostPort(srv.dataAddr)
 		data, err := listenProxy("127.0.0.1:"+dport, srv.dataAddr, true)
 		if err != nil {

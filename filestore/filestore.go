@@ -1130,7 +1130,7 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 	}
 	return kermit.OutgoingFile{
 		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
-		Open: open,
+		Open: open, Path: rel,
 	}
 }
 

@@ -113,9 +113,15 @@ type EventKind int
 const (
 	FileStart EventKind = iota
 	FileProgress
+	// FileDone: the file is complete and verified (a receiver has
+	// committed it; its durable rename may wait for the group's end).
 	FileDone
 	FileSkipped
 	FileFailed
+	// FileSaved: a received file is durable under its final name (for
+	// a store that batches, when the group ends; see groupBatcher). It
+	// follows the file's FileDone, with the same fields.
+	FileSaved
 )
 
 // Event reports transfer progress to the command line.
@@ -129,4 +135,8 @@ type Event struct {
 	Duration time.Duration
 	Err      error
 	Sending  bool
+	// Path is where this side keeps the file, when it knows: the name a
+	// receiving Store gave it (Incoming.Name), a sent file's
+	// OutgoingFile.Path.
+	Path string
 }

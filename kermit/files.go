@@ -25,6 +25,9 @@ type OutgoingFile struct {
 	// data and no Open, and goes only to a kerf peer (see DirReceiver).
 	Dir  bool
 	Open func() (FileReader, error)
+	// Path, if set, is where the file is on this side (for logs; see
+	// Event.Path).
+	Path string
 }
 
 // DirReceiver is an optional extension of a Store: ReceiveDir creates the

@@ -2,6 +2,7 @@ package kermit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -120,17 +121,24 @@ type recvFile struct {
 
 // recvGroup runs the receiving side of one transaction. If gotS is
 // true the S packet has already been answered.
-func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer, gotS bool) error {
+func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer, gotS bool) (err error) {
 	s.cancelFile.Store(false)
 	s.cancelGroup.Store(false)
 	var cur *recvFile
 	defer func() {
 		if cur != nil && cur.inc != nil {
+			// Cut off (the link, an E, a cancel): the file is not here.
+			path := cur.inc.Name()
 			if cur.text {
 				cur.inc.Abort(false)
 			} else {
 				s.keepPartial(cur, cur.inc)
 			}
+			why := err
+			if why == nil {
+				why = errors.New("the transfer ended before the file did")
+			}
+			s.event(Event{Kind: FileFailed, Name: cur.name, Err: why, Path: path})
 		}
 	}()
 	// A store that batches its fsyncs makes the whole group durable once,
@@ -138,11 +146,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 	// file under its final name on disk. A failed group still completes
 	// the files it committed.
 	batch, _ := store.(groupBatcher)
+	s.unsaved = s.unsaved[:0]
+	s.batching = batch != nil
 	if batch != nil {
 		batch.BeginBatch()
 		defer func() {
 			if batch != nil {
-				batch.EndBatch()
+				s.saved(batch.EndBatch())
 			}
 		}()
 	}
@@ -259,6 +269,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return fmt.Errorf("%w: Z packet without F", ErrProtocol)
 			}
 			err := s.finishFile(ctx, cur, p.Data)
+			if err != nil && !cur.refused && !cur.dir {
+				s.event(Event{Kind: FileFailed, Name: cur.name, Err: err})
+			}
 			var reply []byte
 			if cur.dir && cur.why != nil {
 				// A directory this side could not make: "N" and the reason
@@ -277,6 +290,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if batch != nil {
 				err := batch.EndBatch()
 				batch = nil
+				s.saved(err)
 				if err != nil {
 					return fmt.Errorf("kermit: %w", err)
 				}
@@ -473,6 +487,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	}
 	inc := cur.inc
 	cur.inc = nil
+	done := Event{Kind: FileDone, Name: cur.name, Path: inc.Name()}
 	if discard || s.cancelFile.Load() || s.cancelGroup.Load() {
 		// A canceled file, or a partial the sender found is not a prefix
 		// of its file, is not worth keeping.
@@ -516,7 +531,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			return fmt.Errorf("kermit: %s: whole-file CRC-32C mismatch (sender %s, received %08x)", cur.name, zdata[1:], whole)
 		}
 		cur.off = cur.attrs.Length
-		s.event(Event{Kind: FileDone, Name: cur.name, Size: cur.attrs.Length, Bytes: n, Offset: cur.start, CRC32C: whole, Duration: time.Since(cur.began)})
+		done.CRC32C = whole
 	} else if !cur.text && cur.attrs.Length >= 0 && cur.off != cur.attrs.Length {
 		inc.Abort(true)
 		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d", cur.name, cur.off, cur.attrs.Length)
@@ -531,10 +546,30 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		return fmt.Errorf("kermit: completing %s: %w", cur.name, err)
 	}
 	s.stats.FileBytes += cur.off - cur.start
-	if !(s.dualActive()) {
-		s.event(Event{Kind: FileDone, Name: cur.name, Size: cur.attrs.Length, Bytes: cur.off - cur.start, Offset: cur.start, Duration: time.Since(cur.began)})
+	done.Size, done.Bytes, done.Offset = cur.attrs.Length, cur.off-cur.start, cur.start
+	done.Duration = time.Since(cur.began)
+	s.event(done)
+	if s.batching {
+		s.unsaved = append(s.unsaved, done)
+	} else {
+		done.Kind = FileSaved
+		s.event(done)
 	}
 	return nil
+}
+
+// saved reports the files of a batch as durable (FileSaved), or, when
+// its flush failed (err), as failed.
+func (s *Session) saved(err error) {
+	for _, e := range s.unsaved {
+		e.Kind = FileSaved
+		if err != nil {
+			e.Kind, e.Err = FileFailed, err
+		}
+		s.event(e)
+	}
+	s.unsaved = s.unsaved[:0]
+	s.batching = false
 }
 
 // keepPartial ends an interrupted file and keeps what it has for

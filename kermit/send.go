@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -55,10 +56,21 @@ func (s *Session) sendInit(ctx context.Context, typ byte) error {
 }
 
 // sendGroup sends the files and the closing B, after S has been agreed.
-func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) error {
+func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err error) {
 	s.cancelFile.Store(false)
 	s.cancelGroup.Store(false)
 	s.groupFailed = nil
+	s.sending = s.sending[:0]
+	defer func() {
+		// Files begun and not ended when the group fails did not get
+		// there: each is reported, not just the group's error.
+		if err != nil {
+			for _, name := range slices.Clone(s.sending) {
+				s.event(Event{Kind: FileFailed, Name: name, Err: err, Sending: true})
+			}
+		}
+		s.sending = s.sending[:0]
+	}()
 	var failed []string
 	for _, f := range files {
 		if s.cancelGroup.Load() {
@@ -115,6 +127,20 @@ func (e *skipError) Error() string { return e.err.Error() }
 func (e *skipError) Unwrap() error { return e.err }
 
 func (s *Session) event(e Event) {
+	if e.Sending {
+		// Which files are under way (only the engine's goroutine sends
+		// these kinds; FileProgress comes from the data path's too).
+		switch e.Kind {
+		case FileStart:
+			if !slices.Contains(s.sending, e.Name) { // (a restart after a bad partial)
+				s.sending = append(s.sending, e.Name)
+			}
+		case FileDone, FileSkipped, FileFailed:
+			if i := slices.Index(s.sending, e.Name); i >= 0 {
+				s.sending = slices.Delete(s.sending, i, i+1)
+			}
+		}
+	}
 	if s.cfg.Events != nil {
 		s.cfg.Events(e)
 	}
@@ -289,7 +315,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				return nil
 			}
 			s.stats.FileBytes += moved
-			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true})
+			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true, Path: f.Path})
 			return nil
 		}
 		return nil
@@ -319,7 +345,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrCanceled, Sending: true})
 		return nil
 	}
-	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true})
+	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	return nil
 }
 

@@ -43,7 +43,15 @@ type Session struct {
 	decodeBuf  []byte
 	// groupFailed names files refused after their data was already sent
 	// (pipelined dual-channel mode), learned from late A replies.
-	groupFailed  []string
+	groupFailed []string
+	// batching: the store of the group being received defers its
+	// renames to the group's end; unsaved are the FileDone events of
+	// the files it holds so (FileSaved follows at the end).
+	batching bool
+	unsaved  []Event
+	// sending names the files of the group being sent that have begun
+	// (FileStart) and not ended.
+	sending      []string
 	nonames      int // files received without a name (stored as NONAME...)
 	recvFileID   uint32
 	sendNo       uint64

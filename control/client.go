@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"kerf/auth"
@@ -110,6 +112,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			raw.Close()
 			if errors.Is(err, auth.ErrHostUnknown) || errors.Is(err, auth.ErrHostKeyChanged) {
 				return nil, err
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				// A kerf server closes at once when it is at its session
+				// limits (it does not spend a handshake on a refusal).
+				return nil, fmt.Errorf("control: %s closed the connection during the TLS handshake: a kerf server at its session limit (--max-sessions, --max-sessions-per-addr) does that, and so does a peer that is not a kerf server (a plain Kermit peer needs --classic): %w", addr, err)
 			}
 			return nil, fmt.Errorf("control: TLS handshake with %s: %w (is it a kerf server? a plain Kermit peer needs --classic)", addr, err)
 		}

@@ -110,7 +110,7 @@ func (f *sessionFS) loggedIn() bool {
 
 // bind makes root the session's tree.
 func (f *sessionFS) bind(user, root string, readOnly bool) error {
-	d, err := filestore.Open(root)
+	d, err := filestore.OpenExisting(root)
 	if err != nil {
 		f.log.Error("opening the user's root", "user", user, "root", root, "err", err)
 		return fmt.Errorf("kerf: the server cannot open your directory")

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -287,4 +288,35 @@ func TestJSONRemoteCommandFailures(t *testing.T) {
 		}
 	}
 	noFile(t, filepath.Join(filepath.Dir(root), "escape"))
+}
+
+// A partial file left by a transfer that did not finish is listed, and
+// its owner can delete it (without a shell on the server, the only way
+// to get the space back); GET never serves it.
+func TestLeftoverPartialListedAndRemovable(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	part := partName(filepath.Join(root, "big.iso"))
+	writeFile(t, part, randomBytes(1000, 1))
+	r := mustRun(t, srv, local, nil, "ls", srv.addr)
+	if !strings.Contains(r.stdout, " "+filepath.Base(part)+"\n") {
+		t.Errorf("ls does not show the partial:\n%s", r.stdout)
+	}
+	if r := run(t, srv, local, nil, "get", target(srv.addr, filepath.Base(part)), "."); r.code == 0 {
+		t.Errorf("get served a partial file:\n%s", r)
+	}
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, filepath.Base(part)))
+	noFile(t, part)
+}
+
+// kerf demo, the README's first command, runs its round trip and
+// verifies it (small sizes here). (Regression: it broke when servers
+// stopped making missing roots.)
+func TestDemo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, kerfBin, "demo", "--mb", "4", "--small", "20").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verified:") {
+		t.Fatalf("kerf demo: %v\n%s", err, out)
+	}
 }

@@ -29,6 +29,9 @@ func TestKeyLoginWithoutPassword(t *testing.T) {
 		t.Fatalf("kerf key printed %s, then %s", fp, again)
 	}
 	robotRoot := filepath.Join(root, "robot")
+	if err := os.Mkdir(robotRoot, 0o755); err != nil { // a server makes no missing root
+		t.Fatal(err)
+	}
 	add := exec.Command(kerfBin, "user", "add", "robot", "--key", fp, "--root", robotRoot, "--state", srv.state)
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("kerf user add --key: %v\n%s", err, out)
@@ -87,4 +90,28 @@ func runWithKey(t *testing.T, srv *server, dir, identity, sub string, args ...st
 		t.Fatalf("kerf %s: %v", sub, err)
 	}
 	return r
+}
+
+// A user whose root does not exist cannot log in, and the server does
+// not make it (a typing error, or a file system not mounted, must not
+// become a tree on the disk beneath); kerf user add warns.
+func TestMissingRootIsNotMade(t *testing.T) {
+	if !features.keyLogin {
+		t.Skip("this kerf has no public-key login (kerf key, --identity)")
+	}
+	root, local, base := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	id := filepath.Join(base, "id")
+	fp := kerfKey(t, id)
+	ghostRoot := filepath.Join(base, "not-mounted", "ghost")
+	out, err := exec.Command(kerfBin, "user", "add", "robot", "--key", fp, "--root", ghostRoot, "--state", srv.state).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "not a directory yet") {
+		t.Fatalf("kerf user add with a missing root: %v, want a warning:\n%s", err, out)
+	}
+	writeFile(t, filepath.Join(local, "k.bin"), []byte("k"))
+	r := runWithKey(t, srv, local, id, "send", "k.bin", target(srv.addr, "in"))
+	if r.code != 3 || !strings.Contains(r.stderr, "cannot open your directory") || strings.Contains(r.stderr, "did not accept the client key") {
+		t.Errorf("want exit 3 saying the directory cannot be opened (not a key refusal):\n%s", r)
+	}
+	noFile(t, filepath.Join(base, "not-mounted"))
 }

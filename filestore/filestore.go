@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -127,6 +128,13 @@ func Open(dir string) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
+	return OpenExisting(dir)
+}
+
+// OpenExisting opens the directory at dir, which must exist: a served
+// root that is missing (a typing error, a file system not mounted) is
+// an error, not a new directory on whatever lies beneath.
+func OpenExisting(dir string) (*Dir, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
@@ -1259,7 +1267,9 @@ func (d *Dir) List(spec string) (string, error) {
 			return "", fmt.Errorf("filestore: %w", err)
 		}
 		for _, e := range des {
-			if info, err := e.Info(); err == nil && !isPartName(e.Name()) {
+			// Partial files are listed (their owner may want them
+			// gone: Remove takes them), though GET never serves one.
+			if info, err := e.Info(); err == nil {
 				ents = append(ents, info)
 			}
 		}
@@ -1387,12 +1397,46 @@ func (d *Dir) Remove(name string) error {
 	if err := d.writable("delete"); err != nil {
 		return err
 	}
+	if base := path.Base(name); isPartName(base) && !strings.HasSuffix(name, "/") {
+		return d.removePart(name)
+	}
 	rel, err := d.resolve(name)
 	if err != nil {
 		return err
 	}
 	if fi, err := d.root.Lstat(rel); err == nil && fi.IsDir() {
 		return fmt.Errorf("filestore: %s is a directory", rel)
+	}
+	return d.root.Remove(rel)
+}
+
+// removePart deletes a partial file left by a transfer that did not
+// finish (its owner's only way to get the space back without a shell on
+// the server), unless a session is receiving into it now: that session
+// holds its lock.
+func (d *Dir) removePart(name string) error {
+	dir, base := path.Split(name)
+	// Resolve the name the partial stands for, which CleanName takes,
+	// then put the partial's own name back beside it.
+	orig := base[1 : len(base)-len(PartSuffix)]
+	rel, err := d.resolve(dir + orig)
+	if err != nil {
+		return err
+	}
+	rel = path.Join(path.Dir(rel), base)
+	f, err := d.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("filestore: %s is not a partial file", rel)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("%w: %s", ErrBusy, rel)
+		}
+		return fmt.Errorf("filestore: locking %s: %w", rel, err)
 	}
 	return d.root.Remove(rel)
 }

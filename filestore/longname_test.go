@@ -1,6 +1,7 @@
 package filestore_test
 
 import (
+	"errors"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -78,12 +79,17 @@ func TestLongNameReceiveAndRecover(t *testing.T) {
 			t.Errorf("Partial of %d-byte name = %d, %08x, %v; want 7, %08x", len(name), n, crc, err, want)
 		}
 		in.WriteAt([]byte(" and the rest"), 7)
-		// The temporary file is hidden from GET and DIR while it exists.
+		// The temporary file is hidden from GET while it exists; DIR
+		// shows it, and it cannot be deleted while it is received into.
 		if files, err := d.Match("sub/*", false); err != nil || len(files) != 0 {
 			t.Errorf("Match(sub/*) with only a temporary file = %v, %v", files, err)
 		}
-		if l, err := d.List("sub"); err != nil || l != "" {
-			t.Errorf("List(sub) with only a temporary file = %q, %v", l, err)
+		parts := tempFiles(t, filepath.Join(root, "sub"))
+		if l, err := d.List("sub"); err != nil || len(parts) != 1 || !strings.HasSuffix(l, " "+parts[0]+"\n") {
+			t.Errorf("List(sub) with only a temporary file %q = %q, %v", parts, l, err)
+		}
+		if err := d.Remove("sub/" + parts[0]); !errors.Is(err, filestore.ErrBusy) {
+			t.Errorf("Remove of a partial being received = %v, want ErrBusy", err)
 		}
 		if err := in.Commit(time.Time{}, 0o644); err != nil {
 			t.Fatal(err)

@@ -67,10 +67,12 @@ func startServe(t *testing.T, ctx context.Context, state, root string) string {
 			cmd.Action = func(c *cli.Context) error { close(parsed); return action(c) }
 		}
 	}
+	ended := make(chan struct{})
 	go func() {
 		served <- app.RunContext(sctx, []string{"kerf", "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s"})
+		close(ended)
 	}()
-	t.Cleanup(func() { stop(); <-served })
+	t.Cleanup(func() { stop(); <-ended })
 	select {
 	case <-parsed:
 	case err := <-served:
@@ -104,6 +106,11 @@ func TestCLISecurity(t *testing.T) {
 	t.Setenv("KERF_USER", "")
 	base := t.TempDir()
 	state, root, alice := filepath.Join(base, "state"), filepath.Join(base, "root"), filepath.Join(base, "alice")
+	for _, d := range []string{root, alice} { // a server makes no missing root
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	must := func(code int, err error) {
 		t.Helper()
 		if code != 0 {

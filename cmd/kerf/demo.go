@@ -40,6 +40,9 @@ func demoCommand() *cli.Command {
 			src := filepath.Join(work, "sample")
 			srvRoot := filepath.Join(work, "server")
 			back := filepath.Join(work, "back")
+			if err := os.Mkdir(srvRoot, 0o755); err != nil { // a server makes no missing root
+				return err
+			}
 			total, err := makeSample(src, c.Int("mb"), c.Int("small"))
 			if err != nil {
 				return err

@@ -22,6 +22,11 @@ func TestCLIKeyLogin(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "config")) // no default client key
 	t.Setenv("KERF_IDENTITY", "")
 	state, root, robotRoot := filepath.Join(base, "state"), filepath.Join(base, "root"), filepath.Join(base, "robot")
+	for _, d := range []string{root, robotRoot} { // a server makes no missing root
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	idDir, otherDir := filepath.Join(base, "id"), filepath.Join(base, "other")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

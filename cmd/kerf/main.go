@@ -44,6 +44,8 @@ func main() {
 		os.Exit(exitUsage)
 	}
 	app := newApp()
+	app.OnUsageError = onUsageError
+	setUsageErrors(app.Commands)
 	err = app.RunContext(ctx, os.Args)
 	stopProfiling()
 	if err == nil {
@@ -61,6 +63,29 @@ func main() {
 		os.Exit(ee.code)
 	}
 	os.Exit(exitUsage)
+}
+
+// onUsageError turns a flag the command line got wrong into a usage
+// error (exit 2), printed once and, with --json, as an error event,
+// instead of cli's "Incorrect Usage" and the whole help on stdout.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	name := "kerf"
+	if c.Command != nil && c.Command.FullName() != "" {
+		name += " " + c.Command.FullName()
+	}
+	uerr := usageErr("%v (see %s --help)", err, name)
+	if enc := jsonOutput(c); enc != nil {
+		enc.Encode(jsonEvent{Event: "error", Error: uerr.Error()})
+		return &jsonReported{uerr}
+	}
+	return uerr
+}
+
+func setUsageErrors(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		cmd.OnUsageError = onUsageError
+		setUsageErrors(cmd.Subcommands)
+	}
 }
 
 func newApp() *cli.App {

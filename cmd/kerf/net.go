@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,10 +45,17 @@ func parseTarget(s string) (addr, rpath string, err error) {
 	if addr == "" {
 		return "", "", usageErr("no host in %q", s)
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(strings.Trim(addr, "[]"), fmt.Sprint(control.DefaultPort))
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		host, port = strings.Trim(addr, "[]"), fmt.Sprint(control.DefaultPort)
 	}
-	return addr, rpath, nil
+	if host == "" {
+		return "", "", usageErr("no host in %q", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", "", usageErr("bad port %q in %q (1-65535)", port, s)
+	}
+	return net.JoinHostPort(host, port), rpath, nil
 }
 
 var clientFlags = []cli.Flag{
@@ -146,9 +154,11 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		// timeout; the key is pinned now, so try once more.
 		cl, err = control.Dial(c.Context, cfg)
 	}
-	if err != nil && key != nil && pw == "" && errors.Is(err, control.ErrLogin) {
-		// The key was refused. As ssh does, ask for the password when
-		// there is someone to ask; otherwise say which key it was.
+	if err != nil && key != nil && pw == "" && errors.Is(err, control.ErrLogin) && strings.Contains(err.Error(), "login failed") {
+		// The key was refused (not the login for another reason, such
+		// as a root the server cannot open). As ssh does, ask for the
+		// password when there is someone to ask; otherwise say which
+		// key it was.
 		if !term.IsTerminal(int(os.Stdin.Fd())) {
 			return nil, connectErr(fmt.Errorf("%w: the server did not accept the client key %s (in %s) for %s; "+
 				"to authorize it, run on the server: kerf user key add %s %s", err, key.Fingerprint, keyDir, user, user, key.Fingerprint))
@@ -236,6 +246,12 @@ func serveCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErr("serve takes no arguments")
+			}
+			if err := checkServeLimits(c); err != nil {
+				return err
+			}
+			if fi, err := os.Stat(c.String("root")); err != nil || !fi.IsDir() {
+				return usageErr("--root %s is not a directory", c.String("root"))
 			}
 			if err := checkStreams("max-streams", c.Int("max-streams")); err != nil {
 				return err
@@ -458,6 +474,23 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 	for i := len(empty) - 1; i >= 0; i-- {
 		dir(empty[i])
 	}
+}
+
+// checkServeLimits refuses limits of zero or less, which would
+// otherwise turn silently into the defaults: --idle-timeout 0 meaning
+// "never" to one reader and "ten minutes" to the server.
+func checkServeLimits(c *cli.Context) error {
+	for _, name := range []string{"idle-timeout", "handshake-timeout"} {
+		if c.Duration(name) <= 0 {
+			return usageErr("--%s must be more than 0 (%v given)", name, c.Duration(name))
+		}
+	}
+	for _, name := range []string{"max-sessions", "max-sessions-per-addr"} {
+		if c.Int(name) < 1 {
+			return usageErr("--%s must be at least 1 (%d given)", name, c.Int(name))
+		}
+	}
+	return nil
 }
 
 func sendCommand() *cli.Command {

@@ -127,6 +127,11 @@ func userCommand() *cli.Command {
 						how = "a password and " + plural(len(keys), "key")
 					}
 					fmt.Fprintf(os.Stderr, "kerf: added %s (logs in with %s) to %s\n", name, how, u.Path())
+					if fi, err := os.Stat(root); root != "" && (err != nil || !fi.IsDir()) {
+						// The server does not make it: a typing error or a
+						// file system not mounted must not become a tree.
+						fmt.Fprintf(os.Stderr, "kerf: warning: %s is not a directory yet; %s cannot log in until it is\n", root, name)
+					}
 					return nil
 				}),
 			},

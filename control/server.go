@@ -201,10 +201,21 @@ func (s *Server) DataListener() *datachan.Listener { return s.dl }
 // Fingerprint is the server's key fingerprint, as clients pin it.
 func (s *Server) Fingerprint() string { return s.cfg.Identity.Fingerprint }
 
+// errShuttingDown is why sessions end when the server stops: their
+// clients get it in an E packet instead of a connection cut short.
+var errShuttingDown = errors.New("kerf: the server is shutting down")
+
 // Serve accepts sessions until ctx ends or Close is called.
 func (s *Server) Serve(ctx context.Context) error {
+	parent := ctx
+	ctx, stop := context.WithCancelCause(context.WithoutCancel(parent))
+	defer stop(errShuttingDown)
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-parent.Done():
+		case <-ctx.Done():
+		}
+		stop(errShuttingDown)
 		s.ln.Close()
 	}()
 	for {
@@ -335,7 +346,8 @@ func refuseClassic(raw net.Conn, wait time.Duration) {
 // bounds the handshake until the client has logged in. clientKey is the
 // fingerprint of the key the TLS client presented, if any.
 func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bool, clientKey string, log *slog.Logger) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
 	ip := raw.RemoteAddr().(*net.TCPAddr).IP
 	fsys := &sessionFS{srv: s, ip: ip, raw: raw, secure: secure, log: log, ctx: ctx, cancel: cancel}
@@ -373,10 +385,13 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	reads := &countingConn{Conn: conn}
 	sess := kermit.NewSession(reads, kc)
 	defer sess.Close()
-	go watchIdle(ctx, s.cfg.IdleTimeout, func() int64 { return reads.n.Load() + dual.progress() }, cancel)
+	idleErr := fmt.Errorf("kerf: the server ends sessions idle for %v", s.cfg.IdleTimeout)
+	go watchIdle(ctx, s.cfg.IdleTimeout, func() int64 { return reads.n.Load() + dual.progress() }, func() { cancelCause(idleErr) })
 	// The engine's reader ends with the connection; close it when the
-	// session is cancelled (too many failed logins).
-	stop := context.AfterFunc(ctx, func() { raw.Close() })
+	// session is cancelled (too many failed logins, idle, shutdown),
+	// after a moment in which the engine tells the client why (an E
+	// packet; see kermit.Session.Serve), unless it is stuck writing.
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*time.Second, func() { raw.Close() }) })
 	defer stop()
 	log.Info("session start", "tls", secure, "client_key", clientKey != "")
 	err := sess.Serve(ctx, fsys)
@@ -401,7 +416,7 @@ func (c *countingConn) Read(p []byte) (int, error) {
 // data either way on the data connections. The engine's own timers are
 // chosen partly by the peer (its Send-Init timeout), so a silent peer is
 // dropped here whatever it asked for.
-func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, cancel context.CancelFunc) {
+func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, cancel func()) {
 	tick := time.NewTicker(max(idle/8, time.Millisecond))
 	defer tick.Stop()
 	last, since := progress(), time.Now()

@@ -493,3 +493,31 @@ func TestForce3(t *testing.T) {
 		})
 	}
 }
+
+// A server whose session is ended from its side (shutting down, idle)
+// tells the client why in an E packet, with the cause its context was
+// cancelled with, instead of only dropping the link.
+func TestServerSaysWhyItEnds(t *testing.T) {
+	a, b := link(t, 0, 1)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	fsys, _ := filestore.Open(t.TempDir())
+	srv := kermit.NewSession(b, kermit.DefaultConfig())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, fsys) }()
+	cli := kermit.NewSession(a, kermit.DefaultConfig())
+	tctx, tcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer tcancel()
+	if _, err := cli.Generic(tctx, 'D', ""); err != nil {
+		t.Fatal(err)
+	}
+	cancel(errors.New("kerf: the server is shutting down"))
+	if err := <-done; err == nil {
+		t.Fatal("Serve returned no error for its cancelled context")
+	}
+	err := cli.Send(tctx, writeFiles(t, t.TempDir(), []testFile{{"x.txt", []byte("x")}}))
+	var pe *kermit.PeerError
+	if !errors.As(err, &pe) || pe.Msg != "kerf: the server is shutting down" {
+		t.Fatalf("client's next command: %v, want the server's reason in an E packet", err)
+	}
+}

@@ -23,7 +23,13 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 			if errors.Is(err, errServerExit) {
 				return nil
 			}
-			if ctx.Err() != nil || isLinkError(err) {
+			if ctx.Err() != nil {
+				// Ended by this side (a server shutting down, an idle
+				// session): the client is told why, as far as it listens.
+				s.errorPacket(cancelMessage(ctx))
+				return err
+			}
+			if isLinkError(err) {
 				return err
 			}
 			s.cfg.Log.Info("server command failed", "err", err)
@@ -45,6 +51,16 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 }
 
 var errServerExit = errors.New("kermit: server finished")
+
+// cancelMessage is the E packet text for a session whose ctx ended: its
+// cause, when the canceller gave one.
+func cancelMessage(ctx context.Context) string {
+	c := context.Cause(ctx)
+	if c == nil || errors.Is(c, context.Canceled) || errors.Is(c, context.DeadlineExceeded) {
+		return "Transfer canceled"
+	}
+	return c.Error()
+}
 
 // Authorizer is an optional extension of a ServerFS that requires a
 // login. Login handles REMOTE LOGIN (generic command I: user, password);

@@ -507,3 +507,33 @@ func TestGetResumeAfterClientKilledWithHole(t *testing.T) {
 	sameFile(t, src, dst)
 	noFile(t, part)
 }
+
+// A server stopped with SIGTERM mid-file tells its client why: the
+// client's error says the server is shutting down, not only that a
+// connection was lost; the partial stays for a resume.
+func TestServerStoppedMidFileSaysWhy(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	const size = 16 << 20
+	writeFile(t, filepath.Join(local, "k.bin"), randomBytes(size, 16))
+	part := partName(filepath.Join(root, "k.bin"))
+	fs.data.rateUp.Store(8 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= 1<<20 })
+	fs.cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 4 || !strings.Contains(out.String(), "the server is shutting down") {
+		t.Fatalf("want exit 4 saying the server is shutting down, got %d:\n%s", code, out.String())
+	}
+	noFile(t, filepath.Join(root, "k.bin"))
+	if fileSize(part) <= 0 {
+		t.Errorf("the server's partial file is gone")
+	}
+}

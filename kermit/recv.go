@@ -514,7 +514,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		crc, err := s.data.Wait(ctx, cur.id)
 		if err != nil {
 			s.keepPartial(cur, inc)
-			return fmt.Errorf("kermit: data of %s: %w", cur.name, err)
+			return s.peerReason(ctx, fmt.Errorf("kermit: data of %s: %w", cur.name, err))
 		}
 		n := cur.attrs.Length - cur.start
 		whole := crc

@@ -294,7 +294,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		crc, err := s.data.SendFile(ctx, id, src, off, n)
 		if err != nil {
-			return fmt.Errorf("kermit: sending %s: %w", f.Name, err)
+			return s.peerReason(ctx, fmt.Errorf("kermit: sending %s: %w", f.Name, err))
 		}
 		moved = n
 		whole := crc

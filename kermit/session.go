@@ -225,6 +225,38 @@ func (s *Session) errorPacket(msg string) {
 }
 
 // abort sends an E packet describing err and returns err.
+// peerReasonWait is how long peerReason listens for the peer's E.
+const peerReasonWait = 500 * time.Millisecond
+
+// peerReason returns, for a data path that failed (err), the peer's E
+// packet if one arrives on the control link soon: a peer that ends the
+// session (a server shutting down, or dropping an idle session) closes
+// its data connections as it says why, and "the server is shutting
+// down" tells the user more than "data connection lost".
+func (s *Session) peerReason(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	t := time.NewTimer(peerReasonWait)
+	defer t.Stop()
+	for {
+		select {
+		case p := <-s.c.in:
+			if p.err != nil {
+				return err
+			}
+			if !p.bad && p.Type == 'E' {
+				msg, _ := s.decodeString(p.Data)
+				return fmt.Errorf("%w (%v)", &PeerError{Msg: msg}, err)
+			}
+		case <-t.C:
+			return err
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
 func (s *Session) abort(err error) error {
 	var pe *PeerError
 	if errors.As(err, &pe) {

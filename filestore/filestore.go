@@ -944,15 +944,15 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 		case n.pattern:
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():
-			bad = fmt.Errorf("%s is a directory", n.rel)
+			bad = fmt.Errorf("filestore: %s is a directory (use -r)", n.rel)
 		default:
-			bad = fmt.Errorf("%s is not a regular file", n.rel)
+			bad = fmt.Errorf("filestore: %s is not a regular file", n.rel)
 		}
 		if bad == nil {
 			continue
 		}
 		if len(names) == 1 {
-			return nil, fmt.Errorf("filestore: %w", bad)
+			return nil, bad
 		}
 		// One of several names: the others still go, and this one is
 		// reported as not sent (as a file that cannot be read is).
@@ -1121,7 +1121,9 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 
 // unreadable is an entry of a recursive GET that could not be read.
 func unreadable(name string, err error) kermit.OutgoingFile {
-	err = fmt.Errorf("filestore: %w", err)
+	if !strings.HasPrefix(err.Error(), "filestore: ") {
+		err = fmt.Errorf("filestore: %w", err)
+	}
 	return kermit.OutgoingFile{
 		Name: name, Size: -1,
 		Open: func() (kermit.FileReader, error) { return nil, err },

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -67,6 +68,8 @@ type XferEntry struct {
 func (l *XferLog) Record(e kermit.Event, remoteHost, user string) error {
 	switch {
 	case e.Kind == kermit.FileDone && e.Sending, e.Kind == kermit.FileSaved:
+	case errors.Is(e.Err, kermit.ErrAlreadyThere):
+		return nil // nothing moved: a resume found the file whole
 	case e.Kind == kermit.FileFailed, e.Kind == kermit.FileSkipped:
 	default:
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -535,5 +536,47 @@ func TestServerStoppedMidFileSaysWhy(t *testing.T) {
 	noFile(t, filepath.Join(root, "k.bin"))
 	if fileSize(part) <= 0 {
 		t.Errorf("the server's partial file is gone")
+	}
+}
+
+// A resumed tree sends no file the receiver already has whole (same
+// size and time, as rsync's quick check): it is reported as skipped,
+// not failed, and only changed or new files move. Both directions.
+func TestResumeSkipsFilesAlreadyThere(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for i, n := range []string{"a.bin", "b.bin", "sub/c.bin"} {
+		writeFile(t, filepath.Join(local, "tree", n), randomBytes(100_000+i, uint64(40+i)))
+	}
+	mustRun(t, srv, local, nil, "send", "-r", "tree", srv.addr)
+	// One file changes (size and time), one is new.
+	writeFile(t, filepath.Join(local, "tree/b.bin"), randomBytes(70_000, 50))
+	writeFile(t, filepath.Join(local, "tree/new.bin"), randomBytes(5_000, 51))
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "-r", "tree", srv.addr)
+	evs := parseEvents(t, r.stdout)
+	names := func(kind string) []string {
+		var out []string
+		for _, e := range eventsNamed(evs, kind) {
+			out = append(out, e.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names("file_done"); !slices.Equal(got, []string{"tree/b.bin", "tree/new.bin"}) {
+		t.Errorf("sent %q, want only the changed and the new file:\n%s", got, r.stdout)
+	}
+	if got := names("file_skipped"); !slices.Equal(got, []string{"tree/a.bin", "tree/sub/c.bin"}) {
+		t.Errorf("skipped %q, want the two unchanged files:\n%s", got, r.stdout)
+	}
+	for _, n := range []string{"a.bin", "b.bin", "new.bin", "sub/c.bin"} {
+		sameFile(t, filepath.Join(local, "tree", n), filepath.Join(root, "tree", n))
+	}
+
+	back := t.TempDir()
+	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "tree"), ".")
+	r = mustRun(t, srv, back, []string{"--json"}, "get", "--resume", "-r", target(srv.addr, "tree"), ".")
+	evs = parseEvents(t, r.stdout)
+	if got := names("file_skipped"); len(got) != 4 || len(eventsNamed(evs, "file_done")) != 0 {
+		t.Errorf("get --resume of a whole copy: want 4 skipped and nothing sent:\n%s", r.stdout)
 	}
 }

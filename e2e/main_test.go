@@ -305,6 +305,7 @@ type event struct {
 	Seconds float64  `json:"seconds"`
 	CRC32C  string   `json:"crc32c"`
 	Error   string   `json:"error"`
+	Reason  string   `json:"reason"`
 	Rate    *float64 `json:"bytes_per_second"`
 	// ls: an "entry" per file, or one "listing" with the text.
 	Path     string `json:"path"`
@@ -332,7 +333,7 @@ func parseEvents(t *testing.T, stdout string) []event {
 			t.Fatalf("--json line %q holds more than one value", sc.Text())
 		}
 		switch e.Event {
-		case "file_start", "progress", "file_done", "file_error", "done", "error", "entry", "listing":
+		case "file_start", "progress", "file_done", "file_skipped", "file_error", "done", "error", "entry", "listing":
 		default:
 			t.Fatalf("--json line %q: unknown event %q", sc.Text(), e.Event)
 		}

@@ -597,6 +597,19 @@ func (in *incoming) release() {
 
 func (in *incoming) Name() string { return in.final }
 
+// Existing reports the file already under the final name, if it is a
+// regular file (kermit.ExistingFile): a resume skips one that matches.
+func (in *incoming) Existing() (int64, time.Time, bool) {
+	var st unix.Stat_t
+	err := in.h.atDir(in.d, func(dirfd int) error {
+		return unix.Fstatat(dirfd, in.base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, time.Time{}, false
+	}
+	return st.Size, time.Unix(st.Mtim.Sec, st.Mtim.Nsec), true
+}
+
 func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	in.empty.Store(false)
 	in.touched.Store(true)

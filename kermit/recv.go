@@ -338,6 +338,13 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		if cur.text {
 			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil
 		}
+		if s.neg.peerKerf && s.alreadyThere(cur) {
+			// A resumed tree re-sends no file that arrived whole before.
+			cur.inc.Abort(false)
+			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
+			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere})
+			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
+		}
 		size, crc, err := cur.inc.Partial()
 		if err != nil {
 			return nil, fmt.Errorf("kermit: recovery of %s: %w", cur.name, err)
@@ -399,6 +406,33 @@ func (s *Session) refusalText(why error) []byte {
 		return nil
 	}
 	return append([]byte{'m', byte(32 + len(enc))}, enc...)
+}
+
+// ExistingFile is an optional extension of Incoming: the file already
+// under the final name, if any (a regular file).
+type ExistingFile interface {
+	Existing() (size int64, mod time.Time, ok bool)
+}
+
+// ErrAlreadyThere is why a resumed file is not sent again: the receiver
+// has it under its final name, with the sender's length and time.
+var ErrAlreadyThere = errors.New("already there (same size and time)")
+
+// reasonAlreadyThere is the refusal reason a kerf receiver gives a kerf
+// sender asking for recovery of a file it has whole (not an attribute
+// letter, so a classic Kermit reads it as an unknown reason).
+const reasonAlreadyThere = "="
+
+// alreadyThere reports whether the receiver has cur under its final name
+// with the announced length and modification time (to the second), as
+// rsync's quick check decides.
+func (s *Session) alreadyThere(cur *recvFile) bool {
+	ex, ok := cur.inc.(ExistingFile)
+	if !ok || cur.attrs.Length < 0 || cur.attrs.ModTime.IsZero() {
+		return false
+	}
+	size, mod, ok := ex.Existing()
+	return ok && size == cur.attrs.Length && mod.Unix() == cur.attrs.ModTime.Unix()
 }
 
 // writeData decodes one D packet into the current file.

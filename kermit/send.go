@@ -246,6 +246,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
 			return err
 		}
+		if resume && s.neg.peerKerf && strings.HasPrefix(reply.Reasons, reasonAlreadyThere) {
+			// Nothing to resume: the receiver has this file whole.
+			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size})
+			return nil
+		}
 		err := s.refusal(reply.Reasons)
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
 		return &skipError{err}

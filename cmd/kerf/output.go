@@ -63,6 +63,7 @@ type jsonEvent struct {
 	Seconds float64 `json:"seconds,omitempty"`
 	CRC32C  string  `json:"crc32c,omitempty"`
 	Error   string  `json:"error,omitempty"`
+	Reason  string  `json:"reason,omitempty"` // file_skipped
 	Rate    float64 `json:"bytes_per_second,omitempty"`
 }
 
@@ -116,6 +117,17 @@ func (r *reporter) event(e kermit.Event) {
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
 	case kermit.FileSkipped, kermit.FileFailed:
+		if errors.Is(e.Err, kermit.ErrAlreadyThere) {
+			// A resume found the file whole: not a failure.
+			r.files++
+			if r.json != nil {
+				r.json.Encode(jsonEvent{Event: "file_skipped", Name: e.Name, Size: &size, Reason: e.Err.Error()})
+			} else if r.bar != nil {
+				r.bar.Clear()
+				fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(max(size, 0)), "already there")
+			}
+			break
+		}
 		r.failed = append(r.failed, e.Name)
 		msg := "skipped"
 		if e.Err != nil {

@@ -293,13 +293,16 @@ func TestResumeOfCompletePartial(t *testing.T) {
 	noFile(t, partName(filepath.Join(root, "full.bin")))
 }
 
-// The server dies mid-file: the client fails with exit 4 and a message,
-// and the server's partial is left for a resume, never the final name.
-func TestServerKilledMidFile(t *testing.T) {
+// signalMidFile sends a 16 MiB file through a slowed data connection
+// and sends sig to the server once the partial has grown; it returns
+// the client's exit code and output, and checks what a server that
+// went away mid-file must leave: a partial for a resume, nothing under
+// the final name.
+func signalMidFile(t *testing.T, sig syscall.Signal) (int, string) {
+	t.Helper()
 	root, local := t.TempDir(), t.TempDir()
 	fs := startFaultServer(t, root, false)
-	const size = 16 << 20
-	writeFile(t, filepath.Join(local, "k.bin"), randomBytes(size, 15))
+	writeFile(t, filepath.Join(local, "k.bin"), randomBytes(16<<20, 15))
 	part := partName(filepath.Join(root, "k.bin"))
 	fs.data.rateUp.Store(8 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
@@ -311,18 +314,23 @@ func TestServerKilledMidFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= 1<<20 })
-	fs.cmd.Process.Signal(syscall.SIGKILL)
-	err := cmd.Wait()
+	fs.cmd.Process.Signal(sig)
+	cmd.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("the client hung after the server died:\n%s", out.String())
-	}
-	code := cmd.ProcessState.ExitCode()
-	if err == nil || code != 4 || !strings.Contains(out.String(), "kerf:") {
-		t.Fatalf("want exit 4 with a message, got %d:\n%s", code, out.String())
+		t.Fatalf("the client hung after the server went away:\n%s", out.String())
 	}
 	noFile(t, filepath.Join(root, "k.bin"))
 	if fileSize(part) <= 0 {
 		t.Errorf("the server's partial file is gone")
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// The server dies mid-file: the client fails with exit 4 and a message,
+// and the server's partial is left for a resume, never the final name.
+func TestServerKilledMidFile(t *testing.T) {
+	if code, out := signalMidFile(t, syscall.SIGKILL); code != 4 || !strings.Contains(out, "kerf:") {
+		t.Fatalf("want exit 4 with a message, got %d:\n%s", code, out)
 	}
 }
 
@@ -513,29 +521,8 @@ func TestGetResumeAfterClientKilledWithHole(t *testing.T) {
 // client's error says the server is shutting down, not only that a
 // connection was lost; the partial stays for a resume.
 func TestServerStoppedMidFileSaysWhy(t *testing.T) {
-	root, local := t.TempDir(), t.TempDir()
-	fs := startFaultServer(t, root, false)
-	const size = 16 << 20
-	writeFile(t, filepath.Join(local, "k.bin"), randomBytes(size, 16))
-	part := partName(filepath.Join(root, "k.bin"))
-	fs.data.rateUp.Store(8 << 20)
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= 1<<20 })
-	fs.cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 4 || !strings.Contains(out.String(), "the server is shutting down") {
-		t.Fatalf("want exit 4 saying the server is shutting down, got %d:\n%s", code, out.String())
-	}
-	noFile(t, filepath.Join(root, "k.bin"))
-	if fileSize(part) <= 0 {
-		t.Errorf("the server's partial file is gone")
+	if code, out := signalMidFile(t, syscall.SIGTERM); code != 4 || !strings.Contains(out, "the server is shutting down") {
+		t.Fatalf("want exit 4 saying the server is shutting down, got %d:\n%s", code, out)
 	}
 }
 

@@ -179,29 +179,38 @@ func TestMatchRecursiveLinks(t *testing.T) {
 	}
 }
 
-// "link/" lists the directory a symlink leads to (inside the tree), as
-// ls(1) does; "link" lists the link.
-func TestListThroughDirLink(t *testing.T) {
+// dirLinkTree makes rdir/f, rdir/sub/g, a link l_dir to rdir and a link
+// out to /etc, and opens the tree.
+func dirLinkTree(t *testing.T) *filestore.Dir {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "rdir"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "rdir/sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "rdir/f"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{"rdir/f", "rdir/sub/g"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Symlink("rdir", filepath.Join(dir, "l_dir")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/etc", filepath.Join(dir, "out")); err != nil {
-		t.Fatal(err)
+	for link, to := range map[string]string{"l_dir": "rdir", "out": "/etc"} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	d, err := filestore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	if l, err := d.List("l_dir/"); err != nil || !strings.HasSuffix(l, " f\n") || strings.Count(l, "\n") != 1 {
-		t.Errorf("List(l_dir/) = %q, %v; want the directory's one file", l, err)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// "link/" lists the directory a symlink leads to (inside the tree), as
+// ls(1) does; "link" lists the link.
+func TestListThroughDirLink(t *testing.T) {
+	d := dirLinkTree(t)
+	if l, err := d.List("l_dir/"); err != nil || !strings.Contains(l, " f\n") || !strings.HasSuffix(l, " sub/\n") || strings.Count(l, "\n") != 2 {
+		t.Errorf("List(l_dir/) = %q, %v; want the directory's file and subdirectory", l, err)
 	}
 	if l, err := d.List("l_dir"); err != nil || !strings.HasPrefix(l, "l") || !strings.HasSuffix(l, " l_dir\n") {
 		t.Errorf("List(l_dir) = %q, %v; want the link", l, err)
@@ -215,26 +224,7 @@ func TestListThroughDirLink(t *testing.T) {
 // to (inside the tree), named under the link's name; "link" alone is
 // not a regular file.
 func TestMatchThroughDirLink(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "rdir/sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"rdir/f", "rdir/sub/g"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink("rdir", filepath.Join(dir, "l_dir")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/etc", filepath.Join(dir, "out")); err != nil {
-		t.Fatal(err)
-	}
-	d, err := filestore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := dirLinkTree(t)
 	files, err := d.Match("l_dir/", true)
 	if got, want := fileNames(files), []string{"l_dir/f", "l_dir/sub/g"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("Match(l_dir/, recursive) = %q, %v; want %q", got, err, want)

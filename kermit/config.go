@@ -79,6 +79,12 @@ type Config struct {
 
 	Log    *slog.Logger
 	Events func(Event)
+
+	// KeepServing: the link outlives any one peer (a serial line), so a
+	// server whose client vanished mid-command (too many retries, a
+	// write the line would not take) goes back to waiting for commands,
+	// as C-Kermit's server does; only the end of its input ends Serve.
+	KeepServing bool
 }
 
 // DefaultConfig is the best classic Kermit this side can do; the peer's

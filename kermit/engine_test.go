@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,8 +319,12 @@ func TestCancelFile(t *testing.T) {
 	send := kermit.NewSession(a, cfg)
 	rerr := make(chan error, 1)
 	go func() { rerr <- recv.Receive(ctx, store) }()
-	if err := send.Send(ctx, out); err != nil {
-		t.Fatalf("send: %v", err)
+	// The sender goes on with the next file and reports the canceled
+	// one as not transferred (kerf serial send exits 4, as the README
+	// says; it exited 0).
+	var ge *kermit.GroupError
+	if err := send.Send(ctx, out); !errors.As(err, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "first.bin" {
+		t.Fatalf("send: %v, want first.bin reported as not transferred", err)
 	}
 	if err := <-rerr; err != nil {
 		t.Fatalf("receive: %v", err)
@@ -519,5 +524,90 @@ func TestServerSaysWhyItEnds(t *testing.T) {
 	var pe *kermit.PeerError
 	if !errors.As(err, &pe) || pe.Msg != "kerf: the server is shutting down" {
 		t.Fatalf("client's next command: %v, want the server's reason in an E packet", err)
+	}
+}
+
+// A server on a line that outlives its clients (KeepServing: a serial
+// line) goes back to waiting for commands when its client vanishes in
+// the middle of a GET, as C-Kermit's does, and serves the next client.
+// (It exited: the next client found no server.)
+func TestServerOutlivesAVanishedClient(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	writeFiles(t, root, []testFile{{"big.bin", randomBytes(2<<20, 3)}, {"small.txt", []byte("small")}})
+	a, b := link(t, 0, 1)
+	scfg := kermit.DefaultConfig()
+	scfg.LineSpeed = 115200 // serial timers
+	scfg.Timeout = 300 * time.Millisecond
+	scfg.MaxRetries = 2
+	scfg.KeepServing = true
+	fsys, _ := filestore.Open(root)
+	srv := kermit.NewSession(b, scfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, fsys) }()
+
+	// The first client starts fetching the big file, then goes silent
+	// (its line stays open: nothing reads or writes it any more).
+	ccfg := kermit.DefaultConfig()
+	ccfg.LineSpeed = 115200
+	gctx, gcancel := context.WithCancel(ctx)
+	var once sync.Once
+	sa := &silenced{Conn: a}
+	ccfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress && e.Bytes > 100_000 {
+			once.Do(func() { sa.stop(); gcancel() }) // gone without a word
+		}
+	}
+	c1 := kermit.NewSession(sa, ccfg)
+	store1, _ := filestore.Open(t.TempDir())
+	c1.Get(gctx, "big.bin", false, store1)
+	c1.Close()
+
+	// The server gives the GET up and waits again; what it sent into the
+	// silence is drained, and a second client is served.
+	select {
+	case err := <-served:
+		t.Fatalf("the server ended: %v", err)
+	case <-time.After(3 * time.Second):
+	}
+	drain(a)
+	c2 := kermit.NewSession(a, kermit.DefaultConfig())
+	store2, _ := filestore.Open(dst)
+	if err := c2.Get(ctx, "small.txt", false, store2); err != nil {
+		t.Fatalf("second client: %v", err)
+	}
+	checkFiles(t, dst, []testFile{{"small.txt", []byte("small")}})
+}
+
+// silenced is a connection that stops passing anything once stopped.
+type silenced struct {
+	net.Conn
+	off atomic.Bool
+}
+
+func (s *silenced) stop() { s.off.Store(true) }
+func (s *silenced) Write(p []byte) (int, error) {
+	if s.off.Load() {
+		return len(p), nil
+	}
+	return s.Conn.Write(p)
+}
+func (s *silenced) Read(p []byte) (int, error) {
+	if s.off.Load() {
+		select {} // a client that has gone reads nothing
+	}
+	return s.Conn.Read(p)
+}
+
+// drain reads c until it has been quiet for a while.
+func drain(c net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := c.Read(buf); err != nil {
+			c.SetReadDeadline(time.Time{})
+			return
+		}
 	}
 }

@@ -106,6 +106,8 @@ func TestClassicSenderPacketLength(t *testing.T) {
 		{0, 31, classicMaxPacket},
 		{115200, 31, classicSerialMaxPacket},
 		{115200, 1, classicMaxPacket}, // stop-and-wait: fewer turns of the line
+		{9600, 1, 960},                // a second of the line at most
+		{1200, 31, 120},
 	} {
 		a, b := net.Pipe()
 		cfg := DefaultConfig()

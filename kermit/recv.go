@@ -50,6 +50,13 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 		if s.cfg.LineSpeed > 0 && peer.Capas&framing.CapWindows != 0 && peer.Window > 1 {
 			mine.MaxLenX = classicSerialMaxPacket
 		}
+		if s.cfg.LineSpeed > 0 {
+			// At most about a second of the line a packet: a slow line
+			// then turns round often enough for timers of seconds, and a
+			// damaged packet costs a second, not half a minute (4000
+			// bytes at 1200 bps).
+			mine.MaxLenX = max(framing.MaxShortLen, min(mine.MaxLenX, s.cfg.LineSpeed/10))
+		}
 	}
 	if s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0 {
 		mine.Ext = s.cfg.Dual.Offer(peer.Ext)

@@ -231,6 +231,20 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			if err != nil {
 				return err
 			}
+			if resume && reply.Accept && reply.ResumeAt < 0 {
+				// Asked to recover, the receiver always says from where
+				// (0 when it has nothing). No point means its answer was
+				// lost and this is its answer to a resent A (C-Kermit
+				// ACKs a duplicate A empty): it may be appending at a
+				// point this side does not know, so the file is given up
+				// rather than sent from the wrong place.
+				if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
+					return err
+				}
+				err := fmt.Errorf("the receiver's recovery point for %s was lost; resume again", f.Name)
+				s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
+				return &skipError{err}
+			}
 		} else if last != nil {
 			last.onAck = func(data []byte) error {
 				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept {
@@ -347,8 +361,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	s.stats.FileBytes += moved
 	if canceled {
+		// Not transferred: the group reports it (exit 4 at the CLI).
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrCanceled, Sending: true})
-		return nil
+		return &skipError{ErrCanceled}
 	}
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	return nil

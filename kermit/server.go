@@ -30,6 +30,11 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			if isLinkError(err) {
+				if s.cfg.KeepServing && !strings.Contains(err.Error(), "reading link") {
+					// The client vanished; the line is still there.
+					s.cfg.Log.Info("server command abandoned; waiting for the next", "err", err)
+					continue
+				}
 				return err
 			}
 			s.cfg.Log.Info("server command failed", "err", err)

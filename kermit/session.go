@@ -115,11 +115,18 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	s.rtt.init(cfg.Timeout)
 	s.rtt.min = cfg.MinTimeout
 	if cfg.LineSpeed > 0 {
-		// Never time out sooner than the line needs for a longest packet.
-		s.rtt.min = max(s.rtt.min, time.Duration(float64(framing.MaxLongLen+16)*10*float64(time.Second)/float64(cfg.LineSpeed)))
+		// What a sender waits for is an ACK, a short packet: its own
+		// packets' time on the line is counted from when the line has
+		// sent them (slot.expect). So the floor is a short packet's time
+		// on the line each way, not a longest packet's (which made the
+		// first timeout of a Send-Init 75 s at 1200 bps, whatever
+		// --timeout said, and a vanished peer took 12 minutes to give
+		// up on at 9600).
+		s.rtt.min = max(s.rtt.min, 2*lineTime(framing.MaxShortLen+16, cfg.LineSpeed))
 		// A serial line is nobody else's: a timeout there means damage,
-		// not congestion, so exponential backoff would only idle the line.
-		s.rtt.max = max(4*s.rtt.min, 2*time.Second)
+		// not congestion, so exponential backoff would only idle the
+		// line; it backs off no further than the timeout asked for.
+		s.rtt.max = max(4*s.rtt.min, 2*time.Second, cfg.Timeout)
 	}
 	s.resetNegotiation()
 	return s
@@ -159,6 +166,9 @@ func (s *Session) dualActive() bool { return s.neg.dual && s.data != nil }
 
 // SetEvents sets the progress callback.
 func (s *Session) SetEvents(f func(Event)) { s.cfg.Events = f }
+
+// SetKeepServing sets Config.KeepServing.
+func (s *Session) SetKeepServing(on bool) { s.cfg.KeepServing = on }
 
 // CancelFile asks to stop the current file and go on with the next.
 func (s *Session) CancelFile() { s.cancelFile.Store(true) }
@@ -225,6 +235,12 @@ func (s *Session) errorPacket(msg string) {
 }
 
 // abort sends an E packet describing err and returns err.
+// lineTime is how long a line of speed bits per second takes to carry n
+// bytes (10 bits each: start, 8 data, stop).
+func lineTime(n, speed int) time.Duration {
+	return time.Duration(float64(n) * 10 * float64(time.Second) / float64(speed))
+}
+
 // peerReasonWait is how long peerReason listens for the peer's E.
 const peerReasonWait = 500 * time.Millisecond
 

@@ -386,6 +386,19 @@ func (s *Session) handleReply(p inPacket) error {
 	case 'Y':
 		sl := s.sw.inFlight(p.Seq)
 		if sl == nil || sl.acked {
+			// Without windows, an ACK for the packet before the one in
+			// flight means the peer got a damaged copy of it: a NAK
+			// (G-Kermit answers damage so, notes §1.10). Waiting for the
+			// timeout instead cost 10-40 s a packet at 9600 baud. Only
+			// half a round trip after the packet left, though: a second
+			// ACK that comes at once is the peer's answer to a duplicate
+			// of the previous packet, and resending on it would send
+			// every packet after twice (the sorcerer's apprentice).
+			if lo := s.sw.slots[s.sw.lo]; s.sw.size == 1 && s.sw.count > 0 && lo != nil && !lo.acked &&
+				(p.Seq+1)%64 == lo.seq && time.Since(lo.sentAt) >= s.rtt.srtt/2 {
+				s.stats.NAKsReceived++
+				return s.retransmitLost(lo)
+			}
 			return nil // duplicate or stray
 		}
 		sl.ackType = 'Y'
@@ -406,9 +419,23 @@ func (s *Session) handleReply(p inPacket) error {
 		if p.Seq == s.sw.next && s.sw.count > 0 {
 			// NAK for the packet after the last sent: without windows it
 			// means the last one arrived; with windows, resend the oldest.
+			// Not for a packet whose ACK carries what this side needs (S
+			// and I: the peer's parameters; A: its verdict and recovery
+			// point; R and G: the answer): taking the NAK for that ACK
+			// would go on with defaults the peer does not use, which
+			// corrupted files (a lost ACK of S, then every "~" read as a
+			// repeat count). Resent, the packet gets its ACK again.
 			prev := s.sw.slots[(p.Seq+63)%64]
 			if s.sw.size == 1 && prev != nil && !prev.acked {
-				return s.acked(prev, nil)
+				if strings.IndexByte("DFZBX", prev.typ) >= 0 {
+					return s.acked(prev, nil)
+				}
+				// Counted as a retry: a peer that answers every copy with
+				// this NAK must not keep the exchange going for ever.
+				if s.retries++; s.retries > s.cfg.MaxRetries {
+					return s.tooManyRetries()
+				}
+				return s.retransmitLost(prev)
 			}
 			if lo := s.sw.slots[s.sw.lo]; lo != nil && !lo.acked && (lo.sendNo <= s.ackedNo || time.Since(lo.sentAt) >= s.rtt.srtt*3/4) {
 				return s.transmit(lo)
@@ -505,7 +532,7 @@ func (s *Session) nak(seq int) error {
 
 // tooManyRetries is ErrTooManyRetries with the limit that was reached.
 func (s *Session) tooManyRetries() error {
-	return fmt.Errorf("%w (%d timeouts in a row)", ErrTooManyRetries, s.retries)
+	return fmt.Errorf("%w (%d timeouts or NAKs in a row)", ErrTooManyRetries, s.retries)
 }
 
 // nextPacket returns the next packet in sequence, acknowledging data

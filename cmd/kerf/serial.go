@@ -172,6 +172,8 @@ func serialCommand() *cli.Command {
 				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialServerFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir) error {
+						// A line outlives its clients; stdio ends with its client.
+						s.SetKeepServing(!c.Bool("stdio"))
 						return s.Serve(c.Context, store)
 					})
 				}),

@@ -1,0 +1,100 @@
+package kermit_test
+
+import (
+	"bufio"
+	"context"
+	"testing"
+	"time"
+
+	"kerf/framing"
+	"kerf/kermit"
+)
+
+// readPacket reads one packet (up to its CR) from r, with check type 1
+// or, failing that, 3 (a sender probing for FORCE-3 alternates them).
+func readPacket(t *testing.T, r *bufio.Reader) framing.Packet {
+	t.Helper()
+	for {
+		line, err := r.ReadBytes('\r')
+		if err != nil {
+			t.Fatalf("reading the sender: %v", err)
+		}
+		for _, chk := range []framing.CheckType{1, 3} {
+			if p, _, err := (framing.Frame{Check: chk}).ParsePacket(line); err == nil {
+				return p
+			}
+		}
+	}
+}
+
+// Without windows a NAK for the next packet means the last one arrived,
+// but not for a Send-Init: its ACK carries the receiver's parameters.
+// A sender that took the NAK for it went on with defaults the receiver
+// did not use (a lost ACK of S; then every "~" was read as a repeat
+// count, and the file came out wrong with both sides content). The S
+// must be sent again instead.
+func TestNAKAfterSendInitIsNoACK(t *testing.T) {
+	a, b := link(t, 0, 1)
+	cfg := kermit.DefaultConfig()
+	cfg.Timeout = 30 * time.Second // so that only the NAK can make it resend
+	snd := kermit.NewSession(a, cfg)
+	defer snd.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go snd.Send(ctx, writeFiles(t, t.TempDir(), []testFile{{"x.bin", []byte("x~~~~~~~~~~y")}}))
+
+	r := bufio.NewReader(b)
+	if p := readPacket(t, r); p.Type != 'S' || p.Seq != 0 {
+		t.Fatalf("first packet %c/%d, want S/0", p.Type, p.Seq)
+	}
+	nak, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 1, Type: 'N'})
+	if _, err := b.Write(append(nak, '\r')); err != nil {
+		t.Fatal(err)
+	}
+	if p := readPacket(t, r); p.Type != 'S' || p.Seq != 0 {
+		t.Fatalf("after a NAK for packet 1 the sender sent %c/%d; want the S again", p.Type, p.Seq)
+	}
+	b.Close()
+}
+
+// Without windows, an ACK for the packet before the one in flight means
+// the peer got a damaged copy of that one (G-Kermit answers damage so):
+// the sender resends at once instead of waiting out its timeout.
+func TestRepeatedACKIsNAKWithoutWindows(t *testing.T) {
+	a, b := link(t, 0, 1)
+	cfg := kermit.DefaultConfig()
+	cfg.Timeout = 30 * time.Second // so that only the repeated ACK can make it resend
+	snd := kermit.NewSession(a, cfg)
+	defer snd.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go snd.Send(ctx, writeFiles(t, t.TempDir(), []testFile{{"x.bin", randomBytes(5000, 4)}}))
+
+	r := bufio.NewReader(b)
+	ack := func(seq int, data []byte) {
+		t.Helper()
+		p, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: seq, Type: 'Y', Data: data})
+		if _, err := b.Write(append(p, '\r')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := readPacket(t, r); p.Type != 'S' {
+		t.Fatalf("first packet %c, want S", p.Type)
+	}
+	ack(0, framing.DefaultParams().Marshal()) // window 1, check 1, no attributes
+	if p := readPacket(t, r); p.Type != 'F' || p.Seq != 1 {
+		t.Fatalf("got %c/%d, want F/1", p.Type, p.Seq)
+	}
+	ack(1, nil)
+	first := readPacket(t, r)
+	if first.Seq != 2 {
+		t.Fatalf("got %c/%d, want packet 2", first.Type, first.Seq)
+	}
+	time.Sleep(50 * time.Millisecond) // a round trip later, as a receiver's would be
+	ack(1, nil)                       // "packet 2 came damaged"
+	b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if p := readPacket(t, r); p.Seq != 2 || p.Type != first.Type {
+		t.Fatalf("after a repeated ACK of packet 1 the sender sent %c/%d; want packet 2 again", p.Type, p.Seq)
+	}
+	b.Close()
+}

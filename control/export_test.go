@@ -1,6 +1,11 @@
 package control
 
-import "kerf/datachan"
+import (
+	"net"
+	"time"
+
+	"kerf/datachan"
+)
 
 // SetBeforeDataDial lets a test act just before the client dials its
 // data connections, knowing their address and token.
@@ -10,3 +15,18 @@ func SetBeforeDataDial(c *ClientConfig, f func(addr string, tok datachan.Token))
 
 // ClassicRefusal is the E packet text for plain Kermit peers.
 const ClassicRefusal = classicRefusal
+
+// KillClient drops a client's connections abruptly, as a client process
+// that dies would: the control connection under its TLS, then its data
+// connections.
+func KillClient(c *Client) {
+	if tc, ok := c.conn.(interface{ NetConn() net.Conn }); ok {
+		tc.NetConn().Close()
+	} else {
+		c.conn.Close()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if c.dual != nil && c.dual.path != nil {
+		c.dual.path.Close()
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"kerf/control"
+	"kerf/filestore"
 	"kerf/framing"
 	"kerf/kermit"
 )
@@ -286,5 +287,35 @@ func TestTLSClientAgainstPlainKermit(t *testing.T) {
 	}
 	if b := <-got; bytes.Contains(b, []byte(testPass)) || bytes.Contains(b, []byte(testUser)) {
 		t.Error("the credentials went out in clear")
+	}
+}
+
+// A client that dies in the middle of a GET (its control and data
+// connections gone) ends its session on the server at once, freeing its
+// slot, instead of leaving it to the idle timeout. (Regression: the
+// engine's wait for the peer's reason after a data failure swallowed
+// the control link's end.)
+func TestDeadClientSessionEndsDuringGet(t *testing.T) {
+	root := t.TempDir()
+	f, err := os.Create(filepath.Join(root, "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(4 << 30) // sparse: reading it costs nothing
+	f.Close()
+	srv := startServer(t, root)
+	ctx := ctxT(t)
+	cl := dialT(t, ctx, clientConfig(srv, nil))
+	dst, _ := filestore.Open(t.TempDir())
+	dst.Sparse = true
+	go cl.Get(ctx, "big.bin", false, dst)
+	time.Sleep(700 * time.Millisecond) // well into the 4 GiB
+	control.KillClient(cl)
+	start := time.Now()
+	for srv.Sessions() > 0 && time.Since(start) < 8*time.Second {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := srv.Sessions(); n > 0 {
+		t.Errorf("the server still has %d session(s) %v after the client died", n, time.Since(start))
 	}
 }

@@ -597,6 +597,19 @@ func (in *incoming) release() {
 
 func (in *incoming) Name() string { return in.final }
 
+// Saved reports whether the received file rel is under its final name,
+// with no temporary file of it left (kermit's savedChecker): after a
+// batch whose flush failed, the files it did rename are safe.
+func (d *Dir) Saved(rel string) bool {
+	fi, err := d.root.Lstat(rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	dir, base := path.Split(rel)
+	_, err = d.root.Lstat(path.Join(dir, tempName(base)))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // Existing reports the file already under the final name, if it is a
 // regular file (kermit.ExistingFile): a resume skips one that matches.
 func (in *incoming) Existing() (int64, time.Time, bool) {
@@ -1431,14 +1444,16 @@ func (d *Dir) Remove(name string) error {
 // holds its lock.
 func (d *Dir) removePart(name string) error {
 	dir, base := path.Split(name)
-	// Resolve the name the partial stands for, which CleanName takes,
-	// then put the partial's own name back beside it.
-	orig := base[1 : len(base)-len(PartSuffix)]
-	rel, err := d.resolve(dir + orig)
+	// The directory resolves as any name does (CleanName refuses the
+	// partial's own name); the partial's name goes beside it.
+	rdir, err := d.resolve(strings.TrimSuffix(dir, "/"))
+	if dir == "/" {
+		rdir, err = ".", nil
+	}
 	if err != nil {
 		return err
 	}
-	rel = path.Join(path.Dir(rel), base)
+	rel := path.Join(rdir, base)
 	f, err := d.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)

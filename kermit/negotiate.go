@@ -11,6 +11,12 @@ import (
 // on a clean link skip control prefixing almost entirely.
 const capas2RawOK = 4
 
+// capas2SkipWhole is a kerf bit in the second CAPAS byte: "asked to
+// recover a file I already have whole, I answer N= (already there), and
+// as a sender I take N= so" (protocol.md §6). Only a peer that sets it
+// gets N=: to any other a refusal is a file not transferred.
+const capas2SkipWhole = 8
+
 // negotiated is what both sides agreed in the Send-Init exchange.
 type negotiated struct {
 	check     framing.CheckType
@@ -22,6 +28,7 @@ type negotiated struct {
 	streaming bool
 	dual      bool
 	peerKerf  bool
+	skipWhole bool            // both take N= (already there) for a resumed file
 	out       framing.Quoting // how we encode what we send
 	in        framing.Quoting // how we decode what we receive
 	timeout   time.Duration   // how long the peer wants us to wait for it
@@ -59,7 +66,7 @@ func myParams(cfg *Config, server bool) framing.Params {
 	if cfg.Attributes {
 		p.Capas |= framing.CapAttrs
 	}
-	p.Capas2 = capas2RawOK
+	p.Capas2 = capas2RawOK | capas2SkipWhole
 	if cfg.Dual != nil {
 		p.Capas2 |= framing.Cap2DualChannel
 	}
@@ -106,6 +113,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 		mine.WhatAmI&framing.WhatStreaming != 0 && peer.WhatAmI&framing.WhatStreaming != 0
 	n.dual = mine.Capas2&framing.Cap2DualChannel != 0 && peer.Capas2&framing.Cap2DualChannel != 0
 	n.peerKerf = peer.Capas2&capas2RawOK != 0
+	n.skipWhole = peer.Capas2&capas2SkipWhole != 0 && mine.Capas2&capas2SkipWhole != 0
 
 	// Longest packet we may send: the peer's receive limit, less the
 	// header, the check and a safety margin (C-Kermit 10 itself keeps 2).

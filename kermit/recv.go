@@ -159,7 +159,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		batch.BeginBatch()
 		defer func() {
 			if batch != nil {
-				s.saved(batch.EndBatch())
+				s.saved(batch, batch.EndBatch())
 			}
 		}()
 	}
@@ -275,9 +275,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if cur == nil {
 				return fmt.Errorf("%w: Z packet without F", ErrProtocol)
 			}
+			var path string
+			if cur.inc != nil {
+				path = cur.inc.Name()
+			}
 			err := s.finishFile(ctx, cur, p.Data)
 			if err != nil && !cur.refused && !cur.dir {
-				s.event(Event{Kind: FileFailed, Name: cur.name, Err: err})
+				s.event(Event{Kind: FileFailed, Name: cur.name, Err: err, Path: path})
 			}
 			var reply []byte
 			if cur.dir && cur.why != nil {
@@ -296,8 +300,8 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		case 'B':
 			if batch != nil {
 				err := batch.EndBatch()
+				s.saved(batch, err)
 				batch = nil
-				s.saved(err)
 				if err != nil {
 					return fmt.Errorf("kermit: %w", err)
 				}
@@ -345,11 +349,11 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		if cur.text {
 			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil
 		}
-		if s.neg.peerKerf && s.alreadyThere(cur) {
+		if s.neg.skipWhole && s.alreadyThere(cur) {
 			// A resumed tree re-sends no file that arrived whole before.
 			cur.inc.Abort(false)
 			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
-			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere})
+			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
 			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
 		size, crc, err := cur.inc.Partial()
@@ -599,12 +603,21 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	return nil
 }
 
+// savedChecker is an optional extension of a groupBatcher: whether the
+// file it stored as name is durable under that name, after a batch
+// whose flush failed (for some file, not necessarily this one).
+type savedChecker interface {
+	Saved(name string) bool
+}
+
 // saved reports the files of a batch as durable (FileSaved), or, when
-// its flush failed (err), as failed.
-func (s *Session) saved(err error) {
+// its flush failed (err), as failed, except those the store can tell
+// were saved all the same.
+func (s *Session) saved(batch groupBatcher, err error) {
+	sc, _ := batch.(savedChecker)
 	for _, e := range s.unsaved {
 		e.Kind = FileSaved
-		if err != nil {
+		if err != nil && (sc == nil || !sc.Saved(e.Path)) {
 			e.Kind, e.Err = FileFailed, err
 		}
 		s.event(e)

@@ -132,9 +132,7 @@ func (s *Session) event(e Event) {
 		// these kinds; FileProgress comes from the data path's too).
 		switch e.Kind {
 		case FileStart:
-			if !slices.Contains(s.sending, e.Name) { // (a restart after a bad partial)
-				s.sending = append(s.sending, e.Name)
-			}
+			s.sending = append(s.sending, e.Name)
 		case FileDone, FileSkipped, FileFailed:
 			if i := slices.Index(s.sending, e.Name); i >= 0 {
 				s.sending = slices.Delete(s.sending, i, i+1)
@@ -260,7 +258,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
 			return err
 		}
-		if resume && s.neg.peerKerf && strings.HasPrefix(reply.Reasons, reasonAlreadyThere) {
+		if resume && s.neg.skipWhole && strings.HasPrefix(reply.Reasons, reasonAlreadyThere) {
 			// Nothing to resume: the receiver has this file whole.
 			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size})
 			return nil
@@ -288,6 +286,10 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				saved := s.cfg.Resume
 				s.cfg.Resume = false
 				defer func() { s.cfg.Resume = saved }()
+				// The restart begins the file again (FileStart again).
+				if i := slices.Index(s.sending, f.Name); i >= 0 {
+					s.sending = slices.Delete(s.sending, i, i+1)
+				}
 				return s.sendFile(ctx, f)
 			}
 			prefixCRC = c

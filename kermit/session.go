@@ -234,7 +234,6 @@ func (s *Session) errorPacket(msg string) {
 	s.cfg.Log.Debug("sent E", "msg", msg)
 }
 
-// abort sends an E packet describing err and returns err.
 // lineTime is how long a line of speed bits per second takes to carry n
 // bytes (10 bits each: start, 8 data, stop).
 func lineTime(n, speed int) time.Duration {
@@ -259,7 +258,8 @@ func (s *Session) peerReason(ctx context.Context, err error) error {
 		select {
 		case p := <-s.c.in:
 			if p.err != nil {
-				return err
+				// The link ended too: that is what ends the session.
+				return fmt.Errorf("%w (%w)", err, p.err)
 			}
 			if !p.bad && p.Type == 'E' {
 				msg, _ := s.decodeString(p.Data)
@@ -273,6 +273,7 @@ func (s *Session) peerReason(ctx context.Context, err error) error {
 	}
 }
 
+// abort sends an E packet describing err and returns err.
 func (s *Session) abort(err error) error {
 	var pe *PeerError
 	if errors.As(err, &pe) {

@@ -70,7 +70,7 @@ func main() {
 // instead of cli's "Incorrect Usage" and the whole help on stdout.
 func onUsageError(c *cli.Context, err error, _ bool) error {
 	name := "kerf"
-	if c.Command != nil && c.Command.FullName() != "" {
+	if c.Command != nil && c.Command.FullName() != "" && c.Command.FullName() != c.App.Name {
 		name += " " + c.Command.FullName()
 	}
 	uerr := usageErr("%v (see %s --help)", err, name)

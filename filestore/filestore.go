@@ -1432,6 +1432,28 @@ func (d *Dir) Remove(name string) error {
 	if err != nil {
 		return err
 	}
+	if _, lerr := d.root.Lstat(rel); lerr != nil && strings.ContainsAny(path.Base(rel), "*?[") {
+		// A pattern (REMOTE DELETE *.bin, as C-Kermit's server takes
+		// it): every regular file of the directory it matches; a name
+		// that exists is taken literally, as GET takes it.
+		matched, err := d.glob(nil, rel)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, m := range matched {
+			if m.fi.Mode().IsRegular() {
+				if err := d.root.Remove(m.rel); err != nil {
+					return fmt.Errorf("filestore: %w", err)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("filestore: %s: no files match", rel)
+		}
+		return nil
+	}
 	if fi, err := d.root.Lstat(rel); err == nil && fi.IsDir() {
 		return fmt.Errorf("filestore: %s is a directory", rel)
 	}

@@ -236,3 +236,42 @@ func TestMatchThroughDirLink(t *testing.T) {
 		t.Errorf("Match(out/) left the tree: %q", fileNames(files))
 	}
 }
+
+// Remove takes a pattern as C-Kermit's REMOTE DELETE does: the regular
+// files it matches (never directories, never partial files), unless a
+// file has that very name; a pattern that matches nothing is an error.
+func TestRemovePattern(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a.bin", "b.bin", "keep.txt", "lit*.bin", "sub.bin/x", ".c.bin.kerf-part"} {
+		p := filepath.Join(dir, n)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Remove("lit*.bin"); err != nil {
+		t.Fatalf("Remove(lit*.bin) = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.bin")); err != nil {
+		t.Fatal("a literal name with a star removed other files")
+	}
+	if err := d.Remove("*.bin"); err != nil {
+		t.Fatalf("Remove(*.bin) = %v", err)
+	}
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if want := []string{".c.bin.kerf-part", "keep.txt", "sub.bin"}; !slices.Equal(left, want) {
+		t.Errorf("left %q, want %q", left, want)
+	}
+	if err := d.Remove("*.none"); err == nil {
+		t.Error("a pattern matching nothing removed nothing without an error")
+	}
+}

@@ -207,8 +207,10 @@ func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerd
 		}
 	}
 	if errors.Is(err, framing.ErrIncomplete) {
-		// (Never with a second MARK in buf: ParsePacket calls that
-		// damage, since it means the header was garbled.)
+		// (ParsePacket calls a second MARK inside damage, since it
+		// means the header was garbled. While detecting parity a
+		// parity-marked one, 0x81, is not seen so until the packet is
+		// whole; detection ends with the first Send-Init.)
 		return inPacket{}, 0, scanMore
 	}
 	if err != nil {

@@ -577,10 +577,12 @@ func TestGetGoesOnPastMissingNames(t *testing.T) {
 	sameFile(t, filepath.Join(root, "a.txt"), filepath.Join(local, "a.txt"))
 	sameFile(t, filepath.Join(root, "b.txt"), filepath.Join(local, "b.txt"))
 
-	// One name alone that is missing is an error of the whole get.
-	if r := run(t, srv, local, nil, "get", target(srv.addr, "missing.txt"), "."); r.code != 4 || !strings.Contains(r.stderr, "missing.txt") {
+	// One name alone that is missing is an error of the whole get, and
+	// the directory made for it does not stay behind.
+	if r := run(t, srv, local, nil, "get", target(srv.addr, "missing.txt"), "newdir"); r.code != 4 || !strings.Contains(r.stderr, "missing.txt") {
 		t.Errorf("want exit 4 naming missing.txt:\n%s", r)
 	}
+	noFile(t, filepath.Join(local, "newdir"))
 
 	all := t.TempDir()
 	mustRun(t, srv, all, nil, "get", "-r", srv.addr+"/", ".")

@@ -1425,7 +1425,11 @@ func (d *Dir) Remove(name string) error {
 	if err := d.writable("delete"); err != nil {
 		return err
 	}
-	if base := path.Base(name); isPartName(base) && !strings.HasSuffix(name, "/") {
+	if strings.HasSuffix(name, "/") && name != "/" {
+		// "f/" names a directory, as for rm(1): never the file f.
+		return fmt.Errorf("filestore: %s: not a file (a name ending in / is a directory)", name)
+	}
+	if base := path.Base(name); isPartName(base) {
 		return d.removePart(name)
 	}
 	rel, err := d.resolve(name)

@@ -274,4 +274,7 @@ func TestRemovePattern(t *testing.T) {
 	if err := d.Remove("*.none"); err == nil {
 		t.Error("a pattern matching nothing removed nothing without an error")
 	}
+	if err := d.Remove("keep.txt/"); err == nil {
+		t.Error("Remove(keep.txt/) removed the file, as if the slash were not there")
+	}
 }

@@ -585,9 +585,20 @@ func getCommand() *cli.Command {
 				addr = ad
 				specs = append(specs, rp)
 			}
-			store, err := filestore.Open(args[len(args)-1])
+			dest := args[len(args)-1]
+			_, statErr := os.Stat(dest)
+			store, err := filestore.Open(dest)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			if statErr != nil {
+				// Made for this get: a get that fails leaves no empty
+				// directory behind (os.Remove takes only an empty one).
+				defer func() {
+					if err != nil {
+						os.Remove(dest)
+					}
+				}()
 			}
 			defer store.Close()
 			store.Sparse = c.Bool("sparse")
@@ -599,7 +610,8 @@ func getCommand() *cli.Command {
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
-			return rep.end(err, true)
+			err = rep.end(err, true)
+			return err
 		}),
 	}
 }

@@ -66,8 +66,9 @@ type Config struct {
 	// measured round trip. MinTimeout bounds it from below.
 	Timeout    time.Duration
 	MinTimeout time.Duration
-	// MaxRetries is how many consecutive timeouts without any progress
-	// end the transfer (the next one does).
+	// MaxRetries is how many consecutive timeouts (or NAKs that make a
+	// packet whose ACK carries data go again) without any progress end
+	// the transfer (the next one does).
 	MaxRetries int
 	// IdleTimeout ends a streaming or server session that hears nothing
 	// for this long (0 = never).

@@ -63,7 +63,9 @@ func TestNAKAfterSendInitIsNoACK(t *testing.T) {
 func TestRepeatedACKIsNAKWithoutWindows(t *testing.T) {
 	a, b := link(t, 0, 1)
 	cfg := kermit.DefaultConfig()
-	cfg.Timeout = 30 * time.Second // so that only the repeated ACK can make it resend
+	// So that only the repeated ACK can make it resend: the measured round
+	// trip would otherwise bring the timer down to MinTimeout.
+	cfg.Timeout, cfg.MinTimeout = 30*time.Second, 30*time.Second
 	snd := kermit.NewSession(a, cfg)
 	defer snd.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

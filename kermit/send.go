@@ -126,6 +126,13 @@ type skipError struct{ err error }
 func (e *skipError) Error() string { return e.err.Error() }
 func (e *skipError) Unwrap() error { return e.err }
 
+// untrack takes one file named name off the list of files under way.
+func (s *Session) untrack(name string) {
+	if i := slices.Index(s.sending, name); i >= 0 {
+		s.sending = slices.Delete(s.sending, i, i+1)
+	}
+}
+
 func (s *Session) event(e Event) {
 	if e.Sending {
 		// Which files are under way (only the engine's goroutine sends
@@ -134,9 +141,7 @@ func (s *Session) event(e Event) {
 		case FileStart:
 			s.sending = append(s.sending, e.Name)
 		case FileDone, FileSkipped, FileFailed:
-			if i := slices.Index(s.sending, e.Name); i >= 0 {
-				s.sending = slices.Delete(s.sending, i, i+1)
-			}
+			s.untrack(e.Name)
 		}
 	}
 	if s.cfg.Events != nil {
@@ -286,10 +291,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				saved := s.cfg.Resume
 				s.cfg.Resume = false
 				defer func() { s.cfg.Resume = saved }()
-				// The restart begins the file again (FileStart again).
-				if i := slices.Index(s.sending, f.Name); i >= 0 {
-					s.sending = slices.Delete(s.sending, i, i+1)
-				}
+				s.untrack(f.Name) // the restart begins it again (FileStart)
 				return s.sendFile(ctx, f)
 			}
 			prefixCRC = c

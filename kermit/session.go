@@ -249,28 +249,21 @@ const peerReasonWait = 500 * time.Millisecond
 // its data connections as it says why, and "the server is shutting
 // down" tells the user more than "data connection lost".
 func (s *Session) peerReason(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return err
-	}
-	t := time.NewTimer(peerReasonWait)
-	defer t.Stop()
-	for {
-		select {
-		case p := <-s.c.in:
-			if p.err != nil {
-				// The link ended too: that is what ends the session.
-				return fmt.Errorf("%w (%w)", err, p.err)
-			}
-			if !p.bad && p.Type == 'E' {
-				msg, _ := s.decodeString(p.Data)
-				return fmt.Errorf("%w (%v)", &PeerError{Msg: msg}, err)
-			}
-		case <-t.C:
+	deadline := time.Now().Add(peerReasonWait)
+	for ctx.Err() == nil {
+		p, ok, rerr := s.read(ctx, max(time.Until(deadline), time.Nanosecond))
+		switch {
+		case rerr != nil && ctx.Err() == nil:
+			// The link ended too: that is what ends the session.
+			return fmt.Errorf("%w (%w)", err, rerr)
+		case !ok:
 			return err
-		case <-ctx.Done():
-			return err
+		case !p.bad && p.Type == 'E':
+			msg, _ := s.decodeString(p.Data)
+			return fmt.Errorf("%w (%v)", &PeerError{Msg: msg}, err)
 		}
 	}
+	return err
 }
 
 // abort sends an E packet describing err and returns err.

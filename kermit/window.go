@@ -271,7 +271,7 @@ func (s *Session) transmit(sl *slot) error {
 		if s.linkFree.Before(sl.sentAt) {
 			s.linkFree = sl.sentAt
 		}
-		s.linkFree = s.linkFree.Add(time.Duration(float64(len(sl.wire)) * 10 * float64(time.Second) / float64(s.cfg.LineSpeed)))
+		s.linkFree = s.linkFree.Add(lineTime(len(sl.wire), s.cfg.LineSpeed))
 		sl.expect = s.linkFree
 	}
 	s.stats.PacketsSent++
@@ -363,9 +363,8 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 			return nil
 		}
 		s.stats.Timeouts++
-		s.retries++
-		if s.retries > s.cfg.MaxRetries {
-			return s.tooManyRetries()
+		if err := s.retry(); err != nil {
+			return err
 		}
 		s.lastTimeout = time.Now()
 		s.rtt.backoff()
@@ -432,8 +431,8 @@ func (s *Session) handleReply(p inPacket) error {
 				}
 				// Counted as a retry: a peer that answers every copy with
 				// this NAK must not keep the exchange going for ever.
-				if s.retries++; s.retries > s.cfg.MaxRetries {
-					return s.tooManyRetries()
+				if err := s.retry(); err != nil {
+					return err
 				}
 				return s.retransmitLost(prev)
 			}
@@ -530,9 +529,13 @@ func (s *Session) nak(seq int) error {
 	return s.c.send(seq, 'N', nil)
 }
 
-// tooManyRetries is ErrTooManyRetries with the limit that was reached.
-func (s *Session) tooManyRetries() error {
-	return fmt.Errorf("%w (%d timeouts or NAKs in a row)", ErrTooManyRetries, s.retries)
+// retry counts one more try without progress (a timeout, or a NAK that
+// makes a packet go again), failing past MaxRetries.
+func (s *Session) retry() error {
+	if s.retries++; s.retries > s.cfg.MaxRetries {
+		return fmt.Errorf("%w (%d timeouts or NAKs in a row)", ErrTooManyRetries, s.retries)
+	}
+	return nil
 }
 
 // nextPacket returns the next packet in sequence, acknowledging data
@@ -556,9 +559,8 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		}
 		if !ok {
 			s.stats.Timeouts++
-			s.retries++
-			if s.retries > s.cfg.MaxRetries {
-				return framing.Packet{}, s.tooManyRetries()
+			if err := s.retry(); err != nil {
+				return framing.Packet{}, err
 			}
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: timed out on a reliable link", ErrProtocol)

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -299,11 +298,18 @@ func (h *dirHandle) regularOrAbsent(d *Dir, name string) bool {
 	if plainName(name) != nil {
 		return false
 	}
+	st, err := h.lstat(d, name)
+	return err != nil || st.Mode&unix.S_IFMT == unix.S_IFREG
+}
+
+// lstat is fstatat of name (one plain element, not followed if a
+// symlink) in this directory.
+func (h *dirHandle) lstat(d *Dir, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	err := h.atDir(d, func(dirfd int) error {
 		return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	})
-	return err != nil || st.Mode&unix.S_IFMT == unix.S_IFREG
+	return st, err
 }
 
 // chtimes sets the access and modification times of name (not following
@@ -398,7 +404,7 @@ func CleanName(name string) (string, error) {
 		return "", fmt.Errorf("%w: empty", ErrUnsafeName)
 	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\\' {
+		if isControl(r) || r == '\\' {
 			return "", fmt.Errorf("%w: %q contains a control character or backslash", ErrUnsafeName, name)
 		}
 	}
@@ -613,10 +619,7 @@ func (d *Dir) Saved(rel string) bool {
 // Existing reports the file already under the final name, if it is a
 // regular file (kermit.ExistingFile): a resume skips one that matches.
 func (in *incoming) Existing() (int64, time.Time, bool) {
-	var st unix.Stat_t
-	err := in.h.atDir(in.d, func(dirfd int) error {
-		return unix.Fstatat(dirfd, in.base, &st, unix.AT_SYMLINK_NOFOLLOW)
-	})
+	st, err := in.h.lstat(in.d, in.base)
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return 0, time.Time{}, false
 	}
@@ -1105,7 +1108,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		if err != nil {
 			// A directory that could not be read (WalkDir goes on with
 			// any entries it did read).
-			out = append(out, unreadable(name(p), err))
+			out = append(out, unreadable(name(p), fmt.Errorf("filestore: %w", err)))
 			return nil
 		}
 		if e.IsDir() {
@@ -1136,7 +1139,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		if err != nil {
 			// A link that leads nowhere or out of the tree was meant to
 			// be a file: the client hears of it (announceUnsent).
-			out = append(out, unreadable(name(p), err))
+			out = append(out, unreadable(name(p), fmt.Errorf("filestore: %w", err)))
 			return nil
 		}
 		out = append(out, d.outgoing(p, name(p), info, !e.Type().IsRegular()))
@@ -1145,11 +1148,9 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 	return out
 }
 
-// unreadable is an entry of a recursive GET that could not be read.
+// unreadable is an entry of a GET that could not be read, for err
+// (already saying "filestore:").
 func unreadable(name string, err error) kermit.OutgoingFile {
-	if !strings.HasPrefix(err.Error(), "filestore: ") {
-		err = fmt.Errorf("filestore: %w", err)
-	}
 	return kermit.OutgoingFile{
 		Name: name, Size: -1,
 		Open: func() (kermit.FileReader, error) { return nil, err },
@@ -1266,31 +1267,18 @@ func SplitSpec(spec string) []string {
 // List describes the entries matching spec (a directory or a pattern),
 // one per line: type and permissions, size, modification time, name.
 func (d *Dir) List(spec string) (string, error) {
-	rel, err := d.resolve(spec)
+	if strings.TrimSpace(spec) == "" {
+		spec = "."
+	}
+	// Names and patterns as for GET (braces, "link/" and all); one name
+	// that is a directory lists what it holds.
+	names, err := d.specNames(spec)
 	if err != nil {
 		return "", err
 	}
 	var ents []fs.FileInfo
-	fi, err := d.root.Lstat(rel)
-	if names := SplitSpec(spec); err != nil && len(names) == 1 && names[0] != spec {
-		// One name in braces ("{dir with space}", as kerf ls sends a
-		// name with a space) is that name, as if unquoted.
-		if rel1, err1 := d.resolve(names[0]); err1 == nil {
-			if fi1, err1 := d.root.Lstat(rel1); err1 == nil {
-				spec, rel, fi, err = names[0], rel1, fi1, nil
-			}
-		}
-	}
-	if err == nil && fi.Mode()&fs.ModeSymlink != 0 && strings.HasSuffix(spec, "/") {
-		// "link/" means the directory the link leads to, as for ls(1);
-		// os.Root follows it only within the tree.
-		if tfi, terr := d.root.Stat(rel); terr == nil && tfi.IsDir() {
-			fi = tfi
-		}
-	}
-	switch {
-	case err == nil && fi.IsDir():
-		des, err := fs.ReadDir(d.root.FS(), rel)
+	if len(names) == 1 && names[0].err == nil && !names[0].pattern && names[0].fi.IsDir() {
+		des, err := fs.ReadDir(d.root.FS(), names[0].rel)
 		if err != nil {
 			return "", fmt.Errorf("filestore: %w", err)
 		}
@@ -1301,14 +1289,7 @@ func (d *Dir) List(spec string) (string, error) {
 				ents = append(ents, info)
 			}
 		}
-	case err == nil:
-		ents = append(ents, fi)
-	default:
-		// Not one entry: names and patterns as for GET, directories too.
-		names, serr := d.specNames(spec)
-		if serr != nil {
-			return "", serr
-		}
+	} else {
 		for _, n := range names {
 			if n.err != nil {
 				return "", n.err
@@ -1436,7 +1417,8 @@ func (d *Dir) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	if _, lerr := d.root.Lstat(rel); lerr != nil && strings.ContainsAny(path.Base(rel), "*?[") {
+	fi, lerr := d.root.Lstat(rel)
+	if lerr != nil && strings.ContainsAny(path.Base(rel), "*?[") {
 		// A pattern (REMOTE DELETE *.bin, as C-Kermit's server takes
 		// it): every regular file of the directory it matches; a name
 		// that exists is taken literally, as GET takes it.
@@ -1458,7 +1440,7 @@ func (d *Dir) Remove(name string) error {
 		}
 		return nil
 	}
-	if fi, err := d.root.Lstat(rel); err == nil && fi.IsDir() {
+	if lerr == nil && fi.IsDir() {
 		return fmt.Errorf("filestore: %s is a directory", rel)
 	}
 	return d.root.Remove(rel)
@@ -1469,18 +1451,14 @@ func (d *Dir) Remove(name string) error {
 // the server), unless a session is receiving into it now: that session
 // holds its lock.
 func (d *Dir) removePart(name string) error {
-	dir, base := path.Split(name)
 	// The directory resolves as any name does (CleanName refuses the
 	// partial's own name); the partial's name goes beside it.
-	rdir, err := d.resolve(strings.TrimSuffix(dir, "/"))
-	if dir == "/" {
-		rdir, err = ".", nil
-	}
+	rdir, err := d.resolve(path.Dir(name))
 	if err != nil {
 		return err
 	}
-	rel := path.Join(rdir, base)
-	f, err := d.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	rel := path.Join(rdir, path.Base(name))
+	f, err := d.root.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
@@ -1488,11 +1466,10 @@ func (d *Dir) removePart(name string) error {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return fmt.Errorf("filestore: %s is not a partial file", rel)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return fmt.Errorf("%w: %s", ErrBusy, rel)
-		}
+	if ok, err := flockNB(int(f.Fd())); err != nil {
 		return fmt.Errorf("filestore: locking %s: %w", rel, err)
+	} else if !ok {
+		return fmt.Errorf("%w: %s", ErrBusy, rel)
 	}
 	return d.root.Remove(rel)
 }

@@ -184,14 +184,7 @@ func TestMatchRecursiveLinks(t *testing.T) {
 func dirLinkTree(t *testing.T) *filestore.Dir {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "rdir/sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"rdir/f", "rdir/sub/g"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	makeTree(t, dir, "rdir/f", "rdir/sub/g")
 	for link, to := range map[string]string{"l_dir": "rdir", "out": "/etc"} {
 		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
@@ -242,13 +235,7 @@ func TestMatchThroughDirLink(t *testing.T) {
 // file has that very name; a pattern that matches nothing is an error.
 func TestRemovePattern(t *testing.T) {
 	dir := t.TempDir()
-	for _, n := range []string{"a.bin", "b.bin", "keep.txt", "lit*.bin", "sub.bin/x", ".c.bin.kerf-part"} {
-		p := filepath.Join(dir, n)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	makeTree(t, dir, "a.bin", "b.bin", "keep.txt", "lit*.bin", "sub.bin/x", ".c.bin.kerf-part")
 	d, err := filestore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -273,6 +260,12 @@ func TestRemovePattern(t *testing.T) {
 	}
 	if err := d.Remove("*.none"); err == nil {
 		t.Error("a pattern matching nothing removed nothing without an error")
+	}
+	if err := d.Remove(".c*"); err == nil {
+		t.Error("a pattern only a partial file matches removed something")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".c.bin.kerf-part")); err != nil {
+		t.Error("a pattern removed a partial file")
 	}
 	if err := d.Remove("keep.txt/"); err == nil {
 		t.Error("Remove(keep.txt/) removed the file, as if the slash were not there")

@@ -134,14 +134,21 @@ func (t *tempFile) close() error {
 // write the same temporary file. It reports false if another holder has
 // it. The lock ends when the descriptor is closed.
 func (t *tempFile) lock() (bool, error) {
-	err := ignoringEINTR(func() error { return unix.Flock(t.fd, unix.LOCK_EX|unix.LOCK_NB) })
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return false, nil
-	}
+	ok, err := flockNB(t.fd)
 	if err != nil {
 		return false, t.err("flock", err)
 	}
-	return true, nil
+	return ok, nil
+}
+
+// flockNB takes an exclusive flock on fd without waiting; false: another
+// holder has it.
+func flockNB(fd int) (bool, error) {
+	err := ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func ignoringEINTR(f func() error) error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,8 +309,21 @@ func TestDeadClientSessionEndsDuringGet(t *testing.T) {
 	cl := dialT(t, ctx, clientConfig(srv, nil))
 	dst, _ := filestore.Open(t.TempDir())
 	dst.Sparse = true
-	go cl.Get(ctx, "big.bin", false, dst)
-	time.Sleep(700 * time.Millisecond) // well into the 4 GiB
+	// Killed once the file's data is flowing (not while logging in).
+	flowing := make(chan struct{})
+	var once sync.Once
+	cl.Session().SetEvents(func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress {
+			once.Do(func() { close(flowing) })
+		}
+	})
+	got := make(chan error, 1)
+	go func() { got <- cl.Get(ctx, "big.bin", false, dst) }()
+	select {
+	case <-flowing:
+	case err := <-got:
+		t.Fatalf("the GET ended before the client was killed: %v", err)
+	}
 	control.KillClient(cl)
 	start := time.Now()
 	for srv.Sessions() > 0 && time.Since(start) < 8*time.Second {

@@ -45,6 +45,8 @@ func TestXferLogRecordEvents(t *testing.T) {
 		// Received: verified is not yet logged, saved is, under its path.
 		{Kind: kermit.FileDone, Name: "d.bin", Bytes: 7, Path: "in/d.bin"},
 		{Kind: kermit.FileSaved, Name: "d.bin", Bytes: 7, Path: "in/d.bin"},
+		// A resume found it whole: nothing moved, no line.
+		{Kind: kermit.FileSkipped, Name: "w", Err: kermit.ErrAlreadyThere},
 	}
 	for _, e := range events {
 		if err := l.Record(e, "2001:db8::1", ""); err != nil {

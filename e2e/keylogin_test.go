@@ -96,7 +96,7 @@ func runWithKey(t *testing.T, srv *server, dir, identity, sub string, args ...st
 // not make it (a typing error, or a file system not mounted, must not
 // become a tree on the disk beneath); kerf user add warns.
 func TestMissingRootIsNotMade(t *testing.T) {
-	if !features.keyLogin {
+	if !features.keyLogin || !features.serveState {
 		t.Skip("this kerf has no public-key login (kerf key, --identity)")
 	}
 	root, local, base := t.TempDir(), t.TempDir(), t.TempDir()

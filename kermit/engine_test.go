@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand"
 	"net"
 	"os"
@@ -540,6 +541,8 @@ func TestServerOutlivesAVanishedClient(t *testing.T) {
 	scfg.Timeout = 300 * time.Millisecond
 	scfg.MaxRetries = 2
 	scfg.KeepServing = true
+	abandoned := make(chan struct{}, 1)
+	scfg.Log = slog.New(&onMessage{msg: "server command abandoned; waiting for the next", hit: abandoned})
 	fsys, _ := filestore.Open(root)
 	srv := kermit.NewSession(b, scfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -569,16 +572,39 @@ func TestServerOutlivesAVanishedClient(t *testing.T) {
 	select {
 	case err := <-served:
 		t.Fatalf("the server ended: %v", err)
-	case <-time.After(3 * time.Second):
+	case <-abandoned:
+	case <-ctx.Done():
+		t.Fatal("the server never gave the GET up")
 	}
 	drain(a)
 	c2 := kermit.NewSession(a, kermit.DefaultConfig())
 	store2, _ := filestore.Open(dst)
-	if err := c2.Get(ctx, "small.txt", false, store2); err != nil {
+	c2ctx, c2cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer c2cancel()
+	if err := c2.Get(c2ctx, "small.txt", false, store2); err != nil {
 		t.Fatalf("second client: %v", err)
 	}
 	checkFiles(t, dst, []testFile{{"small.txt", []byte("small")}})
 }
+
+// onMessage is a slog handler that signals hit when msg is logged.
+type onMessage struct {
+	msg string
+	hit chan struct{}
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.hit <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onMessage) WithGroup(string) slog.Handler      { return h }
 
 // silenced is a connection that stops passing anything once stopped.
 type silenced struct {

@@ -215,7 +215,7 @@ func (rw *recordWriter) flush() error {
 	return err
 }
 
-// end sends the end record, once.
+// endLocked sends the end record, once; the caller holds the lock.
 func (rw *recordWriter) endLocked() error {
 	if rw.err != nil || rw.done {
 		return rw.err

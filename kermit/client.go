@@ -56,11 +56,7 @@ func (s *Session) Generic(ctx context.Context, cmd byte, args ...string) (string
 	if err := s.initServer(ctx); err != nil {
 		return "", s.abort(err)
 	}
-	grouped := make([]string, len(args))
-	for i, a := range args {
-		grouped[i] = groupArg(a)
-	}
-	sl, err := s.request(ctx, 'G', encodeGenericArgs(cmd, grouped))
+	sl, err := s.request(ctx, 'G', encodeGenericArgs(cmd, args))
 	if err != nil {
 		return "", s.abort(err)
 	}

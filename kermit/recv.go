@@ -47,10 +47,10 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	mine.Force3 = s.c.force3.Load()
 	if s.cfg.MaxPacket == 0 && peer.Capas2&capas2RawOK == 0 {
 		mine.MaxLenX = classicMaxPacket
-		if s.cfg.LineSpeed > 0 && peer.Capas&framing.CapWindows != 0 && peer.Window > 1 {
-			mine.MaxLenX = classicSerialMaxPacket
-		}
 		if s.cfg.LineSpeed > 0 {
+			if peer.Capas&framing.CapWindows != 0 && peer.Window > 1 {
+				mine.MaxLenX = classicSerialMaxPacket
+			}
 			// At most about a second of the line a packet: a slow line
 			// then turns round often enough for timers of seconds, and a
 			// damaged packet costs a second, not half a minute (4000

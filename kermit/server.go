@@ -171,6 +171,8 @@ func (s *Session) serveSend(ctx context.Context, seq int, files []OutgoingFile) 
 // writes tochar(0) and a two-character length, tochar(n/95) tochar(n%95),
 // as long packets do. Classic Kermits never send an empty argument
 // followed by more, so the form is unambiguous between kerf peers.
+// parseGenericArgs reads the length-prefixed arguments of a REMOTE
+// command, without their grouping braces (ungroupArg).
 func parseGenericArgs(b []byte) []string {
 	var args []string
 	for len(b) > 0 {
@@ -181,10 +183,10 @@ func parseGenericArgs(b []byte) []string {
 			hdr = 3
 		}
 		if n < 0 || hdr+n > len(b) {
-			args = append(args, string(b[1:]))
+			args = append(args, ungroupArg(string(b[1:])))
 			break
 		}
-		args = append(args, string(b[hdr:hdr+n]))
+		args = append(args, ungroupArg(string(b[hdr:hdr+n])))
 		b = b[hdr+n:]
 	}
 	return args
@@ -210,9 +212,13 @@ func groupArg(a string) string {
 	return a
 }
 
+// encodeGenericArgs writes a REMOTE command and its arguments, each
+// length-prefixed and protected by groupArg, so parseGenericArgs gives
+// them back.
 func encodeGenericArgs(cmd byte, args []string) []byte {
 	b := []byte{cmd}
 	for _, a := range args {
+		a = groupArg(a)
 		if len(a) > 94 {
 			a = a[:min(len(a), framing.MaxLongLen)]
 			b = append(b, ' ', byte(32+len(a)/95), byte(32+len(a)%95))
@@ -230,9 +236,6 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		return fmt.Errorf("%w: bad generic command", ErrProtocol)
 	}
 	args := parseGenericArgs(raw[1:])
-	for i, a := range args {
-		args[i] = ungroupArg(a)
-	}
 	arg := func(i int) string {
 		if i < len(args) {
 			return args[i]

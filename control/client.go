@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -165,7 +164,8 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("control: login: no answer from %s within %v (is it a kerf server?)", addr, lt)
 			}
-			if cfg.Classic && strings.Contains(err.Error(), "reading link") {
+			var le *kermit.LinkError
+			if cfg.Classic && errors.As(err, &le) && le.Op == "reading" {
 				return nil, fmt.Errorf("control: login: the server closed the connection (a kerf server refuses plain Kermit unless started with --allow-classic; without --classic kerf uses TLS): %w", err)
 			}
 			return nil, fmt.Errorf("control: login: %w", err)

@@ -3,7 +3,6 @@ package kermit
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"math/bits"
 	"strings"
@@ -89,6 +88,16 @@ func newPktConn(rw io.ReadWriter, parity bool) *pktConn {
 	return c
 }
 
+// LinkError is a failure of the link itself (the connection or line),
+// not of the protocol on it: Op is "reading" or "writing".
+type LinkError struct {
+	Op  string
+	Err error
+}
+
+func (e *LinkError) Error() string { return "kermit: " + e.Op + " link: " + e.Err.Error() }
+func (e *LinkError) Unwrap() error { return e.Err }
+
 func (c *pktConn) stop() { c.stopOnce.Do(func() { close(c.done) }) }
 
 // readLoop scans the byte stream for packets. It frames by length, not
@@ -136,7 +145,7 @@ func (c *pktConn) readLoop() {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			c.deliver(inPacket{err: fmt.Errorf("kermit: reading link: %w", err)})
+			c.deliver(inPacket{err: &LinkError{Op: "reading", Err: err}})
 			return
 		}
 	}
@@ -367,7 +376,7 @@ func (c *pktConn) writeRaw(b []byte) error {
 		return c.flush()
 	}
 	if _, err := c.rw.Write(b); err != nil {
-		return fmt.Errorf("kermit: writing link: %w", err)
+		return &LinkError{Op: "writing", Err: err}
 	}
 	return nil
 }
@@ -387,7 +396,7 @@ func (c *pktConn) flush() error {
 	c.out = c.out[:0]
 	c.queued = 0
 	if err != nil {
-		return fmt.Errorf("kermit: writing link: %w", err)
+		return &LinkError{Op: "writing", Err: err}
 	}
 	return nil
 }

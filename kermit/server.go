@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"kerf/framing"
 )
@@ -30,7 +29,8 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			if isLinkError(err) {
-				if s.cfg.KeepServing && !strings.Contains(err.Error(), "reading link") {
+				var le *LinkError
+				if s.cfg.KeepServing && !(errors.As(err, &le) && le.Op == "reading") {
 					// The client vanished; the line is still there.
 					s.cfg.Log.Info("server command abandoned; waiting for the next", "err", err)
 					continue
@@ -87,8 +87,8 @@ func authorize(fsys ServerFS, cmd string) error {
 }
 
 func isLinkError(err error) bool {
-	return strings.Contains(err.Error(), "reading link") || strings.Contains(err.Error(), "writing link") ||
-		errors.Is(err, ErrTooManyRetries)
+	var le *LinkError
+	return errors.As(err, &le) || errors.Is(err, ErrTooManyRetries)
 }
 
 // serveOne handles one transaction (an optional I exchange, then one

@@ -339,6 +339,24 @@ func (f *sessionFS) ReceiveDir(name string) error {
 	return clearErr(d.ReceiveDir(name), name)
 }
 
+// MakeDir and SetDirAttrs keep the directories a client sends with their
+// attributes (kermit.DirAttrReceiver).
+func (f *sessionFS) MakeDir(name string, perm fs.FileMode, havePerm bool) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return clearErr(d.MakeDir(name, perm, havePerm), name)
+}
+
+func (f *sessionFS) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime time.Time) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return clearErr(d.SetDirAttrs(name, perm, havePerm, mtime), name)
+}
+
 func (f *sessionFS) Rmdir(name string) error {
 	d, err := f.named(name)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A recursive send and get carry empty directories, as scp -r and rsync
@@ -56,5 +57,67 @@ func TestEmptyDirectoryNotMadeIsReportedToSender(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "tree", "f.txt")); err != nil || string(b) != "f" {
 		t.Errorf("the tree's file: %q, %v", b, err)
+	}
+}
+
+// Directories keep their permissions and modification times both ways,
+// as rsync -a and scp -rp keep them: a private directory stays private,
+// a read-only one stays read-only with its files in it. Sending a
+// directory's contents ("tree/.") leaves the target directory as it was.
+func TestDirectoryAttributesTravel(t *testing.T) {
+	root, src, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	when := time.Date(2021, 6, 7, 8, 9, 10, 0, time.UTC)
+	dirs := []struct {
+		name string
+		mode os.FileMode
+	}{{"tree", 0o750}, {"tree/private", 0o700}, {"tree/ro", 0o555}, {"tree/empty", 0o711}}
+	for _, d := range dirs {
+		os.MkdirAll(filepath.Join(src, d.name), 0o755)
+		if d.name != "tree/empty" {
+			os.WriteFile(filepath.Join(src, d.name, "f"), []byte(d.name), 0o644)
+		}
+	}
+	// Modes and times last, from the deepest: making what is inside
+	// changes a directory's time.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		p := filepath.Join(src, dirs[i].name)
+		os.Chmod(p, dirs[i].mode)
+		os.Chtimes(p, when, when.Add(time.Duration(i)*time.Minute))
+	}
+	t.Cleanup(func() {
+		for _, top := range []string{src, root, back} {
+			os.Chmod(filepath.Join(top, "tree/ro"), 0o755)
+			os.Chmod(filepath.Join(top, "up/tree/ro"), 0o755)
+		}
+	})
+	check := func(side, top string) {
+		t.Helper()
+		for i, d := range dirs {
+			fi, err := os.Stat(filepath.Join(top, d.name))
+			if err != nil {
+				t.Errorf("%s: %v", side, err)
+				continue
+			}
+			if want := when.Add(time.Duration(i) * time.Minute); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
+				t.Errorf("%s: %s has mode %v, time %v; want %v, %v", side, d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(top, "tree/ro/f")); err != nil || string(b) != "tree/ro" {
+			t.Errorf("%s: tree/ro/f = %q, %v", side, b, err)
+		}
+	}
+	mustRun(t, srv, src, nil, "send", "-r", "tree", srv.addr)
+	check("sent", root)
+	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "tree"), back)
+	check("fetched", back)
+
+	os.MkdirAll(filepath.Join(root, "up"), 0o755)
+	mustRun(t, srv, src, nil, "send", "-r", filepath.Join(src, "tree")+"/.", target(srv.addr, "up"))
+	if fi, err := os.Stat(filepath.Join(root, "up")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the target of tree/. : %v, %v; want it left 0755", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "up/private")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("up/private after tree/. : %v; want 0700", err)
 	}
 }

@@ -1104,17 +1104,32 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		}
 		return strings.TrimPrefix(p, parent+"/")
 	}
+	var dirs []int              // out's directory entries, parents first
+	filled := map[string]bool{} // directories with something sent under them
+	fillParents := func(n string) {
+		for dir := path.Dir(n); dir != "." && dir != "/" && !filled[dir]; dir = path.Dir(dir) {
+			filled[dir] = true
+		}
+	}
 	fs.WalkDir(d.root.FS(), top, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			// A directory that could not be read (WalkDir goes on with
-			// any entries it did read).
+			// any entries it did read): reported, not made empty.
 			out = append(out, unreadable(name(p), fmt.Errorf("filestore: %w", err)))
+			filled[name(p)] = true
+			fillParents(name(p))
 			return nil
 		}
 		if e.IsDir() {
-			// An empty directory goes too (kermit.OutgoingFile.Dir).
-			if f, err := d.root.Open(p); err == nil && IsEmptyDir(f) {
-				out = append(out, kermit.OutgoingFile{Name: name(p), Dir: true})
+			// Every directory goes, before what is in it, with its
+			// details (kermit.OutgoingFile.Dir); not the top of a
+			// "." (its contents).
+			if n := name(p); n != "." {
+				if info, err := e.Info(); err == nil {
+					dirs = append(dirs, len(out))
+					out = append(out, kermit.OutgoingFile{Name: n, Dir: true,
+						ModTime: info.ModTime(), Mode: info.Mode().Perm(), ModeKnown: true})
+				}
 			}
 			return nil
 		}
@@ -1136,6 +1151,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			// warns of its own).
 			return nil
 		}
+		fillParents(name(p))
 		if err != nil {
 			// A link that leads nowhere or out of the tree was meant to
 			// be a file: the client hears of it (announceUnsent).
@@ -1145,6 +1161,18 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		out = append(out, d.outgoing(p, name(p), info, !e.Type().IsRegular()))
 		return nil
 	})
+	// As the sending client decides (walkTree): from the deepest, a
+	// directory with nothing sent under it goes to every kerf peer, and
+	// so fills its parent; the others only to peers that keep
+	// directories' attributes.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if n := out[dirs[i]].Name; !filled[n] {
+			fillParents(n)
+		}
+	}
+	for _, i := range dirs {
+		out[i].Filled = filled[out[i].Name]
+	}
 	return out
 }
 
@@ -1225,15 +1253,6 @@ func (d *Dir) openMatched(rel string, fi fs.FileInfo) (*os.File, error) {
 func isMatched(f *os.File, fi fs.FileInfo) bool {
 	st, err := f.Stat()
 	return err == nil && os.SameFile(fi, st)
-}
-
-// IsEmptyDir reports whether the open directory f has no entries, reading
-// at most one, and closes f. (Empty directories travel as entries of
-// their own: kermit.OutgoingFile.Dir.)
-func IsEmptyDir(f *os.File) bool {
-	defer f.Close()
-	_, err := f.Readdirnames(1)
-	return err == io.EOF
 }
 
 // SplitSpec splits a Kermit filespec at spaces, honouring {braces}.
@@ -1481,6 +1500,71 @@ func (d *Dir) ReceiveDir(name string) error {
 		return nil
 	}
 	return d.Mkdir(name)
+}
+
+// MakeDir creates a directory a kerf peer sent with its attributes
+// (kermit.DirAttrReceiver), and its parents, when missing: with perm and
+// owner rwx, so that nothing the sender keeps private is open to others
+// while the group arrives and its files can go in; SetDirAttrs gives the
+// exact permissions at the group's end. Nothing in a flat store.
+func (d *Dir) MakeDir(name string, perm fs.FileMode, havePerm bool) error {
+	if d.Flat {
+		return nil
+	}
+	if err := d.writable("mkdir"); err != nil {
+		return err
+	}
+	rel, err := d.resolve(name)
+	if err != nil {
+		return err
+	}
+	mode := fs.FileMode(0o755)
+	if havePerm {
+		mode = perm&fs.ModePerm | 0o700
+	}
+	return d.root.MkdirAll(rel, mode)
+}
+
+// SetDirAttrs gives a received directory its permissions (if havePerm)
+// and modification time (if not zero), as the sender has them
+// (kermit.DirAttrReceiver). It changes only a directory inside the tree
+// and not the tree's top or the current directory's own name (".");
+// a symbolic link is refused, not followed.
+func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime time.Time) error {
+	if d.Flat {
+		return nil
+	}
+	if err := d.writable("set attributes of"); err != nil {
+		return err
+	}
+	if path.Clean(strings.ReplaceAll(name, "\\", "/")) == "." {
+		return nil
+	}
+	rel, err := d.resolve(name)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return nil
+	}
+	fi, err := d.root.Lstat(rel)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("filestore: %s is not a directory", rel)
+	}
+	if havePerm {
+		if err := d.root.Chmod(rel, perm&fs.ModePerm); err != nil {
+			return fmt.Errorf("filestore: %w", err)
+		}
+	}
+	if !mtime.IsZero() {
+		if err := d.root.Chtimes(rel, mtime, mtime); err != nil {
+			return fmt.Errorf("filestore: %w", err)
+		}
+	}
+	return nil
 }
 
 // Mkdir creates a directory (and its parents).

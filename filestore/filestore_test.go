@@ -147,7 +147,7 @@ func TestMatchSpecs(t *testing.T) {
 		{"a.txt c.bin", false, 2},
 		{"{with space.txt} a.txt", false, 2},
 		{"with space.txt", false, 1},
-		{"d", true, 1},
+		{"d", true, 2}, // the directory d and its file
 		{"nothing*", false, 0},
 	}
 	for _, c := range cases {

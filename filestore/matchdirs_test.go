@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"kerf/filestore"
 	"kerf/kermit"
@@ -33,10 +34,15 @@ func makeTree(t *testing.T, root string, names ...string) {
 	}
 }
 
+// fileNames names the files and the empty directories of files, sorted:
+// the directories with files in them, which a recursive match also
+// lists (kermit.OutgoingFile.Filled), are left out.
 func fileNames(files []kermit.OutgoingFile) []string {
 	var out []string
 	for _, f := range files {
-		out = append(out, f.Name)
+		if !f.Filled {
+			out = append(out, f.Name)
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -60,8 +66,8 @@ func TestMatchWildcardSkipsDirectories(t *testing.T) {
 		t.Errorf("Match(wc/*, recursive) = %q, %v; want %q", got, err, want)
 	}
 	for _, f := range files {
-		if f.Dir != (f.Name == "empty") {
-			t.Errorf("%s: Dir = %v (only the empty directory is one)", f.Name, f.Dir)
+		if f.Dir != (f.Name == "empty" || f.Name == "sub") || f.Filled != (f.Name == "sub") {
+			t.Errorf("%s: Dir = %v, Filled = %v (the directories are; only sub has files)", f.Name, f.Dir, f.Filled)
 		}
 	}
 	if _, err := d.Match("wc/sub", false); err == nil {
@@ -111,6 +117,9 @@ func TestMatchRecursiveUnreadable(t *testing.T) {
 	// file, as the platform's directory reading has it.
 	var opened, failed []string
 	for _, f := range files {
+		if f.Dir {
+			continue
+		}
 		r, err := f.Open()
 		if err != nil {
 			if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), f.Name) {
@@ -157,6 +166,9 @@ func TestMatchRecursiveLinks(t *testing.T) {
 		t.Fatalf("Match(t, recursive) = %q, %v; want %q", got, err, want)
 	}
 	for _, f := range files {
+		if f.Dir {
+			continue
+		}
 		r, err := f.Open()
 		switch f.Name {
 		case "t/dangling", "t/out":
@@ -269,5 +281,55 @@ func TestRemovePattern(t *testing.T) {
 	}
 	if err := d.Remove("keep.txt/"); err == nil {
 		t.Error("Remove(keep.txt/) removed the file, as if the slash were not there")
+	}
+}
+
+// SetDirAttrs changes a directory in the tree and nothing else: not the
+// tree's top or the current directory ("."), not what a symbolic link
+// leads to, not a file; a read-only Dir refuses.
+func TestSetDirAttrs(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "a/f", "b/")
+	os.Symlink("b", filepath.Join(root, "lb"))
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	when := time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := d.SetDirAttrs("a", 0o700, true, when); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "a")); fi.Mode().Perm() != 0o700 || !fi.ModTime().Equal(when) {
+		t.Errorf("a: %v %v; want 0700 %v", fi.Mode().Perm(), fi.ModTime(), when)
+	}
+	before, _ := os.Stat(root)
+	for _, name := range []string{".", "./", "a/.."} {
+		if err := d.SetDirAttrs(name, 0o700, true, when); err != nil {
+			t.Errorf("SetDirAttrs(%q): %v", name, err)
+		}
+	}
+	if fi, _ := os.Stat(root); fi.Mode() != before.Mode() || !fi.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the tree's top changed: %v %v", fi.Mode(), fi.ModTime())
+	}
+	if err := d.SetDirAttrs("lb", 0o700, true, when); err == nil {
+		t.Error("SetDirAttrs followed a symbolic link")
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "b")); fi.Mode().Perm() != 0o755 {
+		t.Errorf("b, behind the link: %v", fi.Mode().Perm())
+	}
+	if err := d.SetDirAttrs("a/f", 0o700, true, when); err == nil {
+		t.Error("SetDirAttrs changed a file")
+	}
+	if err := d.SetDirAttrs("../x", 0o700, true, when); err == nil {
+		t.Error("SetDirAttrs went above the tree")
+	}
+	// MakeDir keeps the owner's access while the group arrives.
+	if err := d.MakeDir("c/d", 0o500, true); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "c/d")); fi.Mode().Perm()&0o700 != 0o700 || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("MakeDir(c/d, 0500): %v; want owner rwx and no more than the 0500 asked for others", fi.Mode().Perm())
+	}
+	d.ReadOnly = true
+	if err := d.SetDirAttrs("b", 0o700, true, when); err == nil {
+		t.Error("a read-only Dir set attributes")
 	}
 }

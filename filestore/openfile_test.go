@@ -147,7 +147,10 @@ func TestOpenAfterDirectoryRenamed(t *testing.T) {
 	files, _ := d.Match("a", true)
 	os.Rename(filepath.Join(root, "a"), filepath.Join(root, "e"))
 	write("a/x", "fourth")
-	r, err := files[0].Open()
+	if len(files) != 2 || !files[0].Dir || files[1].Name != "a/x" {
+		t.Fatalf("Match(a, recursive) = %+v; want the directory a, then a/x", files)
+	}
+	r, err := files[1].Open()
 	if err != nil {
 		t.Fatal(err)
 	}

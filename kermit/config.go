@@ -86,6 +86,10 @@ type Config struct {
 	// write the line would not take) goes back to waiting for commands,
 	// as C-Kermit's server does; only the end of its input ends Serve.
 	KeepServing bool
+
+	// noDirAttrs leaves capas2DirAttrs out of this side's Send-Init, as
+	// a kerf from before it does (tests of that peer).
+	noDirAttrs bool
 }
 
 // DefaultConfig is the best classic Kermit this side can do; the peer's

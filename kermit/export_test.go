@@ -2,3 +2,7 @@ package kermit
 
 // AddParity is addParity, for the external tests (FuzzServe's seeds).
 var AddParity = addParity
+
+// WithoutDirAttrs makes cfg a kerf from before directory attributes
+// (capas2DirAttrs), for tests of that peer.
+func WithoutDirAttrs(cfg Config) Config { cfg.noDirAttrs = true; return cfg }

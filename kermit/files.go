@@ -21,10 +21,15 @@ type OutgoingFile struct {
 	Mode    fs.FileMode // permission bits; sent when non-zero or ModeKnown
 	// ModeKnown says Mode is the file's own, so that mode 000 is sent too.
 	ModeKnown bool
-	// Dir marks an empty directory of a recursive transfer: it has no
-	// data and no Open, and goes only to a kerf peer (see DirReceiver).
-	Dir  bool
-	Open func() (FileReader, error)
+	// Dir marks a directory of a recursive transfer, listed before what
+	// is in it: it has no data and no Open, and goes only to a kerf peer
+	// (see DirReceiver). ModTime, Mode and ModeKnown are its own.
+	Dir bool
+	// Filled: files go under this directory too, which makes it on any
+	// receiver; its entry goes only to a peer that keeps directories'
+	// attributes (DirAttrReceiver). An empty one goes to every kerf peer.
+	Filled bool
+	Open   func() (FileReader, error)
 	// Path, if set, is where the file is on this side (for logs; see
 	// Event.Path).
 	Path string
@@ -36,6 +41,19 @@ type OutgoingFile struct {
 // Create makes their directories.
 type DirReceiver interface {
 	ReceiveDir(name string) error
+}
+
+// DirAttrReceiver is an optional extension of a DirReceiver, for kerf
+// peers that send every directory with its attributes. MakeDir creates
+// the directory (and its parents) when it is missing, private to its
+// owner at least as much as perm says, and writable by the owner while
+// the group is received; SetDirAttrs, called once the group is in (the
+// deepest directories first), gives it perm (if havePerm) and the
+// modification time mtime (if not zero).
+type DirAttrReceiver interface {
+	DirReceiver
+	MakeDir(name string, perm fs.FileMode, havePerm bool) error
+	SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime time.Time) error
 }
 
 // Store is where a receiving engine puts files.

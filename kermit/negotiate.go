@@ -17,6 +17,14 @@ const capas2RawOK = 4
 // gets N=: to any other a refusal is a file not transferred.
 const capas2SkipWhole = 8
 
+// capas2DirAttrs is a kerf bit in the second CAPAS byte: "I send every
+// directory of a recursive transfer as an entry with its permissions and
+// modification time, before what is in it, and as a receiver I give the
+// directories those attributes once the group is in" (protocol.md §5.4).
+// Without it only empty directories travel, as F and Z alone: a receiver
+// from before it takes no A for a directory.
+const capas2DirAttrs = 16
+
 // negotiated is what both sides agreed in the Send-Init exchange.
 type negotiated struct {
 	check     framing.CheckType
@@ -29,6 +37,7 @@ type negotiated struct {
 	dual      bool
 	peerKerf  bool
 	skipWhole bool            // both take N= (already there) for a resumed file
+	dirAttrs  bool            // directories travel with attributes (capas2DirAttrs)
 	out       framing.Quoting // how we encode what we send
 	in        framing.Quoting // how we decode what we receive
 	timeout   time.Duration   // how long the peer wants us to wait for it
@@ -66,7 +75,10 @@ func myParams(cfg *Config, server bool) framing.Params {
 	if cfg.Attributes {
 		p.Capas |= framing.CapAttrs
 	}
-	p.Capas2 = capas2RawOK | capas2SkipWhole
+	p.Capas2 = capas2RawOK | capas2SkipWhole | capas2DirAttrs
+	if cfg.noDirAttrs {
+		p.Capas2 &^= capas2DirAttrs
+	}
 	if cfg.Dual != nil {
 		p.Capas2 |= framing.Cap2DualChannel
 	}
@@ -114,6 +126,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.dual = mine.Capas2&framing.Cap2DualChannel != 0 && peer.Capas2&framing.Cap2DualChannel != 0
 	n.peerKerf = peer.Capas2&capas2RawOK != 0
 	n.skipWhole = peer.Capas2&capas2SkipWhole != 0 && mine.Capas2&capas2SkipWhole != 0
+	n.dirAttrs = peer.Capas2&capas2DirAttrs != 0 && mine.Capas2&capas2DirAttrs != 0
 
 	// Longest packet we may send: the peer's receive limit, less the
 	// header, the check and a safety margin (C-Kermit 10 itself keeps 2).

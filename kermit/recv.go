@@ -112,7 +112,7 @@ type recvFile struct {
 	attrs    framing.Attributes
 	haveAttr bool
 	refused  bool
-	dir      bool  // an empty directory (sendDir): F and Z only
+	dir      bool  // a directory (sendDir): F, Z and perhaps A
 	why      error // why it was refused, for a kerf peer
 	off      int64 // next write offset
 	start    int64 // resume point
@@ -154,6 +154,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 	// the files it committed.
 	batch, _ := store.(groupBatcher)
 	s.unsaved = s.unsaved[:0]
+	s.dirsToFinish = s.dirsToFinish[:0]
 	s.batching = batch != nil
 	if batch != nil {
 		batch.BeginBatch()
@@ -221,12 +222,11 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			} else if store == nil {
 				return fmt.Errorf("%w: peer sent a file where text was expected", ErrProtocol)
 			} else if strings.HasSuffix(name, "/") && s.neg.peerKerf {
-				// An empty directory from a kerf peer (sendDir).
+				// A directory from a kerf peer (sendDir): made now, or
+				// with its attributes, if they come, at its Z.
 				cur.dir = true
-				if err := s.receiveDir(store, name); err != nil {
-					s.cfg.Log.Info("cannot make directory", "name", name, "err", err)
-					s.event(Event{Kind: FileFailed, Name: name, Err: err})
-					cur.why = err // told to the sender in the Z's ACK
+				if !s.neg.dirAttrs {
+					s.makeDir(store, cur)
 				}
 			} else {
 				inc, err := store.Create(name)
@@ -248,8 +248,18 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return err
 			}
 		case 'A':
-			if cur == nil || cur.dir {
+			if cur == nil || cur.dir && !s.neg.dirAttrs {
 				return fmt.Errorf("%w: A packet without a file's F", ErrProtocol)
+			}
+			if cur.dir {
+				if err := cur.attrs.Parse(p.Data); err != nil {
+					return fmt.Errorf("%w: attributes of %s: %v", ErrProtocol, cur.name, err)
+				}
+				cur.haveAttr = true
+				if err := s.ackRecv(p.Seq, nil); err != nil {
+					return err
+				}
+				continue
 			}
 			reply, err := s.handleAttrs(cur, p.Data)
 			if err != nil {
@@ -279,6 +289,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if cur.inc != nil {
 				path = cur.inc.Name()
 			}
+			if cur.dir && s.neg.dirAttrs {
+				s.makeDir(store, cur)
+			}
 			err := s.finishFile(ctx, cur, p.Data)
 			if err != nil && !cur.refused && !cur.dir {
 				s.event(Event{Kind: FileFailed, Name: cur.name, Err: err, Path: path})
@@ -306,6 +319,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 					return fmt.Errorf("kermit: %w", err)
 				}
 			}
+			s.finishDirs(store)
 			if err := s.ackRecv(p.Seq, nil); err != nil {
 				return err
 			}
@@ -395,13 +409,55 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	return append(reply.Marshal(), ext...), nil
 }
 
-// receiveDir makes an empty directory a kerf peer sent, in a store that
-// can (DirReceiver); other stores skip it.
-func (s *Session) receiveDir(store Store, name string) error {
-	if dr, ok := store.(DirReceiver); ok {
-		return dr.ReceiveDir(strings.TrimSuffix(name, "/"))
+// makeDir makes the directory cur a kerf peer sent, in a store that can
+// (DirReceiver; other stores skip it), with the attributes of its A if
+// any, and keeps those for finishDirs. A failure is reported here and
+// told to the sender in the Z's ACK.
+func (s *Session) makeDir(store Store, cur *recvFile) {
+	name := strings.TrimSuffix(cur.name, "/")
+	perm, havePerm := fs.FileMode(0), false
+	if cur.haveAttr && cur.attrs.Perm >= 0 {
+		perm, havePerm = fs.FileMode(cur.attrs.Perm)&fs.ModePerm, true
 	}
-	return nil
+	var err error
+	switch st := store.(type) {
+	case DirAttrReceiver:
+		if err = st.MakeDir(name, perm, havePerm); err == nil && cur.haveAttr {
+			s.dirsToFinish = append(s.dirsToFinish, dirAttrs{name: name, perm: perm, havePerm: havePerm, mtime: cur.attrs.ModTime})
+		}
+	case DirReceiver:
+		err = st.ReceiveDir(name)
+	}
+	if err != nil {
+		s.cfg.Log.Info("cannot make directory", "name", cur.name, "err", err)
+		s.event(Event{Kind: FileFailed, Name: cur.name, Err: err})
+		cur.why = err
+	}
+}
+
+// dirAttrs is a received directory's attributes, given it at the group's
+// end (finishDirs): its files, renamed into it, would change its time,
+// and its own permissions might not let them in.
+type dirAttrs struct {
+	name     string
+	perm     fs.FileMode
+	havePerm bool
+	mtime    time.Time
+}
+
+// finishDirs gives the group's directories their attributes, the last
+// received first: a tree's directories come before what is in them, so
+// the deepest are done before the directories above them.
+func (s *Session) finishDirs(store Store) {
+	st, ok := store.(DirAttrReceiver)
+	for i := len(s.dirsToFinish) - 1; ok && i >= 0; i-- {
+		d := s.dirsToFinish[i]
+		if err := st.SetDirAttrs(d.name, d.perm, d.havePerm, d.mtime); err != nil {
+			s.cfg.Log.Warn("cannot set the directory's attributes", "name", d.name, "err", err)
+			s.event(Event{Kind: FileFailed, Name: d.name + "/", Err: err})
+		}
+	}
+	s.dirsToFinish = s.dirsToFinish[:0]
 }
 
 // refusalText is kerf's addition to a refusing A ACK for a kerf peer: an

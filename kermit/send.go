@@ -77,7 +77,10 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 			break
 		}
 		if f.Dir {
-			if err := s.sendDir(ctx, f.Name); err != nil {
+			if f.Filled && !s.neg.dirAttrs {
+				continue // its files make it
+			}
+			if err := s.sendDir(ctx, f); err != nil {
 				return err
 			}
 			continue
@@ -477,14 +480,29 @@ func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) {
 	return crc, nil
 }
 
-// sendDir sends an empty directory to a kerf peer: an F packet whose name
-// ends in "/" and at once an empty Z, with no A and no data. A classic
-// Kermit has no way to make a directory, and is sent none.
-func (s *Session) sendDir(ctx context.Context, name string) error {
+// sendDir sends a directory to a kerf peer: an F packet whose name ends
+// in "/", then (to a peer that keeps directories' attributes) an A with
+// its permissions and modification time, and at once an empty Z, with no
+// data. A classic Kermit has no way to make a directory, and is sent none.
+func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 	if !s.neg.peerKerf {
 		return nil
 	}
-	zs, err := s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", nil)
+	name := f.Name
+	var attrs [][]byte
+	if s.neg.dirAttrs && s.neg.attrs {
+		a := framing.NewAttributes()
+		a.Zone = time.UTC // see framing: dates survive across zones
+		if !f.ModTime.IsZero() {
+			a.ModTime = f.ModTime
+		}
+		if f.Mode != 0 || f.ModeKnown {
+			a.Perm = int(f.Mode.Perm())
+		}
+		a.SysID = "U1"
+		attrs = a.Marshal(s.neg.maxData)
+	}
+	zs, err := s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", attrs, nil)
 	var skip *skipError
 	if errors.As(err, &skip) {
 		s.event(Event{Kind: FileFailed, Name: name, Err: skip.err, Sending: true})
@@ -515,7 +533,7 @@ func (s *Session) sendDir(ctx context.Context, name string) error {
 // file as not received instead of never hearing of it. (A classic Kermit
 // skips such a file silently, as C-Kermit does.)
 func (s *Session) announceUnsent(ctx context.Context, name string, why error) error {
-	_, err := s.sendHeaderOnly(ctx, name, append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...))
+	_, err := s.sendHeaderOnly(ctx, name, nil, append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...))
 	var skip *skipError
 	if errors.As(err, &skip) {
 		return nil // the caller has reported the file already
@@ -523,12 +541,12 @@ func (s *Session) announceUnsent(ctx context.Context, name string, why error) er
 	return err
 }
 
-// sendHeaderOnly sends an F for name and at once a Z carrying zdata, with
-// no A and no data, and returns the Z's slot. The F takes a file id, as
+// sendHeaderOnly sends an F for name, the A packets attrs (if any) and at
+// once a Z carrying zdata, with no data, and returns the Z's slot. The F takes a file id, as
 // every F does, so ids stay in step with the receiver's count. A name
 // that does not fit a packet was never sendable and is left out (a
 // skipError, for the caller to report).
-func (s *Session) sendHeaderOnly(ctx context.Context, name string, zdata []byte) (*slot, error) {
+func (s *Session) sendHeaderOnly(ctx context.Context, name string, attrs [][]byte, zdata []byte) (*slot, error) {
 	enc, err := s.encodeField([]byte(name))
 	if err != nil {
 		return nil, &skipError{err}
@@ -536,6 +554,11 @@ func (s *Session) sendHeaderOnly(ctx context.Context, name string, zdata []byte)
 	s.sendFileID++
 	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {
 		return nil, err
+	}
+	for _, a := range attrs {
+		if _, err := s.queue(ctx, 'A', a, 0); err != nil {
+			return nil, err
+		}
 	}
 	return s.queue(ctx, 'Z', zdata, 0)
 }

@@ -49,6 +49,8 @@ type Session struct {
 	// the files it holds so (FileSaved follows at the end).
 	batching bool
 	unsaved  []Event
+	// dirsToFinish are the group's received directories, for finishDirs.
+	dirsToFinish []dirAttrs
 	// sending names the files of the group being sent that have begun
 	// (FileStart) and not ended.
 	sending      []string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -43,7 +44,9 @@ func TestLocalFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type want struct{ sent, dirs, failed []string }
+	// dirs are the directories every kerf peer gets (nothing sent under
+	// them); filled, those only a peer keeping directory attributes gets.
+	type want struct{ sent, dirs, filled, failed []string }
 	check := func(t *testing.T, args []string, w want) {
 		t.Helper()
 		files, total, err := localFiles(args, true)
@@ -52,8 +55,21 @@ func TestLocalFiles(t *testing.T) {
 		}
 		var got want
 		var size int64
+		seen := map[string]bool{}
 		for _, f := range files {
+			// A directory comes before what is in it, with its details.
+			if d := path.Dir(f.Name); d != "." && !seen[d] {
+				if slices.Contains(w.filled, d) || slices.Contains(w.dirs, d) {
+					t.Errorf("%s comes before its directory %s", f.Name, d)
+				}
+			}
+			seen[f.Name] = true
+			if f.Dir && (f.ModTime.IsZero() || !f.ModeKnown || f.Mode != 0o755) {
+				t.Errorf("directory %s: time %v, mode %v (known %v), want its own", f.Name, f.ModTime, f.Mode, f.ModeKnown)
+			}
 			switch {
+			case f.Dir && f.Filled:
+				got.filled = append(got.filled, f.Name)
 			case f.Dir:
 				got.dirs = append(got.dirs, f.Name)
 			default:
@@ -67,11 +83,12 @@ func TestLocalFiles(t *testing.T) {
 				size += f.Size
 			}
 		}
-		for _, l := range []*[]string{&got.sent, &got.dirs, &got.failed, &w.sent, &w.dirs, &w.failed} {
+		for _, l := range []*[]string{&got.sent, &got.dirs, &got.filled, &got.failed, &w.sent, &w.dirs, &w.filled, &w.failed} {
 			slices.Sort(*l)
 		}
-		if !slices.Equal(got.sent, w.sent) || !slices.Equal(got.dirs, w.dirs) || !slices.Equal(got.failed, w.failed) {
-			t.Errorf("localFiles(%q):\n sent %q, want %q\n dirs %q, want %q\n failed %q, want %q", args, got.sent, w.sent, got.dirs, w.dirs, got.failed, w.failed)
+		if !slices.Equal(got.sent, w.sent) || !slices.Equal(got.dirs, w.dirs) || !slices.Equal(got.filled, w.filled) || !slices.Equal(got.failed, w.failed) {
+			t.Errorf("localFiles(%q):\n sent %q, want %q\n dirs %q, want %q\n filled %q, want %q\n failed %q, want %q",
+				args, got.sent, w.sent, got.dirs, w.dirs, got.filled, w.filled, got.failed, w.failed)
 		}
 		if size != total {
 			t.Errorf("total %d, want %d", total, size)
@@ -80,6 +97,7 @@ func TestLocalFiles(t *testing.T) {
 	tree := want{
 		sent:   []string{"tree/a.txt", "tree/sub/b.txt", "tree/filelink"},
 		dirs:   []string{"tree/emptydir/inner", "tree/onlyfifo"},
+		filled: []string{"tree", "tree/emptydir", "tree/sub"},
 		failed: []string{"tree/deadlink"},
 	}
 	t.Run("tree", func(t *testing.T) { check(t, []string{filepath.Join(dir, "tree")}, tree) })
@@ -87,11 +105,13 @@ func TestLocalFiles(t *testing.T) {
 		w := tree
 		w.sent = []string{"treelink/a.txt", "treelink/sub/b.txt", "treelink/filelink"}
 		w.dirs = []string{"treelink/emptydir/inner", "treelink/onlyfifo"}
+		w.filled = []string{"treelink", "treelink/emptydir", "treelink/sub"}
 		w.failed = []string{"treelink/deadlink"}
 		check(t, []string{filepath.Join(dir, "treelink")}, w)
 	})
 	t.Run("contents of dot and dot-dot", func(t *testing.T) {
-		w := want{sent: []string{"a.txt", "sub/b.txt", "filelink"}, dirs: []string{"emptydir/inner", "onlyfifo"}, failed: []string{"deadlink"}}
+		w := want{sent: []string{"a.txt", "sub/b.txt", "filelink"}, dirs: []string{"emptydir/inner", "onlyfifo"},
+			filled: []string{"emptydir", "sub"}, failed: []string{"deadlink"}}
 		check(t, []string{filepath.Join(dir, "tree") + "/."}, w)
 		check(t, []string{filepath.Join(dir, "tree/sub") + "/.."}, w)
 	})

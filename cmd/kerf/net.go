@@ -376,7 +376,12 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 				top = "" // the contents
 			}
 			walkTree(a, top, add, func(name string, err error) { unsent(&out, &unsendable, name, err) },
-				func(name string) { out = append(out, kermit.OutgoingFile{Name: name, Dir: true}) },
+				func(name string, fi fs.FileInfo) func() {
+					i := len(out)
+					out = append(out, kermit.OutgoingFile{Name: name, Dir: true,
+						ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true})
+					return func() { out[i].Filled = true }
+				},
 				func(p, why string) { fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(p), why) })
 		case fi.IsDir():
 			return nil, 0, usageErr("%s is a directory (use -r)", a)
@@ -399,11 +404,13 @@ func unsent(out *[]kermit.OutgoingFile, errs *[]error, name string, why error) {
 
 // walkTree walks the directory root for localFiles, naming what it finds
 // top/relative-path: regular files (and links to them) go to add, what
-// cannot be sent to fail, what is passed over to skip, and each
-// directory that would otherwise not be made on the receiver (nothing
-// sent under it) to dir, as scp -r and rsync -r make it (for a kerf
-// peer; Kermit has no directories).
-func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string), skip func(p, why string)) {
+// cannot be sent to fail, what is passed over to skip, and every
+// directory but the top of a "." (its contents) to dir, before what is
+// in it, with its details (for a kerf peer; Kermit has no directories).
+// dir returns a function that walkTree calls once the walk is done if
+// the directory would be made on the receiver anyway (something is sent
+// under it): kermit.OutgoingFile.Filled.
+func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string, fi fs.FileInfo) (filled func()), skip func(p, why string)) {
 	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
 		root += string(filepath.Separator) // WalkDir follows only "link/"
 	}
@@ -411,8 +418,9 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 		rel, _ := filepath.Rel(root, p)
 		return path.Join(top, filepath.ToSlash(rel))
 	}
-	var dirs []string           // in walk order, parents first
-	filled := map[string]bool{} // directories with something sent under them
+	var dirs []string            // in walk order, parents first
+	marks := map[string]func(){} // dir's answers
+	filled := map[string]bool{}  // directories with something sent under them
 	fillParents := func(name string) {
 		for d := path.Dir(name); d != "." && d != "/" && !filled[d]; d = path.Dir(d) {
 			filled[d] = true
@@ -431,7 +439,12 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 			return nil
 		}
 		if d.IsDir() {
-			dirs = append(dirs, name)
+			if name != "." {
+				if info, err := d.Info(); err == nil {
+					dirs = append(dirs, name)
+					marks[name] = dir(name, info)
+				}
+			}
 			return nil
 		}
 		info, err := d.Info()
@@ -461,18 +474,17 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 		return nil
 	})
 	// Children come after their parents in dirs: from the end, a
-	// directory with nothing under it is sent, and then fills its parent.
-	var empty []string
+	// directory with nothing under it goes to every kerf peer, and so
+	// fills its parent.
 	for i := len(dirs) - 1; i >= 0; i-- {
-		name := dirs[i]
-		if name == "." || filled[name] {
-			continue
+		if !filled[dirs[i]] {
+			fillParents(dirs[i])
 		}
-		empty = append(empty, name)
-		fillParents(name)
 	}
-	for i := len(empty) - 1; i >= 0; i-- {
-		dir(empty[i])
+	for _, name := range dirs {
+		if filled[name] {
+			marks[name]()
+		}
 	}
 }
 

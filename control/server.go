@@ -435,17 +435,21 @@ func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, c
 	}
 }
 
-// tcpMinTimeout is the shortest retransmission timer on a control
-// connection. TCP loses nothing, so a retransmission can only duplicate:
-// a server command slower than a loopback-tuned timer (a login verifying
-// an argon2id hash, a listing of a big tree) would be run twice, and the
-// stale second answer taken for the reply to the next command. Silent
-// peers are dropped by the idle watchdog, not by retries.
+// tcpMinTimeout is the shortest wait for an answer on a control
+// connection before it counts as a timeout. TCP loses nothing, so a
+// retransmission could only duplicate: a server command slower than the
+// timer (a login verifying an argon2id hash, a listing of a big tree, a
+// server stopped a while) would be run twice, and the stale second
+// answer taken for the reply to the next command. So nothing is resent
+// (kermit.Config.Reliable); timeouts only count towards giving up, and
+// silent peers are dropped by the idle watchdog.
 const tcpMinTimeout = 20 * time.Second
 
+// reliableTimers sets kc for a TCP control connection.
 func reliableTimers(kc *kermit.Config) {
 	kc.Timeout = max(kc.Timeout, tcpMinTimeout)
 	kc.MinTimeout = max(kc.MinTimeout, tcpMinTimeout)
+	kc.Reliable = true
 }
 
 // tuneControl turns off Nagle: Kermit's short ACKs must not wait for

@@ -87,6 +87,16 @@ type Config struct {
 	// as C-Kermit's server does; only the end of its input ends Serve.
 	KeepServing bool
 
+	// Reliable: the link loses and damages nothing (TCP). A timeout then
+	// resends nothing, since the packet is still on its way: it only
+	// counts towards MaxRetries. A second copy would be answered twice,
+	// and Kermit's sequence numbers, which start at 0 in every
+	// transaction, cannot tell the second answer from the reply to the
+	// next transaction's packet (a login's ACK taken for the ACK of the
+	// Send-Init after it, whose parameters it then lacks). A NAK, the
+	// peer asking, still gets the packet again.
+	Reliable bool
+
 	// noDirAttrs leaves capas2DirAttrs out of this side's Send-Init, as
 	// a kerf from before it does (tests of that peer).
 	noDirAttrs bool

@@ -367,6 +367,10 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 			return err
 		}
 		s.lastTimeout = time.Now()
+		if s.cfg.Reliable {
+			s.cfg.Log.Debug("no answer yet", "seq", oldest.seq, "type", string(oldest.typ), "waited", s.rtt.rto)
+			return nil
+		}
 		s.rtt.backoff()
 		s.cfg.Log.Debug("timeout", "seq", oldest.seq, "type", string(oldest.typ), "rto", s.rtt.rto)
 		return s.transmit(oldest)
@@ -393,7 +397,7 @@ func (s *Session) handleReply(p inPacket) error {
 			// ACK that comes at once is the peer's answer to a duplicate
 			// of the previous packet, and resending on it would send
 			// every packet after twice (the sorcerer's apprentice).
-			if lo := s.sw.slots[s.sw.lo]; s.sw.size == 1 && s.sw.count > 0 && lo != nil && !lo.acked &&
+			if lo := s.sw.slots[s.sw.lo]; !s.cfg.Reliable && s.sw.size == 1 && s.sw.count > 0 && lo != nil && !lo.acked &&
 				(p.Seq+1)%64 == lo.seq && time.Since(lo.sentAt) >= s.rtt.srtt/2 {
 				s.stats.NAKsReceived++
 				return s.retransmitLost(lo)
@@ -565,7 +569,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: timed out on a reliable link", ErrProtocol)
 			}
-			if w.started {
+			if w.started && !s.cfg.Reliable {
 				if err := s.nak(w.lo); err != nil {
 					return framing.Packet{}, err
 				}

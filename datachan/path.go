@@ -19,6 +19,9 @@ var (
 	ErrClosed   = errors.New("datachan: data path closed")
 	ErrConnLost = errors.New("datachan: data connection lost")
 	ErrProtocol = errors.New("datachan: protocol error")
+	// ErrDamaging: one block arrived damaged maxDamage times: the path
+	// changes what it carries, and asking again will not get it through.
+	ErrDamaging = errors.New("datachan: the data path keeps damaging the data")
 )
 
 // Defaults of a Path.
@@ -32,6 +35,11 @@ const (
 	// remembers to ask for again, and the resend requests queued in
 	// either direction; a peer needing more is broken.
 	maxDeferred = 1 << 20
+
+	// maxDamage is how many times one block may arrive damaged before the
+	// transfer fails (ErrDamaging): occasional damage is asked for again,
+	// a path that damages it every time would be asked forever.
+	maxDamage = 8
 )
 
 // Path implements kermit.DataPath over paired data connections. Either side may
@@ -69,7 +77,9 @@ type Path struct {
 	parkedBytes int
 	deferred    map[uint32][]early // blocks of files not expected yet, dropped
 	nDeferred   int
-	resends     []resend      // resend requests from the peer, in order
+	damaged     map[blockKey]int // damaged arrivals of blocks not yet received whole
+	nDamaged    atomic.Int64     // len(damaged), read without mu
+	resends     []resend         // resend requests from the peer, in order
 	resendReady chan struct{} // capacity 1: resends is not empty
 	writesDone  *sync.Cond    // on mu: a file's writer finished its run of blocks
 

@@ -230,6 +230,29 @@ func TestDamagedPayloadIsResent(t *testing.T) {
 	}
 }
 
+// A path that damages a block every time it is sent fails the transfer
+// after maxDamage tries, saying so, instead of asking for it forever.
+func TestBlockDamagedEveryTimeFailsPath(t *testing.T) {
+	wrap := func(i int, c net.Conn) net.Conn {
+		return &damageConn{Conn: c, block: 3, always: true, damage: new(damage)}
+	}
+	s, r := pathPair(t, 1, wrap, WithBlockSize(8192))
+	ctx := testContext(t)
+	data := randomData(6, 100_000)
+	if err := r.Expect(1, newMemFile(len(data)), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	go s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data)))
+	_, err := r.Wait(ctx, 1)
+	if !errors.Is(err, ErrDamaging) {
+		t.Fatalf("Wait: %v; want ErrDamaging", err)
+	}
+	wantErrContaining(t, err, "arrived damaged 8 times")
+	if st := r.Stats(); st.BadBlocks < maxDamage {
+		t.Fatalf("stats %+v; want at least %d bad blocks", st, maxDamage)
+	}
+}
+
 func TestDamagedHeaderFailsPath(t *testing.T) {
 	wrap := func(i int, c net.Conn) net.Conn {
 		return &damageConn{Conn: c, block: 3, inHeader: true, damage: new(damage)}

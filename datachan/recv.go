@@ -205,10 +205,44 @@ func (s *stream) readBlock() error {
 	if framing.CRC32C(f.payload) != h.PayloadCRC {
 		p.putFrame(f)
 		p.stats.badBlocks.Add(1)
+		if n := p.noteDamage(h, true); n >= maxDamage {
+			return fmt.Errorf("%w: the block at %d of file %d (%d bytes) arrived damaged %d times (its check fails: a faulty link, network card or middlebox; TLS data connections would stop at the first)",
+				ErrDamaging, h.Offset, h.FileID, h.Length, n)
+		}
 		return s.requestResend(h)
 	}
+	p.noteDamage(h, false)
 	f.h = h
 	return s.deliver(f)
+}
+
+// blockKey names a block for noteDamage.
+type blockKey struct {
+	file uint32
+	off  uint64
+}
+
+// noteDamage counts a damaged arrival of block h, or forgets the block
+// when it arrives whole, and returns the count. A whole block costs one
+// atomic load while nothing is damaged.
+func (p *Path) noteDamage(h framing.BlockHeader, bad bool) int {
+	if !bad && p.nDamaged.Load() == 0 {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := blockKey{h.FileID, h.Offset}
+	if !bad {
+		delete(p.damaged, k)
+		p.nDamaged.Store(int64(len(p.damaged)))
+		return 0
+	}
+	if p.damaged == nil {
+		p.damaged = map[blockKey]int{}
+	}
+	p.damaged[k]++
+	p.nDamaged.Store(int64(len(p.damaged)))
+	return p.damaged[k]
 }
 
 // requestResend asks the peer, on this connection, for block h again.

@@ -591,7 +591,11 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	done := Event{Kind: FileDone, Name: cur.name, Path: inc.Name()}
 	if discard || s.cancelFile.Load() || s.cancelGroup.Load() {
 		// A canceled file, or a partial the sender found is not a prefix
-		// of its file, is not worth keeping.
+		// of its file, is not worth keeping. Its data may still be
+		// arriving: no block is written once the file is let go.
+		if cur.expected && s.dualActive() {
+			s.data.Abandon(cur.id)
+		}
 		inc.Abort(false)
 		why := ErrCanceled
 		if discard && len(zdata) > 1 && s.neg.peerKerf {

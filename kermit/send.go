@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -322,6 +323,20 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if err != nil {
 			return s.peerReason(ctx, fmt.Errorf("kermit: sending %s: %w", f.Name, err))
 		}
+		if why := changedWhileSent(r, f); why != nil {
+			closeR = false
+			zs, err := s.queue(ctx, 'Z', append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...), 0)
+			if err != nil {
+				return err
+			}
+			zs.onAck = func([]byte) error {
+				r.Close()
+				s.data.Release(id)
+				return nil
+			}
+			s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
+			return &skipError{why}
+		}
 		moved = n
 		whole := crc
 		if off > 0 {
@@ -356,8 +371,14 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	if err != nil {
 		return err
 	}
+	changed := changedWhileSent(r, f)
 	if canceled {
 		zdata = []byte("D")
+	} else if changed != nil {
+		zdata = []byte("D")
+		if s.neg.peerKerf {
+			zdata = append(zdata, s.fitText(changed.Error(), s.neg.maxData-1)...)
+		}
 	}
 	zs, err := s.queue(ctx, 'Z', zdata, 0)
 	if err != nil {
@@ -372,8 +393,31 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrCanceled, Sending: true})
 		return &skipError{ErrCanceled}
 	}
+	if changed != nil {
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true})
+		return &skipError{changed}
+	}
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	return nil
+}
+
+// changedWhileSent says how the file f, open as r and read to the end,
+// differs from what was announced for it (its size and modification
+// time), or nil. A file written to while it is sent arrives as a mix of
+// old and new bytes whose checks all pass, so it is discarded, not
+// stored (tar warns "file changed as we read it"; kerf does not keep
+// such a copy).
+func changedWhileSent(r FileReader, f OutgoingFile) error {
+	st, ok := r.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok || f.ModTime.IsZero() || f.Size < 0 {
+		return nil
+	}
+	fi, err := st.Stat()
+	if err != nil || fi.Size() == f.Size && fi.ModTime().Equal(f.ModTime) {
+		return nil
+	}
+	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: send it again",
+		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))
 }
 
 // sendData sends the file's bytes as D packets.

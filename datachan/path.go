@@ -80,8 +80,8 @@ type Path struct {
 	damaged     map[blockKey]int // damaged arrivals of blocks not yet received whole
 	nDamaged    atomic.Int64     // len(damaged), read without mu
 	resends     []resend         // resend requests from the peer, in order
-	resendReady chan struct{} // capacity 1: resends is not empty
-	writesDone  *sync.Cond    // on mu: a file's writer finished its run of blocks
+	resendReady chan struct{}    // capacity 1: resends is not empty
+	writesDone  *sync.Cond       // on mu: a file's writer finished its run of blocks
 
 	batchMu                 sync.Mutex // guards the batch of small files' frames
 	batch                   []byte

@@ -386,7 +386,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	sess := kermit.NewSession(reads, kc)
 	defer sess.Close()
 	idleErr := fmt.Errorf("kerf: the server ends sessions idle for %v", s.cfg.IdleTimeout)
-	go watchIdle(ctx, s.cfg.IdleTimeout, func() int64 { return reads.n.Load() + dual.progress() }, func() { cancelCause(idleErr) })
+	go watchIdle(ctx, s.cfg.IdleTimeout, func() int64 { return reads.n.Load() + dual.progress() }, sess.Busy, func() { cancelCause(idleErr) })
 	// The engine's reader ends with the connection; close it when the
 	// session is cancelled (too many failed logins, idle, shutdown),
 	// after a moment in which the engine tells the client why (an E
@@ -413,10 +413,12 @@ func (c *countingConn) Read(p []byte) (int, error) {
 
 // watchIdle ends a session (cancel) once progress has not moved for
 // idle: no byte from the client on the control connection and no file
-// data either way on the data connections. The engine's own timers are
-// chosen partly by the peer (its Send-Init timeout), so a silent peer is
-// dropped here whatever it asked for.
-func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, cancel func()) {
+// data either way on the data connections, and the session not busy
+// (busy: one side reading a big partial file for its check, which may
+// take longer than idle). The engine's own timers are chosen partly by
+// the peer (its Send-Init timeout), so a silent peer is dropped here
+// whatever it asked for.
+func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, busy func() bool, cancel func()) {
 	tick := time.NewTicker(max(idle/8, time.Millisecond))
 	defer tick.Stop()
 	last, since := progress(), time.Now()
@@ -425,7 +427,7 @@ func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, c
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			if p := progress(); p != last {
+			if p := progress(); p != last || busy() {
 				last, since = p, now
 			} else if now.Sub(since) >= idle {
 				cancel()

@@ -370,7 +370,10 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
 			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
-		size, crc, err := cur.inc.Partial()
+		var size int64
+		var crc uint32
+		var err error
+		s.hash(func() { size, crc, err = cur.inc.Partial() })
 		if err != nil {
 			return nil, fmt.Errorf("kermit: recovery of %s: %w", cur.name, err)
 		}
@@ -382,6 +385,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			cur.off, cur.start, cur.prefix = size, size, crc
 			h := strconv.FormatUint(uint64(crc), 16)
 			ext = append([]byte{'c', byte(32 + len(h))}, h...)
+			s.peerHashes(size) // the sender checks its prefix against it
 		} else {
 			reply.ResumeAt = 0
 		}

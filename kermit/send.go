@@ -231,6 +231,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		// Wait for the verdict unless data goes out of band without
 		// recovery: then a refusal only makes the receiver discard.
 		if last != nil && (!dual || resume) {
+			if resume {
+				s.peerHashes(max(f.Size, 0)) // the receiver checks its partial
+			}
 			if err := s.await(ctx, last); err != nil {
 				return err
 			}
@@ -284,7 +287,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			off = 0
 		}
 		if off > 0 && havePeerCRC {
-			c, err := crcOfPrefix(r, off)
+			var c uint32
+			var err error
+			s.hash(func() { c, err = crcOfPrefix(r, off) })
 			if err != nil || c != peerCRC {
 				// The partial is not a prefix of this file: have the
 				// receiver discard it and send the file afresh.

@@ -51,6 +51,10 @@ type Session struct {
 	unsaved  []Event
 	// dirsToFinish are the group's received directories, for finishDirs.
 	dirsToFinish []dirAttrs
+	// For Busy: local reads of a file for its check in progress, and
+	// when (unix nanoseconds) the peer should be done with its own.
+	hashing          atomic.Int32
+	peerHashingUntil atomic.Int64
 	// sending names the files of the group being sent that have begun
 	// (FileStart) and not ended.
 	sending      []string
@@ -136,6 +140,41 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 
 // Close stops the session's reader goroutine. It does not close rw.
 func (s *Session) Close() { s.c.stop() }
+
+// Busy reports whether a silence on the link is work, not a peer gone:
+// this side is reading a partial file for its check, or the peer was
+// asked to (recovery: the receiver checks what it kept, the sender the
+// same prefix of its file), which for a big file takes minutes without a
+// byte on the link. An idle watchdog counts such a time as activity.
+func (s *Session) Busy() bool {
+	return s.hashing.Load() > 0 || s.peerBusy()
+}
+
+// peerBusy reports whether the peer is reading a file for its check, so
+// that its silence is neither a timeout nor a loss. Only on a reliable
+// link: on a line that loses packets, the packet it would answer may be
+// lost, and waiting minutes before sending it again is worse.
+func (s *Session) peerBusy() bool {
+	return s.cfg.Reliable && time.Now().UnixNano() < s.peerHashingUntil.Load()
+}
+
+// minHashRate is the slowest a peer is expected to read a file for its
+// check (a slow disk), for Busy.
+const minHashRate = 50 << 20 // bytes per second
+
+// peerHashes notes that the peer now reads n bytes of a file for its
+// check before it answers (until its next packet).
+func (s *Session) peerHashes(n int64) {
+	until := time.Now().Add(time.Minute + time.Duration(n/minHashRate)*time.Second)
+	s.peerHashingUntil.Store(until.UnixNano())
+}
+
+// hash runs f, a read of a file for its check, as Busy.
+func (s *Session) hash(f func()) {
+	s.hashing.Add(1)
+	defer s.hashing.Add(-1)
+	f()
+}
 
 // Stats returns the counters so far.
 func (s *Session) Stats() Stats { return s.stats }
@@ -315,6 +354,8 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	}
 	if p.bad {
 		s.stats.BadPackets++
+	} else {
+		s.peerHashingUntil.Store(0) // it answered: its check is done
 	}
 	if p.parity != "" {
 		s.followParity(p.parity)

@@ -362,6 +362,12 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 		if oldest == nil {
 			return nil
 		}
+		if s.peerBusy() {
+			// The peer is reading a big file for its check: its silence
+			// is no loss.
+			s.lastTimeout = time.Now()
+			return nil
+		}
 		s.stats.Timeouts++
 		if err := s.retry(); err != nil {
 			return err
@@ -560,6 +566,9 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		in, ok, err := s.read(ctx, timeout)
 		if err != nil {
 			return framing.Packet{}, err
+		}
+		if !ok && s.peerBusy() {
+			continue // the peer is reading a big file for its check
 		}
 		if !ok {
 			s.stats.Timeouts++

@@ -1,0 +1,80 @@
+package kermit_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// slowPartialStore makes each file's Partial (reading a kept partial for
+// its check) slow, and calls during it.
+type slowPartialStore struct {
+	*filestore.Dir
+	during func()
+}
+
+func (s slowPartialStore) Create(name string) (kermit.Incoming, error) {
+	in, err := s.Dir.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return slowPartial{in, s.during}, nil
+}
+
+type slowPartial struct {
+	kermit.Incoming
+	during func()
+}
+
+func (p slowPartial) Partial() (int64, uint32, error) {
+	time.Sleep(100 * time.Millisecond)
+	p.during()
+	return p.Incoming.Partial()
+}
+
+// While one side reads a partial file for its check, both sessions on a
+// reliable link are Busy: an idle watchdog must not take that silence
+// for a peer gone (a 60 GB partial takes minutes to read). Afterwards,
+// with the transfer done, neither is.
+func TestBusyWhileAPartialIsChecked(t *testing.T) {
+	data := randomBytes(1<<20, 9)
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"big.bin", data}})
+	os.WriteFile(filepath.Join(dst, ".big.bin"+filestore.PartSuffix), data[:300_000], 0o600)
+	cfg := kermit.DefaultConfig()
+	cfg.Reliable, cfg.Resume = true, true
+	a, b := link(t, 0, 1)
+	recv, send := kermit.NewSession(b, cfg), kermit.NewSession(a, cfg)
+	defer recv.Close()
+	defer send.Close()
+	var recvBusy, sendBusy atomic.Bool
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	store := slowPartialStore{dir, func() { recvBusy.Store(recv.Busy()); sendBusy.Store(send.Busy()) }}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	if err := send.Send(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-rerr; err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, dst, []testFile{{"big.bin", data}})
+	if !recvBusy.Load() || !sendBusy.Load() {
+		t.Errorf("during the receiver's check of its partial: receiver busy %v, sender busy %v; want both", recvBusy.Load(), sendBusy.Load())
+	}
+	if recv.Busy() {
+		t.Error("receiver still busy after the transfer")
+	}
+}

@@ -501,6 +501,11 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if dir == "" {
 		dir = "."
 	}
+	if len(base) > nameMax {
+		// The temporary name fits (tempName shortens it), the final one
+		// never would: refused now, not after all the data came.
+		return nil, fmt.Errorf("filestore: %s: %w (%d bytes; a name has at most %d)", rel, unix.ENAMETOOLONG, len(base), nameMax)
+	}
 	tmp := tempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
 		// The same name again in one batch: the earlier file must get
@@ -1590,6 +1595,12 @@ func (d *Dir) Rmdir(name string) error {
 	}
 	if rel == "." {
 		return fmt.Errorf("filestore: cannot remove the top directory")
+	}
+	// Remove takes files too: an rmdir of a mistyped name must not.
+	if fi, err := d.root.Lstat(rel); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("filestore: %s is not a directory", rel)
 	}
 	defer d.forgetDirs(rel)
 	return d.root.Remove(rel)

@@ -166,3 +166,23 @@ func TestLongNameTwiceInBatch(t *testing.T) {
 		t.Errorf("temporary files left: %q", tmps)
 	}
 }
+
+// A name longer than a file name can be (256 bytes) is refused by Create,
+// before any data, with nothing left behind: its temporary name would
+// fit, its final name never.
+func TestTooLongNameRefusedAtCreate(t *testing.T) {
+	root := t.TempDir()
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range []string{strings.Repeat("Q", 256), "sub/" + strings.Repeat("é", 128)} {
+		if _, err := d.Create(name); err == nil || !strings.Contains(err.Error(), "file name too long") {
+			t.Errorf("Create(%d bytes): %v; want a refusal naming the length", len(name), err)
+		}
+	}
+	if tf := tempFiles(t, root); len(tf) != 0 {
+		t.Errorf("left behind: %q", tf)
+	}
+}

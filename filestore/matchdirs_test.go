@@ -333,3 +333,29 @@ func TestSetDirAttrs(t *testing.T) {
 		t.Error("a read-only Dir set attributes")
 	}
 }
+
+// Rmdir removes an empty directory and nothing else: not a file, not a
+// symbolic link (to a directory or not), not a directory with something
+// in it.
+func TestRmdirOnlyDirectories(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "plain.txt", "empty/", "full/f")
+	os.Symlink("empty", filepath.Join(root, "dirlink"))
+	os.Symlink("plain.txt", filepath.Join(root, "filelink"))
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	for _, name := range []string{"plain.txt", "dirlink", "filelink", "full"} {
+		if err := d.Rmdir(name); err == nil {
+			t.Errorf("Rmdir(%s) succeeded", name)
+		}
+		if _, err := os.Lstat(filepath.Join(root, name)); err != nil {
+			t.Errorf("%s after a refused Rmdir: %v", name, err)
+		}
+	}
+	if err := d.Rmdir("empty"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "empty")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("empty after Rmdir: %v", err)
+	}
+}

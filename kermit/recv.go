@@ -641,9 +641,16 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 		cur.off = cur.attrs.Length
 		done.CRC32C = whole
-	} else if !cur.text && cur.attrs.Length >= 0 && cur.off != cur.attrs.Length {
+	} else if !cur.text && cur.attrs.Length >= 0 && cur.off < cur.attrs.Length {
 		inc.Abort(true)
 		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d", cur.name, cur.off, cur.attrs.Length)
+	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length {
+		// A file that grew while a classic Kermit sent it (a log being
+		// written): every byte it sent arrived checked, and it says the
+		// file ended, so it is kept, as C-Kermit keeps it. (A kerf
+		// sender discards such a file itself: changedWhileSent.)
+		s.cfg.Log.Warn("the sender sent more than it announced (the file grew while it was sent?)",
+			"name", cur.name, "announced", cur.attrs.Length, "received", cur.off)
 	}
 	// The sender's permission bits, 000 included; 0644 when it sent none.
 	perm := defaultPerm

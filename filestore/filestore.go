@@ -1059,7 +1059,8 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 
 // glob appends to out what rel names: rel itself if it has no wildcards
 // or names an existing entry, else the entries of its directory that its
-// last element matches as a pattern (never temporary files). An
+// last element matches as a pattern (never temporary files, and names
+// with a leading dot only for a pattern with one). An
 // existing name wins because a peer has no way to quote *, ? and [
 // (CleanName refuses the backslash): "star*" would otherwise always
 // bring "stardust" too, and "brk[et" nothing at all.
@@ -1087,6 +1088,12 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	for _, e := range ents {
+		// A leading dot is matched only by one in the pattern, as shells
+		// and C-Kermit (SET MATCH DOTFILE OFF) match it: "*" must not
+		// bring .ssh or .netrc along.
+		if strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(base, ".") {
+			continue
+		}
 		if ok, _ := path.Match(base, e.Name()); ok && !isPartName(e.Name()) {
 			if fi, err := e.Info(); err == nil {
 				out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true, fi: fi})

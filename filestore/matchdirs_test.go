@@ -359,3 +359,31 @@ func TestRmdirOnlyDirectories(t *testing.T) {
 		t.Errorf("empty after Rmdir: %v", err)
 	}
 }
+
+// A wildcard matches a name with a leading dot only if it has one too,
+// as shells and C-Kermit match: GET * must not bring .netrc along.
+func TestWildcardSkipsDotFiles(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "a.txt", ".netrc", ".hidden.txt", "sub/.x")
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	for _, c := range []struct {
+		spec string
+		want []string
+	}{
+		{"*", []string{"a.txt"}},
+		{"*.txt", []string{"a.txt"}},
+		{".*", []string{".hidden.txt", ".netrc"}},
+		{".net?c", []string{".netrc"}},
+		{"sub/*", nil},
+	} {
+		files, _ := d.Match(c.spec, false)
+		if got := fileNames(files); !slices.Equal(got, c.want) {
+			t.Errorf("Match(%q) = %q; want %q", c.spec, got, c.want)
+		}
+	}
+	// Named, a dot file is sent as any other.
+	if files, err := d.Match(".netrc", false); err != nil || len(files) != 1 {
+		t.Errorf("Match(.netrc) = %d files, %v", len(files), err)
+	}
+}

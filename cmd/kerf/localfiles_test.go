@@ -5,6 +5,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -126,6 +127,11 @@ func TestLocalFiles(t *testing.T) {
 	t.Run("nothing sendable", func(t *testing.T) {
 		if _, _, err := localFiles([]string{filepath.Join(dir, "missing")}, false); err == nil {
 			t.Error("no error when no source can be sent")
+		}
+		// Several reasons make one line (the error is printed quoted).
+		_, _, err := localFiles([]string{filepath.Join(dir, "missing"), filepath.Join(dir, "missing2")}, false)
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "missing2") {
+			t.Errorf("two unsendable sources: %q; want one line naming both", err)
 		}
 	})
 }

@@ -390,7 +390,13 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 		}
 	}
 	if len(unsendable) == len(out) && len(out) > 0 {
-		return nil, 0, usageErr("%v", errors.Join(unsendable...))
+		// One line: the message goes out through printable, which would
+		// show errors.Join's newlines as \x0a.
+		msgs := make([]string, len(unsendable))
+		for i, e := range unsendable {
+			msgs[i] = e.Error()
+		}
+		return nil, 0, usageErr("%s", strings.Join(msgs, "; "))
 	}
 	return out, total, nil
 }

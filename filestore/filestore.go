@@ -564,6 +564,25 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	return in, nil
 }
 
+// Room reports an error if the file system cannot take n more bytes for
+// this file (kermit.RoomChecker): a file announced bigger than the free
+// space is refused before its data, not after filling the disk. A sparse
+// receive may need far less than n, so it is not refused.
+func (in *incoming) Room(n int64) error {
+	if in.sparse || n <= 0 {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(in.f.fd, &st); err != nil {
+		return nil // unknown: let the writes tell
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if st.Bsize > 0 && free/int64(st.Bsize) == int64(st.Bavail) && n > free {
+		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, free, unix.ENOSPC)
+	}
+	return nil
+}
+
 // incoming is a file being received as tmp in directory h, to be renamed
 // base there.
 type incoming struct {

@@ -294,3 +294,27 @@ func TestChdirDotDot(t *testing.T) {
 		}
 	}
 }
+
+// Room refuses what the file system cannot hold and takes what it can.
+func TestRoom(t *testing.T) {
+	d, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in, err := d.Create("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Abort(false)
+	rc, ok := in.(kermit.RoomChecker)
+	if !ok {
+		t.Fatal("a filestore file is no RoomChecker")
+	}
+	if err := rc.Room(1 << 10); err != nil {
+		t.Errorf("Room(1 KiB): %v", err)
+	}
+	if err := rc.Room(1 << 62); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Room(4 EiB): %v; want ENOSPC", err)
+	}
+}

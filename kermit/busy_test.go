@@ -2,8 +2,10 @@ package kermit_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,5 +78,75 @@ func TestBusyWhileAPartialIsChecked(t *testing.T) {
 	}
 	if recv.Busy() {
 		t.Error("receiver still busy after the transfer")
+	}
+}
+
+// tightStore holds files of at most limit bytes (kermit.RoomChecker).
+type tightStore struct {
+	*filestore.Dir
+	limit int64
+}
+
+func (s tightStore) Create(name string) (kermit.Incoming, error) {
+	in, err := s.Dir.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return tightFile{in, s.limit}, nil
+}
+
+type tightFile struct {
+	kermit.Incoming
+	limit int64
+}
+
+func (f tightFile) Room(n int64) error {
+	if n > f.limit {
+		return errors.New("no space left for it")
+	}
+	return nil
+}
+
+// A file announced bigger than the room left is refused at its A, before
+// its data, naming why; the group's other files arrive. Both paths.
+func TestFileTooBigForTheDiskIsRefused(t *testing.T) {
+	for _, dual := range []bool{false, true} {
+		t.Run(map[bool]string{false: "classic", true: "dual"}[dual], func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, []testFile{{"big.bin", randomBytes(50_000, 1)}, {"small.bin", randomBytes(500, 2)}})
+			dir, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dir.Close()
+			scfg := kermit.DefaultConfig()
+			var why []string // the sender's reasons for files not sent
+			scfg.Events = func(e kermit.Event) {
+				if e.Err != nil {
+					why = append(why, e.Name+": "+e.Err.Error())
+				}
+			}
+			var serr, rerr error
+			if dual {
+				_, serr, rerr = dualTransferTo(t, scfg, kermit.DefaultConfig(), out, tightStore{dir, 10_000})
+			} else {
+				a, b := link(t, 0, 1)
+				serr, rerr, _ = transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, tightStore{dir, 10_000})
+			}
+			var ge *kermit.GroupError
+			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" {
+				t.Fatalf("send: %v; want a group error naming big.bin", serr)
+			}
+			if len(why) != 1 || !strings.Contains(why[0], "big.bin") || !strings.Contains(why[0], "no space left") {
+				t.Errorf("the sender was told %q; want big.bin's reason", why)
+			}
+			if rerr != nil {
+				t.Fatalf("receive: %v", rerr)
+			}
+			checkFiles(t, dst, []testFile{{"small.bin", randomBytes(500, 2)}})
+			if _, err := os.Stat(filepath.Join(dst, "big.bin")); err == nil {
+				t.Error("big.bin stored")
+			}
+		})
 	}
 }

@@ -33,14 +33,20 @@ func dualPair(t *testing.T) (*pipeDual, *pipeDual) {
 
 func dualTransfer(t *testing.T, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, dst string) (kermit.Stats, error, error) {
 	t.Helper()
+	store, _ := filestore.Open(dst)
+	defer store.Close()
+	return dualTransferTo(t, scfg, rcfg, files, store)
+}
+
+// dualTransferTo is dualTransfer into store.
+func dualTransferTo(t *testing.T, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, store kermit.Store) (kermit.Stats, error, error) {
+	t.Helper()
 	a, b := link(t, 0, 1)
 	da, db := dualPair(t)
 	scfg.Dual, rcfg.Dual = da, db
 	scfg.Streaming, rcfg.Streaming = true, true
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, _ := filestore.Open(dst)
-	defer store.Close()
 	recv := kermit.NewSession(b, rcfg)
 	send := kermit.NewSession(a, scfg)
 	defer recv.Close()

@@ -153,13 +153,19 @@ func checkFiles(t *testing.T, dir string, files []testFile) {
 // both errors and the sender's stats.
 func transfer(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, dst string) (error, error, kermit.Stats) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	store, err := filestore.Open(dst)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	return transferTo(t, a, b, scfg, rcfg, files, store)
+}
+
+// transferTo is transfer into store.
+func transferTo(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, store kermit.Store) (error, error, kermit.Stats) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	recv := kermit.NewSession(b, rcfg)
 	defer recv.Close()
 	send := kermit.NewSession(a, scfg)

@@ -43,6 +43,13 @@ type DirReceiver interface {
 	ReceiveDir(name string) error
 }
 
+// RoomChecker is an optional extension of Incoming: Room reports an
+// error if n more bytes will not fit where the file is stored, so that
+// a file announced too big is refused before its data.
+type RoomChecker interface {
+	Room(n int64) error
+}
+
 // DirAttrReceiver is an optional extension of a DirReceiver, for kerf
 // peers that send every directory with its attributes. MakeDir creates
 // the directory (and its parents) when it is missing, private to its

@@ -390,6 +390,22 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			reply.ResumeAt = 0
 		}
 	}
+	if rc, ok := cur.inc.(RoomChecker); ok && cur.attrs.Length > cur.start && !cur.text {
+		if err := rc.Room(cur.attrs.Length - cur.start); err != nil {
+			// Refused on its length; a kept partial stays for later.
+			s.cfg.Log.Info("refusing file", "name", cur.name, "err", err)
+			cur.inc.Abort(cur.start > 0)
+			cur.inc, cur.refused, cur.why = nil, true, err
+			s.event(Event{Kind: FileFailed, Name: cur.name, Err: err})
+			if s.dualActive() && !cur.expected {
+				if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
+					return nil, err
+				}
+				cur.expected = true
+			}
+			return append(framing.AttrReply{Accept: false, Reasons: "1", ResumeAt: -1}.Marshal(), s.refusalText(err)...), nil
+		}
+	}
 	if cur.start == 0 && !cur.prepared {
 		if err := cur.inc.Truncate(0); err != nil {
 			return nil, fmt.Errorf("kermit: preparing %s: %w", cur.name, err)

@@ -356,6 +356,21 @@ func (p *Path) Err() error {
 	return p.err
 }
 
+// Failed is closed when the Path fails (kermit.DataFailure).
+func (p *Path) Failed() <-chan struct{} { return p.failed }
+
+// LocalFailure is the Path's error if this side found it (damage it
+// cannot recover, a protocol error, a write that failed), nil if the
+// Path works, was closed, or lost a connection, which the peer may
+// explain better (kermit.DataFailure).
+func (p *Path) LocalFailure() error {
+	err := p.Err()
+	if err == nil || errors.Is(err, ErrConnLost) || errors.Is(err, ErrClosed) {
+		return nil
+	}
+	return err
+}
+
 // fail makes err the Path's sticky error, if it has none yet, and closes
 // the connections so that every goroutine stops.
 func (p *Path) fail(err error) {

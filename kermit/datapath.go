@@ -47,3 +47,14 @@ type DataPath interface {
 	// Close ends the data path; pending Waits fail.
 	Close() error
 }
+
+// DataFailure is an optional extension of a DataPath: Failed is closed
+// when the path fails, and LocalFailure is then the cause if this side
+// found it (a block damaged past recovery, a protocol error), not a
+// lost connection. A receiving engine waiting for control packets ends
+// at once on a local failure and tells the peer why: the peer only sees
+// its data connections close.
+type DataFailure interface {
+	Failed() <-chan struct{}
+	LocalFailure() error
+}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,4 +105,49 @@ func TestDualResume(t *testing.T) {
 		t.Fatalf("send %v, receive %v", serr, rerr)
 	}
 	checkFiles(t, dst, []testFile{{"big.bin", data}})
+}
+
+// flipConn flips one bit of the byte at offset at of what is read.
+type flipConn struct {
+	net.Conn
+	at, pos int
+}
+
+func (c *flipConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if i := c.at - c.pos; i >= 0 && i < n {
+		p[i] ^= 0x01
+	}
+	c.pos += n
+	return n, err
+}
+
+// A receiver whose data path fails for a cause it found (a damaged block
+// header: the stream cannot be followed) says so at once, in an E: the
+// sender, which only sees its data connection close, reports the
+// receiver's cause, and so does the receiver.
+func TestDataFailureCauseReachesBothSides(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"f.bin", randomBytes(20<<20, 3)}}) // still being sent when the receiver fails
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	db.conn = &flipConn{Conn: db.conn, at: 14} // in the first block's header
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Dual, rcfg.Dual = da, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, _ := filestore.Open(dst)
+	defer store.Close()
+	recv, send := kermit.NewSession(b, rcfg), kermit.NewSession(a, scfg)
+	defer recv.Close()
+	defer send.Close()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	serr := send.Send(ctx, out)
+	for side, err := range map[string]error{"sender": serr, "receiver": <-rerr} {
+		if err == nil || !strings.Contains(err.Error(), "header check") {
+			t.Errorf("%s: %v; want the damaged header named", side, err)
+		}
+	}
 }

@@ -324,6 +324,12 @@ func (s *Session) abort(err error) error {
 // read waits for the next packet from the reader, up to d (0 = forever).
 // It returns ok=false on timeout.
 func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, error) {
+	return s.readWatching(ctx, d, false)
+}
+
+// readWatching is read that, with watchData, also ends when the data path
+// fails for a cause found on this side (DataFailure), with that cause.
+func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData bool) (inPacket, bool, error) {
 	select {
 	case p := <-s.c.in:
 		return s.got(p)
@@ -338,13 +344,25 @@ func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, er
 		defer t.Stop()
 		tc = t.C
 	}
-	select {
-	case p := <-s.c.in:
-		return s.got(p)
-	case <-tc:
-		return inPacket{}, false, nil
-	case <-ctx.Done():
-		return inPacket{}, false, ctx.Err()
+	var failed <-chan struct{}
+	df, _ := s.data.(DataFailure)
+	if watchData && df != nil {
+		failed = df.Failed()
+	}
+	for {
+		select {
+		case p := <-s.c.in:
+			return s.got(p)
+		case <-tc:
+			return inPacket{}, false, nil
+		case <-ctx.Done():
+			return inPacket{}, false, ctx.Err()
+		case <-failed:
+			if err := df.LocalFailure(); err != nil {
+				return inPacket{}, false, err
+			}
+			failed = nil // a lost connection: the peer or the link says more
+		}
 	}
 }
 

@@ -563,7 +563,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 				return *p, nil
 			}
 		}
-		in, ok, err := s.read(ctx, timeout)
+		in, ok, err := s.readWatching(ctx, timeout, true)
 		if err != nil {
 			return framing.Packet{}, err
 		}

@@ -42,6 +42,10 @@ if fail exit 5 "finish failed"`
 		{"wrong password", true, false, "remote login carol wrong\nif fail exit 9 \"login failed\"\n" + okSteps, 9, "login failed", false, false},
 		{"anonymous reads only", true, true, "get down.bin\nif fail exit 3\nsend up.bin\nif success exit 7 \"read-only send succeeded\"\nremote directory\nif fail exit 4", 0, "down.bin", false, true},
 		{"no login", true, false, "get down.bin\nif success exit 8 \"get without login succeeded\"\nremote directory\nif success exit 8 \"listing without login succeeded\"", 0, "", false, false},
+		// A file kerf refuses (a name leading out of the tree) is a failure
+		// to C-Kermit too: refused for its "name" (N?) it would count as
+		// skipped on purpose, status 0.
+		{"refused file fails", true, false, "remote login carol ck-pass\nif fail exit 9 \"login failed\"\nsend /as-name:../up.bin up.bin\nif success exit 7 \"refused send succeeded\"", 0, "", false, false},
 		{"classic off", false, true, "send up.bin\nif success exit 7 \"send succeeded\"\nget down.bin\nif success exit 8 \"get succeeded\"", 0, "", false, false},
 	}
 	for _, tc := range cases {

@@ -355,7 +355,11 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			}
 			cur.expected = true
 		}
-		return append(framing.AttrReply{Accept: false, Reasons: "?", ResumeAt: -1}.Marshal(), s.refusalText(cur.why)...), nil
+		// "+" (disposition: it cannot be stored as asked), not "?": C-Kermit
+		// counts a file refused for its name (or date) as sent on purpose,
+		// status 0, as for its own SET FILE COLLISION DISCARD, and every
+		// other reason as failed (ckcpro.w, <sseof>Y).
+		return append(framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), s.refusalText(cur.why)...), nil
 	}
 	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
 	var ext []byte

@@ -632,11 +632,32 @@ func (s *Session) refusal(reasons string) error {
 	if j := strings.IndexByte(reasons, 'm'); j >= 1 && j+1 < len(reasons) && s.neg.peerKerf {
 		if l := int(reasons[j+1]) - 32; j+2+l == len(reasons) {
 			if text, err := s.decodeString([]byte(reasons[j+2:])); err == nil {
-				return fmt.Errorf("refused by receiver (%s): %s", reasons[:j], text)
+				return fmt.Errorf("refused by the receiver (%s): %s", reasonWords(reasons[:j]), text)
 			}
 		}
 	}
-	return fmt.Errorf("refused by receiver (%s)", reasons)
+	return fmt.Errorf("refused by the receiver (%s)", reasonWords(reasons))
+}
+
+// reasonWords names the attributes a refusal's reason letters stand for
+// (Kermit Protocol Manual, attribute tags); an unknown one is shown as it
+// is, and none as "no reason given".
+func reasonWords(reasons string) string {
+	var words []string
+	for _, r := range reasons {
+		w, ok := map[rune]string{'!': "size", '1': "size", '"': "type", '#': "date", '+': "disposition",
+			',': "protection", '-': "protection", '.': "origin", '*': "character set", '?': "name", '=': "already there"}[r]
+		if !ok {
+			w = strconv.QuoteRune(r)
+		}
+		if !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	if len(words) == 0 {
+		return "no reason given"
+	}
+	return strings.Join(words, ", ")
 }
 
 // parseAttrReplyExt parses the ACK to an A packet, including kerf's

@@ -3,6 +3,7 @@ package kermit_test
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,12 +14,57 @@ import (
 	"kerf/kermit"
 )
 
-// A classic Kermit sending a file that grew while it read it (a log
-// being written) sends more than its A announced, every packet checked,
-// then a plain Z: the file is kept, as C-Kermit keeps it, and the group
-// goes on (it ended the session).
-func TestClassicSenderGrownFileIsKept(t *testing.T) {
-	dst := t.TempDir()
+// classicFile is a file a scripted classic Kermit sends: its A, and its
+// data in one D packet.
+type classicFile struct {
+	name, data string
+	attrs      framing.Attributes
+}
+
+// classicSend plays a classic Kermit sender (no kerf bits, block check 1,
+// no windows) on a, sending files as one group, and returns the data of
+// each file's A ACK. It fails t on anything but ACKs, except that a
+// refused file is ended with Z D, as C-Kermit does.
+func classicSend(t *testing.T, a net.Conn, files []classicFile) (verdicts []string) {
+	t.Helper()
+	r := bufio.NewReader(a)
+	seq := 0
+	send := func(typ byte, data []byte) framing.Packet {
+		t.Helper()
+		p, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: seq, Type: typ, Data: data})
+		if _, err := a.Write(append(p, '\r')); err != nil {
+			t.Fatal(err)
+		}
+		ack := readPacket(t, r)
+		if ack.Seq != seq || ack.Type != 'Y' {
+			t.Fatalf("answer to %c/%d: %c/%d %q", typ, seq, ack.Type, ack.Seq, ack.Data)
+		}
+		seq = (seq + 1) % 64
+		return ack
+	}
+	send('S', framing.DefaultParams().Marshal())
+	for _, f := range files {
+		send('F', []byte(f.name))
+		var verdict []byte
+		for _, c := range f.attrs.Marshal(90) {
+			verdict = send('A', c).Data
+		}
+		verdicts = append(verdicts, string(verdict))
+		if len(verdict) > 0 && verdict[0] == 'N' {
+			send('Z', []byte("D"))
+			continue
+		}
+		send('D', []byte(f.data))
+		send('Z', nil)
+	}
+	send('B', nil)
+	return verdicts
+}
+
+// receiveClassic runs a kerf receiver into dst while play drives the
+// other end, and returns the receiver's error.
+func receiveClassic(t *testing.T, dst string, play func(a net.Conn)) error {
+	t.Helper()
 	a, b := link(t, 0, 1)
 	rcv := kermit.NewSession(b, kermit.DefaultConfig())
 	defer rcv.Close()
@@ -31,48 +77,63 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 	defer cancel()
 	rerr := make(chan error, 1)
 	go func() { rerr <- rcv.Receive(ctx, store) }()
+	play(a)
+	return <-rerr
+}
 
-	r := bufio.NewReader(a)
-	seq := 0
-	send := func(typ byte, data []byte) framing.Packet {
-		t.Helper()
-		p, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: seq, Type: typ, Data: data})
-		if _, err := a.Write(append(p, '\r')); err != nil {
-			t.Fatal(err)
-		}
-		ack := readPacket(t, r)
-		if ack.Seq != seq {
-			t.Fatalf("answer to %c/%d: %c/%d", typ, seq, ack.Type, ack.Seq)
-		}
-		seq = (seq + 1) % 64
-		return ack
-	}
-	params := framing.DefaultParams() // a classic Kermit: no kerf bits, block check 1
-	if ack := send('S', params.Marshal()); ack.Type != 'Y' {
-		t.Fatalf("S answered %c", ack.Type)
-	}
+// A classic Kermit sending a file that grew while it read it (a log
+// being written) sends more than its A announced, every packet checked,
+// then a plain Z: the file is kept, as C-Kermit keeps it, and the group
+// goes on (it ended the session).
+func TestClassicSenderGrownFileIsKept(t *testing.T) {
+	dst := t.TempDir()
 	attrs := framing.NewAttributes()
-	attrs.Length = 5
-	attrs.Type = "B8"
-	for _, f := range []struct{ name, data string }{{"grown.log", "hello, world"}, {"next.txt", "hello"}} {
-		send('F', []byte(f.name))
-		for _, c := range attrs.Marshal(90) {
-			if ack := send('A', c); ack.Type != 'Y' || len(ack.Data) > 0 && ack.Data[0] == 'N' {
-				t.Fatalf("A of %s answered %c %q", f.name, ack.Type, ack.Data)
-			}
-		}
-		send('D', []byte(f.data))
-		if ack := send('Z', nil); ack.Type != 'Y' {
-			t.Fatalf("Z of %s answered %c %q", f.name, ack.Type, ack.Data)
-		}
-	}
-	send('B', nil)
-	if err := <-rerr; err != nil {
+	attrs.Length, attrs.Type = 5, "B8"
+	err := receiveClassic(t, dst, func(a net.Conn) {
+		classicSend(t, a, []classicFile{{"grown.log", "hello, world", attrs}, {"next.txt", "hello", attrs}})
+	})
+	if err != nil {
 		t.Fatalf("receive: %v", err)
 	}
 	for name, want := range map[string]string{"grown.log": "hello, world", "next.txt": "hello"} {
 		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
 		}
+	}
+}
+
+// Text in Latin-1 (C-Kermit's SET TRANSFER CHARACTER-SET LATIN1, the A's
+// "*CI6/100") is stored as UTF-8, kerf's text character set; UTF-8 and
+// transparent text as they come; a set kerf does not translate is
+// refused with "*", which C-Kermit counts as a failure, not stored wrong.
+func TestTextCharacterSets(t *testing.T) {
+	dst := t.TempDir()
+	text := func(enc string) framing.Attributes {
+		a := framing.NewAttributes()
+		a.Type, a.Encoding = "AMJ", enc
+		return a
+	}
+	var verdicts []string
+	err := receiveClassic(t, dst, func(a net.Conn) {
+		verdicts = classicSend(t, a, []classicFile{
+			{"latin1.txt", "caf\xe9\r\n", text("CI6/100")},
+			{"utf8.txt", "caf\xc3\xa9\r\n", text("CI196")},
+			{"plain.txt", "caf\xe9\r\n", text("")},
+			{"cyrillic.txt", "\xd0\xd2\r\n", text("CI6/144")},
+		})
+	})
+	if err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	if len(verdicts) != 4 || verdicts[3] == "" || verdicts[3][:2] != "N*" {
+		t.Errorf("A verdicts %q; want the last refused with N*", verdicts)
+	}
+	for name, want := range map[string]string{"latin1.txt": "café\n", "utf8.txt": "café\n", "plain.txt": "caf\xe9\n"} {
+		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dst, "cyrillic.txt")); err == nil {
+		t.Error("cyrillic.txt stored")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"kerf/framing"
 )
@@ -118,6 +119,7 @@ type recvFile struct {
 	start    int64 // resume point
 	text     bool
 	pendCR   bool
+	latin1   bool // text in ISO 8859-1, stored as UTF-8
 	prefix   uint32 // CRC-32C of the kept partial when resuming
 	id       uint32
 	expected bool
@@ -346,20 +348,20 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	if t := cur.attrs.Type; t != "" && cur.display == nil {
 		cur.text = t[0] == 'A'
 	}
-	if cur.refused || cur.inc == nil {
-		if s.dualActive() && !cur.expected && cur.attrs.Length >= 0 {
-			// The sender may already be streaming this file's blocks:
-			// take them and throw them away rather than leave them parked.
-			if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
-				return nil, err
-			}
-			cur.expected = true
+	if cur.text && !cur.refused && cur.inc != nil {
+		latin1, err := textCharset(cur.attrs.Encoding)
+		if err != nil {
+			cur.inc.Abort(false)
+			return s.refuse(cur, "*", err)
 		}
+		cur.latin1 = latin1
+	}
+	if cur.refused || cur.inc == nil {
 		// "+" (disposition: it cannot be stored as asked), not "?": C-Kermit
 		// counts a file refused for its name (or date) as sent on purpose,
 		// status 0, as for its own SET FILE COLLISION DISCARD, and every
 		// other reason as failed (ckcpro.w, <sseof>Y).
-		return append(framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), s.refusalText(cur.why)...), nil
+		return s.refuse(cur, "+", cur.why)
 	}
 	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
 	var ext []byte
@@ -396,18 +398,8 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	}
 	if rc, ok := cur.inc.(RoomChecker); ok && cur.attrs.Length > cur.start && !cur.text {
 		if err := rc.Room(cur.attrs.Length - cur.start); err != nil {
-			// Refused on its length; a kept partial stays for later.
-			s.cfg.Log.Info("refusing file", "name", cur.name, "err", err)
-			cur.inc.Abort(cur.start > 0)
-			cur.inc, cur.refused, cur.why = nil, true, err
-			s.event(Event{Kind: FileFailed, Name: cur.name, Err: err})
-			if s.dualActive() && !cur.expected {
-				if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
-					return nil, err
-				}
-				cur.expected = true
-			}
-			return append(framing.AttrReply{Accept: false, Reasons: "1", ResumeAt: -1}.Marshal(), s.refusalText(err)...), nil
+			cur.inc.Abort(cur.start > 0) // a kept partial stays for later
+			return s.refuse(cur, "1", err)
 		}
 	}
 	if cur.start == 0 && !cur.prepared {
@@ -431,6 +423,26 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		cur.expected = true
 	}
 	return append(reply.Marshal(), ext...), nil
+}
+
+// refuse answers cur's A with a refusal for reason (the attribute's tag)
+// and why (told to a kerf peer in words). A file refused here, not at
+// its F, is reported now; its Incoming, if any, the caller has ended.
+func (s *Session) refuse(cur *recvFile, reason string, why error) ([]byte, error) {
+	if !cur.refused {
+		s.cfg.Log.Info("refusing file", "name", cur.name, "err", why)
+		cur.inc, cur.refused, cur.why = nil, true, why
+		s.event(Event{Kind: FileFailed, Name: cur.name, Err: why})
+	}
+	if s.dualActive() && !cur.expected && cur.attrs.Length >= 0 {
+		// The sender may already be streaming this file's blocks: take
+		// them and throw them away rather than leave them parked.
+		if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
+			return nil, err
+		}
+		cur.expected = true
+	}
+	return append(framing.AttrReply{Accept: false, Reasons: reason, ResumeAt: -1}.Marshal(), s.refusalText(why)...), nil
 }
 
 // makeDir makes the directory cur a kerf peer sent, in a store that can
@@ -538,6 +550,9 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	}
 	if cur.text {
 		buf = cur.fromCanonical(buf)
+		if cur.latin1 {
+			buf = latin1ToUTF8(buf)
+		}
 	}
 	if cur.display == nil && !cur.prepared {
 		// No attributes told us about recovery: start the file afresh.
@@ -558,6 +573,31 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 		s.event(Event{Kind: FileProgress, Name: cur.name, Size: cur.attrs.Length, Bytes: cur.off - cur.start})
 	}
 	return nil
+}
+
+// latin1ToUTF8 converts ISO 8859-1 text to UTF-8.
+func latin1ToUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	for _, c := range b {
+		out = utf8.AppendRune(out, rune(c))
+	}
+	return out
+}
+
+// textCharset says how a text file whose transfer character set is enc
+// (the '*' attribute) is stored: as it comes (none, transparent, ASCII or
+// UTF-8, kerf's own text character set), converted from Latin-1, or
+// refused (any other set, which kerf does not translate; C-Kermit counts
+// a refusal for the character set as a failure, and can send the file
+// in UTF-8 or transparent instead).
+func textCharset(enc string) (latin1 bool, err error) {
+	switch strings.ReplaceAll(enc, " ", "") {
+	case "", "A", "CI196", "CI190", "CI2/196":
+		return false, nil
+	case "CI6/100":
+		return true, nil
+	}
+	return false, fmt.Errorf("transfer character set %q is not one kerf translates (send as UTF-8, Latin-1 or transparent)", enc)
 }
 
 // fromCanonical turns CRLF into LF, holding a trailing CR until the

@@ -119,7 +119,7 @@ type recvFile struct {
 	start    int64 // resume point
 	text     bool
 	pendCR   bool
-	latin1   bool // text in ISO 8859-1, stored as UTF-8
+	latin1   bool   // text in ISO 8859-1, stored as UTF-8
 	prefix   uint32 // CRC-32C of the kept partial when resuming
 	id       uint32
 	expected bool

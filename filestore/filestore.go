@@ -489,6 +489,11 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if d.ReadOnly {
 		return nil, fmt.Errorf("filestore: %s: read-only access", name)
 	}
+	if strings.HasSuffix(name, "/") {
+		// A directory's name (only a kerf peer sends directories, and not
+		// through Create): made into a file "dir" it would surprise.
+		return nil, fmt.Errorf("filestore: %s: a file name cannot end in /", name)
+	}
 	if d.Flat {
 		name = path.Base(strings.ReplaceAll(name, "\\", "/"))
 	}

@@ -318,3 +318,20 @@ func TestRoom(t *testing.T) {
 		t.Errorf("Room(4 EiB): %v; want ENOSPC", err)
 	}
 }
+
+// A name ending in "/" (a classic peer's as-name "dir/") names no file:
+// refused, not stored as the file "dir".
+func TestCreateRefusesDirectoryName(t *testing.T) {
+	root := t.TempDir()
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Create("dir/"); err == nil {
+		t.Fatal("Create(dir/) succeeded")
+	}
+	if _, err := os.Lstat(filepath.Join(root, "dir")); err == nil {
+		t.Error("dir made")
+	}
+}

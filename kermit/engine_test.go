@@ -643,3 +643,34 @@ func drain(c net.Conn) {
 		}
 	}
 }
+
+// A client that hangs up between commands ends the server's session as
+// such a session ends, with no error; one that hangs up in the middle
+// of a command is an error.
+func TestServerClientHangsUp(t *testing.T) {
+	for _, mid := range []bool{false, true} {
+		a, b := link(t, 0, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		fsys, _ := filestore.Open(t.TempDir())
+		srv := kermit.NewSession(b, kermit.DefaultConfig())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx, fsys) }()
+		cli := kermit.NewSession(a, kermit.DefaultConfig())
+		if _, err := cli.Generic(ctx, 'D', ""); err != nil {
+			t.Fatal(err)
+		}
+		if mid {
+			// An S, and gone before the file.
+			p, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'S', Data: framing.DefaultParams().Marshal()})
+			a.Write(append(p, '\r'))
+			time.Sleep(100 * time.Millisecond)
+		}
+		a.Close()
+		err := <-done
+		if mid != (err != nil) {
+			t.Errorf("hung up (in a command: %v): Serve returned %v", mid, err)
+		}
+		cli.Close()
+	}
+}

@@ -95,7 +95,17 @@ type LinkError struct {
 	Err error
 }
 
-func (e *LinkError) Error() string { return "kermit: " + e.Op + " link: " + e.Err.Error() }
+func (e *LinkError) Error() string {
+	if errors.Is(e.Err, io.ErrUnexpectedEOF) && e.Op == "reading" {
+		// The other end closed the connection (or the line's input
+		// ended) without an E to say why.
+		return "kermit: reading link: closed by the other end without a word (unexpected EOF)"
+	}
+	return "kermit: " + e.Op + " link: " + e.Err.Error()
+}
+
+// Closed reports whether the link ended because the other end closed it.
+func (e *LinkError) Closed() bool { return e.Op == "reading" && errors.Is(e.Err, io.ErrUnexpectedEOF) }
 func (e *LinkError) Unwrap() error { return e.Err }
 
 func (c *pktConn) stop() { c.stopOnce.Do(func() { close(c.done) }) }

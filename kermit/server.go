@@ -101,6 +101,9 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			if errors.As(err, &pe) {
 				return nil // the client gave up on something; keep serving
 			}
+			if le := (*LinkError)(nil); errors.As(err, &le) && le.Closed() && !s.rw.started {
+				return errServerExit // between commands: how a client leaves
+			}
 			return err
 		}
 		switch p.Type {

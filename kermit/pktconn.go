@@ -105,7 +105,7 @@ func (e *LinkError) Error() string {
 }
 
 // Closed reports whether the link ended because the other end closed it.
-func (e *LinkError) Closed() bool { return e.Op == "reading" && errors.Is(e.Err, io.ErrUnexpectedEOF) }
+func (e *LinkError) Closed() bool  { return e.Op == "reading" && errors.Is(e.Err, io.ErrUnexpectedEOF) }
 func (e *LinkError) Unwrap() error { return e.Err }
 
 func (c *pktConn) stop() { c.stopOnce.Do(func() { close(c.done) }) }

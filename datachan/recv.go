@@ -377,6 +377,7 @@ func (p *Path) Abandon(id uint32) int64 {
 		return 0
 	}
 	f.dst = nil
+	p.forgetDamageLocked(id)
 	for f.writing > 0 {
 		p.writesDone.Wait()
 	}
@@ -467,9 +468,24 @@ func (p *Path) writeLocked(f *recvFile, b *frame) {
 	if err != nil {
 		f.err = fmt.Errorf("datachan: writing file %d at %d: %w", f.id, b.h.Offset, err)
 		close(f.done)
+		p.forgetDamageLocked(f.id)
 		return
 	}
 	if f.complete() {
 		close(f.done)
+		p.forgetDamageLocked(f.id)
 	}
+}
+
+// forgetDamageLocked drops noteDamage's counts for file id, done with.
+func (p *Path) forgetDamageLocked(id uint32) {
+	if p.nDamaged.Load() == 0 {
+		return
+	}
+	for k := range p.damaged {
+		if k.file == id {
+			delete(p.damaged, k)
+		}
+	}
+	p.nDamaged.Store(int64(len(p.damaged)))
 }

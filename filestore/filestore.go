@@ -1558,7 +1558,16 @@ func (d *Dir) MakeDir(name string, perm fs.FileMode, havePerm bool) error {
 	if havePerm {
 		mode = perm&fs.ModePerm | 0o700
 	}
-	return d.root.MkdirAll(rel, mode)
+	if err := d.root.MkdirAll(rel, mode); err != nil {
+		return err
+	}
+	// One already there (an earlier transfer made it read-only, as its
+	// sender has it) must take this group's files too: the owner gets
+	// rwx until SetDirAttrs. Not ours to change: the writes will say.
+	if fi, err := d.root.Lstat(rel); err == nil && fi.IsDir() && fi.Mode().Perm()&0o700 != 0o700 {
+		d.root.Chmod(rel, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)|0o700)
+	}
+	return nil
 }
 
 // SetDirAttrs gives a received directory its permissions (if havePerm)
@@ -1591,7 +1600,9 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 		return fmt.Errorf("filestore: %s is not a directory", rel)
 	}
 	if havePerm {
-		if err := d.root.Chmod(rel, perm&fs.ModePerm); err != nil {
+		// The receiver's own setgid and sticky bits stay: a shared
+		// group directory, a sticky incoming/.
+		if err := d.root.Chmod(rel, perm&fs.ModePerm|fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)); err != nil {
 			return fmt.Errorf("filestore: %w", err)
 		}
 	}

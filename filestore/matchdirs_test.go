@@ -387,3 +387,43 @@ func TestWildcardSkipsDotFiles(t *testing.T) {
 		t.Errorf("Match(.netrc) = %d files, %v", len(files), err)
 	}
 }
+
+// A directory an earlier transfer left read-only, as its sender has it,
+// takes the next group's files (MakeDir gives its owner rwx until
+// SetDirAttrs), checked with a non-root server's permissions; and
+// SetDirAttrs keeps the receiver's setgid and sticky bits.
+func TestDirAttrsOnExistingDirectories(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "ro/", "shared/")
+	os.Chmod(filepath.Join(root, "ro"), 0o555)
+	t.Cleanup(func() { os.Chmod(filepath.Join(root, "ro"), 0o755) })
+	os.Chmod(filepath.Join(root, "shared"), 0o775|os.ModeSetgid)
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	var errs []error
+	unprivileged(t, func() {
+		errs = append(errs, d.MakeDir("ro", 0o555, true))
+		in, err := d.Create("ro/f")
+		errs = append(errs, err)
+		if err == nil {
+			in.WriteAt([]byte("f"), 0)
+			errs = append(errs, in.Commit(time.Time{}, 0o644))
+		}
+		errs = append(errs, d.SetDirAttrs("ro", 0o555, true, time.Time{}))
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("receiving into a read-only directory: %v", err)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "ro")); fi.Mode().Perm() != 0o555 {
+		t.Errorf("ro after the group: %v; want 0555 again", fi.Mode().Perm())
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "ro/f")); err != nil || string(b) != "f" {
+		t.Errorf("ro/f = %q, %v", b, err)
+	}
+	if err := d.SetDirAttrs("shared", 0o750, true, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "shared")); fi.Mode().Perm() != 0o750 || fi.Mode()&os.ModeSetgid == 0 {
+		t.Errorf("shared: %v; want 0750 with its setgid bit", fi.Mode())
+	}
+}

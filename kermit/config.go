@@ -94,7 +94,9 @@ type Config struct {
 	// transaction, cannot tell the second answer from the reply to the
 	// next transaction's packet (a login's ACK taken for the ACK of the
 	// Send-Init after it, whose parameters it then lacks). A NAK, the
-	// peer asking, still gets the packet again.
+	// peer asking, still gets the packet again. Choose Timeout and
+	// MinTimeout for it: MaxRetries of them without an answer end the
+	// transfer (kerf's control connections: 20 of 20 s).
 	Reliable bool
 
 	// noDirAttrs leaves capas2DirAttrs out of this side's Send-Init, as

@@ -151,3 +151,39 @@ func TestDataFailureCauseReachesBothSides(t *testing.T) {
 		}
 	}
 }
+
+// A server whose data path failed (a damaged header) tells the client
+// why, once, and ends the session: no file can go over that path any
+// more. (It answered every later read with the same failure, an E each
+// time, as fast as it could write them.)
+func TestServerEndsOnDataPathFailure(t *testing.T) {
+	src, root := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"f.bin", randomBytes(20<<20, 5)}})
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	db.conn = &flipConn{Conn: db.conn, at: 14}
+	ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	ccfg.Dual, scfg.Dual = da, db
+	ccfg.Streaming, scfg.Streaming = true, true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fsys, _ := filestore.Open(root)
+	defer fsys.Close()
+	srv, cli := kermit.NewSession(b, scfg), kermit.NewSession(a, ccfg)
+	defer srv.Close()
+	defer cli.Close()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, fsys) }()
+	if err := cli.Send(ctx, out); err == nil || !strings.Contains(err.Error(), "header check") {
+		t.Errorf("client: %v; want the damaged header named", err)
+	}
+	select {
+	case err := <-done:
+		var de *kermit.DataPathError
+		if !errors.As(err, &de) {
+			t.Errorf("Serve: %v; want a DataPathError", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server kept serving over a failed data path")
+	}
+}

@@ -391,7 +391,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			cur.off, cur.start, cur.prefix = size, size, crc
 			h := strconv.FormatUint(uint64(crc), 16)
 			ext = append([]byte{'c', byte(32 + len(h))}, h...)
-			s.peerHashes(size) // the sender checks its prefix against it
+			s.peerHashes(size, -1) // the sender checks its prefix against it
 		} else {
 			reply.ResumeAt = 0
 		}
@@ -592,9 +592,9 @@ func latin1ToUTF8(b []byte) []byte {
 // in UTF-8 or transparent instead).
 func textCharset(enc string) (latin1 bool, err error) {
 	switch strings.ReplaceAll(enc, " ", "") {
-	case "", "A", "CI196", "CI190", "CI2/196":
+	case "", "A", "CI196", "CI190":
 		return false, nil
-	case "CI6/100":
+	case "CI6/100", "CI2/100", "CI6/204": // Latin-1, as C-Kermit reads them (ckuxla.c tcsinfo, ckcfn3.c)
 		return true, nil
 	}
 	return false, fmt.Errorf("transfer character set %q is not one kerf translates (send as UTF-8, Latin-1 or transparent)", enc)
@@ -701,7 +701,9 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 		cur.off = cur.attrs.Length
 		done.CRC32C = whole
-	} else if !cur.text && cur.attrs.Length >= 0 && cur.off < cur.attrs.Length {
+	} else if !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf) {
+		// Short, or long from a kerf peer (one from before
+		// changedWhileSent sends a changed file whole): not this file.
 		inc.Abort(true)
 		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d", cur.name, cur.off, cur.attrs.Length)
 	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length {

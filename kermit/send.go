@@ -191,6 +191,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 
 	dual := s.dualActive()
 	refused := false // set when a pipelined A is refused
+	gaveUp := false  // this side ended the file (Z D) and reported it
 	resume := s.cfg.Resume && s.neg.resend && !s.cfg.Text
 	var reply framing.AttrReply
 	reply.Accept = true
@@ -198,10 +199,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	var peerCRC uint32
 	var havePeerCRC bool
 	if s.neg.attrs {
-		a := framing.NewAttributes()
-		if s.neg.peerKerf {
-			a.Zone = time.UTC // see framing: dates survive across zones
-		}
+		a := s.attrsOf(f)
 		a.Length = f.Size
 		if f.Size >= 0 {
 			a.LengthK = (f.Size + 1023) / 1024
@@ -211,13 +209,6 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		} else {
 			a.Type = "B8"
 		}
-		if !f.ModTime.IsZero() {
-			a.ModTime = f.ModTime
-		}
-		if f.Mode != 0 || f.ModeKnown {
-			a.Perm = int(f.Mode.Perm())
-		}
-		a.SysID = "U1"
 		if resume {
 			a.Disposition = "R"
 		}
@@ -232,7 +223,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		// recovery: then a refusal only makes the receiver discard.
 		if last != nil && (!dual || resume) {
 			if resume {
-				s.peerHashes(max(f.Size, 0)) // the receiver checks its partial
+				s.peerHashes(max(f.Size, 0), last.seq) // the receiver checks its partial
 			}
 			if err := s.await(ctx, last); err != nil {
 				return err
@@ -257,7 +248,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			}
 		} else if last != nil {
 			last.onAck = func(data []byte) error {
-				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept {
+				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
 					refused = true
 					s.groupFailed = append(s.groupFailed, f.Name)
 					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: s.refusal(rp.Reasons), Sending: true})
@@ -328,8 +319,8 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if err != nil {
 			return s.peerReason(ctx, fmt.Errorf("kermit: sending %s: %w", f.Name, err))
 		}
-		if why := changedWhileSent(r, f); why != nil {
-			closeR = false
+		if why := changedWhileSent(r, f); why != nil && !refused {
+			gaveUp, closeR = true, false
 			zs, err := s.queue(ctx, 'Z', append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...), 0)
 			if err != nil {
 				return err
@@ -404,6 +395,23 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	return nil
+}
+
+// attrsOf is what an A says of f, file or directory, besides its length
+// and type: its time, its permissions, the system.
+func (s *Session) attrsOf(f OutgoingFile) framing.Attributes {
+	a := framing.NewAttributes()
+	if s.neg.peerKerf {
+		a.Zone = time.UTC // see framing: dates survive across zones
+	}
+	if !f.ModTime.IsZero() {
+		a.ModTime = f.ModTime
+	}
+	if f.Mode != 0 || f.ModeKnown {
+		a.Perm = int(f.Mode.Perm())
+	}
+	a.SysID = "U1"
+	return a
 }
 
 // changedWhileSent says how the file f, open as r and read to the end,
@@ -540,16 +548,7 @@ func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 	name := f.Name
 	var attrs [][]byte
 	if s.neg.dirAttrs && s.neg.attrs {
-		a := framing.NewAttributes()
-		a.Zone = time.UTC // see framing: dates survive across zones
-		if !f.ModTime.IsZero() {
-			a.ModTime = f.ModTime
-		}
-		if f.Mode != 0 || f.ModeKnown {
-			a.Perm = int(f.Mode.Perm())
-		}
-		a.SysID = "U1"
-		attrs = a.Marshal(s.neg.maxData)
+		attrs = s.attrsOf(f).Marshal(s.neg.maxData)
 	}
 	zs, err := s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", attrs, nil)
 	var skip *skipError
@@ -639,14 +638,17 @@ func (s *Session) refusal(reasons string) error {
 	return fmt.Errorf("refused by the receiver (%s)", reasonWords(reasons))
 }
 
+// reasonWord is the attribute a refusal's reason letter stands for.
+var reasonWord = map[rune]string{'!': "size", '1': "size", '"': "type", '#': "date", '+': "disposition",
+	',': "protection", '-': "protection", '.': "origin", '*': "character set", '?': "name", '=': "already there"}
+
 // reasonWords names the attributes a refusal's reason letters stand for
 // (Kermit Protocol Manual, attribute tags); an unknown one is shown as it
 // is, and none as "no reason given".
 func reasonWords(reasons string) string {
 	var words []string
 	for _, r := range reasons {
-		w, ok := map[rune]string{'!': "size", '1': "size", '"': "type", '#': "date", '+': "disposition",
-			',': "protection", '-': "protection", '.': "origin", '*': "character set", '?': "name", '=': "already there"}[r]
+		w, ok := reasonWord[r]
 		if !ok {
 			w = strconv.QuoteRune(r)
 		}

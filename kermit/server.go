@@ -37,6 +37,13 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				}
 				return err
 			}
+			if de := (*DataPathError)(nil); errors.As(err, &de) {
+				// No file can go over the data path any more: the client
+				// is told why, and the session ends.
+				s.cfg.Log.Info("data path failed", "err", err)
+				s.errorPacket(err.Error())
+				return err
+			}
 			s.cfg.Log.Info("server command failed", "err", err)
 			var pe *PeerError
 			var ge *GroupError

@@ -51,6 +51,11 @@ type Session struct {
 	unsaved  []Event
 	// dirsToFinish are the group's received directories, for finishDirs.
 	dirsToFinish []dirAttrs
+	// dataFailureSeen: the data path's failure was reported (readWatching).
+	dataFailureSeen bool
+	// peerHashingAck: the packet whose ACK ends peerHashingUntil, -1 for
+	// any packet (peerHashes).
+	peerHashingAck int
 	// For Busy: local reads of a file for its check in progress, and
 	// when (unix nanoseconds) the peer should be done with its own.
 	hashing          atomic.Int32
@@ -163,10 +168,13 @@ func (s *Session) peerBusy() bool {
 const minHashRate = 50 << 20 // bytes per second
 
 // peerHashes notes that the peer now reads n bytes of a file for its
-// check before it answers (until its next packet).
-func (s *Session) peerHashes(n int64) {
+// check before it answers: before its next packet, or with ackOf >= 0,
+// before its ACK of packet ackOf (ACKs of packets sent earlier may come
+// meanwhile).
+func (s *Session) peerHashes(n int64, ackOf int) {
 	until := time.Now().Add(time.Minute + time.Duration(n/minHashRate)*time.Second)
 	s.peerHashingUntil.Store(until.UnixNano())
+	s.peerHashingAck = ackOf
 }
 
 // hash runs f, a read of a file for its check, as Busy.
@@ -346,7 +354,7 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 	}
 	var failed <-chan struct{}
 	df, _ := s.data.(DataFailure)
-	if watchData && df != nil {
+	if watchData && df != nil && !s.dataFailureSeen {
 		failed = df.Failed()
 	}
 	for {
@@ -358,13 +366,22 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 		case <-ctx.Done():
 			return inPacket{}, false, ctx.Err()
 		case <-failed:
+			// Once: the path stays failed, and its failure is told once.
+			s.dataFailureSeen = true
 			if err := df.LocalFailure(); err != nil {
-				return inPacket{}, false, err
+				return inPacket{}, false, &DataPathError{Err: err}
 			}
 			failed = nil // a lost connection: the peer or the link says more
 		}
 	}
 }
+
+// DataPathError is the failure of the data path, found on this side,
+// that ends a session: no file can go over it any more.
+type DataPathError struct{ Err error }
+
+func (e *DataPathError) Error() string { return e.Err.Error() }
+func (e *DataPathError) Unwrap() error { return e.Err }
 
 func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	if p.err != nil {
@@ -372,7 +389,7 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	}
 	if p.bad {
 		s.stats.BadPackets++
-	} else {
+	} else if s.peerHashingAck < 0 || p.Type != 'Y' || p.Seq == s.peerHashingAck {
 		s.peerHashingUntil.Store(0) // it answered: its check is done
 	}
 	if p.parity != "" {

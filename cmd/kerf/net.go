@@ -436,8 +436,11 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 		name := nameOf(p)
 		if err != nil {
 			// An unreadable directory (its contents unknown), a path too
-			// long: not sent, and the walk goes on.
+			// long: not sent, and the walk goes on. Announced to the
+			// receiver, it fills its parents as a file would (as
+			// filestore's walk decides for a GET).
 			fail(name, err)
+			fillParents(name)
 			if d != nil && d.IsDir() {
 				filled[name] = true // reported; not to be made empty
 				return filepath.SkipDir
@@ -456,6 +459,7 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 		info, err := d.Info()
 		if err != nil {
 			fail(name, err)
+			fillParents(name)
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
@@ -463,6 +467,7 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 			switch {
 			case err != nil:
 				fail(name, fmt.Errorf("%s: symbolic link to nothing readable: %w", p, err))
+				fillParents(name)
 				return nil
 			case target.Mode().IsRegular():
 				info = target // as scp -r does, a link to a file sends the file

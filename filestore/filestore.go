@@ -120,6 +120,15 @@ type dirHandle struct {
 	f    *os.File // opened on first sync
 	refs int      // incoming files using it
 	gone bool     // dropped from the cache; closed when refs reaches 0
+
+	// room is the free space Room last read here (fstatfs), less what
+	// the files it admitted since will take: a run of small files costs
+	// one fstatfs a second, not one each.
+	room struct {
+		sync.Mutex
+		free int64
+		at   time.Time // zero: never read
+	}
 }
 
 // Open opens (creating if needed) the directory at dir.
@@ -577,14 +586,23 @@ func (in *incoming) Room(n int64) error {
 	if in.sparse || n <= 0 {
 		return nil
 	}
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(in.f.fd, &st); err != nil {
-		return nil // unknown: let the writes tell
+	r := &in.h.room
+	r.Lock()
+	defer r.Unlock()
+	if r.at.IsZero() || time.Since(r.at) > time.Second || n > r.free/2 {
+		var st unix.Statfs_t
+		if err := unix.Fstatfs(in.f.fd, &st); err != nil || st.Bsize <= 0 {
+			return nil // unknown: let the writes tell
+		}
+		r.free, r.at = math.MaxInt64, time.Now()
+		if int64(st.Bavail) <= math.MaxInt64/int64(st.Bsize) {
+			r.free = int64(st.Bavail) * int64(st.Bsize)
+		}
 	}
-	free := int64(st.Bavail) * int64(st.Bsize)
-	if st.Bsize > 0 && free/int64(st.Bsize) == int64(st.Bavail) && n > free {
-		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, free, unix.ENOSPC)
+	if n > r.free {
+		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, r.free, unix.ENOSPC)
 	}
+	r.free -= n
 	return nil
 }
 

@@ -39,19 +39,28 @@ func dualTransfer(t *testing.T, scfg, rcfg kermit.Config, files []kermit.Outgoin
 	return dualTransferTo(t, scfg, rcfg, files, store)
 }
 
+// dualSessions makes a sending and a receiving session, closed when t
+// ends, that agree on a data path over a loopback socket; wrap, if set,
+// wraps the receiver's data connection.
+func dualSessions(t *testing.T, scfg, rcfg kermit.Config, wrap func(net.Conn) net.Conn) (send, recv *kermit.Session) {
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	if wrap != nil {
+		db.conn = wrap(db.conn)
+	}
+	scfg.Dual, rcfg.Dual = da, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv = kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	return send, recv
+}
+
 // dualTransferTo is dualTransfer into store.
 func dualTransferTo(t *testing.T, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, store kermit.Store) (kermit.Stats, error, error) {
 	t.Helper()
-	a, b := link(t, 0, 1)
-	da, db := dualPair(t)
-	scfg.Dual, rcfg.Dual = da, db
-	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := dualSessions(t, scfg, rcfg, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	recv := kermit.NewSession(b, rcfg)
-	send := kermit.NewSession(a, scfg)
-	defer recv.Close()
-	defer send.Close()
 	rerr := make(chan error, 1)
 	go func() { rerr <- recv.Receive(ctx, store) }()
 	serr := send.Send(ctx, files)
@@ -122,6 +131,9 @@ func (c *flipConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// damagedHeader flips a bit in the first block header read from c.
+func damagedHeader(c net.Conn) net.Conn { return &flipConn{Conn: c, at: 14} }
+
 // A receiver whose data path fails for a cause it found (a damaged block
 // header: the stream cannot be followed) says so at once, in an E: the
 // sender, which only sees its data connection close, reports the
@@ -129,19 +141,11 @@ func (c *flipConn) Read(p []byte) (int, error) {
 func TestDataFailureCauseReachesBothSides(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	out := writeFiles(t, src, []testFile{{"f.bin", randomBytes(20<<20, 3)}}) // still being sent when the receiver fails
-	a, b := link(t, 0, 1)
-	da, db := dualPair(t)
-	db.conn = &flipConn{Conn: db.conn, at: 14} // in the first block's header
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	scfg.Dual, rcfg.Dual = da, db
-	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), damagedHeader)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store, _ := filestore.Open(dst)
 	defer store.Close()
-	recv, send := kermit.NewSession(b, rcfg), kermit.NewSession(a, scfg)
-	defer recv.Close()
-	defer send.Close()
 	rerr := make(chan error, 1)
 	go func() { rerr <- recv.Receive(ctx, store) }()
 	serr := send.Send(ctx, out)
@@ -159,19 +163,11 @@ func TestDataFailureCauseReachesBothSides(t *testing.T) {
 func TestServerEndsOnDataPathFailure(t *testing.T) {
 	src, root := t.TempDir(), t.TempDir()
 	out := writeFiles(t, src, []testFile{{"f.bin", randomBytes(20<<20, 5)}})
-	a, b := link(t, 0, 1)
-	da, db := dualPair(t)
-	db.conn = &flipConn{Conn: db.conn, at: 14}
-	ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	ccfg.Dual, scfg.Dual = da, db
-	ccfg.Streaming, scfg.Streaming = true, true
+	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), damagedHeader)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	fsys, _ := filestore.Open(root)
 	defer fsys.Close()
-	srv, cli := kermit.NewSession(b, scfg), kermit.NewSession(a, ccfg)
-	defer srv.Close()
-	defer cli.Close()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, fsys) }()
 	if err := cli.Send(ctx, out); err == nil || !strings.Contains(err.Error(), "header check") {

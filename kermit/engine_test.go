@@ -662,8 +662,7 @@ func TestServerClientHangsUp(t *testing.T) {
 		}
 		if mid {
 			// An S, and gone before the file.
-			p, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'S', Data: framing.DefaultParams().Marshal()})
-			a.Write(append(p, '\r'))
+			writePacket(t, a, framing.Packet{Seq: 0, Type: 'S', Data: framing.DefaultParams().Marshal()})
 			time.Sleep(100 * time.Millisecond)
 		}
 		a.Close()

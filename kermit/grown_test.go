@@ -31,10 +31,7 @@ func classicSend(t *testing.T, a net.Conn, files []classicFile) (verdicts []stri
 	seq := 0
 	send := func(typ byte, data []byte) framing.Packet {
 		t.Helper()
-		p, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: seq, Type: typ, Data: data})
-		if _, err := a.Write(append(p, '\r')); err != nil {
-			t.Fatal(err)
-		}
+		writePacket(t, a, framing.Packet{Seq: seq, Type: typ, Data: data})
 		ack := readPacket(t, r)
 		if ack.Seq != seq || ack.Type != 'Y' {
 			t.Fatalf("answer to %c/%d: %c/%d %q", typ, seq, ack.Type, ack.Seq, ack.Data)

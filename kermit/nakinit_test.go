@@ -3,6 +3,8 @@ package kermit_test
 import (
 	"bufio"
 	"context"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -27,6 +29,35 @@ func readPacket(t *testing.T, r *bufio.Reader) framing.Packet {
 	}
 }
 
+// writePacket writes p with check type 1 and a CR, as a scripted peer.
+func writePacket(t *testing.T, w io.Writer, p framing.Packet) {
+	t.Helper()
+	b, err := framing.Frame{Check: 1}.AppendPacket(nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(append(b, '\r')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startSender starts a session with cfg sending files, for a scripted
+// receiver: it returns the receiver's end and a reader on it past the
+// sender's first packet, its Send-Init. The session ends with t.
+func startSender(t *testing.T, cfg kermit.Config, files []testFile) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	a, b := link(t, 0, 1)
+	snd := kermit.NewSession(a, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(func() { cancel(); snd.Close() })
+	go snd.Send(ctx, writeFiles(t, t.TempDir(), files))
+	r := bufio.NewReader(b)
+	if p := readPacket(t, r); p.Type != 'S' || p.Seq != 0 {
+		t.Fatalf("first packet %c/%d, want S/0", p.Type, p.Seq)
+	}
+	return b, r
+}
+
 // Without windows a NAK for the next packet means the last one arrived,
 // but not for a Send-Init: its ACK carries the receiver's parameters.
 // A sender that took the NAK for it went on with defaults the receiver
@@ -34,23 +65,10 @@ func readPacket(t *testing.T, r *bufio.Reader) framing.Packet {
 // count, and the file came out wrong with both sides content). The S
 // must be sent again instead.
 func TestNAKAfterSendInitIsNoACK(t *testing.T) {
-	a, b := link(t, 0, 1)
 	cfg := kermit.DefaultConfig()
 	cfg.Timeout = 30 * time.Second // so that only the NAK can make it resend
-	snd := kermit.NewSession(a, cfg)
-	defer snd.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go snd.Send(ctx, writeFiles(t, t.TempDir(), []testFile{{"x.bin", []byte("x~~~~~~~~~~y")}}))
-
-	r := bufio.NewReader(b)
-	if p := readPacket(t, r); p.Type != 'S' || p.Seq != 0 {
-		t.Fatalf("first packet %c/%d, want S/0", p.Type, p.Seq)
-	}
-	nak, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 1, Type: 'N'})
-	if _, err := b.Write(append(nak, '\r')); err != nil {
-		t.Fatal(err)
-	}
+	b, r := startSender(t, cfg, []testFile{{"x.bin", []byte("x~~~~~~~~~~y")}})
+	writePacket(t, b, framing.Packet{Seq: 1, Type: 'N'})
 	if p := readPacket(t, r); p.Type != 'S' || p.Seq != 0 {
 		t.Fatalf("after a NAK for packet 1 the sender sent %c/%d; want the S again", p.Type, p.Seq)
 	}
@@ -61,27 +79,14 @@ func TestNAKAfterSendInitIsNoACK(t *testing.T) {
 // the peer got a damaged copy of that one (G-Kermit answers damage so):
 // the sender resends at once instead of waiting out its timeout.
 func TestRepeatedACKIsNAKWithoutWindows(t *testing.T) {
-	a, b := link(t, 0, 1)
 	cfg := kermit.DefaultConfig()
 	// So that only the repeated ACK can make it resend: the measured round
 	// trip would otherwise bring the timer down to MinTimeout.
 	cfg.Timeout, cfg.MinTimeout = 30*time.Second, 30*time.Second
-	snd := kermit.NewSession(a, cfg)
-	defer snd.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go snd.Send(ctx, writeFiles(t, t.TempDir(), []testFile{{"x.bin", randomBytes(5000, 4)}}))
-
-	r := bufio.NewReader(b)
+	b, r := startSender(t, cfg, []testFile{{"x.bin", randomBytes(5000, 4)}})
 	ack := func(seq int, data []byte) {
 		t.Helper()
-		p, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: seq, Type: 'Y', Data: data})
-		if _, err := b.Write(append(p, '\r')); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if p := readPacket(t, r); p.Type != 'S' {
-		t.Fatalf("first packet %c, want S", p.Type)
+		writePacket(t, b, framing.Packet{Seq: seq, Type: 'Y', Data: data})
 	}
 	ack(0, framing.DefaultParams().Marshal()) // window 1, check 1, no attributes
 	if p := readPacket(t, r); p.Type != 'F' || p.Seq != 1 {

@@ -29,16 +29,7 @@ func TestReliableLinkResendsNothingOnTimeout(t *testing.T) {
 	}
 
 	t.Run("sender", func(t *testing.T) {
-		a, b := link(t, 0, 1)
-		snd := kermit.NewSession(a, cfg)
-		defer snd.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		go snd.Send(ctx, writeFiles(t, t.TempDir(), []testFile{{"x.bin", []byte("x")}}))
-		r := bufio.NewReader(b)
-		if p := readPacket(t, r); p.Type != 'S' || p.Seq != 0 {
-			t.Fatalf("first packet %c/%d, want S/0", p.Type, p.Seq)
-		}
+		b, r := startSender(t, cfg, []testFile{{"x.bin", []byte("x")}})
 		silent(t, r, b, time.Second, "a sender waiting for the ACK of its S") // ten timer periods
 		b.Close()
 	})
@@ -52,10 +43,7 @@ func TestReliableLinkResendsNothingOnTimeout(t *testing.T) {
 		go rcv.Receive(ctx, nil)
 		params := framing.DefaultParams()
 		params.Timeout = 1 // second: the receiver's timer
-		s, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'S', Data: params.Marshal()})
-		if _, err := b.Write(append(s, '\r')); err != nil {
-			t.Fatal(err)
-		}
+		writePacket(t, b, framing.Packet{Seq: 0, Type: 'S', Data: params.Marshal()})
 		r := bufio.NewReader(b)
 		if p := readPacket(t, r); p.Type != 'Y' || p.Seq != 0 {
 			t.Fatalf("answer %c/%d, want Y/0", p.Type, p.Seq)

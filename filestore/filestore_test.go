@@ -297,11 +297,7 @@ func TestChdirDotDot(t *testing.T) {
 
 // Room refuses what the file system cannot hold and takes what it can.
 func TestRoom(t *testing.T) {
-	d, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTree(t, t.TempDir())
 	in, err := d.Create("f")
 	if err != nil {
 		t.Fatal(err)
@@ -323,11 +319,7 @@ func TestRoom(t *testing.T) {
 // refused, not stored as the file "dir".
 func TestCreateRefusesDirectoryName(t *testing.T) {
 	root := t.TempDir()
-	d, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTree(t, root)
 	if _, err := d.Create("dir/"); err == nil {
 		t.Fatal("Create(dir/) succeeded")
 	}

@@ -172,11 +172,7 @@ func TestLongNameTwiceInBatch(t *testing.T) {
 // fit, its final name never.
 func TestTooLongNameRefusedAtCreate(t *testing.T) {
 	root := t.TempDir()
-	d, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTree(t, root)
 	for _, name := range []string{strings.Repeat("Q", 256), "sub/" + strings.Repeat("é", 128)} {
 		if _, err := d.Create(name); err == nil || !strings.Contains(err.Error(), "file name too long") {
 			t.Errorf("Create(%d bytes): %v; want a refusal naming the length", len(name), err)

@@ -34,6 +34,17 @@ func makeTree(t *testing.T, root string, names ...string) {
 	}
 }
 
+// openTree opens the tree at root, closed when t ends.
+func openTree(t *testing.T, root string) *filestore.Dir {
+	t.Helper()
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // fileNames names the files and the empty directories of files, sorted:
 // the directories with files in them, which a recursive match also
 // lists (kermit.OutgoingFile.Filled), are left out.
@@ -291,8 +302,7 @@ func TestSetDirAttrs(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, "a/f", "b/")
 	os.Symlink("b", filepath.Join(root, "lb"))
-	d, _ := filestore.Open(root)
-	defer d.Close()
+	d := openTree(t, root)
 	when := time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := d.SetDirAttrs("a", 0o700, true, when); err != nil {
 		t.Fatal(err)
@@ -342,8 +352,7 @@ func TestRmdirOnlyDirectories(t *testing.T) {
 	makeTree(t, root, "plain.txt", "empty/", "full/f")
 	os.Symlink("empty", filepath.Join(root, "dirlink"))
 	os.Symlink("plain.txt", filepath.Join(root, "filelink"))
-	d, _ := filestore.Open(root)
-	defer d.Close()
+	d := openTree(t, root)
 	for _, name := range []string{"plain.txt", "dirlink", "filelink", "full"} {
 		if err := d.Rmdir(name); err == nil {
 			t.Errorf("Rmdir(%s) succeeded", name)
@@ -365,8 +374,7 @@ func TestRmdirOnlyDirectories(t *testing.T) {
 func TestWildcardSkipsDotFiles(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, "a.txt", ".netrc", ".hidden.txt", "sub/.x")
-	d, _ := filestore.Open(root)
-	defer d.Close()
+	d := openTree(t, root)
 	for _, c := range []struct {
 		spec string
 		want []string
@@ -398,8 +406,7 @@ func TestDirAttrsOnExistingDirectories(t *testing.T) {
 	os.Chmod(filepath.Join(root, "ro"), 0o555)
 	t.Cleanup(func() { os.Chmod(filepath.Join(root, "ro"), 0o755) })
 	os.Chmod(filepath.Join(root, "shared"), 0o775|os.ModeSetgid)
-	d, _ := filestore.Open(root)
-	defer d.Close()
+	d := openTree(t, root)
 	var errs []error
 	unprivileged(t, func() {
 		errs = append(errs, d.MakeDir("ro", 0o555, true))

@@ -1589,6 +1589,19 @@ func (d *Dir) MakeDir(name string, perm fs.FileMode, havePerm bool) error {
 	return nil
 }
 
+// lstatDir returns the entry rel, itself (not what a link leads to), if
+// it is a directory.
+func (d *Dir) lstatDir(rel string) (fs.FileInfo, error) {
+	fi, err := d.root.Lstat(rel)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("filestore: %s is not a directory", rel)
+	}
+	return fi, nil
+}
+
 // SetDirAttrs gives a received directory its permissions (if havePerm)
 // and modification time (if not zero), as the sender has them
 // (kermit.DirAttrReceiver). It changes only a directory inside the tree
@@ -1611,12 +1624,9 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 	if rel == "." {
 		return nil
 	}
-	fi, err := d.root.Lstat(rel)
+	fi, err := d.lstatDir(rel)
 	if err != nil {
-		return fmt.Errorf("filestore: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("filestore: %s is not a directory", rel)
+		return err
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && os.Geteuid() != 0 {
 		// Someone else's directory (a shared one the files went into):
@@ -1664,10 +1674,8 @@ func (d *Dir) Rmdir(name string) error {
 		return fmt.Errorf("filestore: cannot remove the top directory")
 	}
 	// Remove takes files too: an rmdir of a mistyped name must not.
-	if fi, err := d.root.Lstat(rel); err != nil {
-		return fmt.Errorf("filestore: %w", err)
-	} else if !fi.IsDir() {
-		return fmt.Errorf("filestore: %s is not a directory", rel)
+	if _, err := d.lstatDir(rel); err != nil {
+		return err
 	}
 	defer d.forgetDirs(rel)
 	return d.root.Remove(rel)

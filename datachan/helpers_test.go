@@ -171,7 +171,7 @@ func (c *damageConn) Read(p []byte) (int, error) {
 	for i := 0; i < n; {
 		if c.payload > 0 {
 			k := min(c.payload, n-i)
-			if c.always && c.seen >= c.block && k > 0 {
+			if c.always && c.seen >= c.block {
 				p[i+k/2] ^= 0x10
 				c.done = true
 			} else if !c.done && !c.inHeader && c.seen == c.block {

@@ -78,7 +78,6 @@ type Path struct {
 	deferred    map[uint32][]early // blocks of files not expected yet, dropped
 	nDeferred   int
 	damaged     map[blockKey]int // damaged arrivals of blocks not yet received whole
-	nDamaged    atomic.Int64     // len(damaged), read without mu
 	resends     []resend         // resend requests from the peer, in order
 	resendReady chan struct{}    // capacity 1: resends is not empty
 	writesDone  *sync.Cond       // on mu: a file's writer finished its run of blocks

@@ -205,13 +205,12 @@ func (s *stream) readBlock() error {
 	if framing.CRC32C(f.payload) != h.PayloadCRC {
 		p.putFrame(f)
 		p.stats.badBlocks.Add(1)
-		if n := p.noteDamage(h, true); n >= maxDamage {
+		if n := p.noteDamage(h); n >= maxDamage {
 			return fmt.Errorf("%w: the block at %d of file %d (%d bytes) arrived damaged %d times (its check fails: a faulty link, network card or middlebox; TLS data connections would stop at the first)",
 				ErrDamaging, h.Offset, h.FileID, h.Length, n)
 		}
 		return s.requestResend(h)
 	}
-	p.noteDamage(h, false)
 	f.h = h
 	return s.deliver(f)
 }
@@ -222,26 +221,16 @@ type blockKey struct {
 	off  uint64
 }
 
-// noteDamage counts a damaged arrival of block h, or forgets the block
-// when it arrives whole, and returns the count. A whole block costs one
-// atomic load while nothing is damaged.
-func (p *Path) noteDamage(h framing.BlockHeader, bad bool) int {
-	if !bad && p.nDamaged.Load() == 0 {
-		return 0
-	}
+// noteDamage counts a damaged arrival of block h and returns the count
+// (deliver forgets a block that arrives whole).
+func (p *Path) noteDamage(h framing.BlockHeader) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := blockKey{h.FileID, h.Offset}
-	if !bad {
-		delete(p.damaged, k)
-		p.nDamaged.Store(int64(len(p.damaged)))
-		return 0
-	}
 	if p.damaged == nil {
 		p.damaged = map[blockKey]int{}
 	}
+	k := blockKey{h.FileID, h.Offset}
 	p.damaged[k]++
-	p.nDamaged.Store(int64(len(p.damaged)))
 	return p.damaged[k]
 }
 
@@ -268,6 +257,9 @@ func (s *stream) requestResend(h framing.BlockHeader) error {
 func (s *stream) deliver(f *frame) error {
 	p := s.p
 	p.mu.Lock()
+	if len(p.damaged) > 0 {
+		delete(p.damaged, blockKey{f.h.FileID, f.h.Offset}) // whole at last
+	}
 	if p.err != nil {
 		p.mu.Unlock()
 		p.putFrame(f)
@@ -479,13 +471,9 @@ func (p *Path) writeLocked(f *recvFile, b *frame) {
 
 // forgetDamageLocked drops noteDamage's counts for file id, done with.
 func (p *Path) forgetDamageLocked(id uint32) {
-	if p.nDamaged.Load() == 0 {
-		return
-	}
 	for k := range p.damaged {
 		if k.file == id {
 			delete(p.damaged, k)
 		}
 	}
-	p.nDamaged.Store(int64(len(p.damaged)))
 }

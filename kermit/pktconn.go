@@ -96,7 +96,7 @@ type LinkError struct {
 }
 
 func (e *LinkError) Error() string {
-	if errors.Is(e.Err, io.ErrUnexpectedEOF) && e.Op == "reading" {
+	if e.Closed() {
 		// The other end closed the connection (or the line's input
 		// ended) without an E to say why.
 		return "kermit: reading link: closed by the other end without a word (unexpected EOF)"

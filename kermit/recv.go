@@ -550,9 +550,6 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	}
 	if cur.text {
 		buf = cur.fromCanonical(buf)
-		if cur.latin1 {
-			buf = latin1ToUTF8(buf)
-		}
 	}
 	if cur.display == nil && !cur.prepared {
 		// No attributes told us about recovery: start the file afresh.
@@ -575,15 +572,6 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	return nil
 }
 
-// latin1ToUTF8 converts ISO 8859-1 text to UTF-8.
-func latin1ToUTF8(b []byte) []byte {
-	out := make([]byte, 0, len(b)+len(b)/8)
-	for _, c := range b {
-		out = utf8.AppendRune(out, rune(c))
-	}
-	return out
-}
-
 // textCharset says how a text file whose transfer character set is enc
 // (the '*' attribute) is stored: as it comes (none, transparent, ASCII or
 // UTF-8, kerf's own text character set), converted from Latin-1, or
@@ -601,9 +589,13 @@ func textCharset(enc string) (latin1 bool, err error) {
 }
 
 // fromCanonical turns CRLF into LF, holding a trailing CR until the
-// next packet shows what follows it.
+// next packet shows what follows it, and Latin-1 into UTF-8 (cur.latin1).
 func (cur *recvFile) fromCanonical(b []byte) []byte {
-	out := make([]byte, 0, len(b)+1)
+	n := len(b) + 1
+	if cur.latin1 {
+		n += len(b)
+	}
+	out := make([]byte, 0, n)
 	if cur.pendCR {
 		if len(b) == 0 || b[0] != '\n' {
 			out = append(out, '\r')
@@ -620,6 +612,10 @@ func (cur *recvFile) fromCanonical(b []byte) []byte {
 			if b[i+1] == '\n' {
 				continue
 			}
+		}
+		if cur.latin1 && c >= utf8.RuneSelf {
+			out = utf8.AppendRune(out, rune(c))
+			continue
 		}
 		out = append(out, c)
 	}

@@ -181,6 +181,7 @@ func (s *Session) serveSend(ctx context.Context, seq int, files []OutgoingFile) 
 // writes tochar(0) and a two-character length, tochar(n/95) tochar(n%95),
 // as long packets do. Classic Kermits never send an empty argument
 // followed by more, so the form is unambiguous between kerf peers.
+
 // parseGenericArgs reads the length-prefixed arguments of a REMOTE
 // command, without their grouping braces (ungroupArg).
 func parseGenericArgs(b []byte) []string {

@@ -353,9 +353,11 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 		tc = t.C
 	}
 	var failed <-chan struct{}
-	df, _ := s.data.(DataFailure)
-	if watchData && df != nil && !s.dataFailureSeen {
-		failed = df.Failed()
+	var df DataFailure
+	if watchData && !s.dataFailureSeen {
+		if df, _ = s.data.(DataFailure); df != nil {
+			failed = df.Failed()
+		}
 	}
 	for {
 		select {
@@ -389,7 +391,7 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	}
 	if p.bad {
 		s.stats.BadPackets++
-	} else if s.peerHashingAck < 0 || p.Type != 'Y' || p.Seq == s.peerHashingAck {
+	} else if s.peerHashingUntil.Load() != 0 && (s.peerHashingAck < 0 || p.Type != 'Y' || p.Seq == s.peerHashingAck) {
 		s.peerHashingUntil.Store(0) // it answered: its check is done
 	}
 	if p.parity != "" {

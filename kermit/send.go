@@ -319,41 +319,38 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if err != nil {
 			return s.peerReason(ctx, fmt.Errorf("kermit: sending %s: %w", f.Name, err))
 		}
-		if why := changedWhileSent(r, f); why != nil && !refused {
-			gaveUp, closeR = true, false
-			zs, err := s.queue(ctx, 'Z', append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...), 0)
-			if err != nil {
-				return err
-			}
-			zs.onAck = func([]byte) error {
-				r.Close()
-				s.data.Release(id)
-				return nil
-			}
-			s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
-			return &skipError{why}
-		}
 		moved = n
 		whole := crc
 		if off > 0 {
 			whole = framing.CombineCRC32C(prefixCRC, crc, n)
 		}
 		zdata = []byte("C" + strconv.FormatUint(uint64(whole), 16))
+		changed := changedWhileSent(r, f)
+		if changed != nil && !refused {
+			gaveUp = true
+			zdata = s.discardZ(changed)
+		}
 		closeR = false
 		zs, err := s.queue(ctx, 'Z', zdata, 0)
 		if err != nil {
 			return err
 		}
+		if gaveUp {
+			s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true})
+		}
 		size := f.Size
 		zs.onAck = func(data []byte) error {
 			r.Close()
 			s.data.Release(id)
-			if refused {
+			if refused || gaveUp {
 				return nil
 			}
 			s.stats.FileBytes += moved
 			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true, Path: f.Path})
 			return nil
+		}
+		if gaveUp {
+			return &skipError{changed}
 		}
 		return nil
 	}
@@ -371,10 +368,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	if canceled {
 		zdata = []byte("D")
 	} else if changed != nil {
-		zdata = []byte("D")
-		if s.neg.peerKerf {
-			zdata = append(zdata, s.fitText(changed.Error(), s.neg.maxData-1)...)
-		}
+		zdata = s.discardZ(changed)
 	}
 	zs, err := s.queue(ctx, 'Z', zdata, 0)
 	if err != nil {
@@ -395,6 +389,15 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	return nil
+}
+
+// discardZ is the data of a Z that discards its file: "D", and for a kerf
+// peer why, in words (a classic Kermit takes "D" alone).
+func (s *Session) discardZ(why error) []byte {
+	if !s.neg.peerKerf {
+		return []byte("D")
+	}
+	return append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...)
 }
 
 // attrsOf is what an A says of f, file or directory, besides its length
@@ -581,7 +584,7 @@ func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 // file as not received instead of never hearing of it. (A classic Kermit
 // skips such a file silently, as C-Kermit does.)
 func (s *Session) announceUnsent(ctx context.Context, name string, why error) error {
-	_, err := s.sendHeaderOnly(ctx, name, nil, append([]byte{'D'}, s.fitText(why.Error(), s.neg.maxData-1)...))
+	_, err := s.sendHeaderOnly(ctx, name, nil, s.discardZ(why))
 	var skip *skipError
 	if errors.As(err, &skip) {
 		return nil // the caller has reported the file already

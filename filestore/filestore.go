@@ -1159,20 +1159,12 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		}
 		return strings.TrimPrefix(p, parent+"/")
 	}
-	var dirs []int              // out's directory entries, parents first
-	filled := map[string]bool{} // directories with something sent under them
-	fillParents := func(n string) {
-		for dir := path.Dir(n); dir != "." && dir != "/" && !filled[dir]; dir = path.Dir(dir) {
-			filled[dir] = true
-		}
-	}
+	start := len(out)
 	fs.WalkDir(d.root.FS(), top, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			// A directory that could not be read (WalkDir goes on with
 			// any entries it did read): reported, not made empty.
 			out = append(out, unreadable(name(p), fmt.Errorf("filestore: %w", err)))
-			filled[name(p)] = true
-			fillParents(name(p))
 			return nil
 		}
 		if e.IsDir() {
@@ -1181,7 +1173,6 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			// "." (its contents).
 			if n := name(p); n != "." {
 				if info, err := e.Info(); err == nil {
-					dirs = append(dirs, len(out))
 					out = append(out, kermit.OutgoingFile{Name: n, Dir: true,
 						ModTime: info.ModTime(), Mode: info.Mode().Perm(), ModeKnown: true})
 				}
@@ -1206,7 +1197,6 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			// warns of its own).
 			return nil
 		}
-		fillParents(name(p))
 		if err != nil {
 			// A link that leads nowhere or out of the tree was meant to
 			// be a file: the client hears of it (announceUnsent).
@@ -1216,19 +1206,22 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		out = append(out, d.outgoing(p, name(p), info, !e.Type().IsRegular()))
 		return nil
 	})
-	// As the sending client decides (walkTree): from the deepest, a
-	// directory with nothing sent under it goes to every kerf peer, and
-	// so fills its parent; the others only to peers that keep
-	// directories' attributes.
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if n := out[dirs[i]].Name; !filled[n] {
-			fillParents(n)
-		}
-	}
-	for _, i := range dirs {
-		out[i].Filled = filled[out[i].Name]
-	}
+	MarkFilled(out[start:])
 	return out
+}
+
+// MarkFilled marks the directories of one walk's entries (directories
+// before what is in them, as fs.WalkDir gives them) that have something
+// under them, a file or a directory or an entry that could not be read:
+// the directory's own such entry, or the next entry being inside it.
+// The others, with nothing that would make them, go to every kerf peer
+// as empty directories (kermit.OutgoingFile.Filled); walkTree and walk
+// decide it so alike.
+func MarkFilled(files []kermit.OutgoingFile) {
+	for i := 0; i+1 < len(files); i++ {
+		n, next := files[i].Name, files[i+1].Name
+		files[i].Filled = files[i].Dir && (next == n || strings.HasPrefix(next, n+"/"))
+	}
 }
 
 // unreadable is an entry of a GET that could not be read, for err

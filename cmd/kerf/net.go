@@ -375,14 +375,14 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 			if b := filepath.Base(a); b == "." || b == ".." {
 				top = "" // the contents
 			}
+			start := len(out)
 			walkTree(a, top, add, func(name string, err error) { unsent(&out, &unsendable, name, err) },
-				func(name string, fi fs.FileInfo) func() {
-					i := len(out)
+				func(name string, fi fs.FileInfo) {
 					out = append(out, kermit.OutgoingFile{Name: name, Dir: true,
 						ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true})
-					return func() { out[i].Filled = true }
 				},
 				func(p, why string) { fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(p), why) })
+			filestore.MarkFilled(out[start:])
 		case fi.IsDir():
 			return nil, 0, usageErr("%s is a directory (use -r)", a)
 		default:
@@ -413,10 +413,9 @@ func unsent(out *[]kermit.OutgoingFile, errs *[]error, name string, why error) {
 // cannot be sent to fail, what is passed over to skip, and every
 // directory but the top of a "." (its contents) to dir, before what is
 // in it, with its details (for a kerf peer; Kermit has no directories).
-// dir returns a function that walkTree calls once the walk is done if
-// the directory would be made on the receiver anyway (something is sent
-// under it): kermit.OutgoingFile.Filled.
-func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string, fi fs.FileInfo) (filled func()), skip func(p, why string)) {
+// The caller marks the directories with something under them
+// (filestore.MarkFilled).
+func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string, fi fs.FileInfo), skip func(p, why string)) {
 	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
 		root += string(filepath.Separator) // WalkDir follows only "link/"
 	}
@@ -424,25 +423,13 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 		rel, _ := filepath.Rel(root, p)
 		return path.Join(top, filepath.ToSlash(rel))
 	}
-	var dirs []string            // in walk order, parents first
-	marks := map[string]func(){} // dir's answers
-	filled := map[string]bool{}  // directories with something sent under them
-	fillParents := func(name string) {
-		for d := path.Dir(name); d != "." && d != "/" && !filled[d]; d = path.Dir(d) {
-			filled[d] = true
-		}
-	}
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		name := nameOf(p)
 		if err != nil {
 			// An unreadable directory (its contents unknown), a path too
-			// long: not sent, and the walk goes on. Announced to the
-			// receiver, it fills its parents as a file would (as
-			// filestore's walk decides for a GET).
+			// long: not sent, and the walk goes on.
 			fail(name, err)
-			fillParents(name)
 			if d != nil && d.IsDir() {
-				filled[name] = true // reported; not to be made empty
 				return filepath.SkipDir
 			}
 			return nil
@@ -450,8 +437,7 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 		if d.IsDir() {
 			if name != "." {
 				if info, err := d.Info(); err == nil {
-					dirs = append(dirs, name)
-					marks[name] = dir(name, info)
+					dir(name, info)
 				}
 			}
 			return nil
@@ -459,7 +445,6 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 		info, err := d.Info()
 		if err != nil {
 			fail(name, err)
-			fillParents(name)
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
@@ -467,7 +452,6 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 			switch {
 			case err != nil:
 				fail(name, fmt.Errorf("%s: symbolic link to nothing readable: %w", p, err))
-				fillParents(name)
 				return nil
 			case target.Mode().IsRegular():
 				info = target // as scp -r does, a link to a file sends the file
@@ -481,22 +465,8 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 			return nil
 		}
 		add(p, name, info)
-		fillParents(name)
 		return nil
 	})
-	// Children come after their parents in dirs: from the end, a
-	// directory with nothing under it goes to every kerf peer, and so
-	// fills its parent.
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if !filled[dirs[i]] {
-			fillParents(dirs[i])
-		}
-	}
-	for _, name := range dirs {
-		if filled[name] {
-			marks[name]()
-		}
-	}
 }
 
 // checkServeLimits refuses limits of zero or less, which would

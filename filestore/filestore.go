@@ -1559,24 +1559,18 @@ func (d *Dir) MakeDir(name string, perm fs.FileMode, havePerm bool) error {
 	if d.Flat {
 		return nil
 	}
-	if err := d.writable("mkdir"); err != nil {
-		return err
-	}
-	rel, err := d.resolve(name)
-	if err != nil {
-		return err
-	}
 	mode := fs.FileMode(0o755)
 	if havePerm {
 		mode = perm&fs.ModePerm | 0o700
 	}
-	if err := d.root.MkdirAll(rel, mode); err != nil {
+	rel, err := d.mkdirAll(name, mode)
+	if err != nil {
 		return err
 	}
 	// One already there (an earlier transfer made it read-only, as its
 	// sender has it) must take this group's files too: the owner gets
 	// rwx until SetDirAttrs. Not ours to change: the writes will say.
-	if fi, err := d.root.Lstat(rel); err == nil && fi.IsDir() && fi.Mode().Perm()&0o700 != 0o700 {
+	if fi, err := d.lstatDir(rel); err == nil && fi.Mode().Perm()&0o700 != 0o700 {
 		d.root.Chmod(rel, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)|0o700)
 	}
 	return nil
@@ -1644,14 +1638,21 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 
 // Mkdir creates a directory (and its parents).
 func (d *Dir) Mkdir(name string) error {
+	_, err := d.mkdirAll(name, 0o755)
+	return err
+}
+
+// mkdirAll makes the directory name (and its parents) with mode, if the
+// Dir may write, and returns its path in the tree.
+func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 	if err := d.writable("mkdir"); err != nil {
-		return err
+		return "", err
 	}
 	rel, err := d.resolve(name)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return d.root.MkdirAll(rel, 0o755)
+	return rel, d.root.MkdirAll(rel, mode)
 }
 
 // Rmdir removes an empty directory.

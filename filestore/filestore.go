@@ -1100,6 +1100,9 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 	return out, nil
 }
 
+// hasWildcard reports whether a name element has path.Match's wildcards.
+func hasWildcard(elem string) bool { return strings.ContainsAny(elem, "*?[") }
+
 // glob appends to out what rel names: rel itself if it has no wildcards
 // or names an existing entry, else the entries of its directory that its
 // last element matches as a pattern (never temporary files, and names
@@ -1113,7 +1116,7 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	if dir == "" {
 		dir = "."
 	}
-	if !strings.ContainsAny(base, "*?[") {
+	if !hasWildcard(base) {
 		fi, err := d.root.Lstat(rel)
 		if err != nil {
 			return nil, fmt.Errorf("filestore: %w", err)
@@ -1477,7 +1480,7 @@ func (d *Dir) Remove(name string) error {
 		// "f/" names a directory, as for rm(1): never the file f.
 		return fmt.Errorf("filestore: %s: not a file (a name ending in / is a directory)", name)
 	}
-	if base := path.Base(name); isPartName(base) {
+	if isPartName(path.Base(name)) {
 		return d.removePart(name)
 	}
 	rel, err := d.resolve(name)
@@ -1485,7 +1488,7 @@ func (d *Dir) Remove(name string) error {
 		return err
 	}
 	fi, lerr := d.root.Lstat(rel)
-	if lerr != nil && strings.ContainsAny(path.Base(rel), "*?[") {
+	if lerr != nil && hasWildcard(path.Base(rel)) {
 		// A pattern (REMOTE DELETE *.bin, as C-Kermit's server takes
 		// it): every regular file of the directory it matches; a name
 		// that exists is taken literally, as GET takes it.

@@ -554,7 +554,7 @@ func getCommand() *cli.Command {
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			sparseFlag,
 		}, clientFlags...),
-		Action: jsonErrors(func(c *cli.Context) error {
+		Action: jsonErrors(func(c *cli.Context) (err error) {
 			if c.NArg() < 2 {
 				return usageErr("usage: kerf get HOST[:PORT]/REMOTE/PATH... LOCAL/DIR")
 			}
@@ -603,8 +603,7 @@ func getCommand() *cli.Command {
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
-			err = rep.end(err, true)
-			return err
+			return rep.end(err, true)
 		}),
 	}
 }

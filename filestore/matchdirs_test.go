@@ -213,11 +213,7 @@ func dirLinkTree(t *testing.T) *filestore.Dir {
 			t.Fatal(err)
 		}
 	}
-	d, err := filestore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := openTree(t, dir)
 	return d
 }
 
@@ -259,11 +255,7 @@ func TestMatchThroughDirLink(t *testing.T) {
 func TestRemovePattern(t *testing.T) {
 	dir := t.TempDir()
 	makeTree(t, dir, "a.bin", "b.bin", "keep.txt", "lit*.bin", "sub.bin/x", ".c.bin.kerf-part")
-	d, err := filestore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTree(t, dir)
 	if err := d.Remove("lit*.bin"); err != nil {
 		t.Fatalf("Remove(lit*.bin) = %v", err)
 	}

@@ -15,11 +15,7 @@ import (
 func openSparse(t *testing.T) (string, *filestore.Dir) {
 	t.Helper()
 	dir := t.TempDir()
-	d, err := filestore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := openTree(t, dir)
 	d.Sparse = true
 	return dir, d
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,26 @@ import (
 
 // ErrLogin is returned by Dial when the server refuses the login.
 var ErrLogin = errors.New("control: login refused")
+
+// ErrCredentials marks an ErrLogin for credentials the server did not
+// accept (a wrong password, a key it does not know, or a throttled
+// address), not for another reason such as a root it cannot open.
+var ErrCredentials = errors.New("control: credentials not accepted")
+
+// loginRefusal reads as the server's words and is ErrLogin, and
+// ErrCredentials too when creds.
+type loginRefusal struct {
+	msg   string
+	creds bool
+}
+
+func (e *loginRefusal) Error() string { return e.msg }
+func (e *loginRefusal) Unwrap() []error {
+	if e.creds {
+		return []error{ErrLogin, ErrCredentials}
+	}
+	return []error{ErrLogin}
+}
 
 // ClientConfig configures a connection to a kerf (or any Kermit) server.
 type ClientConfig struct {
@@ -159,7 +180,10 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			cl.conn.Close()
 			var pe *kermit.PeerError
 			if errors.As(err, &pe) {
-				return nil, fmt.Errorf("%w: %s", ErrLogin, pe.Msg)
+				// The server's own words for refused credentials
+				// (session.go's errLoginFailed) come back in its E packet.
+				return nil, &loginRefusal{msg: ErrLogin.Error() + ": " + pe.Msg,
+					creds: strings.HasPrefix(pe.Msg, errLoginFailed.Error())}
 			}
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("control: login: no answer from %s within %v (is it a kerf server?)", addr, lt)

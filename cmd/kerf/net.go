@@ -154,7 +154,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		// timeout; the key is pinned now, so try once more.
 		cl, err = control.Dial(c.Context, cfg)
 	}
-	if err != nil && key != nil && pw == "" && errors.Is(err, control.ErrLogin) && strings.Contains(err.Error(), "login failed") {
+	if err != nil && key != nil && pw == "" && errors.Is(err, control.ErrCredentials) {
 		// The key was refused (not the login for another reason, such
 		// as a root the server cannot open). As ssh does, ask for the
 		// password when there is someone to ask; otherwise say which

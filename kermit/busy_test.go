@@ -14,21 +14,22 @@ import (
 	"kerf/kermit"
 )
 
-// slowPartialStore makes each file's Partial (reading a kept partial for
-// its check) slow, and calls during it.
-type slowPartialStore struct {
+// wrapStore is a filestore.Dir whose files are wrap of its own.
+type wrapStore struct {
 	*filestore.Dir
-	during func()
+	wrap func(kermit.Incoming) kermit.Incoming
 }
 
-func (s slowPartialStore) Create(name string) (kermit.Incoming, error) {
+func (s wrapStore) Create(name string) (kermit.Incoming, error) {
 	in, err := s.Dir.Create(name)
 	if err != nil {
 		return nil, err
 	}
-	return slowPartial{in, s.during}, nil
+	return s.wrap(in), nil
 }
 
+// slowPartial makes a file's Partial (reading a kept partial for its
+// check) slow, and calls during it.
 type slowPartial struct {
 	kermit.Incoming
 	during func()
@@ -61,7 +62,8 @@ func TestBusyWhileAPartialIsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	store := slowPartialStore{dir, func() { recvBusy.Store(recv.Busy()); sendBusy.Store(send.Busy()) }}
+	during := func() { recvBusy.Store(recv.Busy()); sendBusy.Store(send.Busy()) }
+	store := wrapStore{dir, func(in kermit.Incoming) kermit.Incoming { return slowPartial{in, during} }}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rerr := make(chan error, 1)
@@ -82,17 +84,8 @@ func TestBusyWhileAPartialIsChecked(t *testing.T) {
 }
 
 // tightStore holds files of at most limit bytes (kermit.RoomChecker).
-type tightStore struct {
-	*filestore.Dir
-	limit int64
-}
-
-func (s tightStore) Create(name string) (kermit.Incoming, error) {
-	in, err := s.Dir.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return tightFile{in, s.limit}, nil
+func tightStore(d *filestore.Dir, limit int64) kermit.Store {
+	return wrapStore{d, func(in kermit.Incoming) kermit.Incoming { return tightFile{in, limit} }}
 }
 
 type tightFile struct {
@@ -128,10 +121,10 @@ func TestFileTooBigForTheDiskIsRefused(t *testing.T) {
 			}
 			var serr, rerr error
 			if dual {
-				_, serr, rerr = dualTransferTo(t, scfg, kermit.DefaultConfig(), out, tightStore{dir, 10_000})
+				_, serr, rerr = dualTransferTo(t, scfg, kermit.DefaultConfig(), out, tightStore(dir, 10_000))
 			} else {
 				a, b := link(t, 0, 1)
-				serr, rerr, _ = transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, tightStore{dir, 10_000})
+				serr, rerr, _ = transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, tightStore(dir, 10_000))
 			}
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" {

@@ -233,17 +233,7 @@ func TestDamagedPayloadIsResent(t *testing.T) {
 // A path that damages a block every time it is sent fails the transfer
 // after maxDamage tries, saying so, instead of asking for it forever.
 func TestBlockDamagedEveryTimeFailsPath(t *testing.T) {
-	wrap := func(i int, c net.Conn) net.Conn {
-		return &damageConn{Conn: c, block: 3, always: true, damage: new(damage)}
-	}
-	s, r := pathPair(t, 1, wrap, WithBlockSize(8192))
-	ctx := testContext(t)
-	data := randomData(6, 100_000)
-	if err := r.Expect(1, newMemFile(len(data)), 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	go s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data)))
-	_, err := r.Wait(ctx, 1)
+	r, err := sendThroughDamage(t, damageConn{block: 3, always: true}, 6)
 	if !errors.Is(err, ErrDamaging) {
 		t.Fatalf("Wait: %v; want ErrDamaging", err)
 	}
@@ -253,18 +243,28 @@ func TestBlockDamagedEveryTimeFailsPath(t *testing.T) {
 	}
 }
 
-func TestDamagedHeaderFailsPath(t *testing.T) {
+// sendThroughDamage sends 100,000 bytes (seed) over one connection that
+// dc damages, and returns the receiving Path and its Wait's error.
+func sendThroughDamage(t *testing.T, dc damageConn, seed uint64) (*Path, error) {
+	t.Helper()
 	wrap := func(i int, c net.Conn) net.Conn {
-		return &damageConn{Conn: c, block: 3, inHeader: true, damage: new(damage)}
+		d := dc
+		d.Conn, d.damage = c, new(damage)
+		return &d
 	}
 	s, r := pathPair(t, 1, wrap, WithBlockSize(8192))
 	ctx := testContext(t)
-	data := randomData(5, 100_000)
+	data := randomData(seed, 100_000)
 	if err := r.Expect(1, newMemFile(len(data)), 0, int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
 	go s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data)))
 	_, err := r.Wait(ctx, 1)
+	return r, err
+}
+
+func TestDamagedHeaderFailsPath(t *testing.T) {
+	r, err := sendThroughDamage(t, damageConn{block: 3, inHeader: true}, 5)
 	if !errors.Is(err, ErrProtocol) || !errors.Is(err, framing.ErrBlockHeaderCheck) {
 		t.Fatalf("Wait: %v", err)
 	}

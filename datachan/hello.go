@@ -94,7 +94,7 @@ func statusText(s byte) string {
 // pairing each with tok, and returns them in stream order. tlsConf, if
 // not nil, wraps each connection in TLS (an empty ServerName is taken
 // from addr). Either every connection is paired or none is returned.
-func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls.Config) ([]net.Conn, error) {
+func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls.Config, opts ...DialOption) ([]net.Conn, error) {
 	if streams < 1 || streams > MaxStreams {
 		return nil, fmt.Errorf("datachan: %d streams, want 1..%d", streams, MaxStreams)
 	}
@@ -109,6 +109,9 @@ func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls
 	errs := make([]error, streams)
 	var wg sync.WaitGroup
 	var d net.Dialer
+	for _, o := range opts {
+		o(&d)
+	}
 	for i := range streams {
 		wg.Go(func() {
 			c, err := d.DialContext(ctx, "tcp", addr)
@@ -128,6 +131,15 @@ func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls
 		return nil, err
 	}
 	return conns, nil
+}
+
+// A DialOption configures the connections Dial opens.
+type DialOption func(*net.Dialer)
+
+// WithCongestion has Dial's connections use the TCP congestion control
+// name (see CongestionControl); "" keeps the system's default.
+func WithCongestion(name string) DialOption {
+	return func(d *net.Dialer) { d.Control = CongestionControl(name) }
 }
 
 // clientHello runs the client side of the hello on c, which it closes on

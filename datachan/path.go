@@ -91,13 +91,15 @@ type Path struct {
 		zeroCopyBlocks                           atomic.Int64
 		blocksReceived, bytesReceived, badBlocks atomic.Int64
 		duplicates, parked, deferred             atomic.Int64
+		compressedBlocks, compressedFrom         atomic.Int64
+		compressedReceived, wireReceived         atomic.Int64
 	}
 }
 
 // Stats are a Path's counters.
 type Stats struct {
 	BlocksSent     int64 // blocks written to the connections, re-sent ones included
-	BytesSent      int64 // payload bytes of those blocks
+	BytesSent      int64 // payload bytes of those blocks, as sent
 	BlocksResent   int64 // blocks sent again because the peer asked
 	ZeroCopyBlocks int64 // blocks sent with sendfile, not copied through memory
 	BlocksReceived int64 // good blocks accepted (duplicates not counted)
@@ -106,6 +108,11 @@ type Stats struct {
 	Duplicates     int64 // good blocks ignored because they had arrived before
 	Parked         int64 // good blocks held until their file was expected
 	Deferred       int64 // good blocks dropped because their file was not expected and the park was full; asked for again at Expect
+
+	CompressedBlocks   int64 // blocks sent compressed (WithCompression); BytesSent counts their compressed size
+	CompressedFrom     int64 // file bytes those blocks stood for
+	CompressedReceived int64 // compressed blocks received and decoded; BytesReceived counts the file bytes
+	WireBytesReceived  int64 // payload bytes of good blocks as they arrived (compressed ones at their compressed size), duplicates included
 }
 
 // Option configures a Path.
@@ -117,6 +124,7 @@ type config struct {
 	writeBehind int
 	parkLimit   int
 	batch       bool
+	compress    bool
 }
 
 // WithBlockSize sets the payload size of the blocks this side sends
@@ -345,6 +353,11 @@ func (p *Path) Stats() Stats {
 		Duplicates:     p.stats.duplicates.Load(),
 		Parked:         p.stats.parked.Load(),
 		Deferred:       p.stats.deferred.Load(),
+
+		CompressedBlocks:   p.stats.compressedBlocks.Load(),
+		CompressedFrom:     p.stats.compressedFrom.Load(),
+		CompressedReceived: p.stats.compressedReceived.Load(),
+		WireBytesReceived:  p.stats.wireReceived.Load(),
 	}
 }
 

@@ -190,9 +190,6 @@ func (s *stream) readBlock() error {
 		// The length cannot be trusted, so the next frame cannot be found.
 		return fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err)
 	}
-	if h.Flags&framing.BlockFlagCompressed != 0 {
-		return s.protocolError("file %d offset %d: compressed blocks are not supported", h.FileID, h.Offset)
-	}
 	if h.Length == 0 {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)
 	}
@@ -209,7 +206,18 @@ func (s *stream) readBlock() error {
 			return fmt.Errorf("%w: the block at %d of file %d (%d bytes) arrived damaged %d times (its check fails: a faulty link, network card or middlebox; TLS data connections would stop at the first)",
 				ErrDamaging, h.Offset, h.FileID, h.Length, n)
 		}
+		if h.Flags&framing.BlockFlagCompressed != 0 {
+			// How many file bytes it stood for is in the damaged
+			// payload: ask for "the block at this offset".
+			h.Length = 0
+		}
 		return s.requestResend(h)
+	}
+	p.stats.wireReceived.Add(int64(h.Length))
+	if h.Flags&framing.BlockFlagCompressed != 0 {
+		if f, h, err = p.decompressBlock(f, h); err != nil {
+			return s.protocolError("file %d offset %d: compressed block does not decode: %v", h.FileID, h.Offset, err)
+		}
 	}
 	f.h = h
 	return s.deliver(f)

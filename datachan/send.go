@@ -73,12 +73,11 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 			zc = nil
 		}
 		l := min(bs, end-pos)
-		f, c, err := p.readBlock(src, zc, pos, l)
+		f, c, err := p.readBlock(src, zc, id, pos, l)
 		if err != nil {
 			return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, pos, err)
 		}
 		crc = framing.CombineCRC32C(crc, c, l)
-		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
 		if pos == off && l == n && p.writeInline(f) {
 			// A file of one block went out on this goroutine: no
 			// hand-off to a writer and back.
@@ -126,10 +125,11 @@ type zeroCopy struct {
 	scratch *frame // the bytes are read here for their CRC only
 }
 
-// readBlock returns a frame for bytes [pos, pos+l) of src and their
-// CRC-32C: with zc and a large block, a header-only frame that sendfile
-// fills from the file, else a frame holding the bytes.
-func (p *Path) readBlock(src io.ReaderAt, zc *zeroCopy, pos, l int64) (*frame, uint32, error) {
+// readBlock returns the block of bytes [pos, pos+l) of file id read
+// from src, its header put, and the CRC-32C of those bytes: with zc and a
+// large block, a header-only frame that sendfile fills from the file,
+// else a frame holding the bytes (compressed, if the Path compresses).
+func (p *Path) readBlock(src io.ReaderAt, zc *zeroCopy, id uint32, pos, l int64) (*frame, uint32, error) {
 	if zc != nil && l >= zeroCopyMin {
 		// The CRC needs the bytes, so they are read anyway, but into one
 		// buffer that stays in cache; the socket gets them from the page
@@ -142,6 +142,7 @@ func (p *Path) readBlock(src io.ReaderAt, zc *zeroCopy, pos, l int64) (*frame, u
 		f := p.getFrame(1)
 		f.payload = f.payload[:0]
 		f.src, f.srcOff, f.n = zc.file, pos, int(l)
+		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
 		return f, c, nil
 	}
 	f := p.getFrame(int(l))
@@ -149,7 +150,8 @@ func (p *Path) readBlock(src io.ReaderAt, zc *zeroCopy, pos, l int64) (*frame, u
 		p.putFrame(f)
 		return nil, 0, err
 	}
-	return f, framing.CRC32C(f.payload), nil
+	f, c := p.sealBlock(f, id, pos)
+	return f, c, nil
 }
 
 // A FileSource is a SendFile src backed by an open file (a wrapper that
@@ -165,7 +167,7 @@ type FileSource interface {
 // zeroCopySource returns the file to send src's blocks from with
 // sendfile, or nil if they must be copied.
 func (p *Path) zeroCopySource(src io.ReaderAt) *os.File {
-	if !p.zeroCopy {
+	if !p.zeroCopy || p.cfg.compress {
 		return nil
 	}
 	switch s := src.(type) {
@@ -217,7 +219,14 @@ func (s *stream) resend(r framing.ResendRequest) error {
 	off, end := int64(r.Offset), int64(r.Offset)+int64(r.Length)
 	p.mu.Lock()
 	src := p.sources[r.FileID]
-	if src == nil || !src.covers(off, end) {
+	if src != nil && r.Length == 0 {
+		// "The block at off": a compressed block arrived damaged, and
+		// its receiver could not trust what length it stood for. Blocks
+		// are cut from the start of their range every blockSize bytes.
+		end = src.blockEnd(off, int64(p.cfg.blockSize))
+		r.Length = uint32(max(end-off, 0))
+	}
+	if src == nil || r.Length == 0 || !src.covers(off, end) {
 		p.mu.Unlock()
 		return s.protocolError("peer asked to resend [%d,%d) of file %d, which is not being sent", off, end, r.FileID)
 	}
@@ -262,7 +271,7 @@ func (p *Path) resendLoop() {
 			p.fail(fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, r.Offset, err))
 			return
 		}
-		framing.BlockHeader{FileID: r.FileID, Offset: r.Offset, Length: r.Length, PayloadCRC: framing.CRC32C(f.payload)}.Put(f.hdr())
+		f, _ = p.sealBlock(f, r.FileID, int64(r.Offset))
 		select {
 		case p.sendq <- f:
 			p.stats.blocksResent.Add(1)
@@ -271,6 +280,18 @@ func (p *Path) resendLoop() {
 			return
 		}
 	}
+}
+
+// blockEnd returns where the block that SendFile cut at off ends, with
+// blocks of bs bytes from the start of each range; 0 if no block starts
+// at off.
+func (s *source) blockEnd(off, bs int64) int64 {
+	for _, r := range s.ranges {
+		if r[0] <= off && off < r[1] && (off-r[0])%bs == 0 {
+			return min(off+bs, r[1])
+		}
+	}
+	return 0
 }
 
 // covers reports whether [off, end) lies within one range given to
@@ -360,6 +381,9 @@ const (
 // behind room for its header: one write and one wake-up of the receiver
 // for several files, no pooled frame, no hand-off to a writer goroutine.
 func (p *Path) sendBatched(id uint32, src io.ReaderAt, off, n int64) (uint32, error) {
+	if p.cfg.compress {
+		return p.sendBatchedCompressed(id, src, off, n)
+	}
 	p.batchMu.Lock()
 	start := len(p.batch)
 	p.batch = slices.Grow(p.batch, framing.BlockHeaderLen+int(n))[:start+framing.BlockHeaderLen+int(n)]
@@ -372,19 +396,39 @@ func (p *Path) sendBatched(id uint32, src io.ReaderAt, off, n int64) (uint32, er
 	}
 	c := framing.CRC32C(payload)
 	framing.BlockHeader{FileID: id, Offset: uint64(off), Length: uint32(n), PayloadCRC: c}.Put(frame)
+	return c, p.batched(int64(len(payload)))
+}
+
+// batched counts a frame just added to the batch, which the caller had
+// locked, unlocks it, and flushes the batch if it is full.
+func (p *Path) batched(payloadBytes int64) error {
 	p.batchBlocks++
-	p.batchBytes += n
+	p.batchBytes += payloadBytes
 	full := len(p.batch) >= batchLimit
 	p.batchMu.Unlock()
 	if full {
 		if err := p.Flush(); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	if err := p.Err(); err != nil {
-		return 0, err
+	return p.Err()
+}
+
+// sendBatchedCompressed is sendBatched for a Path that compresses: the
+// file is read into a frame, sealed (compressed where that pays), and
+// the frame copied into the batch.
+func (p *Path) sendBatchedCompressed(id uint32, src io.ReaderAt, off, n int64) (uint32, error) {
+	f := p.getFrame(int(n))
+	if err := readFullAt(src, f.payload, off); err != nil {
+		p.putFrame(f)
+		return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, off, err)
 	}
-	return c, nil
+	f, c := p.sealBlock(f, id, off)
+	p.batchMu.Lock()
+	p.batch = append(p.batch, f.wire()...)
+	payloadBytes := int64(len(f.payload))
+	p.putFrame(f)
+	return c, p.batched(payloadBytes)
 }
 
 // Flush writes the batched frames of small files, if any, on a free

@@ -17,8 +17,8 @@ import (
 //
 //	0-3   magic "KRFB"
 //	4     version (1)
-//	5     flags: bit 0 = payload compressed (reserved; nothing sets it
-//	      yet), bits 1-7 zero
+//	5     flags: bit 0 = payload compressed (see CompressedPrefix),
+//	      bits 1-7 zero
 //	6-7   reserved, zero
 //	8-11  file id
 //	12-19 offset of the payload in the file
@@ -35,7 +35,9 @@ import (
 //	5-7   zero
 //	8-11  file id
 //	12-19 offset
-//	20-23 length (1..MaxBlockLen)
+//	20-23 length (1..MaxBlockLen), or 0: "the block you sent at this
+//	      offset, as you cut it" (a compressed block whose check failed
+//	      cannot say how many file bytes it stood for)
 //	24-27 zero
 //	28-31 CRC-32C of bytes 0-27
 //
@@ -51,7 +53,7 @@ const (
 	BlockMagic  = "KRFB" // a block of file data
 	ResendMagic = "KRFN" // a resend request
 
-	BlockFlagCompressed = 1 << 0 // payload is compressed (reserved for later)
+	BlockFlagCompressed = 1 << 0 // payload is a CompressedPrefix and a zstd frame
 	blockFlagsKnown     = BlockFlagCompressed
 )
 
@@ -65,6 +67,7 @@ var (
 	ErrBlockReserved     = errors.New("framing: reserved block frame bits set")
 	ErrBlockTooLong      = errors.New("framing: block payload too long")
 	ErrBlockPayloadCheck = errors.New("framing: bad block payload check")
+	ErrCompressedPrefix  = errors.New("framing: bad compressed block prefix")
 )
 
 // BlockHeader is the decoded header of a data-channel block.
@@ -158,10 +161,52 @@ func ParseResendRequest(b []byte) (ResendRequest, error) {
 		Offset: binary.BigEndian.Uint64(b[12:20]),
 		Length: binary.BigEndian.Uint32(b[20:24]),
 	}
-	if r.Length == 0 || r.Length > MaxBlockLen {
+	if r.Length > MaxBlockLen {
 		return ResendRequest{}, fmt.Errorf("%w: resend of %d bytes", ErrBlockTooLong, r.Length)
 	}
 	return r, nil
+}
+
+// CompressedPrefixLen is the size of a CompressedPrefix.
+const CompressedPrefixLen = 8
+
+// CompressedPrefix opens the payload of a compressed block (flag bit 0):
+// the file bytes the block stands for, [Offset, Offset+Length), and
+// their CRC-32C, then one zstd frame (RFC 8878) of exactly those bytes.
+// The block header's Length and PayloadCRC describe the payload as sent
+// (prefix and frame), so damage is found before anything is decoded;
+// CRC checks what decoding gives and is the one the whole-file check
+// combines.
+//
+//	0-3  Length: file bytes, 1..MaxBlockLen
+//	4-7  CRC: CRC-32C of those bytes
+type CompressedPrefix struct {
+	Length uint32
+	CRC    uint32
+}
+
+// Put writes c to b[:8].
+func (c CompressedPrefix) Put(b []byte) {
+	_ = b[CompressedPrefixLen-1]
+	binary.BigEndian.PutUint32(b[0:4], c.Length)
+	binary.BigEndian.PutUint32(b[4:8], c.CRC)
+}
+
+// ParseCompressedPrefix decodes the prefix at the start of payload, a
+// compressed block's payload, which must also hold at least one byte of
+// compressed data.
+func ParseCompressedPrefix(payload []byte) (CompressedPrefix, error) {
+	if len(payload) <= CompressedPrefixLen {
+		return CompressedPrefix{}, fmt.Errorf("%w: payload of %d bytes", ErrCompressedPrefix, len(payload))
+	}
+	c := CompressedPrefix{
+		Length: binary.BigEndian.Uint32(payload[0:4]),
+		CRC:    binary.BigEndian.Uint32(payload[4:8]),
+	}
+	if c.Length == 0 || c.Length > MaxBlockLen {
+		return CompressedPrefix{}, fmt.Errorf("%w: stands for %d bytes", ErrCompressedPrefix, c.Length)
+	}
+	return c, nil
 }
 
 // putFrameCheck stores the CRC-32C of b[0:28] in b[28:32].

@@ -101,6 +101,22 @@ func TestGoldenFrames(t *testing.T) {
 					if err := h.CheckPayload(payload); err != nil {
 						t.Fatal(err)
 					}
+					if h.Flags&BlockFlagCompressed != 0 {
+						c, err := ParseCompressedPrefix(payload)
+						if err != nil {
+							t.Fatal(err)
+						}
+						raw, _ := hex.DecodeString(g["raw"])
+						want := CompressedPrefix{Length: uint32(len(raw)), CRC: uint32(g.uint(t, "rawcrc", 16, 32))}
+						if c != want || CRC32C(raw) != want.CRC {
+							t.Fatalf("prefix %+v, want %+v (CRC-32C of raw %08x)", c, want, CRC32C(raw))
+						}
+						var b [CompressedPrefixLen]byte
+						want.Put(b[:])
+						if !bytes.Equal(b[:], payload[:CompressedPrefixLen]) {
+							t.Fatalf("prefix Put = %x, want %x", b, payload[:CompressedPrefixLen])
+						}
+					}
 					payload[0] ^= 1
 					if err := h.CheckPayload(payload); !errors.Is(err, ErrBlockPayloadCheck) {
 						t.Fatalf("damaged payload: %v", err)
@@ -131,6 +147,35 @@ func TestGoldenFrames(t *testing.T) {
 				}
 			default:
 				t.Fatalf("unknown kind %q", g["kind"])
+			}
+		})
+	}
+}
+
+func TestParseCompressedPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    CompressedPrefix
+		err     bool
+	}{
+		{"one byte of data", []byte{0, 0, 0, 1, 0xe3, 0x06, 0x92, 0x83, 0x28}, CompressedPrefix{1, 0xe3069283}, false},
+		{"largest", []byte{0x01, 0, 0, 0, 0, 0, 0, 0, 0}, CompressedPrefix{MaxBlockLen, 0}, false},
+		{"no data after the prefix", []byte{0, 0, 0, 1, 0, 0, 0, 0}, CompressedPrefix{}, true},
+		{"short", []byte{0, 0, 1}, CompressedPrefix{}, true},
+		{"stands for nothing", []byte{0, 0, 0, 0, 0, 0, 0, 0, 1}, CompressedPrefix{}, true},
+		{"too long", []byte{0x01, 0, 0, 1, 0, 0, 0, 0, 1}, CompressedPrefix{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseCompressedPrefix(tc.payload)
+			if tc.err {
+				if !errors.Is(err, ErrCompressedPrefix) {
+					t.Fatalf("error %v, want ErrCompressedPrefix", err)
+				}
+				return
+			}
+			if err != nil || c != tc.want {
+				t.Fatalf("got %+v, %v; want %+v", c, err, tc.want)
 			}
 		})
 	}

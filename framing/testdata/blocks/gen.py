@@ -6,6 +6,7 @@ struct.pack, straight from the layout in framing/block.go. Run it from
 this folder; the Go test only reads its output.
 """
 import struct
+import subprocess
 
 
 def crc32c(data: bytes) -> int:
@@ -78,4 +79,18 @@ block("unknown-flag", 2, 1, 0, err="reserved")
 block("reserved-bytes", 0, 1, 0, reserved=1, err="reserved")
 resend("resend", 4, 786432, 262144)
 resend("resend-bad-check", 4, 786432, 262144, mutate=flip(20, 3), err="headercheck")
-resend("resend-zero-length", 4, 0, 0, err="toolong")
+resend("resend-zero-length", 4, 0, 0)  # "the block you sent at offset 0"
+
+
+def compressed(name, fid, off, raw):
+    """A compressed block: prefix (length and CRC-32C of raw), then a zstd
+    frame made by the reference zstd command line tool, so that kerf's
+    decoder is checked against another implementation."""
+    z = subprocess.run(["zstd", "-q", "-c", "-1", "--no-check"], input=raw, check=True, capture_output=True).stdout
+    payload = struct.pack(">II", len(raw), crc32c(raw)) + z
+    block(name, 1, fid, off, payload=payload)
+    with open(name + ".txt", "a") as f:
+        f.write(f"raw {raw.hex()}\nrawcrc {crc32c(raw):08x}\n")
+
+
+compressed("compressed-zstd", 3, 1 << 20, b"kerf moves files. " * 64 + bytes(range(256)))

@@ -1,0 +1,272 @@
+package datachan
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"kerf/framing"
+)
+
+// textData is compressible: lines of words, like logs or source.
+func textData(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString("2026-11-30T12:00:00Z kerf moved file number ")
+		b.WriteString(strings.Repeat("x", i%17))
+		b.WriteString(" without trouble\n")
+	}
+	return b.Bytes()[:n]
+}
+
+func TestCompressedTransfer(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		data           []byte
+		blockSize      int
+		streams        int
+		wantCompressed bool
+	}{
+		{"text, many blocks, two streams", textData(3<<20 + 123), 256 << 10, 2, true},
+		{"text, one block", textData(50_000), 1 << 20, 1, true},
+		{"random stays as it is", randomData(1, 2<<20), 256 << 10, 2, false},
+		{"zeros", make([]byte, 5<<20), 1 << 20, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, r := pathPair(t, tc.streams, nil, WithBlockSize(tc.blockSize), WithCompression(true))
+			transfer(t, s, r, 1, tc.data)
+			ss, rs := s.Stats(), r.Stats()
+			if got := ss.CompressedBlocks > 0; got != tc.wantCompressed {
+				t.Fatalf("sender compressed %d blocks, want some: %v", ss.CompressedBlocks, tc.wantCompressed)
+			}
+			if rs.CompressedReceived != ss.CompressedBlocks {
+				t.Fatalf("receiver decoded %d compressed blocks, sender sent %d", rs.CompressedReceived, ss.CompressedBlocks)
+			}
+			if rs.BytesReceived != int64(len(tc.data)) {
+				t.Fatalf("receiver counts %d file bytes, want %d", rs.BytesReceived, len(tc.data))
+			}
+			if tc.wantCompressed && ss.BytesSent >= int64(len(tc.data))/2 {
+				t.Fatalf("sent %d bytes for %d of compressible data", ss.BytesSent, len(tc.data))
+			}
+			if !tc.wantCompressed && ss.BytesSent != int64(len(tc.data)) {
+				t.Fatalf("sent %d bytes for %d incompressible ones", ss.BytesSent, len(tc.data))
+			}
+		})
+	}
+}
+
+// Without WithCompression nothing is compressed, however compressible.
+func TestNoCompressionUnlessAsked(t *testing.T) {
+	s, r := pathPair(t, 1, nil)
+	transfer(t, s, r, 1, textData(1<<20))
+	if n := s.Stats().CompressedBlocks; n != 0 {
+		t.Fatalf("%d blocks compressed", n)
+	}
+}
+
+// Small files batched into one write are compressed one by one.
+func TestCompressedSmallFilesBatched(t *testing.T) {
+	s, r := pathPair(t, 2, nil, WithSmallFileBatching(true), WithCompression(true))
+	ctx := testContext(t)
+	const n = 40
+	files := make([][]byte, n)
+	dsts := make([]*memFile, n)
+	for i := range files {
+		if i%2 == 0 {
+			files[i] = textData(1000 + 300*i)
+		} else {
+			files[i] = randomData(uint64(i), 1000+300*i)
+		}
+		dsts[i] = newMemFile(len(files[i]))
+		if err := r.Expect(uint32(i+1), dsts[i], 0, int64(len(files[i]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, f := range files {
+		if _, err := s.SendFile(ctx, uint32(i+1), bytes.NewReader(f), 0, int64(len(f))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		crc, err := r.Wait(ctx, uint32(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if crc != framing.CRC32C(f) || !bytes.Equal(dsts[i].bytes(), f) {
+			t.Fatalf("file %d differs", i+1)
+		}
+	}
+	if got := s.Stats().CompressedBlocks; got != n/2 {
+		t.Fatalf("%d blocks compressed, want the %d text files", got, n/2)
+	}
+}
+
+// A compressed block damaged on the way is asked for again as "the
+// block at this offset" (its length is in the damaged payload), and the
+// sender cuts the same block again.
+func TestDamagedCompressedBlockIsResent(t *testing.T) {
+	wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 3, damage: new(damage)} }
+	s, r := pathPair(t, 1, wrap, WithBlockSize(64<<10), WithCompression(true))
+	data := textData(1 << 20)
+	transfer(t, s, r, 1, data)
+	ss, rs := s.Stats(), r.Stats()
+	if rs.BadBlocks != 1 || ss.BlocksResent != 1 {
+		t.Fatalf("bad blocks %d, resent %d; want 1 and 1", rs.BadBlocks, ss.BlocksResent)
+	}
+	if ss.CompressedBlocks != ss.BlocksSent {
+		t.Fatalf("%d of %d blocks compressed; the resent one should be too", ss.CompressedBlocks, ss.BlocksSent)
+	}
+}
+
+// A resend of length 0 names a block by where it starts: any other
+// offset is refused.
+func TestResendOfTheBlockAt(t *testing.T) {
+	src := &source{ranges: [][2]int64{{100, 1000}, {5000, 5001}}}
+	for _, tc := range []struct{ off, want int64 }{
+		{100, 356}, {356, 612}, {868, 1000}, {5000, 5001},
+		{101, 0}, {1000, 0}, {0, 0}, {4999, 0},
+	} {
+		if got := src.blockEnd(tc.off, 256); got != tc.want {
+			t.Errorf("blockEnd(%d) = %d, want %d", tc.off, got, tc.want)
+		}
+	}
+}
+
+// The golden compressed block was made by the reference zstd tool
+// (framing/testdata/blocks/gen.py): kerf's decoder reads another
+// implementation's frames.
+func TestDecompressGoldenBlock(t *testing.T) {
+	g := readGoldenFile(t, "../framing/testdata/blocks/compressed-zstd.txt")
+	wire, _ := hex.DecodeString(g["hex"])
+	payload, _ := hex.DecodeString(g["payload"])
+	raw, _ := hex.DecodeString(g["raw"])
+	h, err := framing.ParseBlockHeader(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CheckPayload(payload); err != nil {
+		t.Fatal(err)
+	}
+	p := &Path{}
+	f := p.getFrame(len(payload))
+	copy(f.payload, payload)
+	out, oh, err := p.decompressBlock(f, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.payload, raw) {
+		t.Fatalf("decoded %q, want %q", out.payload, raw)
+	}
+	want := framing.BlockHeader{FileID: h.FileID, Offset: h.Offset, Length: uint32(len(raw)), PayloadCRC: framing.CRC32C(raw)}
+	if oh != want {
+		t.Fatalf("header %+v, want %+v", oh, want)
+	}
+}
+
+func readGoldenFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		g[k] = v
+	}
+	return g
+}
+
+// compressedPayload builds the payload of a compressed block standing
+// for raw, with the prefix's fields as given.
+func compressedPayload(length, crc uint32, raw []byte) []byte {
+	b := make([]byte, framing.CompressedPrefixLen)
+	framing.CompressedPrefix{Length: length, CRC: crc}.Put(b)
+	return blockEncoder().EncodeAll(raw, b)
+}
+
+// Blocks that pass their payload check but were compressed wrongly are
+// refused, and decoding never writes past what the prefix announced.
+func TestDecompressRefusesLies(t *testing.T) {
+	raw := textData(10_000)
+	crc := framing.CRC32C(raw)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    string
+	}{
+		{"says fewer bytes", compressedPayload(9_999, crc, raw), "zstd frame standing for 9999 bytes"},
+		{"says more bytes", compressedPayload(10_001, crc, raw), "decodes to 10000 bytes"},
+		{"wrong CRC", compressedPayload(10_000, crc^1, raw), "CRC-32C"},
+		{"not zstd", append(compressedPayload(10, 0, nil)[:8], []byte("plain text, not a zstd frame")...), "zstd frame"},
+		{"no frame", compressedPayload(10, 0, nil)[:8], "prefix"},
+		{"stands for too much", compressedPayload(framing.MaxBlockLen+1, crc, raw), "prefix"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Path{}
+			f := p.getFrame(len(tc.payload))
+			copy(f.payload, tc.payload)
+			h := framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Length: uint32(len(tc.payload)), PayloadCRC: framing.CRC32C(tc.payload)}
+			_, _, err := p.decompressBlock(f, h)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A well-framed compressed block that does not decode fails the Path
+// with a protocol error: the bytes arrived as sent, so asking again
+// would bring the same.
+func TestUndecodableBlockFailsPath(t *testing.T) {
+	cc, sc := pairedConns(t, 1)
+	r := NewPath(sc)
+	defer r.Close()
+	defer cc[0].Close()
+	if err := r.Expect(1, newMemFile(100), 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	payload := append(compressedPayload(100, 0, nil)[:8], "not zstd at all"...)
+	var hdr [framing.BlockHeaderLen]byte
+	framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(hdr[:])
+	if _, err := cc[0].Write(append(hdr[:], payload...)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Wait(testContext(t), 1)
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("Wait: %v, want a protocol error", err)
+	}
+	wantErrContaining(t, err, "does not decode")
+}
+
+func FuzzDecompressBlock(f *testing.F) {
+	f.Add(compressedPayload(10_000, framing.CRC32C(textData(10_000)), textData(10_000)))
+	f.Add(compressedPayload(3, framing.CRC32C([]byte("abc")), []byte("abc")))
+	f.Add([]byte{0, 0, 0, 5, 0, 0, 0, 0, 0x28, 0xb5, 0x2f, 0xfd})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		p := &Path{}
+		fr := p.getFrame(max(len(payload), 1))
+		fr.payload = fr.payload[:copy(fr.payload, payload)]
+		h := framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Length: uint32(len(payload))}
+		out, oh, err := p.decompressBlock(fr, h)
+		if err != nil {
+			return
+		}
+		// What decodes is exactly what the prefix announced.
+		pre, _ := framing.ParseCompressedPrefix(payload)
+		if oh.Length != pre.Length || len(out.payload) != int(pre.Length) || framing.CRC32C(out.payload) != pre.CRC || oh.Flags != 0 {
+			t.Fatalf("decoded %d bytes as %+v from prefix %+v", len(out.payload), oh, pre)
+		}
+	})
+}

@@ -1,0 +1,88 @@
+package datachan
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// notDefaultCongestion returns a congestion control other than the
+// system's default if the kernel has one (reno is always built in), so
+// that the test sees the choice take effect.
+func notDefaultCongestion(t *testing.T) string {
+	def, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	avail, err := os.ReadFile(availableCongestion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range strings.Fields(string(avail)) {
+		if a != strings.TrimSpace(string(def)) {
+			return a
+		}
+	}
+	return "reno"
+}
+
+// Both ends of a data connection can pick the congestion control: the
+// client's dialled sockets and the server's accepted ones (which take
+// their listener's).
+func TestCongestionControl(t *testing.T) {
+	cc := notDefaultCongestion(t)
+	if err := CheckCongestion(cc); err != nil {
+		t.Fatal(err)
+	}
+	lc := net.ListenConfig{Control: CongestionControl(cc)}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewListener(ln, nil)
+	defer l.Close()
+	tok := NewToken()
+	pend := l.Expect(tok, net.IPv4(127, 0, 0, 1), 2, 10*time.Second)
+	ctx := testContext(t)
+	client, err := Dial(ctx, l.Addr().String(), tok, 2, nil, WithCongestion(cc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pend.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range append(client, server...) {
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, err := congestionOf(rc)
+		if err != nil || name != cc {
+			t.Fatalf("connection %d: congestion control %q, %v; want %q", i, name, err, cc)
+		}
+		c.Close()
+	}
+}
+
+func TestCongestionControlRefusesUnknown(t *testing.T) {
+	err := CheckCongestion("no-such-cc")
+	if err == nil || !strings.Contains(err.Error(), "reno") {
+		t.Fatalf("CheckCongestion: %v, want an error listing what there is", err)
+	}
+	d := net.Dialer{Control: CongestionControl("no-such-cc")}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if c, err := d.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Fatal("dial with an unknown congestion control succeeded")
+	} else if !strings.Contains(err.Error(), `congestion control "no-such-cc"`) {
+		t.Fatalf("dial error %v does not name the congestion control", err)
+	}
+}

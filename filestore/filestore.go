@@ -328,13 +328,19 @@ func (h *dirHandle) chtimes(d *Dir, name string, t time.Time) error {
 	if err := plainName(name); err != nil {
 		return err
 	}
-	ts := unix.NsecToTimespec(t.UnixNano())
+	ts := timespec(t)
 	return h.atDir(d, func(dirfd int) error {
 		if err := unix.UtimesNanoAt(dirfd, name, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return &fs.PathError{Op: "utimensat", Path: path.Join(h.rel, name), Err: err}
 		}
 		return nil
 	})
+}
+
+// timespec is t for utimensat, to the nanosecond, for any year a
+// timespec holds (t.UnixNano overflows after 2262 and before 1678).
+func timespec(t time.Time) unix.Timespec {
+	return unix.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
 }
 
 // rename renames from to to, both in this directory.
@@ -1632,7 +1638,21 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 		}
 	}
 	if !mtime.IsZero() {
-		if err := d.root.Chtimes(rel, mtime, mtime); err != nil {
+		// Through the parent's handle, not following a link: a directory
+		// swapped for a link since the Lstat keeps the link's target
+		// untouched.
+		parent, base := path.Split(rel)
+		parent = strings.TrimSuffix(parent, "/")
+		if parent == "" {
+			parent = "."
+		}
+		h, err := d.openDir(parent, false)
+		if err != nil {
+			return fmt.Errorf("filestore: %w", err)
+		}
+		err = h.chtimes(d, base, mtime)
+		d.putDir(h)
+		if err != nil {
 			return fmt.Errorf("filestore: %w", err)
 		}
 	}

@@ -426,3 +426,37 @@ func TestDirAttrsOnExistingDirectories(t *testing.T) {
 		t.Errorf("shared: %v; want 0750 with its setgid bit", fi.Mode())
 	}
 }
+
+// Times after 2262, beyond what nanoseconds since 1970 hold in an
+// int64, are kept for files and directories: they came out as garbage
+// (2300 became 1715) through UnixNano. (Past 2446 ext4 clamps, and
+// before 1901 so do others: not tried.)
+func TestFarTimesKept(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "d/")
+	d := openTree(t, root)
+	for _, when := range []time.Time{
+		time.Date(2300, 6, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(2400, 12, 31, 23, 59, 59, 0, time.UTC),
+	} {
+		in, err := d.Create("f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Commit(when, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.EndBatch(); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(filepath.Join(root, "f")); err != nil || !fi.ModTime().Equal(when) {
+			t.Errorf("file committed with %v has %v (%v)", when, fi.ModTime(), err)
+		}
+		if err := d.SetDirAttrs("d", 0o755, true, when); err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := os.Stat(filepath.Join(root, "d")); !fi.ModTime().Equal(when) {
+			t.Errorf("directory given %v has %v", when, fi.ModTime())
+		}
+	}
+}

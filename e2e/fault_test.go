@@ -116,6 +116,16 @@ func TestResumeDifferentPartialRestarts(t *testing.T) {
 	checkDoneEvent(t, r, "f.bin", 1<<20, 0)
 	sameFile(t, src, filepath.Join(root, "f.bin"))
 	noFile(t, partName(filepath.Join(root, "f.bin")))
+
+	// And fetching: the receiving client reports no failure for the
+	// discarded attempt (it said "transfer canceled" and exited 4, the
+	// file received whole all the same).
+	back := t.TempDir()
+	writeFile(t, partName(filepath.Join(back, "f.bin")), randomBytes(300000, 11))
+	r = mustRun(t, srv, back, []string{"--json"}, "get", "--resume", target(srv.addr, "f.bin"), ".")
+	checkDoneEvent(t, r, "f.bin", 1<<20, 0)
+	sameFile(t, src, filepath.Join(back, "f.bin"))
+	noFile(t, partName(filepath.Join(back, "f.bin")))
 }
 
 // One bit flipped in one block's payload on the wire: the receiver asks

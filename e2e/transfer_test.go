@@ -221,7 +221,7 @@ func TestRecursiveTree2000(t *testing.T) {
 func TestNamesWithSpacesAndUTF8(t *testing.T) {
 	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
-	names := []string{"my file.txt", "two  spaces", "ünïcödé 日本語.bin", "ελληνικά", " leading space", "{braces}.txt", "a}b", "c{d e"}
+	names := []string{"my file.txt", "two  spaces", "  ", "ünïcödé 日本語.bin", "ελληνικά", " leading space", "{braces}.txt", "a}b", "c{d e"}
 	var args []string
 	for i, n := range names {
 		writeFile(t, filepath.Join(local, n), randomBytes(1000+i, uint64(i)))

@@ -198,9 +198,10 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if err != nil {
 				return err
 			}
-			if p.Type == 'F' && strings.Trim(name, " /") == "" {
+			if p.Type == 'F' && (name == "" || !s.neg.peerKerf && strings.Trim(name, " /") == "") {
 				// G-Kermit sends an empty name for one it cannot
-				// convert (non-ASCII): store it as C-Kermit does.
+				// convert (non-ASCII): store it as C-Kermit does. A kerf
+				// peer's name of spaces is a name (Unix allows it).
 				s.nonames++
 				name = "NONAME"
 				if s.nonames > 1 {
@@ -661,6 +662,11 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		if discard && len(zdata) > 1 && s.neg.peerKerf {
 			// A kerf sender says why it could not send the file.
 			if text, err := s.decodeString(zdata[1:]); err == nil {
+				if text == errRestart.Error() {
+					// It sends the file again, whole, next.
+					s.cfg.Log.Info("partial file differs from the sender's, receiving it whole", "name", cur.name)
+					return nil
+				}
 				why = fmt.Errorf("not sent by the peer: %s", text)
 			}
 		}

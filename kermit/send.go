@@ -285,7 +285,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				// The partial is not a prefix of this file: have the
 				// receiver discard it and send the file afresh.
 				s.cfg.Log.Info("partial file differs, sending whole file", "name", f.Name)
-				if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
+				if _, err := s.queue(ctx, 'Z', s.discardZ(errRestart), 0); err != nil {
 					return err
 				}
 				saved := s.cfg.Resume
@@ -390,6 +390,12 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	return nil
 }
+
+// errRestart is the reason a kerf sender gives with the Z that discards
+// a partial it will not continue (it is not a prefix of the file): the
+// file comes again at once, whole, so a kerf receiver reports nothing
+// for the discarded attempt.
+var errRestart = errors.New("the partial differs from the file; sending it whole")
 
 // discardZ is the data of a Z that discards its file: "D", and for a kerf
 // peer why, in words (a classic Kermit takes "D" alone).

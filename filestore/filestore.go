@@ -1017,11 +1017,19 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 	}
 	for _, n := range names {
 		var bad error // what makes a name given plainly unsendable
+		var target fs.FileInfo
+		if n.err == nil && n.fi.Mode()&fs.ModeSymlink != 0 {
+			// A link to a file in the tree sends the file, as in a
+			// walk (-r); os.Root refuses one leading out.
+			target, _ = d.root.Stat(n.rel)
+		}
 		switch fi := n.fi; {
 		case n.err != nil:
 			bad = n.err
 		case fi.Mode().IsRegular():
 			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi, false))
+		case target != nil && target.Mode().IsRegular():
+			out = append(out, d.outgoing(n.rel, path.Base(n.rel), target, true))
 		case fi.IsDir() && recursive:
 			out = d.walk(out, n.rel)
 		case n.pattern:
@@ -1135,7 +1143,7 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	if _, err := path.Match(base, ""); err != nil {
 		return nil, fmt.Errorf("filestore: %s: %w", rel, err)
 	}
-	ents, err := fs.ReadDir(d.root.FS(), dir)
+	ents, err := readDir(d.root, dir)
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
@@ -1169,7 +1177,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		return strings.TrimPrefix(p, parent+"/")
 	}
 	start := len(out)
-	fs.WalkDir(d.root.FS(), top, func(p string, e fs.DirEntry, err error) error {
+	walkDir(d.root, top, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			// A directory that could not be read (WalkDir goes on with
 			// any entries it did read): reported, not made empty.
@@ -1354,7 +1362,7 @@ func (d *Dir) List(spec string) (string, error) {
 	}
 	var ents []fs.FileInfo
 	if len(names) == 1 && names[0].err == nil && !names[0].pattern && names[0].fi.IsDir() {
-		des, err := fs.ReadDir(d.root.FS(), names[0].rel)
+		des, err := readDir(d.root, names[0].rel)
 		if err != nil {
 			return "", fmt.Errorf("filestore: %w", err)
 		}

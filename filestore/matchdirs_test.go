@@ -202,6 +202,41 @@ func TestMatchRecursiveLinks(t *testing.T) {
 	}
 }
 
+// A link to a file in the tree is sent when named, and when a wildcard
+// finds it, as a recursive match sends it; a link leading out of the
+// tree or to a directory is not.
+func TestMatchLinkByNameAndPattern(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	makeTree(t, root, "t/real.txt", "t/dir/x.txt")
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
+	os.Symlink("real.txt", filepath.Join(root, "t/tofile"))
+	os.Symlink("dir", filepath.Join(root, "t/todir"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "t/out"))
+	d := openTree(t, root)
+	files, err := d.Match("t/tofile", false)
+	if err != nil || len(files) != 1 || files[0].Name != "tofile" || files[0].Size != int64(len("t/real.txt")) {
+		t.Fatalf("Match(t/tofile) = %+v, %v", files, err)
+	}
+	r, err := files[0].Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 64)
+	n, _ := r.Read(b)
+	r.Close()
+	if string(b[:n]) != "t/real.txt" {
+		t.Errorf("tofile read %q, want real.txt's content", b[:n])
+	}
+	if files, err := d.Match("t/*", false); err != nil || !slices.Equal(fileNames(files), []string{"real.txt", "tofile"}) {
+		t.Errorf("Match(t/*) = %q, %v; want real.txt and tofile", fileNames(files), err)
+	}
+	for _, name := range []string{"t/out", "t/todir"} {
+		if files, err := d.Match(name, false); err == nil {
+			t.Errorf("Match(%s) = %q, want an error", name, fileNames(files))
+		}
+	}
+}
+
 // dirLinkTree makes rdir/f, rdir/sub/g, a link l_dir to rdir and a link
 // out to /etc, and opens the tree.
 func dirLinkTree(t *testing.T) *filestore.Dir {
@@ -458,5 +493,34 @@ func TestFarTimesKept(t *testing.T) {
 		if fi, _ := os.Stat(filepath.Join(root, "d")); !fi.ModTime().Equal(when) {
 			t.Errorf("directory given %v has %v", when, fi.ModTime())
 		}
+	}
+}
+
+// Names that are not UTF-8 (a tree written by a Latin-1 system) are
+// walked and listed like any other: os.Root.FS refused such a path, so
+// a directory named so was sent as an unreadable file and its files
+// were lost.
+func TestWalkNamesNotUTF8(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "t/d\xff/in", "t/ok/f\xfe", "t/z")
+	d := openTree(t, root)
+	files, err := d.Match("t", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		if f.Size < 0 {
+			t.Errorf("%q reported unreadable", f.Name)
+		}
+		got = append(got, f.Name)
+	}
+	want := []string{"t", "t/d\xff", "t/d\xff/in", "t/ok", "t/ok/f\xfe", "t/z"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("walk gave %q, want %q", got, want)
+	}
+	list, err := d.List("t/d\xff")
+	if err != nil || !strings.Contains(list, "in") {
+		t.Fatalf("List: %q, %v", list, err)
 	}
 }

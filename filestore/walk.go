@@ -1,0 +1,69 @@
+package filestore
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+)
+
+// readDir lists directory rel of root, sorted by name, as fs.ReadDir
+// does, but without fs.ValidPath: os.Root.FS refuses any path that is
+// not UTF-8, and a Unix name need not be (a tree written by a Latin-1
+// system), so a directory so named could not be listed or walked.
+func readDir(root *os.Root, rel string) ([]fs.DirEntry, error) {
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
+// walkDir walks the tree at top in root as fs.WalkDir walks an fs.FS
+// (lexical order, a directory before what it holds, fn called again
+// with the error for a directory that cannot be read, fs.SkipDir and
+// fs.SkipAll honoured), with readDir: names need not be UTF-8.
+func walkDir(root *os.Root, top string, fn fs.WalkDirFunc) error {
+	info, err := root.Stat(top)
+	if err != nil {
+		err = fn(top, nil, err)
+	} else {
+		err = walkDirFrom(root, top, fs.FileInfoToDirEntry(info), fn)
+	}
+	if err == fs.SkipDir || err == fs.SkipAll {
+		return nil
+	}
+	return err
+}
+
+func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) error {
+	if err := fn(name, d, nil); err != nil || !d.IsDir() {
+		if err == fs.SkipDir && d.IsDir() {
+			err = nil
+		}
+		return err
+	}
+	ents, err := readDir(root, name)
+	if err != nil {
+		// Second call, to report the error; entries read are still walked.
+		if err = fn(name, d, err); err != nil {
+			if err == fs.SkipDir && d.IsDir() {
+				err = nil
+			}
+			return err
+		}
+	}
+	for _, e := range ents {
+		if err := walkDirFrom(root, path.Join(name, e.Name()), e, fn); err != nil {
+			if err == fs.SkipDir {
+				break
+			}
+			return err
+		}
+	}
+	return nil
+}

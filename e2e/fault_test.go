@@ -577,3 +577,36 @@ func TestResumeSkipsFilesAlreadyThere(t *testing.T) {
 		t.Errorf("get --resume of a whole copy: want 4 skipped and nothing sent:\n%s", r.stdout)
 	}
 }
+
+// A client stopped mid-file exits as shells expect of a signalled
+// program, 128 + the signal: 130 for Ctrl-C, 143 for SIGTERM (it said
+// 130 for both); the server keeps the partial for a resume.
+func TestClientSignalledExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		want int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			root, local := t.TempDir(), t.TempDir()
+			fs := startFaultServer(t, root, false)
+			writeFile(t, filepath.Join(local, "k.bin"), randomBytes(16<<20, 16))
+			part := partName(filepath.Join(root, "k.bin"))
+			fs.data.rateUp.Store(8 << 20)
+			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+			defer cancel()
+			cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= 1<<20 })
+			cmd.Process.Signal(tc.sig)
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != tc.want || !strings.Contains(out.String(), "interrupted") {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.want, out.String())
+			}
+			noFile(t, filepath.Join(root, "k.bin"))
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -35,8 +36,7 @@ func connectErr(err error) error  { return &exitError{exitConnect, err} }
 func transferErr(err error) error { return &exitError{exitTransfer, err} }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, caught := signalContext()
 	stopProfiling, err := startProfiling()
 	if err != nil {
 		stopProfiling() // one that did start
@@ -51,10 +51,12 @@ func main() {
 	if err == nil {
 		return
 	}
-	if ctx.Err() != nil {
-		// Interrupted: the engine has told the peer (E packet).
+	if sig := caught(); sig != 0 {
+		// Interrupted: the engine has told the peer (E packet). The
+		// shell's convention: 128 + the signal (130 for Ctrl-C, 143
+		// for SIGTERM).
 		fmt.Fprintln(os.Stderr, "kerf: interrupted:", printable(err.Error()))
-		os.Exit(130)
+		os.Exit(128 + int(sig))
 	}
 	// Errors carry names and messages from the peer.
 	fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
@@ -63,6 +65,25 @@ func main() {
 		os.Exit(ee.code)
 	}
 	os.Exit(exitUsage)
+}
+
+// signalContext returns a context cancelled by SIGINT or SIGTERM, and
+// a function that says which of them came first (0: none). Later ones
+// are caught too, so that the engine can still tell the peer.
+func signalContext() (context.Context, func() syscall.Signal) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	var first atomic.Int32
+	go func() {
+		for s := range sigc {
+			if n, ok := s.(syscall.Signal); ok {
+				first.CompareAndSwap(0, int32(n))
+			}
+			cancel(fmt.Errorf("%v", s))
+		}
+	}()
+	return ctx, func() syscall.Signal { return syscall.Signal(first.Load()) }
 }
 
 // onUsageError turns a flag the command line got wrong into a usage

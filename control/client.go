@@ -66,6 +66,12 @@ type ClientConfig struct {
 	// PlainData asks for plaintext data connections; the server agrees
 	// only if it was started with --plain-data.
 	PlainData bool
+	// Compress asks that data blocks travel compressed (zstd) both ways;
+	// the server agrees unless it refuses compression.
+	Compress bool
+	// Congestion is the TCP congestion control of the data connections
+	// (datachan.CongestionControl); "" keeps the system's default.
+	Congestion string
 
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
@@ -157,6 +163,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		rhost, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
 		pinned := cl.fingerprint
 		cl.dual = &clientDual{host: rhost, streams: max(1, min(cfg.Streams, datachan.MaxStreams)), plain: cfg.PlainData,
+			compress: cfg.Compress, congestion: cfg.Congestion,
 			pathOpts: cfg.PathOpts, beforeDial: cfg.beforeDataDial,
 			tlsConf: auth.ClientTLS(host, func(fp string) error {
 				if fp != pinned {
@@ -224,6 +231,20 @@ func (c *Client) Dual() bool { return c.sess.DataPath() != nil }
 
 // DataEncrypted reports whether the data connections are TLS.
 func (c *Client) DataEncrypted() bool { return c.dual != nil && c.dual.path != nil && c.dual.encrypted }
+
+// DataCompressed reports whether the data blocks travel compressed
+// (asked for with ClientConfig.Compress, and agreed to by the server).
+func (c *Client) DataCompressed() bool {
+	return c.dual != nil && c.dual.path != nil && c.dual.compressed
+}
+
+// DataStats returns the data connections' counters (zero without them).
+func (c *Client) DataStats() datachan.Stats {
+	if c.dual == nil || c.dual.path == nil {
+		return datachan.Stats{}
+	}
+	return c.dual.path.Stats()
+}
 
 // Fingerprint is the key fingerprint the server presented ("" without
 // TLS).

@@ -41,7 +41,9 @@ const DefaultPort = 1649
 // docs/protocol.md): "N<streams>" from the client; "P<port>;N<streams>;
 // T<token>" from the server. A client that wants plaintext data
 // connections adds ";X"; the server echoes ";X" only if it allows them
-// (--plain-data), and otherwise every data connection is TLS.
+// (--plain-data), and otherwise every data connection is TLS. A client
+// that wants compressed data blocks adds ";Z"; the server echoes ";Z" if
+// it agrees, and then both ends compress what they send.
 func parseExt(ext string) map[byte]string {
 	m := map[byte]string{}
 	for _, f := range strings.Split(ext, ";") {
@@ -76,6 +78,7 @@ type serverDual struct {
 	pending    *datachan.Pending
 	tok        datachan.Token
 	plain      bool // the pending token was issued for plaintext
+	compress   bool // the offer agreed to compressed data blocks
 	pathOpts   []datachan.Option
 	path       *datachan.Path
 	encrypted  bool
@@ -98,8 +101,12 @@ func (d *serverDual) progress() int64 {
 }
 
 // extPlain is the extension field by which a client asks for plaintext
-// data connections, and a server agrees.
-const extPlain = 'X'
+// data connections, and a server agrees; extCompress the same for
+// compressed data blocks.
+const (
+	extPlain    = 'X'
+	extCompress = 'Z'
+)
 
 func (d *serverDual) Offer(peerExt string) string {
 	d.withdraw()
@@ -111,6 +118,8 @@ func (d *serverDual) Offer(peerExt string) string {
 	n = max(1, min(n, d.maxStreams))
 	_, wantPlain := f[extPlain]
 	d.plain = wantPlain && d.srv.cfg.AllowPlainData
+	_, wantCompress := f[extCompress]
+	d.compress = wantCompress && !d.srv.cfg.RefuseCompression
 	d.tok = datachan.NewToken()
 	if d.plain {
 		d.srv.plainTokens.Store(d.tok, true)
@@ -120,6 +129,9 @@ func (d *serverDual) Offer(peerExt string) string {
 	ext := fmt.Sprintf("P%d;N%d;T%s", port, n, encodeToken(d.tok))
 	if d.plain {
 		ext += ";" + string(extPlain)
+	}
+	if d.compress {
+		ext += ";" + string(extCompress)
 	}
 	return ext
 }
@@ -153,7 +165,7 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if tc, ok := conns[0].(*datachan.TLSConn); ok {
 		d.records = tc.Records()
 	}
-	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true))...)
+	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress))...)
 	d.live.Store(d.path)
 	return d.path, nil
 }
@@ -175,13 +187,16 @@ func (d *serverDual) close() {
 
 // clientDual offers the extension and dials the data connections.
 type clientDual struct {
-	host      string
-	streams   int
-	plain     bool        // ask for plaintext data connections
-	tlsConf   *tls.Config // verifies the server's key against the control connection's
-	pathOpts  []datachan.Option
-	path      *datachan.Path
-	encrypted bool
+	host       string
+	streams    int
+	plain      bool        // ask for plaintext data connections
+	compress   bool        // ask for compressed data blocks
+	congestion string      // TCP congestion control of the data connections
+	tlsConf    *tls.Config // verifies the server's key against the control connection's
+	pathOpts   []datachan.Option
+	path       *datachan.Path
+	encrypted  bool
+	compressed bool // the server agreed to compressed data blocks
 
 	beforeDial func(addr string, tok datachan.Token) // tests
 }
@@ -190,6 +205,9 @@ func (d *clientDual) Offer(string) string {
 	ext := "N" + strconv.Itoa(d.streams)
 	if d.plain {
 		ext += ";" + string(extPlain)
+	}
+	if d.compress {
+		ext += ";" + string(extCompress)
 	}
 	return ext
 }
@@ -226,11 +244,16 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if d.beforeDial != nil {
 		d.beforeDial(addr, tok)
 	}
-	conns, err := datachan.Dial(ctx, addr, tok, n, conf)
+	_, compress := f[extCompress]
+	if compress && !d.compress {
+		return nil, fmt.Errorf("control: the server offered compressed data blocks, which this client did not ask for")
+	}
+	conns, err := datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
 	if err != nil {
 		return nil, err
 	}
 	d.encrypted = !plain
-	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true))...)
+	d.compressed = compress
+	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))...)
 	return d.path, nil
 }

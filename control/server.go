@@ -58,6 +58,13 @@ type ServerConfig struct {
 	// AllowPlainData lets clients that ask for it (--plain-data) move
 	// file data without TLS; the control connection stays encrypted.
 	AllowPlainData bool
+	// RefuseCompression turns down clients that ask for compressed data
+	// blocks (--compress), to spare the server's CPU; their data then
+	// travels as it is.
+	RefuseCompression bool
+	// Congestion is the TCP congestion control of the data connections
+	// (datachan.CongestionControl); "" keeps the system's default.
+	Congestion string
 	// Sparse leaves holes for runs of zeros in the files clients send
 	// (filestore.Dir.Sparse).
 	Sparse bool
@@ -123,7 +130,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		host, _, _ := net.SplitHostPort(ln.Addr().String())
 		daddr = net.JoinHostPort(host, "0")
 	}
-	dln, err := net.Listen("tcp", daddr)
+	lc := net.ListenConfig{Control: datachan.CongestionControl(cfg.Congestion)}
+	dln, err := lc.Listen(context.Background(), "tcp", daddr)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("control: %w", err)

@@ -307,6 +307,8 @@ type event struct {
 	Error   string   `json:"error"`
 	Reason  string   `json:"reason"`
 	Rate    *float64 `json:"bytes_per_second"`
+	// done, with --compress: the data bytes as they travelled.
+	WireBytes int64 `json:"wire_bytes"`
 	// ls: an "entry" per file, or one "listing" with the text.
 	Path     string `json:"path"`
 	Type     string `json:"type"`

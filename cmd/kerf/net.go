@@ -68,7 +68,8 @@ var clientFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
 	&cli.BoolFlag{Name: "plain-data", Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
-	blockSizeFlag, writeBehindFlag,
+	&cli.BoolFlag{Name: "compress", Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
+	blockSizeFlag, writeBehindFlag, congestionFlag,
 }
 
 // defaultStreams is 2 where there is more than one core: one data
@@ -86,6 +87,7 @@ func defaultStreams() int {
 // Data-path tuning, for both ends.
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends (1 KiB .. 16 MiB)"}
+	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's)"}
 	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
 )
 
@@ -98,6 +100,9 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 	wb := c.Int("write-behind")
 	if wb < 0 || wb > 1024 {
 		return nil, usageErr("--write-behind %d: must be between 0 and 1024", wb)
+	}
+	if err := datachan.CheckCongestion(c.String("congestion")); err != nil {
+		return nil, usageErr("--congestion: %v", err)
 	}
 	return []datachan.Option{datachan.WithBlockSize(bs), datachan.WithWriteBehind(wb)}, nil
 }
@@ -141,8 +146,8 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		return nil, err
 	}
 	cfg := control.ClientConfig{
-		PathOpts: opts,
-		Addr:     addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
+		PathOpts: opts, Compress: c.Bool("compress"), Congestion: c.String("congestion"),
+		Addr: addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	}
 	if key != nil {
@@ -241,7 +246,8 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
-			blockSizeFlag, writeBehindFlag, sparseFlag,
+			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
+			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -287,6 +293,7 @@ func serveCommand() *cli.Command {
 				MaxStreams: c.Int("max-streams"), Log: log,
 				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),
 				AllowClassic: c.Bool("allow-classic"), AllowPlainData: c.Bool("plain-data"),
+				RefuseCompression: c.Bool("no-compression"), Congestion: c.String("congestion"),
 				DataFromAnyAddress: c.Bool("data-from-any-address"),
 				MaxSessions:        c.Int("max-sessions"), MaxSessionsPerAddr: c.Int("max-sessions-per-addr"),
 				IdleTimeout: c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"),
@@ -531,6 +538,7 @@ func sendCommand() *cli.Command {
 			files, total := w.files, w.total
 			rep := newReporter(c, total)
 			cl.Session().SetEvents(rep.event)
+			rep.wire = func() (int64, bool) { return cl.DataStats().BytesSent, cl.DataCompressed() }
 			if rdir != "" && rdir != "/" {
 				if _, err := cl.Generic(c.Context, 'm', rdir); err != nil {
 					return transferErr(fmt.Errorf("remote mkdir %s: %w", rdir, err))
@@ -602,6 +610,7 @@ func getCommand() *cli.Command {
 			defer cl.Close()
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
+			rep.wire = func() (int64, bool) { return cl.DataStats().WireBytesReceived, cl.DataCompressed() }
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
 			return rep.end(err, true)
 		}),

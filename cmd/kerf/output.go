@@ -32,6 +32,10 @@ type reporter struct {
 	start   time.Time
 	last    time.Time
 	current map[string]int64
+	// wire counts the bytes the data blocks took on the data
+	// connections, and says whether they travelled compressed (it is
+	// known once the data connections are open).
+	wire func() (int64, bool)
 }
 
 func newReporter(c *cli.Context, totalBytes int64) *reporter {
@@ -65,6 +69,7 @@ type jsonEvent struct {
 	Error   string  `json:"error,omitempty"`
 	Reason  string  `json:"reason,omitempty"` // file_skipped
 	Rate    float64 `json:"bytes_per_second,omitempty"`
+	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
 }
 
 func (r *reporter) event(e kermit.Event) {
@@ -180,12 +185,23 @@ func (r *reporter) finish(err error) error {
 	if secs > 0 {
 		rate = float64(r.done) / secs
 	}
+	var wire int64
+	compressed := false
+	if r.wire != nil {
+		if wire, compressed = r.wire(); !compressed {
+			wire = 0
+		}
+	}
 	if r.bar != nil {
 		r.bar.Finish()
-		fmt.Fprintf(r.out, "%d file(s), %s in %.2fs, %s\n", r.files, humanBytes(r.done), secs, humanRate(rate))
+		note := ""
+		if compressed {
+			note = fmt.Sprintf(" (%s on the wire, zstd)", humanBytes(wire))
+		}
+		fmt.Fprintf(r.out, "%d file(s), %s%s in %.2fs, %s\n", r.files, humanBytes(r.done), note, secs, humanRate(rate))
 	}
 	if r.json != nil {
-		ev := jsonEvent{Event: "done", Bytes: r.done, Seconds: secs, Rate: rate}
+		ev := jsonEvent{Event: "done", Bytes: r.done, Seconds: secs, Rate: rate, Wire: wire}
 		if err != nil {
 			ev.Event, ev.Error = "error", err.Error()
 			err = &jsonReported{err}

@@ -135,3 +135,29 @@ func TestLocalFiles(t *testing.T) {
 		}
 	})
 }
+
+// A file that is not a regular one is named by its kind in messages,
+// not by a mode string ("p---------" for a FIFO).
+func TestUnsendableNamedByKind(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "ok"), []byte("x"), 0o644)
+	files, _, err := localFiles([]string{fifo, filepath.Join(dir, "ok")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Name != "fifo" {
+			continue
+		}
+		_, err := f.Open()
+		if err == nil || !strings.Contains(err.Error(), "not a regular file (a named pipe)") {
+			t.Fatalf("opening the FIFO's entry: %v", err)
+		}
+		return
+	}
+	t.Fatalf("no entry for the FIFO in %+v", files)
+}

@@ -86,7 +86,7 @@ func defaultStreams() int {
 
 // Data-path tuning, for both ends.
 var (
-	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends (1 KiB .. 16 MiB)"}
+	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's)"}
 	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
 )
@@ -393,7 +393,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 		case fi.IsDir():
 			return nil, 0, usageErr("%s is a directory (use -r)", a)
 		default:
-			unsent(&out, &unsendable, filepath.Base(a), fmt.Errorf("%s: not a regular file (%v)", a, fi.Mode().Type()))
+			unsent(&out, &unsendable, filepath.Base(a), fmt.Errorf("%s: not a regular file (%s)", a, fileKind(fi.Mode())))
 		}
 	}
 	if len(unsendable) == len(out) && len(out) > 0 {
@@ -468,12 +468,34 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 			}
 		}
 		if !info.Mode().IsRegular() {
-			skip(p, fmt.Sprintf("not a regular file (%v)", info.Mode().Type()))
+			skip(p, fmt.Sprintf("not a regular file (%s)", fileKind(info.Mode())))
 			return nil
 		}
 		add(p, name, info)
 		return nil
 	})
+}
+
+// fileKind names the type of a file that is not a regular one, for
+// messages (fs.FileMode's String gives "p---------" for a FIFO).
+func fileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeIrregular != 0:
+		return "of an unknown type"
+	}
+	return "a regular file"
 }
 
 // checkServeLimits refuses limits of zero or less, which would

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -312,7 +313,8 @@ func signalMidFile(t *testing.T, sig syscall.Signal) (int, string) {
 	t.Helper()
 	root, local := t.TempDir(), t.TempDir()
 	fs := startFaultServer(t, root, false)
-	writeFile(t, filepath.Join(local, "k.bin"), randomBytes(16<<20, 15))
+	data := randomBytes(16<<20, 15)
+	writeFile(t, filepath.Join(local, "k.bin"), data)
 	part := partName(filepath.Join(root, "k.bin"))
 	fs.data.rateUp.Store(8 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
@@ -323,7 +325,10 @@ func signalMidFile(t *testing.T, sig syscall.Signal) (int, string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= 1<<20 })
+	// The first block written, not merely the file grown: blocks come
+	// on two streams, and a receiver that stops keeps only what is whole
+	// from the start (a second block alone leaves an empty partial).
+	waitFor(t, "the partial file's first block", func() bool { return hasPrefix(part, data[:1<<20]) })
 	fs.cmd.Process.Signal(sig)
 	cmd.Wait()
 	if ctx.Err() != nil {
@@ -334,6 +339,18 @@ func signalMidFile(t *testing.T, sig syscall.Signal) (int, string) {
 		t.Errorf("the server's partial file is gone")
 	}
 	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// hasPrefix reports whether file p begins with want.
+func hasPrefix(p string, want []byte) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	got := make([]byte, len(want))
+	_, err = io.ReadFull(f, got)
+	return err == nil && bytes.Equal(got, want)
 }
 
 // The server dies mid-file: the client fails with exit 4 and a message,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -318,5 +319,29 @@ func TestDemo(t *testing.T) {
 	out, err := exec.CommandContext(ctx, kerfBin, "demo", "--mb", "4", "--small", "20").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "verified:") {
 		t.Fatalf("kerf demo: %v\n%s", err, out)
+	}
+}
+
+// With --json, what a local walk passes over (a FIFO, a link to a
+// directory) is a file_skipped event with the reason, not only a line on
+// stderr; the rest is sent and the exit is 0.
+func TestJSONLocalSkips(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "t/a.txt"), []byte("a"))
+	if err := syscall.Mkfifo(filepath.Join(local, "t/pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".", filepath.Join(local, "t/self")); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "-r", "t", srv.addr)
+	sameFile(t, filepath.Join(local, "t/a.txt"), filepath.Join(root, "t/a.txt"))
+	reasons := map[string]string{}
+	for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_skipped") {
+		reasons[filepath.Base(e.Name)] = e.Reason
+	}
+	if !strings.Contains(reasons["pipe"], "named pipe") || !strings.Contains(reasons["self"], "link to a directory") || len(reasons) != 2 {
+		t.Fatalf("file_skipped events %q:\n%s", reasons, r.stdout)
 	}
 }

@@ -82,7 +82,7 @@ func demoCommand() *cli.Command {
 				return connectErr(err)
 			}
 			defer cl.Close()
-			files, _, err := localFiles([]string{src}, true)
+			files, _, _, err := localFiles([]string{src}, true)
 			if err != nil {
 				return err
 			}

@@ -47,10 +47,11 @@ func TestLocalFiles(t *testing.T) {
 	}
 	// dirs are the directories every kerf peer gets (nothing sent under
 	// them); filled, those only a peer keeping directory attributes gets.
-	type want struct{ sent, dirs, filled, failed []string }
+	// skipped: the base names of what the walk passed over.
+	type want struct{ sent, dirs, filled, failed, skipped []string }
 	check := func(t *testing.T, args []string, w want) {
 		t.Helper()
-		files, total, err := localFiles(args, true)
+		files, total, skipped, err := localFiles(args, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,12 +95,25 @@ func TestLocalFiles(t *testing.T) {
 		if size != total {
 			t.Errorf("total %d, want %d", total, size)
 		}
+		var bases []string
+		for _, sk := range skipped {
+			bases = append(bases, filepath.Base(sk.path))
+			if sk.why == "" {
+				t.Errorf("%s skipped without a reason", sk.path)
+			}
+		}
+		slices.Sort(bases)
+		slices.Sort(w.skipped)
+		if !slices.Equal(bases, w.skipped) {
+			t.Errorf("skipped %q, want %q", bases, w.skipped)
+		}
 	}
 	tree := want{
-		sent:   []string{"tree/a.txt", "tree/sub/b.txt", "tree/filelink"},
-		dirs:   []string{"tree/emptydir/inner", "tree/onlyfifo"},
-		filled: []string{"tree", "tree/emptydir", "tree/sub"},
-		failed: []string{"tree/deadlink"},
+		sent:    []string{"tree/a.txt", "tree/sub/b.txt", "tree/filelink"},
+		dirs:    []string{"tree/emptydir/inner", "tree/onlyfifo"},
+		filled:  []string{"tree", "tree/emptydir", "tree/sub"},
+		failed:  []string{"tree/deadlink"},
+		skipped: []string{"dirlink", "fifo"},
 	}
 	t.Run("tree", func(t *testing.T) { check(t, []string{filepath.Join(dir, "tree")}, tree) })
 	t.Run("link to the tree", func(t *testing.T) {
@@ -112,7 +126,7 @@ func TestLocalFiles(t *testing.T) {
 	})
 	t.Run("contents of dot and dot-dot", func(t *testing.T) {
 		w := want{sent: []string{"a.txt", "sub/b.txt", "filelink"}, dirs: []string{"emptydir/inner", "onlyfifo"},
-			filled: []string{"emptydir", "sub"}, failed: []string{"deadlink"}}
+			filled: []string{"emptydir", "sub"}, failed: []string{"deadlink"}, skipped: []string{"dirlink", "fifo"}}
 		check(t, []string{filepath.Join(dir, "tree") + "/."}, w)
 		check(t, []string{filepath.Join(dir, "tree/sub") + "/.."}, w)
 	})
@@ -125,11 +139,11 @@ func TestLocalFiles(t *testing.T) {
 			want{sent: []string{"a.txt"}, failed: []string{"fifo"}})
 	})
 	t.Run("nothing sendable", func(t *testing.T) {
-		if _, _, err := localFiles([]string{filepath.Join(dir, "missing")}, false); err == nil {
+		if _, _, _, err := localFiles([]string{filepath.Join(dir, "missing")}, false); err == nil {
 			t.Error("no error when no source can be sent")
 		}
 		// Several reasons make one line (the error is printed quoted).
-		_, _, err := localFiles([]string{filepath.Join(dir, "missing"), filepath.Join(dir, "missing2")}, false)
+		_, _, _, err := localFiles([]string{filepath.Join(dir, "missing"), filepath.Join(dir, "missing2")}, false)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "missing2") {
 			t.Errorf("two unsendable sources: %q; want one line naming both", err)
 		}
@@ -145,7 +159,7 @@ func TestUnsendableNamedByKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "ok"), []byte("x"), 0o644)
-	files, _, err := localFiles([]string{fifo, filepath.Join(dir, "ok")}, false)
+	files, _, _, err := localFiles([]string{fifo, filepath.Join(dir, "ok")}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -351,7 +351,8 @@ func serverIdentity(c *cli.Context) (*auth.Identity, error) {
 // Open fails: the engine reports it as not sent, tells a kerf receiver,
 // and sends the rest. Only when nothing at all can be sent is that an
 // error here.
-func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, error) {
+func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, []localSkip, error) {
+	var skipped []localSkip
 	var out []kermit.OutgoingFile
 	var total int64
 	var unsendable []error
@@ -388,10 +389,10 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 					out = append(out, kermit.OutgoingFile{Name: name, Dir: true,
 						ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true})
 				},
-				func(p, why string) { fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(p), why) })
+				func(p, why string) { skipped = append(skipped, localSkip{p, why}) })
 			filestore.MarkFilled(out[start:])
 		case fi.IsDir():
-			return nil, 0, usageErr("%s is a directory (use -r)", a)
+			return nil, 0, nil, usageErr("%s is a directory (use -r)", a)
 		default:
 			unsent(&out, &unsendable, filepath.Base(a), fmt.Errorf("%s: not a regular file (%s)", a, fileKind(fi.Mode())))
 		}
@@ -403,9 +404,9 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, er
 		for i, e := range unsendable {
 			msgs[i] = e.Error()
 		}
-		return nil, 0, usageErr("%s", strings.Join(msgs, "; "))
+		return nil, 0, nil, usageErr("%s", strings.Join(msgs, "; "))
 	}
-	return out, total, nil
+	return out, total, skipped, nil
 }
 
 // unsent adds to out a file that cannot be sent, for why.
@@ -476,6 +477,10 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 	})
 }
 
+// localSkip is a file a local walk passed over (a FIFO, a link to a
+// directory), and why.
+type localSkip struct{ path, why string }
+
 // fileKind names the type of a file that is not a regular one, for
 // messages (fs.FileMode's String gives "p---------" for a FIFO).
 func fileKind(m fs.FileMode) string {
@@ -536,14 +541,15 @@ func sendCommand() *cli.Command {
 			// Walk the local files while connecting and logging in: for
 			// a large tree each takes a few milliseconds.
 			type walked struct {
-				files []kermit.OutgoingFile
-				total int64
-				err   error
+				files   []kermit.OutgoingFile
+				total   int64
+				skipped []localSkip
+				err     error
 			}
 			walk := make(chan walked, 1)
 			go func() {
-				files, total, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
-				walk <- walked{files, total, err}
+				files, total, skipped, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
+				walk <- walked{files, total, skipped, err}
 			}()
 			cl, dialErr := dial(c, addr)
 			w := <-walk
@@ -559,6 +565,7 @@ func sendCommand() *cli.Command {
 			defer cl.Close()
 			files, total := w.files, w.total
 			rep := newReporter(c, total)
+			rep.skippedLocal(w.skipped)
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().BytesSent, cl.DataCompressed() }
 			if rdir != "" && rdir != "/" {

@@ -211,6 +211,25 @@ func (r *reporter) finish(err error) error {
 	return err
 }
 
+// skippedLocal reports the files a local walk passed over: with --json
+// as file_skipped events (the reason saying what they are), else a line
+// each on stderr. They are not failures: rsync -r and scp -r pass over
+// them too.
+func (r *reporter) skippedLocal(skips []localSkip) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range skips {
+		if r.json != nil {
+			r.json.Encode(jsonEvent{Event: "file_skipped", Name: s.path, Reason: s.why})
+			continue
+		}
+		if r.bar != nil {
+			r.bar.Clear()
+		}
+		fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(s.path), s.why)
+	}
+}
+
 // jsonReported marks an error already printed as a JSON error event.
 type jsonReported struct{ error }
 

@@ -127,7 +127,7 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial send --line DEV FILE...")
 					}
-					files, total, err := localFiles(c.Args().Slice(), c.Bool("recursive"))
+					files, total, skipped, err := localFiles(c.Args().Slice(), c.Bool("recursive"))
 					if err != nil {
 						return err
 					}
@@ -137,6 +137,7 @@ func serialCommand() *cli.Command {
 					}
 					defer done()
 					rep := newReporter(c, total)
+					rep.skippedLocal(skipped)
 					s.SetEvents(rep.event)
 					return rep.end(s.Send(c.Context, files), false)
 				}),

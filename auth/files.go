@@ -55,6 +55,9 @@ func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
 	if err == nil {
 		err = f.Chmod(perm)
 	}
+	if uid, gid, ok := ownerFor(path); err == nil && ok {
+		err = f.Chown(uid, gid)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -66,6 +69,25 @@ func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
 		return "", fmt.Errorf("auth: %w", err)
 	}
 	return tmp, nil
+}
+
+// ownerFor says whom a file written at path should belong to when this
+// process runs as root: the owner of the file it replaces, or else of
+// its directory. An administrator's `sudo kerf user add` otherwise left
+// the users file root's and 0600, and a server running as its own user
+// could no longer read it: every login failed. ok is false when not
+// root (a file is then its writer's, as it can only be).
+func ownerFor(path string) (uid, gid int, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		if err := unix.Stat(filepath.Dir(path), &st); err != nil {
+			return 0, 0, false
+		}
+	}
+	return int(st.Uid), int(st.Gid), true
 }
 
 // syncDir makes a rename or link in dir durable.

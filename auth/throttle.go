@@ -8,9 +8,11 @@ import (
 
 // Throttle slows down failed logins per client address: after n
 // consecutive failures, the next attempt from that address waits
-// Base * 2^(n-1), at most Max. A success clears the address; an address
-// with no failure for Forget is forgotten. IPv6 addresses count per /64,
-// since one host usually has a whole /64.
+// Base * 2^(n-1), at most Max. A user's successful login takes back the
+// failures of that user name only: someone with an account of their own
+// must not reset the count of their guesses at another's password. An
+// address with no failure for Forget is forgotten. IPv6 addresses count
+// per /64, since one host usually has a whole /64.
 type Throttle struct {
 	Base   time.Duration
 	Max    time.Duration
@@ -26,8 +28,14 @@ type Throttle struct {
 
 type throttleEntry struct {
 	failures int
+	byUser   map[string]int // of failures, per user name tried (at most maxThrottleUsers, then "")
 	last     time.Time
 }
+
+// maxThrottleUsers bounds the names an address's entry counts failures
+// for; those of further names are counted together, under "", and are
+// taken back by no one's success.
+const maxThrottleUsers = 64
 
 // NewThrottle returns a throttle with kerf's defaults: 500ms after the
 // first failure, doubling up to 30s, forgotten after 15 minutes.
@@ -82,8 +90,8 @@ func (t *Throttle) Failures(ip net.IP) int {
 	return 0
 }
 
-// Fail records a failed login from ip.
-func (t *Throttle) Fail(ip net.IP) {
+// Fail records a failed login from ip as user.
+func (t *Throttle) Fail(ip net.IP, user string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
@@ -97,17 +105,36 @@ func (t *Throttle) Fail(ip net.IP) {
 		e = &throttleEntry{}
 		t.m[k] = e
 	} else if t.Forget > 0 && now.Sub(e.last) >= t.Forget {
-		e.failures = 0
+		e.failures, e.byUser = 0, nil
 	}
+	if e.byUser == nil {
+		e.byUser = map[string]int{}
+	}
+	if _, ok := e.byUser[user]; !ok && len(e.byUser) >= maxThrottleUsers {
+		user = ""
+	}
+	e.byUser[user]++
 	e.failures++
 	e.last = now
 }
 
-// Succeed clears ip's failures.
-func (t *Throttle) Succeed(ip net.IP) {
+// Succeed takes back the failures from ip of user, who has now logged
+// in: a mistyped password costs its user nothing once it is right.
+func (t *Throttle) Succeed(ip net.IP, user string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.m, throttleKey(ip))
+	k := throttleKey(ip)
+	e := t.m[k]
+	if e == nil {
+		return
+	}
+	if user != "" {
+		e.failures -= e.byUser[user]
+		delete(e.byUser, user)
+	}
+	if e.failures <= 0 {
+		delete(t.m, k)
+	}
 }
 
 func (t *Throttle) pruneLocked(now time.Time) {

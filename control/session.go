@@ -23,6 +23,8 @@ import (
 var (
 	errLoginRequired = errors.New("kerf: login required (REMOTE LOGIN user password)")
 	errLoginFailed   = errors.New("kerf: login failed")
+	errThrottled     = errors.New("kerf: login throttled")
+	errUsersBroken   = errors.New("kerf: login not possible now: the server cannot read its users file (its log says why)")
 	errTooManyLogins = errors.New("kerf: too many failed logins")
 	errNoAnonymous   = errors.New("kerf: login failed (anonymous access is not enabled)")
 	errReadOnly      = errors.New("kerf: read-only access: the server takes no files from you")
@@ -158,7 +160,7 @@ func (f *sessionFS) Login(user, password string) error {
 		f.failures++
 		f.log.Warn("login throttled", "user", user, "wait", d)
 		f.hangUpIfTooMany()
-		return fmt.Errorf("%w (too many failed logins from your address: wait %v)", errLoginFailed, d.Round(100*time.Millisecond))
+		return fmt.Errorf("%w: too many failed logins from your address: wait %v", errThrottled, d.Round(100*time.Millisecond))
 	}
 	if auth.IsAnonymous(user) {
 		if !cfg.Anonymous {
@@ -189,14 +191,17 @@ func (f *sessionFS) Login(user, password string) error {
 	} else {
 		u, err = cfg.Users.Authenticate(user, password)
 	}
+	if err != nil && !errors.Is(err, auth.ErrLoginFailed) {
+		// The server's trouble, not the client's credentials: not a
+		// failed login, and not one the throttle counts.
+		f.log.Error("users file", "err", err)
+		return errUsersBroken
+	}
 	if err != nil {
-		if !errors.Is(err, auth.ErrLoginFailed) {
-			f.log.Error("users file", "err", err)
-		}
 		f.fail(user, method)
 		return errLoginFailed
 	}
-	cfg.Throttle.Succeed(f.ip)
+	cfg.Throttle.Succeed(f.ip, user)
 	root := u.Root
 	if root == "" {
 		root = cfg.Root
@@ -212,7 +217,7 @@ func (f *sessionFS) Login(user, password string) error {
 
 func (f *sessionFS) fail(user, method string) {
 	f.failures++
-	f.srv.cfg.Throttle.Fail(f.ip)
+	f.srv.cfg.Throttle.Fail(f.ip, user)
 	attrs := []any{"user", user, "method", method, "failures", f.failures}
 	if method == "key" {
 		attrs = append(attrs, "key", f.clientKey)

@@ -284,7 +284,8 @@ func TestRemoteCommands(t *testing.T) {
 	noFile(t, filepath.Join(filepath.Dir(root), "escape"))
 }
 
-// Exit codes: 2 usage, 3 connection refused, 4 transfer failure.
+// Exit codes: 2 usage, 3 connection refused, 4 transfer failure (the
+// local destination's too).
 func TestExitCodes(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
@@ -316,6 +317,13 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("--json of a failed get should end with one error event:\n%s", r.stdout)
 	}
 	noFile(t, filepath.Join(local, "no-such-file"))
+
+	// A destination that cannot be made (a file in the way) is not a
+	// usage error: the command was right.
+	r = run(t, srv, local, nil, "get", target(srv.addr, "x"), "f/sub")
+	if r.code != 4 || !strings.Contains(r.stderr, "destination f/sub") {
+		t.Errorf("get into a destination under a file: want exit 4 naming it, got %s", r)
+	}
 }
 
 // A listing too long for one packet comes back as an X (text)

@@ -619,7 +619,10 @@ func getCommand() *cli.Command {
 			_, statErr := os.Stat(dest)
 			store, err := filestore.Open(dest)
 			if err != nil {
-				return usageErr("%v", err)
+				// Not a usage error: the command was right, the local
+				// side cannot take the files (read-only, no permission,
+				// a file in the way).
+				return transferErr(fmt.Errorf("destination %s: %w", dest, err))
 			}
 			if statErr != nil {
 				// Made for this get: a get that fails leaves no empty

@@ -1719,9 +1719,27 @@ func (d *Dir) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
+	if fi, err := d.root.Lstat(b); err == nil && fi.IsDir() && a != b {
+		// Into an existing directory, as mv does.
+		b = path.Join(b, path.Base(a))
+	}
+	switch {
+	case a == "." || b == ".":
+		return fmt.Errorf("filestore: cannot rename the current directory")
+	case a == b:
+		return fmt.Errorf("filestore: %s: it is already there", a)
+	case strings.HasPrefix(b, a+"/"):
+		return fmt.Errorf("filestore: cannot move %s into itself (%s)", a, b)
+	}
 	defer d.forgetDirs(a)
 	defer d.forgetDirs(b)
-	return d.root.Rename(a, b)
+	if err := d.root.Rename(a, b); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("filestore: cannot rename %s to %s: a directory that is not empty is there", a, b)
+		}
+		return err
+	}
+	return nil
 }
 
 // forgetDirs drops the cached handles of directory rel and of every

@@ -524,3 +524,35 @@ func TestWalkNamesNotUTF8(t *testing.T) {
 		t.Fatalf("List: %q, %v", list, err)
 	}
 }
+
+// Rename moves into an existing directory, as mv does, and refuses with
+// words what cannot be done: a directory into itself, a name onto
+// itself, onto a directory that is not empty.
+func TestRenameLikeMv(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "f", "g", "d1/", "e1/e2/", "full/x/y", "x/")
+	d := openTree(t, root)
+	if err := d.Rename("f", "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "d1/f")); err != nil {
+		t.Errorf("f did not go into d1: %v", err)
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"e1", "e1/e2/e3", "into itself"},
+		{"e1", "e1", "already there"},
+		{"x", "full", "not empty"},
+		{".", "y", "current directory"},
+	} {
+		if err := d.Rename(tc.from, tc.to); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Rename(%s, %s): %v, want an error saying %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+	// A file onto a file replaces it, as rename(2) does.
+	if err := d.Rename("g", "d1/f"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "d1/f")); string(b) != "g" {
+		t.Errorf("d1/f holds %q after g was renamed onto it", b)
+	}
+}

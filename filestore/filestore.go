@@ -359,6 +359,23 @@ func (h *dirHandle) rename(d *Dir, from, to string) error {
 	})
 }
 
+// stalePartialError is a partial file Create may not open: one left by
+// an earlier transfer that ran as another user, most likely. It is
+// fs.ErrPermission.
+type stalePartialError struct{ name string }
+
+func (e *stalePartialError) Error() string {
+	return "filestore: " + e.name + ": permission denied: a stale partial? remove it (kerf rm) and retry"
+}
+
+func (e *stalePartialError) Unwrap() error { return fs.ErrPermission }
+
+// exists reports whether name is an entry of this directory.
+func (h *dirHandle) exists(d *Dir, name string) bool {
+	_, err := h.lstat(d, name)
+	return err == nil
+}
+
 // openTemp opens the temporary file name (one path element) in the
 // directory, creating it if needed; fresh reports that it was created
 // now and so is empty. It calls openat on the directory itself rather
@@ -563,8 +580,17 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			}
 			break
 		}
+		var pe *fs.PathError
+		stale := errors.As(err, &pe) && errors.Is(err, fs.ErrPermission) && h.exists(d, tmp)
 		d.dropDir(h)
 		d.putDir(h)
+		if stale {
+			// A partial left by an earlier transfer that ran as another
+			// user: this side cannot know it is dead, so it does not
+			// remove it itself, but says what to do. (Not a PathError:
+			// the words must reach the sender, who sees 94 characters.)
+			return nil, &stalePartialError{path.Join(dir, tmp)}
+		}
 		// A cached directory may have been removed since: open it afresh once.
 		if attempt > 0 || !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("filestore: %w", err)

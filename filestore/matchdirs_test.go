@@ -556,3 +556,21 @@ func TestRenameLikeMv(t *testing.T) {
 		t.Errorf("d1/f holds %q after g was renamed onto it", b)
 	}
 }
+
+// A partial left by a transfer that ran as another user, which this
+// server may not open, is refused with words saying what to do (it was
+// only "permission denied", every time).
+func TestStalePartialOfAnotherUser(t *testing.T) {
+	root := t.TempDir()
+	part := filepath.Join(root, ".rp.kerf-part")
+	if err := os.WriteFile(part, []byte("old"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	d := openTree(t, root)
+	unprivileged(t, func() {
+		_, err := d.Create("rp")
+		if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "stale partial? remove it") || len(err.Error()) > 100 {
+			t.Errorf("Create over a partial it may not open: %v", err)
+		}
+	})
+}

@@ -627,3 +627,42 @@ func TestClientSignalledExitCode(t *testing.T) {
 		})
 	}
 }
+
+// A send whose server dies part-way through a tree names every file it
+// did not send: each file of the tree has a file_done or a file_error
+// event (those not yet begun said nothing, and a script could not tell
+// which were missing).
+func TestSendEndedEarlyNamesTheRest(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	names := []string{"t/a", "t/b", "t/c", "t/d", "t/e", "t/f"}
+	for i, n := range names {
+		writeFile(t, filepath.Join(local, n), randomBytes(2<<20, uint64(20+i)))
+	}
+	fs.data.rateUp.Store(4 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "-r", "t", fs.addr())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first file to arrive", func() bool { return fileSize(partName(filepath.Join(root, "t/a"))) > 0 })
+	fs.cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 4 {
+		t.Fatalf("exit %d, want 4:\n%s", code, stderr.String())
+	}
+	told := map[string]bool{}
+	for _, e := range parseEvents(t, stdout.String()) {
+		if e.Event == "file_done" || e.Event == "file_error" {
+			told[e.Name] = true
+		}
+	}
+	for _, n := range names {
+		if !told[n] {
+			t.Errorf("nothing said of %s:\n%s", n, stdout.String())
+		}
+	}
+}

@@ -29,6 +29,11 @@ type reporter struct {
 	done    int64
 	files   int
 	failed  []string // names of files skipped or failed, in order
+	// planned, for a send, are the names of the files to send; settled
+	// those the engine reported on (sent, found whole, failed), so that
+	// a send that ends early can name the rest.
+	planned []string
+	settled map[string]bool
 	start   time.Time
 	last    time.Time
 	current map[string]int64
@@ -76,6 +81,12 @@ func (r *reporter) event(e kermit.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	size := e.Size
+	switch e.Kind {
+	case kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
+		if r.settled != nil {
+			r.settled[e.Name] = true
+		}
+	}
 	switch e.Kind {
 	case kermit.FileStart:
 		r.current[e.Name] = 0
@@ -169,10 +180,60 @@ func (r *reporter) end(err error, receiving bool) error {
 	if err == nil && receiving {
 		err = r.notReceived()
 	}
+	if err != nil {
+		r.notSent()
+	}
 	if err = r.finish(err); err != nil {
 		return transferErr(err)
 	}
 	return nil
+}
+
+// plan records the files a send is about to send (directories aside),
+// for notSent.
+func (r *reporter) plan(files []kermit.OutgoingFile) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settled = map[string]bool{}
+	for _, f := range files {
+		if !f.Dir {
+			r.planned = append(r.planned, f.Name)
+		}
+	}
+}
+
+// notSent names the planned files the engine never reported on, when a
+// send ended early (a lost connection, a receiver that stopped): with
+// --json a file_error each, else one line naming the first ones. Without
+// it a script could not tell which files of a tree are missing.
+func (r *reporter) notSent() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var rest []string
+	for _, n := range r.planned {
+		if !r.settled[n] {
+			rest = append(rest, n)
+		}
+	}
+	if len(rest) == 0 {
+		return
+	}
+	const why = "not sent: the transfer ended first"
+	if r.json != nil {
+		for _, n := range rest {
+			r.json.Encode(jsonEvent{Event: "file_error", Name: n, Error: why})
+		}
+		return
+	}
+	if r.bar != nil {
+		r.bar.Clear()
+	}
+	shown := rest[:min(len(rest), 10)]
+	more := ""
+	if len(rest) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(rest)-len(shown))
+	}
+	fmt.Fprintf(os.Stderr, "kerf: %d file(s) not sent, the transfer having ended first: %s%s\n", len(rest), printable(strings.Join(shown, ", ")), more)
 }
 
 // finish prints the total line, or the closing JSON event; it returns

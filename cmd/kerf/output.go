@@ -21,14 +21,14 @@ import (
 // reporter turns engine events into progress lines, JSON events, or
 // nothing (output not a terminal).
 type reporter struct {
-	mu      sync.Mutex
-	json    *json.Encoder
-	bar     *progressbar.ProgressBar
-	out     io.Writer
-	total   int64
-	done    int64
-	files   int
-	failed  []string // names of files skipped or failed, in order
+	mu     sync.Mutex
+	json   *json.Encoder
+	bar    *progressbar.ProgressBar
+	out    io.Writer
+	total  int64
+	done   int64
+	files  int
+	failed []string // names of files skipped or failed, in order
 	// planned, for a send, are the names of the files to send; settled
 	// those the engine reported on (sent, found whole, failed), so that
 	// a send that ends early can name the rest.

@@ -1808,14 +1808,192 @@ func (d *Dir) revalidateDirs() {
 	}
 }
 
-// OpenLocal opens a local file for reading, as os.Open does but without
-// trying to register a regular file with the network poller (a failing
-// epoll_ctl and three fcntl per file, which show when a client sends
-// thousands of small files).
-func OpenLocal(name string) (*os.File, error) {
+// OpenLocal opens a local file for reading, as os.Open does but as a
+// bare descriptor (LocalFile): no attempt to register a regular file
+// with the network poller (a failing epoll_ctl and three fcntl per
+// file), and no os.File (its fcntl, cleanup and allocations), which
+// show when a client sends thousands of small files.
+func OpenLocal(name string) (*LocalFile, error) {
 	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	return os.NewFile(uintptr(fd), name), nil
+	return &LocalFile{fd: fd, name: name}, nil
+}
+
+// LocalFile is a local file open for reading (OpenLocal). Its methods
+// may be called concurrently (the data path re-reads blocks for resend
+// requests); once it is closed they fail, as an os.File's do, and never
+// reach a descriptor that another open has reused since.
+type LocalFile struct {
+	mu     sync.RWMutex // held shared by every use of fd, exclusive by Close
+	fd     int
+	name   string
+	file   *os.File // made on the first File call; then it owns fd
+	closed bool
+}
+
+func (f *LocalFile) pathErr(op string, err error) error {
+	return &fs.PathError{Op: op, Path: f.name, Err: err}
+}
+
+// use holds the descriptor open for one call, or says it is closed.
+func (f *LocalFile) use(op string) (release func(), err error) {
+	f.mu.RLock()
+	if f.closed {
+		f.mu.RUnlock()
+		return nil, f.pathErr(op, os.ErrClosed)
+	}
+	return f.mu.RUnlock, nil
+}
+
+// Read reads from the file's offset, as os.File.Read does.
+func (f *LocalFile) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	release, err := f.use("read")
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var n int
+	err = ignoringEINTR(func() error {
+		var err error
+		n, err = unix.Read(f.fd, b)
+		return err
+	})
+	if err != nil {
+		return max(n, 0), f.pathErr("read", err)
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// ReadAt reads len(b) bytes at off, as os.File.ReadAt does: less only
+// with an error, io.EOF at the file's end.
+func (f *LocalFile) ReadAt(b []byte, off int64) (int, error) {
+	release, err := f.use("read")
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	total := 0
+	for len(b) > 0 {
+		var n int
+		err := ignoringEINTR(func() error {
+			var err error
+			n, err = unix.Pread(f.fd, b, off)
+			return err
+		})
+		if err != nil {
+			return total, f.pathErr("read", err)
+		}
+		if n == 0 {
+			return total, io.EOF
+		}
+		total += n
+		b, off = b[n:], off+int64(n)
+	}
+	return total, nil
+}
+
+// Seek sets the offset of the next Read.
+func (f *LocalFile) Seek(off int64, whence int) (int64, error) {
+	release, err := f.use("seek")
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	pos, err := unix.Seek(f.fd, off, whence)
+	if err != nil {
+		return 0, f.pathErr("seek", err)
+	}
+	return pos, nil
+}
+
+// Stat describes the open file (the engine checks that it did not
+// change while it was sent).
+func (f *LocalFile) Stat() (fs.FileInfo, error) {
+	release, err := f.use("stat")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(f.fd, &st) }); err != nil {
+		return nil, f.pathErr("stat", err)
+	}
+	return statInfo{name: path.Base(f.name), st: st}, nil
+}
+
+// File returns the file as an *os.File, for sendfile(2)
+// (datachan.FileSource); from then on Close closes that.
+func (f *LocalFile) File() *os.File {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.file == nil && !f.closed {
+		f.file = os.NewFile(uintptr(f.fd), f.name)
+	}
+	return f.file
+}
+
+// Close closes the file once.
+func (f *LocalFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return f.pathErr("close", os.ErrClosed)
+	}
+	f.closed = true
+	if f.file != nil {
+		return f.file.Close()
+	}
+	if err := unix.Close(f.fd); err != nil {
+		return f.pathErr("close", err)
+	}
+	return nil
+}
+
+// statInfo is an fs.FileInfo from fstat.
+type statInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (s statInfo) Name() string { return s.name }
+func (s statInfo) Size() int64  { return s.st.Size }
+func (s statInfo) ModTime() time.Time {
+	return time.Unix(s.st.Mtim.Sec, s.st.Mtim.Nsec)
+}
+func (s statInfo) IsDir() bool { return s.Mode().IsDir() }
+func (s statInfo) Sys() any    { return &s.st }
+func (s statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(s.st.Mode & 0o777)
+	switch s.st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	}
+	if s.st.Mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if s.st.Mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if s.st.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }

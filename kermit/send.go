@@ -340,8 +340,8 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		size := f.Size
 		zs.onAck = func(data []byte) error {
+			s.data.Release(id) // no resend reads it after this
 			r.Close()
-			s.data.Release(id)
 			if refused || gaveUp {
 				return nil
 			}
@@ -742,8 +742,13 @@ func (p *progressReaderAt) ReadAt(b []byte, off int64) (int, error) {
 // (datachan.FileSource); it still reads them through ReadAt, which
 // counts them.
 func (p *progressReaderAt) File() *os.File {
-	f, _ := p.r.(*os.File)
-	return f
+	switch r := p.r.(type) {
+	case *os.File:
+		return r
+	case interface{ File() *os.File }: // filestore.LocalFile
+		return r.File()
+	}
+	return nil
 }
 
 // progressWriterAt counts what the data channel writes into a file.

@@ -14,8 +14,9 @@ import (
 // §2): a Path made WithCompression compresses every block it sends with
 // zstd when that makes it at least 1/32 smaller, and sends it as it is
 // otherwise, so incompressible data costs one trial per block and no
-// bytes. Every Path decodes compressed blocks; only a peer that agreed
-// to compression (control's extension field Z) sends them.
+// bytes, and decodes the compressed blocks it receives. Compression is
+// agreed for both directions (control's extension field Z): a Path
+// made without it takes a compressed block for a protocol error.
 
 // minSaving: a block is sent compressed only if that saves at least
 // len/minSaving bytes; less would cost the receiver a decode for nothing.
@@ -65,10 +66,10 @@ func blockDecoder() *zstd.Decoder {
 	return decoder
 }
 
-// WithCompression makes the Path compress the blocks it sends (see
-// above). Only for a peer that decodes compressed blocks: kerf peers
-// agree on it in the control connection's extension field. It also
-// turns off sendfile, since the bytes must pass through memory anyway.
+// WithCompression makes the Path compress the blocks it sends and
+// accept compressed ones (see above): for a peer that agreed to it, in
+// the control connection's extension field. It also turns off
+// sendfile, since the bytes must pass through memory anyway.
 func WithCompression(on bool) Option {
 	return func(c *config) { c.compress = on }
 }

@@ -231,7 +231,7 @@ func TestDecompressRefusesLies(t *testing.T) {
 // would bring the same.
 func TestUndecodableBlockFailsPath(t *testing.T) {
 	cc, sc := pairedConns(t, 1)
-	r := NewPath(sc)
+	r := NewPath(sc, WithCompression(true))
 	defer r.Close()
 	defer cc[0].Close()
 	if err := r.Expect(1, newMemFile(100), 0, 100); err != nil {
@@ -248,6 +248,30 @@ func TestUndecodableBlockFailsPath(t *testing.T) {
 		t.Fatalf("Wait: %v, want a protocol error", err)
 	}
 	wantErrContaining(t, err, "does not decode")
+}
+
+// A compressed block to a Path that did not agree to compression (a
+// server that refused it) is a protocol error, not decoded.
+func TestCompressedBlockNotAgreedFailsPath(t *testing.T) {
+	cc, sc := pairedConns(t, 1)
+	r := NewPath(sc)
+	defer r.Close()
+	defer cc[0].Close()
+	raw := textData(5000)
+	if err := r.Expect(1, newMemFile(len(raw)), 0, int64(len(raw))); err != nil {
+		t.Fatal(err)
+	}
+	payload := compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw)
+	var hdr [framing.BlockHeaderLen]byte
+	framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(hdr[:])
+	if _, err := cc[0].Write(append(hdr[:], payload...)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Wait(testContext(t), 1)
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("Wait: %v, want a protocol error", err)
+	}
+	wantErrContaining(t, err, "compression was not agreed")
 }
 
 func FuzzDecompressBlock(f *testing.F) {

@@ -193,6 +193,11 @@ func (s *stream) readBlock() error {
 	if h.Length == 0 {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)
 	}
+	if h.Flags&framing.BlockFlagCompressed != 0 && !p.cfg.compress {
+		// Only a peer that agreed may send them: a server that refused
+		// compression spends nothing decoding.
+		return s.protocolError("file %d offset %d: a compressed block, but compression was not agreed", h.FileID, h.Offset)
+	}
 	f := p.getFrame(int(h.Length))
 	s.lastBlockBig = h.Length >= smallFrameBuf/2
 	if err := s.readFull(f.payload, false); err != nil {

@@ -55,8 +55,10 @@ func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
 	if err == nil {
 		err = f.Chmod(perm)
 	}
-	if uid, gid, ok := ownerFor(path); err == nil && ok {
-		err = f.Chown(uid, gid)
+	if uid, gid, ok := ownerFor(path); err == nil && ok && (uid != 0 || gid != 0) {
+		// Best effort: root that may not chown (NFS root squash, a
+		// user namespace) still writes the file, as before.
+		f.Chown(uid, gid)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -82,10 +84,14 @@ func ownerFor(path string) (uid, gid int, ok bool) {
 		return 0, 0, false
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		if err := unix.Stat(filepath.Dir(path), &st); err != nil {
+	if err := unix.Lstat(path, &st); err == nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			// The rename replaces the link itself: whose target it
+			// names says nothing of whom the file is for.
 			return 0, 0, false
 		}
+	} else if err := unix.Stat(filepath.Dir(path), &st); err != nil {
+		return 0, 0, false
 	}
 	return int(st.Uid), int(st.Gid), true
 }

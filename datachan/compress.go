@@ -97,8 +97,10 @@ func (p *Path) sealBlock(f *frame, id uint32, off int64) (*frame, uint32) {
 // and zstd frame), or nil if that would not save enough.
 func (p *Path) compressBlock(raw []byte, crc uint32) *frame {
 	enc := blockEncoder()
-	// Room for the worst case, so EncodeAll never reallocates.
-	z := p.getFrame(framing.CompressedPrefixLen + enc.MaxEncodedSize(len(raw)))
+	// Room for the worst case, so EncodeAll never reallocates, but no
+	// more than a block may carry: output that does not fit there would
+	// not have saved enough anyway (the check below).
+	z := p.getFrame(min(framing.CompressedPrefixLen+enc.MaxEncodedSize(len(raw)), framing.MaxBlockLen))
 	framing.CompressedPrefix{Length: uint32(len(raw)), CRC: crc}.Put(z.payload)
 	out := enc.EncodeAll(raw, z.payload[framing.CompressedPrefixLen:framing.CompressedPrefixLen])
 	n := framing.CompressedPrefixLen + len(out)

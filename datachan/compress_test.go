@@ -3,11 +3,14 @@ package datachan
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"kerf/framing"
@@ -36,6 +39,10 @@ func TestCompressedTransfer(t *testing.T) {
 		{"text, one block", textData(50_000), 1 << 20, 1, true},
 		{"random stays as it is", randomData(1, 2<<20), 256 << 10, 2, false},
 		{"zeros", make([]byte, 5<<20), 1 << 20, 3, true},
+		// The worst-case room for a 16 MiB block is more than a block:
+		// getFrame's largest class was indexed past its end.
+		{"text, largest blocks", textData(framing.MaxBlockLen + 100), framing.MaxBlockLen, 1, true},
+		{"random, largest blocks", randomData(2, framing.MaxBlockLen+100), framing.MaxBlockLen, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, r := pathPair(t, tc.streams, nil, WithBlockSize(tc.blockSize), WithCompression(true))
@@ -113,7 +120,11 @@ func TestCompressedSmallFilesBatched(t *testing.T) {
 // block at this offset" (its length is in the damaged payload), and the
 // sender cuts the same block again.
 func TestDamagedCompressedBlockIsResent(t *testing.T) {
-	wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 3, damage: new(damage)} }
+	rec := &resendRecorder{}
+	wrap := func(i int, c net.Conn) net.Conn {
+		rec.Conn = &damageConn{Conn: c, block: 3, damage: new(damage)}
+		return rec
+	}
 	s, r := pathPair(t, 1, wrap, WithBlockSize(64<<10), WithCompression(true))
 	data := textData(1 << 20)
 	transfer(t, s, r, 1, data)
@@ -121,9 +132,35 @@ func TestDamagedCompressedBlockIsResent(t *testing.T) {
 	if rs.BadBlocks != 1 || ss.BlocksResent != 1 {
 		t.Fatalf("bad blocks %d, resent %d; want 1 and 1", rs.BadBlocks, ss.BlocksResent)
 	}
+	if got := rec.got(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("resend requests of lengths %v, want one of length 0", got)
+	}
 	if ss.CompressedBlocks != ss.BlocksSent {
 		t.Fatalf("%d of %d blocks compressed; the resent one should be too", ss.CompressedBlocks, ss.BlocksSent)
 	}
+}
+
+// resendRecorder notes the length field of each resend request written
+// on the connection (one 32-byte frame per Write, as writeLoop writes).
+type resendRecorder struct {
+	net.Conn
+	mu      sync.Mutex
+	lengths []uint32
+}
+
+func (c *resendRecorder) Write(p []byte) (int, error) {
+	if len(p) == framing.FrameLen && string(p[:4]) == framing.ResendMagic {
+		c.mu.Lock()
+		c.lengths = append(c.lengths, binary.BigEndian.Uint32(p[20:24]))
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *resendRecorder) got() []uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.lengths)
 }
 
 // A resend of length 0 names a block by where it starts: any other

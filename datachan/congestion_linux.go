@@ -3,14 +3,19 @@ package datachan
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// availableCongestion lists the congestion controls this kernel offers.
-const availableCongestion = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+// availableCongestion lists the congestion controls this kernel offers,
+// allowedCongestion those an unprivileged process may choose.
+const (
+	availableCongestion = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+	allowedCongestion   = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+)
 
 // CheckCongestion reports an error naming the choices if this kernel
 // offers no TCP congestion control called name ("" is the system's
@@ -24,13 +29,20 @@ func CheckCongestion(name string) error {
 		return fmt.Errorf("datachan: congestion control %q: cannot list this kernel's: %w", name, err)
 	}
 	avail := strings.Fields(string(b))
-	for _, a := range avail {
-		if a == name {
-			return nil
+	if !slices.Contains(avail, name) {
+		return fmt.Errorf("datachan: congestion control %q is not available here (this kernel offers %s; others may need their module loaded, e.g. modprobe tcp_%s)",
+			name, strings.Join(avail, ", "), name)
+	}
+	if os.Geteuid() != 0 {
+		// An unprivileged process may pick only the allowed ones.
+		if b, err := os.ReadFile(allowedCongestion); err == nil {
+			if allowed := strings.Fields(string(b)); !slices.Contains(allowed, name) {
+				return fmt.Errorf("datachan: congestion control %q is not allowed to unprivileged processes here (allowed: %s; root can add it to net.ipv4.tcp_allowed_congestion_control)",
+					name, strings.Join(allowed, ", "))
+			}
 		}
 	}
-	return fmt.Errorf("datachan: congestion control %q is not available here (this kernel offers %s; others may need their module loaded, e.g. modprobe tcp_%s)",
-		name, strings.Join(avail, ", "), name)
+	return nil
 }
 
 // CongestionControl returns a socket control function, for net.Dialer

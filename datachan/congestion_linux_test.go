@@ -2,9 +2,14 @@ package datachan
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -84,5 +89,56 @@ func TestCongestionControlRefusesUnknown(t *testing.T) {
 		t.Fatal("dial with an unknown congestion control succeeded")
 	} else if !strings.Contains(err.Error(), `congestion control "no-such-cc"`) {
 		t.Fatalf("dial error %v does not name the congestion control", err)
+	}
+}
+
+// An unprivileged process is told when the congestion control it asks
+// for is available but not allowed to it (before, it failed only at the
+// data connections' dial, after the login). The check runs in a child
+// process as uid 65534.
+func TestCongestionNotAllowedUnprivileged(t *testing.T) {
+	if name := os.Getenv("KERF_CONGESTION_CHILD"); name != "" {
+		err := CheckCongestion(name)
+		if err == nil || !strings.Contains(err.Error(), "not allowed to unprivileged processes") {
+			fmt.Printf("CheckCongestion(%q) as uid %d: %v\n", name, os.Geteuid(), err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a child as another user")
+	}
+	avail, _ := os.ReadFile(availableCongestion)
+	allowed, _ := os.ReadFile(allowedCongestion)
+	var name string
+	for _, a := range strings.Fields(string(avail)) {
+		if !slices.Contains(strings.Fields(string(allowed)), a) {
+			name = a
+		}
+	}
+	if name == "" {
+		t.Skipf("every available congestion control (%s) is allowed here", strings.TrimSpace(string(avail)))
+	}
+	// A copy of the test binary where uid 65534 may run it: t.TempDir
+	// and the binary's own directory are private to root.
+	dir, err := os.MkdirTemp("", "kerf-congestion-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := filepath.Join(dir, "datachan.test")
+	if err := os.WriteFile(test, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(test, "-test.run=^TestCongestionNotAllowedUnprivileged$")
+	cmd.Env = append(os.Environ(), "KERF_CONGESTION_CHILD="+name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }

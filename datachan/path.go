@@ -436,6 +436,13 @@ func frameClass(n int) int {
 // getFrame returns a pooled frame with an n-byte payload (n > 0).
 func (p *Path) getFrame(n int) *frame {
 	c := frameClass(n)
+	if c >= nFrameClasses {
+		// Beyond any block (a caller's worst case): not pooled
+		// (putFrame drops it, its size being no class's).
+		f := &frame{buf: make([]byte, framing.BlockHeaderLen+n)}
+		f.payload = f.buf[framing.BlockHeaderLen:]
+		return f
+	}
 	f, _ := framePools[c].Get().(*frame)
 	if f == nil {
 		f = &frame{buf: make([]byte, framing.BlockHeaderLen+1<<(minFrameBufShift+c))}

@@ -365,7 +365,7 @@ func (h *dirHandle) rename(d *Dir, from, to string) error {
 type stalePartialError struct{ name string }
 
 func (e *stalePartialError) Error() string {
-	return "filestore: " + e.name + ": permission denied: a stale partial? remove it (kerf rm) and retry"
+	return "filestore: " + e.name + ": another user's stale partial? (permission denied) its owner must remove it"
 }
 
 func (e *stalePartialError) Unwrap() error { return fs.ErrPermission }
@@ -586,9 +586,10 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		d.putDir(h)
 		if stale {
 			// A partial left by an earlier transfer that ran as another
-			// user: this side cannot know it is dead, so it does not
-			// remove it itself, but says what to do. (Not a PathError:
-			// the words must reach the sender, who sees 94 characters.)
+			// user: this side cannot know it is dead, nor lock it to
+			// find out (kerf rm cannot either), so it leaves it, but
+			// says what to do. (Not a PathError: the words must reach
+			// the sender, who sees 94 characters.)
 			return nil, &stalePartialError{path.Join(dir, tmp)}
 		}
 		// A cached directory may have been removed since: open it afresh once.
@@ -1044,7 +1045,7 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 	for _, n := range names {
 		var bad error // what makes a name given plainly unsendable
 		var target fs.FileInfo
-		if n.err == nil && n.fi.Mode()&fs.ModeSymlink != 0 {
+		if n.err == nil && n.fi.Mode()&fs.ModeSymlink != 0 && !d.linksToPart(n.rel) {
 			// A link to a file in the tree sends the file, as in a
 			// walk (-r); os.Root refuses one leading out.
 			target, _ = d.root.Stat(n.rel)
@@ -1076,6 +1077,13 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 		out = append(out, unreadable(path.Base(n.rel), bad))
 	}
 	return out, nil
+}
+
+// linksToPart reports whether the symbolic link rel names a partial
+// file (.NAME.kerf-part), which is never served, through a link either.
+func (d *Dir) linksToPart(rel string) bool {
+	to, err := d.root.Readlink(rel)
+	return err == nil && isPartName(path.Base(to))
 }
 
 // specName is a name a filespec resolved to, relative to the tree's top,
@@ -1229,6 +1237,8 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		switch {
 		case e.Type().IsRegular():
 			info, err = e.Info()
+		case e.Type()&fs.ModeSymlink != 0 && d.linksToPart(p):
+			return nil // a partial is never served
 		case e.Type()&fs.ModeSymlink != 0:
 			// As the sending client does (scp -r): a link to a file in
 			// the tree sends the file; os.Root refuses one leading out.

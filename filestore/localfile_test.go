@@ -76,11 +76,14 @@ func TestLocalFile(t *testing.T) {
 }
 
 // Reads racing a Close (a resend request against the end of a file)
-// each see the file or ErrClosed, never another file (go test -race).
+// each see the file or ErrClosed, never the other file opened at once
+// after the Close, which likely gets the same descriptor number (go
+// test -race).
 func TestLocalFileCloseRace(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "f")
+	p, q := filepath.Join(dir, "f"), filepath.Join(dir, "g")
 	os.WriteFile(p, bytes.Repeat([]byte("k"), 4096), 0o644)
+	os.WriteFile(q, bytes.Repeat([]byte("z"), 4096), 0o644)
 	for range 50 {
 		f, err := filestore.OpenLocal(p)
 		if err != nil {
@@ -102,6 +105,11 @@ func TestLocalFileCloseRace(t *testing.T) {
 			})
 		}
 		f.Close()
+		other, err := filestore.OpenLocal(q)
+		if err != nil {
+			t.Fatal(err)
+		}
 		wg.Wait()
+		other.Close()
 	}
 }

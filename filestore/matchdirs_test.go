@@ -212,7 +212,15 @@ func TestMatchLinkByNameAndPattern(t *testing.T) {
 	os.Symlink("real.txt", filepath.Join(root, "t/tofile"))
 	os.Symlink("dir", filepath.Join(root, "t/todir"))
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "t/out"))
+	os.WriteFile(filepath.Join(root, "t/.p.kerf-part"), []byte("partial"), 0o644)
+	os.Symlink(".p.kerf-part", filepath.Join(root, "t/topart"))
 	d := openTree(t, root)
+	if files, err := d.Match("t/topart", false); err == nil {
+		t.Errorf("a link to a partial file matched: %q", fileNames(files))
+	}
+	if files, err := d.Match("t", true); err != nil || slices.Contains(fileNames(files), "t/topart") {
+		t.Errorf("a walk served a link to a partial file: %q, %v", fileNames(files), err)
+	}
 	files, err := d.Match("t/tofile", false)
 	if err != nil || len(files) != 1 || files[0].Name != "tofile" || files[0].Size != int64(len("t/real.txt")) {
 		t.Fatalf("Match(t/tofile) = %+v, %v", files, err)
@@ -569,7 +577,7 @@ func TestStalePartialOfAnotherUser(t *testing.T) {
 	d := openTree(t, root)
 	unprivileged(t, func() {
 		_, err := d.Create("rp")
-		if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "stale partial? remove it") || len(err.Error()) > 100 {
+		if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "its owner must remove it") || len(err.Error()) > 100 {
 			t.Errorf("Create over a partial it may not open: %v", err)
 		}
 	})

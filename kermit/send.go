@@ -330,11 +330,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			gaveUp = true
 			zdata = s.discardZ(changed)
 		}
-		closeR = false
 		zs, err := s.queue(ctx, 'Z', zdata, 0)
 		if err != nil {
 			return err
 		}
+		closeR = false // the Z's ACK closes it
 		if gaveUp {
 			s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true})
 		}
@@ -395,7 +395,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 // a partial it will not continue (it is not a prefix of the file): the
 // file comes again at once, whole, so a kerf receiver reports nothing
 // for the discarded attempt.
-var errRestart = errors.New("the partial differs from the file; sending it whole")
+var errRestart = errors.New("partial differs: sent whole")
 
 // discardZ is the data of a Z that discards its file: "D", and for a kerf
 // peer why, in words (a classic Kermit takes "D" alone).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ type reporter struct {
 	// those the engine reported on (sent, found whole, failed), so that
 	// a send that ends early can name the rest.
 	planned []string
-	settled map[string]bool
+	settled map[string]int // reports per name: two files of one name are two
 	start   time.Time
 	last    time.Time
 	current map[string]int64
@@ -84,7 +85,7 @@ func (r *reporter) event(e kermit.Event) {
 	switch e.Kind {
 	case kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
 		if r.settled != nil {
-			r.settled[e.Name] = true
+			r.settled[e.Name]++
 		}
 	}
 	switch e.Kind {
@@ -194,7 +195,7 @@ func (r *reporter) end(err error, receiving bool) error {
 func (r *reporter) plan(files []kermit.OutgoingFile) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.settled = map[string]bool{}
+	r.settled = map[string]int{}
 	for _, f := range files {
 		if !f.Dir {
 			r.planned = append(r.planned, f.Name)
@@ -210,10 +211,13 @@ func (r *reporter) notSent() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var rest []string
+	told := maps.Clone(r.settled)
 	for _, n := range r.planned {
-		if !r.settled[n] {
-			rest = append(rest, n)
+		if told[n] > 0 {
+			told[n]--
+			continue
 		}
+		rest = append(rest, n)
 	}
 	if len(rest) == 0 {
 		return

@@ -471,7 +471,7 @@ func (p *Path) writeLocked(f *recvFile, b *frame) {
 		return
 	}
 	if err != nil {
-		f.err = fmt.Errorf("datachan: writing file %d at %d: %w", f.id, b.h.Offset, err)
+		f.err = &WriteError{ID: f.id, Offset: int64(b.h.Offset), Err: err}
 		close(f.done)
 		p.forgetDamageLocked(f.id)
 		return
@@ -481,6 +481,23 @@ func (p *Path) writeLocked(f *recvFile, b *frame) {
 		p.forgetDamageLocked(f.id)
 	}
 }
+
+// WriteError is a received block that could not be written to its
+// file (the disk is full, say): that file fails, the Path goes on.
+type WriteError struct {
+	ID     uint32
+	Offset int64
+	Err    error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("datachan: writing file %d at %d: %v", e.ID, e.Offset, e.Err)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// FileOnly says the error concerns one file, not the Path (see kermit).
+func (e *WriteError) FileOnly() bool { return true }
 
 // forgetDamageLocked drops noteDamage's counts for file id, done with.
 func (p *Path) forgetDamageLocked(id uint32) {

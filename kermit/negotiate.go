@@ -25,6 +25,16 @@ const capas2SkipWhole = 8
 // from before it takes no A for a directory.
 const capas2DirAttrs = 16
 
+// capas2NotStored is a kerf bit in the second CAPAS byte: "as a
+// receiver, when I cannot store a file whose data arrived (the disk
+// filled, the rename failed), I keep its partial, answer its Z with an
+// ACK of N and the reason and go on with the next file; as a sender I
+// take such an ACK as the file not transferred" (protocol.md §5.4).
+// Without it such a failure ends the session, since a sender from
+// before it takes any ACK of Z for the file stored. The last free bit of
+// this byte; a further one needs a third CAPAS byte.
+const capas2NotStored = 32
+
 // negotiated is what both sides agreed in the Send-Init exchange.
 type negotiated struct {
 	check     framing.CheckType
@@ -38,6 +48,7 @@ type negotiated struct {
 	peerKerf  bool
 	skipWhole bool            // both take N= (already there) for a resumed file
 	dirAttrs  bool            // directories travel with attributes (capas2DirAttrs)
+	notStored bool            // a file the receiver could not store is an N in the Z's ACK (capas2NotStored)
 	out       framing.Quoting // how we encode what we send
 	in        framing.Quoting // how we decode what we receive
 	timeout   time.Duration   // how long the peer wants us to wait for it
@@ -75,7 +86,7 @@ func myParams(cfg *Config, server bool) framing.Params {
 	if cfg.Attributes {
 		p.Capas |= framing.CapAttrs
 	}
-	p.Capas2 = capas2RawOK | capas2SkipWhole | capas2DirAttrs
+	p.Capas2 = capas2RawOK | capas2SkipWhole | capas2DirAttrs | capas2NotStored
 	if cfg.noDirAttrs {
 		p.Capas2 &^= capas2DirAttrs
 	}
@@ -127,6 +138,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.peerKerf = peer.Capas2&capas2RawOK != 0
 	n.skipWhole = peer.Capas2&capas2SkipWhole != 0 && mine.Capas2&capas2SkipWhole != 0
 	n.dirAttrs = peer.Capas2&capas2DirAttrs != 0 && mine.Capas2&capas2DirAttrs != 0
+	n.notStored = peer.Capas2&capas2NotStored != 0 && mine.Capas2&capas2NotStored != 0
 
 	// Longest packet we may send: the peer's receive limit, less the
 	// header, the check and a safety margin (C-Kermit 10 itself keeps 2).

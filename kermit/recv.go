@@ -305,6 +305,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// (only a kerf sender sends directories; see sendDir).
 				reply = append([]byte{'N'}, s.fitText(cur.why.Error(), s.neg.maxData-1)...)
 			}
+			var ns *notStoredError
+			if errors.As(err, &ns) {
+				// This file only (capas2NotStored): the sender hears
+				// why, and the next file comes.
+				reply = append([]byte{'N'}, s.fitText(ns.err.Error(), s.neg.maxData-1)...)
+				err = nil
+			}
 			cur = nil
 			if err != nil {
 				return err
@@ -685,6 +692,10 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		crc, err := s.data.Wait(ctx, cur.id)
 		if err != nil {
 			s.keepPartial(cur, inc)
+			if s.neg.notStored && fileOnly(err) {
+				// The disk filled, say: this file failed, not the path.
+				return &notStoredError{fmt.Errorf("kermit: data of %s: %w", cur.name, err)}
+			}
 			return s.peerReason(ctx, fmt.Errorf("kermit: data of %s: %w", cur.name, err))
 		}
 		n := cur.attrs.Length - cur.start
@@ -723,7 +734,13 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	}
 	if err := inc.Commit(cur.attrs.ModTime, perm); err != nil {
 		inc.Abort(true)
-		return fmt.Errorf("kermit: completing %s: %w", cur.name, err)
+		err = fmt.Errorf("kermit: completing %s: %w", cur.name, err)
+		if s.neg.notStored {
+			// The rename failed, say (a directory made read-only
+			// meanwhile): this file, not the session.
+			return &notStoredError{err}
+		}
+		return err
 	}
 	s.stats.FileBytes += cur.off - cur.start
 	done.Size, done.Bytes, done.Offset = cur.attrs.Length, cur.off-cur.start, cur.start
@@ -775,6 +792,22 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) {
 		}
 	}
 	inc.Abort(true)
+}
+
+// notStoredError is a received file this side could not store, whose
+// sender takes an N in the Z's ACK (capas2NotStored): reported, and the
+// session goes on.
+type notStoredError struct{ err error }
+
+func (e *notStoredError) Error() string { return e.err.Error() }
+func (e *notStoredError) Unwrap() error { return e.err }
+
+// fileOnly reports whether a data path's error concerns one file only
+// (writing it failed), not the path: such an error has a method
+// FileOnly() bool (datachan's file write errors).
+func fileOnly(err error) bool {
+	var fo interface{ FileOnly() bool }
+	return errors.As(err, &fo) && fo.FileOnly()
 }
 
 // defaultPerm is the mode of a received file whose sender gave none.

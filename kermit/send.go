@@ -345,6 +345,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			if refused || gaveUp {
 				return nil
 			}
+			if why := s.notStored(data); why != nil {
+				s.groupFailed = append(s.groupFailed, f.Name)
+				s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
+				return nil
+			}
 			s.stats.FileBytes += moved
 			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true, Path: f.Path})
 			return nil
@@ -374,8 +379,17 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	if err != nil {
 		return err
 	}
+	var why error
+	zs.onAck = func(data []byte) error {
+		why = s.notStored(data)
+		return nil
+	}
 	if err := s.await(ctx, zs); err != nil {
 		return err
+	}
+	if why != nil && !canceled && changed == nil {
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
+		return &skipError{why}
 	}
 	s.stats.FileBytes += moved
 	if canceled {
@@ -389,6 +403,19 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	return nil
+}
+
+// notStored reads the ACK of a file's Z: with capas2NotStored, "N" and
+// a reason say the receiver could not store the file (its disk filled,
+// say) and goes on; nil means stored.
+func (s *Session) notStored(ack []byte) error {
+	if !s.neg.notStored || len(ack) == 0 || ack[0] != 'N' {
+		return nil
+	}
+	if text, err := s.decodeString(ack[1:]); err == nil && text != "" {
+		return fmt.Errorf("not stored by the receiver: %s", text)
+	}
+	return errors.New("not stored by the receiver")
 }
 
 // errRestart is the reason a kerf sender gives with the Z that discards

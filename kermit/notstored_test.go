@@ -1,0 +1,117 @@
+package kermit_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// failingFile is a received file whose writes fail with ENOSPC from
+// offset failAt on (writeErr), or whose Commit fails (commitErr).
+type failingFile struct {
+	kermit.Incoming
+	failAt    int64
+	commitErr bool
+}
+
+func (f failingFile) WriteAt(b []byte, off int64) (int, error) {
+	if f.failAt >= 0 && off+int64(len(b)) > f.failAt {
+		return 0, syscall.ENOSPC
+	}
+	return f.Incoming.WriteAt(b, off)
+}
+
+func (f failingFile) Commit(mod time.Time, perm os.FileMode) error {
+	if f.commitErr {
+		f.Incoming.Abort(true)
+		return errors.New("rename: permission denied")
+	}
+	return f.Incoming.Commit(mod, perm)
+}
+
+// failStore fails the file named bad, as how says.
+func failStore(t *testing.T, dst, bad string, how failingFile) kermit.Store {
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	return wrapStore{dir, func(in kermit.Incoming) kermit.Incoming {
+		if strings.HasSuffix(in.Name(), bad) {
+			how.Incoming = in
+			return how
+		}
+		return in
+	}}
+}
+
+// A file the receiver cannot store (its disk filled mid-file, its
+// rename failed) fails alone between kerf peers (capas2NotStored): the
+// sender hears why in the Z's ACK and names it, the files after it
+// still arrive, and the session goes on. Before, it ended the session.
+func TestFileNotStoredFailsAlone(t *testing.T) {
+	files := []testFile{{"a.bin", randomBytes(300_000, 1)}, {"b.bin", randomBytes(3<<20, 2)}, {"c.bin", randomBytes(5000, 3)}}
+	for _, tc := range []struct {
+		name string
+		dual bool
+		how  failingFile
+		want string
+	}{
+		{"dual, disk full mid-file", true, failingFile{failAt: 1 << 20}, "no space left"},
+		{"dual, rename fails", true, failingFile{failAt: -1, commitErr: true}, "rename: permission denied"},
+		{"classic, rename fails", false, failingFile{failAt: -1, commitErr: true}, "rename: permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, files)
+			store := failStore(t, dst, "b.bin", tc.how)
+			var mu sync.Mutex
+			var said string
+			scfg := kermit.DefaultConfig()
+			scfg.Events = func(e kermit.Event) {
+				if e.Kind == kermit.FileFailed && e.Name == "b.bin" {
+					mu.Lock()
+					said = e.Err.Error()
+					mu.Unlock()
+				}
+			}
+			var serr, rerr error
+			if tc.dual {
+				_, serr, rerr = dualTransferTo(t, scfg, kermit.DefaultConfig(), out, store)
+			} else {
+				a, b := link(t, 0, 1)
+				serr, rerr, _ = transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, store)
+			}
+			var ge *kermit.GroupError
+			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b.bin" || rerr != nil {
+				t.Fatalf("send %v (want a group error naming only b.bin), receive %v", serr, rerr)
+			}
+			mu.Lock()
+			if !strings.Contains(said, "not stored by the receiver") || !strings.Contains(said, tc.want) {
+				t.Errorf("the sender was told %q, want the receiver's reason (%q)", said, tc.want)
+			}
+			mu.Unlock()
+			for _, f := range []testFile{files[0], files[2]} {
+				if got, err := os.ReadFile(filepath.Join(dst, f.name)); err != nil || !bytes.Equal(got, f.data) {
+					t.Errorf("%s: %v", f.name, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dst, "b.bin")); err == nil {
+				t.Error("b.bin stored under its name")
+			}
+			// Its partial stays, for a resume once there is room.
+			if _, err := os.Stat(filepath.Join(dst, ".b.bin"+filestore.PartSuffix)); err != nil {
+				t.Errorf("b.bin's partial: %v", err)
+			}
+		})
+	}
+}

@@ -253,6 +253,11 @@ func serveCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErr("serve takes no arguments")
 			}
+			// Flags first, before a key is made or a user file read.
+			opts, err := pathOptions(c)
+			if err != nil {
+				return err
+			}
 			if err := checkServeLimits(c); err != nil {
 				return err
 			}
@@ -282,10 +287,6 @@ func serveCommand() *cli.Command {
 				}
 				defer f.Close()
 				xl = control.NewXferLog(f)
-			}
-			opts, err := pathOptions(c)
-			if err != nil {
-				return err
 			}
 			srv, err := control.NewServer(control.ServerConfig{
 				XferLog: xl, PathOpts: opts,
@@ -477,6 +478,15 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 	})
 }
 
+// noteCompressRefused says on stderr when --compress was asked for but
+// the data went as it is: the server refuses it (--no-compression) or
+// is a kerf from before compression. Not an error: the files arrived.
+func noteCompressRefused(c *cli.Context, cl *control.Client) {
+	if c.Bool("compress") && cl.Dual() && !cl.DataCompressed() {
+		fmt.Fprintln(os.Stderr, "kerf: the server did not agree to --compress (it refuses it, or is an older kerf): the data went uncompressed")
+	}
+}
+
 // localSkip is a file a local walk passed over (a FIFO, a link to a
 // directory), and why.
 type localSkip struct{ path, why string }
@@ -577,7 +587,9 @@ func sendCommand() *cli.Command {
 					return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
 				}
 			}
-			return rep.end(cl.Send(c.Context, files), false)
+			sendErr := cl.Send(c.Context, files)
+			noteCompressRefused(c, cl)
+			return rep.end(sendErr, false)
 		}),
 	}
 }
@@ -645,6 +657,7 @@ func getCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().WireBytesReceived, cl.DataCompressed() }
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
+			noteCompressRefused(c, cl)
 			return rep.end(err, true)
 		}),
 	}

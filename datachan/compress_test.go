@@ -267,44 +267,41 @@ func TestDecompressRefusesLies(t *testing.T) {
 // with a protocol error: the bytes arrived as sent, so asking again
 // would bring the same.
 func TestUndecodableBlockFailsPath(t *testing.T) {
-	cc, sc := pairedConns(t, 1)
-	r := NewPath(sc, WithCompression(true))
-	defer r.Close()
-	defer cc[0].Close()
-	if err := r.Expect(1, newMemFile(100), 0, 100); err != nil {
-		t.Fatal(err)
-	}
 	payload := append(compressedPayload(100, 0, nil)[:8], "not zstd at all"...)
-	var hdr [framing.BlockHeaderLen]byte
-	framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(hdr[:])
-	if _, err := cc[0].Write(append(hdr[:], payload...)); err != nil {
-		t.Fatal(err)
-	}
-	_, err := r.Wait(testContext(t), 1)
+	err := receiveCompressedBlock(t, 100, payload, WithCompression(true))
 	if !errors.Is(err, ErrProtocol) {
 		t.Fatalf("Wait: %v, want a protocol error", err)
 	}
 	wantErrContaining(t, err, "does not decode")
 }
 
-// A compressed block to a Path that did not agree to compression (a
-// server that refused it) is a protocol error, not decoded.
-func TestCompressedBlockNotAgreedFailsPath(t *testing.T) {
+// receiveCompressedBlock writes one compressed block of file 1 (size
+// bytes long) with payload, its checks right, straight onto a
+// connection of a receiving Path made with opts, and returns what
+// waiting for the file gives.
+func receiveCompressedBlock(t *testing.T, size int, payload []byte, opts ...Option) error {
+	t.Helper()
 	cc, sc := pairedConns(t, 1)
-	r := NewPath(sc)
+	r := NewPath(sc, opts...)
 	defer r.Close()
 	defer cc[0].Close()
-	raw := textData(5000)
-	if err := r.Expect(1, newMemFile(len(raw)), 0, int64(len(raw))); err != nil {
+	if err := r.Expect(1, newMemFile(size), 0, int64(size)); err != nil {
 		t.Fatal(err)
 	}
-	payload := compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw)
 	var hdr [framing.BlockHeaderLen]byte
 	framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(hdr[:])
 	if _, err := cc[0].Write(append(hdr[:], payload...)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := r.Wait(testContext(t), 1)
+	return err
+}
+
+// A compressed block to a Path that did not agree to compression (a
+// server that refused it) is a protocol error, not decoded.
+func TestCompressedBlockNotAgreedFailsPath(t *testing.T) {
+	raw := textData(5000)
+	err := receiveCompressedBlock(t, len(raw), compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw))
 	if !errors.Is(err, ErrProtocol) {
 		t.Fatalf("Wait: %v, want a protocol error", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -311,6 +312,31 @@ func TestResumeOfCompletePartial(t *testing.T) {
 // the final name.
 func signalMidFile(t *testing.T, sig syscall.Signal) (int, string) {
 	t.Helper()
+	m := startSendMidFile(t)
+	m.fs.cmd.Process.Signal(sig)
+	m.cmd.Wait()
+	if m.ctx.Err() != nil {
+		t.Fatalf("the client hung after the server went away:\n%s", m.out.String())
+	}
+	noFile(t, filepath.Join(m.root, "k.bin"))
+	if fileSize(m.part) <= 0 {
+		t.Errorf("the server's partial file is gone")
+	}
+	return m.cmd.ProcessState.ExitCode(), m.out.String()
+}
+
+// midFile is a client sending a 16 MiB file through a slowed proxy to a
+// server, with the file's first block already in the server's partial.
+type midFile struct {
+	fs         *faultServer
+	cmd        *exec.Cmd
+	out        *bytes.Buffer // the client's stdout and stderr
+	part, root string
+	ctx        context.Context
+}
+
+func startSendMidFile(t *testing.T) midFile {
+	t.Helper()
 	root, local := t.TempDir(), t.TempDir()
 	fs := startFaultServer(t, root, false)
 	data := randomBytes(16<<20, 15)
@@ -318,10 +344,10 @@ func signalMidFile(t *testing.T, sig syscall.Signal) (int, string) {
 	part := partName(filepath.Join(root, "k.bin"))
 	fs.data.rateUp.Store(8 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
+	t.Cleanup(cancel)
 	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -329,16 +355,7 @@ func signalMidFile(t *testing.T, sig syscall.Signal) (int, string) {
 	// on two streams, and a receiver that stops keeps only what is whole
 	// from the start (a second block alone leaves an empty partial).
 	waitFor(t, "the partial file's first block", func() bool { return hasPrefix(part, data[:1<<20]) })
-	fs.cmd.Process.Signal(sig)
-	cmd.Wait()
-	if ctx.Err() != nil {
-		t.Fatalf("the client hung after the server went away:\n%s", out.String())
-	}
-	noFile(t, filepath.Join(root, "k.bin"))
-	if fileSize(part) <= 0 {
-		t.Errorf("the server's partial file is gone")
-	}
-	return cmd.ProcessState.ExitCode(), out.String()
+	return midFile{fs: fs, cmd: cmd, out: out, part: part, root: root, ctx: ctx}
 }
 
 // hasPrefix reports whether file p begins with want.
@@ -604,26 +621,13 @@ func TestClientSignalledExitCode(t *testing.T) {
 		want int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
-			root, local := t.TempDir(), t.TempDir()
-			fs := startFaultServer(t, root, false)
-			writeFile(t, filepath.Join(local, "k.bin"), randomBytes(16<<20, 16))
-			part := partName(filepath.Join(root, "k.bin"))
-			fs.data.rateUp.Store(8 << 20)
-			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-			defer cancel()
-			cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+			m := startSendMidFile(t)
+			m.cmd.Process.Signal(tc.sig)
+			m.cmd.Wait()
+			if code := m.cmd.ProcessState.ExitCode(); code != tc.want || !strings.Contains(m.out.String(), "interrupted") {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.want, m.out.String())
 			}
-			waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= 1<<20 })
-			cmd.Process.Signal(tc.sig)
-			cmd.Wait()
-			if code := cmd.ProcessState.ExitCode(); code != tc.want || !strings.Contains(out.String(), "interrupted") {
-				t.Fatalf("exit %d, want %d:\n%s", code, tc.want, out.String())
-			}
-			noFile(t, filepath.Join(root, "k.bin"))
+			noFile(t, filepath.Join(m.root, "k.bin"))
 		})
 	}
 }

@@ -1674,33 +1674,68 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 		// of the transfer.
 		return nil
 	}
+	// Through the parent's handle, not following a link: a directory
+	// swapped for a link since the Lstat keeps the link's target
+	// untouched.
+	parent, base := path.Split(rel)
+	parent = strings.TrimSuffix(parent, "/")
+	if parent == "" {
+		parent = "."
+	}
+	h, err := d.openDir(parent, false)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	defer d.putDir(h)
 	if havePerm {
 		// The receiver's own setgid and sticky bits stay: a shared
 		// group directory, a sticky incoming/.
-		if err := d.root.Chmod(rel, perm&fs.ModePerm|fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		mode := perm&fs.ModePerm | fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)
+		if err := h.chmodDir(d, base, mode); err != nil {
 			return fmt.Errorf("filestore: %w", err)
 		}
 	}
 	if !mtime.IsZero() {
-		// Through the parent's handle, not following a link: a directory
-		// swapped for a link since the Lstat keeps the link's target
-		// untouched.
-		parent, base := path.Split(rel)
-		parent = strings.TrimSuffix(parent, "/")
-		if parent == "" {
-			parent = "."
-		}
-		h, err := d.openDir(parent, false)
-		if err != nil {
-			return fmt.Errorf("filestore: %w", err)
-		}
-		err = h.chtimes(d, base, mtime)
-		d.putDir(h)
-		if err != nil {
+		if err := h.chtimes(d, base, mtime); err != nil {
 			return fmt.Errorf("filestore: %w", err)
 		}
 	}
 	return nil
+}
+
+// chmodDir sets the mode of the directory name in this directory, not
+// following a link (fchmodat2, Linux 6.6). On an older kernel, which
+// cannot chmod without following, it chmods name if it is still a
+// directory (a link swapped in between the two calls is the window
+// left, inside the tree).
+func (h *dirHandle) chmodDir(d *Dir, name string, mode fs.FileMode) error {
+	if err := plainName(name); err != nil {
+		return err
+	}
+	m := uint32(mode.Perm())
+	if mode&fs.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if mode&fs.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return h.atDir(d, func(dirfd int) error {
+		err := unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW)
+		if err == unix.EOPNOTSUPP {
+			var st unix.Stat_t
+			if err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+				if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+					err = unix.ENOTDIR
+				} else {
+					err = unix.Fchmodat(dirfd, name, m, 0)
+				}
+			}
+		}
+		if err != nil {
+			return &fs.PathError{Op: "fchmodat", Path: path.Join(h.rel, name), Err: err}
+		}
+		return nil
+	})
 }
 
 // Mkdir creates a directory (and its parents).

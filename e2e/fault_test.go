@@ -663,6 +663,10 @@ func TestSendEndedEarlyNamesTheRest(t *testing.T) {
 		if e.Event == "file_done" || e.Event == "file_error" {
 			told[e.Name] = true
 		}
+		// Each says it was not sent, whatever file the cause names.
+		if e.Event == "file_error" && !strings.Contains(e.Error, "not sent") {
+			t.Errorf("file_error of %s: %q", e.Name, e.Error)
+		}
 	}
 	for _, n := range names {
 		if !told[n] {

@@ -66,8 +66,11 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 		// Files begun and not ended when the group fails did not get
 		// there: each is reported, not just the group's error.
 		if err != nil {
+			// The error may name another file (the one whose data
+			// failed): say it is the transfer's.
+			why := fmt.Errorf("not sent, the transfer having stopped: %w", err)
 			for _, name := range slices.Clone(s.sending) {
-				s.event(Event{Kind: FileFailed, Name: name, Err: err, Sending: true})
+				s.event(Event{Kind: FileFailed, Name: name, Err: why, Sending: true})
 			}
 		}
 		s.sending = s.sending[:0]

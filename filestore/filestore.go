@@ -337,6 +337,16 @@ func (h *dirHandle) chtimes(d *Dir, name string, t time.Time) error {
 	})
 }
 
+// splitRel splits rel, a path in the tree, into its directory ("." at
+// the top) and its last element, what a directory handle takes.
+func splitRel(rel string) (dir, base string) {
+	dir, base = path.Split(rel)
+	if dir = strings.TrimSuffix(dir, "/"); dir == "" {
+		dir = "."
+	}
+	return dir, base
+}
+
 // timespec is t for utimensat, to the nanosecond, for any year a
 // timespec holds (t.UnixNano overflows after 2262 and before 1678).
 func timespec(t time.Time) unix.Timespec {
@@ -534,11 +544,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, base := path.Split(rel)
-	dir = strings.TrimSuffix(dir, "/")
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := splitRel(rel)
 	if len(base) > nameMax {
 		// The temporary name fits (tempName shortens it), the final one
 		// never would: refused now, not after all the data came.
@@ -1159,11 +1165,7 @@ func hasWildcard(elem string) bool { return strings.ContainsAny(elem, "*?[") }
 // (CleanName refuses the backslash): "star*" would otherwise always
 // bring "stardust" too, and "brk[et" nothing at all.
 func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
-	dir, base := path.Split(rel)
-	dir = strings.TrimSuffix(dir, "/")
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := splitRel(rel)
 	if !hasWildcard(base) {
 		fi, err := d.root.Lstat(rel)
 		if err != nil {
@@ -1312,11 +1314,7 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 // no longer in the tree. Then, or when the openat fails, the handle is
 // dropped and the path is opened afresh from the root.
 func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
-	dir, base := path.Split(rel)
-	dir = strings.TrimSuffix(dir, "/")
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := splitRel(rel)
 	h, err := d.openDir(dir, false)
 	if err != nil {
 		return d.openMatched(rel, fi)
@@ -1677,11 +1675,7 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 	// Through the parent's handle, not following a link: a directory
 	// swapped for a link since the Lstat keeps the link's target
 	// untouched.
-	parent, base := path.Split(rel)
-	parent = strings.TrimSuffix(parent, "/")
-	if parent == "" {
-		parent = "."
-	}
+	parent, base := splitRel(rel)
 	h, err := d.openDir(parent, false)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)

@@ -110,7 +110,6 @@ func (p *Path) compressBlock(raw []byte, crc uint32) *frame {
 	}
 	z.payload = z.payload[:n]
 	p.stats.compressedBlocks.Add(1)
-	p.stats.compressedFrom.Add(int64(len(raw)))
 	return z
 }
 

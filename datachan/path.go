@@ -91,7 +91,7 @@ type Path struct {
 		zeroCopyBlocks                           atomic.Int64
 		blocksReceived, bytesReceived, badBlocks atomic.Int64
 		duplicates, parked, deferred             atomic.Int64
-		compressedBlocks, compressedFrom         atomic.Int64
+		compressedBlocks                         atomic.Int64
 		compressedReceived, wireReceived         atomic.Int64
 	}
 }
@@ -110,7 +110,6 @@ type Stats struct {
 	Deferred       int64 // good blocks dropped because their file was not expected and the park was full; asked for again at Expect
 
 	CompressedBlocks   int64 // blocks sent compressed (WithCompression); BytesSent counts their compressed size
-	CompressedFrom     int64 // file bytes those blocks stood for
 	CompressedReceived int64 // compressed blocks received and decoded; BytesReceived counts the file bytes
 	WireBytesReceived  int64 // payload bytes of good blocks as they arrived (compressed ones at their compressed size), duplicates included
 }
@@ -355,7 +354,6 @@ func (p *Path) Stats() Stats {
 		Deferred:       p.stats.deferred.Load(),
 
 		CompressedBlocks:   p.stats.compressedBlocks.Load(),
-		CompressedFrom:     p.stats.compressedFrom.Load(),
 		CompressedReceived: p.stats.compressedReceived.Load(),
 		WireBytesReceived:  p.stats.wireReceived.Load(),
 	}

@@ -301,16 +301,15 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			}
 			var reply []byte
 			if cur.dir && cur.why != nil {
-				// A directory this side could not make: "N" and the reason
-				// (only a kerf sender sends directories; see sendDir).
-				reply = append([]byte{'N'}, s.fitText(cur.why.Error(), s.neg.maxData-1)...)
+				// A directory this side could not make (only a kerf
+				// sender sends directories; see sendDir).
+				reply = s.refusalAck(cur.why)
 			}
 			var ns *notStoredError
 			if errors.As(err, &ns) {
 				// This file only (capas2NotStored): the sender hears
 				// why, and the next file comes.
-				reply = append([]byte{'N'}, s.fitText(ns.err.Error(), s.neg.maxData-1)...)
-				err = nil
+				reply, err = s.refusalAck(ns.err), nil
 			}
 			cur = nil
 			if err != nil {
@@ -792,6 +791,12 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) {
 		}
 	}
 	inc.Abort(true)
+}
+
+// refusalAck is the data of a Z's ACK saying this side did not keep
+// what the Z ended: "N" and why (the sender's zRefusal reads it).
+func (s *Session) refusalAck(why error) []byte {
+	return append([]byte{'N'}, s.fitText(why.Error(), s.neg.maxData-1)...)
 }
 
 // notStoredError is a received file this side could not store, whose

@@ -412,13 +412,23 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 // a reason say the receiver could not store the file (its disk filled,
 // say) and goes on; nil means stored.
 func (s *Session) notStored(ack []byte) error {
-	if !s.neg.notStored || len(ack) == 0 || ack[0] != 'N' {
+	if !s.neg.notStored {
+		return nil
+	}
+	return s.zRefusal(ack, "stored")
+}
+
+// zRefusal reads a Z's ACK that says the receiver did not keep what the
+// Z ended ("N" and the reason, see refusalAck): an error saying it was
+// not <done> by the receiver, or nil for any other ACK.
+func (s *Session) zRefusal(ack []byte, done string) error {
+	if len(ack) == 0 || ack[0] != 'N' {
 		return nil
 	}
 	if text, err := s.decodeString(ack[1:]); err == nil && text != "" {
-		return fmt.Errorf("not stored by the receiver: %s", text)
+		return fmt.Errorf("not %s by the receiver: %s", done, text)
 	}
-	return errors.New("not stored by the receiver")
+	return fmt.Errorf("not %s by the receiver", done)
 }
 
 // errRestart is the reason a kerf sender gives with the Z that discards
@@ -599,12 +609,9 @@ func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 		// A receiver that could not make the directory ACKs the Z with
 		// "N" and the reason.
 		zs.onAck = func(data []byte) error {
-			if len(data) == 0 || data[0] != 'N' {
+			why := s.zRefusal(data, "made")
+			if why == nil {
 				return nil
-			}
-			why := errors.New("the receiver could not make it")
-			if text, err := s.decodeString(data[1:]); err == nil && text != "" {
-				why = fmt.Errorf("not made by the receiver: %s", text)
 			}
 			s.groupFailed = append(s.groupFailed, name)
 			s.event(Event{Kind: FileFailed, Name: name, Err: why, Sending: true})

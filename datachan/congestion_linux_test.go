@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"kerf/internal/testproc"
 )
 
 // notDefaultCongestion returns a congestion control other than the
@@ -119,26 +118,6 @@ func TestCongestionNotAllowedUnprivileged(t *testing.T) {
 	if name == "" {
 		t.Skipf("every available congestion control (%s) is allowed here", strings.TrimSpace(string(avail)))
 	}
-	// A copy of the test binary where uid 65534 may run it: t.TempDir
-	// and the binary's own directory are private to root.
-	dir, err := os.MkdirTemp("", "kerf-congestion-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	bin, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	test := filepath.Join(dir, "datachan.test")
-	if err := os.WriteFile(test, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(test, "-test.run=^TestCongestionNotAllowedUnprivileged$")
-	cmd.Env = append(os.Environ(), "KERF_CONGESTION_CHILD="+name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	testproc.RerunAs(t, testproc.WorldDir(t, "kerf-congestion-"), testproc.Nobody,
+		"TestCongestionNotAllowedUnprivileged", "KERF_CONGESTION_CHILD="+name)
 }

@@ -2,13 +2,12 @@ package filestore_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"kerf/filestore"
+	"kerf/internal/testproc"
 )
 
 // A server that is not root receiving a tree into a shared directory of
@@ -44,22 +43,7 @@ func TestSetDirAttrsLeavesOthersDirectories(t *testing.T) {
 		}
 		return
 	}
-	// Not t.TempDir, nor the test binary where it is: their parents are
-	// private to root.
-	root, err := os.MkdirTemp("", "kerf-other-owner-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	os.Chmod(root, 0o777)
-	bin, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	test := filepath.Join(root, "filestore.test")
-	if err := os.WriteFile(test, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	root := testproc.WorldDir(t, "kerf-other-owner-")
 	shared := filepath.Join(root, "shared")
 	if err := os.Mkdir(shared, 0o777); err != nil {
 		t.Fatal(err)
@@ -67,12 +51,7 @@ func TestSetDirAttrsLeavesOthersDirectories(t *testing.T) {
 	os.Chmod(shared, 0o777)
 	os.Chown(shared, 65533, 65533)
 	before, _ := os.Stat(shared)
-	cmd := exec.Command(test, "-test.run", "^TestSetDirAttrsLeavesOthersDirectories$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "KERF_TEST_OTHER_OWNER="+root)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("as uid 65534: %v\n%s", err, out)
-	}
+	testproc.RerunAs(t, root, testproc.Nobody, "TestSetDirAttrsLeavesOthersDirectories", "KERF_TEST_OTHER_OWNER="+root)
 	after, _ := os.Stat(shared)
 	if after.Mode() != before.Mode() || !after.ModTime().Equal(before.ModTime()) {
 		t.Errorf("shared changed: %v %v, was %v %v", after.Mode(), after.ModTime(), before.Mode(), before.ModTime())

@@ -155,18 +155,26 @@ func TestMatchRecursiveUnreadable(t *testing.T) {
 	}
 }
 
-// A recursive match follows a link to a file in the tree, as the sending
-// client does; a dangling link or one leading out of the tree becomes an
-// entry whose Open fails (so the client hears of it); a FIFO and a link
-// to a directory are passed over.
-func TestMatchRecursiveLinks(t *testing.T) {
+// linkTree makes a tree t/ holding real.txt, dir/x.txt and links to them
+// (tofile, todir) and to a file outside the tree (out), and returns its
+// root.
+func linkTree(t *testing.T) string {
 	root, outside := t.TempDir(), t.TempDir()
 	makeTree(t, root, "t/real.txt", "t/dir/x.txt")
 	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
 	os.Symlink("real.txt", filepath.Join(root, "t/tofile"))
 	os.Symlink("dir", filepath.Join(root, "t/todir"))
-	os.Symlink("missing", filepath.Join(root, "t/dangling"))
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "t/out"))
+	return root
+}
+
+// A recursive match follows a link to a file in the tree, as the sending
+// client does; a dangling link or one leading out of the tree becomes an
+// entry whose Open fails (so the client hears of it); a FIFO and a link
+// to a directory are passed over.
+func TestMatchRecursiveLinks(t *testing.T) {
+	root := linkTree(t)
+	os.Symlink("missing", filepath.Join(root, "t/dangling"))
 	if err := syscall.Mkfifo(filepath.Join(root, "t/fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -206,12 +214,7 @@ func TestMatchRecursiveLinks(t *testing.T) {
 // finds it, as a recursive match sends it; a link leading out of the
 // tree or to a directory is not.
 func TestMatchLinkByNameAndPattern(t *testing.T) {
-	root, outside := t.TempDir(), t.TempDir()
-	makeTree(t, root, "t/real.txt", "t/dir/x.txt")
-	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
-	os.Symlink("real.txt", filepath.Join(root, "t/tofile"))
-	os.Symlink("dir", filepath.Join(root, "t/todir"))
-	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "t/out"))
+	root := linkTree(t)
 	os.WriteFile(filepath.Join(root, "t/.p.kerf-part"), []byte("partial"), 0o644)
 	os.Symlink(".p.kerf-part", filepath.Join(root, "t/topart"))
 	d := openTree(t, root)

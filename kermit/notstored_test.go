@@ -115,3 +115,52 @@ func TestFileNotStoredFailsAlone(t *testing.T) {
 		})
 	}
 }
+
+// A send that stops part-way reports every file: those under way with
+// the transfer's error, those not begun with ErrNotBegun, so that none
+// goes unnamed (the CLI's --json gives each a file_error).
+func TestSendStoppedNamesEveryFile(t *testing.T) {
+	files := []testFile{{"a.bin", randomBytes(1000, 1)}, {"b.bin", randomBytes(2000, 2)}, {"c.bin", randomBytes(3000, 3)}, {"d.bin", randomBytes(4000, 4)}}
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	a, b := link(t, 0, 1)
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	// The receiver's link goes when the second file is announced.
+	store := wrapStore{dir, func(in kermit.Incoming) kermit.Incoming {
+		if strings.HasSuffix(in.Name(), "b.bin") {
+			b.Close()
+		}
+		return in
+	}}
+	var mu sync.Mutex
+	told := map[string][]error{}
+	scfg := kermit.DefaultConfig()
+	scfg.Timeout, scfg.MaxRetries = 200*time.Millisecond, 2
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed {
+			mu.Lock()
+			told[e.Name] = append(told[e.Name], e.Err)
+			mu.Unlock()
+		}
+	}
+	serr, _, _ := transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, store)
+	if serr == nil {
+		t.Fatal("the send succeeded over a closed link")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, f := range files {
+		if len(told[f.name]) != 1 {
+			t.Errorf("%s reported %d times: %v", f.name, len(told[f.name]), told[f.name])
+		}
+	}
+	for _, n := range []string{"c.bin", "d.bin"} {
+		if len(told[n]) == 1 && !errors.Is(told[n][0], kermit.ErrNotBegun) {
+			t.Errorf("%s: %v, want ErrNotBegun", n, told[n][0])
+		}
+	}
+}

@@ -23,6 +23,7 @@ func (s *Session) Send(ctx context.Context, files []OutgoingFile) error {
 	defer s.flush()
 	s.resetNegotiation()
 	if err := s.sendInit(ctx, 'S'); err != nil {
+		s.notBegun(files, nil)
 		return s.abort(fmt.Errorf("kermit: send-init: %w", err))
 	}
 	if err := s.sendGroup(ctx, files); err != nil {
@@ -62,9 +63,11 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 	s.cancelGroup.Store(false)
 	s.groupFailed = nil
 	s.sending = s.sending[:0]
+	var next, begun int // the file under way; files[begun:] were not begun
 	defer func() {
 		// Files begun and not ended when the group fails did not get
-		// there: each is reported, not just the group's error.
+		// there: each is reported, not just the group's error; and so
+		// is each file not begun.
 		if err != nil {
 			// The error may name another file (the one whose data
 			// failed): say it is the transfer's.
@@ -72,14 +75,17 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 			for _, name := range slices.Clone(s.sending) {
 				s.event(Event{Kind: FileFailed, Name: name, Err: why, Sending: true})
 			}
+			s.notBegun(files[begun:], s.sending)
 		}
 		s.sending = s.sending[:0]
 	}()
 	var failed []string
-	for _, f := range files {
+	for next = 0; next < len(files); next++ {
+		f := files[next]
 		if s.cancelGroup.Load() {
 			break
 		}
+		begun = next + 1 // reported by its own events from here on
 		if f.Dir {
 			if f.Filled && !s.neg.dirAttrs {
 				continue // its files make it
@@ -117,6 +123,20 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 		return &GroupError{Failed: failed}
 	}
 	return nil
+}
+
+// ErrNotBegun is why a file of a send that stopped before it began was
+// not sent (a FileFailed event each, so that no file goes unnamed).
+var ErrNotBegun = errors.New("not sent: the transfer ended first")
+
+// notBegun reports the files of files, directories aside, that a failed
+// send never began; those named in begun were reported already.
+func (s *Session) notBegun(files []OutgoingFile, begun []string) {
+	for _, f := range files {
+		if !f.Dir && !slices.Contains(begun, f.Name) {
+			s.event(Event{Kind: FileFailed, Name: f.Name, Err: ErrNotBegun, Sending: true})
+		}
+	}
 }
 
 // GroupError reports files of a group that were not transferred while

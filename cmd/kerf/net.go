@@ -576,7 +576,6 @@ func sendCommand() *cli.Command {
 			files, total := w.files, w.total
 			rep := newReporter(c, total)
 			rep.skippedLocal(w.skipped)
-			rep.plan(files)
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().BytesSent, cl.DataCompressed() }
 			if rdir != "" && rdir != "/" {

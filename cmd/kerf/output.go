@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -30,14 +29,13 @@ type reporter struct {
 	done   int64
 	files  int
 	failed []string // names of files skipped or failed, in order
-	// planned, for a send, are the names of the files to send; settled
-	// those the engine reported on (sent, found whole, failed), so that
-	// a send that ends early can name the rest.
-	planned []string
-	settled map[string]int // reports per name: two files of one name are two
-	start   time.Time
-	last    time.Time
-	current map[string]int64
+	// notBegun are the files of a send that stopped before it began
+	// them (kermit.ErrNotBegun), named on one line at the end rather than
+	// a line each (with --json, an event each).
+	notBegun []string
+	start    time.Time
+	last     time.Time
+	current  map[string]int64
 	// wire counts the bytes the data blocks took on the data
 	// connections, and says whether they travelled compressed (it is
 	// known once the data connections are open).
@@ -82,12 +80,6 @@ func (r *reporter) event(e kermit.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	size := e.Size
-	switch e.Kind {
-	case kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
-		if r.settled != nil {
-			r.settled[e.Name]++
-		}
-	}
 	switch e.Kind {
 	case kermit.FileStart:
 		r.current[e.Name] = 0
@@ -146,6 +138,10 @@ func (r *reporter) event(e kermit.Event) {
 			break
 		}
 		r.failed = append(r.failed, e.Name)
+		if errors.Is(e.Err, kermit.ErrNotBegun) && r.json == nil {
+			r.notBegun = append(r.notBegun, e.Name)
+			break
+		}
 		msg := "skipped"
 		if e.Err != nil {
 			msg = e.Err.Error()
@@ -181,52 +177,21 @@ func (r *reporter) end(err error, receiving bool) error {
 	if err == nil && receiving {
 		err = r.notReceived()
 	}
-	if err != nil {
-		r.notSent()
-	}
+	r.namesNotBegun()
 	if err = r.finish(err); err != nil {
 		return transferErr(err)
 	}
 	return nil
 }
 
-// plan records the files a send is about to send (directories aside),
-// for notSent.
-func (r *reporter) plan(files []kermit.OutgoingFile) {
+// namesNotBegun names, on one line, the files a send stopped before it
+// began (the engine reports each: kermit.ErrNotBegun), the first ones
+// if there are many.
+func (r *reporter) namesNotBegun() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.settled = map[string]int{}
-	for _, f := range files {
-		if !f.Dir {
-			r.planned = append(r.planned, f.Name)
-		}
-	}
-}
-
-// notSent names the planned files the engine never reported on, when a
-// send ended early (a lost connection, a receiver that stopped): with
-// --json a file_error each, else one line naming the first ones. Without
-// it a script could not tell which files of a tree are missing.
-func (r *reporter) notSent() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var rest []string
-	told := maps.Clone(r.settled)
-	for _, n := range r.planned {
-		if told[n] > 0 {
-			told[n]--
-			continue
-		}
-		rest = append(rest, n)
-	}
+	rest := r.notBegun
 	if len(rest) == 0 {
-		return
-	}
-	const why = "not sent: the transfer ended first"
-	if r.json != nil {
-		for _, n := range rest {
-			r.json.Encode(jsonEvent{Event: "file_error", Name: n, Error: why})
-		}
 		return
 	}
 	if r.bar != nil {

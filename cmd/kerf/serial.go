@@ -138,7 +138,6 @@ func serialCommand() *cli.Command {
 					defer done()
 					rep := newReporter(c, total)
 					rep.skippedLocal(skipped)
-					rep.plan(files)
 					s.SetEvents(rep.event)
 					return rep.end(s.Send(c.Context, files), false)
 				}),

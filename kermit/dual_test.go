@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,5 +182,71 @@ func TestServerEndsOnDataPathFailure(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server kept serving over a failed data path")
+	}
+}
+
+// stallConn stops reading once it has read after bytes, until closed,
+// as a peer does that hangs, or whose path silently drops it; stalled is
+// closed then.
+type stallConn struct {
+	net.Conn
+	after     int
+	read      int
+	stalled   chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *stallConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	if c.read >= c.after {
+		close(c.stalled)
+		<-c.closed
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(p[:min(len(p), c.after-c.read)])
+	c.read += n
+	return n, err
+}
+
+// A sender blocked writing to data connections nobody reads any more
+// ends when the control link ends, instead of waiting on the data path
+// (for ever here; a QUIC stream's idle timeout in life).
+func TestDualSendEndsWhenControlLinkEnds(t *testing.T) {
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	stall := &stallConn{Conn: db.conn, after: 2 << 20, stalled: make(chan struct{}), closed: make(chan struct{})}
+	db.conn = stall
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Dual, rcfg.Dual = da, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	defer send.Close()
+	defer recv.Close()
+	src, dst := t.TempDir(), t.TempDir()
+	files := writeFiles(t, src, []testFile{{"big.bin", randomBytes(48<<20, 5)}})
+	store, _ := filestore.Open(dst)
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rdone := make(chan struct{})
+	go func() { recv.Receive(ctx, store); close(rdone) }()
+	defer func() { <-rdone }() // before the store closes
+	go func() {
+		<-stall.stalled
+		time.Sleep(100 * time.Millisecond) // the sender fills the socket buffers
+		b.Close()                          // the receiver's control link, not its data connection
+	}()
+	err := send.Send(ctx, files)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("send: %v (context: %v), want an error once the control link ended", err, ctx.Err())
+	}
+	var le *kermit.LinkError
+	if !errors.As(err, &le) {
+		t.Fatalf("send: %v, want it to name the link's end", err)
 	}
 }

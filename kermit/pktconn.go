@@ -70,6 +70,9 @@ type pktConn struct {
 	in       chan inPacket
 	done     chan struct{}
 	stopOnce sync.Once
+	// lost is closed when the reader meets the end of the stream or a
+	// read error: the link is gone, whatever packets are still queued.
+	lost chan struct{}
 }
 
 func newPktConn(rw io.ReadWriter, parity bool) *pktConn {
@@ -80,6 +83,7 @@ func newPktConn(rw io.ReadWriter, parity bool) *pktConn {
 		eol:  '\r',
 		in:   make(chan inPacket, 128),
 		done: make(chan struct{}),
+		lost: make(chan struct{}),
 	}
 	c.parity.Store(parity)
 	c.rchk.Store(1)
@@ -152,6 +156,7 @@ func (c *pktConn) readLoop() {
 			buf = append(buf, tmp[:m]...)
 		}
 		if err != nil {
+			close(c.lost)
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}

@@ -206,8 +206,24 @@ func (s *Session) openDual(ctx context.Context) error {
 	s.data = d
 	if d != nil {
 		s.c.beforeFlush = d.Flush
+		go s.closeDataOnLinkLoss(d)
 	}
 	return nil
+}
+
+// closeDataOnLinkLoss closes the data path when the control link ends.
+// A data path does not always notice by itself that the peer is gone:
+// QUIC streams outlive a killed peer until their idle timeout, and so
+// does a TCP connection whose path silently dropped it, and a SendFile
+// blocked on such a connection would keep the engine from ever reading
+// the link's end. Without the link nothing more can be confirmed, so
+// the data path has nothing left to do.
+func (s *Session) closeDataOnLinkLoss(d DataPath) {
+	select {
+	case <-s.c.lost:
+		d.Close()
+	case <-s.c.done:
+	}
 }
 
 // dualActive reports whether file data goes through the data path.

@@ -12,6 +12,7 @@
 #   kerf-z       the same with --compress (zstd blocks, both ends agree)
 #   kerf-cubic   kerf with --congestion cubic on both ends
 #   kerf-bbr     kerf with --congestion bbr on both ends
+#   kerf-quic    kerf with --quic (serve --quic): the data streams on one QUIC connection
 #   rsync        rsync -a --whole-file to rsync --daemon
 #   rsync-z      the same with -z (zlib)
 # Cases: text (compressible: generated log lines, SIZE_MB in 8 files),
@@ -24,7 +25,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RATE=${RATE:-100mbit} DELAY=${DELAY:-20ms} LOSS=${LOSS:-0.1%} REPS=${REPS:-3} SIZE_MB=${SIZE_MB:-128}
-TOOLS=${TOOLS:-"kerf kerf-z kerf-cubic kerf-bbr rsync rsync-z"}
+TOOLS=${TOOLS:-"kerf kerf-z kerf-cubic kerf-bbr kerf-quic rsync rsync-z"}
 CASES=${CASES:-"text random"}
 WANEM_DIR=${WANEM_DIR:-$here/../shared/tools/wanem}
 OUT=${OUT:-$here/bench/out/wan-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -87,6 +88,7 @@ EOF
 start_server() { # tool
 	case $1 in
 	kerf | kerf-z) B "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" >"$OUT/logs/$1-serve.log" 2>&1 & ;;
+	kerf-quic) B "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" --quic >"$OUT/logs/$1-serve.log" 2>&1 & ;;
 	kerf-cubic | kerf-bbr) B "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" --congestion "${1#kerf-}" >"$OUT/logs/$1-serve.log" 2>&1 & ;;
 	rsync | rsync-z) B rsync --daemon --no-detach --address=10.77.0.2 --port=8730 --config="$WORK/rsyncd.conf" >"$OUT/logs/rsyncd.log" 2>&1 & ;;
 	esac
@@ -98,6 +100,7 @@ client() { # tool case
 	case $1 in
 	kerf) A env KERF_USER=bench "$KERF" -q send --identity "$WORK/id" --accept-new-host-key -r "$what" 10.77.0.2 ;;
 	kerf-z) A env KERF_USER=bench "$KERF" -q send -z --identity "$WORK/id" --accept-new-host-key -r "$what" 10.77.0.2 ;;
+	kerf-quic) A env KERF_USER=bench "$KERF" -q send --quic --identity "$WORK/id" --accept-new-host-key -r "$what" 10.77.0.2 ;;
 	kerf-cubic | kerf-bbr) A env KERF_USER=bench "$KERF" -q send --congestion "${1#kerf-}" --identity "$WORK/id" --accept-new-host-key -r "$what" 10.77.0.2 ;;
 	rsync) A rsync -a --whole-file "$what" rsync://10.77.0.2:8730/dst/ ;;
 	rsync-z) A rsync -a -z --whole-file "$what" rsync://10.77.0.2:8730/dst/ ;;

@@ -72,6 +72,10 @@ type ClientConfig struct {
 	// Congestion is the TCP congestion control of the data connections
 	// (datachan.CongestionControl); "" keeps the system's default.
 	Congestion string
+	// QUIC asks for the data channel as streams of one QUIC connection
+	// (always encrypted; not with PlainData); a server that does not
+	// listen for QUIC gets TCP data connections as usual.
+	QUIC bool
 
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
@@ -163,7 +167,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		rhost, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
 		pinned := cl.fingerprint
 		cl.dual = &clientDual{host: rhost, streams: max(1, min(cfg.Streams, datachan.MaxStreams)), plain: cfg.PlainData,
-			compress: cfg.Compress, congestion: cfg.Congestion,
+			compress: cfg.Compress, congestion: cfg.Congestion, quic: cfg.QUIC,
 			pathOpts: cfg.PathOpts, beforeDial: cfg.beforeDataDial,
 			tlsConf: auth.ClientTLS(host, func(fp string) error {
 				if fp != pinned {
@@ -236,6 +240,25 @@ func (c *Client) DataEncrypted() bool { return c.dual != nil && c.dual.path != n
 // (asked for with ClientConfig.Compress, and agreed to by the server).
 func (c *Client) DataCompressed() bool {
 	return c.dual != nil && c.dual.path != nil && c.dual.compressed
+}
+
+// DataOverQUIC reports whether the data channel is QUIC streams (asked
+// for with ClientConfig.QUIC, and offered by the server).
+func (c *Client) DataOverQUIC() bool { return c.dual != nil && c.dual.path != nil && c.dual.overQUIC }
+
+// DataChannel names what carries the file data: "quic", "tls" or "tcp"
+// data connections, or "" when it goes in-band (classic Kermit, or no
+// data channel was opened).
+func (c *Client) DataChannel() string {
+	switch {
+	case c.dual == nil || c.dual.path == nil:
+		return ""
+	case c.dual.overQUIC:
+		return "quic"
+	case c.dual.encrypted:
+		return "tls"
+	}
+	return "tcp"
 }
 
 // DataStats returns the data connections' counters (zero without them).

@@ -43,7 +43,10 @@ const DefaultPort = 1649
 // connections adds ";X"; the server echoes ";X" only if it allows them
 // (--plain-data), and otherwise every data connection is TLS. A client
 // that wants compressed data blocks adds ";Z"; the server echoes ";Z" if
-// it agrees, and then both ends compress what they send.
+// it agrees, and then both ends compress what they send. A client that
+// wants the data channel over QUIC adds ";Q"; a server that listens for
+// QUIC answers ";Q<udp port>", and the client then opens the streams of
+// one QUIC connection there instead of TCP connections to P.
 func parseExt(ext string) map[byte]string {
 	m := map[byte]string{}
 	for _, f := range strings.Split(ext, ";") {
@@ -79,6 +82,7 @@ type serverDual struct {
 	tok        datachan.Token
 	plain      bool // the pending token was issued for plaintext
 	compress   bool // the offer agreed to compressed data blocks
+	quic       bool // the offer named the QUIC port
 	pathOpts   []datachan.Option
 	path       *datachan.Path
 	encrypted  bool
@@ -106,6 +110,7 @@ func (d *serverDual) progress() int64 {
 const (
 	extPlain    = 'X'
 	extCompress = 'Z'
+	extQUIC     = 'Q'
 )
 
 func (d *serverDual) Offer(peerExt string) string {
@@ -116,8 +121,12 @@ func (d *serverDual) Offer(peerExt string) string {
 	f := parseExt(peerExt)
 	n, _ := strconv.Atoi(f['N'])
 	n = max(1, min(n, d.maxStreams))
+	_, wantQUIC := f[extQUIC]
+	d.quic = wantQUIC && d.srv.ql != nil
 	_, wantPlain := f[extPlain]
-	d.plain = wantPlain && d.srv.cfg.AllowPlainData
+	// QUIC is encrypted whatever was asked: a client asking for both
+	// gets QUIC, and plaintext TCP only from a server without QUIC.
+	d.plain = wantPlain && d.srv.cfg.AllowPlainData && !d.quic
 	_, wantCompress := f[extCompress]
 	d.compress = wantCompress && !d.srv.cfg.RefuseCompression
 	d.tok = datachan.NewToken()
@@ -132,6 +141,9 @@ func (d *serverDual) Offer(peerExt string) string {
 	}
 	if d.compress {
 		ext += ";" + string(extCompress)
+	}
+	if d.quic {
+		ext += fmt.Sprintf(";%c%d", extQUIC, d.srv.ql.Addr().(*net.UDPAddr).Port)
 	}
 	return ext
 }
@@ -151,8 +163,14 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if err != nil {
 		return nil, err
 	}
-	conns, allTLS, anyTLS, err := unwrapData(conns)
-	if err == nil && !allTLS && (!d.plain || anyTLS) {
+	conns, allTLS, anyTLS, nQUIC, err := unwrapData(conns)
+	switch {
+	case err != nil:
+	case nQUIC > 0 && nQUIC < len(conns):
+		err = fmt.Errorf("control: data connections mix QUIC and TCP")
+	case nQUIC > 0:
+		allTLS = true // QUIC is TLS 1.3 itself
+	case !allTLS && (!d.plain || anyTLS):
 		err = fmt.Errorf("control: data connections mix TLS and plaintext, or are plaintext for a TLS-only token")
 	}
 	if err != nil {
@@ -191,12 +209,14 @@ type clientDual struct {
 	streams    int
 	plain      bool        // ask for plaintext data connections
 	compress   bool        // ask for compressed data blocks
+	quic       bool        // ask for the data channel over QUIC
 	congestion string      // TCP congestion control of the data connections
 	tlsConf    *tls.Config // verifies the server's key against the control connection's
 	pathOpts   []datachan.Option
 	path       *datachan.Path
 	encrypted  bool
 	compressed bool // the server agreed to compressed data blocks
+	overQUIC   bool // the data channel is QUIC streams
 
 	beforeDial func(addr string, tok datachan.Token) // tests
 }
@@ -208,6 +228,9 @@ func (d *clientDual) Offer(string) string {
 	}
 	if d.compress {
 		ext += ";" + string(extCompress)
+	}
+	if d.quic {
+		ext += ";" + string(extQUIC)
 	}
 	return ext
 }
@@ -248,10 +271,27 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if compress && !d.compress {
 		return nil, fmt.Errorf("control: the server offered compressed data blocks, which this client did not ask for")
 	}
-	conns, err := datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
+	qport, overQUIC := f[extQUIC]
+	if overQUIC && !d.quic {
+		return nil, fmt.Errorf("control: the server offered QUIC data streams, which this client did not ask for")
+	}
+	var conns []net.Conn
+	if overQUIC {
+		p, err := strconv.Atoi(qport)
+		if err != nil || p <= 0 || p > 65535 {
+			return nil, fmt.Errorf("control: bad QUIC port %q in the server's Send-Init", qport)
+		}
+		if conf == nil {
+			return nil, fmt.Errorf("control: QUIC data streams need TLS, and the server agreed to plaintext")
+		}
+		conns, err = datachan.DialQUIC(ctx, net.JoinHostPort(d.host, qport), tok, n, conf)
+	} else {
+		conns, err = datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
+	}
 	if err != nil {
 		return nil, err
 	}
+	d.overQUIC = overQUIC
 	d.encrypted = !plain
 	d.compressed = compress
 	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))...)

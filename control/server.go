@@ -65,6 +65,10 @@ type ServerConfig struct {
 	// Congestion is the TCP congestion control of the data connections
 	// (datachan.CongestionControl); "" keeps the system's default.
 	Congestion string
+	// QUIC also listens for data channels over QUIC, on UDP at the data
+	// listener's address (its port number too, if that one is free), for
+	// clients that ask for it (--quic).
+	QUIC bool
 	// Sparse leaves holes for runs of zeros in the files clients send
 	// (filestore.Dir.Sparse).
 	Sparse bool
@@ -105,6 +109,7 @@ type Server struct {
 	tlsConf *tls.Config // control connections (asks for a client key)
 	ln      net.Listener
 	dl      *datachan.Listener
+	ql      *datachan.QUICListener // nil without ServerConfig.QUIC
 	wg      sync.WaitGroup
 
 	plainTokens sync.Map // datachan.Token -> true: issued for plaintext
@@ -137,8 +142,28 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("control: %w", err)
 	}
 	s.ln = ln
-	s.dl = datachan.NewListener(&dataListener{Listener: dln, tlsConf: datachan.OfferRecords(cfg.Identity.ServerTLS()), plainOK: s.plainOK}, nil,
-		datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
+	var data net.Listener = &dataListener{Listener: dln, tlsConf: datachan.OfferRecords(cfg.Identity.ServerTLS()), plainOK: s.plainOK}
+	if cfg.QUIC {
+		// The TCP data port's number on UDP too where it is free, so
+		// that one number (and a firewall rule for both protocols)
+		// serves; else any.
+		ql, err := datachan.ListenQUIC(dln.Addr().String(), cfg.Identity.ServerTLS(), cfg.HandshakeTimeout, 0)
+		if err != nil {
+			host, _, _ := net.SplitHostPort(dln.Addr().String())
+			ql, err = datachan.ListenQUIC(net.JoinHostPort(host, "0"), cfg.Identity.ServerTLS(), cfg.HandshakeTimeout, 0)
+		}
+		if err != nil {
+			ln.Close()
+			dln.Close()
+			return nil, fmt.Errorf("control: %w", err)
+		}
+		if ql.Warning != "" {
+			cfg.Log.Warn("QUIC: " + ql.Warning)
+		}
+		s.ql = ql
+		data = datachan.JoinListeners(data, ql)
+	}
+	s.dl = datachan.NewListener(data, nil, datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
 	if cfg.AllowClassic {
 		cfg.Log.Warn("classic Kermit allowed: plain Kermit clients' passwords and file data cross the network in clear")
 	}
@@ -202,6 +227,22 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // DataAddr is the data listener's address.
 func (s *Server) DataAddr() net.Addr { return s.dl.Addr() }
+
+// QUICAddr is the UDP address of the QUIC data listener, or nil.
+func (s *Server) QUICAddr() net.Addr {
+	if s.ql == nil {
+		return nil
+	}
+	return s.ql.Addr()
+}
+
+// QUICWarning says why QUIC may be slow here (small UDP buffers), or "".
+func (s *Server) QUICWarning() string {
+	if s.ql == nil {
+		return ""
+	}
+	return s.ql.Warning
+}
 
 // DataListener exposes the data listener (for its refusal counter).
 func (s *Server) DataListener() *datachan.Listener { return s.dl }

@@ -155,12 +155,18 @@ func (c *dataConn) inner() net.Conn {
 }
 
 // unwrapData returns the connections a Pending paired as the data path
-// should use them, and whether all of them are TLS. A TLS connection
-// whose data record keys cannot be derived (see datachan.TLSConn.Paired)
-// fails them all.
-func unwrapData(conns []net.Conn) (out []net.Conn, allTLS, anyTLS bool, err error) {
+// should use them, whether all of them are TLS on TCP, and how many are
+// QUIC streams. A TLS connection whose data record keys cannot be
+// derived (see datachan.TLSConn.Paired) fails them all.
+func unwrapData(conns []net.Conn) (out []net.Conn, allTLS, anyTLS bool, nQUIC int, err error) {
 	allTLS = true
 	for _, c := range conns {
+		if _, ok := c.(*datachan.QUICStream); ok {
+			nQUIC++
+			allTLS = false
+			out = append(out, c)
+			continue
+		}
 		dc, ok := c.(*dataConn)
 		if !ok {
 			out = append(out, c)
@@ -177,5 +183,5 @@ func unwrapData(conns []net.Conn) (out []net.Conn, allTLS, anyTLS bool, err erro
 		}
 		out = append(out, dc.inner())
 	}
-	return out, allTLS, anyTLS, err
+	return out, allTLS, anyTLS, nQUIC, err
 }

@@ -105,21 +105,28 @@ func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls
 			tlsConf.ServerName = host
 		}
 	}
-	conns := make([]net.Conn, streams)
-	errs := make([]error, streams)
-	var wg sync.WaitGroup
 	var d net.Dialer
 	for _, o := range opts {
 		o(&d)
 	}
+	return pairAll(streams, func(i int) (net.Conn, error) {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return clientHello(ctx, c, tok, i, tlsConf)
+	})
+}
+
+// pairAll runs open for stream indexes 0..streams-1 at once and returns
+// the connections in order, or, if any failed, none (closing those that
+// paired) and every error.
+func pairAll(streams int, open func(i int) (net.Conn, error)) ([]net.Conn, error) {
+	conns := make([]net.Conn, streams)
+	errs := make([]error, streams)
+	var wg sync.WaitGroup
 	for i := range streams {
-		wg.Go(func() {
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err == nil {
-				c, err = clientHello(ctx, c, tok, i, tlsConf)
-			}
-			conns[i], errs[i] = c, err
-		})
+		wg.Go(func() { conns[i], errs[i] = open(i) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

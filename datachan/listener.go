@@ -269,7 +269,10 @@ func (l *Listener) handshake(raw net.Conn) {
 	}()
 
 	var remoteIP net.IP
-	if a, ok := raw.RemoteAddr().(*net.TCPAddr); ok {
+	switch a := raw.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		remoteIP = a.IP
+	case *net.UDPAddr: // a QUIC stream: QUIC's handshake has proved the address
 		remoteIP = a.IP
 	}
 	c := raw

@@ -309,6 +309,8 @@ type event struct {
 	Rate    *float64 `json:"bytes_per_second"`
 	// done, with --compress: the data bytes as they travelled.
 	WireBytes int64 `json:"wire_bytes"`
+	// done: what carried the data (quic, tls, tcp).
+	Data string `json:"data"`
 	// ls: an "entry" per file, or one "listing" with the text.
 	Path     string `json:"path"`
 	Type     string `json:"type"`

@@ -69,6 +69,7 @@ var clientFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
 	&cli.BoolFlag{Name: "plain-data", Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 	&cli.BoolFlag{Name: "compress", Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
+	&cli.BoolFlag{Name: "quic", EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual"},
 	blockSizeFlag, writeBehindFlag, congestionFlag,
 }
 
@@ -146,7 +147,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		return nil, err
 	}
 	cfg := control.ClientConfig{
-		PathOpts: opts, Compress: c.Bool("compress"), Congestion: c.String("congestion"),
+		PathOpts: opts, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 		Addr: addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	}
@@ -246,6 +247,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
+			&cli.BoolFlag{Name: "quic", Usage: "also offer the data channel over QUIC (UDP, at the data address; its port number where free) to clients that ask (--quic)"},
 			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
 			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag,
 		},
@@ -294,7 +296,7 @@ func serveCommand() *cli.Command {
 				MaxStreams: c.Int("max-streams"), Log: log,
 				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),
 				AllowClassic: c.Bool("allow-classic"), AllowPlainData: c.Bool("plain-data"),
-				RefuseCompression: c.Bool("no-compression"), Congestion: c.String("congestion"),
+				RefuseCompression: c.Bool("no-compression"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 				DataFromAnyAddress: c.Bool("data-from-any-address"),
 				MaxSessions:        c.Int("max-sessions"), MaxSessionsPerAddr: c.Int("max-sessions-per-addr"),
 				IdleTimeout: c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"),
@@ -305,6 +307,12 @@ func serveCommand() *cli.Command {
 			}
 			fmt.Fprintf(os.Stderr, "kerf: serving %s on %s (data %s), TLS 1.3\nkerf: server key fingerprint %s\n",
 				c.String("root"), srv.Addr(), srv.DataAddr(), id.Fingerprint)
+			if q := srv.QUICAddr(); q != nil {
+				fmt.Fprintf(os.Stderr, "kerf: QUIC data channel on udp %s\n", q)
+			}
+			if w := srv.QUICWarning(); w != "" {
+				fmt.Fprintf(os.Stderr, "kerf: QUIC: %s\n", w)
+			}
 			if c.Bool("allow-classic") {
 				fmt.Fprintln(os.Stderr, "kerf: WARNING: --allow-classic: plain Kermit clients' passwords and file data cross the network in clear")
 			}
@@ -478,12 +486,16 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 	})
 }
 
-// noteCompressRefused says on stderr when --compress was asked for but
-// the data went as it is: the server refuses it (--no-compression) or
-// is a kerf from before compression. Not an error: the files arrived.
-func noteCompressRefused(c *cli.Context, cl *control.Client) {
+// noteRefused says on stderr when --compress or --quic was asked for
+// but the server did not agree: it refuses compression
+// (--no-compression), does not listen for QUIC (no --quic), or is an
+// older kerf. Not an error: the files arrived, the other way.
+func noteRefused(c *cli.Context, cl *control.Client) {
 	if c.Bool("compress") && cl.Dual() && !cl.DataCompressed() {
 		fmt.Fprintln(os.Stderr, "kerf: the server did not agree to --compress (it refuses it, or is an older kerf): the data went uncompressed")
+	}
+	if c.Bool("quic") && cl.Dual() && !cl.DataOverQUIC() {
+		fmt.Fprintln(os.Stderr, "kerf: the server does not offer QUIC (kerf serve --quic): the data went over TCP")
 	}
 }
 
@@ -578,6 +590,7 @@ func sendCommand() *cli.Command {
 			rep.skippedLocal(w.skipped)
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().BytesSent, cl.DataCompressed() }
+			rep.channel = cl.DataChannel
 			if rdir != "" && rdir != "/" {
 				if _, err := cl.Generic(c.Context, 'm', rdir); err != nil {
 					return transferErr(fmt.Errorf("remote mkdir %s: %w", rdir, err))
@@ -587,7 +600,7 @@ func sendCommand() *cli.Command {
 				}
 			}
 			sendErr := cl.Send(c.Context, files)
-			noteCompressRefused(c, cl)
+			noteRefused(c, cl)
 			return rep.end(sendErr, false)
 		}),
 	}
@@ -655,8 +668,9 @@ func getCommand() *cli.Command {
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().WireBytesReceived, cl.DataCompressed() }
+			rep.channel = cl.DataChannel
 			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
-			noteCompressRefused(c, cl)
+			noteRefused(c, cl)
 			return rep.end(err, true)
 		}),
 	}

@@ -40,6 +40,8 @@ type reporter struct {
 	// connections, and says whether they travelled compressed (it is
 	// known once the data connections are open).
 	wire func() (int64, bool)
+	// channel names what carried the data (control.Client.DataChannel).
+	channel func() string
 }
 
 func newReporter(c *cli.Context, totalBytes int64) *reporter {
@@ -74,6 +76,7 @@ type jsonEvent struct {
 	Reason  string  `json:"reason,omitempty"` // file_skipped
 	Rate    float64 `json:"bytes_per_second,omitempty"`
 	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
+	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; none: in-band)
 }
 
 func (r *reporter) event(e kermit.Event) {
@@ -232,6 +235,9 @@ func (r *reporter) finish(err error) error {
 	}
 	if r.json != nil {
 		ev := jsonEvent{Event: "done", Bytes: r.done, Seconds: secs, Rate: rate, Wire: wire}
+		if r.channel != nil {
+			ev.Data = r.channel()
+		}
 		if err != nil {
 			ev.Event, ev.Error = "error", err.Error()
 			err = &jsonReported{err}

@@ -1,0 +1,77 @@
+package control_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"kerf/control"
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// QUIC is agreed in the extension field: the data channel is QUIC
+// streams only when the client asks and the server listens for QUIC;
+// otherwise the client's data goes over TCP as before. QUIC is always
+// encrypted, so a client asking for plaintext too gets QUIC.
+func TestDataOverQUIC(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ask, listen   bool
+		plain         bool
+		wantQUIC      bool
+		wantEncrypted bool
+	}{
+		{"asked, offered", true, true, false, true, true},
+		{"asked with plaintext, offered", true, true, true, true, true},
+		{"asked, server without QUIC", true, false, false, false, true},
+		{"asked with plaintext, server without QUIC", true, false, true, false, false},
+		{"not asked, offered", false, true, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, back := t.TempDir(), t.TempDir()
+			srv := startServerWith(t, root, func(c *control.ServerConfig) {
+				c.QUIC = tc.listen
+				c.AllowPlainData = true
+			})
+			if (srv.QUICAddr() != nil) != tc.listen {
+				t.Fatalf("QUIC address %v with QUIC %v", srv.QUICAddr(), tc.listen)
+			}
+			ctx := ctxT(t)
+			cl := dialT(t, ctx, clientConfig(srv, func(c *control.ClientConfig) {
+				c.QUIC, c.PlainData, c.Streams = tc.ask, tc.plain, 3
+			}))
+			big, small := rnd(5<<20+7, 3), rnd(1000, 4)
+			if err := cl.Send(ctx, []kermit.OutgoingFile{memFile("big.bin", big), memFile("small.bin", small), memFile("empty", nil)}); err != nil {
+				t.Fatal(err)
+			}
+			if cl.DataOverQUIC() != tc.wantQUIC {
+				t.Fatalf("data over QUIC = %v, want %v", cl.DataOverQUIC(), tc.wantQUIC)
+			}
+			if cl.DataEncrypted() != tc.wantEncrypted {
+				t.Fatalf("data encrypted = %v, want %v", cl.DataEncrypted(), tc.wantEncrypted)
+			}
+			if st := cl.DataStats(); st.BytesSent != int64(len(big)+len(small)) {
+				t.Fatalf("data path sent %d bytes, want %d", st.BytesSent, len(big)+len(small))
+			}
+			for name, data := range map[string][]byte{"big.bin": big, "small.bin": small, "empty": nil} {
+				if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("server copy of %s differs (%v)", name, err)
+				}
+			}
+			// And back, on the same data channel.
+			store, err := filestore.Open(back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if err := cl.Get(ctx, "big.bin", false, store); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(filepath.Join(back, "big.bin")); err != nil || !bytes.Equal(got, big) {
+				t.Fatalf("fetched big.bin differs (%v)", err)
+			}
+		})
+	}
+}

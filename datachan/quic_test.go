@@ -1,0 +1,150 @@
+package datachan
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// quicPair returns a Listener serving QUIC streams (joined with a TCP
+// listener, as a server runs them) and TLS configurations for both ends.
+func quicPair(t *testing.T) (l *Listener, q *QUICListener, client *tls.Config) {
+	t.Helper()
+	cert := selfSignedCert(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert.Leaf)
+	q, err := ListenQUIC("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}}, 2*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = NewListener(JoinListeners(tcp, q), nil)
+	t.Cleanup(func() { l.Close() })
+	return l, q, &tls.Config{RootCAs: pool}
+}
+
+func TestQUICPairAndTransfer(t *testing.T) {
+	l, q, conf := quicPair(t)
+	ctx := testContext(t)
+	tok := NewToken()
+	pend := l.Expect(tok, loopback, 3, time.Minute)
+	cc, err := DialQUIC(ctx, q.Addr().String(), tok, 3, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := pend.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cc {
+		if _, ok := cc[i].(*QUICStream); !ok {
+			t.Fatalf("client conn %d is %T", i, cc[i])
+		}
+		if _, ok := sc[i].(*QUICStream); !ok {
+			t.Fatalf("server conn %d is %T", i, sc[i])
+		}
+	}
+	a, b := NewPath(cc, WithBlockSize(4096)), NewPath(sc, WithBlockSize(4096))
+	transfer(t, a, b, 1, randomData(1, 1_000_000))
+	transfer(t, b, a, 2, randomData(2, 50_000))
+	// Closing one end's Path ends the QUIC connection: the other's
+	// streams read the orderly end, as after a TCP close.
+	a.Close()
+	select {
+	case <-b.Failed():
+		if err := b.Err(); !errors.Is(err, ErrConnLost) {
+			t.Fatalf("receiver's error after the sender closed: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer's Path did not notice the QUIC connection ending")
+	}
+	b.Close()
+}
+
+func TestQUICPairingRefused(t *testing.T) {
+	l, q, conf := quicPair(t)
+	ctx := testContext(t)
+	l.Expect(NewToken(), loopback, 1, time.Minute)
+	_, err := DialQUIC(ctx, q.Addr().String(), NewToken(), 1, conf)
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("wrong token over QUIC: %v, want ErrRefused", err)
+	}
+	// From another address than the control connection's.
+	tok := NewToken()
+	l.Expect(tok, net.IPv4(192, 0, 2, 1), 1, time.Minute)
+	if _, err := DialQUIC(ctx, q.Addr().String(), tok, 1, conf); !errors.Is(err, ErrRefused) {
+		t.Fatalf("QUIC stream from the wrong address: %v, want ErrRefused", err)
+	}
+	// A client that does not trust the server's certificate.
+	tok = NewToken()
+	l.Expect(tok, loopback, 1, time.Minute)
+	if _, err := DialQUIC(ctx, q.Addr().String(), tok, 1, &tls.Config{}); err == nil {
+		t.Fatal("untrusted certificate accepted over QUIC")
+	}
+	if l.Refused() < 2 {
+		t.Fatalf("refused %d streams, want at least 2", l.Refused())
+	}
+}
+
+// A damaged block still comes again over QUIC: the CRC-32C check is the
+// data path's, whatever the transport.
+func TestQUICDamagedBlockResent(t *testing.T) {
+	l, q, conf := quicPair(t)
+	ctx := testContext(t)
+	tok := NewToken()
+	pend := l.Expect(tok, loopback, 2, time.Minute)
+	cc, err := DialQUIC(ctx, q.Addr().String(), tok, 2, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := pend.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := new(damage)
+	for i := range sc {
+		sc[i] = &damageConn{Conn: sc[i], block: 3, damage: d}
+	}
+	a, b := NewPath(cc, WithBlockSize(8192)), NewPath(sc, WithBlockSize(8192))
+	defer a.Close()
+	defer b.Close()
+	transfer(t, a, b, 1, randomData(3, 300_000))
+	if !d.didDamage() {
+		t.Fatal("nothing was damaged")
+	}
+	if st := a.Stats(); st.BlocksResent == 0 {
+		t.Fatalf("no block was re-sent: %+v", st)
+	}
+}
+
+// A QUIC connection that opens no stream is closed after the handshake
+// time, and so is one whose only stream failed its hello.
+func TestQUICIdleConnectionClosed(t *testing.T) {
+	before := runtime.NumGoroutine()
+	l, q, conf := quicPair(t)
+	ctx := testContext(t)
+	c, err := quic.DialAddr(ctx, q.Addr().String(), quicTLS(conf), quicConfig(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	select {
+	case <-c.Context().Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("a QUIC connection without streams stays open")
+	}
+	if held := time.Since(start); held < time.Second {
+		t.Fatalf("closed after %v, before the 2 s handshake time", held)
+	}
+	l.Close() // and with it q
+	checkGoroutines(t, before)
+}

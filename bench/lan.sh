@@ -24,6 +24,8 @@
 #   kerf-b    kerf send/serve of the binary KERF_B, plaintext: to compare
 #             two builds side by side (not in the default TOOLS)
 #   kerf-tls-b  the same with TLS on the data connections
+#   kerf-quic the data channel over QUIC (serve --quic, send --quic; not
+#             in the default TOOLS)
 # Cases: big (one 1 GiB random file), small (2,000 files of 16 KiB in 20
 # directories), medium (200 files of 4 MiB).
 #
@@ -232,7 +234,7 @@ now() { date +%s.%N; }
 SERVER_PID=
 port_of() { # tool
 	local i=0
-	for t in raw ftp scp rsync ckermit kerf kerf-tls kerf-b kerf-tls-b; do
+	for t in raw ftp scp rsync ckermit kerf kerf-tls kerf-b kerf-tls-b kerf-quic; do
 		[ "$t" = "$1" ] && { echo $((PORT0 + 10 * i)); return; }
 		i=$((i + 1))
 	done
@@ -330,7 +332,7 @@ start_kerf() { # tool
 	local p; p=$(port_of "$1")
 	local extra=() bin; bin=$(kerf_bin "$1")
 	kerf_flags "$bin"
-	case $1 in kerf-tls | kerf-tls-b) ;; *) extra=("${SERVE_PLAIN[@]}") ;; esac
+	case $1 in kerf-tls | kerf-tls-b) ;; kerf-quic) extra=(--quic) ;; *) extra=("${SERVE_PLAIN[@]}") ;; esac
 	if [ "$AUTH" = 1 ]; then
 		local state=$KERF_STATE-$1 fp
 		mkdir -p "$state"
@@ -425,7 +427,7 @@ run_one() { # tool case rep
 			-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$what" root@127.0.0.1:"$DST/") ;;
 	rsync)
 		cli=(rsync -a --whole-file "$what" rsync://127.0.0.1:"$p"/dst/) ;;
-	kerf | kerf-tls | kerf-b | kerf-tls-b)
+	kerf | kerf-tls | kerf-b | kerf-tls-b | kerf-quic)
 		kerf_cli "$tool" "$cs" send "$what" 127.0.0.1:"$p" ;;
 	esac
 	fi
@@ -470,7 +472,7 @@ kerf_cli() { # tool case send|get from to
 	kerf_flags "$bin"
 	local extra=("${SEND_EXTRA[@]}")
 	[ -z "$KERF_STREAMS" ] || extra+=(--streams "$KERF_STREAMS")
-	case $1 in kerf-tls | kerf-tls-b) ;; *) extra+=("${SEND_PLAIN[@]}") ;; esac
+	case $1 in kerf-tls | kerf-tls-b) ;; kerf-quic) extra+=(--quic) ;; *) extra+=("${SEND_PLAIN[@]}") ;; esac
 	[ "$2" = big ] || extra+=(-r)
 	cli=("$bin" -q "$3" "${extra[@]}" "$4" "$5")
 	# Key login: no password in the environment, so the key is used.
@@ -500,7 +502,7 @@ get_cmds() { # tool case name port log
 			-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR root@127.0.0.1:"$DST/$name" "$PULL/") ;;
 	rsync)
 		cli=(rsync -a --whole-file rsync://127.0.0.1:"$p"/dst/"$name" "$PULL/") ;;
-	kerf | kerf-tls | kerf-b | kerf-tls-b)
+	kerf | kerf-tls | kerf-b | kerf-tls-b | kerf-quic)
 		kerf_cli "$tool" "$cs" get 127.0.0.1:"$p"/"$name" "$PULL" ;;
 	ckermit) cli=(false) ;; # no row in this direction (run_one's caller skips it)
 	esac
@@ -532,7 +534,7 @@ for tool in $TOOLS; do
 			continue
 		fi
 		start_kerf "$tool" ;;
-	kerf | kerf-b | kerf-tls-b) start_kerf "$tool" ;;
+	kerf | kerf-b | kerf-tls-b | kerf-quic) start_kerf "$tool" ;;
 	ftp | scp | rsync) "start_$tool" ;;
 	raw | ckermit) SERVER_PID= ;;
 	*) die "unknown tool $tool" ;;
@@ -561,7 +563,7 @@ done
 for tool in "${RUN_TOOLS[@]}"; do
 	SERVER_PID=${SERVER[$tool]}
 	case $tool in
-	kerf | kerf-tls | kerf-b | kerf-tls-b) stop_kerf "$tool" ;;
+	kerf | kerf-tls | kerf-b | kerf-tls-b | kerf-quic) stop_kerf "$tool" ;;
 	ftp | scp | rsync) "stop_$tool" ;;
 	esac
 done

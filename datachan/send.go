@@ -75,7 +75,19 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		l := min(bs, end-pos)
 		f, c, err := p.readBlock(src, zc, id, pos, l)
 		if err != nil {
-			return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, pos, err)
+			// The file, not the path, failed (it shrank, say): the
+			// blocks already queued go out first, so that the engine's
+			// next packets (a Z that discards the file) follow them.
+			err = fmt.Errorf("datachan: reading file %d at %d: %w", id, pos, err)
+			job.finish()
+			select {
+			case <-job.done:
+			case <-ctx.Done():
+				job.abandoned.Store(true)
+			case <-p.failed:
+				job.abandoned.Store(true)
+			}
+			return 0, err
 		}
 		crc = framing.CombineCRC32C(crc, c, l)
 		if pos == off && l == n && p.writeInline(f) {

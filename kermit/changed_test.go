@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"kerf/kermit"
@@ -58,6 +60,71 @@ func TestFileChangedWhileSentIsNotStored(t *testing.T) {
 				t.Errorf("grows.log stored (%v); want it discarded", err)
 			}
 			checkFiles(t, dst, []testFile{{"steady.bin", randomBytes(5000, 8)}})
+		})
+	}
+}
+
+// A file cut short while it is sent (a log rotated by copytruncate)
+// cannot even be read to its announced end: that one file is dropped,
+// with a reason naming the change, and the group goes on, whether it was
+// one block (batched small files) or many, classic or dual.
+func TestFileShrunkWhileSentFailsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dual bool
+		size int
+	}{
+		{"classic", false, 300_000},
+		{"dual, many blocks", true, 5 << 20},
+		{"dual, one small block", true, 20_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, []testFile{{"first.bin", randomBytes(7000, 1)}, {"shrinks.log", randomBytes(tc.size, 7)}, {"steady.bin", randomBytes(5000, 8)}})
+			p := filepath.Join(src, "shrinks.log")
+			open := out[1].Open
+			out[1].Open = func() (kermit.FileReader, error) {
+				r, err := open()
+				if err == nil {
+					if err := os.Truncate(p, int64(tc.size/3)); err != nil {
+						t.Error(err)
+					}
+				}
+				return r, err
+			}
+			scfg := kermit.DefaultConfig()
+			var mu sync.Mutex
+			var why []string
+			scfg.Events = func(e kermit.Event) {
+				if e.Kind == kermit.FileFailed {
+					mu.Lock()
+					why = append(why, e.Name+": "+e.Err.Error())
+					mu.Unlock()
+				}
+			}
+			var serr, rerr error
+			if tc.dual {
+				_, serr, rerr = dualTransfer(t, scfg, kermit.DefaultConfig(), out, dst)
+			} else {
+				a, b := link(t, 0, 1)
+				serr, rerr, _ = transfer(t, a, b, scfg, kermit.DefaultConfig(), out, dst)
+			}
+			var ge *kermit.GroupError
+			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "shrinks.log" {
+				t.Fatalf("send: %v; want a group error naming shrinks.log only", serr)
+			}
+			mu.Lock()
+			if len(why) != 1 || !strings.Contains(why[0], "changed while it was being sent") {
+				t.Errorf("failures reported: %q; want one, naming the change", why)
+			}
+			mu.Unlock()
+			if rerr != nil {
+				t.Fatalf("receive: %v", rerr)
+			}
+			if _, err := os.Stat(filepath.Join(dst, "shrinks.log")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("shrinks.log stored (%v); want it discarded", err)
+			}
+			checkFiles(t, dst, []testFile{{"first.bin", randomBytes(7000, 1)}, {"steady.bin", randomBytes(5000, 8)}})
 		})
 	}
 }

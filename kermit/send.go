@@ -325,9 +325,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	var moved int64
 	if dual {
 		n := f.Size - off
-		var src io.ReaderAt = r
+		src := &sourceAt{r: r}
 		if s.cfg.Events != nil {
-			src = &progressReaderAt{r: r, report: s.progress(f.Name, f.Size, true)}
+			src.report = s.progress(f.Name, f.Size, true)
 		}
 		if n >= eagerFlushSize {
 			// Let the receiver Expect the file before its blocks come,
@@ -339,6 +339,27 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			}
 		}
 		crc, err := s.data.SendFile(ctx, id, src, off, n)
+		if err != nil && src.failed.Load() && !s.dataFailed() {
+			// Reading the file failed, not the data path (the file
+			// shrank while it was sent, say): that file is dropped, as a
+			// changed one is, and the group goes on.
+			why := changedWhileSent(r, f)
+			if why == nil {
+				why = fmt.Errorf("%s could not be read while it was being sent: %w; not stored", f.Name, err)
+			}
+			zs, qerr := s.queue(ctx, 'Z', s.discardZ(why), 0)
+			if qerr != nil {
+				return qerr
+			}
+			closeR = false // the Z's ACK closes it
+			zs.onAck = func([]byte) error {
+				s.data.Release(id)
+				r.Close()
+				return nil
+			}
+			s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
+			return &skipError{why}
+		}
 		if err != nil {
 			return s.peerReason(ctx, fmt.Errorf("kermit: sending %s: %w", f.Name, err))
 		}
@@ -783,22 +804,45 @@ func (s *Session) progress(name string, size int64, sending bool) func(n int64) 
 	}
 }
 
-// progressReaderAt counts what the data channel reads from a file.
-type progressReaderAt struct {
-	r      io.ReaderAt
-	report func(int64)
+// dataFailed reports whether the data path has failed (as far as it
+// says: DataFailure).
+func (s *Session) dataFailed() bool {
+	df, ok := s.data.(DataFailure)
+	if !ok {
+		return false
+	}
+	select {
+	case <-df.Failed():
+		return true
+	default:
+		return false
+	}
 }
 
-func (p *progressReaderAt) ReadAt(b []byte, off int64) (int, error) {
+// sourceAt is what the data channel reads a file through: it counts
+// progress (report, if set) and notes a read that came short or failed,
+// which fails the file rather than the data path.
+type sourceAt struct {
+	r      io.ReaderAt
+	report func(int64)
+	failed atomic.Bool
+}
+
+func (p *sourceAt) ReadAt(b []byte, off int64) (int, error) {
 	n, err := p.r.ReadAt(b, off)
-	p.report(int64(n))
+	if p.report != nil {
+		p.report(int64(n))
+	}
+	if n < len(b) {
+		p.failed.Store(true)
+	}
 	return n, err
 }
 
 // File lets the data channel send the file's blocks with sendfile
 // (datachan.FileSource); it still reads them through ReadAt, which
 // counts them.
-func (p *progressReaderAt) File() *os.File {
+func (p *sourceAt) File() *os.File {
 	switch r := p.r.(type) {
 	case *os.File:
 		return r

@@ -76,3 +76,31 @@ func TestCreateAfterAbortKeep(t *testing.T) {
 		t.Errorf("Abort(false) left the partial: %v", err)
 	}
 }
+
+// A name held by a session that ends a moment later (a killed client's,
+// whose end the server sees late) is taken once it is free, rather than
+// refused at once: the rerun of a killed send resumes it.
+func TestCreateWaitsForASessionEnding(t *testing.T) {
+	root := t.TempDir()
+	d1, _ := filestore.Open(root)
+	defer d1.Close()
+	d2, _ := filestore.Open(root)
+	defer d2.Close()
+	a, err := d1.Create("z.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WriteAt([]byte("kept part"), 0)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		a.Abort(true)
+	}()
+	b, err := d2.Create("z.bin")
+	if err != nil {
+		t.Fatalf("Create of a name whose holder ends: %v", err)
+	}
+	defer b.Abort(false)
+	if size, _, _ := b.Partial(); size != int64(len("kept part")) {
+		t.Errorf("the partial the first session kept has %d bytes here", size)
+	}
+}

@@ -35,6 +35,17 @@ import (
 // "..", or contain control characters.
 var ErrUnsafeName = errors.New("filestore: unsafe file name")
 
+// A name another session holds is tried again every busyPoll, for at
+// most busyGrace over a Dir's life (a session's), before Create says
+// ErrBusy: enough for a server to see the end of a killed client's
+// session (QA: up to 0.3 s) when the client is run again at once, and
+// bounded, so that two live sessions sending the same names do not wait
+// on each other file after file.
+const (
+	busyGrace = 2 * time.Second
+	busyPoll  = 25 * time.Millisecond
+)
+
 // ErrBusy is returned by Create for a name another session is receiving.
 var ErrBusy = errors.New("filestore: file is being received by another session")
 
@@ -73,9 +84,12 @@ func isPartName(name string) bool {
 
 // Dir is a directory tree files are received into and served from.
 type Dir struct {
-	root     *os.Root
-	cwd      string // relative to root, "." at the top
-	ReadOnly bool
+	root *os.Root
+	cwd  string // relative to root, "." at the top
+	// busyWaited is how long Create has waited, in all, for names that
+	// another session held (see busyGrace).
+	busyWaited time.Duration
+	ReadOnly   bool
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
 	Flat bool
@@ -581,6 +595,16 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 				d.putDir(h)
 				if lerr != nil {
 					return nil, fmt.Errorf("filestore: locking %s: %w", rel, lerr)
+				}
+				if d.busyWaited < busyGrace {
+					// Most often a session whose client just died and
+					// whose end the server has not seen yet: the rerun
+					// comes within a fraction of a second. Open afresh
+					// after the wait: the holder may rename or remove
+					// the partial.
+					time.Sleep(busyPoll)
+					d.busyWaited += busyPoll
+					continue
 				}
 				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
 			}

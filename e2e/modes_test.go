@@ -41,3 +41,34 @@ func TestModesSurvive(t *testing.T) {
 		}
 	}
 }
+
+// A resume skips a file the receiver has whole, but a mode changed on
+// the sender's side since still arrives (rsync -a does the same): a file
+// made private at the source must not stay readable at the destination.
+// Both directions.
+func TestResumeSkipKeepsNewMode(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "tree", "key"), randomBytes(5000, 1))
+	writeFile(t, filepath.Join(local, "tree", "other"), randomBytes(7000, 2))
+	os.Chmod(filepath.Join(local, "tree", "key"), 0o644)
+	mustRun(t, srv, local, nil, "send", "-r", "tree", srv.addr)
+	os.Chmod(filepath.Join(local, "tree", "key"), 0o600)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "-r", "tree", srv.addr)
+	if n := len(eventsNamed(parseEvents(t, r.stdout), "file_skipped")); n != 2 {
+		t.Fatalf("send --resume: %d files skipped, want both:\n%s", n, r.stdout)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "tree", "key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("server's key after send --resume: %v %v, want mode 0600", fi.Mode(), err)
+	}
+
+	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "tree"), ".")
+	os.Chmod(filepath.Join(root, "tree", "other"), 0o640)
+	r = mustRun(t, srv, back, []string{"--json"}, "get", "--resume", "-r", target(srv.addr, "tree"), ".")
+	if n := len(eventsNamed(parseEvents(t, r.stdout), "file_skipped")); n != 2 {
+		t.Fatalf("get --resume: %d files skipped, want both:\n%s", n, r.stdout)
+	}
+	if fi, err := os.Stat(filepath.Join(back, "tree", "other")); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("fetched other after get --resume: %v %v, want mode 0640", fi.Mode(), err)
+	}
+}

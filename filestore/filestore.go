@@ -737,6 +737,24 @@ func (in *incoming) Existing() (int64, time.Time, bool) {
 	return st.Size, time.Unix(st.Mtim.Sec, st.Mtim.Nsec), true
 }
 
+// KeepExisting sets the permission bits of the file already under the
+// final name to perm (kermit.ExistingKeeper): a resume that finds the
+// file whole does not send it, but a mode changed since still arrives,
+// as with rsync -a.
+func (in *incoming) KeepExisting(perm fs.FileMode) error {
+	st, err := in.h.lstat(in.d, in.base)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("filestore: %s is not a regular file", in.final)
+	}
+	if fs.FileMode(st.Mode)&fs.ModePerm == perm.Perm() {
+		return nil
+	}
+	if err := in.d.writable("chmod"); err != nil {
+		return err
+	}
+	return in.h.chmodAt(in.d, in.base, uint32(perm.Perm()), unix.S_IFREG)
+}
+
 func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	in.empty.Store(false)
 	in.touched.Store(true)
@@ -1727,9 +1745,6 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 // directory (a link swapped in between the two calls is the window
 // left, inside the tree).
 func (h *dirHandle) chmodDir(d *Dir, name string, mode fs.FileMode) error {
-	if err := plainName(name); err != nil {
-		return err
-	}
 	m := uint32(mode.Perm())
 	if mode&fs.ModeSetgid != 0 {
 		m |= unix.S_ISGID
@@ -1737,15 +1752,27 @@ func (h *dirHandle) chmodDir(d *Dir, name string, mode fs.FileMode) error {
 	if mode&fs.ModeSticky != 0 {
 		m |= unix.S_ISVTX
 	}
+	return h.chmodAt(d, name, m, unix.S_IFDIR)
+}
+
+// chmodAt sets the mode bits m of name in this directory, which must be
+// of type typ (unix.S_IFDIR, unix.S_IFREG), as chmodDir does.
+func (h *dirHandle) chmodAt(d *Dir, name string, m, typ uint32) error {
+	if err := plainName(name); err != nil {
+		return err
+	}
 	return h.atDir(d, func(dirfd int) error {
 		err := unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW)
 		if err == unix.EOPNOTSUPP {
 			var st unix.Stat_t
 			if err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-				if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-					err = unix.ENOTDIR
-				} else {
+				switch {
+				case st.Mode&unix.S_IFMT == typ:
 					err = unix.Fchmodat(dirfd, name, m, 0)
+				case typ == unix.S_IFDIR:
+					err = unix.ENOTDIR
+				default:
+					err = unix.EINVAL
 				}
 			}
 		}

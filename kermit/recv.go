@@ -378,6 +378,11 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		}
 		if s.neg.skipWhole && s.alreadyThere(cur) {
 			// A resumed tree re-sends no file that arrived whole before.
+			if k, ok := cur.inc.(ExistingKeeper); ok && cur.attrs.Perm >= 0 {
+				if err := k.KeepExisting(fs.FileMode(cur.attrs.Perm) & fs.ModePerm); err != nil {
+					s.cfg.Log.Warn("could not set the mode of a file already there", "name", cur.name, "err", err)
+				}
+			}
 			cur.inc.Abort(false)
 			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
 			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
@@ -522,6 +527,14 @@ func (s *Session) refusalText(why error) []byte {
 // under the final name, if any (a regular file).
 type ExistingFile interface {
 	Existing() (size int64, mod time.Time, ok bool)
+}
+
+// ExistingKeeper is an optional extension of an ExistingFile: a file a
+// resume finds whole is not sent again, but takes the sender's
+// permission bits (a mode changed since still arrives, as with rsync
+// -a).
+type ExistingKeeper interface {
+	KeepExisting(perm fs.FileMode) error
 }
 
 // ErrAlreadyThere is why a resumed file is not sent again: the receiver

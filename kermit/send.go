@@ -63,6 +63,7 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 	s.cancelGroup.Store(false)
 	s.groupFailed = nil
 	s.sending = s.sending[:0]
+	s.zQueued = s.zQueued[:0]
 	var next, begun int // the file under way; files[begun:] were not begun
 	defer func() {
 		// Files begun and not ended when the group fails did not get
@@ -72,8 +73,13 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 			// The error may name another file (the one whose data
 			// failed): say it is the transfer's.
 			why := fmt.Errorf("not sent, the transfer having stopped: %w", err)
+			unsure := fmt.Errorf("not confirmed: its data and end went out, but the transfer stopped before the receiver answered (it may or may not have stored it; --resume finds out): %w", err)
 			for _, name := range slices.Clone(s.sending) {
-				s.event(Event{Kind: FileFailed, Name: name, Err: why, Sending: true})
+				e := Event{Kind: FileFailed, Name: name, Err: why, Sending: true}
+				if slices.Contains(s.zQueued, name) {
+					e.Err = unsure
+				}
+				s.event(e)
 			}
 			s.notBegun(files[begun:], s.sending)
 		}
@@ -378,6 +384,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if err != nil {
 			return err
 		}
+		if !gaveUp {
+			s.zQueued = append(s.zQueued, f.Name)
+		}
 		closeR = false // the Z's ACK closes it
 		if gaveUp {
 			s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true})
@@ -422,6 +431,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	zs, err := s.queue(ctx, 'Z', zdata, 0)
 	if err != nil {
 		return err
+	}
+	if len(zdata) == 0 || zdata[0] != 'D' {
+		s.zQueued = append(s.zQueued, f.Name)
 	}
 	var why error
 	zs.onAck = func(data []byte) error {

@@ -1799,7 +1799,18 @@ func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return rel, d.root.MkdirAll(rel, mode)
+	if err := d.root.MkdirAll(rel, mode); err != nil {
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.ENOTDIR) {
+			// MkdirAll's "file exists" names no culprit: say which.
+			for p := rel; p != "." && p != "/"; p = path.Dir(p) {
+				if fi, serr := d.root.Lstat(p); serr == nil && !fi.IsDir() {
+					return "", fmt.Errorf("filestore: %s exists and is not a directory", p)
+				}
+			}
+		}
+		return "", err
+	}
+	return rel, nil
 }
 
 // Rmdir removes an empty directory.

@@ -327,3 +327,18 @@ func TestCreateRefusesDirectoryName(t *testing.T) {
 		t.Error("dir made")
 	}
 }
+
+// Making a directory where a file is says which name is the file, not
+// only "file exists".
+func TestMkdirOverFileNamesIt(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644)
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	for _, name := range []string{"f", "f/sub", "f/sub/deeper"} {
+		err := d.Mkdir(name)
+		if err == nil || !strings.Contains(err.Error(), "f exists and is not a directory") {
+			t.Errorf("Mkdir(%q) = %v, want it to name f as not a directory", name, err)
+		}
+	}
+}

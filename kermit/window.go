@@ -197,6 +197,7 @@ func (s *Session) stream(ctx context.Context, data []byte, fileBytes int) error 
 		return err
 	}
 	s.stats.PacketsSent++
+	s.occupyLine(len(s.c.scratch))
 	// Catch an E or a cancel without waiting for anything.
 	for {
 		select {
@@ -266,13 +267,7 @@ func (s *Session) transmit(sl *slot) error {
 	sl.sentAt = time.Now()
 	sl.expect = sl.sentAt
 	if s.cfg.LineSpeed > 0 {
-		// Model the line as a queue draining at its speed, so a packet
-		// waiting behind a window of others is not timed out early.
-		if s.linkFree.Before(sl.sentAt) {
-			s.linkFree = sl.sentAt
-		}
-		s.linkFree = s.linkFree.Add(lineTime(len(sl.wire), s.cfg.LineSpeed))
-		sl.expect = s.linkFree
+		sl.expect = s.occupyLine(len(sl.wire))
 	}
 	s.stats.PacketsSent++
 	if sl.sends > 1 {
@@ -281,6 +276,23 @@ func (s *Session) transmit(sl *slot) error {
 		s.adapt.sent(len(sl.wire))
 	}
 	return s.c.writeRaw(sl.wire)
+}
+
+// occupyLine counts n bytes just written into the model of a line of
+// known speed (LineSpeed) as a queue draining at that speed, and returns
+// when they will have crossed it: a packet waiting behind a window of
+// others, or behind streamed D packets, which have no slot, is then not
+// timed out early. Without a known speed it returns now.
+func (s *Session) occupyLine(n int) time.Time {
+	now := time.Now()
+	if s.cfg.LineSpeed <= 0 {
+		return now
+	}
+	if s.linkFree.Before(now) {
+		s.linkFree = now
+	}
+	s.linkFree = s.linkFree.Add(lineTime(n, s.cfg.LineSpeed))
+	return s.linkFree
 }
 
 // reencode encodes sl again with check chk.

@@ -458,3 +458,25 @@ func gkermitBothWays(t *testing.T, name string, files []peertest.File, gkArgs []
 		peertest.CheckFiles(t, dst, files)
 	})
 }
+
+// Streaming to G-Kermit on a line of real speed: the D packets written
+// ahead fill the line for a while, and the Z's ACK comes only after they
+// have crossed it. kerf timed the Z as if the line were empty, sent it
+// again, and G-Kermit, for which any repeated packet while streaming is
+// fatal, ended the transfer ("Transmission error while streaming").
+func TestStreamingToGKermitAtLineSpeed(t *testing.T) {
+	const baud = 115200
+	files := []peertest.File{{Name: "a.bin", Data: peertest.RandomBytes(25600, 31)}, {Name: "b.txt", Data: []byte("hello\n")}, {Name: "c.bin", Data: peertest.RandomBytes(30000, 32)}}
+	src := t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, baud, 0, 1)
+	gk := peertest.GKermit(t, b, "-i", "-r")
+	cfg := kerfConfig(setting{1, 4000, 1}, baud)
+	cfg.Streaming = true
+	done := runKerf(t, a, baud, cfg, sendKerf(outgoing(src, files)))
+	waitKerf(t, done, "send")
+	if err := gk.Wait(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	peertest.CheckFiles(t, gk.Dir, files)
+}

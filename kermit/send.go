@@ -279,6 +279,10 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			last.onAck = func(data []byte) error {
 				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
 					refused = true
+					if err := s.declined(rp.Reasons); err != nil {
+						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Size: f.Size})
+						return nil
+					}
 					s.groupFailed = append(s.groupFailed, f.Name)
 					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: s.refusal(rp.Reasons), Sending: true})
 				}
@@ -293,6 +297,10 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if resume && s.neg.skipWhole && strings.HasPrefix(reply.Reasons, reasonAlreadyThere) {
 			// Nothing to resume: the receiver has this file whole.
 			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size})
+			return nil
+		}
+		if err := s.declined(reply.Reasons); err != nil {
+			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Size: f.Size})
 			return nil
 		}
 		err := s.refusal(reply.Reasons)
@@ -722,6 +730,24 @@ func (s *Session) fitText(msg string, limit int) []byte {
 		enc, _ = s.neg.out.Encode(enc[:0], b[:n], limit)
 	}
 	return enc
+}
+
+// ErrDeclined is why a file a classic Kermit receiver refused for its
+// name or date was not sent: its file collision setting (C-Kermit's SET
+// FILE COLLISION UPDATE or DISCARD) keeps the copy it has. Like
+// C-Kermit's own sender, kerf counts that as done on purpose, not as a
+// failure.
+var ErrDeclined = errors.New("declined by the receiver, which keeps its own copy")
+
+// declined returns the error of a refusal that is a classic receiver's
+// deliberate skip (first tag "?" name or "#" date, which C-Kermit counts
+// as success: protocol.md §5.2), or nil for any other refusal. kerf
+// never refuses so, and from a kerf peer the tags mean a failure.
+func (s *Session) declined(reasons string) error {
+	if s.neg.peerKerf || reasons == "" || (reasons[0] != '?' && reasons[0] != '#') {
+		return nil
+	}
+	return fmt.Errorf("%w (%s)", ErrDeclined, reasonWords(reasons[:1]))
 }
 
 // refusal describes a refusing A ACK's reasons: the tags, and for a kerf

@@ -6,7 +6,9 @@ package serialfallback_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -479,4 +481,44 @@ func TestStreamingToGKermitAtLineSpeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	peertest.CheckFiles(t, gk.Dir, files)
+}
+
+// A C-Kermit receiver whose SET FILE COLLISION UPDATE keeps a newer copy
+// refuses the file for its date: a skip on purpose, which C-Kermit's own
+// sender counts as success. kerf's send succeeds too, reporting the file
+// as declined, and sends the rest.
+func TestCKermitCollisionUpdateIsNotAFailure(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	old := []byte("the sender's older copy\n")
+	newer := []byte("the receiver's newer copy\n")
+	fresh := peertest.RandomBytes(3000, 41)
+	os.WriteFile(filepath.Join(src, "a.txt"), old, 0o644)
+	os.WriteFile(filepath.Join(src, "b.bin"), fresh, 0o644)
+	os.WriteFile(filepath.Join(dst, "a.txt"), newer, 0o644)
+	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	os.Chtimes(filepath.Join(src, "a.txt"), past, past)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	ck := peertest.CKermit(t, b, "set file collision update\ncd "+dst+"\nreceive", dst)
+	cfg := kerfConfig(setting{31, 4096, 2}, fastBaud)
+	var declined []string
+	cfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileSkipped && errors.Is(e.Err, kermit.ErrDeclined) {
+			declined = append(declined, e.Name)
+		}
+	}
+	files := []kermit.OutgoingFile{}
+	for _, n := range []string{"a.txt", "b.bin"} {
+		p := filepath.Join(src, n)
+		fi, _ := os.Stat(p)
+		files = append(files, kermit.OutgoingFile{Name: n, Size: fi.Size(), ModTime: fi.ModTime(),
+			Open: func() (kermit.FileReader, error) { return openFile(p) }})
+	}
+	waitKerf(t, runKerf(t, a, fastBaud, cfg, sendKerf(files)), "send")
+	if err := ck.Wait(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if len(declined) != 1 || declined[0] != "a.txt" {
+		t.Errorf("declined: %q, want a.txt", declined)
+	}
+	peertest.CheckFiles(t, dst, []peertest.File{{Name: "a.txt", Data: newer}, {Name: "b.bin", Data: fresh}})
 }

@@ -129,14 +129,19 @@ func (r *reporter) event(e kermit.Event) {
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
 	case kermit.FileSkipped, kermit.FileFailed:
-		if errors.Is(e.Err, kermit.ErrAlreadyThere) {
-			// A resume found the file whole: not a failure.
+		if errors.Is(e.Err, kermit.ErrAlreadyThere) || errors.Is(e.Err, kermit.ErrDeclined) {
+			// A resume found the file whole, or a classic receiver's
+			// collision setting kept its copy: not a failure.
 			r.files++
 			if r.json != nil {
 				r.json.Encode(jsonEvent{Event: "file_skipped", Name: e.Name, Size: &size, Reason: e.Err.Error()})
 			} else if r.bar != nil {
 				r.bar.Clear()
-				fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(max(size, 0)), "already there")
+				what := "already there"
+				if errors.Is(e.Err, kermit.ErrDeclined) {
+					what = "declined by the receiver"
+				}
+				fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(max(size, 0)), what)
 			}
 			break
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"kerf/framing"
@@ -197,6 +198,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			name, err := s.decodeString(p.Data)
 			if err != nil {
 				return err
+			}
+			if p.Type == 'F' && !s.neg.peerKerf {
+				name = convertedName(name)
 			}
 			if p.Type == 'F' && (name == "" || !s.neg.peerKerf && strings.Trim(name, " /") == "") {
 				// G-Kermit sends an empty name for one it cannot
@@ -535,6 +539,28 @@ type ExistingFile interface {
 // -a).
 type ExistingKeeper interface {
 	KeepExisting(perm fs.FileMode) error
+}
+
+// convertedName is a classic Kermit peer's file name as kerf stores it:
+// a name in capitals only comes from a sender that converts names to
+// Kermit's "normal form" (G-Kermit's -i and the like send DATA.BIN for
+// data.bin) and is lowercased, as C-Kermit's receiver does by default
+// (SET FILE NAMES CONVERTED); any name with a small letter is kept as it
+// is. A kerf peer's names are always literal.
+func convertedName(name string) string {
+	upper := false
+	for _, r := range name {
+		switch {
+		case unicode.IsLower(r):
+			return name
+		case unicode.IsUpper(r):
+			upper = true
+		}
+	}
+	if !upper {
+		return name
+	}
+	return strings.ToLower(name)
 }
 
 // ErrAlreadyThere is why a resumed file is not sent again: the receiver

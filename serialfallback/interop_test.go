@@ -522,3 +522,23 @@ func TestCKermitCollisionUpdateIsNotAFailure(t *testing.T) {
 	}
 	peertest.CheckFiles(t, dst, []peertest.File{{Name: "a.txt", Data: newer}, {Name: "b.bin", Data: fresh}})
 }
+
+// G-Kermit sending in binary mode converts names to capitals (DATA.BIN
+// for data.bin); kerf stores them in small letters, as C-Kermit's
+// receiver does, and keeps a name with any small letter as it is.
+func TestGKermitCapitalNamesLowered(t *testing.T) {
+	files := []peertest.File{{Name: "data.bin", Data: peertest.RandomBytes(2000, 51)}, {Name: "notes.txt", Data: []byte("x\n")}}
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	done := runKerf(t, a, fastBaud, kerfConfig(setting{1, 94, 1}, fastBaud), receiveKerf(t, dst))
+	gk := peertest.GKermitIn(t, b, src, "-i", "-s", "data.bin", "notes.txt")
+	if err := gk.Wait(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitKerf(t, done, "receive")
+	peertest.CheckFiles(t, dst, files)
+	if _, err := os.Stat(filepath.Join(dst, "DATA.BIN")); err == nil {
+		t.Error("DATA.BIN stored as G-Kermit sent it")
+	}
+}

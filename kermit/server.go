@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"kerf/framing"
 )
@@ -56,10 +58,23 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				// announced to a kerf client). An E now would be read as
 				// the answer to the client's next command.
 			default:
-				s.errorPacket(err.Error())
+				s.errorPacket(peerText(err))
 			}
 		}
 	}
+}
+
+// goOps are the words Go's file errors put before a path ("removeat
+// x: no such file or directory"), and the prefix of kerf's file store:
+// implementation detail in a message a remote user reads.
+var goOps = regexp.MustCompile(`(^|: )(?:filestore: )?(?:openat2?|statat|fstatat|lstat|stat|open|removeat|unlinkat|remove|mkdirat|mkdir|renameat2?|rename|fchmodat|chmod|readdirent|readdir|readlinkat) `)
+
+// peerText is err as a server command's E packet says it: the cause and
+// the name, without the names of system calls ("nonexist.txt: no such
+// file or directory", where the log has "removeat nonexist.txt: ...").
+func peerText(err error) string {
+	msg := goOps.ReplaceAllString(err.Error(), "$1")
+	return strings.ReplaceAll(msg, "filestore: ", "")
 }
 
 var errServerExit = errors.New("kermit: server finished")

@@ -277,8 +277,7 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	}
 	var conns []net.Conn
 	if overQUIC {
-		p, err := strconv.Atoi(qport)
-		if err != nil || p <= 0 || p > 65535 {
+		if p, perr := strconv.Atoi(qport); perr != nil || p <= 0 || p > 65535 {
 			return nil, fmt.Errorf("control: bad QUIC port %q in the server's Send-Init", qport)
 		}
 		if conf == nil {

@@ -30,3 +30,7 @@ func KillClient(c *Client) {
 		c.dual.path.Close()
 	}
 }
+
+// CloseQUIC closes the server's QUIC listener, as a firewall dropping
+// its UDP port would look to clients.
+func CloseQUIC(s *Server) { s.ql.Close() }

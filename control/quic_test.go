@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"kerf/control"
@@ -73,5 +74,19 @@ func TestDataOverQUIC(t *testing.T) {
 				t.Fatalf("fetched big.bin differs (%v)", err)
 			}
 		})
+	}
+}
+
+// A QUIC connection that cannot be made fails the client with its own
+// cause (here: no answer on the UDP port), not with the server's pairing
+// timeout after the client went on with no data connections.
+func TestQUICDialFailureIsTheClients(t *testing.T) {
+	srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) { c.QUIC = true })
+	control.CloseQUIC(srv)
+	ctx := ctxT(t)
+	cl := dialT(t, ctx, clientConfig(srv, func(c *control.ClientConfig) { c.QUIC = true }))
+	err := cl.Send(ctx, []kermit.OutgoingFile{memFile("a.bin", rnd(1000, 5))})
+	if err == nil || !strings.Contains(err.Error(), "QUIC connection to") {
+		t.Fatalf("send over an unanswered QUIC port: %v, want the client's QUIC error", err)
 	}
 }

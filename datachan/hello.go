@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 )
@@ -129,7 +130,7 @@ func pairAll(streams int, open func(i int) (net.Conn, error)) ([]net.Conn, error
 		wg.Go(func() { conns[i], errs[i] = open(i) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := joinErrs(errs); err != nil {
 		for _, c := range conns {
 			if c != nil {
 				c.Close()
@@ -139,6 +140,34 @@ func pairAll(streams int, open func(i int) (net.Conn, error)) ([]net.Conn, error
 	}
 	return conns, nil
 }
+
+// joinErrs is errors.Join on one line: the streams' errors, often the
+// same, separated by "; " (a message printed to a terminal or in an E
+// packet must not break lines).
+func joinErrs(errs []error) error {
+	var out multiErr
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+type multiErr []error
+
+func (m multiErr) Error() string {
+	parts := make([]string, len(m))
+	for i, e := range m {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (m multiErr) Unwrap() []error { return m }
 
 // A DialOption configures the connections Dial opens.
 type DialOption func(*net.Dialer)

@@ -42,9 +42,14 @@ const (
 
 func quicConfig(handshake time.Duration) *quic.Config {
 	return &quic.Config{
-		HandshakeIdleTimeout:       handshake,
-		MaxIdleTimeout:             time.Minute,
-		KeepAlivePeriod:            15 * time.Second, // data connections live as long as the session
+		HandshakeIdleTimeout: handshake,
+		// A peer stopped for a while (SIGSTOP, a paused VM) or a path
+		// that drops everything for a minute must not end the data
+		// connections sooner than TCP would; a dead peer is noticed by
+		// the control connection's end instead (kermit closes the data
+		// path then). Keepalives keep an idle session's connection up.
+		MaxIdleTimeout:             10 * time.Minute,
+		KeepAlivePeriod:            15 * time.Second,
 		InitialStreamReceiveWindow: 1 << 20,
 		MaxStreamReceiveWindow:     quicStreamWindow,
 		MaxConnectionReceiveWindow: quicConnWindow,

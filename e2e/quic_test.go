@@ -103,7 +103,7 @@ func TestQUICInterrupted(t *testing.T) {
 	noFile(t, part)
 
 	// The server dies mid-file. Its QUIC streams would wait out their
-	// idle timeout (a minute) on their own: the client must notice the
+	// idle timeout (ten minutes) on their own: the client must notice the
 	// control connection's end well before.
 	os.Remove(dst)
 	kctx, kcancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"kerf/framing"
 )
@@ -77,10 +78,11 @@ type Path struct {
 	parkedBytes int
 	deferred    map[uint32][]early // blocks of files not expected yet, dropped
 	nDeferred   int
-	damaged     map[blockKey]int // damaged arrivals of blocks not yet received whole
-	resends     []resend         // resend requests from the peer, in order
-	resendReady chan struct{}    // capacity 1: resends is not empty
-	writesDone  *sync.Cond       // on mu: a file's writer finished its run of blocks
+	damaged     map[blockKey]int       // damaged arrivals of blocks not yet received whole
+	resends     []resend               // resend requests from the peer, in order
+	resendReady chan struct{}          // capacity 1: resends is not empty
+	doomed      map[uint32]*time.Timer // files a block of which could not be read again (doom)
+	writesDone  *sync.Cond             // on mu: a file's writer finished its run of blocks
 
 	batchMu                 sync.Mutex // guards the batch of small files' frames
 	batch                   []byte

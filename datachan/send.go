@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"kerf/framing"
 )
@@ -215,7 +216,31 @@ func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) error {
 func (p *Path) Release(id uint32) {
 	p.mu.Lock()
 	delete(p.sources, id)
+	if t := p.doomed[id]; t != nil {
+		t.Stop()
+		delete(p.doomed, id)
+	}
 	p.mu.Unlock()
+}
+
+// doomGrace is how long a file whose block could not be read again (it
+// shrank) has to be released before the Path fails: its engine should
+// have discarded it, but if it had already ended the file normally the
+// receiver waits for that block, and only failing the Path tells it.
+const doomGrace = 20 * time.Second
+
+// doom fails the Path with err unless file id is released within
+// doomGrace.
+func (p *Path) doom(id uint32, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.doomed[id] != nil || p.sources[id] == nil {
+		return
+	}
+	if p.doomed == nil {
+		p.doomed = make(map[uint32]*time.Timer)
+	}
+	p.doomed[id] = time.AfterFunc(doomGrace, func() { p.fail(err) })
 }
 
 // resend is a block the peer asked for again.
@@ -280,7 +305,15 @@ func (p *Path) resendLoop() {
 		f := p.getFrame(int(r.Length))
 		if err := readFullAt(next.src, f.payload, int64(r.Offset)); err != nil {
 			p.putFrame(f)
-			p.fail(fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, r.Offset, err))
+			err = fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, r.Offset, err)
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// The file shrank while it was sent: its engine finds
+				// that out (the file's size changed) and ends the file
+				// with a Z that discards it, whose ACK releases it.
+				p.doom(r.FileID, err)
+				continue
+			}
+			p.fail(err)
 			return
 		}
 		f, _ = p.sealBlock(f, r.FileID, int64(r.Offset))

@@ -128,3 +128,28 @@ func TestFileShrunkWhileSentFailsAlone(t *testing.T) {
 		})
 	}
 }
+
+// A file cut short in the middle of a dual-channel send, after part of
+// it was read: blocks read before the cut may go out padded (sendfile)
+// or be asked for again, and their re-read comes short. That file is
+// dropped, and the group goes on; the data path does not fail.
+func TestFileShrunkMidSendFailsAlone(t *testing.T) {
+	for i := range 3 {
+		src, dst := t.TempDir(), t.TempDir()
+		out := writeFiles(t, src, []testFile{{"first.bin", randomBytes(7000, 1)}, {"shrinks.log", randomBytes(64<<20, 7)}, {"steady.bin", randomBytes(5000, 8)}})
+		p := filepath.Join(src, "shrinks.log")
+		scfg := kermit.DefaultConfig()
+		var once sync.Once
+		scfg.Events = func(e kermit.Event) {
+			if e.Kind == kermit.FileProgress && e.Name == "shrinks.log" && e.Bytes > 16<<20 {
+				once.Do(func() { os.Truncate(p, 8<<20) })
+			}
+		}
+		_, serr, rerr := dualTransfer(t, scfg, kermit.DefaultConfig(), out, dst)
+		var ge *kermit.GroupError
+		if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "shrinks.log" || rerr != nil {
+			t.Fatalf("run %d: send %v, receive %v; want a group error naming shrinks.log only", i, serr, rerr)
+		}
+		checkFiles(t, dst, []testFile{{"first.bin", randomBytes(7000, 1)}, {"steady.bin", randomBytes(5000, 8)}})
+	}
+}

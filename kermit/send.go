@@ -384,6 +384,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		zdata = []byte("C" + strconv.FormatUint(uint64(whole), 16))
 		changed := changedWhileSent(r, f)
+		if changed == nil && src.failed.Load() {
+			// A block read again for the receiver came short: the file
+			// shrank, whatever its size says now.
+			changed = fmt.Errorf("%s changed while it was being sent (a part read again came short); not stored: send it again", f.Name)
+		}
 		if changed != nil && !refused {
 			gaveUp = true
 			zdata = s.discardZ(changed)

@@ -90,6 +90,13 @@ func listenUDP(addr string) (*net.UDPConn, string, error) {
 	return uc, warn, nil
 }
 
+// closeTransport closes tr and its socket uc: a Transport given its
+// socket does not close it (quic-go closes only one it made itself).
+func closeTransport(tr *quic.Transport, uc *net.UDPConn) {
+	tr.Close()
+	uc.Close()
+}
+
 // quicConn counts the streams of one QUIC connection that are in use,
 // and closes the connection when the last is closed (and hold has been
 // dropped): a Path closes its connections one by one, as with TCP.
@@ -104,9 +111,15 @@ func newQUICConn(c *quic.Conn) *quicConn {
 	return qc
 }
 
+// quicLinger is how long a QUIC connection stays up after its last
+// stream closed: closing it sends CONNECTION_CLOSE at once, which drops
+// stream data not yet delivered (a refused stream's status byte, a
+// stream's end), so the connection first gives them a moment.
+const quicLinger = time.Second
+
 func (qc *quicConn) release() {
 	if qc.refs.Add(-1) == 0 {
-		qc.conn.CloseWithError(0, "")
+		time.AfterFunc(quicLinger, func() { qc.conn.CloseWithError(0, "") })
 	}
 }
 
@@ -115,6 +128,9 @@ type QUICStream struct {
 	*quic.Stream
 	qc   *quicConn
 	once sync.Once
+	// wmu is held by Write: quic-go's Close, which sends what is queued
+	// and then the stream's end, may not run beside a Write.
+	wmu sync.Mutex
 }
 
 func (qc *quicConn) stream(s *quic.Stream) *QUICStream {
@@ -130,6 +146,8 @@ func (s *QUICStream) Read(b []byte) (int, error) {
 }
 
 func (s *QUICStream) Write(b []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	n, err := s.Stream.Write(b)
 	return n, quicErr(err)
 }
@@ -146,12 +164,18 @@ func quicErr(err error) error {
 	return err
 }
 
-// Close ends both directions at once, as closing a socket does (quic-go's
-// own Close only finishes the sending side, and may not run beside a
-// Write), and the connection with its last stream.
+// Close ends both directions, as closing a socket does, and the
+// connection with its last stream. What was written goes out first,
+// then the stream's end, as on TCP; a Write still blocked (on a peer
+// that stopped reading) is cut off instead, as a reset.
 func (s *QUICStream) Close() error {
 	s.once.Do(func() {
-		s.Stream.CancelWrite(0)
+		if s.wmu.TryLock() {
+			s.Stream.Close()
+			s.wmu.Unlock()
+		} else {
+			s.Stream.CancelWrite(0)
+		}
 		s.Stream.CancelRead(0)
 		s.qc.release()
 	})
@@ -193,14 +217,14 @@ func DialQUIC(ctx context.Context, addr string, tok Token, streams int, tlsConf 
 	defer cancel()
 	c, err := tr.Dial(hctx, ra, conf, quicConfig(DefaultHandshakeTimeout))
 	if err != nil {
-		tr.Close()
+		closeTransport(tr, uc)
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		return nil, fmt.Errorf("datachan: QUIC connection to %s: %w", addr, err)
 	}
 	// The transport (and its socket) goes with the connection.
-	context.AfterFunc(c.Context(), func() { tr.Close() })
+	context.AfterFunc(c.Context(), func() { closeTransport(tr, uc) })
 	qc := newQUICConn(c)
 	defer qc.release()
 	return pairAll(streams, func(i int) (net.Conn, error) {
@@ -217,6 +241,7 @@ func DialQUIC(ctx context.Context, addr string, tok Token, streams int, tlsConf 
 // like a TCP connection.
 type QUICListener struct {
 	tr        *quic.Transport
+	uc        *net.UDPConn
 	ln        *quic.Listener
 	handshake time.Duration
 	slots     chan struct{} // bounds live QUIC connections
@@ -247,11 +272,11 @@ func ListenQUIC(addr string, tlsConf *tls.Config, handshake time.Duration, maxCo
 	tr := &quic.Transport{Conn: uc}
 	ln, err := tr.Listen(quicTLS(tlsConf), quicConfig(handshake))
 	if err != nil {
-		tr.Close()
+		closeTransport(tr, uc)
 		return nil, fmt.Errorf("datachan: QUIC: %w", err)
 	}
 	l := &QUICListener{
-		tr: tr, ln: ln, handshake: handshake, Warning: warn,
+		tr: tr, uc: uc, ln: ln, handshake: handshake, Warning: warn,
 		slots:   make(chan struct{}, maxConns),
 		streams: make(chan net.Conn),
 		done:    make(chan struct{}),
@@ -279,7 +304,7 @@ func (l *QUICListener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.done)
 		l.ln.Close()
-		l.tr.Close()
+		closeTransport(l.tr, l.uc)
 	})
 	l.wg.Wait()
 	return nil

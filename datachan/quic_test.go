@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,8 +77,8 @@ func TestQUICPairingRefused(t *testing.T) {
 	ctx := testContext(t)
 	l.Expect(NewToken(), loopback, 1, time.Minute)
 	_, err := DialQUIC(ctx, q.Addr().String(), NewToken(), 1, conf)
-	if !errors.Is(err, ErrRefused) {
-		t.Fatalf("wrong token over QUIC: %v, want ErrRefused", err)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), statusText(statusRefused)) {
+		t.Fatalf("wrong token over QUIC: %v, want ErrRefused with the server's reason", err)
 	}
 	// From another address than the control connection's.
 	tok := NewToken()
@@ -142,9 +144,54 @@ func TestQUICIdleConnectionClosed(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("a QUIC connection without streams stays open")
 	}
-	if held := time.Since(start); held < time.Second {
+	if held := time.Since(start); held < 2*time.Second {
 		t.Fatalf("closed after %v, before the 2 s handshake time", held)
 	}
 	l.Close() // and with it q
 	checkGoroutines(t, before)
+}
+
+// Every QUIC connection's UDP socket is closed with it, and the
+// listener's with the listener: its port can be bound again at once.
+func TestQUICSocketsClosed(t *testing.T) {
+	l, q, conf := quicPair(t)
+	ctx := testContext(t)
+	addr := q.Addr().String()
+	fds := func() int {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd")
+		}
+		return len(es)
+	}
+	before := fds()
+	for range 10 {
+		tok := NewToken()
+		pend := l.Expect(tok, loopback, 2, time.Minute)
+		cc, err := DialQUIC(ctx, addr, tok, 2, conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := pend.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := NewPath(cc), NewPath(sc)
+		transfer(t, a, b, 1, randomData(4, 10_000))
+		a.Close()
+		b.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fds() > before+1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // connections linger a moment
+	}
+	if n := fds(); n > before+1 {
+		t.Errorf("%d descriptors open after 10 QUIC sessions, %d before", n, before)
+	}
+	l.Close()
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatalf("the listener's UDP port after Close: %v", err)
+	}
+	pc.Close()
 }

@@ -147,10 +147,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		// The TCP data port's number on UDP too where it is free, so
 		// that one number (and a firewall rule for both protocols)
 		// serves; else any.
-		ql, err := datachan.ListenQUIC(dln.Addr().String(), cfg.Identity.ServerTLS(), cfg.HandshakeTimeout, 0)
+		ql, err := datachan.ListenQUIC(dln.Addr().String(), cfg.Identity.ServerTLS(), cfg.HandshakeTimeout, cfg.MaxSessions)
 		if err != nil {
 			host, _, _ := net.SplitHostPort(dln.Addr().String())
-			ql, err = datachan.ListenQUIC(net.JoinHostPort(host, "0"), cfg.Identity.ServerTLS(), cfg.HandshakeTimeout, 0)
+			ql, err = datachan.ListenQUIC(net.JoinHostPort(host, "0"), cfg.Identity.ServerTLS(), cfg.HandshakeTimeout, cfg.MaxSessions)
 		}
 		if err != nil {
 			ln.Close()

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"kerf/framing"
@@ -542,25 +541,33 @@ type ExistingKeeper interface {
 }
 
 // convertedName is a classic Kermit peer's file name as kerf stores it:
-// a name in capitals only comes from a sender that converts names to
-// Kermit's "normal form" (G-Kermit's -i and the like send DATA.BIN for
-// data.bin) and is lowercased, as C-Kermit's receiver does by default
-// (SET FILE NAMES CONVERTED); any name with a small letter is kept as it
-// is. A kerf peer's names are always literal.
+// a name whose letters are all capitals comes from a sender that
+// converts names to Kermit's "normal form" (G-Kermit's -i sends DATA.BIN
+// for data.bin) and is lowered, as C-Kermit's receiver does by default
+// (SET FILE NAMES CONVERTED); a name with any small letter is kept as
+// it is. Only ASCII letters count and change, byte by byte, as in
+// C-Kermit's C locale: other bytes (UTF-8 or not) are left alone. A kerf
+// peer's names are always literal.
 func convertedName(name string) string {
 	upper := false
-	for _, r := range name {
-		switch {
-		case unicode.IsLower(r):
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z':
 			return name
-		case unicode.IsUpper(r):
+		case 'A' <= c && c <= 'Z':
 			upper = true
 		}
 	}
 	if !upper {
 		return name
 	}
-	return strings.ToLower(name)
+	b := []byte(name)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // ErrAlreadyThere is why a resumed file is not sent again: the receiver

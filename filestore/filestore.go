@@ -740,19 +740,43 @@ func (in *incoming) Existing() (int64, time.Time, bool) {
 // KeepExisting sets the permission bits of the file already under the
 // final name to perm (kermit.ExistingKeeper): a resume that finds the
 // file whole does not send it, but a mode changed since still arrives,
-// as with rsync -a.
+// as with rsync -a. Unlike a Commit, which renames a new file over the
+// name, this changes the file in place, so it acts only on the very
+// file it checked (opened with O_PATH, without following a link, and
+// changed through that descriptor) and only if no other name links to
+// it: a hard link planted in the tree must not carry a mode out of it.
 func (in *incoming) KeepExisting(perm fs.FileMode) error {
-	st, err := in.h.lstat(in.d, in.base)
-	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("filestore: %s is not a regular file", in.final)
-	}
-	if fs.FileMode(st.Mode)&fs.ModePerm == perm.Perm() {
-		return nil
-	}
 	if err := in.d.writable("chmod"); err != nil {
 		return err
 	}
-	return in.h.chmodAt(in.d, in.base, uint32(perm.Perm()), unix.S_IFREG)
+	if err := plainName(in.base); err != nil {
+		return err
+	}
+	return in.h.atDir(in.d, func(dirfd int) error {
+		fd, err := unix.Openat(dirfd, in.base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &fs.PathError{Op: "open", Path: in.final, Err: err}
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return &fs.PathError{Op: "stat", Path: in.final, Err: err}
+		}
+		switch {
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			return fmt.Errorf("filestore: %s is not a regular file", in.final)
+		case st.Nlink != 1:
+			return fmt.Errorf("filestore: %s has other links; its mode is left alone", in.final)
+		case fs.FileMode(st.Mode)&fs.ModePerm == perm.Perm():
+			return nil
+		}
+		// fchmod refuses an O_PATH descriptor; its /proc name reaches
+		// the same inode.
+		if err := unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), uint32(perm.Perm()), 0); err != nil {
+			return &fs.PathError{Op: "chmod", Path: in.final, Err: err}
+		}
+		return nil
+	})
 }
 
 func (in *incoming) WriteAt(b []byte, off int64) (int, error) {

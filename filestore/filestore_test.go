@@ -342,3 +342,39 @@ func TestMkdirOverFileNamesIt(t *testing.T) {
 		}
 	}
 }
+
+// KeepExisting changes the mode of the file under the final name, in
+// place, and so leaves alone a file other names link to (one planted in
+// the tree could be a file outside it). (A symbolic link under the name
+// never gets that far: Create refuses it.)
+func TestKeepExistingMode(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	keep := func(name string, perm os.FileMode) error {
+		inc, err := d.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inc.Abort(false)
+		return inc.(interface{ KeepExisting(fs.FileMode) error }).KeepExisting(perm)
+	}
+	os.WriteFile(filepath.Join(root, "a"), []byte("x"), 0o644)
+	if err := keep("a", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "a")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("a is %v, want 0600", fi.Mode())
+	}
+	secret := filepath.Join(outside, "secret")
+	os.WriteFile(secret, []byte("s"), 0o600)
+	if err := os.Link(secret, filepath.Join(root, "hard")); err != nil {
+		t.Skip(err)
+	}
+	if err := keep("hard", 0o644); err == nil {
+		t.Error("KeepExisting changed a file with another link")
+	}
+	if fi, _ := os.Stat(secret); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the linked file outside the tree is now %v", fi.Mode())
+	}
+}

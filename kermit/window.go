@@ -282,7 +282,11 @@ func (s *Session) transmit(sl *slot) error {
 // known speed (LineSpeed) as a queue draining at that speed, and returns
 // when they will have crossed it: a packet waiting behind a window of
 // others, or behind streamed D packets, which have no slot, is then not
-// timed out early. Without a known speed it returns now.
+// timed out early. Without a known speed it returns now. The model is
+// not capped at what a driver buffers: a serial server (ser2net) or a
+// USB adapter may hold far more, and a timeout too early sends packets
+// again (fatal to G-Kermit while streaming), where one too late, on a
+// line faster than its stated speed, only waits longer on a loss.
 func (s *Session) occupyLine(n int) time.Time {
 	now := time.Now()
 	if s.cfg.LineSpeed <= 0 {

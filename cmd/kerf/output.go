@@ -76,7 +76,7 @@ type jsonEvent struct {
 	Reason  string  `json:"reason,omitempty"` // file_skipped
 	Rate    float64 `json:"bytes_per_second,omitempty"`
 	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
-	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; none: in-band)
+	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; absent: in-band)
 }
 
 func (r *reporter) event(e kermit.Event) {

@@ -215,12 +215,33 @@ func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) error {
 // blocks.
 func (p *Path) Release(id uint32) {
 	p.mu.Lock()
+	if p.sources[id] != nil {
+		p.noteReleased(id)
+	}
 	delete(p.sources, id)
 	if t := p.doomed[id]; t != nil {
 		t.Stop()
 		delete(p.doomed, id)
 	}
 	p.mu.Unlock()
+}
+
+// releasedKept is how many released file ids a Path remembers, to drop
+// late resend requests for them: far more than can be in flight.
+const releasedKept = 1024
+
+// noteReleased remembers id as released, forgetting the oldest past
+// releasedKept. The caller holds p.mu.
+func (p *Path) noteReleased(id uint32) {
+	if p.released == nil {
+		p.released = make(map[uint32]bool)
+	}
+	p.released[id] = true
+	p.releasedOrder = append(p.releasedOrder, id)
+	if len(p.releasedOrder) > releasedKept {
+		delete(p.released, p.releasedOrder[0])
+		p.releasedOrder = p.releasedOrder[1:]
+	}
 }
 
 // doomGrace is how long a file whose block could not be read again (it
@@ -262,6 +283,14 @@ func (s *stream) resend(r framing.ResendRequest) error {
 		// are cut from the start of their range every blockSize bytes.
 		end = src.blockEnd(off, int64(p.cfg.blockSize))
 		r.Length = uint32(max(end-off, 0))
+	}
+	if src == nil && p.released[r.FileID] {
+		// Asked for before the peer read the Z that discarded the file
+		// (one that shrank, a canceled one), and read here after the
+		// Z's ACK released it: the peer no longer wants it. (Of a file
+		// it kept, the peer asks for nothing once it has ACKed its Z.)
+		p.mu.Unlock()
+		return nil
 	}
 	if src == nil || r.Length == 0 || !src.covers(off, end) {
 		p.mu.Unlock()

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -45,6 +47,8 @@ func main() {
 	}
 	app := newApp()
 	app.OnUsageError = onUsageError
+	app.Action = unknownCommand
+	app.Before = checkGlobalFlags
 	setUsageErrors(app.Commands)
 	err = app.RunContext(ctx, os.Args)
 	stopProfiling()
@@ -90,11 +94,7 @@ func signalContext() (context.Context, func() syscall.Signal) {
 // error (exit 2), printed once and, with --json, as an error event,
 // instead of cli's "Incorrect Usage" and the whole help on stdout.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	name := "kerf"
-	if c.Command != nil && c.Command.FullName() != "" && c.Command.FullName() != c.App.Name {
-		name += " " + c.Command.FullName()
-	}
-	uerr := usageErr("%v (see %s --help)", err, name)
+	uerr := usageErr("%v (see %s --help)", err, strings.Join(commandPath(c), " "))
 	if enc := jsonOutput(c); enc != nil {
 		enc.Encode(jsonEvent{Event: "error", Error: uerr.Error()})
 		return &jsonReported{uerr}
@@ -105,8 +105,37 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 func setUsageErrors(cmds []*cli.Command) {
 	for _, cmd := range cmds {
 		cmd.OnUsageError = onUsageError
+		if len(cmd.Subcommands) > 0 && cmd.Action == nil {
+			cmd.Action = unknownCommand
+		}
 		setUsageErrors(cmd.Subcommands)
 	}
+}
+
+// checkGlobalFlags refuses a --log-level slog does not know (it was
+// taken as warn without a word).
+func checkGlobalFlags(c *cli.Context) error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return usageErr("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	return nil
+}
+
+// unknownCommand is the action of kerf and of its command groups (user,
+// serial, ...): with no word after it, the help; with one that names no
+// command, a usage error (exit 2), not cli's "No help topic" (exit 3,
+// which says "could not connect" to a script).
+func unknownCommand(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.ShowSubcommandHelp(c)
+	}
+	err := usageErr("no command %q (see %s --help)", c.Args().First(), strings.Join(commandPath(c), " "))
+	if enc := jsonOutput(c); enc != nil {
+		enc.Encode(jsonEvent{Event: "error", Error: err.Error()})
+		return &jsonReported{err}
+	}
+	return err
 }
 
 func newApp() *cli.App {

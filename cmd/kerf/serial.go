@@ -64,12 +64,36 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	if lc.Device == "" && !lc.Stdio {
 		return nil, nil, usageErr("give --line DEV or --stdio")
 	}
+	if lc.Device != "" && lc.Stdio {
+		return nil, nil, usageErr("--line and --stdio: give one")
+	}
+	if lc.Speed < 0 || c.IsSet("speed") && lc.Speed == 0 {
+		return nil, nil, usageErr("--speed %d: want the line's speed in bits per second", lc.Speed)
+	}
+	switch strings.ToLower(lc.Parity) {
+	case "", serialfallback.ParityNone, serialfallback.ParityEven, serialfallback.ParityOdd, serialfallback.ParityMark, serialfallback.ParitySpace:
+	default:
+		return nil, nil, usageErr("--parity %q: want auto, none, even, odd, mark or space", c.String("parity"))
+	}
+	switch strings.ToLower(lc.Flow) {
+	case "", serialfallback.FlowNone, serialfallback.FlowRTSCTS, serialfallback.FlowXONXOFF:
+	default:
+		return nil, nil, usageErr("--flow %q: want none, rtscts or xonxoff", lc.Flow)
+	}
+	if c.Duration("timeout") < 0 {
+		return nil, nil, usageErr("--timeout %v: must not be negative", c.Duration("timeout"))
+	}
 	k := kermit.DefaultConfig()
 	k.Window = c.Int("window")
 	k.MaxPacket = c.Int("packet-length")
 	k.Check = framing.CheckType(c.Int("block-check"))
-	if k.Window < 1 || k.Window > 31 || (k.MaxPacket != 0 && k.MaxPacket < 94) || k.MaxPacket > 9024 || (k.Check < 1 || k.Check > 3) && k.Check != kermit.CheckForce3 {
-		return nil, nil, usageErr("window must be 1-31, packet length 94-9024, block check 1, 2, 3 or 5")
+	switch {
+	case k.Window < 1 || k.Window > 31:
+		return nil, nil, usageErr("--window %d: must be 1-31", k.Window)
+	case k.MaxPacket != 0 && k.MaxPacket < 94 || k.MaxPacket > 9024:
+		return nil, nil, usageErr("--packet-length %d: must be 94-9024", k.MaxPacket)
+	case (k.Check < 1 || k.Check > 3) && k.Check != kermit.CheckForce3:
+		return nil, nil, usageErr("--block-check %d: must be 1, 2, 3 or 5", k.Check)
 	}
 	k.MaxRetries = c.Int("retries")
 	if k.MaxRetries < 1 || k.MaxRetries > 99 {

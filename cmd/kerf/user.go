@@ -328,14 +328,41 @@ func oneName(c *cli.Context) (string, error) {
 func flagsAfterName(action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args := c.Args().Slice()
-		for i := 1; i < len(args); i++ {
-			if strings.HasPrefix(args[i], "-") && len(args[i]) > 1 {
-				re := append(commandPath(c), args[i:]...)
-				return c.App.RunContext(c.Context, append(re, args[:i]...))
+		var flags, plain []string
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if i == 0 || !strings.HasPrefix(a, "-") || len(a) == 1 {
+				plain = append(plain, a)
+				continue
+			}
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && takesValue(c.Command, strings.TrimLeft(a, "-")) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
 			}
 		}
-		return action(c)
+		if len(flags) == 0 {
+			return action(c)
+		}
+		// The flags (with their values) go first, the names keep
+		// their order: "user key add NAME --state DIR FP" works.
+		re := append(commandPath(c), flags...)
+		return c.App.RunContext(c.Context, append(re, plain...))
 	}
+}
+
+// takesValue reports whether cmd's flag name takes a value (every flag
+// but a boolean one).
+func takesValue(cmd *cli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*cli.BoolFlag)
+				return !isBool
+			}
+		}
+	}
+	return false
 }
 
 // commandPath is the command line up to c's command: "kerf user key add".

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Command lines that are wrong exit 2 (usage) with a message naming the
+// mistake, never 3 ("could not connect"), which a script would take for
+// a network failure.
+func TestUsageMistakesExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"recieve", "x"},
+		{"user", "del", "bob"},
+		{"serial", "recv"},
+		{"--log-level", "debgu", "ls", "127.0.0.1:1/x"},
+		{"serial", "receive", "--line", "/dev/null", "--speed", "-5"},
+		{"serial", "receive", "--line", "/dev/null", "--parity", "weird"},
+		{"serial", "receive", "--line", "/dev/null", "--flow", "weird"},
+		{"serial", "receive", "--line", "/dev/null", "--stdio"},
+		{"serial", "receive", "--line", "/dev/null", "--timeout", "-1s"},
+	} {
+		cmd := exec.Command(kerfBin, args...)
+		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), "kerf: ") {
+			t.Errorf("kerf %q: %v, output %q; want exit 2 with a message", args, err, out)
+		}
+	}
+}
+
+// Flags may come between a user command's name and its other words:
+// `kerf user key add NAME --state DIR FINGERPRINT`.
+func TestUserKeyAddFlagsBetweenWords(t *testing.T) {
+	state, root, id := t.TempDir(), t.TempDir(), t.TempDir()
+	home := t.TempDir()
+	run := func(args ...string) string {
+		cmd := exec.Command(kerfBin, args...)
+		cmd.Env = append(cmd.Environ(), "HOME="+home)
+		cmd.Stdin = strings.NewReader("a good long password\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kerf %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("user", "add", "bob", "--root", root, "--state", state, "--password-stdin")
+	fp := strings.TrimSpace(run("key", "--identity", id))
+	if i := strings.Index(fp, "sha256:"); i >= 0 {
+		fp = strings.Fields(fp[i:])[0]
+	}
+	run("user", "key", "add", "bob", "--state", state, fp)
+	if out := run("user", "list", "--state", state); !strings.Contains(out, "key") {
+		t.Fatalf("user list after key add: %q", out)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,4 +57,19 @@ func TestUserKeyAddFlagsBetweenWords(t *testing.T) {
 	if out := run("user", "list", "--state", state); !strings.Contains(out, "key") {
 		t.Fatalf("user list after key add: %q", out)
 	}
+}
+
+// A get of several filespecs whose files share a name keeps the first
+// and refuses the second (exit 4, naming it), instead of storing one
+// over the other and reporting success.
+func TestGetSameNameTwiceRefused(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "a", "one.txt"), []byte("from a\n"))
+	writeFile(t, filepath.Join(root, "b", "one.txt"), []byte("from b\n"))
+	r := run(t, srv, local, nil, "get", target(srv.addr, "a/one.txt"), target(srv.addr, "b/one.txt"), "out")
+	if r.code != 4 || !strings.Contains(r.stderr, "already received") {
+		t.Fatalf("get of two one.txt: exit %d, stderr %q; want 4 naming the second", r.code, r.stderr)
+	}
+	sameFile(t, filepath.Join(root, "a", "one.txt"), filepath.Join(local, "out", "one.txt"))
 }

@@ -93,6 +93,12 @@ type Dir struct {
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
 	Flat bool
+	// UniqueNames refuses to receive a file under a name a file was
+	// already committed under through this Dir: a get of several
+	// filespecs whose files share a name (a/x and b/x without -r) would
+	// otherwise keep only the last, silently.
+	UniqueNames bool
+	committed   map[string]bool // final names committed, with UniqueNames
 	// Sparse leaves holes where a received file has runs of zero bytes
 	// (whole writes of at least sparseMin bytes), as cp --sparse=always
 	// and rsync --sparse do: disk images and the like then take only the
@@ -564,6 +570,9 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		// never would: refused now, not after all the data came.
 		return nil, fmt.Errorf("filestore: %s: %w (%d bytes; a name has at most %d)", rel, unix.ENAMETOOLONG, len(base), nameMax)
 	}
+	if d.UniqueNames && d.committed[rel] {
+		return nil, fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; not replaced", rel)
+	}
 	tmp := tempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
 		// The same name again in one batch: the earlier file must get
@@ -893,6 +902,12 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		}
 	}
 	d := in.d
+	if d.UniqueNames {
+		if d.committed == nil {
+			d.committed = make(map[string]bool)
+		}
+		d.committed[in.final] = true
+	}
 	if d.batching {
 		in.released = true // the flush gives back the directory handle
 		in.batched = true

@@ -660,6 +660,9 @@ func getCommand() *cli.Command {
 			}
 			defer store.Close()
 			store.Sparse = c.Bool("sparse")
+			// Two filespecs may name files of one name (a/x b/x): the
+			// second is refused, not stored over the first.
+			store.UniqueNames = len(specs) > 1
 			cl, err := dial(c, addr)
 			if err != nil {
 				return err

@@ -181,6 +181,7 @@ func serialCommand() *cli.Command {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
+						store.UniqueNames = c.NArg() > 1 // as for a network get
 						return s.GetWith(c.Context, quoteSpec(c.Args().Slice()), kermit.GetOptions{Resume: c.Bool("resume")}, store)
 					})
 				}),

@@ -148,7 +148,14 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 				// limits (it does not spend a handshake on a refusal).
 				return nil, fmt.Errorf("control: %s closed the connection during the TLS handshake: a kerf server at its session limit (--max-sessions, --max-sessions-per-addr) does that, and so does a peer that is not a kerf server (a plain Kermit peer needs --classic): %w", addr, err)
 			}
-			return nil, fmt.Errorf("control: TLS handshake with %s: %w (is it a kerf server? a plain Kermit peer needs --classic)", addr, err)
+			// The hint only where the peer may not speak TLS at all: it
+			// answered something else, or nothing in time. (Not for a
+			// local cause: an unreadable known_hosts, an interrupt.)
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil, fmt.Errorf("control: TLS handshake with %s: %w (is it a kerf server? a plain Kermit peer needs --classic)", addr, err)
+			}
+			return nil, fmt.Errorf("control: TLS handshake with %s: %w", addr, err)
 		}
 		cl.conn = tc
 		cl.fingerprint = auth.PeerFingerprint(tc.ConnectionState())

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -72,4 +73,26 @@ func TestGetSameNameTwiceRefused(t *testing.T) {
 		t.Fatalf("get of two one.txt: exit %d, stderr %q; want 4 naming the second", r.code, r.stderr)
 	}
 	sameFile(t, filepath.Join(root, "a", "one.txt"), filepath.Join(local, "out", "one.txt"))
+}
+
+// rm (and mkdir, rmdir, ls) with several paths tries each, as rm(1)
+// does: a missing one is named and fails the command (exit 4), and the
+// others are still done.
+func TestRemoteCommandsTryEveryPath(t *testing.T) {
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "gone.txt"), []byte("x"))
+	r := run(t, srv, t.TempDir(), nil, "rm", target(srv.addr, "missing.txt"), target(srv.addr, "gone.txt"))
+	if r.code != 4 || !strings.Contains(r.stderr, "missing.txt") {
+		t.Fatalf("rm missing gone: exit %d, stderr %q; want 4 naming missing.txt", r.code, r.stderr)
+	}
+	noFile(t, filepath.Join(root, "gone.txt"))
+	os.MkdirAll(filepath.Join(root, "d1"), 0o755)
+	os.MkdirAll(filepath.Join(root, "d2"), 0o755)
+	writeFile(t, filepath.Join(root, "d1", "a"), []byte("1"))
+	writeFile(t, filepath.Join(root, "d2", "b"), []byte("2"))
+	r = mustRun(t, srv, t.TempDir(), nil, "ls", target(srv.addr, "d1"), target(srv.addr, "d2"))
+	if !strings.Contains(r.stdout, "d1:") || !strings.Contains(r.stdout, "d2:") {
+		t.Fatalf("ls d1 d2 without headings:\n%s", r.stdout)
+	}
 }

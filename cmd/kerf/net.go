@@ -704,18 +704,15 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 			if c.NArg() < 1 {
 				return usageErr("usage: kerf %s HOST[:PORT]/PATH...", name)
 			}
-			var cl *control.Client
+			// The whole command line is checked before anything is done.
 			var host string
+			var paths []string
 			for _, a := range c.Args().Slice() {
 				addr, rp, err := parseTarget(a)
 				if err != nil {
 					return err
 				}
-				if cl == nil {
-					if cl, err = dial(c, addr); err != nil {
-						return err
-					}
-					defer cl.Close()
+				if host == "" {
 					host = addr
 				} else if addr != host {
 					return usageErr("all paths must be on one host")
@@ -723,16 +720,45 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if rp == "" && cmd != 'D' {
 					return usageErr("%s names no remote path", a)
 				}
+				paths = append(paths, rp)
+			}
+			cl, err := dial(c, host)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			// Like rm and mkdir, each path is tried, and those that
+			// failed are named; a failure of the link ends it all.
+			var failed []string
+			for i, rp := range paths {
 				arg := rp
 				if cmd == 'D' {
 					arg = quoteSpec([]string{rp}) // a pattern with a space is one
 				}
 				reply, err := cl.Generic(c.Context, cmd, arg)
 				if err != nil {
-					return transferErr(fmt.Errorf("%s %s: %w", name, rp, err))
+					err = fmt.Errorf("%s %s: %w", name, rp, err)
+					var le *kermit.LinkError
+					if len(paths) == 1 || errors.As(err, &le) || c.Context.Err() != nil {
+						return transferErr(err)
+					}
+					failed = append(failed, rp)
+					if enc := jsonOutput(c); enc != nil {
+						enc.Encode(jsonEvent{Event: "file_error", Name: rp, Error: err.Error()})
+					} else {
+						fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
+					}
+					continue
 				}
 				if cmd != 'D' {
 					continue
+				}
+				if len(paths) > 1 && jsonOutput(c) == nil {
+					// As ls does with several names.
+					if i > 0 {
+						fmt.Println()
+					}
+					fmt.Printf("%s:\n", printable(rp))
 				}
 				if enc := jsonOutput(c); enc != nil {
 					if entries, ok := parseListing(rp, reply); ok {
@@ -745,6 +771,9 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				} else {
 					fmt.Print(printableLines(reply))
 				}
+			}
+			if len(failed) > 0 {
+				return transferErr(fmt.Errorf("%s: %d of %d failed: %s", name, len(failed), len(paths), strings.Join(failed, ", ")))
 			}
 			if enc := jsonOutput(c); enc != nil {
 				enc.Encode(jsonEvent{Event: "done"})

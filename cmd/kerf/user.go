@@ -110,15 +110,16 @@ func userCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					var secret string
+					var secret, token string
 					if len(keys) == 0 || c.Bool("password-stdin") || c.Bool("token") {
-						if secret, err = newSecret(c, name); err != nil {
+						if secret, token, err = newSecret(c, name); err != nil {
 							return err
 						}
 					}
 					if err := u.Add(auth.User{Name: name, Secret: secret, Keys: keys, Root: root, ReadOnly: c.Bool("read-only")}); err != nil {
 						return usageErr("%v", err)
 					}
+					showToken(name, token)
 					how := "a password"
 					switch {
 					case secret == "":
@@ -141,13 +142,14 @@ func userCommand() *cli.Command {
 				ArgsUsage: "NAME",
 				Flags:     secretFlags,
 				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
-					secret, err := newSecret(c, name)
+					secret, token, err := newSecret(c, name)
 					if err != nil {
 						return err
 					}
 					if err := u.SetSecret(name, secret); err != nil {
 						return usageErr("%v", err)
 					}
+					showToken(name, token)
 					fmt.Fprintf(os.Stderr, "kerf: changed the password of %s\n", name)
 					return nil
 				}),
@@ -381,13 +383,32 @@ func commandPath(c *cli.Context) []string {
 }
 
 // newSecret makes the stored form of a new password or token.
-func newSecret(c *cli.Context, name string) (string, error) {
+// A token (--token) is returned to be shown only once it is saved: one
+// printed for a change that then failed would work nowhere.
+func newSecret(c *cli.Context, name string) (stored, token string, err error) {
 	if c.Bool("token") {
+		if c.Bool("password-stdin") || c.Bool("bcrypt") {
+			return "", "", usageErr("--token makes the secret: not with --password-stdin or --bcrypt")
+		}
 		tok, stored := auth.NewToken()
-		fmt.Fprintf(os.Stderr, "kerf: token for %s (shown once; use it as the password):\n", name)
-		fmt.Println(tok)
-		return stored, nil
+		return stored, tok, nil
 	}
+	stored, err = newPassword(c, name)
+	return stored, "", err
+}
+
+// showToken prints a new token (if any) once it is saved.
+func showToken(name, token string) {
+	if token == "" {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "kerf: token for %s (shown once; use it as the password):\n", name)
+	fmt.Println(token)
+}
+
+// newPassword reads a new password (--password-stdin, or twice from the
+// terminal) and returns its stored form.
+func newPassword(c *cli.Context, name string) (string, error) {
 	var pw string
 	switch {
 	case c.Bool("password-stdin"):

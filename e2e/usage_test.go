@@ -96,3 +96,22 @@ func TestRemoteCommandsTryEveryPath(t *testing.T) {
 		t.Fatalf("ls d1 d2 without headings:\n%s", r.stdout)
 	}
 }
+
+// With --json, every command's failure is one JSON error event, the
+// user and key commands' too.
+func TestJSONErrorEventEverywhere(t *testing.T) {
+	state := t.TempDir()
+	for _, args := range [][]string{
+		{"--json", "user", "passwd", "nobody", "--state", state, "--token"},
+		{"--json", "user", "key", "add", "nobody", "--state", state, "sha256:" + strings.Repeat("0", 64)},
+		{"--json", "ls", "127.0.0.1:1/x"},
+	} {
+		cmd := exec.Command(kerfBin, args...)
+		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+		out, _ := cmd.Output()
+		evs := parseEvents(t, string(out))
+		if len(evs) != 1 || evs[0].Event != "error" || evs[0].Error == "" {
+			t.Errorf("kerf %q: stdout %q, want one error event", args, out)
+		}
+	}
+}

@@ -107,6 +107,10 @@ func setUsageErrors(cmds []*cli.Command) {
 		cmd.OnUsageError = onUsageError
 		if len(cmd.Subcommands) > 0 && cmd.Action == nil {
 			cmd.Action = unknownCommand
+		} else if cmd.Action != nil {
+			// Every command's failure is a JSON error event with --json
+			// (user and key commands printed none).
+			cmd.Action = jsonErrors(cmd.Action)
 		}
 		setUsageErrors(cmd.Subcommands)
 	}

@@ -295,6 +295,7 @@ func jsonErrors(action cli.ActionFunc) cli.ActionFunc {
 		var done *jsonReported
 		if enc := jsonOutput(c); enc != nil && err != nil && !errors.As(err, &done) {
 			enc.Encode(jsonEvent{Event: "error", Error: err.Error()})
+			err = &jsonReported{err} // once, whatever wraps this
 		}
 		return err
 	}

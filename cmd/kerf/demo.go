@@ -32,6 +32,12 @@ func demoCommand() *cli.Command {
 			if err := checkStreams("streams", c.Int("streams")); err != nil {
 				return err
 			}
+			if c.NArg() > 0 {
+				return usageErr("demo takes no arguments")
+			}
+			if c.Int("mb") < 0 || c.Int("small") < 0 {
+				return usageErr("--mb and --small must not be negative")
+			}
 			work, err := os.MkdirTemp("", "kerf-demo-")
 			if err != nil {
 				return err

@@ -226,6 +226,14 @@ func (p *Path) Release(id uint32) {
 	p.mu.Unlock()
 }
 
+// isReleased reports whether file id has been released (Release): no
+// block of it is read or sent again.
+func (p *Path) isReleased(id uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sources[id] == nil
+}
+
 // releasedKept is how many released file ids a Path remembers, to drop
 // late resend requests for them: far more than can be in flight.
 const releasedKept = 1024
@@ -331,9 +339,16 @@ func (p *Path) resendLoop() {
 			}
 		}
 		r := next.r
+		if p.isReleased(r.FileID) {
+			continue // its file was let go since it was asked for
+		}
 		f := p.getFrame(int(r.Length))
 		if err := readFullAt(next.src, f.payload, int64(r.Offset)); err != nil {
 			p.putFrame(f)
+			if p.isReleased(r.FileID) {
+				// Released (and its file closed) while being read.
+				continue
+			}
 			err = fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, r.Offset, err)
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				// The file shrank while it was sent: its engine finds

@@ -758,6 +758,7 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 	if err := in.d.writable("chmod"); err != nil {
 		return err
 	}
+	in.d.noteCommitted(in.final) // kept: as good as received, for UniqueNames
 	if err := plainName(in.base); err != nil {
 		return err
 	}
@@ -774,10 +775,10 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 		switch {
 		case st.Mode&unix.S_IFMT != unix.S_IFREG:
 			return fmt.Errorf("filestore: %s is not a regular file", in.final)
-		case st.Nlink != 1:
-			return fmt.Errorf("filestore: %s has other links; its mode is left alone", in.final)
 		case fs.FileMode(st.Mode)&fs.ModePerm == perm.Perm():
 			return nil
+		case st.Nlink != 1:
+			return fmt.Errorf("filestore: %s has other links; its mode is left alone", in.final)
 		}
 		// fchmod refuses an O_PATH descriptor; its /proc name reaches
 		// the same inode.
@@ -902,12 +903,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		}
 	}
 	d := in.d
-	if d.UniqueNames {
-		if d.committed == nil {
-			d.committed = make(map[string]bool)
-		}
-		d.committed[in.final] = true
-	}
+	d.noteCommitted(in.final)
 	if d.batching {
 		in.released = true // the flush gives back the directory handle
 		in.batched = true
@@ -936,6 +932,18 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	err := in.h.sync(d)
 	in.release()
 	return err
+}
+
+// noteCommitted records a final name this Dir has stored (or kept), for
+// UniqueNames.
+func (d *Dir) noteCommitted(rel string) {
+	if !d.UniqueNames {
+		return
+	}
+	if d.committed == nil {
+		d.committed = make(map[string]bool)
+	}
+	d.committed[rel] = true
 }
 
 // maxBatch bounds the committed files (and their open descriptors) a

@@ -738,8 +738,10 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				reply, err := cl.Generic(c.Context, cmd, arg)
 				if err != nil {
 					err = fmt.Errorf("%s %s: %w", name, rp, err)
-					var le *kermit.LinkError
-					if len(paths) == 1 || errors.As(err, &le) || c.Context.Err() != nil {
+					// Only the server's refusal of this path (its E)
+					// leaves the session fit for the next one.
+					var pe *kermit.PeerError
+					if len(paths) == 1 || !errors.As(err, &pe) || c.Context.Err() != nil {
 						return transferErr(err)
 					}
 					failed = append(failed, rp)

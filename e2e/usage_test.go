@@ -15,6 +15,7 @@ import (
 func TestUsageMistakesExit2(t *testing.T) {
 	for _, args := range [][]string{
 		{"recieve", "x"},
+		{"help", "recieve"},
 		{"user", "del", "bob"},
 		{"serial", "recv"},
 		{"--log-level", "debgu", "ls", "127.0.0.1:1/x"},

@@ -49,6 +49,9 @@ func main() {
 	app.OnUsageError = onUsageError
 	app.Action = unknownCommand
 	app.Before = checkGlobalFlags
+	// cli would exit on its own errors (3 for "No help topic" of `kerf
+	// help foo`); main gives them the usage code instead.
+	app.ExitErrHandler = func(*cli.Context, error) {}
 	setUsageErrors(app.Commands)
 	err = app.RunContext(ctx, os.Args)
 	stopProfiling()

@@ -338,7 +338,11 @@ func flagsAfterName(action cli.ActionFunc) cli.ActionFunc {
 				continue
 			}
 			flags = append(flags, a)
-			if !strings.Contains(a, "=") && takesValue(c.Command, strings.TrimLeft(a, "-")) && i+1 < len(args) {
+			if !strings.Contains(a, "=") && takesValue(c.Command, strings.TrimLeft(a, "-")) {
+				if i+1 == len(args) {
+					// Moved first, it would take the name for its value.
+					return usageErr("flag needs an argument: %s", a)
+				}
 				i++
 				flags = append(flags, args[i])
 			}

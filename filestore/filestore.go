@@ -1792,6 +1792,9 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 // directory (a link swapped in between the two calls is the window
 // left, inside the tree).
 func (h *dirHandle) chmodDir(d *Dir, name string, mode fs.FileMode) error {
+	if err := plainName(name); err != nil {
+		return err
+	}
 	m := uint32(mode.Perm())
 	if mode&fs.ModeSetgid != 0 {
 		m |= unix.S_ISGID
@@ -1799,27 +1802,15 @@ func (h *dirHandle) chmodDir(d *Dir, name string, mode fs.FileMode) error {
 	if mode&fs.ModeSticky != 0 {
 		m |= unix.S_ISVTX
 	}
-	return h.chmodAt(d, name, m, unix.S_IFDIR)
-}
-
-// chmodAt sets the mode bits m of name in this directory, which must be
-// of type typ (unix.S_IFDIR, unix.S_IFREG), as chmodDir does.
-func (h *dirHandle) chmodAt(d *Dir, name string, m, typ uint32) error {
-	if err := plainName(name); err != nil {
-		return err
-	}
 	return h.atDir(d, func(dirfd int) error {
 		err := unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW)
 		if err == unix.EOPNOTSUPP {
 			var st unix.Stat_t
 			if err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-				switch {
-				case st.Mode&unix.S_IFMT == typ:
-					err = unix.Fchmodat(dirfd, name, m, 0)
-				case typ == unix.S_IFDIR:
+				if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 					err = unix.ENOTDIR
-				default:
-					err = unix.EINVAL
+				} else {
+					err = unix.Fchmodat(dirfd, name, m, 0)
 				}
 			}
 		}

@@ -70,21 +70,20 @@ type Path struct {
 	wg       sync.WaitGroup
 	failed   chan struct{} // closed with the first error
 
-	mu            sync.Mutex
-	err           error
-	sources       map[uint32]*source
-	files         map[uint32]*recvFile
-	parked        map[uint32][]early // verified blocks of files not expected yet
-	parkedBytes   int
-	deferred      map[uint32][]early // blocks of files not expected yet, dropped
-	nDeferred     int
-	damaged       map[blockKey]int       // damaged arrivals of blocks not yet received whole
-	resends       []resend               // resend requests from the peer, in order
-	resendReady   chan struct{}          // capacity 1: resends is not empty
-	doomed        map[uint32]*time.Timer // files a block of which could not be read again (doom)
-	released      map[uint32]bool        // files recently released: late resend requests for them are dropped
-	releasedOrder []uint32               // released's ids, oldest first
-	writesDone    *sync.Cond             // on mu: a file's writer finished its run of blocks
+	mu          sync.Mutex
+	err         error
+	sources     map[uint32]*source
+	files       map[uint32]*recvFile
+	parked      map[uint32][]early // verified blocks of files not expected yet
+	parkedBytes int
+	deferred    map[uint32][]early // blocks of files not expected yet, dropped
+	nDeferred   int
+	damaged     map[blockKey]int       // damaged arrivals of blocks not yet received whole
+	resends     []resend               // resend requests from the peer, in order
+	resendReady chan struct{}          // capacity 1: resends is not empty
+	doomed      map[uint32]*time.Timer // files a block of which could not be read again (doom)
+	maxSource   uint32                 // the highest file id registered: those below it not in sources were released
+	writesDone  *sync.Cond             // on mu: a file's writer finished its run of blocks
 
 	batchMu                 sync.Mutex // guards the batch of small files' frames
 	batch                   []byte

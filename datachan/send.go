@@ -203,6 +203,7 @@ func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) error {
 	if s == nil {
 		s = &source{src: src}
 		p.sources[id] = s
+		p.maxSource = max(p.maxSource, id)
 	}
 	s.src = src
 	if end > off {
@@ -215,9 +216,6 @@ func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) error {
 // blocks.
 func (p *Path) Release(id uint32) {
 	p.mu.Lock()
-	if p.sources[id] != nil {
-		p.noteReleased(id)
-	}
 	delete(p.sources, id)
 	if t := p.doomed[id]; t != nil {
 		t.Stop()
@@ -232,24 +230,6 @@ func (p *Path) isReleased(id uint32) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.sources[id] == nil
-}
-
-// releasedKept is how many released file ids a Path remembers, to drop
-// late resend requests for them: far more than can be in flight.
-const releasedKept = 1024
-
-// noteReleased remembers id as released, forgetting the oldest past
-// releasedKept. The caller holds p.mu.
-func (p *Path) noteReleased(id uint32) {
-	if p.released == nil {
-		p.released = make(map[uint32]bool)
-	}
-	p.released[id] = true
-	p.releasedOrder = append(p.releasedOrder, id)
-	if len(p.releasedOrder) > releasedKept {
-		delete(p.released, p.releasedOrder[0])
-		p.releasedOrder = p.releasedOrder[1:]
-	}
 }
 
 // doomGrace is how long a file whose block could not be read again (it
@@ -292,10 +272,11 @@ func (s *stream) resend(r framing.ResendRequest) error {
 		end = src.blockEnd(off, int64(p.cfg.blockSize))
 		r.Length = uint32(max(end-off, 0))
 	}
-	if src == nil && p.released[r.FileID] {
-		// Asked for before the peer read the Z that discarded the file
+	if src == nil && r.FileID <= p.maxSource {
+		// Released (file ids are given in order, and registered so):
+		// asked for before the peer read the Z that discarded the file
 		// (one that shrank, a canceled one), and read here after the
-		// Z's ACK released it: the peer no longer wants it. (Of a file
+		// Z's ACK released it, the peer no longer wants it. (Of a file
 		// it kept, the peer asks for nothing once it has ACKed its Z.)
 		p.mu.Unlock()
 		return nil

@@ -63,7 +63,6 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 	s.cancelGroup.Store(false)
 	s.groupFailed = nil
 	s.sending = s.sending[:0]
-	s.zQueued = s.zQueued[:0]
 	var next, begun int // the file under way; files[begun:] were not begun
 	defer func() {
 		// Files begun and not ended when the group fails did not get
@@ -74,9 +73,13 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 			// failed): say it is the transfer's.
 			why := fmt.Errorf("not sent, the transfer having stopped: %w", err)
 			unsure := fmt.Errorf("not confirmed: its data and end went out, but the transfer stopped before the receiver answered (it may or may not have stored it; --resume finds out): %w", err)
-			for _, name := range slices.Clone(s.sending) {
+			// Files are sent one after another, and each that stays
+			// under way had its Z queued before the next began; only the
+			// last may have stopped short of it.
+			sending := slices.Clone(s.sending)
+			for i, name := range sending {
 				e := Event{Kind: FileFailed, Name: name, Err: why, Sending: true}
-				if slices.Contains(s.zQueued, name) {
+				if i < len(sending)-1 || s.lastZQueued {
 					e.Err = unsure
 				}
 				s.event(e)
@@ -173,6 +176,7 @@ func (s *Session) event(e Event) {
 		switch e.Kind {
 		case FileStart:
 			s.sending = append(s.sending, e.Name)
+			s.lastZQueued = false
 		case FileDone, FileSkipped, FileFailed:
 			s.untrack(e.Name)
 		}
@@ -397,9 +401,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if err != nil {
 			return err
 		}
-		if !gaveUp {
-			s.zQueued = append(s.zQueued, f.Name)
-		}
+		s.lastZQueued = !gaveUp
 		closeR = false // the Z's ACK closes it
 		if gaveUp {
 			s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true})
@@ -445,9 +447,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	if err != nil {
 		return err
 	}
-	if len(zdata) == 0 || zdata[0] != 'D' {
-		s.zQueued = append(s.zQueued, f.Name)
-	}
+	s.lastZQueued = len(zdata) == 0 || zdata[0] != 'D'
 	var why error
 	zs.onAck = func(data []byte) error {
 		why = s.notStored(data)

@@ -61,11 +61,11 @@ type Session struct {
 	hashing          atomic.Int32
 	peerHashingUntil atomic.Int64
 	// sending names the files of the group being sent that have begun
-	// (FileStart) and not ended; zQueued those of them whose Z (not a
-	// discarding one) has been queued: if the transfer stops before its
-	// ACK, the receiver may have stored them.
+	// (FileStart) and not ended; lastZQueued says the last of them has
+	// had its Z (not a discarding one) queued: if the transfer stops
+	// before its ACK, the receiver may have stored it.
 	sending      []string
-	zQueued      []string
+	lastZQueued  bool
 	nonames      int // files received without a name (stored as NONAME...)
 	recvFileID   uint32
 	sendNo       uint64

@@ -47,7 +47,7 @@ func main() {
 	}
 	app := newApp()
 	app.OnUsageError = onUsageError
-	app.Action = unknownCommand
+	app.Action = jsonErrors(unknownCommand)
 	app.Before = checkGlobalFlags
 	// cli would exit on its own errors (3 for "No help topic" of `kerf
 	// help foo`); main gives them the usage code instead.
@@ -110,7 +110,8 @@ func setUsageErrors(cmds []*cli.Command) {
 		cmd.OnUsageError = onUsageError
 		if len(cmd.Subcommands) > 0 && cmd.Action == nil {
 			cmd.Action = unknownCommand
-		} else if cmd.Action != nil {
+		}
+		if cmd.Action != nil {
 			// Every command's failure is a JSON error event with --json
 			// (user and key commands printed none).
 			cmd.Action = jsonErrors(cmd.Action)
@@ -137,12 +138,7 @@ func unknownCommand(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return cli.ShowSubcommandHelp(c)
 	}
-	err := usageErr("no command %q (see %s --help)", c.Args().First(), strings.Join(commandPath(c), " "))
-	if enc := jsonOutput(c); enc != nil {
-		enc.Encode(jsonEvent{Event: "error", Error: err.Error()})
-		return &jsonReported{err}
-	}
-	return err
+	return usageErr("no command %q (see %s --help)", c.Args().First(), strings.Join(commandPath(c), " "))
 }
 
 func newApp() *cli.App {

@@ -154,6 +154,9 @@ func (s *QUICStream) Write(b []byte) (int, error) {
 
 // quicErr maps a peer's orderly close (error code 0) to io.EOF.
 func quicErr(err error) error {
+	if err == nil {
+		return nil // every read and write: no errors.As on the hot path
+	}
 	var se *quic.StreamError
 	var ae *quic.ApplicationError
 	switch {

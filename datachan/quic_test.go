@@ -34,19 +34,26 @@ func quicPair(t *testing.T) (l *Listener, q *QUICListener, client *tls.Config) {
 	return l, q, &tls.Config{RootCAs: pool}
 }
 
-func TestQUICPairAndTransfer(t *testing.T) {
-	l, q, conf := quicPair(t)
+// quicStreams pairs streams QUIC streams through l and returns the
+// client's and the server's ends.
+func quicStreams(t *testing.T, l *Listener, q *QUICListener, conf *tls.Config, streams int) (client, server []net.Conn) {
+	t.Helper()
 	ctx := testContext(t)
 	tok := NewToken()
-	pend := l.Expect(tok, loopback, 3, time.Minute)
-	cc, err := DialQUIC(ctx, q.Addr().String(), tok, 3, conf)
+	pend := l.Expect(tok, loopback, streams, time.Minute)
+	client, err := DialQUIC(ctx, q.Addr().String(), tok, streams, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := pend.Wait(ctx)
-	if err != nil {
+	if server, err = pend.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return client, server
+}
+
+func TestQUICPairAndTransfer(t *testing.T) {
+	l, q, conf := quicPair(t)
+	cc, sc := quicStreams(t, l, q, conf, 3)
 	for i := range cc {
 		if _, ok := cc[i].(*QUICStream); !ok {
 			t.Fatalf("client conn %d is %T", i, cc[i])
@@ -101,17 +108,7 @@ func TestQUICPairingRefused(t *testing.T) {
 // data path's, whatever the transport.
 func TestQUICDamagedBlockResent(t *testing.T) {
 	l, q, conf := quicPair(t)
-	ctx := testContext(t)
-	tok := NewToken()
-	pend := l.Expect(tok, loopback, 2, time.Minute)
-	cc, err := DialQUIC(ctx, q.Addr().String(), tok, 2, conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := pend.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cc, sc := quicStreams(t, l, q, conf, 2)
 	d := new(damage)
 	for i := range sc {
 		sc[i] = &damageConn{Conn: sc[i], block: 3, damage: d}
@@ -155,7 +152,6 @@ func TestQUICIdleConnectionClosed(t *testing.T) {
 // listener's with the listener: its port can be bound again at once.
 func TestQUICSocketsClosed(t *testing.T) {
 	l, q, conf := quicPair(t)
-	ctx := testContext(t)
 	addr := q.Addr().String()
 	fds := func() int {
 		es, err := os.ReadDir("/proc/self/fd")
@@ -166,16 +162,7 @@ func TestQUICSocketsClosed(t *testing.T) {
 	}
 	before := fds()
 	for range 10 {
-		tok := NewToken()
-		pend := l.Expect(tok, loopback, 2, time.Minute)
-		cc, err := DialQUIC(ctx, addr, tok, 2, conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := pend.Wait(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cc, sc := quicStreams(t, l, q, conf, 2)
 		a, b := NewPath(cc), NewPath(sc)
 		transfer(t, a, b, 1, randomData(4, 10_000))
 		a.Close()

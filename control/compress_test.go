@@ -2,13 +2,10 @@ package control_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"kerf/control"
-	"kerf/filestore"
 	"kerf/kermit"
 )
 
@@ -57,11 +54,7 @@ func TestDataCompression(t *testing.T) {
 			if cl.DataCompressed() != tc.wantCompressed {
 				t.Fatalf("data compressed = %v, want %v", cl.DataCompressed(), tc.wantCompressed)
 			}
-			for name, data := range map[string][]byte{"text.log": text, "random.bin": random, "small.txt": small} {
-				if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, data) {
-					t.Fatalf("server copy of %s differs (%v)", name, err)
-				}
-			}
+			checkStored(t, root, map[string][]byte{"text.log": text, "random.bin": random, "small.txt": small})
 			sent := cl.DataStats()
 			if (sent.CompressedBlocks > 0) != tc.wantCompressed {
 				t.Fatalf("client sent %d compressed blocks", sent.CompressedBlocks)
@@ -70,17 +63,7 @@ func TestDataCompression(t *testing.T) {
 				t.Fatalf("sent %d bytes: the text was not compressed", sent.BytesSent)
 			}
 			// And back: the server compresses what it sends.
-			store, err := filestore.Open(back)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			if err := cl.Get(ctx, "text.log", false, store); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := os.ReadFile(filepath.Join(back, "text.log")); err != nil || !bytes.Equal(got, text) {
-				t.Fatalf("fetched text.log differs (%v)", err)
-			}
+			getInto(t, ctx, cl, back, "text.log", text)
 			if got := cl.DataStats().CompressedReceived > 0; got != tc.wantCompressed {
 				t.Fatalf("client received %d compressed blocks, want some: %v", cl.DataStats().CompressedReceived, tc.wantCompressed)
 			}

@@ -1,6 +1,7 @@
 package control_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"kerf/auth"
 	"kerf/control"
+	"kerf/filestore"
 )
 
 // Test accounts: argon2id at the lowest cost, so that -race stays fast.
@@ -96,4 +98,28 @@ func clientConfig(srv *control.Server, mod func(*control.ClientConfig)) control.
 		mod(&c)
 	}
 	return c
+}
+
+// checkStored fails t unless dir holds each file of files, byte for byte.
+func checkStored(t testing.TB, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, data := range files {
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("copy of %s in %s differs (%v)", name, dir, err)
+		}
+	}
+}
+
+// getInto fetches name from cl's server into dir and checks it is want.
+func getInto(t testing.TB, ctx context.Context, cl *control.Client, dir, name string, want []byte) {
+	t.Helper()
+	store, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := cl.Get(ctx, name, false, store); err != nil {
+		t.Fatal(err)
+	}
+	checkStored(t, dir, map[string][]byte{name: want})
 }

@@ -1,14 +1,10 @@
 package control_test
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"kerf/control"
-	"kerf/filestore"
 	"kerf/kermit"
 )
 
@@ -56,23 +52,8 @@ func TestDataOverQUIC(t *testing.T) {
 			if st := cl.DataStats(); st.BytesSent != int64(len(big)+len(small)) {
 				t.Fatalf("data path sent %d bytes, want %d", st.BytesSent, len(big)+len(small))
 			}
-			for name, data := range map[string][]byte{"big.bin": big, "small.bin": small, "empty": nil} {
-				if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, data) {
-					t.Fatalf("server copy of %s differs (%v)", name, err)
-				}
-			}
-			// And back, on the same data channel.
-			store, err := filestore.Open(back)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			if err := cl.Get(ctx, "big.bin", false, store); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := os.ReadFile(filepath.Join(back, "big.bin")); err != nil || !bytes.Equal(got, big) {
-				t.Fatalf("fetched big.bin differs (%v)", err)
-			}
+			checkStored(t, root, map[string][]byte{"big.bin": big, "small.bin": small, "empty": nil})
+			getInto(t, ctx, cl, back, "big.bin", big) // back, on the same data channel
 		})
 	}
 }

@@ -119,13 +119,7 @@ func TestFileTooBigForTheDiskIsRefused(t *testing.T) {
 					why = append(why, e.Name+": "+e.Err.Error())
 				}
 			}
-			var serr, rerr error
-			if dual {
-				_, serr, rerr = dualTransferTo(t, scfg, kermit.DefaultConfig(), out, tightStore(dir, 10_000))
-			} else {
-				a, b := link(t, 0, 1)
-				serr, rerr, _ = transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, tightStore(dir, 10_000))
-			}
+			serr, rerr := transferEither(t, dual, scfg, kermit.DefaultConfig(), out, tightStore(dir, 10_000))
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" {
 				t.Fatalf("send: %v; want a group error naming big.bin", serr)

@@ -42,13 +42,7 @@ func TestFileChangedWhileSentIsNotStored(t *testing.T) {
 				}
 				return r, err
 			}
-			var serr, rerr error
-			if dual {
-				_, serr, rerr = dualTransfer(t, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
-			} else {
-				a, b := link(t, 0, 1)
-				serr, rerr, _ = transfer(t, a, b, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
-			}
+			serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "grows.log" {
 				t.Fatalf("send: %v; want a group error naming grows.log", serr)
@@ -102,13 +96,7 @@ func TestFileShrunkWhileSentFailsAlone(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			var serr, rerr error
-			if tc.dual {
-				_, serr, rerr = dualTransfer(t, scfg, kermit.DefaultConfig(), out, dst)
-			} else {
-				a, b := link(t, 0, 1)
-				serr, rerr, _ = transfer(t, a, b, scfg, kermit.DefaultConfig(), out, dst)
-			}
+			serr, rerr := transferEitherInto(t, tc.dual, scfg, kermit.DefaultConfig(), out, dst)
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "shrinks.log" {
 				t.Fatalf("send: %v; want a group error naming shrinks.log only", serr)

@@ -56,6 +56,31 @@ func dualSessions(t *testing.T, scfg, rcfg kermit.Config, wrap func(net.Conn) ne
 	return send, recv
 }
 
+// transferEither sends files into store over a loopback link, with a
+// data path (dual) or classic Kermit on the link alone; the tests of
+// behaviour both paths share run it both ways.
+func transferEither(t *testing.T, dual bool, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, store kermit.Store) (serr, rerr error) {
+	t.Helper()
+	if dual {
+		_, serr, rerr = dualTransferTo(t, scfg, rcfg, files, store)
+		return serr, rerr
+	}
+	a, b := link(t, 0, 1)
+	serr, rerr, _ = transferTo(t, a, b, scfg, rcfg, files, store)
+	return serr, rerr
+}
+
+// transferEitherInto is transferEither into directory dst.
+func transferEitherInto(t *testing.T, dual bool, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, dst string) (serr, rerr error) {
+	t.Helper()
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	return transferEither(t, dual, scfg, rcfg, files, store)
+}
+
 // dualTransferTo is dualTransfer into store.
 func dualTransferTo(t *testing.T, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, store kermit.Store) (kermit.Stats, error, error) {
 	t.Helper()

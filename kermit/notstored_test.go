@@ -84,13 +84,7 @@ func TestFileNotStoredFailsAlone(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			var serr, rerr error
-			if tc.dual {
-				_, serr, rerr = dualTransferTo(t, scfg, kermit.DefaultConfig(), out, store)
-			} else {
-				a, b := link(t, 0, 1)
-				serr, rerr, _ = transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, store)
-			}
+			serr, rerr := transferEither(t, tc.dual, scfg, kermit.DefaultConfig(), out, store)
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b.bin" || rerr != nil {
 				t.Fatalf("send %v (want a group error naming only b.bin), receive %v", serr, rerr)

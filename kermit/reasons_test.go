@@ -61,13 +61,7 @@ func TestRefusalAndUnsentReasons(t *testing.T) {
 			var sent, got eventLog
 			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
 			scfg.Events, rcfg.Events = sent.add, got.add
-			var serr, rerr error
-			if dual {
-				_, serr, rerr = dualTransfer(t, scfg, rcfg, files, dst)
-			} else {
-				a, b := link(t, 0, 1)
-				serr, rerr, _ = transfer(t, a, b, scfg, rcfg, files, dst)
-			}
+			serr, rerr := transferEitherInto(t, dual, scfg, rcfg, files, dst)
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 2 || rerr != nil {
 				t.Fatalf("send %v (want a group error naming two files), receive %v", serr, rerr)

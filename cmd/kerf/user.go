@@ -357,6 +357,45 @@ func flagsAfterName(action cli.ActionFunc) cli.ActionFunc {
 	}
 }
 
+// commandPath is the command line up to c's command, with the flags
+// set on the way there ("kerf --json user key add"): a rerun keeps
+// the global flags.
+func commandPath(c *cli.Context) []string {
+	// The root command has two contexts (cli's App.RunContext makes a
+	// bare one first): the one nearest c holds its parsed flags.
+	var parts [][]string
+	seen := map[*cli.Command]bool{c.Command: true}
+	for _, x := range c.Lineage()[1:] {
+		if x.Command == nil || seen[x.Command] {
+			continue
+		}
+		seen[x.Command] = true
+		parts = append(parts, append([]string{x.Command.Name}, setFlags(x, x.Command.Flags)...))
+	}
+	slices.Reverse(parts)
+	var line []string
+	for _, p := range parts {
+		line = append(line, p...)
+	}
+	if len(line) > 0 {
+		line[0] = c.App.Name // the root command is the app
+	}
+	return append(line, c.Command.Name)
+}
+
+// setFlags gives the flags set in x as "--name=value" arguments.
+func setFlags(x *cli.Context, flags []cli.Flag) []string {
+	var out []string
+	for _, f := range flags {
+		name := f.Names()[0]
+		if !x.IsSet(name) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("--%s=%v", name, x.Value(name)))
+	}
+	return out
+}
+
 // takesValue reports whether cmd's flag name takes a value (every flag
 // but a boolean one).
 func takesValue(cmd *cli.Command, name string) bool {
@@ -369,21 +408,6 @@ func takesValue(cmd *cli.Command, name string) bool {
 		}
 	}
 	return false
-}
-
-// commandPath is the command line up to c's command: "kerf user key add".
-func commandPath(c *cli.Context) []string {
-	var names []string
-	for _, x := range c.Lineage() {
-		if x.Command != nil {
-			names = append(names, x.Command.Name)
-		}
-	}
-	slices.Reverse(names)
-	if len(names) > 0 {
-		names[0] = c.App.Name // the root command is the app
-	}
-	return names
 }
 
 // newSecret makes the stored form of a new password or token.

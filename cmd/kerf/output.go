@@ -54,6 +54,7 @@ func newReporter(c *cli.Context, totalBytes int64) *reporter {
 		r.bar = progressbar.NewOptions64(totalBytes,
 			progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionShowBytes(true),
+			progressbar.OptionUseIECUnits(true), // MiB, as the summary line
 			progressbar.OptionSetDescription("total"),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(true),

@@ -22,8 +22,9 @@ import (
 var ErrLogin = errors.New("control: login refused")
 
 // ErrCredentials marks an ErrLogin for credentials the server did not
-// accept (a wrong password, a key it does not know, or a throttled
-// address), not for another reason such as a root it cannot open.
+// accept (a wrong password, a key it does not know), not for another
+// reason such as a root it cannot open or an address throttled after a
+// failure (the credentials were not checked).
 var ErrCredentials = errors.New("control: credentials not accepted")
 
 // loginRefusal reads as the server's words and is ErrLogin, and

@@ -675,3 +675,59 @@ func TestSendEndedEarlyNamesTheRest(t *testing.T) {
 		}
 	}
 }
+
+// A file whose end (Z) went out but whose answer never came is "not
+// confirmed": the server may have stored it (here it has it whole, to be
+// renamed at the group's end), so the client must not say it was not
+// sent. The control connection's answers are
+// lost from the middle of the first file's data on, then the server
+// dies.
+func TestSendEndedEarlyNotConfirmed(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false)
+	names := []string{"t/a", "t/b", "t/c"}
+	for i, n := range names {
+		writeFile(t, filepath.Join(local, n), randomBytes(2<<20, uint64(40+i)))
+	}
+	fs.data.rateUp.Store(2 << 20) // a second a file
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "-r", "t", fs.addr())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Half of t/a: its F and A have long been answered, its Z not yet.
+	waitFor(t, "the first data", func() bool { return fs.data.upBytes.Load() > 1<<20 })
+	fs.ctl.dropDown.Store(true)
+	// t/a whole (its rename waits for the group's end, for one flush of
+	// the batch) and its Z answered, but the answer lost; t/b begun.
+	waitFor(t, "t/a received and t/b begun", func() bool {
+		return fileSize(partName(filepath.Join(root, "t/a"))) == 2<<20 && fileSize(partName(filepath.Join(root, "t/b"))) > 0
+	})
+	fs.cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 4 {
+		t.Fatalf("exit %d, want 4:\n%s", code, stderr.String())
+	}
+	errs := map[string]string{}
+	for _, e := range parseEvents(t, stdout.String()) {
+		if e.Event == "file_done" {
+			t.Errorf("%s reported done although no answer came", e.Name)
+		}
+		if e.Event == "file_error" {
+			errs[e.Name] = e.Error
+		}
+	}
+	if !strings.HasPrefix(errs["t/a"], "not confirmed") {
+		t.Errorf("t/a (stored, unanswered): %q, want not confirmed\n%s", errs["t/a"], stdout.String())
+	}
+	for _, n := range names[1:] {
+		// Their data may all be in socket buffers by now, Z sent too.
+		if !strings.Contains(errs[n], "not sent") && !strings.HasPrefix(errs[n], "not confirmed") {
+			t.Errorf("%s: %q, want not sent or not confirmed\n%s", n, errs[n], stdout.String())
+		}
+	}
+	sameFile(t, filepath.Join(local, "t/a"), partName(filepath.Join(root, "t/a")))
+}

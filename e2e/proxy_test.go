@@ -60,6 +60,7 @@ type proxy struct {
 	flipUpAt   atomic.Int64 // flip one bit of the byte at this offset of the client->server bytes (0: never)
 	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
 	holdDownAt atomic.Int64 // file offset + 1 of a server->client block that never arrives: its connection stalls there (0: none)
+	dropDown   atomic.Bool  // server->client bytes are read and dropped from now on (a plain copy only)
 	upBytes    atomic.Int64 // bytes forwarded client->server
 	downBytes  atomic.Int64 // bytes forwarded server->client
 	conns      atomic.Int32
@@ -246,6 +247,9 @@ func (p *proxy) copyCounted(dst, src net.Conn, up bool) {
 					buf[at-start] ^= 0x08
 					p.flipUpAt.Store(0)
 				}
+			}
+			if !up && p.dropDown.Load() {
+				continue // lost on the way; the end still comes through
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil || p.count(up, int64(n)) {
 				return

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -130,7 +132,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 			return nil, err
 		}
 	}
-	pw, err := password(c, user, addr, key != nil)
+	pw, prompted, err := password(c, user, addr, key != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +156,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	if key != nil {
 		cfg.ClientCert = &key.Cert
 	}
-	cl, err := control.Dial(c.Context, cfg)
+	cl, err := dialAfterThrottle(c.Context, cfg)
 	if err != nil && asked {
 		// The question may have outlasted the server's handshake
 		// timeout; the key is pinned now, so try once more.
@@ -173,7 +175,17 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		if cfg.Password, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
 			return nil, err
 		}
-		cl, err = control.Dial(c.Context, cfg)
+		prompted = true
+		cl, err = dialAfterThrottle(c.Context, cfg)
+	}
+	// A mistyped password is asked for again, three tries in all, as
+	// ssh and sudo do; a password from a file or the environment is not.
+	for try := 1; err != nil && prompted && try < 3 && errors.Is(err, control.ErrCredentials); try++ {
+		fmt.Fprintln(os.Stderr, "kerf: login refused, try again")
+		if cfg.Password, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
+			return nil, err
+		}
+		cl, err = dialAfterThrottle(c.Context, cfg)
 	}
 	if err != nil {
 		return nil, connectErr(err)
@@ -181,33 +193,73 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	return cl, nil
 }
 
+// throttleWaitRE finds the wait a kerf server names when it throttles
+// logins from an address ("... from your address: wait 500ms").
+var throttleWaitRE = regexp.MustCompile(`login throttled: .*wait (\S+)$`)
+
+// throttled reports whether err is a kerf server's refusal to check a
+// login so soon after a failed one, and how long it asked to wait (at
+// most 30 s).
+func throttled(err error) (time.Duration, bool) {
+	if err == nil || !errors.Is(err, control.ErrLogin) {
+		return 0, false
+	}
+	m := throttleWaitRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	d, perr := time.ParseDuration(m[1])
+	if perr != nil {
+		return 0, false
+	}
+	return min(d+50*time.Millisecond, 30*time.Second), true
+}
+
+// dialAfterThrottle dials, and once more after the wait a kerf server
+// asks for when it did not check the login because the address failed
+// one just before (a password typed again quickly).
+func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.Client, error) {
+	cl, err := control.Dial(ctx, cfg)
+	if d, ok := throttled(err); ok {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		cl, err = control.Dial(ctx, cfg)
+	}
+	return cl, err
+}
+
 // password finds the password for user: --password-file, then
 // $KERF_PASSWORD (if not empty), then none if there is a client key
 // (haveKey: the key logs in), then a prompt on the terminal. Anonymous
 // needs none.
-func password(c *cli.Context, user, addr string, haveKey bool) (string, error) {
+// prompted says it was typed at the prompt.
+func password(c *cli.Context, user, addr string, haveKey bool) (pw string, prompted bool, err error) {
 	if f := c.String("password-file"); f != "" {
 		fh, err := os.Open(f)
 		if err != nil {
-			return "", usageErr("%v", err)
+			return "", false, usageErr("%v", err)
 		}
 		defer fh.Close()
 		line, err := readLine(fh)
 		if err != nil {
-			return "", usageErr("reading %s: %v", f, err)
+			return "", false, usageErr("reading %s: %v", f, err)
 		}
-		return line, nil
+		return line, false, nil
 	}
 	if pw := os.Getenv("KERF_PASSWORD"); pw != "" {
-		return pw, nil
+		return pw, false, nil
 	}
 	if auth.IsAnonymous(user) || haveKey {
-		return "", nil
+		return "", false, nil
 	}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return "", usageErr("no password for %s: use --password-file or KERF_PASSWORD, or log in with a client key (kerf key)", user)
+		return "", false, usageErr("no password for %s: use --password-file or KERF_PASSWORD, or log in with a client key (kerf key)", user)
 	}
-	return promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr))
+	pw, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr))
+	return pw, err == nil, err
 }
 
 // askTrust asks on the terminal whether to pin a server seen for the

@@ -116,3 +116,28 @@ func TestJSONErrorEventEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// Flags may follow the arguments, as with rsync: the command's own and
+// the global ones (--json) alike. (They were taken for a host or a
+// local directory.)
+func TestFlagsAfterArguments(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "tree", "x"), randomBytes(5000, 3))
+	r := run(t, srv, local, nil, "send", "tree", target(srv.addr, "in"), "-r", "--json")
+	if r.code != 0 {
+		t.Fatalf("send with trailing -r --json: %s", r)
+	}
+	if evs := parseEvents(t, r.stdout); len(evs) == 0 || evs[len(evs)-1].Event != "done" {
+		t.Errorf("--json after the arguments printed no done event:\n%s", r.stdout)
+	}
+	sameFile(t, filepath.Join(local, "tree", "x"), filepath.Join(root, "in", "tree", "x"))
+	r = run(t, srv, back, nil, "get", target(srv.addr, "in/tree/x"), ".", "--resume")
+	if r.code != 0 {
+		t.Fatalf("get with trailing --resume: %s", r)
+	}
+	sameFile(t, filepath.Join(local, "tree", "x"), filepath.Join(back, "x"))
+	if _, err := os.Stat(filepath.Join(back, "--resume")); err == nil {
+		t.Error("get made a directory called --resume")
+	}
+}

@@ -20,7 +20,7 @@ import (
 // run runs the kerf command line in-process and returns its exit code
 // (0, or the exitError's code) and error.
 func run(ctx context.Context, args ...string) (int, error) {
-	err := newApp().RunContext(ctx, append([]string{"kerf"}, args...))
+	err := runApp(ctx, newApp(), append([]string{"kerf"}, args...))
 	if err == nil {
 		return 0, nil
 	}

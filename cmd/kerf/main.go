@@ -53,7 +53,7 @@ func main() {
 	// help foo`); main gives them the usage code instead.
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	setUsageErrors(app.Commands)
-	err = app.RunContext(ctx, os.Args)
+	err = runApp(ctx, app, os.Args)
 	stopProfiling()
 	if err == nil {
 		return
@@ -72,6 +72,16 @@ func main() {
 		os.Exit(ee.code)
 	}
 	os.Exit(exitUsage)
+}
+
+// runApp runs app on the command line args, flags after arguments
+// moved first (flagsFirst).
+func runApp(ctx context.Context, app *cli.App, args []string) error {
+	args, err := flagsFirst(app, args)
+	if err != nil {
+		return err
+	}
+	return app.RunContext(ctx, args)
 }
 
 // signalContext returns a context cancelled by SIGINT or SIGTERM, and

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -88,7 +87,7 @@ func userCommand() *cli.Command {
 					&cli.BoolFlag{Name: "read-only", Usage: "the user may only fetch and list"},
 					&cli.StringSliceFlag{Name: "key", Usage: "let the client key with this `FINGERPRINT` (as kerf key prints it) log in; repeatable. Without --password-stdin or --token, the user gets no password"},
 				}, secretFlags...),
-				Action: flagsAfterName(func(c *cli.Context) error {
+				Action: func(c *cli.Context) error {
 					name, err := oneName(c)
 					if err != nil {
 						return err
@@ -134,7 +133,7 @@ func userCommand() *cli.Command {
 						fmt.Fprintf(os.Stderr, "kerf: warning: %s is not a directory yet; %s cannot log in until it is\n", root, name)
 					}
 					return nil
-				}),
+				},
 			},
 			{
 				Name:      "passwd",
@@ -246,7 +245,7 @@ func userKeyCommand() *cli.Command {
 			Usage:     usage + " (fingerprints as kerf key prints them)",
 			ArgsUsage: "NAME FINGERPRINT...",
 			Flags:     []cli.Flag{stateFlag()},
-			Action: flagsAfterName(func(c *cli.Context) error {
+			Action: func(c *cli.Context) error {
 				if c.NArg() < 2 {
 					return usageErr("usage: kerf user key %s NAME FINGERPRINT... [--state DIR]", verb)
 				}
@@ -266,7 +265,7 @@ func userKeyCommand() *cli.Command {
 					fmt.Fprintf(os.Stderr, "kerf: %s key %s %s %s\n", done, fp, map[bool]string{true: "to", false: "from"}[verb == "add"], name)
 				}
 				return nil
-			}),
+			},
 		}
 	}
 	return &cli.Command{
@@ -303,7 +302,7 @@ func userKeyCommand() *cli.Command {
 // namedUser is the action of a `kerf user` subcommand on one existing
 // NAME: it takes the name and opens the users file for action.
 func namedUser(action func(c *cli.Context, name string, u *auth.UsersFile) error) cli.ActionFunc {
-	return flagsAfterName(func(c *cli.Context) error {
+	return func(c *cli.Context) error {
 		name, err := oneName(c)
 		if err != nil {
 			return err
@@ -313,7 +312,7 @@ func namedUser(action func(c *cli.Context, name string, u *auth.UsersFile) error
 			return err
 		}
 		return action(c, name, u)
-	})
+	}
 }
 
 func oneName(c *cli.Context) (string, error) {
@@ -321,93 +320,6 @@ func oneName(c *cli.Context) (string, error) {
 		return "", usageErr("usage: kerf user %s NAME [flags]", c.Command.Name)
 	}
 	return c.Args().First(), nil
-}
-
-// flagsAfterName lets `kerf user add NAME --root DIR` (and `kerf user
-// key add NAME FINGERPRINT --state DIR`) work: the cli package stops
-// parsing flags at the first argument, so a command given arguments
-// followed by flags runs again with the flags first.
-func flagsAfterName(action cli.ActionFunc) cli.ActionFunc {
-	return func(c *cli.Context) error {
-		args := c.Args().Slice()
-		var flags, plain []string
-		for i := 0; i < len(args); i++ {
-			a := args[i]
-			if i == 0 || !strings.HasPrefix(a, "-") || len(a) == 1 {
-				plain = append(plain, a)
-				continue
-			}
-			flags = append(flags, a)
-			if !strings.Contains(a, "=") && takesValue(c.Command, strings.TrimLeft(a, "-")) {
-				if i+1 == len(args) {
-					// Moved first, it would take the name for its value.
-					return usageErr("flag needs an argument: %s", a)
-				}
-				i++
-				flags = append(flags, args[i])
-			}
-		}
-		if len(flags) == 0 {
-			return action(c)
-		}
-		// The flags (with their values) go first, the names keep
-		// their order: "user key add NAME --state DIR FP" works.
-		re := append(commandPath(c), flags...)
-		return c.App.RunContext(c.Context, append(re, plain...))
-	}
-}
-
-// commandPath is the command line up to c's command, with the flags
-// set on the way there ("kerf --json user key add"): a rerun keeps
-// the global flags.
-func commandPath(c *cli.Context) []string {
-	// The root command has two contexts (cli's App.RunContext makes a
-	// bare one first): the one nearest c holds its parsed flags.
-	var parts [][]string
-	seen := map[*cli.Command]bool{c.Command: true}
-	for _, x := range c.Lineage()[1:] {
-		if x.Command == nil || seen[x.Command] {
-			continue
-		}
-		seen[x.Command] = true
-		parts = append(parts, append([]string{x.Command.Name}, setFlags(x, x.Command.Flags)...))
-	}
-	slices.Reverse(parts)
-	var line []string
-	for _, p := range parts {
-		line = append(line, p...)
-	}
-	if len(line) > 0 {
-		line[0] = c.App.Name // the root command is the app
-	}
-	return append(line, c.Command.Name)
-}
-
-// setFlags gives the flags set in x as "--name=value" arguments.
-func setFlags(x *cli.Context, flags []cli.Flag) []string {
-	var out []string
-	for _, f := range flags {
-		name := f.Names()[0]
-		if !x.IsSet(name) {
-			continue
-		}
-		out = append(out, fmt.Sprintf("--%s=%v", name, x.Value(name)))
-	}
-	return out
-}
-
-// takesValue reports whether cmd's flag name takes a value (every flag
-// but a boolean one).
-func takesValue(cmd *cli.Command, name string) bool {
-	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return !isBool
-			}
-		}
-	}
-	return false
 }
 
 // newSecret makes the stored form of a new password or token.

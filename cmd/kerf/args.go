@@ -1,0 +1,152 @@
+package main
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// flagsFirst rewrites a command line so that flags given after the
+// arguments work, as rsync and GNU tools allow: `kerf send a.txt
+// host/dir --resume`, `kerf user add NAME --root DIR`. The cli package
+// stops reading flags at the first argument, which made the flag a
+// host or a file name. A global flag given after the command (`kerf
+// send --json ...`) moves before it. Everything after "--" stays an
+// argument. The command's flags keep their order, and so do the
+// arguments.
+func flagsFirst(app *cli.App, args []string) ([]string, error) {
+	if len(args) < 2 {
+		return args, nil
+	}
+	var global, path, flags, plain []string
+	dashdash := false
+	i := 1
+	// takeFlag moves args[i], and its value if it takes one, to *to.
+	takeFlag := func(to *[]string, defined []cli.Flag) error {
+		a := args[i]
+		*to = append(*to, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && takesValue(defined, name) {
+			if i+1 == len(args) {
+				return usageErr("flag needs an argument: %s", a)
+			}
+			i++
+			*to = append(*to, args[i])
+		}
+		return nil
+	}
+	isFlag := func(a string) bool { return len(a) > 1 && a[0] == '-' }
+	for i < len(args) && isFlag(args[i]) && args[i] != "--" {
+		if err := takeFlag(&global, app.Flags); err != nil {
+			return nil, err
+		}
+		i++
+	}
+	// The command path, with any flags given on the way.
+	cmds := app.Commands
+	var leaf *cli.Command
+	for i < len(args) {
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.HasName(args[i]) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		leaf = next
+		path = append(path, args[i])
+		i++
+		cmds = leaf.Subcommands
+		for len(cmds) > 0 && i < len(args) && isFlag(args[i]) && args[i] != "--" {
+			if err := takeFlag(&path, leaf.Flags); err != nil {
+				return nil, err
+			}
+			i++
+		}
+	}
+	if leaf == nil {
+		return args, nil // no command (help, an unknown one): as given
+	}
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case dashdash || !isFlag(a):
+			plain = append(plain, a)
+		case a == "--":
+			dashdash = true
+		case definedIn(leaf.Flags, flagName(a)) || !definedIn(app.Flags, flagName(a)):
+			// The command's own, or unknown: cli says which.
+			if err := takeFlag(&flags, leaf.Flags); err != nil {
+				return nil, err
+			}
+		default:
+			if err := takeFlag(&global, app.Flags); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := append([]string{args[0]}, global...)
+	out = append(append(out, path...), flags...)
+	for _, p := range plain {
+		if isFlag(p) {
+			// A name that looks like a flag came after "--".
+			out = append(out, "--")
+			break
+		}
+	}
+	return append(out, plain...), nil
+}
+
+func flagName(a string) string {
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name
+}
+
+func definedIn(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// takesValue reports whether the flag called name among flags takes a
+// value (every flag but a boolean one).
+func takesValue(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*cli.BoolFlag)
+				return !isBool
+			}
+		}
+	}
+	return false
+}
+
+// commandPath is the command line up to c's command: "kerf user key
+// add", for messages.
+func commandPath(c *cli.Context) []string {
+	// The root command has two contexts (cli's App.RunContext makes a
+	// bare one first): a command is named once.
+	var names []string
+	seen := map[*cli.Command]bool{}
+	for _, x := range c.Lineage() {
+		if x.Command == nil || seen[x.Command] {
+			continue
+		}
+		seen[x.Command] = true
+		names = append(names, x.Command.Name)
+	}
+	slices.Reverse(names)
+	if len(names) > 0 {
+		names[0] = c.App.Name // the root command is the app
+	}
+	return names
+}

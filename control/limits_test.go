@@ -204,6 +204,18 @@ func TestClassicRefusedByDefault(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--allow-classic") {
 		t.Errorf("classic client: err = %v", err)
 	}
+	// Anonymous, so with no login: the first command's error carries
+	// the server's words, not just "closed" (the E came as the answer
+	// to the I exchange, which a server may refuse and go on).
+	cl, err := control.Dial(ctxT(t), control.ClientConfig{Addr: srv.Addr().String(), Classic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = cl.Generic(ctxT(t), 'D', "")
+	if !errors.As(err, &pe) || pe.Msg != control.ClassicRefusal {
+		t.Errorf("anonymous classic client: err = %v, want E %q", err, control.ClassicRefusal)
+	}
 }
 
 func TestClassicAllowed(t *testing.T) {

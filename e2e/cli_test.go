@@ -242,7 +242,7 @@ func TestRemoteCommandsTakeNamesLiterally(t *testing.T) {
 	mustRun(t, srv, local, nil, "rmdir", target(srv.addr, "{mk}"))
 	noFile(t, filepath.Join(root, "{mk}"))
 	writeFile(t, filepath.Join(local, "hello.txt"), []byte("hello"))
-	mustRun(t, srv, local, nil, "send", filepath.Join(local, "hello.txt"), target(srv.addr, "{top}"))
+	mustRun(t, srv, local, nil, "send", filepath.Join(local, "hello.txt"), target(srv.addr, "{top}/"))
 	if b, err := os.ReadFile(filepath.Join(root, "{top}/hello.txt")); err != nil || string(b) != "hello" {
 		t.Errorf("send into {top}: %q, %v", b, err)
 	}

@@ -39,7 +39,7 @@ func TestKeyLoginWithoutPassword(t *testing.T) {
 
 	data := randomBytes(1<<20+7, 7)
 	writeFile(t, filepath.Join(local, "k.bin"), data)
-	r := runWithKey(t, srv, local, id, "send", "k.bin", target(srv.addr, "in"))
+	r := runWithKey(t, srv, local, id, "send", "k.bin", target(srv.addr, "in/"))
 	if r.code != 0 {
 		t.Fatalf("kerf send with the key: %s", r)
 	}
@@ -109,7 +109,7 @@ func TestMissingRootIsNotMade(t *testing.T) {
 		t.Fatalf("kerf user add with a missing root: %v, want a warning:\n%s", err, out)
 	}
 	writeFile(t, filepath.Join(local, "k.bin"), []byte("k"))
-	r := runWithKey(t, srv, local, id, "send", "k.bin", target(srv.addr, "in"))
+	r := runWithKey(t, srv, local, id, "send", "k.bin", target(srv.addr, "in/"))
 	if r.code != 3 || !strings.Contains(r.stderr, "cannot open your directory") || strings.Contains(r.stderr, "did not accept the client key") {
 		t.Errorf("want exit 3 saying the directory cannot be opened (not a key refusal):\n%s", r)
 	}

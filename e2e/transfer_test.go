@@ -433,7 +433,7 @@ func TestLongRemotePaths(t *testing.T) {
 	srv := startServer(t, root, serverOpts{})
 	deep := strings.Repeat("d", 60) + "/" + strings.Repeat("e", 60) + "/" + strings.Repeat("f", 30)
 	writeFile(t, filepath.Join(local, "n.txt"), []byte("deep\n"))
-	r := run(t, srv, local, nil, "send", "n.txt", target(srv.addr, deep))
+	r := run(t, srv, local, nil, "send", "n.txt", target(srv.addr, deep+"/"))
 	if r.code != 0 {
 		t.Fatalf("send into a %d-byte remote directory: %s", len(deep), r)
 	}

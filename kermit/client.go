@@ -78,10 +78,12 @@ func (s *Session) Generic(ctx context.Context, cmd byte, args ...string) (string
 // know I answers with E; then the defaults stay.
 func (s *Session) initServer(ctx context.Context) error {
 	s.resetNegotiation()
+	s.initRefusal = nil
 	err := s.sendInit(ctx, 'I')
 	var pe *PeerError
 	if errors.As(err, &pe) {
 		s.resetNegotiation()
+		s.initRefusal = pe
 		return nil
 	}
 	if err != nil {
@@ -105,6 +107,13 @@ func (s *Session) request(ctx context.Context, typ byte, arg []byte) (*slot, err
 		return nil, err
 	}
 	if err := s.await(ctx, sl); err != nil {
+		var le *LinkError
+		if s.initRefusal != nil && errors.As(err, &le) {
+			// Not a server that does not know I: one that refused us
+			// (a kerf server that requires TLS) and hung up. Its words
+			// say why; the closed link does not.
+			return nil, fmt.Errorf("kermit: the server refused the session and closed the connection: %w", s.initRefusal)
+		}
 		return nil, err
 	}
 	return sl, nil

@@ -33,6 +33,9 @@ type Session struct {
 	cfg Config
 	c   *pktConn
 	neg negotiated
+	// initRefusal is the E a server answered the last I exchange with
+	// (nil: none), for the command that follows.
+	initRefusal *PeerError
 
 	// sender state
 	sw         sendWindow

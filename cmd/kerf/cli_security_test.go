@@ -157,8 +157,8 @@ func TestCLISecurity(t *testing.T) {
 		wantCode int
 		wantMsg  string
 	}{
-		{"unknown host refused", []string{"send", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, src, addr + "/in"}, exitConnect, "--accept-new-host-key"},
-		{"first use pinned", []string{"send", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, "--accept-new-host-key", src, addr + "/in"}, 0, ""},
+		{"unknown host refused", []string{"send", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, src, addr + "/in/"}, exitConnect, "--accept-new-host-key"},
+		{"first use pinned", []string{"send", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, "--accept-new-host-key", src, addr + "/in/"}, 0, ""},
 		{"pinned host", []string{"ls", "--user", "alice", "--password-file", pwFile, "--known-hosts", kh, addr + "/in"}, 0, ""},
 		{"changed key refused", []string{"ls", "--user", "alice", "--password-file", pwFile, "--known-hosts", changed, "--accept-new-host-key", addr}, exitConnect, "CHANGED"},
 		{"read-only user cannot send", []string{"mkdir", "--user", "reader", "--password-file", filepath.Join(base, "ropw"), "--known-hosts", kh, addr + "/x"}, exitTransfer, "read-only"},

@@ -112,7 +112,7 @@ func TestCLIKeyLogin(t *testing.T) {
 		return append(a, args[1:]...)
 	}
 	// No password anywhere, no terminal: the key logs in.
-	must(client(idDir, "robot", "send", src, addr+"/in")...)
+	must(client(idDir, "robot", "send", src, addr+"/in/")...)
 	if b, _ := os.ReadFile(filepath.Join(robotRoot, "in", "hello.txt")); !bytes.Equal(b, []byte("hello by key\n")) {
 		t.Errorf("file not in robot's root: %q", b)
 	}

@@ -598,7 +598,7 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "send",
 		Usage:     "send files to a kerf or Kermit server",
-		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR]",
+		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME)",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
@@ -643,7 +643,22 @@ func sendCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().BytesSent, cl.DataCompressed() }
 			rep.channel = cl.DataChannel
-			if rdir != "" && rdir != "/" {
+			if oneFile(files) && remoteAsName(rdir) {
+				// One file to a name: into it if it is a directory,
+				// else stored as that name (asname.go).
+				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
+					var pe *kermit.PeerError
+					if !errors.As(err, &pe) {
+						return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
+					}
+					var base string
+					rdir, base = path.Dir(rdir), path.Base(rdir)
+					files[0].Name = base
+				} else {
+					rdir = ""
+				}
+			}
+			if rdir != "" && rdir != "/" && rdir != "." {
 				if _, err := cl.Generic(c.Context, 'm', rdir); err != nil {
 					return transferErr(fmt.Errorf("remote mkdir %s: %w", rdir, err))
 				}
@@ -662,7 +677,7 @@ func getCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "get",
 		Usage:     "fetch files from a kerf or Kermit server",
-		ArgsUsage: "HOST[:PORT]/REMOTE/PATH... LOCAL/DIR",
+		ArgsUsage: "HOST[:PORT]/REMOTE/PATH... LOCAL/DIR (one file: or LOCAL/NAME)",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
@@ -693,8 +708,12 @@ func getCommand() *cli.Command {
 				specs = append(specs, rp)
 			}
 			dest := args[len(args)-1]
-			_, statErr := os.Stat(dest)
-			store, err := filestore.Open(dest)
+			openDir, asName, renamed := localAsName(specs, dest, c.Bool("recursive"))
+			if !renamed {
+				openDir = dest
+			}
+			_, statErr := os.Stat(openDir)
+			store, err := filestore.Open(openDir)
 			if err != nil {
 				// Not a usage error: the command was right, the local
 				// side cannot take the files (read-only, no permission,
@@ -706,7 +725,7 @@ func getCommand() *cli.Command {
 				// directory behind (os.Remove takes only an empty one).
 				defer func() {
 					if err != nil {
-						os.Remove(dest)
+						os.Remove(openDir)
 					}
 				}()
 			}
@@ -724,7 +743,11 @@ func getCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().WireBytesReceived, cl.DataCompressed() }
 			rep.channel = cl.DataChannel
-			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, store)
+			var into kermit.Store = store
+			if renamed {
+				into = &asNameStore{Dir: store, as: asName}
+			}
+			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, into)
 			noteRefused(c, cl)
 			return rep.end(err, true)
 		}),
@@ -789,7 +812,11 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				}
 				reply, err := cl.Generic(c.Context, cmd, arg)
 				if err != nil {
-					err = fmt.Errorf("%s %s: %w", name, rp, err)
+					label := rp
+					if label == "" {
+						label = "." // ls HOST/
+					}
+					err = fmt.Errorf("%s %s: %w", name, label, err)
 					// Only the server's refusal of this path (its E)
 					// leaves the session fit for the next one.
 					var pe *kermit.PeerError

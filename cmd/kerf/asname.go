@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// A copy of one file to a name that is not a directory takes that name,
+// as with cp, scp and rsync: `kerf get host/a.txt b.txt` makes b.txt,
+// `kerf send a.txt host/dir/b.txt` makes dir/b.txt. A name ending in
+// "/", or one that is a directory, receives the file under its own name;
+// several files, a tree or a wildcard always go into a directory (made
+// if missing).
+
+// hasWildcard reports whether a GET name would be taken as a pattern.
+func hasWildcard(name string) bool { return strings.ContainsAny(name, "*?[") }
+
+// localAsName says whether a get of specs into dest stores its one file
+// as dest itself, and then returns the directory to open and the name.
+func localAsName(specs []string, dest string, recursive bool) (dir, as string, ok bool) {
+	if len(specs) != 1 || recursive || hasWildcard(path.Base(specs[0])) || strings.HasSuffix(dest, "/") {
+		return "", "", false
+	}
+	if b := filepath.Base(dest); b == "." || b == ".." {
+		return "", "", false
+	}
+	if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
+		return "", "", false
+	}
+	return filepath.Dir(dest), filepath.Base(dest), true
+}
+
+// asNameStore stores the one file a get asked for under another name.
+// The peer may send it twice (a partial found to differ is sent again
+// whole); a file of another name is refused, since one was asked for.
+type asNameStore struct {
+	*filestore.Dir
+	as   string
+	sent string // the peer's name for the file, once seen
+}
+
+func (s *asNameStore) Create(name string) (kermit.Incoming, error) {
+	if s.sent == "" {
+		s.sent = name
+	}
+	if name != s.sent {
+		return nil, fmt.Errorf("%s: refused: one file was asked for, to be stored as %s, and %s came first", name, s.as, s.sent)
+	}
+	return s.Dir.Create(s.as)
+}
+
+// oneFile reports whether a send is of one regular file.
+func oneFile(files []kermit.OutgoingFile) bool {
+	return len(files) == 1 && !files[0].Dir
+}
+
+// remoteAsName reports whether a send's remote path may name the file
+// itself: not the top, and not ending in "/" or a dot element.
+func remoteAsName(rdir string) bool {
+	if rdir == "" || strings.HasSuffix(rdir, "/") {
+		return false
+	}
+	b := path.Base(rdir)
+	return b != "." && b != ".." && b != "/"
+}

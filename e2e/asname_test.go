@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// One file copied to a name that is not a directory takes that name, as
+// with cp, scp and rsync; to a directory, or a name ending in "/", it
+// keeps its own. (Every destination was taken for a directory, and made:
+// `send a.txt host/b.txt` made a directory b.txt.)
+func TestOneFileTakesTheDestinationName(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "a.txt"), randomBytes(3000, 11))
+	writeFile(t, filepath.Join(root, "old.txt"), []byte("to be replaced"))
+	if err := os.MkdirAll(filepath.Join(root, "isdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(local, "a.txt")
+	for _, c := range []struct{ remote, stored string }{
+		{"new.txt", "new.txt"},
+		{"deep/er/x.txt", "deep/er/x.txt"},
+		{"isdir", "isdir/a.txt"},
+		{"made/", "made/a.txt"},
+		{"old.txt", "old.txt"},
+	} {
+		if r := run(t, srv, local, nil, "send", "a.txt", target(srv.addr, c.remote)); r.code != 0 {
+			t.Fatalf("send a.txt to %s: %s", c.remote, r)
+		}
+		sameFile(t, src, filepath.Join(root, c.stored))
+	}
+
+	back := t.TempDir()
+	writeFile(t, filepath.Join(back, "exists.txt"), []byte("to be replaced"))
+	if err := os.Mkdir(filepath.Join(back, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dest, stored string }{
+		{"got.txt", "got.txt"},
+		{"exists.txt", "exists.txt"},
+		{"d", "d/new.txt"},
+		{"nd/", "nd/new.txt"},
+		{".", "new.txt"},
+	} {
+		if r := run(t, srv, back, nil, "get", target(srv.addr, "new.txt"), c.dest); r.code != 0 {
+			t.Fatalf("get new.txt to %s: %s", c.dest, r)
+		}
+		sameFile(t, src, filepath.Join(back, c.stored))
+	}
+	// A wildcard may match several files: always a directory.
+	if r := run(t, srv, back, nil, "get", target(srv.addr, "n*.txt"), "pat"); r.code != 0 {
+		t.Fatalf("get n*.txt pat: %s", r)
+	}
+	sameFile(t, src, filepath.Join(back, "pat", "new.txt"))
+}

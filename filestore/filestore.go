@@ -437,6 +437,20 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 	return &tempFile{fd: fd, dir: h.rel, base: name}, fresh, nil
 }
 
+// stillNamed reports whether f, locked, is still the file called name
+// here: another session may have renamed or removed it between the
+// open and the lock.
+func (h *dirHandle) stillNamed(d *Dir, name string, f *tempFile) bool {
+	var byFD, byName unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(f.fd, &byFD) }); err != nil {
+		return false
+	}
+	err := h.atDir(d, func(dirfd int) error {
+		return ignoringEINTR(func() error { return unix.Fstatat(dirfd, name, &byName, unix.AT_SYMLINK_NOFOLLOW) })
+	})
+	return err == nil && byFD.Dev == byName.Dev && byFD.Ino == byName.Ino
+}
+
 // openRead opens name in this directory for reading, as openTemp opens
 // for writing: one openat on the directory, O_NOFOLLOW, no poller.
 func (h *dirHandle) openRead(d *Dir, name string) (*os.File, error) {
@@ -613,6 +627,18 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 					// the partial.
 					time.Sleep(busyPoll)
 					d.busyWaited += busyPoll
+					continue
+				}
+				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
+			}
+			if !h.stillNamed(d, tmp, f) {
+				// The holder we waited for renamed the file to its
+				// final name (or removed it) before letting go: this
+				// descriptor is that file, not the temporary name's.
+				// Writing it would change a committed file in place.
+				f.close()
+				d.putDir(h)
+				if attempt < 100 {
 					continue
 				}
 				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)

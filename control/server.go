@@ -164,9 +164,6 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		data = datachan.JoinListeners(data, ql)
 	}
 	s.dl = datachan.NewListener(data, nil, datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
-	if cfg.AllowClassic {
-		cfg.Log.Warn("classic Kermit allowed: plain Kermit clients' passwords and file data cross the network in clear")
-	}
 	return s, nil
 }
 

@@ -291,6 +291,17 @@ func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, e
 		return nil, err
 	}
 	files, err := d.Match(spec, recursive)
+	for i := range files {
+		// A file of a walked tree that cannot be opened (a link
+		// leading out) says why in words, as a name given plainly does.
+		if open := files[i].Open; open != nil {
+			name := files[i].Name
+			files[i].Open = func() (kermit.FileReader, error) {
+				r, err := open()
+				return r, clearErr(err, name)
+			}
+		}
+	}
 	return files, clearErr(err, spec)
 }
 

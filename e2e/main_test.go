@@ -309,8 +309,9 @@ type event struct {
 	Rate    *float64 `json:"bytes_per_second"`
 	// done, with --compress: the data bytes as they travelled.
 	WireBytes int64 `json:"wire_bytes"`
-	// done: what carried the data (quic, tls, tcp).
-	Data string `json:"data"`
+	// done: what carried the data (quic, tls, tcp), and how many files.
+	Data  string `json:"data"`
+	Files *int   `json:"files"`
 	// ls: an "entry" per file, or one "listing" with the text.
 	Path     string `json:"path"`
 	Type     string `json:"type"`

@@ -124,12 +124,19 @@ func TestFlagsAfterArguments(t *testing.T) {
 	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
 	writeFile(t, filepath.Join(local, "tree", "x"), randomBytes(5000, 3))
+	writeFile(t, filepath.Join(local, "tree", "empty"), nil)
 	r := run(t, srv, local, nil, "send", "tree", target(srv.addr, "in"), "-r", "--json")
 	if r.code != 0 {
 		t.Fatalf("send with trailing -r --json: %s", r)
 	}
 	if evs := parseEvents(t, r.stdout); len(evs) == 0 || evs[len(evs)-1].Event != "done" {
 		t.Errorf("--json after the arguments printed no done event:\n%s", r.stdout)
+	}
+	// And the events have their counts, zeros too.
+	for _, want := range []string{`{"event":"file_done","name":"tree/empty","size":0,"bytes":0`, `{"event":"done","bytes":5000,`, `"files":2`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("--json output lacks %s:\n%s", want, r.stdout)
+		}
 	}
 	sameFile(t, filepath.Join(local, "tree", "x"), filepath.Join(root, "in", "tree", "x"))
 	r = run(t, srv, back, nil, "get", target(srv.addr, "in/tree/x"), ".", "--resume")

@@ -1166,10 +1166,11 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 	for _, n := range names {
 		var bad error // what makes a name given plainly unsendable
 		var target fs.FileInfo
+		var targetErr error
 		if n.err == nil && n.fi.Mode()&fs.ModeSymlink != 0 && !d.linksToPart(n.rel) {
 			// A link to a file in the tree sends the file, as in a
 			// walk (-r); os.Root refuses one leading out.
-			target, _ = d.root.Stat(n.rel)
+			target, targetErr = d.root.Stat(n.rel)
 		}
 		switch fi := n.fi; {
 		case n.err != nil:
@@ -1184,6 +1185,8 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():
 			bad = fmt.Errorf("filestore: %s is a directory (use -r)", n.rel)
+		case targetErr != nil && !errors.Is(targetErr, fs.ErrNotExist):
+			bad = targetErr // leading out: the caller says so in words
 		default:
 			bad = fmt.Errorf("filestore: %s is not a regular file", n.rel)
 		}

@@ -50,18 +50,25 @@ func parseTarget(s string) (addr, rpath string, err error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		host, port = strings.Trim(addr, "[]"), fmt.Sprint(control.DefaultPort)
+		if strings.Count(host, ":") > 1 && net.ParseIP(host) == nil {
+			return "", "", usageErr("bad address %q: an IPv6 address with a port goes in brackets: [ADDRESS]:PORT/PATH", s)
+		}
 	}
 	if host == "" {
 		return "", "", usageErr("no host in %q", s)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		if err != nil {
+			// scp's HOST:PATH, most likely.
+			return "", "", usageErr("bad port %q in %q: kerf names remote paths HOST/PATH or HOST:PORT/PATH", port, s)
+		}
 		return "", "", usageErr("bad port %q in %q (1-65535)", port, s)
 	}
 	return net.JoinHostPort(host, port), rpath, nil
 }
 
 var clientFlags = []cli.Flag{
-	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (default 2 on machines with more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
+	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (2 where there is more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
 	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
 	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
 	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else the client key if there is one, else a prompt)"},
@@ -142,7 +149,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		kh.Ask = func(addr, fp string) bool { asked = true; return askTrust(addr, fp) }
 	}
 	if c.Bool("classic") {
-		logger(c).Warn("classic mode: no TLS; the password and the data cross the network in clear")
+		fmt.Fprintln(os.Stderr, "kerf: classic mode: no TLS; the password and the data cross the network in clear")
 	}
 	opts, err := pathOptions(c)
 	if err != nil {
@@ -820,13 +827,17 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 					// Only the server's refusal of this path (its E)
 					// leaves the session fit for the next one.
 					var pe *kermit.PeerError
-					if len(paths) == 1 || !errors.As(err, &pe) || c.Context.Err() != nil {
+					refused := errors.As(err, &pe) && c.Context.Err() == nil
+					if enc := jsonOutput(c); enc != nil && refused {
+						// One per path the server refused, with one path
+						// as with several.
+						enc.Encode(jsonEvent{Event: "file_error", Name: rp, Error: err.Error()})
+					}
+					if len(paths) == 1 || !refused {
 						return transferErr(err)
 					}
 					failed = append(failed, rp)
-					if enc := jsonOutput(c); enc != nil {
-						enc.Encode(jsonEvent{Event: "file_error", Name: rp, Error: err.Error()})
-					} else {
+					if jsonOutput(c) == nil {
 						fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
 					}
 					continue
@@ -864,6 +875,22 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 	}
 }
 
+// looksLikeHost reports whether first, the first element of a path,
+// would be taken for a host rather than a directory: it has a port
+// ("otherhost:1649"), or it is the host of addr.
+func looksLikeHost(first, addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if first == host || "["+host+"]" == first {
+		return true
+	}
+	h, p, err := net.SplitHostPort(first)
+	if err != nil || h == "" {
+		return false
+	}
+	_, err = strconv.Atoi(p)
+	return err == nil
+}
+
 func mvCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "mv",
@@ -882,6 +909,10 @@ func mvCommand() *cli.Command {
 			if !strings.HasPrefix(to, "/") {
 				if a2, p2, err := parseTarget(to); err == nil && a2 == addr {
 					to = p2
+				} else if err == nil && strings.Contains(to, "/") && looksLikeHost(to[:strings.Index(to, "/")], addr) {
+					// A name with a port, or FROM's host on another
+					// port, is a host, not a directory to move into.
+					return usageErr("mv renames on one server: %s is on %s, %s on %s", c.Args().Get(0), addr, to, a2)
 				}
 			}
 			cl, err := dial(c, addr)

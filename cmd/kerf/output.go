@@ -69,7 +69,7 @@ type jsonEvent struct {
 	Event   string  `json:"event"`
 	Name    string  `json:"name,omitempty"`
 	Size    *int64  `json:"size,omitempty"`
-	Bytes   int64   `json:"bytes,omitempty"`
+	Bytes   *int64  `json:"bytes,omitempty"` // progress, file_done and done: there, 0 too
 	Offset  int64   `json:"offset,omitempty"`
 	Seconds float64 `json:"seconds,omitempty"`
 	CRC32C  string  `json:"crc32c,omitempty"`
@@ -77,6 +77,7 @@ type jsonEvent struct {
 	Reason  string  `json:"reason,omitempty"` // file_skipped
 	Rate    float64 `json:"bytes_per_second,omitempty"`
 	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
+	Files   *int    `json:"files,omitempty"`      // done: files transferred
 	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; absent: in-band)
 }
 
@@ -99,7 +100,7 @@ func (r *reporter) event(e kermit.Event) {
 		}
 		if r.json != nil && time.Since(r.last) > 500*time.Millisecond {
 			r.last = time.Now()
-			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: e.Bytes})
+			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &e.Bytes})
 		}
 	case kermit.FileDone:
 		delta := e.Bytes - r.current[e.Name]
@@ -113,7 +114,7 @@ func (r *reporter) event(e kermit.Event) {
 			break // quiet: nothing to print
 		}
 		secs := e.Duration.Seconds()
-		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: e.Bytes, Offset: e.Offset, Seconds: secs}
+		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: &e.Bytes, Offset: e.Offset, Seconds: secs}
 		// Only the data channel computes a CRC; classic transfers leave it
 		// zero, and a zero printed would be a false claim. (A real CRC of
 		// zero, one file in 2^32, is left out too: absent, never wrong.)
@@ -240,7 +241,8 @@ func (r *reporter) finish(err error) error {
 		fmt.Fprintf(r.out, "%d file(s), %s%s in %.2fs, %s\n", r.files, humanBytes(r.done), note, secs, humanRate(rate))
 	}
 	if r.json != nil {
-		ev := jsonEvent{Event: "done", Bytes: r.done, Seconds: secs, Rate: rate, Wire: wire}
+		files := r.files
+		ev := jsonEvent{Event: "done", Bytes: &r.done, Files: &files, Seconds: secs, Rate: rate, Wire: wire}
 		if r.channel != nil {
 			ev.Data = r.channel()
 		}

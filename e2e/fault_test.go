@@ -731,3 +731,22 @@ func TestSendEndedEarlyNotConfirmed(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(local, "t/a"), partName(filepath.Join(root, "t/a")))
 }
+
+// A file refused before it had a place in the tree is logged under its
+// path in the tree, as complete ones are, not the sender's bare name.
+func TestXferLogNamesRefusedFilesByPath(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	xferlog := filepath.Join(t.TempDir(), "xferlog")
+	srv := startServer(t, root, serverOpts{args: []string{"--xferlog", xferlog}})
+	if err := os.MkdirAll(filepath.Join(root, "cf", "x"), 0o755); err != nil { // in the way
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(local, "x"), []byte("refused"))
+	if r := run(t, srv, local, nil, "send", "x", target(srv.addr, "cf/")); r.code != 4 {
+		t.Fatalf("send over a directory: want exit 4, got %s", r)
+	}
+	waitFor(t, "the xferlog line", func() bool { b, _ := os.ReadFile(xferlog); return len(b) > 0 })
+	if b, _ := os.ReadFile(xferlog); !strings.Contains(string(b), " /cf/x b _ i r ") || !strings.HasSuffix(string(b), " i\n") {
+		t.Errorf("xferlog: want an incomplete line for /cf/x:\n%s", b)
+	}
+}

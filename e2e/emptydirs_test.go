@@ -62,7 +62,8 @@ func TestEmptyDirectoryNotMadeIsReportedToSender(t *testing.T) {
 
 // Directories keep their permissions and modification times both ways,
 // as rsync -a and scp -rp keep them: a private directory stays private,
-// a read-only one stays read-only with its files in it. Sending a
+// a read-only one stays read-only with its files in it, a sticky one
+// (/tmp-like) stays sticky. Sending a
 // directory's contents ("tree/.") leaves the target directory as it was.
 func TestDirectoryAttributesTravel(t *testing.T) {
 	root, src, back := t.TempDir(), t.TempDir(), t.TempDir()
@@ -71,7 +72,7 @@ func TestDirectoryAttributesTravel(t *testing.T) {
 	dirs := []struct {
 		name string
 		mode os.FileMode
-	}{{"tree", 0o750}, {"tree/private", 0o700}, {"tree/ro", 0o555}, {"tree/empty", 0o711}}
+	}{{"tree", 0o750}, {"tree/private", 0o700}, {"tree/ro", 0o555}, {"tree/empty", 0o711}, {"tree/shared", 0o777 | os.ModeSticky}}
 	for _, d := range dirs {
 		os.MkdirAll(filepath.Join(src, d.name), 0o755)
 		if d.name != "tree/empty" {
@@ -99,8 +100,9 @@ func TestDirectoryAttributesTravel(t *testing.T) {
 				t.Errorf("%s: %v", side, err)
 				continue
 			}
-			if want := when.Add(time.Duration(i) * time.Minute); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
-				t.Errorf("%s: %s has mode %v, time %v; want %v, %v", side, d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
+			mode := fi.Mode() & (os.ModePerm | os.ModeSticky) // /tmp-like: sticky too
+			if want := when.Add(time.Duration(i) * time.Minute); mode != d.mode || !fi.ModTime().Equal(want) {
+				t.Errorf("%s: %s has mode %v, time %v; want %v, %v", side, d.name, mode, fi.ModTime().UTC(), d.mode, want)
 			}
 		}
 		if b, err := os.ReadFile(filepath.Join(top, "tree/ro/f")); err != nil || string(b) != "tree/ro" {

@@ -1345,7 +1345,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			if n := name(p); n != "." {
 				if info, err := e.Info(); err == nil {
 					out = append(out, kermit.OutgoingFile{Name: n, Dir: true,
-						ModTime: info.ModTime(), Mode: info.Mode().Perm(), ModeKnown: true})
+						ModTime: info.ModTime(), Mode: info.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true})
 				}
 			}
 			return nil
@@ -1801,8 +1801,9 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 	defer d.putDir(h)
 	if havePerm {
 		// The receiver's own setgid and sticky bits stay: a shared
-		// group directory, a sticky incoming/.
-		mode := perm&fs.ModePerm | fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)
+		// group directory, a sticky incoming/. The sender's sticky bit
+		// comes too (rsync -a keeps it); its setgid does not travel.
+		mode := perm&(fs.ModePerm|fs.ModeSticky) | fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)
 		if err := h.chmodDir(d, base, mode); err != nil {
 			return fmt.Errorf("filestore: %w", err)
 		}

@@ -13,7 +13,13 @@ type FileReader interface {
 	io.Closer
 }
 
-// OutgoingFile is one file offered to the peer.
+// stickyBit is the Unix mode bit S_ISVTX in the octal protection
+// attribute: sent and kept for directories only (setuid and setgid
+// never travel).
+const stickyBit = 0o1000
+
+// OutgoingFile is one file offered to the peer. For a directory, Mode
+// may have fs.ModeSticky too.
 type OutgoingFile struct {
 	Name    string // name sent in the F packet: '/'-separated, relative
 	Size    int64  // -1 if unknown

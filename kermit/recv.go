@@ -469,6 +469,9 @@ func (s *Session) makeDir(store Store, cur *recvFile) {
 	perm, havePerm := fs.FileMode(0), false
 	if cur.haveAttr && cur.attrs.Perm >= 0 {
 		perm, havePerm = fs.FileMode(cur.attrs.Perm)&fs.ModePerm, true
+		if cur.attrs.Perm&stickyBit != 0 {
+			perm |= fs.ModeSticky
+		}
 	}
 	var err error
 	switch st := store.(type) {

@@ -524,6 +524,9 @@ func (s *Session) attrsOf(f OutgoingFile) framing.Attributes {
 	}
 	if f.Mode != 0 || f.ModeKnown {
 		a.Perm = int(f.Mode.Perm())
+		if f.Dir && f.Mode&fs.ModeSticky != 0 {
+			a.Perm |= stickyBit // /tmp-like directories stay so, as with rsync -a
+		}
 	}
 	a.SysID = "U1"
 	return a

@@ -455,7 +455,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, []
 			walkTree(a, top, add, func(name string, err error) { unsent(&out, &unsendable, name, err) },
 				func(name string, fi fs.FileInfo) {
 					out = append(out, kermit.OutgoingFile{Name: name, Dir: true,
-						ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true})
+						ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true})
 				},
 				func(p, why string) { skipped = append(skipped, localSkip{p, why}) })
 			filestore.MarkFilled(out[start:])

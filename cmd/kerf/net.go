@@ -67,8 +67,8 @@ func parseTarget(s string) (addr, rpath string, err error) {
 	return net.JoinHostPort(host, port), rpath, nil
 }
 
-var clientFlags = []cli.Flag{
-	&cli.IntFlag{Name: "streams", Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (2 where there is more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
+// connFlags are every client command's: how to reach and log in.
+var connFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
 	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
 	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else the client key if there is one, else a prompt)"},
@@ -76,10 +76,27 @@ var clientFlags = []cli.Flag{
 	&cli.StringFlag{Name: "known-hosts", Value: defaultKnownHosts(), Usage: "file of pinned server keys"},
 	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
-	&cli.BoolFlag{Name: "plain-data", Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
-	&cli.BoolFlag{Name: "compress", Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
-	&cli.BoolFlag{Name: "quic", EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual"},
-	blockSizeFlag, writeBehindFlag, congestionFlag,
+}
+
+// clientFlags are those of send and get: the data path's and connFlags.
+var clientFlags = append(dataFlags(false), connFlags...)
+
+// remoteFlags are those of ls, mkdir, rm, rmdir and mv, which move no
+// files: connFlags; the data path's are taken too, so that one set of
+// flags works for every client command of a script, but not shown.
+var remoteFlags = append(append([]cli.Flag{}, connFlags...), dataFlags(true)...)
+
+// dataFlags are the data path's flags, hidden from the help or not.
+func dataFlags(hidden bool) []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "streams", Hidden: hidden, Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (2 where there is more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
+		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
+		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
+		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual"},
+		&cli.IntFlag{Name: "block-size", Hidden: hidden, Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: blockSizeFlag.Usage},
+		&cli.IntFlag{Name: "write-behind", Hidden: hidden, Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: writeBehindFlag.Usage},
+		&cli.StringFlag{Name: "congestion", Hidden: hidden, EnvVars: []string{"KERF_CONGESTION"}, Usage: congestionFlag.Usage},
+	}
 }
 
 // defaultStreams is 2 where there is more than one core: one data
@@ -127,7 +144,8 @@ func checkStreams(flag string, n int) error {
 }
 
 func dial(c *cli.Context, addr string) (*control.Client, error) {
-	if err := checkStreams("streams", c.Int("streams")); err != nil {
+	streams := c.Int("streams")
+	if err := checkStreams("streams", streams); err != nil {
 		return nil, err
 	}
 	user := c.String("user")
@@ -157,7 +175,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	}
 	cfg := control.ClientConfig{
 		PathOpts: opts, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
-		Addr: addr, Streams: c.Int("streams"), Classic: c.Bool("classic"), Log: logger(c),
+		Addr: addr, Streams: streams, Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	}
 	if key != nil {
@@ -781,7 +799,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 		Name:      name,
 		Usage:     usage,
 		ArgsUsage: "HOST[:PORT]/PATH...",
-		Flags:     clientFlags,
+		Flags:     remoteFlags,
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return usageErr("usage: kerf %s HOST[:PORT]/PATH...", name)
@@ -896,7 +914,7 @@ func mvCommand() *cli.Command {
 		Name:      "mv",
 		Usage:     "rename a remote file or directory",
 		ArgsUsage: "HOST[:PORT]/FROM [HOST[:PORT]]/TO",
-		Flags:     clientFlags,
+		Flags:     remoteFlags,
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return usageErr("usage: kerf mv HOST/FROM TO")

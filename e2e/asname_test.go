@@ -55,3 +55,24 @@ func TestOneFileTakesTheDestinationName(t *testing.T) {
 	}
 	sameFile(t, src, filepath.Join(back, "pat", "new.txt"))
 }
+
+// Several names in one get, one with braces inside it: each is fetched
+// whole. (Regression: "a{b}c" was split at its braces into "ab" and "c".)
+func TestGetSeveralNamesWithBraces(t *testing.T) {
+	root, back := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	names := []string{"a{b}c", "{x}", "my {odd} file", "one"}
+	for i, n := range names {
+		writeFile(t, filepath.Join(root, n), randomBytes(100+i, uint64(i)))
+	}
+	args := []string{}
+	for _, n := range names {
+		args = append(args, target(srv.addr, n))
+	}
+	if r := run(t, srv, back, nil, "get", append(args, ".")...); r.code != 0 {
+		t.Fatalf("get of %q: %s", names, r)
+	}
+	for _, n := range names {
+		sameFile(t, filepath.Join(root, n), filepath.Join(back, n))
+	}
+}

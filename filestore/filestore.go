@@ -1472,32 +1472,61 @@ func isMatched(f *os.File, fi fs.FileInfo) bool {
 	return err == nil && os.SameFile(fi, st)
 }
 
-// SplitSpec splits a Kermit filespec at spaces, honouring {braces}.
+// SplitSpec splits a Kermit filespec at spaces, honouring {braces}: a
+// word that begins with "{" runs to its closing "}" (groupEnd), and is
+// taken without them ("{my file} b" is "my file" and "b"; "{{x}}" is
+// "{x}"). Braces elsewhere are part of the name ("a{b}c"), as C-Kermit
+// takes them.
 func SplitSpec(spec string) []string {
 	var out []string
-	var cur strings.Builder
-	depth := 0
-	flush := func() {
-		if cur.Len() > 0 {
-			out = append(out, cur.String())
-			cur.Reset()
+	for i := 0; i < len(spec); {
+		if spec[i] == ' ' {
+			i++
+			continue
 		}
-	}
-	for _, r := range spec {
-		switch {
-		case r == '{' && depth == 0:
-			depth++
-		case r == '}' && depth > 0:
-			depth--
-			flush()
-		case r == ' ' && depth == 0:
-			flush()
-		default:
-			cur.WriteRune(r)
+		if spec[i] == '{' {
+			if k := groupEnd(spec, i+1); k >= 0 {
+				if k > i+1 {
+					out = append(out, spec[i+1:k])
+				}
+				i = k + 1
+				continue
+			}
 		}
+		j := strings.IndexByte(spec[i:], ' ')
+		if j < 0 {
+			j = len(spec) - i
+		}
+		out = append(out, spec[i:i+j])
+		i += j
 	}
-	flush()
 	return out
+}
+
+// groupEnd is the index of the "}" that closes a group opened just
+// before from: the first that ends a word (followed by a space or the
+// end) with the braces inside the group balanced ("{my {odd} file}");
+// failing that, the first that ends a word ("{c{d e}"); else -1.
+func groupEnd(spec string, from int) int {
+	depth, first := 1, -1
+	for k := from; k < len(spec); k++ {
+		switch spec[k] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if k+1 < len(spec) && spec[k+1] != ' ' {
+				continue
+			}
+			if depth <= 0 {
+				return k
+			}
+			if first < 0 {
+				first = k
+			}
+		}
+	}
+	return first
 }
 
 // List describes the entries matching spec (a directory or a pattern),

@@ -780,13 +780,12 @@ func getCommand() *cli.Command {
 }
 
 // quoteSpec joins GET names into one Kermit filespec, brace-quoting
-// names with spaces. A name with braces but no space goes as it is: a
-// kerf server matches a name that exists whole before splitting the
-// spec, and "{x}" would make "{{x}}", which splits wrongly.
+// names with spaces and those that begin with "{" (filestore.SplitSpec:
+// braces elsewhere are part of a name).
 func quoteSpec(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
-		if strings.Contains(n, " ") {
+		if strings.Contains(n, " ") || strings.HasPrefix(n, "{") {
 			n = "{" + n + "}"
 		}
 		q[i] = n

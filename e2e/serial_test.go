@@ -204,3 +204,35 @@ func TestSerialParityAutoCKermitServer(t *testing.T) {
 		t.Errorf("get with --parity none from an even-parity server: %s; want it to give up unheard", r)
 	}
 }
+
+// An E packet left on the line by a receiver that gave up earlier is not
+// the answer to the next sender's Send-Init: the sender discards what
+// the line holds when it opens it, as C-Kermit does. (It failed with
+// the old E's text, and the new receiver waited for nothing.)
+func TestSerialSendIgnoresStaleErrorPacket(t *testing.T) {
+	a, b := ptyPair(t)
+	local, in := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "one"), randomBytes(5000, 5))
+	// The leftover: what a receiver on b that gave up wrote to a.
+	f := framing.Frame{Mark: framing.SOH, Check: 1}
+	stale, err := f.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'E', Data: []byte("too many retries")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := os.OpenFile(b, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.Write(append(stale, '\r'))
+	lb.Close()
+	time.Sleep(200 * time.Millisecond) // through socat, into a's input
+	recv := startKerf(t, "serial", "receive", "--line", b, "--dir", in)
+	r := run(t, nil, local, nil, "serial", "send", "--line", a, "one")
+	if r.code != 0 {
+		t.Fatalf("send after a stale E: %s", r)
+	}
+	if err := recv.wait(t); err != nil {
+		t.Errorf("receive: %v:\n%s", err, recv.out.String())
+	}
+	sameFile(t, filepath.Join(local, "one"), filepath.Join(in, "one"))
+}

@@ -37,6 +37,13 @@ type LinkConfig struct {
 	// otherwise blocks the sender forever, deaf even to its own timeouts
 	// and to Ctrl-C. 0 means DefaultStallTimeout.
 	StallTimeout time.Duration
+	// FlushInput discards what the line holds when it is opened, as
+	// C-Kermit does before its Send-Init: for the side that speaks first
+	// (a sender, a client), the leftovers of an earlier transfer, such as
+	// the E of a receiver that gave up, would be read as the answer to
+	// its first packet. A side that waits (receiver, server) keeps them:
+	// it may be a sender's first packet.
+	FlushInput bool
 }
 
 // DefaultStallTimeout is LinkConfig.StallTimeout's default.
@@ -128,6 +135,12 @@ func Open(cfg LinkConfig) (Link, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f, ok := p.(inputFlusher); ok && cfg.FlushInput {
+		if err := f.flushInput(); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("serialfallback: discarding old input: %w", err)
+		}
+	}
 	l := newLink(p, par)
 	l.stall = cfg.StallTimeout
 	if l.stall <= 0 {
@@ -142,6 +155,12 @@ func Open(cfg LinkConfig) (Link, error) {
 type port interface {
 	io.ReadWriteCloser
 	Drain() error
+}
+
+// inputFlusher is implemented by ports that can discard the input the
+// line holds (tcflush(TCIFLUSH)).
+type inputFlusher interface {
+	flushInput() error
 }
 
 // deadliner is implemented by ports whose reads can time out.

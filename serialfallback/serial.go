@@ -12,6 +12,8 @@ type serialPort struct {
 	serial.Port
 }
 
+func (p serialPort) flushInput() error { return p.ResetInputBuffer() }
+
 // defaultSerialSpeed is used when LinkConfig.Speed is 0.
 const defaultSerialSpeed = 9600
 

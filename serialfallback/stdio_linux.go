@@ -25,6 +25,15 @@ type stdioPort struct {
 	restore []func() // undo raw mode, last first
 }
 
+// flushInput discards what a terminal on stdin holds; a pipe's bytes
+// are not the line's to drop.
+func (s *stdioPort) flushInput() error {
+	if !term.IsTerminal(s.in) {
+		return nil
+	}
+	return unix.IoctlSetInt(s.in, unix.TCFLSH, unix.TCIFLUSH)
+}
+
 func openStdio(in, out int, fl flow) (port, error) {
 	var pipe [2]int
 	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {

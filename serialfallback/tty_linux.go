@@ -66,6 +66,18 @@ func openTTY(path string, speed int, fl flow) (port, error) {
 	return &ttyPort{f: os.NewFile(uintptr(fd), path)}, nil
 }
 
+func (t *ttyPort) flushInput() error {
+	rc, err := t.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = unix.IoctlSetInt(int(fd), unix.TCFLSH, unix.TCIFLUSH) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
 func (t *ttyPort) Read(p []byte) (int, error) {
 	n, err := t.f.Read(p)
 	if errors.Is(err, syscall.EIO) {

@@ -57,6 +57,10 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 		Device: c.String("line"), Speed: c.Int("speed"), Parity: c.String("parity"),
 		Flow: c.String("flow"), Stdio: c.Bool("stdio"),
 	}
+	switch c.Command.Name {
+	case "send", "get", "finish", "bye":
+		lc.FlushInput = true // it speaks first: an old E is no answer
+	}
 	detectParity := strings.EqualFold(lc.Parity, "auto")
 	if detectParity {
 		lc.Parity = serialfallback.ParityNone

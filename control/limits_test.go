@@ -213,8 +213,14 @@ func TestClassicRefusedByDefault(t *testing.T) {
 	}
 	defer cl.Close()
 	_, err = cl.Generic(ctxT(t), 'D', "")
-	if !errors.As(err, &pe) || pe.Msg != control.ClassicRefusal {
-		t.Errorf("anonymous classic client: err = %v, want E %q", err, control.ClassicRefusal)
+	var le *kermit.LinkError
+	if err == nil || !strings.Contains(err.Error(), control.ClassicRefusal) || !errors.As(err, &le) || errors.As(err, &pe) {
+		t.Errorf("anonymous classic client: err = %v, want the link's end with E %q", err, control.ClassicRefusal)
+	}
+	// The session is over: the next command fails with the link's end,
+	// not with timeouts (minutes of them) on a link no one reads.
+	if _, err := cl.Generic(ctxT(t), 'D', ""); !errors.As(err, &le) {
+		t.Errorf("a command after the link's end: %v, want its LinkError", err)
 	}
 }
 

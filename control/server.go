@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -414,11 +414,13 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()
 		kc.Events = func(e kermit.Event) {
-			if e.Path == "" && e.Name != "" && (e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped) {
-				// A file that failed before it had a place in the tree:
-				// named from the session's directory, as complete ones
-				// are from the top, not as the peer's bare name.
-				e.Path = path.Join(fsys.Pwd(), e.Name)
+			if e.Path == "" && e.Name != "" && !e.Sending && (e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped) {
+				// A file received that failed before it had a place in
+				// the tree: named from the session's directory, as
+				// complete ones are from the top, not as the peer's bare
+				// name. Not cleaned: a "../" the peer sent stays in
+				// the log.
+				e.Path = strings.TrimSuffix(fsys.Pwd(), "/") + "/" + e.Name
 			}
 			if err := xl.Record(e, host, fsys.userName()); err != nil {
 				log.Warn("xferlog", "err", err)

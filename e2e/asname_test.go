@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,26 @@ func TestOneFileTakesTheDestinationName(t *testing.T) {
 			t.Fatalf("send a.txt to %s: %s", c.remote, r)
 		}
 		sameFile(t, src, filepath.Join(root, c.stored))
+	}
+
+	// With -r, or from a tree, always a directory: "send -r ." of a
+	// directory holding one file (the tree's top is not sent).
+	writeFile(t, filepath.Join(local, "solo", "only.txt"), []byte("only"))
+	if r := run(t, srv, filepath.Join(local, "solo"), nil, "send", "-r", ".", target(srv.addr, "backup")); r.code != 0 {
+		t.Fatalf("send -r . to backup: %s", r)
+	}
+	sameFile(t, filepath.Join(local, "solo", "only.txt"), filepath.Join(root, "backup", "only.txt"))
+	if r := run(t, srv, local, nil, "send", "-r", "a.txt", target(srv.addr, "rnew")); r.code != 0 {
+		t.Fatalf("send -r a.txt to rnew: %s", r)
+	}
+	sameFile(t, src, filepath.Join(root, "rnew", "a.txt"))
+	// A destination the server refuses to enter for another reason
+	// than its absence is refused, not taken for a file name.
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, srv, local, nil, "send", "a.txt", target(srv.addr, "out")); r.code != 4 || !strings.Contains(r.stderr, "leads outside") {
+		t.Errorf("send a.txt to a link leading out: want exit 4 saying so, got %s", r)
 	}
 
 	back := t.TempDir()

@@ -111,8 +111,9 @@ func (s *Session) request(ctx context.Context, typ byte, arg []byte) (*slot, err
 		if s.initRefusal != nil && errors.As(err, &le) {
 			// Not a server that does not know I: one that refused us
 			// (a kerf server that requires TLS) and hung up. Its words
-			// say why; the closed link does not.
-			return nil, fmt.Errorf("kermit: the server refused the session and closed the connection: %w", s.initRefusal)
+			// say why; the closed link does not. Still a LinkError, not
+			// a PeerError: the session is over, not just this command.
+			return nil, fmt.Errorf("kermit: the server refused the session (%q) and closed the connection: %w", s.initRefusal.Msg, err)
 		}
 		return nil, err
 	}

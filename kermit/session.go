@@ -36,6 +36,8 @@ type Session struct {
 	// initRefusal is the E a server answered the last I exchange with
 	// (nil: none), for the command that follows.
 	initRefusal *PeerError
+	// linkErr is the end of the link, once the reader has delivered it.
+	linkErr error
 
 	// sender state
 	sw         sendWindow
@@ -360,6 +362,12 @@ func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, er
 // readWatching is read that, with watchData, also ends when the data path
 // fails for a cause found on this side (DataFailure), with that cause.
 func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData bool) (inPacket, bool, error) {
+	if s.linkErr != nil {
+		// The reader delivered the link's end once, and has stopped:
+		// nothing will come, so a later command fails at once rather
+		// than through minutes of timeouts.
+		return inPacket{}, false, s.linkErr
+	}
 	select {
 	case p := <-s.c.in:
 		return s.got(p)
@@ -409,6 +417,10 @@ func (e *DataPathError) Unwrap() error { return e.Err }
 
 func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	if p.err != nil {
+		var le *LinkError
+		if errors.As(p.err, &le) {
+			s.linkErr = p.err
+		}
 		return p, false, p.err
 	}
 	if p.bad {

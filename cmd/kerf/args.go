@@ -19,7 +19,12 @@ func flagsFirst(app *cli.App, args []string) ([]string, error) {
 	if len(args) < 2 {
 		return args, nil
 	}
-	var global, path, flags, plain []string
+	// cli completes only with this flag last: it stays there.
+	var tail []string
+	if n := len(args); args[n-1] == "--generate-bash-completion" {
+		args, tail = args[:n-1], args[n-1:]
+	}
+	var global, path, names, flags, plain []string
 	dashdash := false
 	i := 1
 	// takeFlag moves args[i], and its value if it takes one, to *to.
@@ -29,12 +34,22 @@ func flagsFirst(app *cli.App, args []string) ([]string, error) {
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if !hasValue && takesValue(defined, name) {
 			if i+1 == len(args) {
-				return usageErr("flag needs an argument: %s", a)
+				// Moved first, it would take an argument for its value.
+				return usageErr("flag needs an argument: %s (see %s --help)", a, strings.Join(append([]string{app.Name}, names...), " "))
 			}
 			i++
 			*to = append(*to, args[i])
 		}
 		return nil
+	}
+	// moveFlag moves a flag of cmdFlags to *to, and a global one
+	// (--json, -q, ...) before the command.
+	moveFlag := func(to *[]string, cmdFlags []cli.Flag) error {
+		name := flagName(args[i])
+		if !definedIn(cmdFlags, name) && definedIn(app.Flags, name) {
+			return takeFlag(&global, app.Flags)
+		}
+		return takeFlag(to, cmdFlags) // the command's own, or unknown: cli says which
 	}
 	isFlag := func(a string) bool { return len(a) > 1 && a[0] == '-' }
 	for i < len(args) && isFlag(args[i]) && args[i] != "--" {
@@ -58,17 +73,18 @@ func flagsFirst(app *cli.App, args []string) ([]string, error) {
 		}
 		leaf = next
 		path = append(path, args[i])
+		names = append(names, args[i])
 		i++
 		cmds = leaf.Subcommands
 		for len(cmds) > 0 && i < len(args) && isFlag(args[i]) && args[i] != "--" {
-			if err := takeFlag(&path, leaf.Flags); err != nil {
+			if err := moveFlag(&path, leaf.Flags); err != nil {
 				return nil, err
 			}
 			i++
 		}
 	}
 	if leaf == nil {
-		return args, nil // no command (help, an unknown one): as given
+		return append(args, tail...), nil // no command (help, an unknown one): as given
 	}
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -77,13 +93,8 @@ func flagsFirst(app *cli.App, args []string) ([]string, error) {
 			plain = append(plain, a)
 		case a == "--":
 			dashdash = true
-		case definedIn(leaf.Flags, flagName(a)) || !definedIn(app.Flags, flagName(a)):
-			// The command's own, or unknown: cli says which.
-			if err := takeFlag(&flags, leaf.Flags); err != nil {
-				return nil, err
-			}
 		default:
-			if err := takeFlag(&global, app.Flags); err != nil {
+			if err := moveFlag(&flags, leaf.Flags); err != nil {
 				return nil, err
 			}
 		}
@@ -97,7 +108,7 @@ func flagsFirst(app *cli.App, args []string) ([]string, error) {
 			break
 		}
 	}
-	return append(out, plain...), nil
+	return append(append(out, plain...), tail...), nil
 }
 
 func flagName(a string) string {

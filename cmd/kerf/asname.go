@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -18,8 +19,21 @@ import (
 // several files, a tree or a wildcard always go into a directory (made
 // if missing).
 
-// hasWildcard reports whether a GET name would be taken as a pattern.
-func hasWildcard(name string) bool { return strings.ContainsAny(name, "*?[") }
+// hasWildcard reports whether a GET name may be taken as a pattern (by
+// kerf: * ? [; by C-Kermit also {a,b}).
+func hasWildcard(name string) bool { return strings.ContainsAny(name, "*?[{") }
+
+// notADirectory reports whether a refused remote cd says the path is
+// missing or not a directory, so that a file may take its name; any
+// other refusal (a link leading out, no permission, CD disabled) stands.
+func notADirectory(err error) bool {
+	var pe *kermit.PeerError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	m := strings.ToLower(pe.Msg)
+	return strings.Contains(m, "no such file") || strings.Contains(m, "not a directory") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist")
+}
 
 // localAsName says whether a get of specs into dest stores its one file
 // as dest itself, and then returns the directory to open and the name.

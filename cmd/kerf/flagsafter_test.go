@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +23,9 @@ func TestFlagsFirst(t *testing.T) {
 		{[]string{"send", "a", "-", "h/"}, []string{"send", "a", "-", "h/"}},
 		{[]string{"help", "send", "--json"}, []string{"help", "send", "--json"}},
 		{[]string{"serial", "send", "--line", "/dev/x", "a", "--speed", "9600"}, []string{"serial", "send", "--line", "/dev/x", "--speed", "9600", "a"}},
+		{[]string{"user", "--json", "list"}, []string{"--json", "user", "list"}},
+		{[]string{"send", "a", "--generate-bash-completion"}, []string{"send", "a", "--generate-bash-completion"}},
+		{[]string{"send", "a", "h/", "-r", "--generate-bash-completion"}, []string{"send", "-r", "a", "h/", "--generate-bash-completion"}},
 	} {
 		got, err := flagsFirst(app, append([]string{"kerf"}, c.in...))
 		if err != nil || !slices.Equal(got[1:], c.want) {
@@ -29,7 +33,7 @@ func TestFlagsFirst(t *testing.T) {
 		}
 	}
 	// A trailing flag without its value would take an argument for it.
-	if _, err := flagsFirst(app, []string{"kerf", "user", "add", "alice", "--root"}); err == nil {
-		t.Error("a trailing --root without a value was accepted")
+	if _, err := flagsFirst(app, []string{"kerf", "user", "add", "alice", "--root"}); err == nil || !strings.Contains(err.Error(), "see kerf user add --help") {
+		t.Errorf("a trailing --root without a value: %v", err)
 	}
 }

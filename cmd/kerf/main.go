@@ -4,11 +4,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -77,11 +79,17 @@ func main() {
 // runApp runs app on the command line args, flags after arguments
 // moved first (flagsFirst).
 func runApp(ctx context.Context, app *cli.App, args []string) error {
-	args, err := flagsFirst(app, args)
+	moved, err := flagsFirst(app, args)
 	if err != nil {
+		// A usage error before cli runs: with --json, as the event
+		// cli's own would give (onUsageError).
+		if slices.ContainsFunc(args, func(a string) bool { return a == "--json" || a == "-json" || a == "--json=true" }) {
+			json.NewEncoder(os.Stdout).Encode(jsonEvent{Event: "error", Error: err.Error()})
+			return &jsonReported{err}
+		}
 		return err
 	}
-	return app.RunContext(ctx, args)
+	return app.RunContext(ctx, moved)
 }
 
 // signalContext returns a context cancelled by SIGINT or SIGTERM, and

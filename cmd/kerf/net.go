@@ -185,7 +185,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	if err != nil && asked {
 		// The question may have outlasted the server's handshake
 		// timeout; the key is pinned now, so try once more.
-		cl, err = control.Dial(c.Context, cfg)
+		cl, err = dialAfterThrottle(c.Context, cfg)
 	}
 	if err != nil && key != nil && pw == "" && errors.Is(err, control.ErrCredentials) {
 		// The key was refused (not the login for another reason, such
@@ -246,6 +246,7 @@ func throttled(err error) (time.Duration, bool) {
 func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.Client, error) {
 	cl, err := control.Dial(ctx, cfg)
 	if d, ok := throttled(err); ok {
+		fmt.Fprintf(os.Stderr, "kerf: the server throttles logins from this address after a failed one: trying again in %v\n", d.Round(100*time.Millisecond))
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
@@ -668,12 +669,11 @@ func sendCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.wire = func() (int64, bool) { return cl.DataStats().BytesSent, cl.DataCompressed() }
 			rep.channel = cl.DataChannel
-			if oneFile(files) && remoteAsName(rdir) {
+			if len(args) == 2 && !c.Bool("recursive") && oneFile(files) && remoteAsName(rdir) {
 				// One file to a name: into it if it is a directory,
 				// else stored as that name (asname.go).
 				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
-					var pe *kermit.PeerError
-					if !errors.As(err, &pe) {
+					if !notADirectory(err) {
 						return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
 					}
 					var base string

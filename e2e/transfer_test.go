@@ -317,6 +317,14 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("--json of a failed get should end with one error event:\n%s", r.stdout)
 	}
 	noFile(t, filepath.Join(local, "no-such-file"))
+	// Nor any directory it made for the file, however deep.
+	for _, dest := range []string{"q/r/s.txt", "q2/r/"} {
+		if r := run(t, srv, local, nil, "get", target(srv.addr, "no-such-file"), dest); r.code != 4 {
+			t.Errorf("get of a missing file into %s: want exit 4, got %s", dest, r)
+		}
+	}
+	noFile(t, filepath.Join(local, "q"))
+	noFile(t, filepath.Join(local, "q2"))
 
 	// A destination that cannot be made (a file in the way) is not a
 	// usage error: the command was right.

@@ -737,7 +737,7 @@ func getCommand() *cli.Command {
 			if !renamed {
 				openDir = dest
 			}
-			_, statErr := os.Stat(openDir)
+			made := missingDirs(openDir)
 			store, err := filestore.Open(openDir)
 			if err != nil {
 				// Not a usage error: the command was right, the local
@@ -745,15 +745,14 @@ func getCommand() *cli.Command {
 				// a file in the way).
 				return transferErr(fmt.Errorf("destination %s: %w", dest, err))
 			}
-			if statErr != nil {
-				// Made for this get: a get that fails leaves no empty
-				// directory behind (os.Remove takes only an empty one).
-				defer func() {
-					if err != nil {
-						os.Remove(openDir)
-					}
-				}()
-			}
+			// Made for this get: a get that fails leaves no empty
+			// directory behind (os.Remove takes only an empty one),
+			// the innermost first.
+			defer func() {
+				for i := 0; err != nil && i < len(made); i++ {
+					os.Remove(made[i])
+				}
+			}()
 			defer store.Close()
 			store.Sparse = c.Bool("sparse")
 			// Two filespecs may name files of one name (a/x b/x): the
@@ -776,6 +775,21 @@ func getCommand() *cli.Command {
 			noteRefused(c, cl)
 			return rep.end(err, true)
 		}),
+	}
+}
+
+// missingDirs lists dir and those of its parents that do not exist,
+// innermost first: what making dir will create.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return out
+		}
+		out = append(out, d)
+		if filepath.Dir(d) == d {
+			return out
+		}
 	}
 }
 

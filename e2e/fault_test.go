@@ -750,3 +750,19 @@ func TestXferLogNamesRefusedFilesByPath(t *testing.T) {
 		t.Errorf("xferlog: want an incomplete line for /cf/x:\n%s", b)
 	}
 }
+
+// An upload whose data takes longer than the server's idle timeout is
+// not idle: the server waits for its Z while the data moves. (It ended
+// the session with "timed out on a reliable link" once --idle-timeout
+// had passed since the file's A, whatever the data was doing.)
+func TestSlowUploadOutlastsIdleTimeout(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false, "--idle-timeout", "2s")
+	writeFile(t, filepath.Join(local, "slow.bin"), randomBytes(48<<20, 77))
+	fs.data.rateUp.Store(8 << 20) // six seconds of data, more than the socket buffers hold
+	r := run(t, fs.server, local, nil, "send", "slow.bin", fs.addr())
+	if r.code != 0 {
+		t.Fatalf("a slow upload: %s", r)
+	}
+	sameFile(t, filepath.Join(local, "slow.bin"), filepath.Join(root, "slow.bin"))
+}

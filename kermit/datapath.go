@@ -48,6 +48,14 @@ type DataPath interface {
 	Close() error
 }
 
+// DataProgress is an optional extension of a DataPath: Progress grows
+// whenever file data moves. A streaming receiver waiting for the Z of a
+// file whose data is still arriving is not idle: its wait goes on while
+// Progress moves (a big upload outlasts any idle timeout).
+type DataProgress interface {
+	Progress() int64
+}
+
 // DataFailure is an optional extension of a DataPath: Failed is closed
 // when the path fails, and LocalFailure is then the cause if this side
 // found it (a block damaged past recovery, a protocol error), not a

@@ -38,6 +38,9 @@ type Session struct {
 	initRefusal *PeerError
 	// linkErr is the end of the link, once the reader has delivered it.
 	linkErr error
+	// lastDataProgress is the data path's Progress when nextPacket last
+	// timed out (dataMoved).
+	lastDataProgress int64
 
 	// sender state
 	sw         sendWindow

@@ -568,6 +568,19 @@ func (s *Session) retry() error {
 // packets on arrival, re-acknowledging duplicates and NAKing gaps. The
 // caller ACKs every non-D packet it gets (ackRecv) once it has acted on
 // it. timeout 0 waits forever (server command wait).
+// dataMoved reports whether the data path moved file data since it was
+// last asked (DataProgress).
+func (s *Session) dataMoved() bool {
+	dp, ok := s.data.(DataProgress)
+	if !ok || !s.dualActive() {
+		return false
+	}
+	n := dp.Progress()
+	moved := n != s.lastDataProgress
+	s.lastDataProgress = n
+	return moved
+}
+
 func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framing.Packet, error) {
 	w := &s.rw
 	for {
@@ -585,6 +598,9 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		}
 		if !ok && s.peerBusy() {
 			continue // the peer is reading a big file for its check
+		}
+		if !ok && s.dataMoved() {
+			continue // a file's data still arriving: not silence
 		}
 		if !ok {
 			s.stats.Timeouts++

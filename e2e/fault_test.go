@@ -644,14 +644,7 @@ func TestSendEndedEarlyNamesTheRest(t *testing.T) {
 		writeFile(t, filepath.Join(local, n), randomBytes(2<<20, uint64(20+i)))
 	}
 	fs.data.rateUp.Store(4 << 20)
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "-r", "t", fs.addr())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startTreeSend(t, fs, local)
 	waitFor(t, "the first file to arrive", func() bool { return fileSize(partName(filepath.Join(root, "t/a"))) > 0 })
 	fs.cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -690,14 +683,7 @@ func TestSendEndedEarlyNotConfirmed(t *testing.T) {
 		writeFile(t, filepath.Join(local, n), randomBytes(2<<20, uint64(40+i)))
 	}
 	fs.data.rateUp.Store(2 << 20) // a second a file
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "-r", "t", fs.addr())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startTreeSend(t, fs, local)
 	// Half of t/a: its F and A have long been answered, its Z not yet.
 	waitFor(t, "the first data", func() bool { return fs.data.upBytes.Load() > 1<<20 })
 	fs.ctl.dropDown.Store(true)
@@ -765,4 +751,20 @@ func TestSlowUploadOutlastsIdleTimeout(t *testing.T) {
 		t.Fatalf("a slow upload: %s", r)
 	}
 	sameFile(t, filepath.Join(local, "slow.bin"), filepath.Join(root, "slow.bin"))
+}
+
+// startTreeSend starts `kerf --json send -r t` from local to fs, for a
+// test that breaks the transfer under it; the command's output is read
+// after its Wait.
+func startTreeSend(t *testing.T, fs *faultServer, local string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	t.Cleanup(cancel)
+	cmd = kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "-r", "t", fs.addr())
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, stderr
 }

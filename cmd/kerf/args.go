@@ -116,29 +116,25 @@ func flagName(a string) string {
 	return name
 }
 
-func definedIn(flags []cli.Flag, name string) bool {
+// findFlag returns the flag among flags called name (by any of its
+// names), or nil.
+func findFlag(flags []cli.Flag, name string) cli.Flag {
 	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return true
-			}
+		if slices.Contains(f.Names(), name) {
+			return f
 		}
 	}
-	return false
+	return nil
 }
+
+func definedIn(flags []cli.Flag, name string) bool { return findFlag(flags, name) != nil }
 
 // takesValue reports whether the flag called name among flags takes a
 // value (every flag but a boolean one).
 func takesValue(flags []cli.Flag, name string) bool {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return !isBool
-			}
-		}
-	}
-	return false
+	f := findFlag(flags, name)
+	_, isBool := f.(*cli.BoolFlag)
+	return f != nil && !isBool
 }
 
 // commandPath is the command line up to c's command: "kerf user key

@@ -88,14 +88,15 @@ var remoteFlags = append(append([]cli.Flag{}, connFlags...), dataFlags(true)...)
 
 // dataFlags are the data path's flags, hidden from the help or not.
 func dataFlags(hidden bool) []cli.Flag {
+	// The tuning flags serve shows too: copies, hidden or not.
+	bs, wb, cc := *blockSizeFlag, *writeBehindFlag, *congestionFlag
+	bs.Hidden, wb.Hidden, cc.Hidden = hidden, hidden, hidden
 	return []cli.Flag{
 		&cli.IntFlag{Name: "streams", Hidden: hidden, Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (2 where there is more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
 		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual"},
-		&cli.IntFlag{Name: "block-size", Hidden: hidden, Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: blockSizeFlag.Usage},
-		&cli.IntFlag{Name: "write-behind", Hidden: hidden, Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: writeBehindFlag.Usage},
-		&cli.StringFlag{Name: "congestion", Hidden: hidden, EnvVars: []string{"KERF_CONGESTION"}, Usage: congestionFlag.Usage},
+		&bs, &wb, &cc,
 	}
 }
 

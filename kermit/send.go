@@ -20,13 +20,49 @@ import (
 // Send sends files as one file group (S F A D Z ... B), starting a new
 // transaction at sequence number 0.
 func (s *Session) Send(ctx context.Context, files []OutgoingFile) error {
+	return s.sendFrom(ctx, sliceSource(files))
+}
+
+// SendFrom sends, as one file group, the files next hands out, until it
+// says there are no more. Several sessions may share one next (it must
+// then be safe for concurrent use; see SendParallel): a file taken is
+// this session's to send or report, one never taken is the caller's.
+func (s *Session) SendFrom(ctx context.Context, next func() (OutgoingFile, bool)) error {
+	return s.sendFrom(ctx, fileSource{next: next})
+}
+
+// fileSource hands out the files of a group one at a time; rest, if
+// set, returns those never handed out, for the session to report as not
+// begun when the group fails.
+type fileSource struct {
+	next func() (OutgoingFile, bool)
+	rest func() []OutgoingFile
+}
+
+func sliceSource(files []OutgoingFile) fileSource {
+	i := 0
+	return fileSource{
+		next: func() (OutgoingFile, bool) {
+			if i >= len(files) {
+				return OutgoingFile{}, false
+			}
+			i++
+			return files[i-1], true
+		},
+		rest: func() []OutgoingFile { return files[i:] },
+	}
+}
+
+func (s *Session) sendFrom(ctx context.Context, src fileSource) error {
 	defer s.flush()
 	s.resetNegotiation()
 	if err := s.sendInit(ctx, 'S'); err != nil {
-		s.notBegun(files, nil)
+		if src.rest != nil {
+			s.notBegun(src.rest(), nil)
+		}
 		return s.abort(fmt.Errorf("kermit: send-init: %w", err))
 	}
-	if err := s.sendGroup(ctx, files); err != nil {
+	if err := s.sendGroup(ctx, src); err != nil {
 		return s.abort(err)
 	}
 	return nil
@@ -58,12 +94,11 @@ func (s *Session) sendInit(ctx context.Context, typ byte) error {
 }
 
 // sendGroup sends the files and the closing B, after S has been agreed.
-func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err error) {
+func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	s.cancelFile.Store(false)
 	s.cancelGroup.Store(false)
 	s.groupFailed = nil
 	s.sending = s.sending[:0]
-	var next, begun int // the file under way; files[begun:] were not begun
 	defer func() {
 		// Files begun and not ended when the group fails did not get
 		// there: each is reported, not just the group's error; and so
@@ -84,17 +119,18 @@ func (s *Session) sendGroup(ctx context.Context, files []OutgoingFile) (err erro
 				}
 				s.event(e)
 			}
-			s.notBegun(files[begun:], s.sending)
+			if src.rest != nil {
+				s.notBegun(src.rest(), s.sending)
+			}
 		}
 		s.sending = s.sending[:0]
 	}()
 	var failed []string
-	for next = 0; next < len(files); next++ {
-		f := files[next]
-		if s.cancelGroup.Load() {
+	for !s.cancelGroup.Load() {
+		f, ok := src.next() // reported by its own events from here on
+		if !ok {
 			break
 		}
-		begun = next + 1 // reported by its own events from here on
 		if f.Dir {
 			if f.Filled && !s.neg.dirAttrs {
 				continue // its files make it

@@ -188,7 +188,7 @@ func (s *Session) serveSend(ctx context.Context, seq int, files []OutgoingFile) 
 	if err := s.sendInit(ctx, 'S'); err != nil {
 		return err
 	}
-	return s.sendGroup(ctx, files)
+	return s.sendGroup(ctx, sliceSource(files))
 }
 
 // Generic command arguments are tochar(len) value, repeated. An argument

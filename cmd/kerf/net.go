@@ -145,9 +145,19 @@ func checkStreams(flag string, n int) error {
 }
 
 func dial(c *cli.Context, addr string) (*control.Client, error) {
+	cl, _, err := dialConfig(c, addr)
+	return cl, err
+}
+
+// dialConfig is dial, and also returns the configuration that logged in,
+// for more sessions of the same login (the password asked once).
+func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientConfig, error) {
+	fail := func(err error) (*control.Client, control.ClientConfig, error) {
+		return nil, control.ClientConfig{}, err
+	}
 	streams := c.Int("streams")
 	if err := checkStreams("streams", streams); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	user := c.String("user")
 	var key *auth.Identity
@@ -155,12 +165,12 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	if !c.Bool("classic") && !auth.IsAnonymous(user) {
 		var err error
 		if key, keyDir, err = clientKey(c); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	pw, prompted, err := password(c, user, addr, key != nil)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	kh := &auth.KnownHosts{Path: c.String("known-hosts"), AcceptNew: c.Bool("accept-new-host-key"), AcceptChanged: c.Bool("accept-changed-host-key")}
 	asked := false
@@ -172,7 +182,7 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	}
 	opts, err := pathOptions(c)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	cfg := control.ClientConfig{
 		PathOpts: opts, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
@@ -194,12 +204,12 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 		// password when there is someone to ask; otherwise say which
 		// key it was.
 		if !term.IsTerminal(int(os.Stdin.Fd())) {
-			return nil, connectErr(fmt.Errorf("%w: the server did not accept the client key %s (in %s) for %s; "+
-				"to authorize it, run on the server: kerf user key add %s %s", err, key.Fingerprint, keyDir, user, user, key.Fingerprint))
+			return fail(connectErr(fmt.Errorf("%w: the server did not accept the client key %s (in %s) for %s; "+
+				"to authorize it, run on the server: kerf user key add %s %s", err, key.Fingerprint, keyDir, user, user, key.Fingerprint)))
 		}
 		fmt.Fprintf(os.Stderr, "kerf: the server did not accept the client key %s for %s\n", key.Fingerprint, user)
 		if cfg.Password, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		prompted = true
 		cl, err = dialAfterThrottle(c.Context, cfg)
@@ -209,14 +219,14 @@ func dial(c *cli.Context, addr string) (*control.Client, error) {
 	for try := 1; err != nil && prompted && try < 3 && errors.Is(err, control.ErrCredentials); try++ {
 		fmt.Fprintln(os.Stderr, "kerf: login refused, try again")
 		if cfg.Password, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		cl, err = dialAfterThrottle(c.Context, cfg)
 	}
 	if err != nil {
-		return nil, connectErr(err)
+		return fail(connectErr(err))
 	}
-	return cl, nil
+	return cl, cfg, nil
 }
 
 // throttleWaitRE finds the wait a kerf server names when it throttles
@@ -629,6 +639,7 @@ func sendCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
+			&cli.IntFlag{Name: "sessions", Value: defaultSessions, Usage: fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession)},
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
@@ -638,6 +649,10 @@ func sendCommand() *cli.Command {
 			addr, rdir, err := parseTarget(args[len(args)-1])
 			if err != nil {
 				return err
+			}
+			sessions := c.Int("sessions")
+			if sessions < 1 || sessions > maxSessions {
+				return usageErr("--sessions %d: must be between 1 and %d", sessions, maxSessions)
 			}
 			// Walk the local files while connecting and logging in: for
 			// a large tree each takes a few milliseconds.
@@ -652,7 +667,7 @@ func sendCommand() *cli.Command {
 				files, total, skipped, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
 				walk <- walked{files, total, skipped, err}
 			}()
-			cl, dialErr := dial(c, addr)
+			cl, cfg, dialErr := dialConfig(c, addr)
 			w := <-walk
 			if w.err != nil {
 				if cl != nil {
@@ -668,8 +683,8 @@ func sendCommand() *cli.Command {
 			rep := newReporter(c, total)
 			rep.skippedLocal(w.skipped)
 			cl.Session().SetEvents(rep.event)
-			rep.wire = func() (int64, bool) { return cl.DataStats().BytesSent, cl.DataCompressed() }
 			rep.channel = cl.DataChannel
+			cwd := "" // the remote directory the session went into
 			if len(args) == 2 && !c.Bool("recursive") && oneFile(files) && remoteAsName(rdir) {
 				// One file to a name: into it if it is a directory,
 				// else stored as that name (asname.go).
@@ -681,7 +696,7 @@ func sendCommand() *cli.Command {
 					rdir, base = path.Dir(rdir), path.Base(rdir)
 					files[0].Name = base
 				} else {
-					rdir = ""
+					cwd, rdir = rdir, ""
 				}
 			}
 			if rdir != "" && rdir != "/" && rdir != "." {
@@ -691,8 +706,45 @@ func sendCommand() *cli.Command {
 				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
 					return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
 				}
+				cwd = rdir
 			}
-			sendErr := cl.Send(c.Context, files)
+			clients := []*control.Client{cl}
+			// More sessions only to a kerf server (a C-Kermit server
+			// takes one connection at a time), and only for enough files
+			// to repay a login each.
+			if want := min(sessions, regularFiles(files)/minFilesPerSession); want > 1 && !cfg.Classic {
+				more, err := moreSessions(c.Context, cfg, want-1, cwd)
+				for _, m := range more {
+					defer m.Close()
+					m.Session().SetEvents(rep.event)
+				}
+				if err != nil {
+					// The server may limit sessions from one address.
+					msg := fmt.Sprintf("%d of %d sessions opened: %v", 1+len(more), want, err)
+					if c.IsSet("sessions") {
+						fmt.Fprintln(os.Stderr, "kerf: "+msg)
+					} else {
+						logger(c).Info(msg)
+					}
+				}
+				clients = append(clients, more...)
+			}
+			rep.wire = func() (n int64, compressed bool) {
+				for _, cl := range clients {
+					n += cl.DataStats().BytesSent
+				}
+				return n, cl.DataCompressed()
+			}
+			var sendErr error
+			if len(clients) == 1 {
+				sendErr = cl.Send(c.Context, files)
+			} else {
+				sess := make([]*kermit.Session, len(clients))
+				for i, cl := range clients {
+					sess[i] = cl.Session()
+				}
+				sendErr = kermit.SendParallel(c.Context, sess, files)
+			}
 			noteRefused(c, cl)
 			return rep.end(sendErr, false)
 		}),

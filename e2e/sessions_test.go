@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// send --sessions N opens N logins and spreads a tree's files over them;
+// the tree arrives whole, its directories with their own permissions and
+// times, and the summary counts every file once.
+func TestSendSeveralSessions(t *testing.T) {
+	root, src := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	when := time.Date(2022, 1, 2, 3, 4, 5, 0, time.UTC)
+	dirs := []struct {
+		name string
+		mode os.FileMode
+	}{{"tree", 0o750}, {"tree/a", 0o700}, {"tree/b", 0o755}, {"tree/a/deep", 0o711}}
+	var files []string
+	for i, d := range dirs {
+		os.MkdirAll(filepath.Join(src, d.name), 0o755)
+		for j := 0; j < 15; j++ {
+			name := filepath.Join(d.name, fmt.Sprintf("f%d", j))
+			writeFile(t, filepath.Join(src, name), randomBytes(1000*j+i, uint64(10*i+j)))
+			files = append(files, name)
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		p := filepath.Join(src, dirs[i].name)
+		os.Chmod(p, dirs[i].mode)
+		os.Chtimes(p, when, when.Add(time.Duration(i)*time.Minute))
+	}
+	r := mustRun(t, srv, src, []string{"--json"}, "send", "--sessions", "3", "-r", "tree", srv.addr)
+	evs := parseEvents(t, r.stdout)
+	if d := eventsNamed(evs, "done"); len(d) != 1 || d[0].Files == nil || *d[0].Files != len(files) {
+		t.Errorf("done events %+v; want one counting %d files", d, len(files))
+	}
+	if n := len(eventsNamed(evs, "file_done")); n != len(files) {
+		t.Errorf("%d file_done events, want %d", n, len(files))
+	}
+	if n := strings.Count(srv.stderr.String(), "msg=login "); n != 3 {
+		t.Errorf("the server logged %d logins, want 3:\n%s", n, srv.stderr.String())
+	}
+	for _, f := range files {
+		sameFile(t, filepath.Join(src, f), filepath.Join(root, f))
+	}
+	for i, d := range dirs {
+		fi, err := os.Stat(filepath.Join(root, d.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := when.Add(time.Duration(i) * time.Minute); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
+			t.Errorf("%s: mode %v, time %v; want %v, %v", d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
+		}
+	}
+
+	// Fewer files than four a session: one login.
+	before := strings.Count(srv.stderr.String(), "msg=login ")
+	mustRun(t, srv, src, nil, "send", "--sessions", "3", "tree/b/f1", "tree/b/f2", target(srv.addr, "few"))
+	if n := strings.Count(srv.stderr.String(), "msg=login ") - before; n != 1 {
+		t.Errorf("3 files took %d logins, want 1", n)
+	}
+	if r := run(t, srv, src, nil, "send", "--sessions", "0", "tree", srv.addr); r.code != 2 || !strings.Contains(r.stderr, "--sessions 0") {
+		t.Errorf("--sessions 0: %s", r)
+	}
+}

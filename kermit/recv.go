@@ -375,7 +375,9 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	}
 	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
 	var ext []byte
-	if cur.attrs.Disposition != "" && cur.attrs.Disposition[0] == 'R' && !cur.expected {
+	disp := cur.attrs.Disposition
+	unlessThere := disp == dispositionUnlessThere && s.neg.skipWhole
+	if (strings.HasPrefix(disp, "R") || unlessThere) && !cur.expected {
 		if cur.text {
 			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil
 		}
@@ -389,8 +391,17 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			cur.inc.Abort(false)
 			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
 			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
+			if unlessThere && s.dualActive() && cur.attrs.Length >= 0 {
+				// Its data comes all the same: taken and thrown away.
+				if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
+					return nil, err
+				}
+				cur.expected = true
+			}
 			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
+	}
+	if disp != "" && disp[0] == 'R' && !cur.expected {
 		var size int64
 		var crc uint32
 		var err error

@@ -56,6 +56,10 @@ func (w *sendWindow) inFlight(seq int) *slot {
 type rttEstimator struct {
 	srtt, rttvar, rto time.Duration
 	min, max          time.Duration
+	// least is the smallest sample: the path's own round trip, without
+	// the receiver's work (an ACK of Z waits for the file's data) or
+	// queueing.
+	least time.Duration
 }
 
 func (r *rttEstimator) init(initial time.Duration) {
@@ -67,6 +71,9 @@ func (r *rttEstimator) init(initial time.Duration) {
 }
 
 func (r *rttEstimator) sample(d time.Duration) {
+	if r.least == 0 || d < r.least {
+		r.least = d
+	}
 	if r.srtt == 0 {
 		r.srtt, r.rttvar = d, d/2
 	} else {

@@ -1,0 +1,101 @@
+package kermit_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// gateStore holds the receiver's first Create until the sender has begun
+// the second file, which a sender waiting for each file's verdict never
+// does before that Create returns.
+type gateStore struct {
+	*filestore.Dir
+	once   sync.Once
+	second chan struct{}
+	waited chan bool
+}
+
+func (g *gateStore) Create(name string) (kermit.Incoming, error) {
+	g.once.Do(func() {
+		select {
+		case <-g.second:
+			g.waited <- false
+		case <-time.After(10 * time.Second):
+			g.waited <- true
+		}
+	})
+	return g.Dir.Create(name)
+}
+
+// With --resume, small files go whole at once between kerf peers, asking
+// only to be skipped if already there: no round trip per file. A file
+// there whole is skipped, a small one's partial is replaced, and a big
+// file still resumes from its partial.
+func TestResumeSendsSmallFilesWithoutWaiting(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files := []testFile{
+		{"there.txt", randomBytes(3000, 1)},
+		{"partial.txt", randomBytes(5000, 2)},
+		{"new.txt", randomBytes(7000, 3)},
+		{"big.bin", randomBytes(3<<20, 4)},
+	}
+	out := writeFiles(t, src, files)
+	os.WriteFile(filepath.Join(dst, "there.txt"), files[0].data, 0o644)
+	os.Chtimes(filepath.Join(dst, "there.txt"), out[0].ModTime, out[0].ModTime)
+	os.WriteFile(filepath.Join(dst, ".partial.txt"+filestore.PartSuffix), randomBytes(2000, 9), 0o600)
+	os.WriteFile(filepath.Join(dst, ".big.bin"+filestore.PartSuffix), files[3].data[:1<<20], 0o600)
+
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	store := &gateStore{Dir: dir, second: make(chan struct{}), waited: make(chan bool, 1)}
+	var mu sync.Mutex
+	var began sync.Once
+	got := map[string]kermit.Event{}
+	scfg := kermit.DefaultConfig()
+	scfg.Resume = true
+	scfg.Events = func(e kermit.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == kermit.FileStart && e.Name == "partial.txt" {
+			began.Do(func() { close(store.second) })
+		}
+		if e.Kind == kermit.FileDone || e.Kind == kermit.FileSkipped || e.Kind == kermit.FileFailed {
+			got[e.Name] = e
+		}
+	}
+	send, recv := dualSessions(t, scfg, kermit.DefaultConfig(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	serr := send.Send(ctx, out)
+	if rerr := <-rerr; serr != nil || rerr != nil {
+		t.Fatalf("send %v, receive %v", serr, rerr)
+	}
+	if <-store.waited {
+		t.Error("the sender waited for the first file's verdict before it began the second")
+	}
+	checkFiles(t, dst, files)
+	if e := got["there.txt"]; e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrAlreadyThere) {
+		t.Errorf("there.txt: %+v; want skipped, already there", e)
+	}
+	for _, n := range []string{"partial.txt", "new.txt"} {
+		if e := got[n]; e.Kind != kermit.FileDone || e.Offset != 0 {
+			t.Errorf("%s: %+v; want done from 0", n, e)
+		}
+	}
+	if e := got["big.bin"]; e.Kind != kermit.FileDone || e.Offset != 1<<20 {
+		t.Errorf("big.bin: %+v; want done from its partial's 1 MiB", e)
+	}
+}

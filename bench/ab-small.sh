@@ -8,14 +8,18 @@
 #   bench/ab-small.sh "A=1" "S_GOMAXPROCS=1" "BIN=/tmp/kerf-old"
 #
 # Each argument is one configuration: space-separated VAR=VALUE. BIN=PATH
-# picks the binary (default: built from this tree); S_NAME=V sets NAME=V
-# for the server only, C_NAME=V for the client only, anything else for
-# both. Environment: REPS [15], N [2000] files of SIZE [16384] bytes,
-# WORK [/dev/shm/kerf-ab]. Needs only kerf itself (key login, loopback).
+# picks the binary (default: built from this tree; it serves too);
+# FLAGS=A,B adds the flags A B to the client's send (e.g.
+# FLAGS=--sessions=1,--resume); S_NAME=V sets NAME=V for the server only,
+# C_NAME=V for the client only, anything else for both. Environment:
+# REPS [15], N [2000] files of SIZE [16384] bytes, WORK
+# [/dev/shm/kerf-ab], KEEP [0] (1: the copy is left in place between
+# rounds, so that sends with --resume measure a rerun that finds every
+# file there). Needs only kerf itself (key login, loopback).
 set -euo pipefail
 REPS=${REPS:-15} N=${N:-2000} SIZE=${SIZE:-16384}
 WORK=${WORK:-/dev/shm/kerf-ab}
-[ $# -gt 0 ] || { sed -n '2,14p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,18p' "$0"; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$WORK"
 DEFAULT_BIN=$WORK/kerf
@@ -37,7 +41,7 @@ envs() {
 	local out=() kv
 	for kv in $1; do
 		case $kv in
-		BIN=*) ;;
+		BIN=* | FLAGS=*) ;;
 		S_*) [ "$2" = server ] && out+=("${kv#S_}") ;;
 		C_*) [ "$2" = client ] && out+=("${kv#C_}") ;;
 		*) out+=("$kv") ;;
@@ -46,6 +50,7 @@ envs() {
 	echo "${out[@]}"
 }
 bin_of() { local kv; for kv in $1; do case $kv in BIN=*) echo "${kv#BIN=}"; return ;; esac; done; echo "$DEFAULT_BIN"; }
+flags_of() { local kv; for kv in $1; do case $kv in FLAGS=*) echo "${kv#FLAGS=}" | tr , ' '; return ;; esac; done; }
 
 pids=() i=0
 for cfg in "$@"; do
@@ -58,15 +63,21 @@ done
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 sleep 1
 res=$WORK/results.txt; : >"$res"
+if [ "${KEEP:-0}" = 1 ]; then # the copy the reruns find, not timed
+	KERF_USER=bench "$DEFAULT_BIN" -q send --identity "$WORK/id" --plain-data --accept-new-host-key \
+		-r "$WORK/src/small" 127.0.0.1:17600
+fi
 for ((r = 0; r < REPS; r++)); do
 	i=0
 	for cfg in "$@"; do
 		port=$((17600 + i)); i=$((i + 1))
-		rm -rf "$WORK/dst/small"
+		if [ "${KEEP:-0}" = 1 ] && [ -d "$WORK/dst/small" ]; then :; else
+			rm -rf "$WORK/dst/small"
+		fi
 		t0=$(date +%s%N)
 		# shellcheck disable=SC2046
 		env $(envs "$cfg" client) KERF_USER=bench "$(bin_of "$cfg")" -q send --identity "$WORK/id" \
-			--plain-data --accept-new-host-key -r "$WORK/src/small" 127.0.0.1:$port ||
+			--plain-data --accept-new-host-key $(flags_of "$cfg") -r "$WORK/src/small" 127.0.0.1:$port ||
 			{ echo "FAIL: $cfg" >&2; exit 1; }
 		t1=$(date +%s%N)
 		diff -rq "$WORK/src/small" "$WORK/dst/small" >/dev/null || { echo "FAIL: $cfg: copy differs" >&2; exit 1; }

@@ -102,6 +102,9 @@ type Config struct {
 	// noDirAttrs leaves capas2DirAttrs out of this side's Send-Init, as
 	// a kerf from before it does (tests of that peer).
 	noDirAttrs bool
+	// noUnlessThere leaves capas3UnlessThere out (tests: a kerf from
+	// before it).
+	noUnlessThere bool
 }
 
 // DefaultConfig is the best classic Kermit this side can do; the peer's

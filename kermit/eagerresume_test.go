@@ -99,3 +99,35 @@ func TestResumeSendsSmallFilesWithoutWaiting(t *testing.T) {
 		t.Errorf("big.bin: %+v; want done from its partial's 1 MiB", e)
 	}
 }
+
+// A kerf receiver from before the disposition '=' is asked for recovery
+// of every file, as before, and so still skips those it has whole.
+func TestResumeWithReceiverFromBeforeUnlessThere(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files := []testFile{{"there.txt", randomBytes(3000, 1)}, {"new.txt", randomBytes(7000, 3)}}
+	out := writeFiles(t, src, files)
+	os.WriteFile(filepath.Join(dst, "there.txt"), files[0].data, 0o644)
+	os.Chtimes(filepath.Join(dst, "there.txt"), out[0].ModTime, out[0].ModTime)
+	var mu sync.Mutex
+	got := map[string]kermit.Event{}
+	scfg := kermit.DefaultConfig()
+	scfg.Resume = true
+	scfg.Events = func(e kermit.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == kermit.FileDone || e.Kind == kermit.FileSkipped || e.Kind == kermit.FileFailed {
+			got[e.Name] = e
+		}
+	}
+	_, serr, rerr := dualTransfer(t, scfg, kermit.WithoutUnlessThere(kermit.DefaultConfig()), out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send %v, receive %v", serr, rerr)
+	}
+	checkFiles(t, dst, files)
+	if e := got["there.txt"]; e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrAlreadyThere) {
+		t.Errorf("there.txt: %+v; want skipped, already there", e)
+	}
+	if e := got["new.txt"]; e.Kind != kermit.FileDone {
+		t.Errorf("new.txt: %+v; want done", e)
+	}
+}

@@ -25,6 +25,13 @@ const capas2SkipWhole = 8
 // from before it takes no A for a directory.
 const capas2DirAttrs = 16
 
+// capas3UnlessThere is a kerf bit in the third CAPAS byte: "as a
+// receiver I take the disposition '=' (store the file unless I have it
+// whole, then refuse it with N=, and discard its data); as a sender I
+// send small files so when resuming" (protocol.md §6, item 6). A kerf
+// from before it would store such a file again rather than skip it.
+const capas3UnlessThere = 2
+
 // capas2NotStored is a kerf bit in the second CAPAS byte: "as a
 // receiver, when I cannot store a file whose data arrived (the disk
 // filled, the rename failed), I keep its partial, answer its Z with an
@@ -46,13 +53,15 @@ type negotiated struct {
 	streaming bool
 	dual      bool
 	peerKerf  bool
-	skipWhole bool            // both take N= (already there) for a resumed file
-	dirAttrs  bool            // directories travel with attributes (capas2DirAttrs)
-	notStored bool            // a file the receiver could not store is an N in the Z's ACK (capas2NotStored)
-	out       framing.Quoting // how we encode what we send
-	in        framing.Quoting // how we decode what we receive
-	timeout   time.Duration   // how long the peer wants us to wait for it
-	peer      framing.Params
+	skipWhole bool // both take N= (already there) for a resumed file
+	// unlessThere: both take the disposition '=' (capas3UnlessThere).
+	unlessThere bool
+	dirAttrs    bool            // directories travel with attributes (capas2DirAttrs)
+	notStored   bool            // a file the receiver could not store is an N in the Z's ACK (capas2NotStored)
+	out         framing.Quoting // how we encode what we send
+	in          framing.Quoting // how we decode what we receive
+	timeout     time.Duration   // how long the peer wants us to wait for it
+	peer        framing.Params
 }
 
 // myParams are this side's Send-Init fields for cfg.
@@ -87,6 +96,9 @@ func myParams(cfg *Config, server bool) framing.Params {
 		p.Capas |= framing.CapAttrs
 	}
 	p.Capas2 = capas2RawOK | capas2SkipWhole | capas2DirAttrs | capas2NotStored
+	if !cfg.noUnlessThere {
+		p.Capas3 = capas3UnlessThere
+	}
 	if cfg.noDirAttrs {
 		p.Capas2 &^= capas2DirAttrs
 	}
@@ -137,6 +149,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.dual = mine.Capas2&framing.Cap2DualChannel != 0 && peer.Capas2&framing.Cap2DualChannel != 0
 	n.peerKerf = peer.Capas2&capas2RawOK != 0
 	n.skipWhole = peer.Capas2&capas2SkipWhole != 0 && mine.Capas2&capas2SkipWhole != 0
+	n.unlessThere = n.skipWhole && peer.Capas3&capas3UnlessThere != 0 && mine.Capas3&capas3UnlessThere != 0
 	n.dirAttrs = peer.Capas2&capas2DirAttrs != 0 && mine.Capas2&capas2DirAttrs != 0
 	n.notStored = peer.Capas2&capas2NotStored != 0 && mine.Capas2&capas2NotStored != 0
 

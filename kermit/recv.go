@@ -376,7 +376,8 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
 	var ext []byte
 	disp := cur.attrs.Disposition
-	unlessThere := disp == dispositionUnlessThere && s.neg.skipWhole
+	// '=' for a text file is only "store it": no kerf sends it so.
+	unlessThere := disp == dispositionUnlessThere && s.neg.unlessThere && !cur.text
 	if (strings.HasPrefix(disp, "R") || unlessThere) && !cur.expected {
 		if cur.text {
 			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil

@@ -17,25 +17,36 @@ import (
 // whichever session is ready for the next, so sessions that run slower
 // take fewer.
 //
-// Directories keep the guarantees of one group (protocol.md §5.4): a
-// first group on sessions[0] makes every directory of the tree, private
-// to its owner at least as much as the sender's is and writable by the
-// owner, before any file goes; once every session has sent its files, one
-// last group gives the directories their exact permissions and times, so
-// that no file lands in a directory after its time was set.
+// Directories keep the guarantees of one group (protocol.md §7, "Several
+// sessions"): a first group on sessions[0] makes every directory more
+// private than a file's arrival would make it, as private as the
+// sender's and writable by the owner, before any file goes; once every
+// session has sent its files, one last group sends every directory with
+// its permissions and time, given at its end, so that no file lands in a
+// directory after its time was set.
 //
-// The error is the first that ended a session, or a *GroupError naming
-// every file not transferred. Files that no session took because all of
-// them failed are reported as not begun (ErrNotBegun).
+// The error is the first that ended a session that had taken files, or a
+// *GroupError naming every file not transferred. A session that fails
+// before it takes a file is passed over while another goes on. Files that
+// no session took because all of them failed are reported as not begun
+// (ErrNotBegun).
 func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile) error {
 	if len(sessions) == 1 {
 		return sessions[0].Send(ctx, files)
 	}
-	var dirs, regular []OutgoingFile
+	var dirs, regular, late []OutgoingFile
+	seen := map[string]bool{}
 	for _, f := range files {
-		if f.Dir {
+		switch {
+		case f.Dir:
 			dirs = append(dirs, f)
-		} else {
+		case seen[f.Name]:
+			// A second file of a name (announced as not sent) goes
+			// last: on another session it could overtake the first and
+			// disturb its partial or its receipt.
+			late = append(late, f)
+		default:
+			seen[f.Name] = true
 			regular = append(regular, f)
 		}
 	}
@@ -52,24 +63,30 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		}
 	}
 
-	dirAttrs := false
-	if len(dirs) > 0 {
-		first := make([]OutgoingFile, len(dirs))
-		for i, d := range dirs {
-			// Made private as the sender's is, and writable by its owner
-			// for the files to come; no time yet (it would not last).
+	// The first group: the directories that a file's arrival must not
+	// make (as 0755, less the receiver's umask) because the sender's are
+	// more private; made private as the sender's are and writable by
+	// their owner for the files to come, with no time yet (it would not
+	// last). Other directories come with their files.
+	var first []OutgoingFile
+	for _, d := range dirs {
+		if private(d) {
 			d.Mode = d.Mode&fs.ModeSticky | d.Mode.Perm() | 0o700
-			d.ModeKnown = true
 			d.ModTime = time.Time{}
-			first[i] = d
+			first = append(first, d)
 		}
+	}
+	var notMade []string // directories the first group could not make
+	dirAttrs := false
+	if len(first) > 0 {
 		err := sessions[0].Send(ctx, first)
 		if err != nil {
 			var ge *GroupError
 			if !errors.As(err, &ge) {
-				sessions[0].notBegun(regular, nil)
+				sessions[0].notBegun(append(regular, late...), nil)
 				return err
 			}
+			notMade = ge.Failed
 			failed = append(failed, ge.Failed...)
 		}
 		dirAttrs = sessions[0].neg.dirAttrs
@@ -77,15 +94,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 
 	var mu sync.Mutex
 	taken := 0
-	next := func() (OutgoingFile, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if taken >= len(regular) {
-			return OutgoingFile{}, false
-		}
-		taken++
-		return regular[taken-1], true
-	}
+	took := make([]int, len(sessions))
 	errs := make([]error, len(sessions))
 	ended := make([]time.Time, len(sessions))
 	var wg sync.WaitGroup
@@ -93,37 +102,63 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.SendFrom(ctx, next)
+			errs[i] = s.SendFrom(ctx, func() (OutgoingFile, bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				if taken >= len(regular) {
+					return OutgoingFile{}, false
+				}
+				taken++
+				took[i]++
+				return regular[taken-1], true
+			})
 			ended[i] = time.Now()
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	alive := -1 // the session that finished last without failing
+	for i, err := range errs {
+		var ge *GroupError
+		if (err == nil || errors.As(err, &ge)) && (alive < 0 || ended[i].After(ended[alive])) {
+			alive = i
+		}
+	}
+	for i, err := range errs {
+		var ge *GroupError
+		if err != nil && !errors.As(err, &ge) && took[i] == 0 && alive >= 0 && ctx.Err() == nil {
+			// It failed before it took a file (its server dropped it
+			// while idle, say): the others sent its share, as if it had
+			// never opened.
+			sessions[i].cfg.Log.Warn("a session failed before it sent a file; the others sent them", "err", err)
+			continue
+		}
 		note(err)
 	}
 	if taken < len(regular) {
 		sessions[0].notBegun(regular[taken:], nil)
 	}
 
-	if dirAttrs {
-		// The last group goes on the session that finished last without
-		// failing: it has been idle least.
-		last := -1
-		for i := range sessions {
-			var ge *GroupError
-			if (errs[i] == nil || errors.As(errs[i], &ge)) && (last < 0 || ended[i].After(ended[last])) {
-				last = i
+	// The last group: what must come after every file, on a session that
+	// is still good. Not after a failure: as in one group, directories
+	// keep the first group's private modes then, and no times.
+	var last []OutgoingFile
+	if hard == nil && alive >= 0 {
+		last = late
+		if dirAttrs || len(first) == 0 {
+			// Every directory (its files made most), or only those the
+			// first group did not already make for a receiver that
+			// keeps no attributes (the empty ones).
+			for _, d := range dirs {
+				if !slices.Contains(notMade, d.Name) && (dirAttrs || !private(d)) {
+					last = append(last, d)
+				}
 			}
 		}
-		var final []OutgoingFile
-		for _, d := range dirs {
-			if !slices.Contains(failed, d.Name) {
-				final = append(final, d)
-			}
+		if len(last) > 0 {
+			note(sessions[alive].Send(ctx, last))
 		}
-		if last >= 0 && len(final) > 0 {
-			note(sessions[last].Send(ctx, final))
-		}
+	} else {
+		sessions[0].notBegun(late, nil)
 	}
 	if hard != nil {
 		return hard
@@ -132,4 +167,12 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		return &GroupError{Failed: failed}
 	}
 	return nil
+}
+
+// private reports whether directory d is to be more private than one
+// its files' arrival makes (0755 less the receiver's umask): its
+// permissions are known and keep group or others from reading or
+// entering it.
+func private(d OutgoingFile) bool {
+	return (d.ModeKnown || d.Mode != 0) && d.Mode.Perm()&0o055 != 0o055
 }

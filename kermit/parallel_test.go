@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -143,56 +144,119 @@ func TestSendParallel(t *testing.T) {
 	}
 }
 
+// cutConn fails its writes, and closes, after the first n.
+type cutConn struct {
+	net.Conn
+	n atomic.Int32
+}
+
+func (c *cutConn) Write(p []byte) (int, error) {
+	if c.n.Add(-1) < 0 {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
+}
+
 // A session that fails does not stop the others: they send every file
-// it did not take, and the failure is the result.
+// it did not take. One that failed before it took a file is passed over;
+// one that failed with files under way is the result, and each of its
+// files is reported.
 func TestSendParallelSessionFails(t *testing.T) {
-	src, dst := t.TempDir(), t.TempDir()
-	var out []kermit.OutgoingFile
-	for j := 0; j < 30; j++ {
-		p := filepath.Join(src, fmt.Sprint(j))
-		os.WriteFile(p, []byte(p), 0o644)
-		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: int64(len(p)),
-			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var senders []*kermit.Session
-	received := make(chan struct{})
-	for i := 0; i < 2; i++ {
-		if i == 1 {
-			// Its receiver is gone before the first packet.
-			a, b := link(t, 0, 1)
-			b.Close()
-			cfg := kermit.DefaultConfig()
-			cfg.Dual, _ = dualPair(t)
-			send := kermit.NewSession(a, cfg)
-			t.Cleanup(func() { send.Close() })
-			senders = append(senders, send)
-			continue
+	for _, early := range []bool{true, false} {
+		name := "before its first file"
+		if !early {
+			name = "with files under way"
 		}
-		send, recv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
-		senders = append(senders, send)
-		store, err := filestore.Open(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		go func() {
-			defer close(received)
-			for recv.Receive(ctx, store) == nil {
+		t.Run(name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			var out []kermit.OutgoingFile
+			for j := 0; j < 60; j++ {
+				p := filepath.Join(src, fmt.Sprint(j))
+				os.WriteFile(p, randomBytes(20000, int64(j)), 0o644)
+				fi, _ := os.Stat(p)
+				out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: fi.Size(), ModTime: fi.ModTime(),
+					Open: func() (kermit.FileReader, error) { return os.Open(p) }})
 			}
-		}()
-	}
-	err := kermit.SendParallel(ctx, senders, out)
-	cancel()
-	<-received
-	var ge *kermit.GroupError
-	if err == nil || errors.As(err, &ge) {
-		t.Fatalf("error %v, want the failed session's", err)
-	}
-	for _, f := range out {
-		if _, err := os.Stat(filepath.Join(dst, f.Name)); err != nil {
-			t.Errorf("%s: %v", f.Name, err)
-		}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var mu sync.Mutex
+			ended := map[string]kermit.EventKind{}
+			events := func(e kermit.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped {
+					if k, ok := ended[e.Name]; ok {
+						t.Errorf("%s ended twice: %v, then %v", e.Name, k, e.Kind)
+					}
+					ended[e.Name] = e.Kind
+				}
+			}
+			var senders []*kermit.Session
+			var wg sync.WaitGroup
+			for i := 0; i < 2; i++ {
+				scfg := kermit.DefaultConfig()
+				scfg.Events = events
+				a, b := link(t, 0, 1)
+				da, db := dualPair(t)
+				scfg.Dual = da
+				rcfg := kermit.DefaultConfig()
+				rcfg.Dual = db
+				scfg.Streaming, rcfg.Streaming = true, true
+				if i == 1 {
+					// Session 1's link breaks: at once, or after its
+					// Send-Init and some files.
+					cut := &cutConn{Conn: a}
+					cut.n.Store(0)
+					if !early {
+						cut.n.Store(3)
+					}
+					a = cut
+				}
+				send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+				t.Cleanup(func() { send.Close(); recv.Close() })
+				senders = append(senders, send)
+				store, err := filestore.Open(dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { store.Close() })
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for recv.Receive(ctx, store) == nil {
+					}
+				}()
+			}
+			err := kermit.SendParallel(ctx, senders, out)
+			cancel()
+			wg.Wait()
+			var ge *kermit.GroupError
+			if early && err != nil {
+				t.Fatalf("error %v, want none: the others sent every file", err)
+			}
+			if !early && (err == nil || errors.As(err, &ge)) {
+				t.Fatalf("error %v, want the failed session's", err)
+			}
+			done := 0
+			for _, f := range out {
+				k, ok := ended[f.Name]
+				switch {
+				case !ok:
+					t.Errorf("%s: never reported", f.Name)
+				case k == kermit.FileDone:
+					done++
+					if _, err := os.Stat(filepath.Join(dst, f.Name)); err != nil {
+						t.Errorf("%s reported done: %v", f.Name, err)
+					}
+				}
+			}
+			if early && done != len(out) {
+				t.Errorf("%d of %d files done", done, len(out))
+			}
+			if !early && (done == len(out) || done == 0) {
+				t.Errorf("%d of %d files done: the cut session had none under way, or the other sent none", done, len(out))
+			}
+		})
 	}
 }

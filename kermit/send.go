@@ -235,8 +235,7 @@ func (s *Session) eagerResumeSize() int64 {
 // dispositionUnlessThere is kerf's disposition (the '+' attribute) for
 // a file sent whole without waiting, with --resume: "store it unless you
 // have it whole already" (then refused with N=, as for "R"). Sent only
-// to a kerf peer that takes N= (capas2SkipWhole); one from before it
-// knows no such disposition and stores the file, which is the same.
+// to a kerf peer that says it takes it (capas3UnlessThere).
 const dispositionUnlessThere = "="
 
 // eagerFlushSize is the file size from which the sender writes out F and
@@ -271,6 +270,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return &skipError{err}
 	}
 	if _, err := s.queue(ctx, 'F', name, 0); err != nil {
+		// Taken from the group's list but never begun: no one else
+		// reports it.
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: ErrNotBegun, Sending: true})
 		return err
 	}
 	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true})
@@ -282,7 +284,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	// A small file is not worth a round trip: to a kerf receiver it goes
 	// whole at once, asking only to be skipped if already there
 	// (protocol.md §6).
-	eager := resume && dual && s.neg.skipWhole && f.Size >= 0 && f.Size <= s.eagerResumeSize()
+	eager := resume && dual && s.neg.unlessThere && f.Size >= 0 && f.Size <= s.eagerResumeSize()
 	var reply framing.AttrReply
 	reply.Accept = true
 	reply.ResumeAt = -1
@@ -735,6 +737,7 @@ func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 	zs, err := s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", attrs, nil)
 	var skip *skipError
 	if errors.As(err, &skip) {
+		s.groupFailed = append(s.groupFailed, name)
 		s.event(Event{Kind: FileFailed, Name: name, Err: skip.err, Sending: true})
 		return nil
 	}

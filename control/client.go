@@ -44,8 +44,13 @@ func (e *loginRefusal) Unwrap() []error {
 
 // ClientConfig configures a connection to a kerf (or any Kermit) server.
 type ClientConfig struct {
-	Addr    string // host:port of the control connection
-	Streams int    // data connections to ask for (default 1)
+	Addr string // host:port of the control connection
+	// DialAddr, if set, is the address connected to instead of Addr's
+	// (the one another session of this login reached, so that all reach
+	// one machine behind a name with several addresses); the server's
+	// key is still checked, and the TLS name still given, as Addr's.
+	DialAddr string
+	Streams  int // data connections to ask for (default 1)
 	// Classic speaks plain Kermit, for peers that know no TLS (C-Kermit,
 	// or a kerf server run with --allow-classic): no TLS, no data
 	// channel. The password, if any, crosses the network in clear.
@@ -122,7 +127,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		return nil, errors.New("control: no way to check the server's key (ClientConfig.VerifyHost)")
 	}
 	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp", addr)
+	to := addr
+	if cfg.DialAddr != "" {
+		to = cfg.DialAddr
+	}
+	raw, err := d.DialContext(ctx, "tcp", to)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
@@ -234,6 +243,9 @@ func loginLen(user, pass string) int {
 	}
 	return n
 }
+
+// RemoteAddr is the address the control connection reached.
+func (c *Client) RemoteAddr() net.Addr { return c.conn.RemoteAddr() }
 
 // Session is the Kermit session on the control connection.
 func (c *Client) Session() *kermit.Session { return c.sess }

@@ -712,8 +712,8 @@ func sendCommand() *cli.Command {
 			// More sessions only to a kerf server (a C-Kermit server
 			// takes one connection at a time), and only for enough files
 			// to repay a login each.
-			if want := min(sessions, regularFiles(files)/minFilesPerSession); want > 1 && !cfg.Classic {
-				more, err := moreSessions(c.Context, cfg, want-1, cwd)
+			if want := sessionsWithin(min(sessions, regularFiles(files)/minFilesPerSession)); want > 1 && !cfg.Classic {
+				more, err := moreSessions(c.Context, cfg, cl, want-1, cwd)
 				for _, m := range more {
 					defer m.Close()
 					m.Session().SetEvents(rep.event)

@@ -133,7 +133,11 @@ func (r *reporter) event(e kermit.Event) {
 	case kermit.FileSkipped, kermit.FileFailed:
 		if errors.Is(e.Err, kermit.ErrAlreadyThere) || errors.Is(e.Err, kermit.ErrDeclined) {
 			// A resume found the file whole, or a classic receiver's
-			// collision setting kept its copy: not a failure.
+			// collision setting kept its copy: not a failure. Data sent
+			// before the answer came (a small file goes at once) was
+			// thrown away: it does not count.
+			r.done -= r.current[e.Name]
+			delete(r.current, e.Name)
 			r.files++
 			if r.json != nil {
 				r.json.Encode(jsonEvent{Event: "file_skipped", Name: e.Name, Size: &size, Reason: e.Err.Error()})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"syscall"
 
 	"kerf/control"
 	"kerf/kermit"
@@ -26,10 +27,12 @@ const defaultSessions = 2
 const minFilesPerSession = 4
 
 // moreSessions opens n more sessions of the login cfg (the password, if
-// any, asked once already) and makes dir their current directory, as
-// the first session's. It returns those that opened, and the first
-// error of those that did not: the transfer goes on with fewer.
-func moreSessions(ctx context.Context, cfg control.ClientConfig, n int, dir string) ([]*control.Client, error) {
+// any, asked once already) to the machine first reached, and makes dir
+// their current directory, as the first session's. It returns those that
+// opened, and the first error of those that did not: the transfer goes
+// on with fewer.
+func moreSessions(ctx context.Context, cfg control.ClientConfig, to *control.Client, n int, dir string) ([]*control.Client, error) {
+	cfg.DialAddr = to.RemoteAddr().String()
 	var mu sync.Mutex
 	var out []*control.Client
 	var first error
@@ -69,4 +72,21 @@ func regularFiles(files []kermit.OutgoingFile) int {
 		}
 	}
 	return n
+}
+
+// fdsPerSession is about what one session holds open: its control and
+// data connections, the files under way in its window, and the data
+// path's own.
+const fdsPerSession = 16
+
+// sessionsWithin caps n sessions to what the process's open-file limit
+// leaves room for (64 kept for the rest): past it, files fail to open,
+// and a session that meets that races through the list failing files
+// the others would have sent.
+func sessionsWithin(n int) int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<20 {
+		return n
+	}
+	return max(1, min(n, (int(rl.Cur)-64)/fdsPerSession))
 }

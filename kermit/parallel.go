@@ -18,7 +18,7 @@ import (
 // take fewer.
 //
 // Directories keep the guarantees of one group (protocol.md §7, "Several
-// sessions"): a first group on sessions[0] makes every directory more
+// sessions"): first groups (spread over the sessions) make every directory more
 // private than a file's arrival would make it, as private as the
 // sender's and writable by the owner, before any file goes; once every
 // session has sent its files, one last group sends every directory with
@@ -79,16 +79,34 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 	var notMade []string // directories the first group could not make
 	dirAttrs := false
 	if len(first) > 0 {
-		err := sessions[0].Send(ctx, first)
-		if err != nil {
+		// Spread over the sessions too (a directory whose parent another
+		// session makes makes it first, as private as itself).
+		shares := make([][]OutgoingFile, min(len(sessions), len(first)))
+		for i, d := range first {
+			shares[i%len(shares)] = append(shares[i%len(shares)], d)
+		}
+		errs := make([]error, len(shares))
+		var wg sync.WaitGroup
+		for i := range shares {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = sessions[i].Send(ctx, shares[i])
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
 			var ge *GroupError
-			if !errors.As(err, &ge) {
+			switch {
+			case err == nil:
+			case errors.As(err, &ge):
+				notMade = append(notMade, ge.Failed...)
+			default:
 				sessions[0].notBegun(append(regular, late...), nil)
 				return err
 			}
-			notMade = ge.Failed
-			failed = append(failed, ge.Failed...)
 		}
+		failed = append(failed, notMade...)
 		dirAttrs = sessions[0].neg.dirAttrs
 	}
 

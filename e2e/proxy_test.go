@@ -61,6 +61,7 @@ type proxy struct {
 	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
 	holdDownAt atomic.Int64 // file offset + 1 of a server->client block that never arrives: its connection stalls there (0: none)
 	dropDown   atomic.Bool  // server->client bytes are read and dropped from now on (a plain copy only)
+	delayDown  atomic.Int64 // nanoseconds each server->client read waits before it is passed on (a plain copy only): a longer path
 	upBytes    atomic.Int64 // bytes forwarded client->server
 	downBytes  atomic.Int64 // bytes forwarded server->client
 	conns      atomic.Int32
@@ -250,6 +251,9 @@ func (p *proxy) copyCounted(dst, src net.Conn, up bool) {
 			}
 			if !up && p.dropDown.Load() {
 				continue // lost on the way; the end still comes through
+			}
+			if d := p.delayDown.Load(); !up && d > 0 {
+				time.Sleep(time.Duration(d))
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil || p.count(up, int64(n)) {
 				return

@@ -68,3 +68,27 @@ func TestSendSeveralSessions(t *testing.T) {
 		t.Errorf("--sessions 0: %s", r)
 	}
 }
+
+// By default a send opens two sessions, and four where the login's round
+// trip is 5 ms or more (there the window, not the cores, limits).
+func TestDefaultSessionsFollowThePath(t *testing.T) {
+	src := t.TempDir()
+	for i := 0; i < 40; i++ {
+		writeFile(t, filepath.Join(src, "tree", fmt.Sprintf("f%d", i)), randomBytes(100+i, uint64(i)))
+	}
+	for _, tc := range []struct {
+		delay  time.Duration
+		logins int
+	}{{0, 2}, {10 * time.Millisecond, 4}} {
+		fs := startFaultServer(t, t.TempDir(), false)
+		fs.ctl.delayDown.Store(int64(tc.delay))
+		mustRun(t, fs.server, src, nil, "send", "-r", "tree", fs.addr())
+		if n := strings.Count(fs.stderr.String(), "msg=login "); n != tc.logins {
+			t.Errorf("round trip %v more: %d logins, want %d", tc.delay, n, tc.logins)
+		}
+		for i := 0; i < 40; i++ {
+			name := filepath.Join("tree", fmt.Sprintf("f%d", i))
+			sameFile(t, filepath.Join(src, name), filepath.Join(fs.root, name))
+		}
+	}
+}

@@ -198,6 +198,11 @@ func (s *Session) hash(f func()) {
 // Stats returns the counters so far.
 func (s *Session) Stats() Stats { return s.stats }
 
+// RoundTrip is the least round trip measured on the link so far (0
+// before any): the path's own, without the peer's work. Like Stats, read
+// it while no transfer runs.
+func (s *Session) RoundTrip() time.Duration { return s.rtt.least }
+
 // DataPath returns the dual-channel data path, or nil in classic mode.
 func (s *Session) DataPath() DataPath { return s.data }
 

@@ -639,7 +639,7 @@ func sendCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
-			&cli.IntFlag{Name: "sessions", Value: defaultSessions, Usage: fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession)},
+			&cli.IntFlag{Name: "sessions", Value: defaultSessions, DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more", defaultSessions, longPathSessions, longPath), Usage: fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession)},
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
@@ -712,7 +712,7 @@ func sendCommand() *cli.Command {
 			// More sessions only to a kerf server (a C-Kermit server
 			// takes one connection at a time), and only for enough files
 			// to repay a login each.
-			if want := sessionsWithin(min(sessions, regularFiles(files)/minFilesPerSession)); want > 1 && !cfg.Classic {
+			if want := sessionsWithin(min(sessionsFor(c, cl), regularFiles(files)/minFilesPerSession)); want > 1 && !cfg.Classic {
 				more, err := moreSessions(c.Context, cfg, cl, want-1, cwd)
 				for _, m := range more {
 					defer m.Close()

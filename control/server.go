@@ -413,7 +413,27 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	kc.Log = log
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()
+		// What arrived or went of each file under way, so that one cut
+		// off is logged with it, not as 0 bytes (progress comes from the
+		// data path's goroutines too).
+		var mu sync.Mutex
+		moved := map[string]int64{}
 		kc.Events = func(e kermit.Event) {
+			mu.Lock()
+			switch e.Kind {
+			case kermit.FileProgress:
+				moved[e.Name] = e.Bytes
+				mu.Unlock()
+				return
+			case kermit.FileFailed, kermit.FileSkipped:
+				if e.Bytes == 0 {
+					e.Bytes = moved[e.Name]
+				}
+				delete(moved, e.Name)
+			case kermit.FileDone, kermit.FileSaved:
+				delete(moved, e.Name)
+			}
+			mu.Unlock()
 			if e.Path == "" && e.Name != "" && !e.Sending && (e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped) {
 				// A file received that failed before it had a place in
 				// the tree: named from the session's directory, as

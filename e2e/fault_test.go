@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -767,4 +768,38 @@ func startTreeSend(t *testing.T, fs *faultServer, local string) (cmd *exec.Cmd, 
 		t.Fatal(err)
 	}
 	return cmd, stdout, stderr
+}
+
+// A receive cut off mid-file is logged in the xferlog as incomplete,
+// with the bytes that arrived, not 0.
+func TestXferLogCountsBytesOfCutOffFile(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	xferlog := filepath.Join(t.TempDir(), "xferlog")
+	fs := startFaultServer(t, root, false, "--xferlog", xferlog)
+	data := randomBytes(16<<20, 16)
+	writeFile(t, filepath.Join(local, "k.bin"), data)
+	fs.data.rateUp.Store(8 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	part := partName(filepath.Join(root, "k.bin"))
+	waitFor(t, "the partial file's first block", func() bool { return hasPrefix(part, data[:1<<20]) })
+	cmd.Process.Kill()
+	cmd.Wait()
+	var line string
+	waitFor(t, "an xferlog line", func() bool {
+		b, _ := os.ReadFile(xferlog)
+		line = string(b)
+		return strings.Contains(line, "\n")
+	})
+	f := strings.Fields(line)
+	if len(f) < 18 || f[17] != "i" || f[8] != "/k.bin" {
+		t.Fatalf("xferlog line %q: want one incomplete line for /k.bin", line)
+	}
+	if n, err := strconv.ParseInt(f[7], 10, 64); err != nil || n < 1<<20 || n > 16<<20 {
+		t.Errorf("xferlog says %s bytes; want what arrived, at least the first MiB:\n%s", f[7], line)
+	}
 }

@@ -59,20 +59,15 @@ func TestResumeSendsSmallFilesWithoutWaiting(t *testing.T) {
 	}
 	defer dir.Close()
 	store := &gateStore{Dir: dir, second: make(chan struct{}), waited: make(chan bool, 1)}
-	var mu sync.Mutex
 	var began sync.Once
-	got := map[string]kermit.Event{}
+	var got fileEndings
 	scfg := kermit.DefaultConfig()
 	scfg.Resume = true
 	scfg.Events = func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
 		if e.Kind == kermit.FileStart && e.Name == "partial.txt" {
 			began.Do(func() { close(store.second) })
 		}
-		if e.Kind == kermit.FileDone || e.Kind == kermit.FileSkipped || e.Kind == kermit.FileFailed {
-			got[e.Name] = e
-		}
+		got.note(e)
 	}
 	send, recv := dualSessions(t, scfg, kermit.DefaultConfig(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -87,15 +82,15 @@ func TestResumeSendsSmallFilesWithoutWaiting(t *testing.T) {
 		t.Error("the sender waited for the first file's verdict before it began the second")
 	}
 	checkFiles(t, dst, files)
-	if e := got["there.txt"]; e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrAlreadyThere) {
+	if e := got.of("there.txt"); e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrAlreadyThere) {
 		t.Errorf("there.txt: %+v; want skipped, already there", e)
 	}
 	for _, n := range []string{"partial.txt", "new.txt"} {
-		if e := got[n]; e.Kind != kermit.FileDone || e.Offset != 0 {
+		if e := got.of(n); e.Kind != kermit.FileDone || e.Offset != 0 {
 			t.Errorf("%s: %+v; want done from 0", n, e)
 		}
 	}
-	if e := got["big.bin"]; e.Kind != kermit.FileDone || e.Offset != 1<<20 {
+	if e := got.of("big.bin"); e.Kind != kermit.FileDone || e.Offset != 1<<20 {
 		t.Errorf("big.bin: %+v; want done from its partial's 1 MiB", e)
 	}
 }
@@ -108,26 +103,44 @@ func TestResumeWithReceiverFromBeforeUnlessThere(t *testing.T) {
 	out := writeFiles(t, src, files)
 	os.WriteFile(filepath.Join(dst, "there.txt"), files[0].data, 0o644)
 	os.Chtimes(filepath.Join(dst, "there.txt"), out[0].ModTime, out[0].ModTime)
-	var mu sync.Mutex
-	got := map[string]kermit.Event{}
+	var got fileEndings
 	scfg := kermit.DefaultConfig()
 	scfg.Resume = true
-	scfg.Events = func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if e.Kind == kermit.FileDone || e.Kind == kermit.FileSkipped || e.Kind == kermit.FileFailed {
-			got[e.Name] = e
-		}
-	}
+	scfg.Events = got.note
 	_, serr, rerr := dualTransfer(t, scfg, kermit.WithoutUnlessThere(kermit.DefaultConfig()), out, dst)
 	if serr != nil || rerr != nil {
 		t.Fatalf("send %v, receive %v", serr, rerr)
 	}
 	checkFiles(t, dst, files)
-	if e := got["there.txt"]; e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrAlreadyThere) {
+	if e := got.of("there.txt"); e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrAlreadyThere) {
 		t.Errorf("there.txt: %+v; want skipped, already there", e)
 	}
-	if e := got["new.txt"]; e.Kind != kermit.FileDone {
+	if e := got.of("new.txt"); e.Kind != kermit.FileDone {
 		t.Errorf("new.txt: %+v; want done", e)
 	}
+}
+
+// fileEndings keeps each file's ending event (done, skipped or failed),
+// from events of any goroutine.
+type fileEndings struct {
+	mu  sync.Mutex
+	got map[string]kermit.Event
+}
+
+func (f *fileEndings) note(e kermit.Event) {
+	if e.Kind != kermit.FileDone && e.Kind != kermit.FileSkipped && e.Kind != kermit.FileFailed {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.got == nil {
+		f.got = map[string]kermit.Event{}
+	}
+	f.got[e.Name] = e
+}
+
+func (f *fileEndings) of(name string) kermit.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.got[name]
 }

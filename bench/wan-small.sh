@@ -6,7 +6,7 @@
 #   bench/wan-small.sh                                 # as root; a few minutes
 #   RATE=100mbit DELAY=25ms LOSS=0.5% NS="1 4" bench/wan-small.sh
 #
-# Parts (PARTS, default "small resume rsync"); the client on side A sends
+# Parts (PARTS, default "small resume get rsync"); the client on side A sends
 # the tree (N [2000] files of SIZE [16384] bytes in 20 directories) to a
 # server on side B:
 #   small    kerf send --sessions N -r into an empty destination, for each N of NS
@@ -14,6 +14,7 @@
 #   resume   kerf send --sessions N --resume -r again, every file already there,
 #            for each N of RESUME_NS
 #   rsync    rsync -a --whole-file to rsync --daemon, into an empty destination
+#   get      kerf get --sessions N -r of the tree from the server, for each N of NS
 # Environment: RATE [100mbit], DELAY [25ms one way], LOSS [0], REPS [3],
 # NS ["1 2 4 8 default"], RESUME_NS ["1 4"], KERF (default built from this tree),
 # WANEM_DIR [../shared/tools/wanem], OUT [bench/out/wan-small-DATE].
@@ -22,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RATE=${RATE:-100mbit} DELAY=${DELAY:-25ms} LOSS=${LOSS:-0} REPS=${REPS:-3}
 N=${N:-2000} SIZE=${SIZE:-16384}
-NS=${NS:-"1 2 4 8 default"} RESUME_NS=${RESUME_NS:-"1 4"} PARTS=${PARTS:-"small resume rsync"}
+NS=${NS:-"1 2 4 8 default"} RESUME_NS=${RESUME_NS:-"1 4"} PARTS=${PARTS:-"small resume get rsync"}
 WANEM_DIR=${WANEM_DIR:-$here/../shared/tools/wanem}
 OUT=${OUT:-$here/bench/out/wan-small-$(date -u +%Y%m%dT%H%M%SZ)}
 W=/dev/shm/kerf-wan-small SRC=/dev/shm/kerf-wan-small/src DST=/dev/shm/kerf-wan-small/dst
@@ -68,6 +69,7 @@ sleep 1
 res=$OUT/results.tsv
 : >"$res"
 send() { (cd "$SRC" && A env KERF_USER=bench "$KERF" -q send "$@" --identity "$W/id" --accept-new-host-key -r small 10.77.0.2:1649); }
+fetch() { (cd "$W/back" && A env KERF_USER=bench "$KERF" -q get "$@" --identity "$W/id" --accept-new-host-key -r 10.77.0.2:1649/small .); }
 # timed ROW CMD...: runs CMD, checks the copy, records the seconds.
 timed() {
 	local row=$1 t0 t1; shift
@@ -75,6 +77,7 @@ timed() {
 	"$@" >>"$OUT/logs/$row.log" 2>&1 || die "$row failed (see $OUT/logs/$row.log)"
 	t1=$(date +%s%N)
 	diff -r "$SRC/small" "$DST/small" >/dev/null || die "$row: the copy differs"
+	case $row in kerf-get-*) diff -r "$SRC/small" "$W/back/small" >/dev/null || die "$row: the copy differs" ;; esac
 	echo "$row $(((t1 - t0) / 1000))" >>"$res"
 }
 empty() { find "$DST" -mindepth 1 -delete; }
@@ -87,6 +90,12 @@ for ((r = 0; r < REPS; r++)); do
 		done ;;
 		resume) [ -d "$DST/small" ] || send --sessions 4 >/dev/null
 			for n in $RESUME_NS; do timed "kerf-resume-rerun-sessions-$n" send --sessions "$n" --resume; done ;;
+		get) [ -d "$DST/small" ] || send --sessions 4 >/dev/null
+			for n in $NS; do
+				rm -rf "$W/back" && mkdir -p "$W/back"
+				flag=(--sessions "$n"); [ "$n" = default ] && flag=()
+				timed "kerf-get-sessions-$n" fetch "${flag[@]}"
+			done ;;
 		rsync) empty; timed rsync A rsync -a --whole-file "$SRC/small" rsync://10.77.0.2:8730/dst/ ;;
 		esac
 	done

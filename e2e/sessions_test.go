@@ -92,3 +92,57 @@ func TestDefaultSessionsFollowThePath(t *testing.T) {
 		}
 	}
 }
+
+// get --sessions N fetches a tree's shares over N logins: each file
+// once, directories with their own permissions and times; a name that
+// is not there is reported once.
+func TestGetSeveralSessions(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	when := time.Date(2022, 3, 4, 5, 6, 7, 0, time.UTC)
+	dirs := []struct {
+		name string
+		mode os.FileMode
+	}{{"tree", 0o750}, {"tree/a", 0o700}, {"tree/b", 0o755}}
+	var files []string
+	for i, d := range dirs {
+		os.MkdirAll(filepath.Join(root, d.name), 0o755)
+		for j := 0; j < 20; j++ {
+			name := filepath.Join(d.name, fmt.Sprintf("f%d", j))
+			writeFile(t, filepath.Join(root, name), randomBytes(500*j+i, uint64(100*i+j)))
+			files = append(files, name)
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		p := filepath.Join(root, dirs[i].name)
+		os.Chmod(p, dirs[i].mode)
+		os.Chtimes(p, when, when.Add(time.Duration(i)*time.Minute))
+	}
+	before := strings.Count(srv.stderr.String(), "msg=login ")
+	r := run(t, srv, dst, []string{"--json"}, "get", "--sessions", "3", "-r", target(srv.addr, "tree"), target(srv.addr, "missing"), ".")
+	if r.code != 4 {
+		t.Fatalf("want exit 4 for the missing name: %s", r)
+	}
+	evs := parseEvents(t, r.stdout)
+	if n := len(eventsNamed(evs, "file_done")); n != len(files) {
+		t.Errorf("%d file_done events, want %d", n, len(files))
+	}
+	if n := strings.Count(r.stdout, `"missing`); n != 1 {
+		t.Errorf("the missing name is named %d times:\n%s", n, r.stdout)
+	}
+	if n := strings.Count(srv.stderr.String(), "msg=login ") - before; n != 3 {
+		t.Errorf("%d logins, want 3", n)
+	}
+	for _, f := range files {
+		sameFile(t, filepath.Join(root, f), filepath.Join(dst, f))
+	}
+	for i, d := range dirs {
+		fi, err := os.Stat(filepath.Join(dst, d.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := when.Add(time.Duration(i) * time.Minute); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
+			t.Errorf("%s: mode %v, time %v; want %v, %v", d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
+		}
+	}
+}

@@ -3,8 +3,10 @@ package kermit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -193,4 +195,133 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 // entering it.
 func private(d OutgoingFile) bool {
 	return (d.ModeKnown || d.Mode != 0) && d.Mode.Perm()&0o055 != 0o055
+}
+
+// ErrNoShares is why GetParallel fell back to one session: the server
+// does not hand out shares of a GET (not a kerf server, or one from
+// before them).
+var ErrNoShares = errors.New("the server does not split a GET into shares")
+
+// GetParallel fetches spec from a kerf server over several sessions at
+// once, each asking for its share of the files (REMOTE SET kerf-share
+// k/n, then the GET; protocol.md §8) and receiving into its own store of
+// stores (one per session, each on the same tree). Directories come in
+// every share, and each session makes them before its files, as one
+// group does; their permissions and times are given once every session
+// is done, the deepest first, through stores[0], so that no file lands
+// in a directory after its time was set.
+//
+// If the server refuses shares, the whole GET goes over sessions[0], and
+// the result is that GET's. Otherwise the error is the first that ended
+// a session, or a *GroupError naming every file not transferred.
+func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOptions, stores []Store) error {
+	if len(sessions) == 1 {
+		return sessions[0].GetWith(ctx, spec, o, stores[0])
+	}
+	n := len(sessions)
+	asked := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, asked[i] = s.Generic(ctx, 'S', shareParam, share{i, n}.String())
+		}()
+	}
+	wg.Wait()
+	for _, err := range asked {
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			if asked[0] == nil {
+				// Its share would stay for the GET below: the whole.
+				if _, err := sessions[0].Generic(ctx, 'S', shareParam, "0/1"); err != nil {
+					return err
+				}
+			}
+			sessions[0].cfg.Log.Info("one session for the GET", "err", fmt.Errorf("%w: %v", ErrNoShares, err))
+			return sessions[0].GetWith(ctx, spec, o, stores[0])
+		}
+	}
+
+	held := &heldDirs{}
+	errs := make([]error, n)
+	for i, s := range sessions {
+		s.holdDirs = held
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.GetWith(ctx, spec, o, stores[i])
+		}()
+	}
+	wg.Wait()
+	for _, s := range sessions {
+		s.holdDirs = nil
+	}
+	var failed []string
+	var hard error
+	for _, err := range errs {
+		var ge *GroupError
+		switch {
+		case err == nil:
+		case errors.As(err, &ge):
+			failed = append(failed, ge.Failed...)
+		case hard == nil:
+			hard = err
+		}
+	}
+	if hard != nil {
+		// As in one failed group: the directories keep the modes they
+		// were made with, and get no times.
+		return hard
+	}
+	if st, ok := stores[0].(DirAttrReceiver); ok {
+		for _, d := range held.deepestFirst() {
+			if err := st.SetDirAttrs(d.name, d.perm, d.havePerm, d.mtime); err != nil {
+				sessions[0].cfg.Log.Warn("cannot set the directory's attributes", "name", d.name, "err", err)
+				sessions[0].event(Event{Kind: FileFailed, Name: d.name + "/", Err: err})
+				failed = append(failed, d.name+"/")
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &GroupError{Failed: failed}
+	}
+	return nil
+}
+
+// heldDirs collects the directory attributes the sessions of a
+// GetParallel would give at the end of their groups (Session.holdDirs).
+type heldDirs struct {
+	mu   sync.Mutex
+	dirs map[string]dirAttrs
+}
+
+// deepestFirst returns each directory once, those deeper in the tree
+// first.
+func (h *heldDirs) deepestFirst() []dirAttrs {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]dirAttrs, 0, len(h.dirs))
+	for _, d := range h.dirs {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b dirAttrs) int {
+		if da, db := strings.Count(a.name, "/"), strings.Count(b.name, "/"); da != db {
+			return db - da
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out
+}
+
+// hold keeps d for the end of all sessions.
+func (h *heldDirs) hold(d dirAttrs) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dirs == nil {
+		h.dirs = map[string]dirAttrs{}
+	}
+	h.dirs[d.name] = d
 }

@@ -260,3 +260,151 @@ func TestSendParallelSessionFails(t *testing.T) {
 		})
 	}
 }
+
+// refusingShares is a server's files that refuse REMOTE SET, as a kerf
+// from before shares does (it knows no such command).
+type refusingShares struct{ *filestore.Dir }
+
+func (refusingShares) Login(string, string) error { return nil }
+func (refusingShares) Authorized(cmd string) error {
+	if cmd == "GS" {
+		return errors.New("unimplemented generic command 'S'")
+	}
+	return nil
+}
+
+// A GET over several sessions fetches each file once, spread over the
+// sessions; directories arrive with their own permissions and times,
+// given once all sessions are done. A server that knows no shares gets
+// the whole GET on one session.
+func TestGetParallel(t *testing.T) {
+	root := t.TempDir()
+	when := time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC)
+	dirs := []struct {
+		name string
+		mode os.FileMode
+	}{{"tree", 0o750}, {"tree/a", 0o700}, {"tree/b", 0o555}, {"tree/a/deep", 0o711}}
+	var names []string
+	for _, d := range dirs {
+		os.MkdirAll(filepath.Join(root, d.name), 0o755)
+		for j := 0; j < 25; j++ {
+			name := filepath.Join(d.name, fmt.Sprintf("f%d", j))
+			os.WriteFile(filepath.Join(root, name), randomBytes(100*j+len(d.name), int64(j)), 0o640)
+			names = append(names, name)
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		p := filepath.Join(root, dirs[i].name)
+		os.Chmod(p, dirs[i].mode)
+		os.Chtimes(p, when, when.Add(time.Duration(i)*time.Hour))
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(root, "tree/b"), 0o755) })
+	for _, refuse := range []bool{false, true} {
+		name := "shares"
+		if refuse {
+			name = "server without shares"
+		}
+		t.Run(name, func(t *testing.T) {
+			dst := t.TempDir()
+			t.Cleanup(func() { os.Chmod(filepath.Join(dst, "tree/b"), 0o755) })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var clients []*kermit.Session
+			var stores []kermit.Store
+			var got [3]fileEndings
+			calls := &callCount{}
+			for i := range got {
+				ccfg := kermit.DefaultConfig()
+				ccfg.Events = got[i].note
+				cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
+				dir, err := filestore.Open(root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { dir.Close() })
+				var fsys kermit.ServerFS = dir
+				if refuse {
+					fsys = refusingShares{dir}
+				}
+				go srv.Serve(ctx, fsys)
+				store, err := filestore.Open(dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { store.Close() })
+				clients, stores = append(clients, cli), append(stores, &countingDirAttrs{Dir: store, calls: calls})
+			}
+			if err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range dirs {
+				// Given once, at the end, not by each session as its
+				// group ends (a read-only one would refuse the files of
+				// the sessions still going, to a user who is not root).
+				if n := calls.n(d.name); n != 1 {
+					t.Errorf("%s: attributes given %d times, want 1", d.name, n)
+				}
+			}
+			for _, n := range names {
+				want, _ := os.ReadFile(filepath.Join(root, n))
+				if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != string(want) {
+					t.Errorf("%s: %d bytes, %v; want %d", n, len(b), err, len(want))
+				}
+				count := 0
+				for i := range got {
+					if got[i].of(n).Kind == kermit.FileDone {
+						count++
+					}
+				}
+				if count != 1 {
+					t.Errorf("%s fetched %d times", n, count)
+				}
+			}
+			for i := range got {
+				if took := len(got[i].got); (took == 0) != (refuse && i > 0) {
+					t.Errorf("session %d fetched %d files", i, took)
+				}
+			}
+			for i, d := range dirs {
+				fi, err := os.Stat(filepath.Join(dst, d.name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := when.Add(time.Duration(i) * time.Hour); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
+					t.Errorf("%s: mode %v, time %v; want %v, %v", d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
+				}
+			}
+		})
+	}
+}
+
+// countingDirAttrs counts the SetDirAttrs calls of a store, by name.
+type countingDirAttrs struct {
+	*filestore.Dir
+	calls *callCount
+}
+
+func (c *countingDirAttrs) SetDirAttrs(name string, perm os.FileMode, havePerm bool, mtime time.Time) error {
+	c.calls.add(name)
+	return c.Dir.SetDirAttrs(name, perm, havePerm, mtime)
+}
+
+type callCount struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (c *callCount) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]int{}
+	}
+	c.by[name]++
+}
+
+func (c *callCount) n(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.by[name]
+}

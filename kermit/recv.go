@@ -515,6 +515,13 @@ type dirAttrs struct {
 // received first: a tree's directories come before what is in them, so
 // the deepest are done before the directories above them.
 func (s *Session) finishDirs(store Store) {
+	if s.holdDirs != nil {
+		for _, d := range s.dirsToFinish {
+			s.holdDirs.hold(d)
+		}
+		s.dirsToFinish = s.dirsToFinish[:0]
+		return
+	}
 	st, ok := store.(DirAttrReceiver)
 	for i := len(s.dirsToFinish) - 1; ok && i >= 0; i-- {
 		d := s.dirsToFinish[i]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
 
@@ -156,12 +157,20 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			files, err := fsys.Match(spec, p.Type != 'R')
+			sh := s.share
+			s.share = share{} // for this GET only
+			if err == nil && len(files) == 0 {
+				err = fmt.Errorf("no files match %s", spec)
+			}
+			if err != nil && sh.k > 0 {
+				// Share 0 tells the client; the others send nothing.
+				s.cfg.Log.Debug("GET share with nothing to send", "share", sh, "err", err)
+				files, err = nil, nil
+			}
 			if err != nil {
 				return err
 			}
-			if len(files) == 0 {
-				return fmt.Errorf("no files match %s", spec)
-			}
+			files = sh.of(files)
 			if p.Type == 'J' {
 				saved := s.cfg.Resume
 				s.cfg.Resume = true
@@ -315,6 +324,15 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		if err := fsys.Rename(arg(0), arg(1)); err != nil {
 			return err
 		}
+	case 'S': // REMOTE SET: kerf's own parameter only
+		if arg(0) != shareParam {
+			return fmt.Errorf("unimplemented REMOTE SET parameter %q", arg(0))
+		}
+		sh, err := parseShare(arg(1))
+		if err != nil {
+			return err
+		}
+		s.share = sh
 	case 'H':
 		reply = "kerf server: GET, SEND, REMOTE DIR/CD/PWD/DELETE/MKDIR/RMDIR/RENAME, FINISH, BYE"
 	default:
@@ -367,4 +385,49 @@ func (s *Session) sendText(ctx context.Context, title string, text []byte) error
 		}
 	}
 	return nil
+}
+
+// shareParam is kerf's REMOTE SET parameter asking for a share of the
+// next GET: value "k/n", share k of n (protocol.md §8).
+const shareParam = "kerf-share"
+
+// share is share k of n of a GET's files: those whose name hashes to k
+// (FNV-1a, modulo n), so that n sessions of one client, each asking for
+// its own, fetch every file once between them, whatever order the
+// server walks in; directories are in every share (each session makes
+// them before their files). n 0 or 1 is the whole.
+type share struct{ k, n int }
+
+// maxShares bounds n: kerf clients open at most 16 sessions.
+const maxShares = 64
+
+func parseShare(v string) (share, error) {
+	var sh share
+	if _, err := fmt.Sscanf(v, "%d/%d", &sh.k, &sh.n); err != nil || sh.n < 1 || sh.n > maxShares || sh.k < 0 || sh.k >= sh.n || fmt.Sprintf("%d/%d", sh.k, sh.n) != v {
+		return share{}, fmt.Errorf("bad %s value %q (k/n, 0 <= k < n <= %d)", shareParam, v, maxShares)
+	}
+	return sh, nil
+}
+
+func (sh share) String() string { return fmt.Sprintf("%d/%d", sh.k, sh.n) }
+
+// of returns the files of share sh.
+func (sh share) of(files []OutgoingFile) []OutgoingFile {
+	if sh.n <= 1 {
+		return files
+	}
+	var out []OutgoingFile
+	for _, f := range files {
+		if f.Dir || sh.has(f.Name) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// has reports whether the file name is in share sh.
+func (sh share) has(name string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32()%uint32(sh.n)) == sh.k
 }

@@ -59,6 +59,12 @@ type Session struct {
 	unsaved  []Event
 	// dirsToFinish are the group's received directories, for finishDirs.
 	dirsToFinish []dirAttrs
+	// share is the part of its next GET a kerf client asked this server
+	// for (REMOTE SET kerf-share; n 0: all of it).
+	share share
+	// holdDirs, if set, takes the directory attributes finishDirs would
+	// give: a GetParallel gives them once all its sessions are done.
+	holdDirs *heldDirs
 	// dataFailureSeen: the data path's failure was reported (readWatching).
 	dataFailureSeen bool
 	// peerHashingAck: the packet whose ACK ends peerHashingUntil, -1 for

@@ -639,7 +639,7 @@ func sendCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
-			&cli.IntFlag{Name: "sessions", Value: defaultSessions, DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more", defaultSessions, longPathSessions, longPath), Usage: fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession)},
+			sendSessionsFlag,
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
@@ -719,13 +719,7 @@ func sendCommand() *cli.Command {
 					m.Session().SetEvents(rep.event)
 				}
 				if err != nil {
-					// The server may limit sessions from one address.
-					msg := fmt.Sprintf("%d of %d sessions opened: %v", 1+len(more), want, err)
-					if c.IsSet("sessions") {
-						fmt.Fprintln(os.Stderr, "kerf: "+msg)
-					} else {
-						logger(c).Info(msg)
-					}
+					noteFewerSessions(c, 1+len(more), want, err)
 				}
 				clients = append(clients, more...)
 			}
@@ -760,6 +754,7 @@ func getCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			sparseFlag,
+			getSessionsFlag,
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) (err error) {
 			if c.NArg() < 2 {
@@ -811,20 +806,53 @@ func getCommand() *cli.Command {
 			// Two filespecs may name files of one name (a/x b/x): the
 			// second is refused, not stored over the first.
 			store.UniqueNames = len(specs) > 1
-			cl, err := dial(c, addr)
+			sessions := c.Int("sessions")
+			if sessions < 1 || sessions > maxSessions {
+				return usageErr("--sessions %d: must be between 1 and %d", sessions, maxSessions)
+			}
+			cl, cfg, err := dialConfig(c, addr)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
 			rep := newReporter(c, -1)
 			cl.Session().SetEvents(rep.event)
-			rep.wire = func() (int64, bool) { return cl.DataStats().WireBytesReceived, cl.DataCompressed() }
 			rep.channel = cl.DataChannel
-			var into kermit.Store = store
+			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}
+			clients := []*control.Client{cl}
+			stores := []kermit.Store{store}
 			if renamed {
-				into = &asNameStore{Dir: store, as: asName}
+				stores[0] = &asNameStore{Dir: store, as: asName}
+			} else if want := sessionsWithin(sessionsFor(c, cl)); want > 1 && !cfg.Classic && (opts.Recursive || c.IsSet("sessions")) {
+				// A tree (or many files asked for so): shares of it
+				// over more sessions, each into its own store.
+				more, err := moreSessions(c.Context, cfg, cl, want-1, "")
+				for _, m := range more {
+					defer m.Close()
+					st, err := filestore.Open(openDir)
+					if err != nil {
+						return transferErr(fmt.Errorf("destination %s: %w", dest, err))
+					}
+					defer st.Close()
+					st.Sparse, st.UniqueNames = store.Sparse, store.UniqueNames
+					m.Session().SetEvents(rep.event)
+					clients, stores = append(clients, m), append(stores, st)
+				}
+				if err != nil {
+					noteFewerSessions(c, 1+len(more), want, err)
+				}
 			}
-			err = cl.Session().GetWith(c.Context, quoteSpec(specs), kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}, into)
+			rep.wire = func() (n int64, compressed bool) {
+				for _, cl := range clients {
+					n += cl.DataStats().WireBytesReceived
+				}
+				return n, cl.DataCompressed()
+			}
+			sess := make([]*kermit.Session, len(clients))
+			for i, cl := range clients {
+				sess[i] = cl.Session()
+			}
+			err = kermit.GetParallel(c.Context, sess, quoteSpec(specs), opts, stores)
 			noteRefused(c, cl)
 			return rep.end(err, true)
 		}),

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -110,4 +111,26 @@ func sessionsWithin(n int) int {
 		return n
 	}
 	return max(1, min(n, (int(rl.Cur)-64)/fdsPerSession))
+}
+
+// The --sessions flags of send and get.
+var (
+	sendSessionsFlag = &cli.IntFlag{Name: "sessions", Value: defaultSessions,
+		DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more", defaultSessions, longPathSessions, longPath),
+		Usage:       fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession)}
+	getSessionsFlag = &cli.IntFlag{Name: "sessions", Value: defaultSessions,
+		DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more; with -r", defaultSessions, longPathSessions, longPath),
+		Usage:       fmt.Sprintf("Kermit sessions fetching side by side, 1-%d, each its own login and connections and its share of the files (from a kerf server): more for many files over a long path", maxSessions)}
+)
+
+// noteFewerSessions says that only opened of want sessions opened, and
+// why (the server may limit sessions from one address): on stderr when
+// --sessions was given, else in the log.
+func noteFewerSessions(c *cli.Context, opened, want int, err error) {
+	msg := fmt.Sprintf("%d of %d sessions opened: %v", opened, want, err)
+	if c.IsSet("sessions") {
+		fmt.Fprintln(os.Stderr, "kerf: "+msg)
+	} else {
+		logger(c).Info(msg)
+	}
 }

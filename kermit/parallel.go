@@ -20,9 +20,9 @@ import (
 // take fewer.
 //
 // Directories keep the guarantees of one group (protocol.md §7, "Several
-// sessions"): first groups (spread over the sessions) make every directory more
-// private than a file's arrival would make it, as private as the
-// sender's and writable by the owner, before any file goes; once every
+// sessions"): first groups (spread over the sessions) make every
+// directory, as private as the sender's and writable by the owner,
+// before any file goes; once every
 // session has sent its files, one last group sends every directory with
 // its permissions and time, given at its end, so that no file lands in a
 // directory after its time was set.
@@ -65,18 +65,19 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		}
 	}
 
-	// The first group: the directories that a file's arrival must not
-	// make (as 0755, less the receiver's umask) because the sender's are
-	// more private; made private as the sender's are and writable by
-	// their owner for the files to come, with no time yet (it would not
-	// last). Other directories come with their files.
+	// The first group: every directory, made before any file goes as
+	// one group makes it before its files: as private as the sender's
+	// (a file's arrival would make it 0755, less the receiver's umask)
+	// and writable by its owner, one already there too (a rerun finds
+	// the 0555 directories of the last copy), with no time yet (it
+	// would not last).
 	var first []OutgoingFile
 	for _, d := range dirs {
-		if private(d) {
+		if d.ModeKnown || d.Mode != 0 {
 			d.Mode = d.Mode&fs.ModeSticky | d.Mode.Perm() | 0o700
-			d.ModTime = time.Time{}
-			first = append(first, d)
 		}
+		d.ModTime = time.Time{}
+		first = append(first, d)
 	}
 	var notMade []string // directories the first group could not make
 	dirAttrs := false
@@ -164,12 +165,9 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 	var last []OutgoingFile
 	if hard == nil && alive >= 0 {
 		last = late
-		if dirAttrs || len(first) == 0 {
-			// Every directory (its files made most), or only those the
-			// first group did not already make for a receiver that
-			// keeps no attributes (the empty ones).
+		if dirAttrs {
 			for _, d := range dirs {
-				if !slices.Contains(notMade, d.Name) && (dirAttrs || !private(d)) {
+				if !slices.Contains(notMade, d.Name) {
 					last = append(last, d)
 				}
 			}
@@ -187,14 +185,6 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		return &GroupError{Failed: failed}
 	}
 	return nil
-}
-
-// private reports whether directory d is to be more private than one
-// its files' arrival makes (0755 less the receiver's umask): its
-// permissions are known and keep group or others from reading or
-// entering it.
-func private(d OutgoingFile) bool {
-	return (d.ModeKnown || d.Mode != 0) && d.Mode.Perm()&0o055 != 0o055
 }
 
 // ErrNoShares is why GetParallel fell back to one session: the server

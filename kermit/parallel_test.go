@@ -30,11 +30,15 @@ type watchedStore struct {
 func (w *watchedStore) Create(name string) (kermit.Incoming, error) {
 	dir := path.Dir(name)
 	if fi, err := os.Stat(filepath.Join(w.root, dir)); err == nil {
+		w.mu.Lock()
 		if extra := fi.Mode().Perm() &^ w.modes[dir] & 0o077; extra != 0 {
-			w.mu.Lock()
 			w.bad = append(w.bad, fmt.Sprintf("%s arrived in %s, mode %v (the sender's %v)", name, dir, fi.Mode().Perm(), w.modes[dir]))
-			w.mu.Unlock()
 		}
+		if fi.Mode().Perm()&0o200 == 0 {
+			// Root writes there all the same; its owner would not.
+			w.bad = append(w.bad, fmt.Sprintf("%s arrived in %s, mode %v: not writable by its owner", name, dir, fi.Mode().Perm()))
+		}
+		w.mu.Unlock()
 	}
 	return w.Dir.Create(name)
 }
@@ -69,6 +73,9 @@ func TestSendParallel(t *testing.T) {
 		}
 	}
 	out = append(out, kermit.OutgoingFile{Name: "top/empty", Dir: true, ModTime: when, Mode: 0o701, ModeKnown: true})
+	// A rerun: the last copy left top/ro read-only.
+	os.MkdirAll(filepath.Join(dst, "top/ro"), 0o755)
+	os.Chmod(filepath.Join(dst, "top/ro"), 0o555)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -144,7 +151,7 @@ func TestSendParallel(t *testing.T) {
 	}
 }
 
-// cutConn fails its writes, and closes, after the first n.
+// cutConn fails its writes, and closes, once n runs out.
 type cutConn struct {
 	net.Conn
 	n atomic.Int32
@@ -204,12 +211,20 @@ func TestSendParallelSessionFails(t *testing.T) {
 				rcfg.Dual = db
 				scfg.Streaming, rcfg.Streaming = true, true
 				if i == 1 {
-					// Session 1's link breaks: at once, or after its
-					// Send-Init and some files.
+					// Session 1's link breaks: at once, or once it has
+					// begun its second file.
 					cut := &cutConn{Conn: a}
-					cut.n.Store(0)
 					if !early {
-						cut.n.Store(3)
+						cut.n.Store(1 << 30)
+						began := 0
+						scfg.Events = func(e kermit.Event) {
+							if e.Kind == kermit.FileStart {
+								if began++; began == 2 {
+									cut.n.Store(0)
+								}
+							}
+							events(e)
+						}
 					}
 					a = cut
 				}

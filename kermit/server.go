@@ -182,6 +182,12 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'N', 'Y':
 			// a stray reply in command wait; ignore it
 			s.rw.started = false
+		case 'F', 'A', 'D', 'Z', 'B':
+			// The rest of a transfer that ended (its client gone, its
+			// group failed) still on its way: not a command, and no one
+			// to answer.
+			s.cfg.Log.Debug("stray transfer packet in command wait", "type", string(p.Type), "seq", p.Seq)
+			s.rw.started = false
 		default:
 			return fmt.Errorf("unimplemented server command %q", p.Type)
 		}

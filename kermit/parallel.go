@@ -98,17 +98,41 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			}()
 		}
 		wg.Wait()
-		for _, err := range errs {
+		// A session that failed here (its link lost) is left out, and
+		// its directories go on another.
+		var good []*Session
+		var again []OutgoingFile
+		var lost error
+		for i, s := range sessions {
 			var ge *GroupError
 			switch {
-			case err == nil:
-			case errors.As(err, &ge):
+			case i >= len(errs) || errs[i] == nil:
+				good = append(good, s)
+			case errors.As(errs[i], &ge):
 				notMade = append(notMade, ge.Failed...)
+				good = append(good, s)
 			default:
+				s.cfg.Log.Warn("a session failed making directories; the others go on", "err", errs[i])
+				again = append(again, shares[i]...)
+				if lost == nil {
+					lost = errs[i]
+				}
+			}
+		}
+		if len(good) == 0 || ctx.Err() != nil {
+			sessions[0].notBegun(append(regular, late...), nil)
+			return lost
+		}
+		if len(again) > 0 {
+			var ge *GroupError
+			if err := good[0].Send(ctx, again); errors.As(err, &ge) {
+				notMade = append(notMade, ge.Failed...)
+			} else if err != nil {
 				sessions[0].notBegun(append(regular, late...), nil)
 				return err
 			}
 		}
+		sessions = good
 		failed = append(failed, notMade...)
 		dirAttrs = sessions[0].neg.dirAttrs
 	}

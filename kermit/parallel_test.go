@@ -170,19 +170,29 @@ func (c *cutConn) Write(p []byte) (int, error) {
 // one that failed with files under way is the result, and each of its
 // files is reported.
 func TestSendParallelSessionFails(t *testing.T) {
-	for _, early := range []bool{true, false} {
-		name := "before its first file"
-		if !early {
-			name = "with files under way"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		early, dirs bool
+	}{{"before its first file", true, false}, {"making directories", true, true}, {"with files under way", false, false}} {
+		early := tc.early
+		t.Run(tc.name, func(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
 			var out []kermit.OutgoingFile
+			when := time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC)
+			if tc.dirs {
+				for _, d := range []string{"d0", "d1", "d2"} {
+					out = append(out, kermit.OutgoingFile{Name: d, Dir: true, Filled: true, Mode: 0o750, ModeKnown: true, ModTime: when})
+				}
+			}
 			for j := 0; j < 60; j++ {
 				p := filepath.Join(src, fmt.Sprint(j))
 				os.WriteFile(p, randomBytes(20000, int64(j)), 0o644)
 				fi, _ := os.Stat(p)
-				out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: fi.Size(), ModTime: fi.ModTime(),
+				name := fmt.Sprintf("f%d", j)
+				if tc.dirs {
+					name = fmt.Sprintf("d%d/f%d", j%3, j)
+				}
+				out = append(out, kermit.OutgoingFile{Name: name, Size: fi.Size(), ModTime: fi.ModTime(),
 					Open: func() (kermit.FileReader, error) { return os.Open(p) }})
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -255,6 +265,13 @@ func TestSendParallelSessionFails(t *testing.T) {
 			}
 			done := 0
 			for _, f := range out {
+				if f.Dir {
+					fi, err := os.Stat(filepath.Join(dst, f.Name))
+					if err != nil || fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(when) {
+						t.Errorf("directory %s: %v, %v", f.Name, fi, err)
+					}
+					continue
+				}
 				k, ok := ended[f.Name]
 				switch {
 				case !ok:
@@ -266,7 +283,7 @@ func TestSendParallelSessionFails(t *testing.T) {
 					}
 				}
 			}
-			if early && done != len(out) {
+			if early && done != len(out)-3*btoi(tc.dirs) {
 				t.Errorf("%d of %d files done", done, len(out))
 			}
 			if !early && (done == len(out) || done == 0) {
@@ -422,4 +439,11 @@ func (c *callCount) n(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.by[name]
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

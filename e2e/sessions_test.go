@@ -146,3 +146,43 @@ func TestGetSeveralSessions(t *testing.T) {
 		}
 	}
 }
+
+// With several sessions a GET keeps what one session does: of two
+// directories of one name (two specs), the first keeps its mode and
+// time; a directory the client cannot make is reported once, not once
+// per session.
+func TestGetSessionsDirectoriesAsOneSession(t *testing.T) {
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	first, second := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC), time.Date(2018, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, d := range []string{"a/m", "b/m"} {
+		for i := 0; i < 6; i++ {
+			writeFile(t, filepath.Join(root, d, fmt.Sprintf("g%d", i)), []byte(d))
+		}
+		os.MkdirAll(filepath.Join(root, d, "sub"), 0o755)
+		writeFile(t, filepath.Join(root, d, "sub", "h"), []byte(d))
+	}
+	os.Chmod(filepath.Join(root, "a/m"), 0o700)
+	os.Chtimes(filepath.Join(root, "a/m"), first, first)
+	os.Chmod(filepath.Join(root, "b/m"), 0o751)
+	os.Chtimes(filepath.Join(root, "b/m"), second, second)
+	for _, sessions := range []string{"1", "4"} {
+		dst := t.TempDir()
+		run(t, srv, dst, nil, "get", "--sessions", sessions, "-r", target(srv.addr, "a/m"), target(srv.addr, "b/m"), ".")
+		fi, err := os.Stat(filepath.Join(dst, "m"))
+		if err != nil || fi.Mode().Perm() != 0o700 || !fi.ModTime().Equal(first) {
+			t.Errorf("--sessions %s: m is %v, %v; want the first spec's 0700 and time", sessions, fi, err)
+		}
+
+		// A file where the tree has a directory: m/sub cannot be made.
+		blocked := t.TempDir()
+		writeFile(t, filepath.Join(blocked, "m", "sub"), []byte("in the way"))
+		r := run(t, srv, blocked, []string{"--json"}, "get", "--sessions", sessions, "-r", target(srv.addr, "a/m"), ".")
+		if r.code != 4 {
+			t.Fatalf("--sessions %s: %s", sessions, r)
+		}
+		if n := strings.Count(r.stdout, `"name":"m/sub/"`); n != 1 {
+			t.Errorf("--sessions %s: m/sub/ reported %d times:\n%s", sessions, n, r.stdout)
+		}
+	}
+}

@@ -261,8 +261,28 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 
 	held := &heldDirs{}
 	errs := make([]error, n)
+	// Every share carries every directory: one the receiver cannot make
+	// is reported by the first session that meets it only.
+	var mu sync.Mutex
+	told := map[string]bool{}
+	saved := make([]func(Event), n)
 	for i, s := range sessions {
 		s.holdDirs = held
+		if tell := s.cfg.Events; tell != nil {
+			saved[i] = tell
+			s.cfg.Events = func(e Event) {
+				if strings.HasSuffix(e.Name, "/") && (e.Kind == FileFailed || e.Kind == FileSkipped) {
+					mu.Lock()
+					again := told[e.Name]
+					told[e.Name] = true
+					mu.Unlock()
+					if again {
+						return
+					}
+				}
+				tell(e)
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -270,8 +290,11 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		}()
 	}
 	wg.Wait()
-	for _, s := range sessions {
+	for i, s := range sessions {
 		s.holdDirs = nil
+		if saved[i] != nil {
+			s.cfg.Events = saved[i]
+		}
 	}
 	var failed []string
 	var hard error
@@ -280,7 +303,11 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		switch {
 		case err == nil:
 		case errors.As(err, &ge):
-			failed = append(failed, ge.Failed...)
+			for _, f := range ge.Failed {
+				if !slices.Contains(failed, f) {
+					failed = append(failed, f)
+				}
+			}
 		case hard == nil:
 			hard = err
 		}
@@ -337,5 +364,10 @@ func (h *heldDirs) hold(d dirAttrs) {
 	if h.dirs == nil {
 		h.dirs = map[string]dirAttrs{}
 	}
-	h.dirs[d.name] = d
+	if _, ok := h.dirs[d.name]; !ok {
+		// The first received wins, as in one group (two specs may
+		// name directories of one name; the second is not stored over
+		// the first).
+		h.dirs[d.name] = d
+	}
 }

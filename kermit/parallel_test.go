@@ -1,6 +1,7 @@
 package kermit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -446,4 +448,42 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A server in command wait ACKs a B sent again (its ACK lost on a
+// serial line), where it would otherwise leave the client retrying to
+// its limit; other stray transfer packets get no answer.
+func TestServerAcksRepeatedB(t *testing.T) {
+	a, b := link(t, 0, 1)
+	fsys, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv := kermit.NewSession(b, kermit.DefaultConfig())
+	defer srv.Close()
+	go srv.Serve(ctx, fsys)
+	f := framing.Frame{Mark: framing.SOH, Check: 1}
+	var wire []byte
+	for _, p := range []framing.Packet{{Seq: 5, Type: 'Z'}, {Seq: 7, Type: 'B'}} {
+		wire, _ = f.AppendPacket(wire, p)
+		wire = append(wire, '\r')
+	}
+	a.Write(wire)
+	var got []byte
+	buf := make([]byte, 512)
+	a.SetReadDeadline(time.Now().Add(2 * time.Second))
+	for {
+		n, err := a.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil || bytes.Count(got, []byte{'\r'}) >= 1 {
+			break
+		}
+	}
+	p, _, err := f.ParsePacket(got[max(0, bytes.IndexByte(got, framing.SOH)):])
+	if err != nil || p.Type != 'Y' || p.Seq != 7 {
+		t.Fatalf("answer %q (%v): want the ACK of B 7 alone", got, err)
+	}
 }

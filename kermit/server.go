@@ -182,7 +182,15 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'N', 'Y':
 			// a stray reply in command wait; ignore it
 			s.rw.started = false
-		case 'F', 'A', 'D', 'Z', 'B':
+		case 'B':
+			// The B of a group that ended, sent again: its ACK was lost
+			// (a serial line). ACKed again, as the group's end was.
+			s.cfg.Log.Debug("B again in command wait", "seq", p.Seq)
+			if err := s.ackRecv(p.Seq, nil); err != nil {
+				return err
+			}
+			s.rw.started = false
+		case 'F', 'A', 'D', 'Z':
 			// The rest of a transfer that ended (its client gone, its
 			// group failed) still on its way: not a command, and no one
 			// to answer.

@@ -1,10 +1,12 @@
 package kermit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -82,11 +84,31 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 	var notMade []string // directories the first group could not make
 	dirAttrs := false
 	if len(first) > 0 {
-		// Spread over the sessions too (a directory whose parent another
-		// session makes makes it first, as private as itself).
+		// Spread over the sessions too, each directory after its own
+		// parents of the tree (again, where another session has them):
+		// made by another's MkdirAll, a parent would take its child's
+		// mode, not its own.
 		shares := make([][]OutgoingFile, min(len(sessions), len(first)))
+		index := map[string]int{}
 		for i, d := range first {
-			shares[i%len(shares)] = append(shares[i%len(shares)], d)
+			index[d.Name] = i
+		}
+		in := make([]map[string]bool, len(shares))
+		for i, d := range first {
+			k := i % len(shares)
+			if in[k] == nil {
+				in[k] = map[string]bool{}
+			}
+			var up []OutgoingFile
+			for p := path.Dir(d.Name); p != "." && p != "/" && !in[k][p]; p = path.Dir(p) {
+				if j, ok := index[p]; ok {
+					up = append(up, first[j])
+					in[k][p] = true
+				}
+			}
+			slices.Reverse(up)
+			shares[k] = append(append(shares[k], up...), d)
+			in[k][d.Name] = true
 		}
 		errs := make([]error, len(shares))
 		var wg sync.WaitGroup
@@ -121,7 +143,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		}
 		if len(good) == 0 || ctx.Err() != nil {
 			sessions[0].notBegun(append(regular, late...), nil)
-			return lost
+			return cmp.Or(lost, context.Cause(ctx))
 		}
 		if len(again) > 0 {
 			var ge *GroupError
@@ -244,19 +266,21 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	}
 	wg.Wait()
 	for _, err := range asked {
-		if err != nil {
-			if ctx.Err() != nil {
+		if err == nil {
+			continue
+		}
+		var pe *PeerError
+		if ctx.Err() != nil || !errors.As(err, &pe) {
+			return err // not a refusal: the link failed
+		}
+		if !errors.As(asked[0], &pe) {
+			// Its share would stay for the GET below: the whole.
+			if _, err := sessions[0].Generic(ctx, 'S', shareParam, "0/1"); err != nil {
 				return err
 			}
-			if asked[0] == nil {
-				// Its share would stay for the GET below: the whole.
-				if _, err := sessions[0].Generic(ctx, 'S', shareParam, "0/1"); err != nil {
-					return err
-				}
-			}
-			sessions[0].cfg.Log.Info("one session for the GET", "err", fmt.Errorf("%w: %v", ErrNoShares, err))
-			return sessions[0].GetWith(ctx, spec, o, stores[0])
 		}
+		sessions[0].cfg.Log.Info("one session for the GET", "err", fmt.Errorf("%w: %v", ErrNoShares, err))
+		return sessions[0].GetWith(ctx, spec, o, stores[0])
 	}
 
 	held := &heldDirs{}

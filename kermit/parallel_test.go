@@ -450,40 +450,123 @@ func btoi(b bool) int {
 	return 0
 }
 
-// A server in command wait ACKs a B sent again (its ACK lost on a
-// serial line), where it would otherwise leave the client retrying to
-// its limit; other stray transfer packets get no answer.
-func TestServerAcksRepeatedB(t *testing.T) {
-	a, b := link(t, 0, 1)
-	fsys, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv := kermit.NewSession(b, kermit.DefaultConfig())
-	defer srv.Close()
-	go srv.Serve(ctx, fsys)
-	f := framing.Frame{Mark: framing.SOH, Check: 1}
-	var wire []byte
-	for _, p := range []framing.Packet{{Seq: 5, Type: 'Z'}, {Seq: 7, Type: 'B'}} {
-		wire, _ = f.AppendPacket(wire, p)
-		wire = append(wire, '\r')
-	}
-	a.Write(wire)
-	var got []byte
-	buf := make([]byte, 512)
-	a.SetReadDeadline(time.Now().Add(2 * time.Second))
-	for {
-		n, err := a.Read(buf)
-		got = append(got, buf[:n]...)
-		if err != nil || bytes.Count(got, []byte{'\r'}) >= 1 {
-			break
+// A server in command wait on TCP passes over what is left of a transfer
+// that ended (a dead client's packets) without answering; on a serial
+// line it answers E, which may be the answer the sender lost.
+func TestServerStrayTransferPackets(t *testing.T) {
+	for _, reliable := range []bool{true, false} {
+		a, b := link(t, 0, 1)
+		fsys, err := filestore.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fsys.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cfg := kermit.DefaultConfig()
+		cfg.Reliable = reliable
+		srv := kermit.NewSession(b, cfg)
+		defer srv.Close()
+		go srv.Serve(ctx, fsys)
+		f := framing.Frame{Mark: framing.SOH, Check: 1}
+		var wire []byte
+		for _, p := range []framing.Packet{{Seq: 5, Type: 'Z'}, {Seq: 7, Type: 'B'}, {Seq: 0, Type: 'I', Data: framing.DefaultParams().Marshal()}} {
+			wire, _ = f.AppendPacket(wire, p)
+			wire = append(wire, '\r')
+		}
+		a.Write(wire)
+		var got []byte
+		buf := make([]byte, 512)
+		a.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for bytes.IndexByte(got, '\r') < 0 {
+			n, err := a.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		p, _, err := f.ParsePacket(got[max(0, bytes.IndexByte(got, framing.SOH)):])
+		want := byte('E')
+		if reliable {
+			want = 'Y' // the I's answer comes first
+		}
+		if err != nil || p.Type != want {
+			t.Errorf("reliable %v: first answer %q (%v), want %c", reliable, got, err, want)
 		}
 	}
-	p, _, err := f.ParsePacket(got[max(0, bytes.IndexByte(got, framing.SOH)):])
-	if err != nil || p.Type != 'Y' || p.Seq != 7 {
-		t.Fatalf("answer %q (%v): want the ACK of B 7 alone", got, err)
+}
+
+// slowParent delays making one directory, and records the mode of the
+// parent of another once that is made.
+type slowParent struct {
+	*filestore.Dir
+	root, slow, watch string
+	seen              chan os.FileMode
+}
+
+func (s *slowParent) MakeDir(name string, perm os.FileMode, havePerm bool) error {
+	if name == s.slow {
+		time.Sleep(200 * time.Millisecond)
+	}
+	err := s.Dir.MakeDir(name, perm, havePerm)
+	if name == s.watch {
+		fi, serr := os.Stat(filepath.Join(s.root, path.Dir(name)))
+		if serr == nil {
+			s.seen <- fi.Mode().Perm()
+		}
+	}
+	return err
+}
+
+// A private directory stays private while a subdirectory of it is made
+// on another session first: each session makes a directory's parents
+// with their own modes before it.
+func TestSendParallelParentKeepsItsMode(t *testing.T) {
+	dst := t.TempDir()
+	out := []kermit.OutgoingFile{
+		{Name: "p", Dir: true, Filled: true, Mode: 0o700, ModeKnown: true},
+		{Name: "p/c", Dir: true, Filled: true, Mode: 0o755, ModeKnown: true},
+	}
+	for j := 0; j < 8; j++ {
+		src := filepath.Join(t.TempDir(), "f")
+		os.WriteFile(src, []byte("x"), 0o644)
+		fi, _ := os.Stat(src)
+		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("p/c/f%d", j), Size: 1, ModTime: fi.ModTime(),
+			Open: func() (kermit.FileReader, error) { return os.Open(src) }})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seen := make(chan os.FileMode, 4)
+	var senders []*kermit.Session
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		send, recv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+		senders = append(senders, send)
+		dir, err := filestore.Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dir.Close() })
+		store := &slowParent{Dir: dir, root: dst, watch: "p/c", seen: seen}
+		if i == 0 {
+			store.slow = "p"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for recv.Receive(ctx, store) == nil {
+			}
+		}()
+	}
+	if err := kermit.SendParallel(ctx, senders, out); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	wg.Wait()
+	close(seen)
+	for m := range seen {
+		if m&0o077 != 0 {
+			t.Errorf("p was %v once p/c was made: more open than the sender's 0700", m)
+		}
 	}
 }

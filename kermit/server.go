@@ -149,6 +149,8 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.lo = (p.Seq + 1) % 64
 			return s.recvGroup(ctx, fsys, nil, true)
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
+			sh := s.share
+			s.share = share{} // for this GET only, whatever comes of it
 			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err
 			}
@@ -157,8 +159,6 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			files, err := fsys.Match(spec, p.Type != 'R')
-			sh := s.share
-			s.share = share{} // for this GET only
 			if err == nil && len(files) == 0 {
 				err = fmt.Errorf("no files match %s", spec)
 			}
@@ -182,18 +182,16 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'N', 'Y':
 			// a stray reply in command wait; ignore it
 			s.rw.started = false
-		case 'B':
-			// The B of a group that ended, sent again: its ACK was lost
-			// (a serial line). ACKed again, as the group's end was.
-			s.cfg.Log.Debug("B again in command wait", "seq", p.Seq)
-			if err := s.ackRecv(p.Seq, nil); err != nil {
-				return err
+		case 'F', 'A', 'D', 'Z', 'B':
+			if !s.cfg.Reliable {
+				// On a serial line it may be a packet sent again whose
+				// answer, an E, was lost: say it again (a sender told
+				// nothing would retry to its limit).
+				return fmt.Errorf("unimplemented server command %q", p.Type)
 			}
-			s.rw.started = false
-		case 'F', 'A', 'D', 'Z':
-			// The rest of a transfer that ended (its client gone, its
-			// group failed) still on its way: not a command, and no one
-			// to answer.
+			// On TCP nothing is sent twice: the rest of a transfer that
+			// ended (its client gone, its group failed after an E)
+			// still on its way, with no one to answer.
 			s.cfg.Log.Debug("stray transfer packet in command wait", "type", string(p.Type), "seq", p.Seq)
 			s.rw.started = false
 		default:

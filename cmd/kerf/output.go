@@ -36,6 +36,9 @@ type reporter struct {
 	start    time.Time
 	last     time.Time
 	current  map[string]int64
+	// skipped are files skipped (already there) whose late progress
+	// events, from the data path, are not counted.
+	skipped map[string]bool
 	// wire counts the bytes the data blocks took on the data
 	// connections, and says whether they travelled compressed (it is
 	// known once the data connections are open).
@@ -88,10 +91,14 @@ func (r *reporter) event(e kermit.Event) {
 	switch e.Kind {
 	case kermit.FileStart:
 		r.current[e.Name] = 0
+		delete(r.skipped, e.Name)
 		if r.json != nil {
 			r.json.Encode(jsonEvent{Event: "file_start", Name: e.Name, Size: &size, Offset: e.Offset})
 		}
 	case kermit.FileProgress:
+		if r.skipped[e.Name] {
+			break
+		}
 		delta := e.Bytes - r.current[e.Name]
 		r.current[e.Name] = e.Bytes
 		r.done += delta
@@ -138,6 +145,10 @@ func (r *reporter) event(e kermit.Event) {
 			// thrown away: it does not count.
 			r.done -= r.current[e.Name]
 			delete(r.current, e.Name)
+			if r.skipped == nil {
+				r.skipped = map[string]bool{}
+			}
+			r.skipped[e.Name] = true
 			r.files++
 			if r.json != nil {
 				r.json.Encode(jsonEvent{Event: "file_skipped", Name: e.Name, Size: &size, Reason: e.Err.Error()})

@@ -16,24 +16,8 @@ func TestSendSeveralSessions(t *testing.T) {
 	root, src := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
 	when := time.Date(2022, 1, 2, 3, 4, 5, 0, time.UTC)
-	dirs := []struct {
-		name string
-		mode os.FileMode
-	}{{"tree", 0o750}, {"tree/a", 0o700}, {"tree/b", 0o755}, {"tree/a/deep", 0o711}}
-	var files []string
-	for i, d := range dirs {
-		os.MkdirAll(filepath.Join(src, d.name), 0o755)
-		for j := 0; j < 15; j++ {
-			name := filepath.Join(d.name, fmt.Sprintf("f%d", j))
-			writeFile(t, filepath.Join(src, name), randomBytes(1000*j+i, uint64(10*i+j)))
-			files = append(files, name)
-		}
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		p := filepath.Join(src, dirs[i].name)
-		os.Chmod(p, dirs[i].mode)
-		os.Chtimes(p, when, when.Add(time.Duration(i)*time.Minute))
-	}
+	dirs := []treeDir{{"tree", 0o750}, {"tree/a", 0o700}, {"tree/b", 0o755}, {"tree/a/deep", 0o711}}
+	files := makeAttrTree(t, src, dirs, 15, when)
 	r := mustRun(t, srv, src, []string{"--json"}, "send", "--sessions", "3", "-r", "tree", srv.addr)
 	evs := parseEvents(t, r.stdout)
 	if d := eventsNamed(evs, "done"); len(d) != 1 || d[0].Files == nil || *d[0].Files != len(files) {
@@ -48,15 +32,7 @@ func TestSendSeveralSessions(t *testing.T) {
 	for _, f := range files {
 		sameFile(t, filepath.Join(src, f), filepath.Join(root, f))
 	}
-	for i, d := range dirs {
-		fi, err := os.Stat(filepath.Join(root, d.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := when.Add(time.Duration(i) * time.Minute); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
-			t.Errorf("%s: mode %v, time %v; want %v, %v", d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
-		}
-	}
+	checkAttrTree(t, root, dirs, when)
 
 	// Fewer files than four a session: one login.
 	before := strings.Count(srv.stderr.String(), "msg=login ")
@@ -100,24 +76,8 @@ func TestGetSeveralSessions(t *testing.T) {
 	root, dst := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
 	when := time.Date(2022, 3, 4, 5, 6, 7, 0, time.UTC)
-	dirs := []struct {
-		name string
-		mode os.FileMode
-	}{{"tree", 0o750}, {"tree/a", 0o700}, {"tree/b", 0o755}}
-	var files []string
-	for i, d := range dirs {
-		os.MkdirAll(filepath.Join(root, d.name), 0o755)
-		for j := 0; j < 20; j++ {
-			name := filepath.Join(d.name, fmt.Sprintf("f%d", j))
-			writeFile(t, filepath.Join(root, name), randomBytes(500*j+i, uint64(100*i+j)))
-			files = append(files, name)
-		}
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		p := filepath.Join(root, dirs[i].name)
-		os.Chmod(p, dirs[i].mode)
-		os.Chtimes(p, when, when.Add(time.Duration(i)*time.Minute))
-	}
+	dirs := []treeDir{{"tree", 0o750}, {"tree/a", 0o700}, {"tree/b", 0o755}}
+	files := makeAttrTree(t, root, dirs, 20, when)
 	before := strings.Count(srv.stderr.String(), "msg=login ")
 	r := run(t, srv, dst, []string{"--json"}, "get", "--sessions", "3", "-r", target(srv.addr, "tree"), target(srv.addr, "missing"), ".")
 	if r.code != 4 {
@@ -136,15 +96,7 @@ func TestGetSeveralSessions(t *testing.T) {
 	for _, f := range files {
 		sameFile(t, filepath.Join(root, f), filepath.Join(dst, f))
 	}
-	for i, d := range dirs {
-		fi, err := os.Stat(filepath.Join(dst, d.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := when.Add(time.Duration(i) * time.Minute); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
-			t.Errorf("%s: mode %v, time %v; want %v, %v", d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
-		}
-	}
+	checkAttrTree(t, dst, dirs, when)
 }
 
 // With several sessions a GET keeps what one session does: of two
@@ -183,6 +135,51 @@ func TestGetSessionsDirectoriesAsOneSession(t *testing.T) {
 		}
 		if n := strings.Count(r.stdout, `"name":"m/sub/"`); n != 1 {
 			t.Errorf("--sessions %s: m/sub/ reported %d times:\n%s", sessions, n, r.stdout)
+		}
+	}
+}
+
+// treeDir is a directory of a test tree and its mode.
+type treeDir struct {
+	name string
+	mode os.FileMode
+}
+
+// makeAttrTree makes under top the directories dirs, per files of random
+// bytes in each, then gives directory i its mode and the time when + i
+// minutes (the deepest first: making what is inside changes a
+// directory's time). It returns the files' names.
+func makeAttrTree(t *testing.T, top string, dirs []treeDir, per int, when time.Time) []string {
+	t.Helper()
+	var files []string
+	for i, d := range dirs {
+		os.MkdirAll(filepath.Join(top, d.name), 0o755)
+		for j := 0; j < per; j++ {
+			name := filepath.Join(d.name, fmt.Sprintf("f%d", j))
+			writeFile(t, filepath.Join(top, name), randomBytes(700*j+i, uint64(100*i+j)))
+			files = append(files, name)
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		p := filepath.Join(top, dirs[i].name)
+		os.Chmod(p, dirs[i].mode)
+		os.Chtimes(p, when, when.Add(time.Duration(i)*time.Minute))
+	}
+	return files
+}
+
+// checkAttrTree fails t unless the directories under top have the modes
+// and times makeAttrTree gave them.
+func checkAttrTree(t *testing.T, top string, dirs []treeDir, when time.Time) {
+	t.Helper()
+	for i, d := range dirs {
+		fi, err := os.Stat(filepath.Join(top, d.name))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if want := when.Add(time.Duration(i) * time.Minute); fi.Mode().Perm() != d.mode || !fi.ModTime().Equal(want) {
+			t.Errorf("%s: mode %v, time %v; want %v, %v", d.name, fi.Mode().Perm(), fi.ModTime().UTC(), d.mode, want)
 		}
 	}
 }

@@ -183,3 +183,31 @@ func checkAttrTree(t *testing.T, top string, dirs []treeDir, when time.Time) {
 		}
 	}
 }
+
+// Two specs naming a file and a directory of one name: one is stored and
+// the other refused (exit 4), and no partial is left behind. With one
+// session the first (the file) wins; with several, whichever arrives
+// first.
+func TestGetFileAndDirectoryOfOneName(t *testing.T) {
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "a", "f1"), []byte("the file"))
+	for i := 0; i < 12; i++ {
+		writeFile(t, filepath.Join(root, "b", "f1", "in", fmt.Sprintf("z%d", i)), []byte("in the directory"))
+	}
+	for _, sessions := range []string{"1", "4"} {
+		dst := t.TempDir()
+		r := run(t, srv, dst, nil, "get", "--sessions", sessions, "-r", target(srv.addr, "a/f1"), target(srv.addr, "b/f1"), ".")
+		if r.code != 4 {
+			t.Errorf("--sessions %s: want exit 4 (the directory refused): %s", sessions, r)
+		}
+		b, err := os.ReadFile(filepath.Join(dst, "f1"))
+		fileWon := err == nil && string(b) == "the file"
+		if fi, serr := os.Stat(filepath.Join(dst, "f1")); !fileWon && (sessions == "1" || serr != nil || !fi.IsDir()) {
+			t.Errorf("--sessions %s: f1 = %q, %v; want the file (or, with several sessions, the directory)", sessions, b, err)
+		}
+		if _, err := os.Stat(partName(filepath.Join(dst, "f1"))); !os.IsNotExist(err) {
+			t.Errorf("--sessions %s: a partial of f1 is left: %v", sessions, err)
+		}
+	}
+}

@@ -98,7 +98,9 @@ type Dir struct {
 	// filespecs whose files share a name (a/x and b/x without -r) would
 	// otherwise keep only the last, silently.
 	UniqueNames bool
-	committed   map[string]bool // final names committed, with UniqueNames
+	// Names, if set, holds the final names committed with UniqueNames,
+	// shared by the Dirs of one transfer's sessions; nil: the Dir's own.
+	Names *NameSet
 	// Sparse leaves holes where a received file has runs of zero bytes
 	// (whole writes of at least sparseMin bytes), as cp --sparse=always
 	// and rsync --sparse do: disk images and the like then take only the
@@ -584,8 +586,11 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		// never would: refused now, not after all the data came.
 		return nil, fmt.Errorf("filestore: %s: %w (%d bytes; a name has at most %d)", rel, unix.ENAMETOOLONG, len(base), nameMax)
 	}
-	if d.UniqueNames && d.committed[rel] {
+	if d.UniqueNames && d.names().has(rel) {
 		return nil, fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; not replaced", rel)
+	}
+	if err := d.fileInTheWay(dir); err != nil {
+		return nil, err
 	}
 	tmp := tempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
@@ -664,6 +669,9 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse, prepared: fresh}
 	in.empty.Store(fresh)
+	if d.UniqueNames {
+		d.names().begin(rel) // no directory of this name meanwhile
+	}
 	if !fresh {
 		// The record covers the file as it was kept; whatever this
 		// session does to it, it is not on the file any more.
@@ -960,16 +968,92 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	return err
 }
 
+// fileInTheWay refuses, with UniqueNames, a directory rel (or one of its
+// parents) that a file of this transfer is named, committed or under
+// way (in another session of it too, with a shared Names): two filespecs may
+// name a file and a directory of one name, and the directory made for
+// the second would stand where the first is to be renamed.
+func (d *Dir) fileInTheWay(rel string) error {
+	if !d.UniqueNames {
+		return nil
+	}
+	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if d.names().taken(p) {
+			return fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; no directory made there", p)
+		}
+	}
+	return nil
+}
+
 // noteCommitted records a final name this Dir has stored (or kept), for
 // UniqueNames.
 func (d *Dir) noteCommitted(rel string) {
 	if !d.UniqueNames {
 		return
 	}
-	if d.committed == nil {
-		d.committed = make(map[string]bool)
+	d.names().add(rel)
+}
+
+// names is the set of committed names UniqueNames checks.
+func (d *Dir) names() *NameSet {
+	if d.Names == nil {
+		d.Names = &NameSet{}
 	}
-	d.committed[rel] = true
+	return d.Names
+}
+
+// NameSet is the final names of a transfer's files, committed or under
+// way, safe for concurrent use (Dir.Names).
+type NameSet struct {
+	mu        sync.Mutex
+	committed map[string]bool
+	underWay  map[string]int
+}
+
+func (n *NameSet) add(rel string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.committed == nil {
+		n.committed = make(map[string]bool)
+	}
+	n.committed[rel] = true
+	n.endLocked(rel)
+}
+
+// has reports whether a file was committed under rel.
+func (n *NameSet) has(rel string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.committed[rel]
+}
+
+// taken reports whether a file was committed, or is being received,
+// under rel.
+func (n *NameSet) taken(rel string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.committed[rel] || n.underWay[rel] > 0
+}
+
+func (n *NameSet) begin(rel string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.underWay == nil {
+		n.underWay = make(map[string]int)
+	}
+	n.underWay[rel]++
+}
+
+func (n *NameSet) abandon(rel string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.endLocked(rel)
+}
+
+func (n *NameSet) endLocked(rel string) {
+	if n.underWay[rel] > 0 {
+		n.underWay[rel]--
+	}
 }
 
 // maxBatch bounds the committed files (and their open descriptors) a
@@ -1123,6 +1207,9 @@ func (d *Dir) flushFiles(files []*incoming) error {
 func (in *incoming) Abort(keep bool) error {
 	if in.batched {
 		return nil // committed; the batch's flush owns the file now
+	}
+	if in.d.UniqueNames {
+		in.d.names().abandon(in.final)
 	}
 	// The file is closed (and its lock released) only after any removal,
 	// so that the removal never hits another session's file.
@@ -1894,6 +1981,9 @@ func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 	}
 	rel, err := d.resolve(name)
 	if err != nil {
+		return "", err
+	}
+	if err := d.fileInTheWay(rel); err != nil {
 		return "", err
 	}
 	if err := d.root.MkdirAll(rel, mode); err != nil {

@@ -378,3 +378,40 @@ func TestKeepExistingMode(t *testing.T) {
 		t.Errorf("the linked file outside the tree is now %v", fi.Mode())
 	}
 }
+
+// With UniqueNames, a directory of the name of a file received in the
+// same transfer is refused, not made where the file is to be renamed
+// (get -r host/a/x host/b/x, one a file and the other a directory).
+func TestUniqueNamesFileThenDirectory(t *testing.T) {
+	dir := t.TempDir()
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.UniqueNames = true
+	d.BeginBatch()
+	in, err := d.Create("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WriteAt([]byte("file"), 0)
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MakeDir("x", 0o755, true); err == nil {
+		t.Error("MakeDir(x) after the file x: no error")
+	}
+	if _, err := d.Create("x/in/z"); err == nil {
+		t.Error("Create(x/in/z) after the file x: no error")
+	}
+	if err := d.EndBatch(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "x")); err != nil || string(b) != "file" {
+		t.Errorf("x = %q, %v; want the file", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".x"+filestore.PartSuffix)); !os.IsNotExist(err) {
+		t.Errorf("a partial is left: %v", err)
+	}
+}

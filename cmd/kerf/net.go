@@ -835,6 +835,14 @@ func getCommand() *cli.Command {
 					}
 					defer st.Close()
 					st.Sparse, st.UniqueNames = store.Sparse, store.UniqueNames
+					if store.UniqueNames {
+						// One transfer: a name taken in one session is
+						// taken for all.
+						if store.Names == nil {
+							store.Names = &filestore.NameSet{}
+						}
+						st.Names = store.Names
+					}
 					m.Session().SetEvents(rep.event)
 					clients, stores = append(clients, m), append(stores, st)
 				}

@@ -342,13 +342,13 @@ func (p *Path) Close() error {
 	return nil
 }
 
-// Stats returns the Path's counters.
 // Progress is a count that grows whenever file data moves either way
 // (kermit.DataProgress): payload bytes sent and received.
 func (p *Path) Progress() int64 {
 	return p.stats.bytesSent.Load() + p.stats.bytesReceived.Load()
 }
 
+// Stats returns the Path's counters.
 func (p *Path) Stats() Stats {
 	return Stats{
 		BlocksSent:     p.stats.blocksSent.Load(),

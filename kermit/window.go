@@ -571,10 +571,6 @@ func (s *Session) retry() error {
 	return nil
 }
 
-// nextPacket returns the next packet in sequence, acknowledging data
-// packets on arrival, re-acknowledging duplicates and NAKing gaps. The
-// caller ACKs every non-D packet it gets (ackRecv) once it has acted on
-// it. timeout 0 waits forever (server command wait).
 // dataMoved reports whether the data path moved file data since it was
 // last asked (DataProgress).
 func (s *Session) dataMoved() bool {
@@ -588,6 +584,10 @@ func (s *Session) dataMoved() bool {
 	return moved
 }
 
+// nextPacket returns the next packet in sequence, acknowledging data
+// packets on arrival, re-acknowledging duplicates and NAKing gaps. The
+// caller ACKs every non-D packet it gets (ackRecv) once it has acted on
+// it. timeout 0 waits forever (server command wait).
 func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framing.Packet, error) {
 	w := &s.rw
 	for {

@@ -12,23 +12,29 @@
 # FLAGS=A,B adds the flags A B to the client's send (e.g.
 # FLAGS=--sessions=1,--resume); S_NAME=V sets NAME=V for the server only,
 # C_NAME=V for the client only, anything else for both. Environment:
-# REPS [15], N [2000] files of SIZE [16384] bytes, WORK
+# REPS [15], N [2000] files of SIZE [16384] bytes, PER_DIR [100] files
+# in each directory, DIR_MODE [0755] of the directories, WORK
 # [/dev/shm/kerf-ab], KEEP [0] (1: the copy is left in place between
 # rounds, so that sends with --resume measure a rerun that finds every
 # file there). Needs only kerf itself (key login, loopback).
 set -euo pipefail
-REPS=${REPS:-15} N=${N:-2000} SIZE=${SIZE:-16384}
+REPS=${REPS:-15} N=${N:-2000} SIZE=${SIZE:-16384} PER_DIR=${PER_DIR:-100} DIR_MODE=${DIR_MODE:-0755}
 WORK=${WORK:-/dev/shm/kerf-ab}
-[ $# -gt 0 ] || { sed -n '2,18p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,19p' "$0"; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$WORK"
 DEFAULT_BIN=$WORK/kerf
 (cd "$here" && go build -o "$DEFAULT_BIN" ./cmd/kerf)
-if [ ! -d "$WORK/src/small" ]; then
+# The tree is made again when its shape changes.
+shape="$N $SIZE $PER_DIR $DIR_MODE"
+if [ ! -d "$WORK/src/small" ] || [ "$(cat "$WORK/src/shape" 2>/dev/null)" != "$shape" ]; then
+	rm -rf "$WORK/src"
 	for ((i = 0; i < N; i++)); do
-		d=$WORK/src/small/d$((i / 100)); [ -d "$d" ] || mkdir -p "$d"
+		d=$WORK/src/small/d$((i / PER_DIR)); [ -d "$d" ] || mkdir -p "$d"
 		head -c "$SIZE" /dev/urandom >"$d/f$i"
 	done
+	find "$WORK/src/small" -type d -exec chmod "$DIR_MODE" {} +
+	echo "$shape" >"$WORK/src/shape"
 fi
 rm -rf "$WORK/state" "$WORK/dst" "$WORK/home"; mkdir -p "$WORK/state" "$WORK/dst" "$WORK/home"
 export HOME=$WORK/home

@@ -21,8 +21,8 @@ const maxSessions = 16
 
 // defaultSessions is --sessions' default: a second session spreads the
 // per-file work of both ends over two cores (2,000 x 16 KiB on loopback:
-// 0.139 s against 0.155 s, medians of 11; 200 x 4 MiB no slower); see
-// docs/benchmarks.md.
+// 0.154 s against 0.180 s, 200 x 4 MiB 0.606 against 0.676 s;
+// bench/ab-small.sh, docs/benchmarks.md).
 const defaultSessions = 2
 
 // longPathSessions is the default instead where the login's round trip

@@ -54,18 +54,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			regular = append(regular, f)
 		}
 	}
-	var failed []string
-	var hard error
-	note := func(err error) {
-		var ge *GroupError
-		switch {
-		case err == nil:
-		case errors.As(err, &ge):
-			failed = append(failed, ge.Failed...)
-		case hard == nil:
-			hard = err
-		}
-	}
+	var res outcome
 
 	// The first group: every directory, made before any file goes as
 	// one group makes it before its files: as private as the sender's
@@ -110,16 +99,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			shares[k] = append(append(shares[k], up...), d)
 			in[k][d.Name] = true
 		}
-		errs := make([]error, len(shares))
-		var wg sync.WaitGroup
-		for i := range shares {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = sessions[i].Send(ctx, shares[i])
-			}()
-		}
-		wg.Wait()
+		errs := inParallel(len(shares), func(i int) error { return sessions[i].Send(ctx, shares[i]) })
 		// A session that failed here (its link lost) is left out, and
 		// its directories go on another.
 		var good []*Session
@@ -155,34 +135,27 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			}
 		}
 		sessions = good
-		failed = append(failed, notMade...)
+		res.add(&GroupError{Failed: notMade})
 		dirAttrs = sessions[0].neg.dirAttrs
 	}
 
 	var mu sync.Mutex
 	taken := 0
 	took := make([]int, len(sessions))
-	errs := make([]error, len(sessions))
 	ended := make([]time.Time, len(sessions))
-	var wg sync.WaitGroup
-	for i, s := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.SendFrom(ctx, func() (OutgoingFile, bool) {
-				mu.Lock()
-				defer mu.Unlock()
-				if taken >= len(regular) {
-					return OutgoingFile{}, false
-				}
-				taken++
-				took[i]++
-				return regular[taken-1], true
-			})
-			ended[i] = time.Now()
-		}()
-	}
-	wg.Wait()
+	errs := inParallel(len(sessions), func(i int) error {
+		defer func() { ended[i] = time.Now() }()
+		return sessions[i].SendFrom(ctx, func() (OutgoingFile, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if taken >= len(regular) {
+				return OutgoingFile{}, false
+			}
+			taken++
+			took[i]++
+			return regular[taken-1], true
+		})
+	})
 	alive := -1 // the session that finished last without failing
 	for i, err := range errs {
 		var ge *GroupError
@@ -199,7 +172,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			sessions[i].cfg.Log.Warn("a session failed before it sent a file; the others sent them", "err", err)
 			continue
 		}
-		note(err)
+		res.add(err)
 	}
 	if taken < len(regular) {
 		sessions[0].notBegun(regular[taken:], nil)
@@ -209,7 +182,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 	// is still good. Not after a failure: as in one group, directories
 	// keep the first group's private modes then, and no times.
 	var last []OutgoingFile
-	if hard == nil && alive >= 0 {
+	if res.hard == nil && alive >= 0 {
 		last = late
 		if dirAttrs {
 			for _, d := range dirs {
@@ -219,18 +192,60 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			}
 		}
 		if len(last) > 0 {
-			note(sessions[alive].Send(ctx, last))
+			res.add(sessions[alive].Send(ctx, last))
 		}
 	} else {
 		sessions[0].notBegun(late, nil)
 	}
-	if hard != nil {
-		return hard
+	return res.err()
+}
+
+// outcome merges the results of several groups: the first error that
+// ended one, and the files not transferred of the others (GroupError),
+// each named once.
+type outcome struct {
+	hard   error
+	failed []string
+}
+
+func (o *outcome) add(err error) {
+	var ge *GroupError
+	switch {
+	case err == nil:
+	case errors.As(err, &ge):
+		for _, f := range ge.Failed {
+			if !slices.Contains(o.failed, f) {
+				o.failed = append(o.failed, f)
+			}
+		}
+	case o.hard == nil:
+		o.hard = err
 	}
-	if len(failed) > 0 {
-		return &GroupError{Failed: failed}
+}
+
+func (o *outcome) err() error {
+	if o.hard != nil {
+		return o.hard
+	}
+	if len(o.failed) > 0 {
+		return &GroupError{Failed: o.failed}
 	}
 	return nil
+}
+
+// inParallel runs f(0) .. f(n-1) at once and returns their errors.
+func inParallel(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // ErrNoShares is why GetParallel fell back to one session: the server
@@ -255,16 +270,10 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		return sessions[0].GetWith(ctx, spec, o, stores[0])
 	}
 	n := len(sessions)
-	asked := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, asked[i] = s.Generic(ctx, 'S', shareParam, share{i, n}.String())
-		}()
-	}
-	wg.Wait()
+	asked := inParallel(n, func(i int) error {
+		_, err := sessions[i].Generic(ctx, 'S', shareParam, share{i, n}.String())
+		return err
+	})
 	for _, err := range asked {
 		if err == nil {
 			continue
@@ -284,7 +293,6 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	}
 
 	held := &heldDirs{}
-	errs := make([]error, n)
 	// Every share carries every directory: one the receiver cannot make
 	// is reported by the first session that meets it only.
 	var mu sync.Mutex
@@ -307,53 +315,25 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 				tell(e)
 			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.GetWith(ctx, spec, o, stores[i])
-		}()
 	}
-	wg.Wait()
+	errs := inParallel(n, func(i int) error { return sessions[i].GetWith(ctx, spec, o, stores[i]) })
 	for i, s := range sessions {
 		s.holdDirs = nil
 		if saved[i] != nil {
 			s.cfg.Events = saved[i]
 		}
 	}
-	var failed []string
-	var hard error
+	var res outcome
 	for _, err := range errs {
-		var ge *GroupError
-		switch {
-		case err == nil:
-		case errors.As(err, &ge):
-			for _, f := range ge.Failed {
-				if !slices.Contains(failed, f) {
-					failed = append(failed, f)
-				}
-			}
-		case hard == nil:
-			hard = err
-		}
+		res.add(err)
 	}
-	if hard != nil {
-		// As in one failed group: the directories keep the modes they
-		// were made with, and get no times.
-		return hard
+	if res.hard == nil {
+		// Given as one group gives them at its end (not after a
+		// failure: the directories keep the modes they were made with).
+		sessions[0].dirsToFinish = held.shallowFirst()
+		sessions[0].finishDirs(stores[0])
 	}
-	if st, ok := stores[0].(DirAttrReceiver); ok {
-		for _, d := range held.deepestFirst() {
-			if err := st.SetDirAttrs(d.name, d.perm, d.havePerm, d.mtime); err != nil {
-				sessions[0].cfg.Log.Warn("cannot set the directory's attributes", "name", d.name, "err", err)
-				sessions[0].event(Event{Kind: FileFailed, Name: d.name + "/", Err: err})
-				failed = append(failed, d.name+"/")
-			}
-		}
-	}
-	if len(failed) > 0 {
-		return &GroupError{Failed: failed}
-	}
-	return nil
+	return res.err()
 }
 
 // heldDirs collects the directory attributes the sessions of a
@@ -363,9 +343,9 @@ type heldDirs struct {
 	dirs map[string]dirAttrs
 }
 
-// deepestFirst returns each directory once, those deeper in the tree
-// first.
-func (h *heldDirs) deepestFirst() []dirAttrs {
+// shallowFirst returns each directory once, those higher in the tree
+// first, as a group receives them (finishDirs gives them last first).
+func (h *heldDirs) shallowFirst() []dirAttrs {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]dirAttrs, 0, len(h.dirs))
@@ -374,7 +354,7 @@ func (h *heldDirs) deepestFirst() []dirAttrs {
 	}
 	slices.SortFunc(out, func(a, b dirAttrs) int {
 		if da, db := strings.Count(a.name, "/"), strings.Count(b.name, "/"); da != db {
-			return db - da
+			return da - db
 		}
 		return strings.Compare(a.name, b.name)
 	})

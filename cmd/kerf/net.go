@@ -650,9 +650,8 @@ func sendCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			sessions := c.Int("sessions")
-			if sessions < 1 || sessions > maxSessions {
-				return usageErr("--sessions %d: must be between 1 and %d", sessions, maxSessions)
+			if err := checkSessions(c); err != nil {
+				return err
 			}
 			// Walk the local files while connecting and logging in: for
 			// a large tree each takes a few milliseconds.
@@ -723,22 +722,8 @@ func sendCommand() *cli.Command {
 				}
 				clients = append(clients, more...)
 			}
-			rep.wire = func() (n int64, compressed bool) {
-				for _, cl := range clients {
-					n += cl.DataStats().BytesSent
-				}
-				return n, cl.DataCompressed()
-			}
-			var sendErr error
-			if len(clients) == 1 {
-				sendErr = cl.Send(c.Context, files)
-			} else {
-				sess := make([]*kermit.Session, len(clients))
-				for i, cl := range clients {
-					sess[i] = cl.Session()
-				}
-				sendErr = kermit.SendParallel(c.Context, sess, files)
-			}
+			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.BytesSent })
+			sendErr := kermit.SendParallel(c.Context, sessionsOf(clients), files)
 			noteRefused(c, cl)
 			return rep.end(sendErr, false)
 		}),
@@ -806,9 +791,8 @@ func getCommand() *cli.Command {
 			// Two filespecs may name files of one name (a/x b/x): the
 			// second is refused, not stored over the first.
 			store.UniqueNames = len(specs) > 1
-			sessions := c.Int("sessions")
-			if sessions < 1 || sessions > maxSessions {
-				return usageErr("--sessions %d: must be between 1 and %d", sessions, maxSessions)
+			if err := checkSessions(c); err != nil {
+				return err
 			}
 			cl, cfg, err := dialConfig(c, addr)
 			if err != nil {
@@ -850,17 +834,8 @@ func getCommand() *cli.Command {
 					noteFewerSessions(c, 1+len(more), want, err)
 				}
 			}
-			rep.wire = func() (n int64, compressed bool) {
-				for _, cl := range clients {
-					n += cl.DataStats().WireBytesReceived
-				}
-				return n, cl.DataCompressed()
-			}
-			sess := make([]*kermit.Session, len(clients))
-			for i, cl := range clients {
-				sess[i] = cl.Session()
-			}
-			err = kermit.GetParallel(c.Context, sess, quoteSpec(specs), opts, stores)
+			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.WireBytesReceived })
+			err = kermit.GetParallel(c.Context, sessionsOf(clients), quoteSpec(specs), opts, stores)
 			noteRefused(c, cl)
 			return rep.end(err, true)
 		}),

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"kerf/control"
+	"kerf/datachan"
 	"kerf/kermit"
 )
 
@@ -132,5 +133,34 @@ func noteFewerSessions(c *cli.Context, opened, want int, err error) {
 		fmt.Fprintln(os.Stderr, "kerf: "+msg)
 	} else {
 		logger(c).Info(msg)
+	}
+}
+
+// checkSessions refuses a --sessions out of range.
+func checkSessions(c *cli.Context) error {
+	if n := c.Int("sessions"); n < 1 || n > maxSessions {
+		return usageErr("--sessions %d: must be between 1 and %d", n, maxSessions)
+	}
+	return nil
+}
+
+// sessionsOf returns the clients' Kermit sessions.
+func sessionsOf(clients []*control.Client) []*kermit.Session {
+	out := make([]*kermit.Session, len(clients))
+	for i, cl := range clients {
+		out[i] = cl.Session()
+	}
+	return out
+}
+
+// wireBytes is a reporter's wire function over every session's data
+// connections: the sum of the count of their Stats, and whether the
+// first's data travelled compressed.
+func wireBytes(clients []*control.Client, count func(datachan.Stats) int64) func() (int64, bool) {
+	return func() (n int64, compressed bool) {
+		for _, cl := range clients {
+			n += count(cl.DataStats())
+		}
+		return n, clients[0].DataCompressed()
 	}
 }

@@ -586,7 +586,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		// never would: refused now, not after all the data came.
 		return nil, fmt.Errorf("filestore: %s: %w (%d bytes; a name has at most %d)", rel, unix.ENAMETOOLONG, len(base), nameMax)
 	}
-	if d.UniqueNames && d.names().has(rel) {
+	if d.names().has(rel) {
 		return nil, fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; not replaced", rel)
 	}
 	if err := d.fileInTheWay(dir); err != nil {
@@ -669,9 +669,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse, prepared: fresh}
 	in.empty.Store(fresh)
-	if d.UniqueNames {
-		d.names().begin(rel) // no directory of this name meanwhile
-	}
+	d.names().begin(rel) // no directory of this name meanwhile
 	if !fresh {
 		// The record covers the file as it was kept; whatever this
 		// session does to it, it is not on the file any more.
@@ -974,9 +972,6 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 // name a file and a directory of one name, and the directory made for
 // the second would stand where the first is to be renamed.
 func (d *Dir) fileInTheWay(rel string) error {
-	if !d.UniqueNames {
-		return nil
-	}
 	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
 		if d.names().taken(p) {
 			return fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; no directory made there", p)
@@ -988,14 +983,15 @@ func (d *Dir) fileInTheWay(rel string) error {
 // noteCommitted records a final name this Dir has stored (or kept), for
 // UniqueNames.
 func (d *Dir) noteCommitted(rel string) {
-	if !d.UniqueNames {
-		return
-	}
 	d.names().add(rel)
 }
 
-// names is the set of committed names UniqueNames checks.
+// names is the set of names UniqueNames checks; nil (whose methods do
+// nothing) without UniqueNames.
 func (d *Dir) names() *NameSet {
+	if !d.UniqueNames {
+		return nil
+	}
 	if d.Names == nil {
 		d.Names = &NameSet{}
 	}
@@ -1003,7 +999,8 @@ func (d *Dir) names() *NameSet {
 }
 
 // NameSet is the final names of a transfer's files, committed or under
-// way, safe for concurrent use (Dir.Names).
+// way, safe for concurrent use (Dir.Names). A nil NameSet holds nothing
+// and takes nothing.
 type NameSet struct {
 	mu        sync.Mutex
 	committed map[string]bool
@@ -1011,6 +1008,9 @@ type NameSet struct {
 }
 
 func (n *NameSet) add(rel string) {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.committed == nil {
@@ -1022,6 +1022,9 @@ func (n *NameSet) add(rel string) {
 
 // has reports whether a file was committed under rel.
 func (n *NameSet) has(rel string) bool {
+	if n == nil {
+		return false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.committed[rel]
@@ -1030,12 +1033,18 @@ func (n *NameSet) has(rel string) bool {
 // taken reports whether a file was committed, or is being received,
 // under rel.
 func (n *NameSet) taken(rel string) bool {
+	if n == nil {
+		return false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.committed[rel] || n.underWay[rel] > 0
 }
 
 func (n *NameSet) begin(rel string) {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.underWay == nil {
@@ -1045,6 +1054,9 @@ func (n *NameSet) begin(rel string) {
 }
 
 func (n *NameSet) abandon(rel string) {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.endLocked(rel)
@@ -1208,9 +1220,7 @@ func (in *incoming) Abort(keep bool) error {
 	if in.batched {
 		return nil // committed; the batch's flush owns the file now
 	}
-	if in.d.UniqueNames {
-		in.d.names().abandon(in.final)
-	}
+	in.d.names().abandon(in.final)
 	// The file is closed (and its lock released) only after any removal,
 	// so that the removal never hits another session's file.
 	defer in.f.close()

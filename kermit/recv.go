@@ -376,9 +376,10 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	reply := framing.AttrReply{Accept: true, ResumeAt: -1}
 	var ext []byte
 	disp := cur.attrs.Disposition
+	recovery := strings.HasPrefix(disp, "R")
 	// '=' for a text file is only "store it": no kerf sends it so.
 	unlessThere := disp == dispositionUnlessThere && s.neg.unlessThere && !cur.text
-	if (strings.HasPrefix(disp, "R") || unlessThere) && !cur.expected {
+	if (recovery || unlessThere) && !cur.expected {
 		if cur.text {
 			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil
 		}
@@ -402,7 +403,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
 	}
-	if disp != "" && disp[0] == 'R' && !cur.expected {
+	if recovery && !cur.expected {
 		var size int64
 		var crc uint32
 		var err error

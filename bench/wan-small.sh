@@ -10,7 +10,8 @@
 # the tree (N [2000] files of SIZE [16384] bytes in 20 directories) to a
 # server on side B:
 #   small    kerf send --sessions N -r into an empty destination, for each N of NS
-#            ("default": no --sessions flag)
+#            ("default": no --sessions flag, also in RESUME_NS and for get;
+#            so a kerf from before the flag can be measured)
 #   resume   kerf send --sessions N --resume -r again, every file already there,
 #            for each N of RESUME_NS
 #   rsync    rsync -a --whole-file to rsync --daemon, into an empty destination
@@ -86,11 +87,15 @@ for ((r = 0; r < REPS; r++)); do
 		case $part in
 		small) for n in $NS; do
 			empty
-			if [ "$n" = default ]; then timed kerf-sessions-default send; else timed "kerf-sessions-$n" send --sessions "$n"; fi
+			flag=(--sessions "$n"); [ "$n" = default ] && flag=()
+			timed "kerf-sessions-$n" send "${flag[@]}"
 		done ;;
-		resume) [ -d "$DST/small" ] || send --sessions 4 >/dev/null
-			for n in $RESUME_NS; do timed "kerf-resume-rerun-sessions-$n" send --sessions "$n" --resume; done ;;
-		get) [ -d "$DST/small" ] || send --sessions 4 >/dev/null
+		resume) [ -d "$DST/small" ] || send >/dev/null
+			for n in $RESUME_NS; do
+				flag=(--sessions "$n"); [ "$n" = default ] && flag=()
+				timed "kerf-resume-rerun-sessions-$n" send "${flag[@]}" --resume
+			done ;;
+		get) [ -d "$DST/small" ] || send >/dev/null
 			for n in $NS; do
 				rm -rf "$W/back" && mkdir -p "$W/back"
 				flag=(--sessions "$n"); [ "$n" = default ] && flag=()

@@ -28,8 +28,9 @@ const defaultSessions = 2
 
 // longPathSessions is the default instead where the login's round trip
 // is longPath or more: there a session's window, not the cores, is what
-// limits (2,000 x 16 KiB at 50 ms and 100 Mbit/s: 10.5 s with one
-// session, 6.0 with two, 3.8 with four, 4.2 with eight; rsync 3.6).
+// limits (2,000 x 16 KiB at 50 ms and 100 Mbit/s, bench/wan-small.sh:
+// 10.5 s with one session, 6.0 with two, 3.8 with four, 4.2 with eight;
+// rsync 3.6).
 const (
 	longPathSessions = 4
 	longPath         = 5 * time.Millisecond

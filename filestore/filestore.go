@@ -669,7 +669,15 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse, prepared: fresh}
 	in.empty.Store(fresh)
-	d.names().begin(rel) // no directory of this name meanwhile
+	// No directory of this name from now on; and none made meanwhile
+	// (by another session of the transfer: checked and noted at once).
+	if err := d.names().begin(rel, func() bool {
+		fi, err := d.root.Lstat(rel)
+		return err == nil && fi.IsDir()
+	}); err != nil {
+		in.Abort(true) // a partial kept from before stays
+		return nil, err
+	}
 	if !fresh {
 		// The record covers the file as it was kept; whatever this
 		// session does to it, it is not on the file any more.
@@ -972,12 +980,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 // name a file and a directory of one name, and the directory made for
 // the second would stand where the first is to be renamed.
 func (d *Dir) fileInTheWay(rel string) error {
-	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
-		if d.names().taken(p) {
-			return fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; no directory made there", p)
-		}
-	}
-	return nil
+	return d.names().free(rel, func() error { return nil })
 }
 
 // noteCommitted records a final name this Dir has stored (or kept), for
@@ -1030,27 +1033,40 @@ func (n *NameSet) has(rel string) bool {
 	return n.committed[rel]
 }
 
-// taken reports whether a file was committed, or is being received,
-// under rel.
-func (n *NameSet) taken(rel string) bool {
+// free runs mk (which makes the directory rel) unless a file was
+// committed, or is being received, under rel or one of its parents:
+// checked and made under the set's lock, so that no file begins there
+// in between.
+func (n *NameSet) free(rel string, mk func() error) error {
 	if n == nil {
-		return false
+		return mk()
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.committed[rel] || n.underWay[rel] > 0
+	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if n.committed[p] || n.underWay[p] > 0 {
+			return fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; no directory made there", p)
+		}
+	}
+	return mk()
 }
 
-func (n *NameSet) begin(rel string) {
+// begin notes a file being received under rel, unless isDir says a
+// directory stands there (one made meanwhile), checked under the lock.
+func (n *NameSet) begin(rel string, isDir func() bool) error {
 	if n == nil {
-		return
+		return nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if isDir() {
+		return fmt.Errorf("filestore: %s exists and is not a regular file", rel)
+	}
 	if n.underWay == nil {
 		n.underWay = make(map[string]int)
 	}
 	n.underWay[rel]++
+	return nil
 }
 
 func (n *NameSet) abandon(rel string) {
@@ -1993,10 +2009,9 @@ func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := d.fileInTheWay(rel); err != nil {
-		return "", err
-	}
-	if err := d.root.MkdirAll(rel, mode); err != nil {
+	// Checked and made at once: a file of the transfer may begin under
+	// this name meanwhile (another session's).
+	if err := d.names().free(rel, func() error { return d.root.MkdirAll(rel, mode) }); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.ENOTDIR) {
 			// MkdirAll's "file exists" names no culprit: say which.
 			for p := rel; p != "." && p != "/"; p = path.Dir(p) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -312,6 +313,14 @@ func (f *sessionFS) List(spec string) (string, error) {
 	}
 	list, err := d.List(spec)
 	return list, clearErr(err, spec)
+}
+
+func (f *sessionFS) ListTree(spec string, w io.Writer) error {
+	d, err := f.named(spec)
+	if err != nil {
+		return err
+	}
+	return clearErr(d.ListTree(spec, w), spec)
 }
 
 func (f *sessionFS) Chdir(dir string) error {

@@ -211,6 +211,29 @@ func TestJSONLs(t *testing.T) {
 	}
 }
 
+// ls -R lists the whole tree, each entry under its path, names with
+// newlines and spaces exact; the plain listing prints the same lines.
+func TestLsRecursive(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "t/a.txt"), []byte("a"))
+	writeFile(t, filepath.Join(root, "t/sub dir/deep/b\nc"), []byte("bc"))
+	writeFile(t, filepath.Join(root, "elsewhere"), nil)
+	r := mustRun(t, srv, local, []string{"--json"}, "ls", "-R", target(srv.addr, "t"))
+	var got []string
+	for _, e := range eventsNamed(parseEvents(t, r.stdout), "entry") {
+		got = append(got, e.Type+" "+e.Name)
+	}
+	want := []string{"dir t", "file t/a.txt", "dir t/sub dir", "dir t/sub dir/deep", "file t/sub dir/deep/b\nc"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ls -R: %q\nwant %q", got, want)
+	}
+	r = mustRun(t, srv, local, nil, "ls", "-R", target(srv.addr, "t/sub dir"))
+	if !strings.Contains(r.stdout, " t/sub dir/deep/\n") || !strings.Contains(r.stdout, ` "t/sub dir/deep/b\nc"`) || strings.Contains(r.stdout, "a.txt") {
+		t.Errorf("ls -R t/sub dir:\n%s", r.stdout)
+	}
+}
+
 // Remote commands act on the name given: one in braces is not taken
 // for C-Kermit's grouping braces, and a pattern with a space is one
 // pattern. (Regression: rm host/{z} deleted z, and ls "host/d/ *"

@@ -613,6 +613,41 @@ func TestResumeSkipsFilesAlreadyThere(t *testing.T) {
 	}
 }
 
+// A resumed send of a tree of small files the server has whole sends
+// none of their data: what is there is found in one listing before the
+// transfer (protocol.md §6, item 7), not by sending each small file to
+// be thrown away (item 6). Only the changed file's bytes travel, and a
+// changed mode alone still arrives.
+func TestResumeRerunSendsNoData(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	var names []string
+	for i := range 40 {
+		n := fmt.Sprintf("sub%d/f%02d.bin", i%3, i)
+		writeFile(t, filepath.Join(local, "tree", n), randomBytes(8_000+i, uint64(100+i)))
+		names = append(names, "tree/"+n)
+	}
+	mustRun(t, srv, local, nil, "send", "-r", "tree", srv.addr)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "-z", "--resume", "-r", "tree", srv.addr)
+	done := lastDone(t, r)
+	if done.WireBytes != 0 || done.Bytes != 0 || done.Files == nil || *done.Files != 40 || len(eventsNamed(parseEvents(t, r.stdout), "file_skipped")) != 40 {
+		t.Fatalf("rerun of a whole copy: done %+v; want 40 files skipped, no data on the wire:\n%s", done, r.stdout)
+	}
+	changed := filepath.Join(local, "tree/sub1/f01.bin")
+	writeFile(t, changed, randomBytes(9_000, 7))
+	os.Chmod(filepath.Join(local, "tree/sub2/f02.bin"), 0o600)
+	r = mustRun(t, srv, local, []string{"--json"}, "send", "-z", "--resume", "-r", "tree", srv.addr)
+	if done := lastDone(t, r); done.WireBytes < 9_000 || done.WireBytes > 9_000+8_002+1024 || done.Bytes != 9_000 {
+		t.Errorf("rerun with one file changed: done %+v; want about 9,000 bytes on the wire", done)
+	}
+	for _, n := range names {
+		sameFile(t, filepath.Join(local, n), filepath.Join(root, n))
+	}
+	if fi, err := os.Stat(filepath.Join(root, "tree/sub2/f02.bin")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("changed mode: %v, %v; want 0600", fi, err)
+	}
+}
+
 // A client stopped mid-file exits as shells expect of a signalled
 // program, 128 + the signal: 130 for Ctrl-C, 143 for SIGTERM (it said
 // 130 for both); the server keeps the partial for a resume.

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -1676,75 +1676,94 @@ func (d *Dir) List(spec string) (string, error) {
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	var b strings.Builder
+	var b []byte
 	for _, e := range ents {
-		name := listedName(e.Name())
-		if e.IsDir() {
-			name += "/"
-		}
-		fmt.Fprintf(&b, "%s %12d %s %s\n", lsMode(e.Mode()), e.Size(), e.ModTime().UTC().Format("2006-01-02 15:04:05"), name)
+		b = framing.AppendListingLine(b, listingEntry(e.Name(), e))
 	}
-	return b.String(), nil
+	return string(b), nil
 }
 
-// listedName is a name as a listing line shows it: as it is, unless it
-// has control characters (a newline would make a line of its own, and
-// forge an entry), is not UTF-8, or begins with a double quote; then
-// quoted with Go's escapes (strconv.Quote), which a reader undoes with
-// strconv.Unquote to get the exact name back.
-func listedName(name string) string {
-	if !utf8.ValidString(name) || strings.HasPrefix(name, `"`) || strings.IndexFunc(name, isControl) >= 0 {
-		return strconv.Quote(name)
-	}
-	return name
+// listingEntry is fi's listing line under name.
+func listingEntry(name string, fi fs.FileInfo) framing.ListingEntry {
+	return framing.ListingEntry{Mode: fi.Mode(), Size: fi.Size(), ModTime: fi.ModTime(), Name: name}
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
-
-// lsMode writes m as ls -l does: the type letter (- d l p s c b, ? for
-// anything else) and the permissions, with setuid, setgid and sticky in
-// the execute places (s S t T).
-func lsMode(m fs.FileMode) string {
-	var b [10]byte
-	switch {
-	case m.IsRegular():
-		b[0] = '-'
-	case m&fs.ModeDir != 0:
-		b[0] = 'd'
-	case m&fs.ModeSymlink != 0:
-		b[0] = 'l'
-	case m&fs.ModeNamedPipe != 0:
-		b[0] = 'p'
-	case m&fs.ModeSocket != 0:
-		b[0] = 's'
-	case m&fs.ModeCharDevice != 0:
-		b[0] = 'c'
-	case m&fs.ModeDevice != 0:
-		b[0] = 'b'
-	default:
-		b[0] = '?'
+// ListTree writes to w the listing lines (as List writes them) of what
+// spec names and, for each directory among them, of everything under
+// it, named by their paths from the current directory as spec gives
+// them ("photos" lists "photos", "photos/a.jpg" and so on), a directory
+// before what it holds. Links are listed, never followed. One name that
+// does not exist is an error, as for List; of several, those that do
+// not exist are left out, and so is what is in a directory that cannot
+// be read: the listing says what is there, for a sender's quick check
+// (protocol.md §6, item 7), where a missing entry only means the file
+// is sent.
+func (d *Dir) ListTree(spec string, w io.Writer) error {
+	if strings.TrimSpace(spec) == "" {
+		spec = "."
 	}
-	const rwx = "rwxrwxrwx"
-	for i := range 9 {
-		b[1+i] = '-'
-		if m&(1<<(8-i)) != 0 {
-			b[1+i] = rwx[i]
+	var line []byte
+	emit := func(name string, fi fs.FileInfo) error {
+		line = framing.AppendListingLine(line[:0], listingEntry(name, fi))
+		_, err := w.Write(line)
+		return err
+	}
+	pats := SplitSpec(spec)
+	for _, pat := range pats {
+		rel, err := d.resolve(pat)
+		if err != nil {
+			return err
+		}
+		names, err := d.glob(nil, rel)
+		if err != nil {
+			if len(pats) == 1 || errors.Is(err, path.ErrBadPattern) {
+				return err
+			}
+			continue // not there
+		}
+		// Each entry under its name from the current directory: the
+		// pattern's own directory part and the entry's last element.
+		dir := path.Dir(strings.TrimSuffix(pat, "/"))
+		for _, n := range names {
+			top := path.Join(dir, path.Base(n.rel))
+			if rel == d.cwd {
+				top = "."
+			}
+			if !n.fi.IsDir() {
+				if err := emit(top, n.fi); err != nil {
+					return err
+				}
+				continue
+			}
+			err := walkDir(d.root, n.rel, func(p string, de fs.DirEntry, err error) error {
+				if err != nil {
+					if p == n.rel || de == nil {
+						return fs.SkipDir
+					}
+					return nil // an unreadable directory: listed, not its contents
+				}
+				fi, err := de.Info()
+				if err != nil {
+					return nil // gone since it was read
+				}
+				name := top
+				if p != n.rel {
+					name = path.Join(top, strings.TrimPrefix(p, n.rel+"/"))
+					if n.rel == "." {
+						name = path.Join(top, p)
+					}
+				}
+				if name == "." {
+					return nil // the current directory itself: its contents follow
+				}
+				return emit(name, fi)
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
-	special := func(i int, on bool, set, unset byte) {
-		if !on {
-			return
-		}
-		if b[i] == 'x' {
-			b[i] = set
-		} else {
-			b[i] = unset
-		}
-	}
-	special(3, m&fs.ModeSetuid != 0, 's', 'S')
-	special(6, m&fs.ModeSetgid != 0, 's', 'S')
-	special(9, m&fs.ModeSticky != 0, 't', 'T')
-	return string(b[:])
+	return nil
 }
 
 // Chdir changes the current directory within the tree.
@@ -2310,3 +2329,5 @@ func (s statInfo) Mode() fs.FileMode {
 	}
 	return m
 }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"kerf/framing"
 )
 
 // Get asks a Kermit server for the files matching spec (GET) and
@@ -56,6 +59,11 @@ func (s *Session) Generic(ctx context.Context, cmd byte, args ...string) (string
 	if err := s.initServer(ctx); err != nil {
 		return "", s.abort(err)
 	}
+	return s.generic(ctx, cmd, args...)
+}
+
+// generic is Generic once the I exchange is done.
+func (s *Session) generic(ctx context.Context, cmd byte, args ...string) (string, error) {
 	sl, err := s.request(ctx, 'G', encodeGenericArgs(cmd, args))
 	if err != nil {
 		return "", s.abort(err)
@@ -145,4 +153,96 @@ func (s *Session) takeServerInit(ctx context.Context, sl *slot) error {
 func (s *Session) Finish(ctx context.Context) error {
 	_, err := s.Generic(ctx, 'F')
 	return err
+}
+
+// ErrNoTreeListing is ListTree's error for a server that does not list
+// trees (not a kerf server, or one from before capas3ListsTree).
+var ErrNoTreeListing = errors.New("kermit: the server does not list trees")
+
+// ListTree asks a kerf server for the listing of what spec names and of
+// everything under it, each entry named by its path from the server's
+// current directory (protocol.md §8, REMOTE DIRECTORY with kerf-tree).
+func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingEntry, error) {
+	defer s.flush()
+	if err := s.initServer(ctx); err != nil {
+		return nil, s.abort(err)
+	}
+	if s.neg.peer.Capas3&capas3ListsTree == 0 {
+		return nil, ErrNoTreeListing
+	}
+	if spec == "" {
+		spec = "." // an empty argument before another reads as a long one's length
+	}
+	text, err := s.generic(ctx, 'D', spec, treeArg)
+	if err != nil {
+		return nil, err
+	}
+	return framing.ParseListing(text)
+}
+
+// SkipWhole is a resuming sender's quick check for a whole tree at
+// once, as rsync makes it: it lists, in one request per few hundred top
+// names, what the kerf server already has under the names of files,
+// reports each file the server has whole (same size, modification time
+// to the second, and permissions where known) as FileSkipped with
+// ErrAlreadyThere, and returns the others, to be sent. The engine's
+// own check, made file by file as the server receives, would cost each
+// such file a round trip or, for a small one, its data (protocol.md §6,
+// items 5 and 6). Without a listing (a server that does not list
+// trees, or refuses) files comes back whole; only a lost link is an
+// error.
+func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile) ([]OutgoingFile, error) {
+	var tops []string
+	seen := map[string]bool{}
+	for _, f := range files {
+		top, _, _ := strings.Cut(f.Name, "/")
+		if top != "" && !seen[top] {
+			seen[top] = true
+			tops = append(tops, top)
+		}
+	}
+	have := map[string]framing.ListingEntry{}
+	for len(tops) > 0 {
+		// A spec of at most about a kilobyte, which any packet length a
+		// kerf peer agrees to carries.
+		var spec []string
+		size := 0
+		for len(tops) > 0 && (len(spec) == 0 || size+len(tops[0]) < 1000) {
+			spec = append(spec, specWord(tops[0]))
+			size += len(tops[0]) + 3
+			tops = tops[1:]
+		}
+		entries, err := s.ListTree(ctx, strings.Join(spec, " "))
+		var le *LinkError
+		if errors.As(err, &le) || ctx.Err() != nil {
+			return files, err
+		}
+		if err != nil {
+			return files, nil // no listing: the engine checks each file
+		}
+		for _, e := range entries {
+			have[e.Name] = e
+		}
+	}
+	var send []OutgoingFile
+	for _, f := range files {
+		e, ok := have[f.Name]
+		if !ok || f.Dir || f.Open == nil || !e.Mode.IsRegular() || f.Size < 0 || e.Size != f.Size ||
+			f.ModTime.IsZero() || e.ModTime.Unix() != f.ModTime.Unix() ||
+			(f.Mode != 0 || f.ModeKnown) && e.Mode.Perm() != f.Mode.Perm() {
+			send = append(send, f)
+			continue
+		}
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path})
+	}
+	return send, nil
+}
+
+// specWord is name as one word of a filespec (filestore.SplitSpec): in
+// braces if it has a space or begins with one.
+func specWord(name string) string {
+	if strings.Contains(name, " ") || strings.HasPrefix(name, "{") {
+		return "{" + name + "}"
+	}
+	return name
 }

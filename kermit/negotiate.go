@@ -32,6 +32,13 @@ const capas2DirAttrs = 16
 // from before it would store such a file again rather than skip it.
 const capas3UnlessThere = 2
 
+// capas3ListsTree is a kerf bit in the third CAPAS byte, set by a
+// server: "I take REMOTE DIRECTORY with the second argument kerf-tree,
+// and list the whole tree" (protocol.md §8): what a resuming sender's
+// quick check reads (Session.SkipWhole). A server from before it would
+// list one directory, whose names a client could take for others.
+const capas3ListsTree = 4
+
 // capas2NotStored is a kerf bit in the second CAPAS byte: "as a
 // receiver, when I cannot store a file whose data arrived (the disk
 // filled, the rename failed), I keep its partial, answer its Z with an
@@ -98,6 +105,9 @@ func myParams(cfg *Config, server bool) framing.Params {
 	p.Capas2 = capas2RawOK | capas2SkipWhole | capas2DirAttrs | capas2NotStored
 	if !cfg.noUnlessThere {
 		p.Capas3 = capas3UnlessThere
+	}
+	if server {
+		p.Capas3 |= capas3ListsTree
 	}
 	if cfg.noDirAttrs {
 		p.Capas2 &^= capas2DirAttrs

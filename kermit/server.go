@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"regexp"
 	"strings"
 
@@ -316,6 +317,13 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 	case 'A':
 		reply = fsys.Pwd()
 	case 'D':
+		if arg(1) == treeArg {
+			tl, ok := fsys.(TreeLister)
+			if !ok {
+				return fmt.Errorf("unimplemented: a listing of the tree")
+			}
+			return s.serveTree(ctx, p.Seq, tl, arg(0))
+		}
 		if reply, err = fsys.List(arg(0)); err != nil {
 			return err
 		}
@@ -350,22 +358,63 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 	default:
 		return fmt.Errorf("unimplemented generic command %q", raw[0])
 	}
-	enc, n := s.neg.out.Encode(nil, []byte(reply), s.neg.maxData)
-	if n == len(reply) {
-		return s.ackRecv(p.Seq, enc)
+	return s.reply(ctx, p.Seq, []byte(reply), nil)
+}
+
+// reply answers the generic command of sequence number seq with text
+// and then what more holds: in the ACK if it fits, else as a text
+// transaction (S X D Z B).
+func (s *Session) reply(ctx context.Context, seq int, text []byte, more io.Reader) error {
+	if more == nil {
+		enc, n := s.neg.out.Encode(nil, text, s.neg.maxData)
+		if n == len(text) {
+			return s.ackRecv(seq, enc)
+		}
 	}
-	// Too long for an ACK: send it as a text transaction (S X D Z B).
 	s.sw.reset(1)
-	s.sw.next, s.sw.lo = p.Seq, p.Seq
+	s.sw.next, s.sw.lo = seq, seq
 	s.c.setCheck(1)
 	if err := s.sendInit(ctx, 'S'); err != nil {
 		return err
 	}
-	return s.sendText(ctx, "reply", []byte(reply))
+	var r io.Reader = bytes.NewReader(text)
+	if more != nil {
+		r = io.MultiReader(r, more)
+	}
+	return s.sendText(ctx, "reply", r)
+}
+
+// treeArg, as the second argument of REMOTE DIRECTORY, asks a kerf
+// server for the listing of the whole tree under what the first names
+// (protocol.md §8; capas3ListsTree).
+const treeArg = "kerf-tree"
+
+// A TreeLister is a ServerFS that lists trees (filestore.Dir.ListTree):
+// the listing lines of what spec names and of everything under it.
+type TreeLister interface {
+	ListTree(spec string, w io.Writer) error
+}
+
+// serveTree answers REMOTE DIRECTORY spec kerf-tree: the listing streams
+// from the walk as it goes, so that a tree of any size costs the server
+// only the packets in flight.
+func (s *Session) serveTree(ctx context.Context, seq int, tl TreeLister, spec string) error {
+	pr, pw := io.Pipe()
+	defer pr.Close() // ends a walk the session gave up on
+	go func() { pw.CloseWithError(tl.ListTree(spec, pw)) }()
+	head := make([]byte, s.neg.maxData)
+	n, err := io.ReadFull(pr, head)
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		return s.reply(ctx, seq, head[:n], nil)
+	case nil:
+		return s.reply(ctx, seq, head, pr)
+	}
+	return err
 }
 
 // sendText sends text as an X (display) transaction after S.
-func (s *Session) sendText(ctx context.Context, title string, text []byte) error {
+func (s *Session) sendText(ctx context.Context, title string, text io.Reader) error {
 	name, err := s.encodeField([]byte(title))
 	if err != nil {
 		return err
@@ -373,7 +422,7 @@ func (s *Session) sendText(ctx context.Context, title string, text []byte) error
 	if _, err := s.queue(ctx, 'X', name, 0); err != nil {
 		return err
 	}
-	src := newDataSource(bytes.NewReader(text), true)
+	src := newDataSource(text, true)
 	for {
 		if err := src.fill(); err != nil {
 			return err

@@ -707,6 +707,15 @@ func sendCommand() *cli.Command {
 				}
 				cwd = rdir
 			}
+			if c.Bool("resume") && !cfg.Classic {
+				// What the server has whole is found in one listing, not
+				// file by file (Session.SkipWhole): a rerun of a
+				// tree sends only what is missing, and opens sessions
+				// for that alone.
+				if files, err = cl.Session().SkipWhole(c.Context, files); err != nil {
+					return rep.end(err, false)
+				}
+			}
 			clients := []*control.Client{cl}
 			// More sessions only to a kerf server (a C-Kermit server
 			// takes one connection at a time), and only for enough files
@@ -872,11 +881,16 @@ func quoteSpec(names []string) string {
 }
 
 func remoteCommand(name, usage string, cmd byte) *cli.Command {
+	flags := remoteFlags
+	if cmd == 'D' {
+		flags = append([]cli.Flag{&cli.BoolFlag{Name: "recursive", Aliases: []string{"R"},
+			Usage: "list the whole tree (a kerf server): every entry under its path"}}, remoteFlags...)
+	}
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
 		ArgsUsage: "HOST[:PORT]/PATH...",
-		Flags:     remoteFlags,
+		Flags:     flags,
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return usageErr("usage: kerf %s HOST[:PORT]/PATH...", name)
@@ -912,7 +926,12 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if cmd == 'D' {
 					arg = quoteSpec([]string{rp}) // a pattern with a space is one
 				}
-				reply, err := cl.Generic(c.Context, cmd, arg)
+				var reply string
+				if cmd == 'D' && c.Bool("recursive") {
+					reply, err = listTree(c.Context, cl, arg)
+				} else {
+					reply, err = cl.Generic(c.Context, cmd, arg)
+				}
 				if err != nil {
 					label := rp
 					if label == "" {
@@ -968,6 +987,19 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 			return nil
 		}),
 	}
+}
+
+// listTree is ls -R's listing of spec: the tree in kerf's listing form.
+func listTree(ctx context.Context, cl *control.Client, spec string) (string, error) {
+	entries, err := cl.Session().ListTree(ctx, spec)
+	if err != nil {
+		return "", err
+	}
+	var b []byte
+	for _, e := range entries {
+		b = framing.AppendListingLine(b, e)
+	}
+	return string(b), nil
 }
 
 // looksLikeHost reports whether first, the first element of a path,

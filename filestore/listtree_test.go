@@ -1,0 +1,101 @@
+package filestore_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"kerf/framing"
+)
+
+// ListTree names every entry under what the spec names by its path from
+// the current directory, a directory before what it holds; links are
+// listed, not followed; of several names the missing ones are left out,
+// while one missing name is an error.
+func TestListTree(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "top/a.txt", "top/sub/b.txt", "top/sub/deeper/c.txt", "top/empty/",
+		"top/.hidden", "top/odd\nname", "other/x", "top.txt", "topaz/y")
+	os.Symlink("../other", filepath.Join(root, "top/link"))
+	d := openTree(t, root)
+	list := func(spec string) ([]string, error) {
+		t.Helper()
+		var b bytes.Buffer
+		err := d.ListTree(spec, &b)
+		entries, perr := framing.ParseListing(b.String())
+		if perr != nil {
+			t.Fatalf("ListTree(%q) wrote %q: %v", spec, b.String(), perr)
+		}
+		var names []string
+		for _, e := range entries {
+			n := e.Name
+			switch {
+			case e.Mode.IsDir():
+				n += "/"
+			case e.Mode&fs.ModeSymlink != 0:
+				n += "@"
+			}
+			names = append(names, n)
+		}
+		return names, err
+	}
+	tree := []string{"top/", "top/.hidden", "top/a.txt", "top/empty/", "top/link@", "top/odd\nname",
+		"top/sub/", "top/sub/b.txt", "top/sub/deeper/", "top/sub/deeper/c.txt"}
+	for _, c := range []struct {
+		spec string
+		want []string
+	}{
+		{"top", tree},
+		{"top/", tree},
+		{"top.txt nothere top", append([]string{"top.txt"}, tree...)},
+		{"top/sub/deeper", []string{"top/sub/deeper/", "top/sub/deeper/c.txt"}},
+		{"top?txt", []string{"top.txt"}},
+		{"top/s*", []string{"top/sub/", "top/sub/b.txt", "top/sub/deeper/", "top/sub/deeper/c.txt"}},
+		{"/other", []string{"/other/", "/other/x"}},
+		{"*.none", nil},
+	} {
+		got, err := list(c.spec)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("ListTree(%q) = %q, %v\nwant %q", c.spec, got, err, c.want)
+		}
+	}
+	if got, err := list("nothere"); !errors.Is(err, fs.ErrNotExist) || len(got) != 0 {
+		t.Errorf("ListTree(nothere) = %q, %v; want not found", got, err)
+	}
+	// From a directory within the tree: names from there.
+	if err := d.Chdir("top/sub"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := list("")
+	want := []string{"b.txt", "deeper/", "deeper/c.txt"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("ListTree(\"\") in top/sub = %q, %v; want %q", got, err, want)
+	}
+	got, err = list("deeper")
+	want = []string{"deeper/", "deeper/c.txt"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("ListTree(deeper) in top/sub = %q, %v; want %q", got, err, want)
+	}
+}
+
+// The listing's lines are List's: a tree listing of one file is its
+// directory listing's line.
+func TestListTreeLineIsList(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "d/f")
+	d := openTree(t, root)
+	var b bytes.Buffer
+	if err := d.ListTree("d/f", &b); err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.List("d")
+	tree := b.String()
+	if err != nil || !strings.HasSuffix(tree, " d/f\n") || strings.TrimSuffix(tree, "d/f\n") != strings.TrimSuffix(l, "f\n") {
+		t.Errorf("ListTree(d/f) = %q; List(d) = %q, %v", tree, l, err)
+	}
+}

@@ -1,0 +1,202 @@
+package framing
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ListingEntry is one line of a kerf server's directory listing (the
+// reply to REMOTE DIRECTORY, protocol.md §8): what ls -l shows of an
+// entry, with its exact name.
+type ListingEntry struct {
+	Mode    fs.FileMode // type bits and permissions (setuid, setgid, sticky included)
+	Size    int64
+	ModTime time.Time // UTC, to the second
+	Name    string    // exact; '/'-separated in a tree listing; no trailing "/"
+}
+
+// listingTime is the time layout of a listing line.
+const listingTime = time.DateTime
+
+// AppendListingLine appends e as one listing line: mode as ls -l writes
+// it, size, UTC modification time, name ("/" after a directory's). A
+// name with control characters, not UTF-8, or beginning with a double
+// quote is written quoted with Go's escapes (strconv.Quote), so that a
+// newline cannot forge an entry and every name comes back exact.
+func AppendListingLine(b []byte, e ListingEntry) []byte {
+	b = append(b, lsMode(e.Mode)...)
+	b = append(b, ' ')
+	size := strconv.FormatInt(e.Size, 10)
+	for range 12 - len(size) {
+		b = append(b, ' ')
+	}
+	b = append(b, size...)
+	b = append(b, ' ')
+	b = e.ModTime.UTC().AppendFormat(b, listingTime)
+	b = append(b, ' ')
+	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, isControlRune) >= 0 {
+		b = strconv.AppendQuote(b, e.Name)
+	} else {
+		b = append(b, e.Name...)
+	}
+	if e.Mode.IsDir() {
+		b = append(b, '/')
+	}
+	return append(b, '\n')
+}
+
+func isControlRune(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+
+// ErrNotListing is the error of a line that is not in the form
+// AppendListingLine writes (another Kermit server's listing, say).
+var ErrNotListing = errors.New("framing: not a kerf listing line")
+
+// ParseListingLine reads one line AppendListingLine wrote (without its
+// newline).
+func ParseListingLine(line string) (ListingEntry, error) {
+	bad := func(why string) (ListingEntry, error) {
+		return ListingEntry{}, fmt.Errorf("%w (%s): %q", ErrNotListing, why, line)
+	}
+	if len(line) < 11 || line[10] != ' ' {
+		return bad("mode")
+	}
+	mode, ok := parseLsMode(line[:10])
+	if !ok {
+		return bad("mode")
+	}
+	rest := strings.TrimLeft(line[11:], " ")
+	sp := strings.IndexByte(rest, ' ')
+	if sp <= 0 {
+		return bad("size")
+	}
+	size, err := strconv.ParseInt(rest[:sp], 10, 64)
+	if err != nil || size < 0 || rest[0] < '0' || rest[0] > '9' {
+		return bad("size")
+	}
+	rest = rest[sp+1:]
+	if len(rest) < len(listingTime)+2 || rest[len(listingTime)] != ' ' {
+		return bad("time")
+	}
+	mt, err := time.Parse(listingTime, rest[:len(listingTime)])
+	if err != nil {
+		return bad("time")
+	}
+	name := rest[len(listingTime)+1:]
+	if strings.HasPrefix(name, `"`) {
+		q, err := strconv.QuotedPrefix(name)
+		if err != nil {
+			return bad("quoted name")
+		}
+		tail := name[len(q):]
+		name, _ = strconv.Unquote(q)
+		if tail != "" && !(tail == "/" && mode.IsDir()) {
+			return bad("quoted name")
+		}
+	} else if mode.IsDir() {
+		name = strings.TrimSuffix(name, "/")
+	}
+	if name == "" {
+		return bad("name")
+	}
+	return ListingEntry{Mode: mode, Size: size, ModTime: mt, Name: name}, nil
+}
+
+// ParseListing reads a whole listing. It fails on the first line not in
+// kerf's form: a half-read listing would silently drop names.
+func ParseListing(text string) ([]ListingEntry, error) {
+	text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	if text == "" {
+		return nil, nil
+	}
+	var out []ListingEntry
+	for line := range strings.SplitSeq(text, "\n") {
+		e, err := ParseListingLine(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// lsTypes are ls -l's type letters and the modes they stand for.
+var lsTypes = []struct {
+	c byte
+	m fs.FileMode
+}{{'-', 0}, {'d', fs.ModeDir}, {'l', fs.ModeSymlink}, {'p', fs.ModeNamedPipe},
+	{'s', fs.ModeSocket}, {'c', fs.ModeDevice | fs.ModeCharDevice}, {'b', fs.ModeDevice}, {'?', fs.ModeIrregular}}
+
+// lsMode writes m as ls -l does: the type letter (- d l p s c b, ? for
+// anything else) and the permissions, with setuid, setgid and sticky in
+// the execute places (s S t T).
+func lsMode(m fs.FileMode) string {
+	var b [10]byte
+	b[0] = '?'
+	for _, t := range lsTypes {
+		if m.Type() == t.m {
+			b[0] = t.c
+			break
+		}
+	}
+	const rwx = "rwxrwxrwx"
+	for i := range 9 {
+		b[1+i] = '-'
+		if m&(1<<(8-i)) != 0 {
+			b[1+i] = rwx[i]
+		}
+	}
+	special := func(i int, on bool, set, unset byte) {
+		if !on {
+			return
+		}
+		if b[i] == 'x' {
+			b[i] = set
+		} else {
+			b[i] = unset
+		}
+	}
+	special(3, m&fs.ModeSetuid != 0, 's', 'S')
+	special(6, m&fs.ModeSetgid != 0, 's', 'S')
+	special(9, m&fs.ModeSticky != 0, 't', 'T')
+	return string(b[:])
+}
+
+// parseLsMode reads what lsMode writes.
+func parseLsMode(s string) (fs.FileMode, bool) {
+	var m fs.FileMode
+	found := false
+	for _, t := range lsTypes {
+		if s[0] == t.c {
+			m, found = t.m, true
+			break
+		}
+	}
+	if !found {
+		return 0, false
+	}
+	const rwx = "rwxrwxrwx"
+	for i := range 9 {
+		bit := fs.FileMode(1) << (8 - i)
+		switch c := s[1+i]; {
+		case c == '-':
+		case c == rwx[i]:
+			m |= bit
+		case i%3 == 2 && c == "sst"[i/3]:
+			m |= bit | specialBits[i/3]
+		case i%3 == 2 && c == "SST"[i/3]:
+			m |= specialBits[i/3]
+		default:
+			return 0, false
+		}
+	}
+	return m, true
+}
+
+// specialBits are the bits shown in the user's, group's and others'
+// execute places.
+var specialBits = [3]fs.FileMode{fs.ModeSetuid, fs.ModeSetgid, fs.ModeSticky}

@@ -1,0 +1,117 @@
+package framing
+
+import (
+	"errors"
+	"io/fs"
+	"testing"
+	"time"
+)
+
+var listingTimeUTC = time.Date(2026, 12, 1, 4, 5, 6, 0, time.UTC)
+
+// Known answers: the exact lines a kerf server writes.
+func TestAppendListingLine(t *testing.T) {
+	for _, c := range []struct {
+		e    ListingEntry
+		want string
+	}{
+		{ListingEntry{0o644, 16384, listingTimeUTC, "a.txt"},
+			"-rw-r--r--        16384 2026-12-01 04:05:06 a.txt\n"},
+		{ListingEntry{fs.ModeDir | 0o755, 4096, listingTimeUTC, "photos/2026"},
+			"drwxr-xr-x         4096 2026-12-01 04:05:06 photos/2026/\n"},
+		{ListingEntry{fs.ModeDir | fs.ModeSticky | 0o777, 0, listingTimeUTC, "tmp"},
+			"drwxrwxrwt            0 2026-12-01 04:05:06 tmp/\n"},
+		{ListingEntry{fs.ModeSetuid | fs.ModeSetgid | 0o644, 1, listingTimeUTC, "odd"},
+			"-rwSr-Sr--            1 2026-12-01 04:05:06 odd\n"},
+		{ListingEntry{fs.ModeSetuid | 0o4755&0o777, 123456789012345, listingTimeUTC, "big"},
+			"-rwsr-xr-x 123456789012345 2026-12-01 04:05:06 big\n"},
+		{ListingEntry{fs.ModeSymlink | 0o777, 7, listingTimeUTC, "to a"},
+			"lrwxrwxrwx            7 2026-12-01 04:05:06 to a\n"},
+		{ListingEntry{fs.ModeNamedPipe | 0o600, 0, listingTimeUTC, "fifo"},
+			"prw-------            0 2026-12-01 04:05:06 fifo\n"},
+		{ListingEntry{fs.ModeDevice | fs.ModeCharDevice | 0o666, 0, listingTimeUTC, "null"},
+			"crw-rw-rw-            0 2026-12-01 04:05:06 null\n"},
+		{ListingEntry{0o644, 2, listingTimeUTC, "new\nline"},
+			"-rw-r--r--            2 2026-12-01 04:05:06 \"new\\nline\"\n"},
+		{ListingEntry{fs.ModeDir | 0o700, 0, listingTimeUTC, "bad\xffutf8"},
+			"drwx------            0 2026-12-01 04:05:06 \"bad\\xffutf8\"/\n"},
+		{ListingEntry{0o644, 0, listingTimeUTC, `"quoted"`},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \"\\\"quoted\\\"\"\n"},
+		{ListingEntry{0o644, 0, time.Date(2026, 12, 1, 5, 5, 6, 0, time.FixedZone("x", 3600)), "zone"},
+			"-rw-r--r--            0 2026-12-01 04:05:06 zone\n"},
+	} {
+		got := string(AppendListingLine(nil, c.e))
+		if got != c.want {
+			t.Errorf("AppendListingLine(%+v) = %q; want %q", c.e, got, c.want)
+			continue
+		}
+		back, err := ParseListingLine(got[:len(got)-1])
+		want := c.e
+		want.ModTime = want.ModTime.UTC()
+		if err != nil || back != want {
+			t.Errorf("ParseListingLine(%q) = %+v, %v; want %+v", got, back, err, want)
+		}
+	}
+}
+
+func TestParseListingLineRefuses(t *testing.T) {
+	for _, line := range []string{
+		"",
+		"total 8",
+		"-rw-r--r-- 1 alice staff 12 Dec  1 04:05 a.txt", // ls -l's own form
+		"xrw-r--r--   1 2026-12-01 04:05:06 a",
+		"-rw-r--r-x-  1 2026-12-01 04:05:06 a",
+		"-rw-r--r--  -1 2026-12-01 04:05:06 a",
+		"-rw-r--r--  +1 2026-12-01 04:05:06 a",
+		"-rw-r--r--   1 2026-12-01 04:05 a",
+		"-rw-r--r--   1 2026-13-01 04:05:06 a",
+		"-rw-r--r--   1 2026-12-01 04:05:06 ",
+		"-rwtr-xr-x   1 2026-12-01 04:05:06 a", // t only in others' place
+		`-rw-r--r--   1 2026-12-01 04:05:06 "a`,
+		`-rw-r--r--   1 2026-12-01 04:05:06 "a"b`,
+		`-rw-r--r--   1 2026-12-01 04:05:06 "a"/`, // "/" only after a directory
+	} {
+		if e, err := ParseListingLine(line); !errors.Is(err, ErrNotListing) {
+			t.Errorf("ParseListingLine(%q) = %+v, %v; want ErrNotListing", line, e, err)
+		}
+	}
+}
+
+func TestParseListing(t *testing.T) {
+	text := "drwxr-xr-x            0 2026-12-01 04:05:06 d/\r\n-rw-------            5 2026-12-01 04:05:06 d/f\n"
+	got, err := ParseListing(text)
+	if err != nil || len(got) != 2 || got[0].Name != "d" || !got[0].Mode.IsDir() || got[1].Name != "d/f" || got[1].Mode != 0o600 || got[1].Size != 5 {
+		t.Fatalf("ParseListing = %+v, %v", got, err)
+	}
+	if got, err := ParseListing(""); err != nil || got != nil {
+		t.Errorf("ParseListing(\"\") = %v, %v; want nothing", got, err)
+	}
+	if _, err := ParseListing(text + "not a line\n"); !errors.Is(err, ErrNotListing) {
+		t.Errorf("ParseListing with a foreign line = %v; want ErrNotListing", err)
+	}
+}
+
+// A line that parses is written back as the same entry: the name, above
+// all, is exact whatever bytes it holds.
+func FuzzParseListingLine(f *testing.F) {
+	for _, s := range []string{
+		"-rw-r--r--        16384 2026-12-01 04:05:06 a.txt",
+		"drwxrwxrwt            0 2026-12-01 04:05:06 tmp/",
+		"-rw-r--r--            2 2026-12-01 04:05:06 \"new\\nline\"",
+		"drwx------            0 2026-12-01 04:05:06 \"bad\\xffutf8\"/",
+		"-rwSr-Sr-T 1 2026-12-01 04:05:06 x y/z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		e, err := ParseListingLine(line)
+		if err != nil {
+			return
+		}
+		out := AppendListingLine(nil, e)
+		back, err := ParseListingLine(string(out[:len(out)-1]))
+		if err != nil || back != e {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", line, e, out, back, err)
+		}
+	})
+}

@@ -15,6 +15,7 @@
 #   resume   kerf send --sessions N --resume -r again, every file already there,
 #            for each N of RESUME_NS
 #   rsync    rsync -a --whole-file to rsync --daemon, into an empty destination
+#   rsync-rerun  the same again, every file already there (rsync's quick check)
 #   get      kerf get --sessions N -r of the tree from the server, for each N of NS
 # Environment: RATE [100mbit], DELAY [25ms one way], LOSS [0], REPS [3],
 # NS ["1 2 4 8 default"], RESUME_NS ["1 4"], KERF (default built from this tree),
@@ -102,6 +103,8 @@ for ((r = 0; r < REPS; r++)); do
 				timed "kerf-get-sessions-$n" fetch "${flag[@]}"
 			done ;;
 		rsync) empty; timed rsync A rsync -a --whole-file "$SRC/small" rsync://10.77.0.2:8730/dst/ ;;
+		rsync-rerun) [ -d "$DST/small" ] || send >/dev/null
+			timed rsync-rerun A rsync -a --whole-file "$SRC/small" rsync://10.77.0.2:8730/dst/ ;;
 		esac
 	done
 done

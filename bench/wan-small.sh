@@ -17,6 +17,8 @@
 #   rsync    rsync -a --whole-file to rsync --daemon, into an empty destination
 #   rsync-rerun  the same again, every file already there (rsync's quick check)
 #   get      kerf get --sessions N -r of the tree from the server, for each N of NS
+#   get-resume  kerf get --sessions N --resume -r again into a full copy,
+#            for each N of RESUME_NS
 # Environment: RATE [100mbit], DELAY [25ms one way], LOSS [0], REPS [3],
 # NS ["1 2 4 8 default"], RESUME_NS ["1 4"], KERF (default built from this tree),
 # WANEM_DIR [../shared/tools/wanem], OUT [bench/out/wan-small-DATE].
@@ -101,6 +103,12 @@ for ((r = 0; r < REPS; r++)); do
 				rm -rf "$W/back" && mkdir -p "$W/back"
 				flag=(--sessions "$n"); [ "$n" = default ] && flag=()
 				timed "kerf-get-sessions-$n" fetch "${flag[@]}"
+			done ;;
+		get-resume) [ -d "$DST/small" ] || send >/dev/null
+			[ -d "$W/back/small" ] || { mkdir -p "$W/back" && fetch >/dev/null; }
+			for n in $RESUME_NS; do
+				flag=(--sessions "$n"); [ "$n" = default ] && flag=()
+				timed "kerf-get-resume-rerun-sessions-$n" fetch "${flag[@]}" --resume
 			done ;;
 		rsync) empty; timed rsync A rsync -a --whole-file "$SRC/small" rsync://10.77.0.2:8730/dst/ ;;
 		rsync-rerun) [ -d "$DST/small" ] || send >/dev/null

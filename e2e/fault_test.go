@@ -613,8 +613,8 @@ func TestResumeSkipsFilesAlreadyThere(t *testing.T) {
 	}
 }
 
-// A resumed send of a tree of small files the server has whole sends
-// none of their data: what is there is found in one listing before the
+// A resumed send (or get) of a tree of small files the receiver has
+// whole sends none of their data: what is there is found in one listing before the
 // transfer (protocol.md §6, item 7), not by sending each small file to
 // be thrown away (item 6). Only the changed file's bytes travel, and a
 // changed mode alone still arrives.
@@ -645,6 +645,25 @@ func TestResumeRerunSendsNoData(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(root, "tree/sub2/f02.bin")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("changed mode: %v, %v; want 0600", fi, err)
+	}
+
+	// The same for a get: the server leaves out what the client has.
+	back := t.TempDir()
+	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "tree"), ".")
+	for _, sessions := range []string{"1", "3"} {
+		r = mustRun(t, srv, back, []string{"--json"}, "get", "-z", "--sessions", sessions, "--resume", "-r", target(srv.addr, "tree"), ".")
+		done := lastDone(t, r)
+		if done.WireBytes != 0 || done.Bytes != 0 || done.Files == nil || *done.Files != 40 || len(eventsNamed(parseEvents(t, r.stdout), "file_skipped")) != 40 {
+			t.Fatalf("get rerun (%s sessions) of a whole copy: done %+v; want 40 files skipped, no data on the wire:\n%s", sessions, done, r.stdout)
+		}
+	}
+	writeFile(t, filepath.Join(root, "tree/sub0/f03.bin"), randomBytes(7_000, 8))
+	r = mustRun(t, srv, back, []string{"--json"}, "get", "-z", "--resume", "-r", target(srv.addr, "tree"), ".")
+	if done := lastDone(t, r); done.WireBytes < 7_000 || done.WireBytes > 7_000+8_003+1024 || done.Bytes != 7_000 {
+		t.Errorf("get rerun with one file changed: done %+v; want about 7,000 bytes on the wire", done)
+	}
+	for _, n := range names {
+		sameFile(t, filepath.Join(root, n), filepath.Join(back, n))
 	}
 }
 

@@ -1688,6 +1688,22 @@ func listingEntry(name string, fi fs.FileInfo) framing.ListingEntry {
 	return framing.ListingEntry{Mode: fi.Mode(), Size: fi.Size(), ModTime: fi.ModTime(), Name: name}
 }
 
+// HasWhole reports whether the tree has the regular file e names, with
+// e's size, modification time (to the second) and permission bits: a
+// resumed GET need not fetch it (kermit.GetOptions.Skip).
+func (d *Dir) HasWhole(e framing.ListingEntry) bool {
+	if d.Flat || !e.Mode.IsRegular() {
+		return false
+	}
+	rel, err := d.resolve(e.Name)
+	if err != nil {
+		return false
+	}
+	fi, err := d.root.Lstat(rel)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size &&
+		fi.ModTime().Unix() == e.ModTime.Unix() && fi.Mode().Perm() == e.Mode.Perm()
+}
+
 // ListTree writes to w the listing lines (as List writes them) of what
 // spec names and, for each directory among them, of everything under
 // it, named by their paths from the current directory as spec gives

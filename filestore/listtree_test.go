@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"kerf/framing"
 )
@@ -97,5 +98,34 @@ func TestListTreeLineIsList(t *testing.T) {
 	tree := b.String()
 	if err != nil || !strings.HasSuffix(tree, " d/f\n") || strings.TrimSuffix(tree, "d/f\n") != strings.TrimSuffix(l, "f\n") {
 		t.Errorf("ListTree(d/f) = %q; List(d) = %q, %v", tree, l, err)
+	}
+}
+
+// HasWhole checks a listed file against the tree's own: type, size,
+// time to the second and permissions; a name leading out is never there.
+func TestHasWhole(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "d/f", "d/sub/")
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	os.Chtimes(filepath.Join(root, "d/f"), when, when)
+	os.Symlink("f", filepath.Join(root, "d/link"))
+	d := openTree(t, root)
+	f := framing.ListingEntry{Mode: 0o644, Size: 3, ModTime: when.Add(500 * time.Millisecond), Name: "d/f"}
+	for _, c := range []struct {
+		e    framing.ListingEntry
+		want bool
+	}{
+		{f, true},
+		{framing.ListingEntry{Mode: 0o600, Size: 3, ModTime: when, Name: "d/f"}, false},
+		{framing.ListingEntry{Mode: 0o644, Size: 4, ModTime: when, Name: "d/f"}, false},
+		{framing.ListingEntry{Mode: 0o644, Size: 3, ModTime: when.Add(time.Second), Name: "d/f"}, false},
+		{framing.ListingEntry{Mode: 0o644, Size: 3, ModTime: when, Name: "d/link"}, false},
+		{framing.ListingEntry{Mode: 0o755, Size: 4096, ModTime: when, Name: "d/sub"}, false},
+		{framing.ListingEntry{Mode: 0o644, Size: 3, ModTime: when, Name: "../" + filepath.Base(root) + "/d/f"}, false},
+		{framing.ListingEntry{Mode: 0o644, Size: 3, ModTime: when, Name: "d/none"}, false},
+	} {
+		if got := d.HasWhole(c.e); got != c.want {
+			t.Errorf("HasWhole(%+v) = %v, want %v", c.e, got, c.want)
+		}
 	}
 }

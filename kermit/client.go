@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"kerf/framing"
 )
@@ -20,11 +21,25 @@ func (s *Session) Get(ctx context.Context, spec string, recursive bool, store St
 type GetOptions struct {
 	Recursive bool // directories stand for their trees (V packet)
 	Resume    bool // recover partial files (REGET, J packet; recursive too)
+	// Skip lists files the client has whole (from GetListing, by the
+	// names the F packets give them), for a kerf server to leave out
+	// of the GET if they are still the same; each one left out is
+	// reported as FileSkipped (ErrAlreadyThere).
+	Skip []framing.ListingEntry
 }
 
 // GetWith is Get with options.
 func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store Store) error {
 	defer s.flush()
+	if len(o.Skip) > 0 {
+		told, err := s.sendSkip(ctx, o.Skip)
+		if err != nil {
+			return s.abort(err)
+		}
+		if told {
+			defer s.reportSkipped(o.Skip)()
+		}
+	}
 	if err := s.initServer(ctx); err != nil {
 		return s.abort(err)
 	}
@@ -245,4 +260,95 @@ func specWord(name string) string {
 		return "{" + name + "}"
 	}
 	return name
+}
+
+// GetListing asks a kerf server for the regular files a GET of spec
+// (GET /RECURSIVE with recursive) would send, each under the name its F
+// packet would give it (protocol.md §8, REMOTE DIRECTORY with kerf-get):
+// what a resuming client compares with its files for GetOptions.Skip.
+func (s *Session) GetListing(ctx context.Context, spec string, recursive bool) ([]framing.ListingEntry, error) {
+	defer s.flush()
+	if err := s.initServer(ctx); err != nil {
+		return nil, s.abort(err)
+	}
+	if s.neg.peer.Capas3&capas3ListsTree == 0 {
+		return nil, ErrNoTreeListing
+	}
+	arg := getArg
+	if recursive {
+		arg = getRecursiveArg
+	}
+	text, err := s.generic(ctx, 'D', spec, arg)
+	if err != nil {
+		return nil, err
+	}
+	return framing.ParseListing(text)
+}
+
+// sendSkip tells a kerf server which files of the next GET this client
+// has whole: a text transaction (S, X kerf-skip, D..., Z, B) of their
+// listing lines, which the window carries in a few round trips however
+// many they are. told is false if the server would not take it (it
+// refused the S: a user who may not send), which is not an error: the
+// GET then sends every file.
+func (s *Session) sendSkip(ctx context.Context, skip []framing.ListingEntry) (told bool, err error) {
+	s.resetNegotiation()
+	if err := s.sendInit(ctx, 'S'); err != nil {
+		var pe *PeerError
+		if errors.As(err, &pe) && ctx.Err() == nil {
+			return false, nil
+		}
+		return false, err
+	}
+	if s.neg.peer.Capas3&capas3ListsTree == 0 || !s.neg.peerKerf {
+		// Not a server that reads it: end the empty group.
+		sl, err := s.queue(ctx, 'B', nil, 0)
+		if err == nil {
+			err = s.await(ctx, sl)
+		}
+		return false, err
+	}
+	var text []byte
+	for _, e := range skip {
+		text = framing.AppendListingLine(text, e)
+	}
+	if err := s.sendText(ctx, skipTitle, bytes.NewReader(text)); err != nil {
+		var pe *PeerError
+		if errors.As(err, &pe) && ctx.Err() == nil {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// reportSkipped watches the events of the GET that follows a kerf-skip
+// and returns the function that, once it is over, reports as
+// FileSkipped each file of skip the GET did not bring: the server left
+// it out. A file it sent after all (changed since its listing) has its
+// own events.
+func (s *Session) reportSkipped(skip []framing.ListingEntry) func() {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	tell := s.cfg.Events
+	s.cfg.Events = func(e Event) {
+		if e.Kind == FileStart || e.Kind == FileDone || e.Kind == FileFailed || e.Kind == FileSkipped {
+			mu.Lock()
+			seen[e.Name] = true
+			mu.Unlock()
+		}
+		if tell != nil {
+			tell(e)
+		}
+	}
+	return func() {
+		s.cfg.Events = tell
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range skip {
+			if !seen[e.Name] {
+				s.event(Event{Kind: FileSkipped, Name: e.Name, Err: ErrAlreadyThere, Size: e.Size})
+			}
+		}
+	}
 }

@@ -33,9 +33,11 @@ const capas2DirAttrs = 16
 const capas3UnlessThere = 2
 
 // capas3ListsTree is a kerf bit in the third CAPAS byte, set by a
-// server: "I take REMOTE DIRECTORY with the second argument kerf-tree,
-// and list the whole tree" (protocol.md §8): what a resuming sender's
-// quick check reads (Session.SkipWhole). A server from before it would
+// server: "I take REMOTE DIRECTORY with the second argument kerf-tree
+// (the whole tree) or kerf-get/kerf-get-r (a GET's files), and a
+// client's kerf-skip text before a GET" (protocol.md §6 item 7, §8):
+// what a resuming send's and get's quick checks need
+// (Session.SkipWhole, GetOptions.Skip). A server from before it would
 // list one directory, whose names a client could take for others.
 const capas3ListsTree = 4
 

@@ -316,7 +316,18 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 			}
 		}
 	}
-	errs := inParallel(n, func(i int) error { return sessions[i].GetWith(ctx, spec, o, stores[i]) })
+	errs := inParallel(n, func(i int) error {
+		oi := o
+		// Each session tells the server of the skipped files of its
+		// own share only.
+		oi.Skip = nil
+		for _, e := range o.Skip {
+			if (share{i, n}).has(e.Name) {
+				oi.Skip = append(oi.Skip, e)
+			}
+		}
+		return sessions[i].GetWith(ctx, spec, oi, stores[i])
+	})
 	for i, s := range sessions {
 		s.holdDirs = nil
 		if saved[i] != nil {

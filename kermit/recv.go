@@ -224,6 +224,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				cur.display = display
 				if cur.display == nil {
 					cur.display = io.Discard
+					if s.serving && s.neg.peerKerf && name == skipTitle {
+						cur.display = &skipSink{s: s}
+					}
 				}
 			} else if store == nil {
 				return fmt.Errorf("%w: peer sent a file where text was expected", ErrProtocol)

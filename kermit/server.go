@@ -19,6 +19,8 @@ import (
 // the client as E packets and the server keeps waiting.
 func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 	defer s.flush()
+	s.serving = true
+	defer func() { s.serving = false }()
 	for {
 		s.flush()
 		s.resetNegotiation()
@@ -152,6 +154,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
 			sh := s.share
 			s.share = share{} // for this GET only, whatever comes of it
+			defer func() { s.skip = nil }()
 			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err
 			}
@@ -172,6 +175,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			files = sh.of(files)
+			files = withoutSkipped(files, s.skip)
 			if p.Type == 'J' {
 				saved := s.cfg.Resume
 				s.cfg.Resume = true
@@ -317,6 +321,20 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 	case 'A':
 		reply = fsys.Pwd()
 	case 'D':
+		if arg(1) == getArg || arg(1) == getRecursiveArg {
+			files, err := fsys.Match(arg(0), arg(1) == getRecursiveArg)
+			if err != nil {
+				return err
+			}
+			var text []byte
+			for _, f := range files {
+				if f.Dir || f.Open == nil || f.Size < 0 {
+					continue
+				}
+				text = framing.AppendListingLine(text, framing.ListingEntry{Mode: f.Mode.Perm(), Size: f.Size, ModTime: f.ModTime, Name: f.Name})
+			}
+			return s.reply(ctx, p.Seq, text, nil)
+		}
 		if arg(1) == treeArg {
 			tl, ok := fsys.(TreeLister)
 			if !ok {
@@ -344,15 +362,17 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		if err := fsys.Rename(arg(0), arg(1)); err != nil {
 			return err
 		}
-	case 'S': // REMOTE SET: kerf's own parameter only
-		if arg(0) != shareParam {
+	case 'S': // REMOTE SET: kerf's own parameters only
+		switch arg(0) {
+		case shareParam:
+			sh, err := parseShare(arg(1))
+			if err != nil {
+				return err
+			}
+			s.share = sh
+		default:
 			return fmt.Errorf("unimplemented REMOTE SET parameter %q", arg(0))
 		}
-		sh, err := parseShare(arg(1))
-		if err != nil {
-			return err
-		}
-		s.share = sh
 	case 'H':
 		reply = "kerf server: GET, SEND, REMOTE DIR/CD/PWD/DELETE/MKDIR/RMDIR/RENAME, FINISH, BYE"
 	default:
@@ -446,6 +466,73 @@ func (s *Session) sendText(ctx context.Context, title string, text io.Reader) er
 		}
 	}
 	return nil
+}
+
+// getArg and getRecursiveArg, as the second argument of REMOTE
+// DIRECTORY, ask a kerf server for the listing of the regular files a
+// GET (R) or GET /RECURSIVE (V, J) of the first would send, under the
+// names its F packets would give them (protocol.md §8): what a resuming
+// client compares with its own files (GetOptions.Skip).
+const (
+	getArg          = "kerf-get"
+	getRecursiveArg = "kerf-get-r"
+)
+
+// skipTitle is the title of the text a resuming kerf client sends a
+// kerf server before a GET (S, X, D..., Z, B): listing lines of the
+// files it has whole, by F name. The GET that follows leaves out each
+// file still of that size, time and mode (protocol.md §6, item 7).
+const skipTitle = "kerf-skip"
+
+// maxSkip bounds a session's skip set (about 100 bytes a name); lines
+// past it are passed over, and their files sent.
+const maxSkip = 1 << 18
+
+// skipSink takes the text of a kerf-skip transaction into the session's
+// skip set, line by line.
+type skipSink struct {
+	s    *Session
+	line []byte
+}
+
+func (k *skipSink) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(k.line)+len(b) <= 2*framing.MaxLongLen {
+				k.line = append(k.line, b...)
+			}
+			break
+		}
+		k.line = append(k.line, b[:i]...)
+		b = b[i+1:]
+		if e, err := framing.ParseListingLine(string(k.line)); err == nil && len(k.s.skip) < maxSkip {
+			if k.s.skip == nil {
+				k.s.skip = map[string]framing.ListingEntry{}
+			}
+			k.s.skip[e.Name] = e
+		}
+		k.line = k.line[:0]
+	}
+	return n, nil
+}
+
+// withoutSkipped is files less those skip holds with the same size,
+// modification time to the second, and permissions: the client has
+// them whole.
+func withoutSkipped(files []OutgoingFile, skip map[string]framing.ListingEntry) []OutgoingFile {
+	if len(skip) == 0 {
+		return files
+	}
+	out := files[:0:0]
+	for _, f := range files {
+		if e, ok := skip[f.Name]; ok && !f.Dir && f.Size == e.Size && f.ModTime.Unix() == e.ModTime.Unix() && f.Mode.Perm() == e.Mode.Perm() {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // shareParam is kerf's REMOTE SET parameter asking for a share of the

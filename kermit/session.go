@@ -62,6 +62,11 @@ type Session struct {
 	// share is the part of its next GET a kerf client asked this server
 	// for (REMOTE SET kerf-share; n 0: all of it).
 	share share
+	// skip holds the files of its next GET a kerf client has whole
+	// (its kerf-skip text), by name as the F packet gives it.
+	skip map[string]framing.ListingEntry
+	// serving: the session runs Serve.
+	serving bool
 	// holdDirs, if set, takes the directory attributes finishDirs would
 	// give: a GetParallel gives them once all its sessions are done.
 	holdDirs *heldDirs

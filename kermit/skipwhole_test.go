@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,6 +132,173 @@ func TestSkipWhole(t *testing.T) {
 			// The session is still fit for a command.
 			if _, err := cli.Generic(ctx, 'A'); err != nil {
 				t.Errorf("pwd after the quick check: %v", err)
+			}
+		})
+	}
+}
+
+// openCounter is a server tree that counts which files a GET opens.
+type openCounter struct {
+	*filestore.Dir
+	mu     sync.Mutex
+	opened map[string]int
+	auth   func(cmd string) error
+}
+
+func (o *openCounter) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	files, err := o.Dir.Match(spec, recursive)
+	for i := range files {
+		name, open := files[i].Name, files[i].Open
+		if open == nil {
+			continue
+		}
+		files[i].Open = func() (kermit.FileReader, error) {
+			o.mu.Lock()
+			o.opened[name]++
+			o.mu.Unlock()
+			return open()
+		}
+	}
+	return files, err
+}
+
+func (o *openCounter) Login(string, string) error { return nil }
+func (o *openCounter) Authorized(cmd string) error {
+	if o.auth != nil {
+		return o.auth(cmd)
+	}
+	return nil
+}
+
+// A resumed GET tells the server which files the client has whole, from
+// one listing of the GET's files (GetListing), and the server leaves
+// them out: they are never opened, and the client reports them skipped.
+// One changed on the server after the listing is sent after all. With
+// several sessions each tells its own share; a user who may not send
+// gets every file, as before.
+func TestGetSkip(t *testing.T) {
+	root := t.TempDir()
+	when := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	var names []string
+	for i := range 60 {
+		n := fmt.Sprintf("tree/d%d/f%02d", i%4, i)
+		p := filepath.Join(root, filepath.FromSlash(n))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, randomBytes(1000+i, int64(i)), 0o644)
+		os.Chtimes(p, when, when)
+		names = append(names, n)
+	}
+	for _, c := range []struct {
+		name     string
+		sessions int
+		readOnly bool
+	}{{"one session", 1, false}, {"three sessions", 3, false}, {"user who may not send", 1, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := t.TempDir()
+			// The client has the first 40 whole, a different f40, and a
+			// f41 of another mode; nothing of the rest.
+			for _, n := range names[:42] {
+				data, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(n)))
+				p := filepath.Join(dst, filepath.FromSlash(n))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if n == names[40] {
+					data = append(data, 'x')
+				}
+				os.WriteFile(p, data, 0o644)
+				os.Chtimes(p, when, when)
+			}
+			os.Chmod(filepath.Join(dst, filepath.FromSlash(names[41])), 0o600)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var sessions []*kermit.Session
+			var stores []kermit.Store
+			var got fileEndings
+			var servers []*openCounter
+			for range c.sessions {
+				ccfg := kermit.DefaultConfig()
+				ccfg.Events = got.note
+				cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
+				dir, err := filestore.Open(root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { dir.Close() })
+				oc := &openCounter{Dir: dir, opened: map[string]int{}}
+				if c.readOnly {
+					oc.auth = func(cmd string) error {
+						if cmd == "S" {
+							return errors.New("read-only access")
+						}
+						return nil
+					}
+				}
+				servers = append(servers, oc)
+				go srv.Serve(ctx, oc)
+				st, err := filestore.Open(dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				sessions, stores = append(sessions, cli), append(stores, st)
+			}
+			list, err := sessions[0].GetListing(ctx, "tree", true)
+			if err != nil || len(list) != len(names) {
+				t.Fatalf("GetListing: %d entries, %v; want %d", len(list), err, len(names))
+			}
+			o := kermit.GetOptions{Recursive: true, Resume: true}
+			for _, e := range list {
+				if stores[0].(*filestore.Dir).HasWhole(e) {
+					o.Skip = append(o.Skip, e)
+				}
+			}
+			if len(o.Skip) != 40 {
+				t.Fatalf("the client has %d whole, want 40", len(o.Skip))
+			}
+			// Changed on the server since its listing: sent after all.
+			changed := filepath.Join(root, filepath.FromSlash(names[0]))
+			os.WriteFile(changed, []byte("changed"), 0o644)
+			os.Chtimes(changed, when, when)
+			t.Cleanup(func() { os.WriteFile(changed, randomBytes(1000, 0), 0o644); os.Chtimes(changed, when, when) })
+
+			if err := kermit.GetParallel(ctx, sessions, "tree", o, stores); err != nil {
+				t.Fatalf("GetParallel: %v", err)
+			}
+			opened := map[string]int{}
+			for _, oc := range servers {
+				for n, k := range oc.opened {
+					opened[n] += k
+				}
+			}
+			for i, n := range names {
+				data, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(n)))
+				if b, _ := os.ReadFile(filepath.Join(dst, filepath.FromSlash(n))); string(b) != string(data) {
+					t.Errorf("%s differs", n)
+				}
+				skipped := i > 0 && i < 40 && !c.readOnly
+				if skipped && opened[n] != 0 {
+					t.Errorf("%s opened %d times; the client has it whole", n, opened[n])
+				}
+				if !skipped && i >= 40 && opened[n] != 1 {
+					t.Errorf("%s opened %d times, want once", n, opened[n])
+				}
+				e := got.of(n)
+				switch {
+				case i == 0:
+					if e.Kind != kermit.FileDone {
+						t.Errorf("%s, changed on the server: %+v; want done", n, e)
+					}
+				case i < 40 || i == 41:
+					if e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrAlreadyThere) {
+						t.Errorf("%s: %+v; want skipped, already there", n, e)
+					}
+				default:
+					if e.Kind != kermit.FileDone {
+						t.Errorf("%s: %+v; want done", n, e)
+					}
+				}
+			}
+			if fi, err := os.Stat(filepath.Join(dst, filepath.FromSlash(names[41]))); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("%s: %v, %v; want the server's mode 0644", names[41], fi, err)
 			}
 		})
 	}

@@ -812,6 +812,21 @@ func getCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}
+			if opts.Resume && !cfg.Classic && !renamed && !store.UniqueNames && hasEntries(openDir) {
+				// What is here whole is found from one listing of the
+				// GET's files and left out by the server
+				// (kermit.GetOptions.Skip), not sent to be thrown away.
+				list, err := cl.Session().GetListing(c.Context, quoteSpec(specs), true)
+				var le *kermit.LinkError
+				if errors.As(err, &le) || c.Context.Err() != nil {
+					return rep.end(err, true)
+				}
+				for _, e := range list {
+					if store.HasWhole(e) {
+						opts.Skip = append(opts.Skip, e)
+					}
+				}
+			}
 			clients := []*control.Client{cl}
 			stores := []kermit.Store{store}
 			if renamed {
@@ -849,6 +864,17 @@ func getCommand() *cli.Command {
 			return rep.end(err, true)
 		}),
 	}
+}
+
+// hasEntries reports whether dir is a directory with something in it.
+func hasEntries(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
 }
 
 // missingDirs lists dir and those of its parents that do not exist,

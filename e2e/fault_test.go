@@ -651,10 +651,15 @@ func TestResumeRerunSendsNoData(t *testing.T) {
 	back := t.TempDir()
 	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "tree"), ".")
 	for _, sessions := range []string{"1", "3"} {
+		before := strings.Count(srv.stderr.String(), "msg=login ")
 		r = mustRun(t, srv, back, []string{"--json"}, "get", "-z", "--sessions", sessions, "--resume", "-r", target(srv.addr, "tree"), ".")
 		done := lastDone(t, r)
 		if done.WireBytes != 0 || done.Bytes != 0 || done.Files == nil || *done.Files != 40 || len(eventsNamed(parseEvents(t, r.stdout), "file_skipped")) != 40 {
 			t.Fatalf("get rerun (%s sessions) of a whole copy: done %+v; want 40 files skipped, no data on the wire:\n%s", sessions, done, r.stdout)
+		}
+		// Nothing to fetch: no more sessions than one.
+		if n := strings.Count(srv.stderr.String(), "msg=login ") - before; n != 1 {
+			t.Errorf("get rerun (%s sessions) with nothing to fetch: %d logins, want 1", sessions, n)
 		}
 	}
 	writeFile(t, filepath.Join(root, "tree/sub0/f03.bin"), randomBytes(7_000, 8))

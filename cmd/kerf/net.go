@@ -812,6 +812,7 @@ func getCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}
+			toFetch := -1 // files the GET will bring, where a listing told
 			if opts.Resume && !cfg.Classic && !renamed && !store.UniqueNames && hasEntries(openDir) {
 				// What is here whole is found from one listing of the
 				// GET's files and left out by the server
@@ -826,12 +827,15 @@ func getCommand() *cli.Command {
 						opts.Skip = append(opts.Skip, e)
 					}
 				}
+				if err == nil {
+					toFetch = len(list) - len(opts.Skip)
+				}
 			}
 			clients := []*control.Client{cl}
 			stores := []kermit.Store{store}
 			if renamed {
 				stores[0] = &asNameStore{Dir: store, as: asName}
-			} else if want := sessionsWithin(sessionsFor(c, cl)); want > 1 && !cfg.Classic && (opts.Recursive || c.IsSet("sessions")) {
+			} else if want := sessionsWithin(fetchSessions(sessionsFor(c, cl), toFetch)); want > 1 && !cfg.Classic && (opts.Recursive || c.IsSet("sessions")) {
 				// A tree (or many files asked for so): shares of it
 				// over more sessions, each into its own store.
 				more, err := moreSessions(c.Context, cfg, cl, want-1, "")
@@ -864,6 +868,15 @@ func getCommand() *cli.Command {
 			return rep.end(err, true)
 		}),
 	}
+}
+
+// fetchSessions is how many of want sessions a get opens for toFetch
+// files (-1: not known): as for send, one per minFilesPerSession.
+func fetchSessions(want, toFetch int) int {
+	if toFetch < 0 {
+		return want
+	}
+	return max(1, min(want, toFetch/minFilesPerSession))
 }
 
 // hasEntries reports whether dir is a directory with something in it.

@@ -452,7 +452,14 @@ func (s *Session) sendText(ctx context.Context, title string, text io.Reader) er
 		}
 		data, n := s.neg.out.Encode(nil, src.pending(), s.neg.maxData)
 		src.consume(n)
-		if _, err := s.queue(ctx, 'D', data, n); err != nil {
+		// Streaming, as file data goes: a receiver that streams ACKs no
+		// D, and a window waiting for those ACKs would stall once full.
+		if s.neg.streaming {
+			err = s.stream(ctx, data, n)
+		} else {
+			_, err = s.queue(ctx, 'D', data, n)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -400,6 +400,10 @@ func TestRefusedFileFailsTransfer(t *testing.T) {
 			if r.code != 4 || !strings.Contains(r.stderr, "a.bin") {
 				t.Errorf("want exit 4 naming a.bin, got %s", r)
 			}
+			// Only what arrived counts, whatever crossed the link.
+			if last := evs[len(evs)-1]; last.Event != "error" || last.Bytes != int64(len("accepted")) {
+				t.Errorf("the last event: want an error with bytes %d, those of b.bin alone:\n%s", len("accepted"), r.stdout)
+			}
 		})
 	}
 }

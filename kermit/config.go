@@ -105,6 +105,8 @@ type Config struct {
 	// noUnlessThere leaves capas3UnlessThere out (tests: a kerf from
 	// before it).
 	noUnlessThere bool
+	// verdictSize, if set, replaces Session.verdictSize (tests).
+	verdictSize int64
 }
 
 // DefaultConfig is the best classic Kermit this side can do; the peer's

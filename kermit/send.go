@@ -222,6 +222,18 @@ func (s *Session) event(e Event) {
 	}
 }
 
+// verdictSize is the smallest file a dual-channel sender waits for the
+// receiver's verdict on (the A's ACK) before its data: 64 MiB, or what
+// a round trip (the least measured) carries at 1 GB/s if that is more.
+// The wait then costs at most about a round trip for each such file,
+// and a refused file sends no data.
+func (s *Session) verdictSize() int64 {
+	if s.cfg.verdictSize > 0 {
+		return s.cfg.verdictSize
+	}
+	return max(64<<20, int64(s.rtt.least.Seconds()*1e9))
+}
+
 // eagerResumeSize is the largest file that a resuming sender sends
 // whole at once rather than wait a round trip for the receiver's
 // recovery point: one it takes less than a round trip to send at 10 MB/s
@@ -316,7 +328,10 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		// Wait for the verdict unless data goes out of band without
 		// recovery: then a refusal only makes the receiver discard.
-		if last != nil && (!dual || resume && !eager) {
+		// A big file waits all the same, as one round trip is little
+		// beside its data, which a refusal (no room, say) would
+		// otherwise have cross the link in vain.
+		if last != nil && (!dual || resume && !eager || f.Size >= s.verdictSize()) {
 			if resume {
 				s.peerHashes(max(f.Size, 0), last.seq) // the receiver checks its partial
 			}

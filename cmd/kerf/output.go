@@ -36,8 +36,8 @@ type reporter struct {
 	start    time.Time
 	last     time.Time
 	current  map[string]int64
-	// skipped are files skipped (already there) whose late progress
-	// events, from the data path, are not counted.
+	// skipped are files skipped or failed, whose late progress events,
+	// from the data path, are not counted.
 	skipped map[string]bool
 	// wire counts the bytes the data blocks took on the data
 	// connections, and says whether they travelled compressed (it is
@@ -138,17 +138,18 @@ func (r *reporter) event(e kermit.Event) {
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
 	case kermit.FileSkipped, kermit.FileFailed:
+		// Data sent before the answer came (a small file goes at once)
+		// was thrown away, or the file is not there: its bytes do not
+		// count, and neither does what its late progress says.
+		r.done -= r.current[e.Name]
+		delete(r.current, e.Name)
+		if r.skipped == nil {
+			r.skipped = map[string]bool{}
+		}
+		r.skipped[e.Name] = true
 		if errors.Is(e.Err, kermit.ErrAlreadyThere) || errors.Is(e.Err, kermit.ErrDeclined) {
 			// A resume found the file whole, or a classic receiver's
-			// collision setting kept its copy: not a failure. Data sent
-			// before the answer came (a small file goes at once) was
-			// thrown away: it does not count.
-			r.done -= r.current[e.Name]
-			delete(r.current, e.Name)
-			if r.skipped == nil {
-				r.skipped = map[string]bool{}
-			}
-			r.skipped[e.Name] = true
+			// collision setting kept its copy: not a failure.
 			r.files++
 			if r.json != nil {
 				r.json.Encode(jsonEvent{Event: "file_skipped", Name: e.Name, Size: &size, Reason: e.Err.Error()})

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"kerf/kermit"
+)
+
+// The total counts the bytes of the files transferred: not those of a
+// file refused or failed after its data went (they crossed the link to
+// be thrown away), nor its late progress, nor a skipped file's.
+func TestReporterCountsTransferredBytes(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "refused", Size: 2 << 20},
+		{Kind: kermit.FileProgress, Name: "refused", Size: 2 << 20, Bytes: 1 << 20},
+		{Kind: kermit.FileSkipped, Name: "refused", Err: errors.New("refused by the receiver (length)")},
+		{Kind: kermit.FileProgress, Name: "refused", Size: 2 << 20, Bytes: 2 << 20},
+		{Kind: kermit.FileStart, Name: "there", Size: 500},
+		{Kind: kermit.FileProgress, Name: "there", Size: 500, Bytes: 500},
+		{Kind: kermit.FileSkipped, Name: "there", Err: kermit.ErrAlreadyThere, Size: 500},
+		{Kind: kermit.FileStart, Name: "cut", Size: 900},
+		{Kind: kermit.FileProgress, Name: "cut", Size: 900, Bytes: 300},
+		{Kind: kermit.FileFailed, Name: "cut", Err: errors.New("the transfer ended before the file did")},
+		{Kind: kermit.FileStart, Name: "ok", Size: 8},
+		{Kind: kermit.FileProgress, Name: "ok", Size: 8, Bytes: 5},
+		{Kind: kermit.FileDone, Name: "ok", Size: 8, Bytes: 8},
+	} {
+		r.event(e)
+	}
+	if r.done != 8 || r.files != 2 {
+		t.Errorf("done %d bytes, %d files; want 8 bytes (ok alone), 2 files (ok and there)", r.done, r.files)
+	}
+}

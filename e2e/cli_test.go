@@ -296,6 +296,8 @@ func TestJSONRemoteCommandFailures(t *testing.T) {
 		{[]string{"ls", target(srv.addr, "nothing-here")}, 4, "nothing-here"},
 		{[]string{"ls", target(refused, "d")}, 3, "connection refused"},
 		{[]string{"mkdir", srv.addr}, 2, "names no remote path"},
+		{[]string{"mv", srv.addr + "/", target(srv.addr, "foo")}, 2, "names no remote path"},
+		{[]string{"mv", target(srv.addr, "d"), srv.addr + "/"}, 2, "names no remote path"},
 	} {
 		r := run(t, srv, local, []string{"--json"}, c.args[0], c.args[1:]...)
 		evs := parseEvents(t, r.stdout)

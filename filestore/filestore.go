@@ -2093,9 +2093,17 @@ func (d *Dir) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
+	afi, err := d.root.Lstat(a)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
 	if fi, err := d.root.Lstat(b); err == nil && fi.IsDir() && a != b {
 		// Into an existing directory, as mv does.
 		b = path.Join(b, path.Base(a))
+	} else if strings.HasSuffix(to, "/") && !afi.IsDir() {
+		// "to/" names a directory, as for mv(1): a file is not renamed
+		// to a mistyped one.
+		return fmt.Errorf("filestore: cannot move %s to %s: not a directory", from, to)
 	}
 	switch {
 	case a == "." || b == ".":
@@ -2107,13 +2115,24 @@ func (d *Dir) Rename(from, to string) error {
 	}
 	defer d.forgetDirs(a)
 	defer d.forgetDirs(b)
-	if err := d.root.Rename(a, b); err != nil {
-		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+	err = d.root.Rename(a, b)
+	bfi, berr := d.root.Lstat(b)
+	switch {
+	case err == nil:
+		return nil
+	case berr == nil && bfi.IsDir() && afi.IsDir():
+		// rename(2) puts a directory in place of an empty one; os.Root
+		// refuses any directory there. The empty one goes first.
+		if rerr := d.root.Remove(b); rerr != nil {
 			return fmt.Errorf("filestore: cannot rename %s to %s: a directory that is not empty is there", a, b)
 		}
-		return err
+		return d.root.Rename(a, b)
+	case berr == nil && bfi.IsDir():
+		return fmt.Errorf("filestore: cannot rename %s to %s: a directory is there", a, b)
+	case berr == nil && afi.IsDir():
+		return fmt.Errorf("filestore: cannot rename directory %s to %s: a file is there", a, b)
 	}
-	return nil
+	return err
 }
 
 // forgetDirs drops the cached handles of directory rel and of every

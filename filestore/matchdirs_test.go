@@ -566,6 +566,32 @@ func TestRenameLikeMv(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "d1/f")); string(b) != "g" {
 		t.Errorf("d1/f holds %q after g was renamed onto it", b)
 	}
+
+	// A directory takes the place of an empty one, as rename(2) lets it
+	// (os.Root's refuses any directory there).
+	makeTree(t, root, "e3/inside", "d2/e3/")
+	if err := d.Rename("e3", "d2"); err != nil {
+		t.Errorf("Rename(e3, d2) with d2/e3 empty: %v", err)
+	} else if _, err := os.Stat(filepath.Join(root, "d2/e3/inside")); err != nil {
+		t.Errorf("e3 did not take the empty d2/e3's place: %v", err)
+	}
+	makeTree(t, root, "h", "d3/h/", "d4/", "d5/d4", "k")
+	for _, tc := range []struct{ from, to, want string }{
+		{"k", "nodir/", "not a directory"}, // mv's "to/": a file is not renamed to a mistyped directory
+		{"h", "d3", "a directory is there"},
+		{"d4", "d5", "a file is there"},
+	} {
+		if err := d.Rename(tc.from, tc.to); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Rename(%s, %s): %v, want an error saying %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "k")); err != nil {
+		t.Errorf("k moved: %v", err)
+	}
+	// A directory to "name/" is renamed, as mv does.
+	if err := d.Rename("d4", "d6/"); err != nil {
+		t.Errorf("Rename(d4, d6/): %v", err)
+	}
 }
 
 // A partial left by a transfer that ran as another user, which this

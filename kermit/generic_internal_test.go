@@ -14,6 +14,10 @@ func TestGenericArgsRoundTrip(t *testing.T) {
 		{strings.Repeat("x", 94)},
 		{strings.Repeat("d", 150) + "/e", "short"},
 		{strings.Repeat("y", 1000)},
+		{"", "foo"}, // an empty argument before another (mv HOST/ ...)
+		{"", "", "x"},
+		{"a", ""},
+		{"", strings.Repeat("z", 300)},
 	} {
 		enc := encodeGenericArgs('C', args)
 		got := parseGenericArgs(enc[1:])

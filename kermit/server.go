@@ -269,8 +269,13 @@ func groupArg(a string) string {
 // them back.
 func encodeGenericArgs(cmd byte, args []string) []byte {
 	b := []byte{cmd}
-	for _, a := range args {
+	for i, a := range args {
 		a = groupArg(a)
+		if a == "" && i < len(args)-1 {
+			// Bare, an empty argument followed by another would read as
+			// a long argument's length.
+			a = "{}"
+		}
 		if len(a) > 94 {
 			a = a[:min(len(a), framing.MaxLongLen)]
 			b = append(b, ' ', byte(32+len(a)/95), byte(32+len(a)%95))

@@ -1081,6 +1081,11 @@ func mvCommand() *cli.Command {
 					return usageErr("mv renames on one server: %s is on %s, %s on %s", c.Args().Get(0), addr, to, a2)
 				}
 			}
+			for _, p := range []string{from, to} {
+				if strings.Trim(p, "/") == "" {
+					return usageErr("mv: %q names no remote path", p)
+				}
+			}
 			cl, err := dial(c, addr)
 			if err != nil {
 				return err

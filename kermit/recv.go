@@ -115,6 +115,9 @@ type recvFile struct {
 	refused  bool
 	dir      bool  // a directory (sendDir): F, Z and perhaps A
 	why      error // why it was refused, for a kerf peer
+	// deferred: the refusal is reported at the Z, whose reason (a
+	// kerf sender's) says better why (dirInGroup).
+	deferred bool
 	off      int64 // next write offset
 	start    int64 // resume point
 	text     bool
@@ -135,6 +138,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 	s.cancelGroup.Store(false)
 	var cur *recvFile
 	defer func() {
+		if cur != nil && cur.deferred {
+			s.event(Event{Kind: FileFailed, Name: cur.name, Err: cur.why})
+		}
 		if cur != nil && cur.inc != nil {
 			// Cut off (the link, an E, a cancel): the file is not here.
 			path := cur.inc.Name()
@@ -245,7 +251,14 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 					}
 					s.cfg.Log.Info("refusing file", "name", name, "err", err)
 					cur.refused, cur.why = true, err
-					s.event(Event{Kind: FileFailed, Name: name, Err: err})
+					if s.neg.peerKerf && s.dirInGroup(name) {
+						// The sender's own directory of this name came
+						// first: the "file" is its word that it could
+						// not read the directory, which its Z gives.
+						cur.deferred = true
+					} else {
+						s.event(Event{Kind: FileFailed, Name: name, Err: err})
+					}
 				} else {
 					cur.inc = inc
 					if enc, err := s.encodeField([]byte(inc.Name())); err == nil {
@@ -701,6 +714,27 @@ func (cur *recvFile) fromCanonical(b []byte) []byte {
 	return out
 }
 
+// sendersReason is the reason a kerf sender gives in a discarding Z
+// ("D" and its words) for not sending a file.
+func (s *Session) sendersReason(zdata []byte) (string, bool) {
+	if len(zdata) < 2 || zdata[0] != 'D' || !s.neg.peerKerf {
+		return "", false
+	}
+	text, err := s.decodeString(zdata[1:])
+	return text, err == nil
+}
+
+// dirInGroup reports whether the group being received made the
+// directory name (a kerf peer's entry for it came before).
+func (s *Session) dirInGroup(name string) bool {
+	for _, d := range s.dirsToFinish {
+		if strings.TrimSuffix(d.name, "/") == name {
+			return true
+		}
+	}
+	return false
+}
+
 // finishFile handles Z: discard, or verify and commit.
 func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) error {
 	if cur.display != nil || cur.dir {
@@ -714,6 +748,14 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 	}
 	discard := len(zdata) > 0 && zdata[0] == 'D'
+	if cur.deferred {
+		why := cur.why
+		if text, ok := s.sendersReason(zdata); ok {
+			why = fmt.Errorf("not sent by the peer: %s", text)
+		}
+		s.event(Event{Kind: FileFailed, Name: cur.name, Err: why})
+		cur.deferred = false
+	}
 	if cur.refused || cur.inc == nil {
 		if cur.expected && !discard {
 			if !s.data.Ready(cur.id) {
@@ -737,16 +779,13 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 		inc.Abort(false)
 		why := ErrCanceled
-		if discard && len(zdata) > 1 && s.neg.peerKerf {
-			// A kerf sender says why it could not send the file.
-			if text, err := s.decodeString(zdata[1:]); err == nil {
-				if text == errRestart.Error() {
-					// It sends the file again, whole, next.
-					s.cfg.Log.Info("partial file differs from the sender's, receiving it whole", "name", cur.name)
-					return nil
-				}
-				why = fmt.Errorf("not sent by the peer: %s", text)
+		if text, ok := s.sendersReason(zdata); ok {
+			if text == errRestart.Error() {
+				// It sends the file again, whole, next.
+				s.cfg.Log.Info("partial file differs from the sender's, receiving it whole", "name", cur.name)
+				return nil
 			}
+			why = fmt.Errorf("not sent by the peer: %s", text)
 		}
 		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: why})
 		return nil

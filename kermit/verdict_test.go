@@ -1,10 +1,16 @@
 package kermit_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"kerf/filestore"
 	"kerf/kermit"
@@ -97,4 +103,51 @@ func (s smallRefused) Create(name string) (kermit.Incoming, error) {
 		return noRoomFile{inc, 100}, nil
 	}
 	return s.noRoomStore.Create(name)
+}
+
+// unreadableDirFS serves tree/ld as the walk does a directory it may
+// not read: its entry, then a file of its name that cannot be opened.
+type unreadableDirFS struct{ *filestore.Dir }
+
+func (u unreadableDirFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	files, err := u.Dir.Match(spec, recursive)
+	why := fmt.Errorf("open tree/ld: %w", fs.ErrPermission)
+	return append(files,
+		kermit.OutgoingFile{Name: "tree/ld", Dir: true, Mode: 0, ModeKnown: true, ModTime: time.Now()},
+		kermit.OutgoingFile{Name: "tree/ld", Size: -1, Open: func() (kermit.FileReader, error) { return nil, why }}), err
+}
+
+// A directory the server may not read is reported with the server's
+// reason (permission denied), not as the name clash the receiver saw
+// (the directory it had just made, where a "file" of its name came).
+func TestUnreadableServerDirectorySaysWhy(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
+	os.WriteFile(filepath.Join(root, "tree/f"), []byte("f"), 0o644)
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	var got fileEndings
+	ccfg := kermit.DefaultConfig()
+	ccfg.Events = got.note
+	cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, unreadableDirFS{dir})
+	dst := t.TempDir()
+	st, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cli.Get(ctx, "tree", true, st)
+	e := got.of("tree/ld")
+	if e.Kind != kermit.FileFailed || e.Err == nil || !strings.Contains(e.Err.Error(), "permission denied") {
+		t.Errorf("tree/ld: %+v; want failed, saying permission denied", e)
+	}
+	if e := got.of("tree/f"); e.Kind != kermit.FileDone {
+		t.Errorf("tree/f: %+v; want done", e)
+	}
 }

@@ -56,6 +56,10 @@ type Attributes struct {
 	// Zone is the time zone '#' dates are written and read in: nil is
 	// local time, as C-Kermit does; two kerf peers agree on UTC.
 	Zone *time.Location
+	// SubSecond writes the '#' date with its fraction of a second
+	// (".nnnnnnnnn" after the seconds, when not zero), for a kerf peer
+	// that reads it (protocol.md §5.2); a fraction is always read.
+	SubSecond bool
 	// Extra holds, in order, the tags this package does not model and
 	// modelled tags whose value it could not decode (a non-numeric length,
 	// an unreadable date, a non-octal mode), so nothing received is lost.
@@ -110,7 +114,11 @@ func (a Attributes) Marshal(max int) [][]byte {
 	addString(AttrType, a.Type)
 	addString(AttrEncoding, a.Encoding)
 	if t := a.ModTime.In(a.zone()); !a.ModTime.IsZero() && t.Year() >= 0 && t.Year() <= 9999 {
-		add(AttrDate, []byte(formatAttrTimeIn(t, a.zone())))
+		v := formatAttrTimeIn(t, a.zone())
+		if a.SubSecond && t.Nanosecond() != 0 {
+			v += fmt.Sprintf(".%09d", t.Nanosecond())
+		}
+		add(AttrDate, []byte(v))
 	}
 	if a.LengthK >= 0 {
 		add(AttrLengthK, strconv.AppendInt(nil, a.LengthK, 10))
@@ -280,6 +288,7 @@ func (a *Attributes) zone() *time.Location {
 // It accepts the forms of the protocol manual and C-Kermit:
 //
 //	yyyymmdd hh:mm:ss   C-Kermit's form
+//	yyyymmdd hh:mm:ss.n kerf's, to a kerf peer: 1 to 9 digits of the second
 //	yyyymmdd hh:mm
 //	yyyymmdd            midnight
 //	yymmdd[ hh:mm[:ss]] two-digit years: 69..99 are 1969..1999, 00..68 are 2000..2068
@@ -357,7 +366,7 @@ func parseAttrTimeIn(s string, loc *time.Location) (time.Time, error) {
 	}
 
 	// Optional time: hh:mm or hh:mm:ss after ' ' or 'T'.
-	var hour, minute, sec int
+	var hour, minute, sec, nsec int
 	if len(s) > 0 {
 		if !skip(' ') && !skip('T') {
 			return bad()
@@ -372,6 +381,20 @@ func parseAttrTimeIn(s string, loc *time.Location) (time.Time, error) {
 			if sec, ok = digits(2); !ok {
 				return bad()
 			}
+			if skip('.') {
+				// kerf's fraction of a second: 1 to 9 digits.
+				n := 0
+				for n < len(s) && n < 10 && s[n] >= '0' && s[n] <= '9' {
+					n++
+				}
+				if n == 0 || n > 9 {
+					return bad()
+				}
+				nsec, _ = digits(n)
+				for ; n < 9; n++ {
+					nsec *= 10
+				}
+			}
 		}
 		if len(s) > 0 {
 			return bad()
@@ -380,7 +403,7 @@ func parseAttrTimeIn(s string, loc *time.Location) (time.Time, error) {
 	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
 		return bad()
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, loc)
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, loc)
 	if t.Day() != day { // Feb 30 and the like normalise into the next month
 		return bad()
 	}

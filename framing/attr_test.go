@@ -305,6 +305,9 @@ func TestAttrTime(t *testing.T) {
 		{"20240229T13:14:15", capturedDate},
 		{" 20240229 13:14:15 ", capturedDate},
 		{"00010101 00:00:00", time.Date(1, 1, 1, 0, 0, 0, 0, time.Local)},
+		{"20240229 13:14:15.5", capturedDate.Add(500 * time.Millisecond)}, // kerf's fraction
+		{"20240229 13:14:15.000000001", capturedDate.Add(1)},
+		{"20240229 13:14:15.123456789", capturedDate.Add(123456789)},
 	} {
 		got, err := ParseAttrTime(tc.in)
 		if err != nil || !got.Equal(tc.want) || got.Location() != time.Local {
@@ -313,7 +316,8 @@ func TestAttrTime(t *testing.T) {
 	}
 	for _, in := range []string{"", "2024", "2024022", "20240229 1", "20240229 13", "20240229 13:1", "20240229 13:14:1",
 		"20240229 13:14:15 x", "20241329", "20240230", "20230229", "20240229 24:00", "20240229 23:60", "20240229 23:59:60",
-		"20240229x13:14", "2024-2-29", "2024-02-29x", "-0240229", "20240229  13:14", "yyyymmdd"} {
+		"20240229x13:14", "2024-2-29", "2024-02-29x", "-0240229", "20240229  13:14", "yyyymmdd",
+		"20240229 13:14:15.", "20240229 13:14:15.1234567890", "20240229 13:14.5", "20240229 13:14:15.5x", "20240229 13:14:15,5"} {
 		if got, err := ParseAttrTime(in); err == nil {
 			t.Errorf("ParseAttrTime(%q) = %v, want error", in, got)
 		}
@@ -465,5 +469,27 @@ func TestAttributesZone(t *testing.T) {
 	c := NewAttributes()
 	if err := c.Parse(wire); err != nil || !c.ModTime.Equal(mt.Add(-9*time.Hour)) {
 		t.Fatalf("read as local: %v, %v", c.ModTime, err)
+	}
+
+	// To a kerf peer that reads them, the fraction of a second; none
+	// when it is zero, and none without SubSecond (C-Kermit's form).
+	ns := NewAttributes()
+	ns.Zone, ns.SubSecond, ns.ModTime = time.UTC, true, mt.Add(123456789)
+	w := ns.Marshal(90)[0]
+	if !bytes.Contains(w, []byte("#;"+"20200101 00:00:00.123456789")) {
+		t.Fatalf("fraction not on the wire: %q", w)
+	}
+	back := NewAttributes()
+	back.Zone = time.UTC
+	if err := back.Parse(w); err != nil || !back.ModTime.Equal(ns.ModTime) {
+		t.Fatalf("parsed %v, %v; want %v", back.ModTime, err, ns.ModTime)
+	}
+	ns.ModTime = mt
+	if w := ns.Marshal(90)[0]; !bytes.Contains(w, []byte("#1"+"20200101 00:00:00")) {
+		t.Fatalf("a whole second with SubSecond: %q", w)
+	}
+	ns.SubSecond, ns.ModTime = false, mt.Add(123456789)
+	if w := ns.Marshal(90)[0]; !bytes.Contains(w, []byte("#1"+"20200101 00:00:00")) {
+		t.Fatalf("fraction without SubSecond: %q", w)
 	}
 }

@@ -63,7 +63,7 @@ func TestForce3NotFooledByStaleType3(t *testing.T) {
 }
 
 // A FORCE-3 sender whose type-3 Send-Init also passes the type-1
-// checksum (window 2, timeout 20 s, with the CAPAS bytes kerf sends
+// checksum (window 2, timeout 16 s, with the CAPAS bytes kerf sends
 // today: each new bit changes the bytes, and the pair must be found again)
 // is still recognised: the receiver
 // takes the S as type 3 because it says "5", and the transfer keeps its
@@ -73,7 +73,7 @@ func TestForce3SendInitPassingType1Too(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	out := writeFiles(t, src, files)
 	forced, plain := kermit.DefaultConfig(), kermit.DefaultConfig()
-	forced.Check, forced.Window, forced.Timeout = kermit.CheckForce3, 2, 20*time.Second
+	forced.Check, forced.Window, forced.Timeout = kermit.CheckForce3, 2, 16*time.Second
 	a, b := link(t, 0, 1)
 	ta := &tapConn{Conn: a}
 	serr, rerr, _ := transfer(t, ta, b, forced, plain, out, dst)

@@ -41,6 +41,13 @@ const capas3UnlessThere = 2
 // list one directory, whose names a client could take for others.
 const capas3ListsTree = 4
 
+// capas3SubSecond is a kerf bit in the third CAPAS byte: "I write the
+// '#' date with its fraction of a second and read it so" (protocol.md
+// §5.2): files and directories keep their modification times to the
+// nanosecond, as rsync -a keeps them, where Kermit's dates stop at the
+// second. A kerf from before it could not read such a date.
+const capas3SubSecond = 8
+
 // capas2NotStored is a kerf bit in the second CAPAS byte: "as a
 // receiver, when I cannot store a file whose data arrived (the disk
 // filled, the rename failed), I keep its partial, answer its Z with an
@@ -65,6 +72,7 @@ type negotiated struct {
 	skipWhole bool // both take N= (already there) for a resumed file
 	// unlessThere: both take the disposition '=' (capas3UnlessThere).
 	unlessThere bool
+	subSecond   bool            // '#' dates to the nanosecond (capas3SubSecond)
 	dirAttrs    bool            // directories travel with attributes (capas2DirAttrs)
 	notStored   bool            // a file the receiver could not store is an N in the Z's ACK (capas2NotStored)
 	out         framing.Quoting // how we encode what we send
@@ -108,6 +116,7 @@ func myParams(cfg *Config, server bool) framing.Params {
 	if !cfg.noUnlessThere {
 		p.Capas3 = capas3UnlessThere
 	}
+	p.Capas3 |= capas3SubSecond
 	if server {
 		p.Capas3 |= capas3ListsTree
 	}
@@ -162,6 +171,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.peerKerf = peer.Capas2&capas2RawOK != 0
 	n.skipWhole = peer.Capas2&capas2SkipWhole != 0 && mine.Capas2&capas2SkipWhole != 0
 	n.unlessThere = n.skipWhole && peer.Capas3&capas3UnlessThere != 0 && mine.Capas3&capas3UnlessThere != 0
+	n.subSecond = peer.Capas3&capas3SubSecond != 0 && mine.Capas3&capas3SubSecond != 0
 	n.dirAttrs = peer.Capas2&capas2DirAttrs != 0 && mine.Capas2&capas2DirAttrs != 0
 	n.notStored = peer.Capas2&capas2NotStored != 0 && mine.Capas2&capas2NotStored != 0
 

@@ -599,6 +599,7 @@ func (s *Session) attrsOf(f OutgoingFile) framing.Attributes {
 	a := framing.NewAttributes()
 	if s.neg.peerKerf {
 		a.Zone = time.UTC // see framing: dates survive across zones
+		a.SubSecond = s.neg.subSecond
 	}
 	if !f.ModTime.IsZero() {
 		a.ModTime = f.ModTime

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"kerf/auth"
 	"kerf/filestore"
@@ -37,17 +36,19 @@ const (
 	maxElementLen = 255  // one path element
 )
 
-// checkName refuses names no file should have: too long, not UTF-8, or
-// with control characters. filestore then refuses absolute paths, ".."
-// and symlinks that leave the root.
+// checkName refuses names no file should have: too long, or with
+// control characters. A name need not be UTF-8: a Unix name is bytes (a
+// tree written in Latin-1, say), and a GET -r serves such names, so a
+// send, a GET by name and rm take them too, as rsync and scp do.
+// filestore then refuses absolute paths, ".." and symlinks that leave
+// the root.
 func checkName(name string) error {
 	if len(name) > maxNameLen {
 		return fmt.Errorf("kerf: name of %d bytes is too long (at most %d)", len(name), maxNameLen)
 	}
-	if !utf8.ValidString(name) {
-		return fmt.Errorf("kerf: name %q is not UTF-8", name)
-	}
 	for _, r := range name {
+		// A byte that is not UTF-8 ranges as utf8.RuneError: not a
+		// control character.
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return fmt.Errorf("%w: %q contains a control character", filestore.ErrUnsafeName, name)
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -209,6 +210,29 @@ func TestJSONLs(t *testing.T) {
 	if names[0] != forged || names[1] != "{z}" || ents[0].Size == nil || *ents[0].Size != 1 {
 		t.Errorf("entries %q, want %q and {z}:\n%s", names, forged, r.stdout)
 	}
+}
+
+// A name that is not UTF-8 (Latin-1 here) is a name like any other: it
+// is sent, fetched by its exact bytes and removed, and a --json event
+// gives it exactly in name_base64, as a JSON string cannot.
+func TestNonUTF8Names(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	name := "caf\xe9 \xff.txt"
+	writeFile(t, filepath.Join(local, name), []byte("latin-1"))
+	r := mustRun(t, srv, local, []string{"--json"}, "send", name, target(srv.addr, "in/"))
+	sameFile(t, filepath.Join(local, name), filepath.Join(root, "in", name))
+	if done := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(done) != 1 || done[0].NameB64 != base64.StdEncoding.EncodeToString([]byte(name)) {
+		t.Errorf("file_done without the exact name in name_base64:\n%s", r.stdout)
+	}
+	mustRun(t, srv, back, nil, "get", target(srv.addr, "in/"+name), ".")
+	sameFile(t, filepath.Join(local, name), filepath.Join(back, name))
+	r = mustRun(t, srv, back, []string{"--json"}, "ls", target(srv.addr, "in"))
+	if ents := eventsNamed(parseEvents(t, r.stdout), "entry"); len(ents) != 1 || ents[0].NameB64 != base64.StdEncoding.EncodeToString([]byte(name)) {
+		t.Errorf("ls --json without the exact name:\n%s", r.stdout)
+	}
+	mustRun(t, srv, back, nil, "rm", target(srv.addr, "in/"+name))
+	noFile(t, filepath.Join(root, "in", name))
 }
 
 // ls -R lists the whole tree, each entry under its path, names with

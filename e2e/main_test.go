@@ -308,7 +308,8 @@ type event struct {
 	Reason  string   `json:"reason"`
 	Rate    *float64 `json:"bytes_per_second"`
 	// done, with --compress: the data bytes as they travelled.
-	WireBytes int64 `json:"wire_bytes"`
+	WireBytes int64  `json:"wire_bytes"`
+	NameB64   string `json:"name_base64"`
 	// done: what carried the data (quic, tls, tcp), and how many files.
 	Data  string `json:"data"`
 	Files *int   `json:"files"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -82,6 +84,26 @@ type jsonEvent struct {
 	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
 	Files   *int    `json:"files,omitempty"`      // done: files transferred
 	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; absent: in-band)
+	// NameBase64 is the exact name, base64, when it is not UTF-8: JSON
+	// strings hold only UTF-8, and Name then shows U+FFFD for each
+	// stray byte (see exactName).
+	NameBase64 string `json:"name_base64,omitempty"`
+}
+
+// MarshalJSON adds name_base64 for a name that is not UTF-8.
+func (e jsonEvent) MarshalJSON() ([]byte, error) {
+	type plain jsonEvent
+	e.NameBase64 = exactName(e.Name)
+	return json.Marshal(plain(e))
+}
+
+// exactName is name in base64 if it is not UTF-8 (a Unix name is bytes),
+// else "": what a JSON event adds so that a script gets the exact name.
+func exactName(name string) string {
+	if utf8.ValidString(name) {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString([]byte(name))
 }
 
 func (r *reporter) event(e kermit.Event) {

@@ -19,12 +19,12 @@ func TestParseListing(t *testing.T) {
 		"drwxrwxrwt            0 2024-05-06 07:08:14 \"tab\\there\"/\n"
 	ents, ok := parseListing("p", kerf)
 	want := []jsonEntry{
-		{"entry", "p", "sub dir", "dir", "drwxr-xr-x", 4096, "2024-05-06T07:08:09Z"},
-		{"entry", "p", "a b.txt", "file", "-rw-r--r--", 6, "2024-05-06T07:08:10Z"},
-		{"entry", "p", "link", "symlink", "lrwxrwxrwx", 11, "2024-05-06T07:08:11Z"},
-		{"entry", "p", "fifo", "other", "prw-r--r--", 0, "2024-05-06T07:08:12Z"},
-		{"entry", "p", "suid", "file", "-rwsr-xr-x", 1, "2024-05-06T07:08:13Z"},
-		{"entry", "p", "tab\there", "dir", "drwxrwxrwt", 0, "2024-05-06T07:08:14Z"},
+		{"entry", "p", "sub dir", "dir", "drwxr-xr-x", 4096, "2024-05-06T07:08:09Z", ""},
+		{"entry", "p", "a b.txt", "file", "-rw-r--r--", 6, "2024-05-06T07:08:10Z", ""},
+		{"entry", "p", "link", "symlink", "lrwxrwxrwx", 11, "2024-05-06T07:08:11Z", ""},
+		{"entry", "p", "fifo", "other", "prw-r--r--", 0, "2024-05-06T07:08:12Z", ""},
+		{"entry", "p", "suid", "file", "-rwsr-xr-x", 1, "2024-05-06T07:08:13Z", ""},
+		{"entry", "p", "tab\there", "dir", "drwxrwxrwt", 0, "2024-05-06T07:08:14Z", ""},
 	}
 	if !ok || len(ents) != len(want) {
 		t.Fatalf("parseListing: %v %+v", ok, ents)

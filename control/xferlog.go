@@ -70,6 +70,8 @@ func (l *XferLog) Record(e kermit.Event, remoteHost, user string) error {
 	case e.Kind == kermit.FileDone && e.Sending, e.Kind == kermit.FileSaved:
 	case errors.Is(e.Err, kermit.ErrAlreadyThere):
 		return nil // nothing moved: a resume found the file whole
+	case errors.Is(e.Err, kermit.ErrPassedOver):
+		return nil // no file to move: a FIFO, a link to a directory
 	case e.Kind == kermit.FileFailed, e.Kind == kermit.FileSkipped:
 	default:
 		return nil

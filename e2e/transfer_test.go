@@ -482,7 +482,8 @@ func TestGetSeveralAndWildcard(t *testing.T) {
 // send -r follows links to files, as scp -r does, and says what it
 // passes over (a link to a directory, a FIFO) instead of dropping it
 // silently; a dangling link is a file not sent (exit 4), as a server's
-// GET -r reports one; a directory holding only a FIFO is made.
+// GET -r reports one; a directory holding only a FIFO is made. A get -r
+// of such a tree says what it passes over too.
 func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
@@ -521,6 +522,25 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 			t.Errorf("kerf did not say it skipped tree/%s:\n%s", n, r.stderr)
 		}
 	}
+
+	// The same kinds on the server: a get -r says what it passed over
+	// (a file_skipped each), as the send does, and is no failure.
+	os.Symlink("fifodir", filepath.Join(root, "tree/dirlink"))
+	syscall.Mkfifo(filepath.Join(root, "tree/fifo"), 0o644)
+	syscall.Mkfifo(filepath.Join(root, "tree/fifodir/fifo"), 0o644)
+	back := t.TempDir()
+	r = mustRun(t, srv, back, []string{"--json"}, "get", "-r", target(srv.addr, "tree"), ".")
+	skipped := map[string]string{}
+	for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_skipped") {
+		skipped[e.Name] = e.Reason
+	}
+	for n, what := range map[string]string{"tree/dirlink": "a link to a directory", "tree/fifo": "a FIFO", "tree/fifodir/fifo": "a FIFO"} {
+		if !strings.Contains(skipped[n], what) {
+			t.Errorf("get -r: %s skipped for %q, want %q:\n%s", n, skipped[n], what, r.stdout)
+		}
+		noFile(t, filepath.Join(back, n))
+	}
+	sameFile(t, filepath.Join(local, "tree/a.txt"), filepath.Join(back, "tree/a.txt"))
 }
 
 // A wildcard GET skips a subdirectory instead of failing; a name with

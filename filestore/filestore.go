@@ -1316,6 +1316,23 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 	return out, nil
 }
 
+// entryKind names what an entry of type t is, for a message.
+func entryKind(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a regular file"
+}
+
 // linksToPart reports whether the symbolic link rel names a partial
 // file (.NAME.kerf-part), which is never served, through a link either.
 func (d *Dir) linksToPart(rel string) bool {
@@ -1479,8 +1496,14 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		}
 		if err == nil && (info == nil || !info.Mode().IsRegular()) {
 			// FIFOs, sockets, devices and links to directories are not
-			// files to copy (rsync -r skips them too; the sending client
-			// warns of its own).
+			// files to copy (rsync -r skips them too), but the client
+			// hears of them, as the sending client warns of its own.
+			what := entryKind(e.Type())
+			if info != nil && info.IsDir() {
+				what = "a link to a directory"
+			}
+			out = append(out, kermit.OutgoingFile{Name: name(p), Size: -1,
+				Open: func() (kermit.FileReader, error) { return nil, kermit.PassedOver(what) }})
 			return nil
 		}
 		if err != nil {

@@ -786,6 +786,9 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 				return nil
 			}
 			why = fmt.Errorf("not sent by the peer: %s", text)
+			if rest, ok := strings.CutPrefix(text, passedOverPrefix); ok {
+				why = fmt.Errorf("%w by the sender: %s", ErrPassedOver, rest)
+			}
 		}
 		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: why})
 		return nil

@@ -257,6 +257,13 @@ const eagerFlushSize = 1 << 20
 func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	start := time.Now()
 	r, err := f.Open()
+	if errors.Is(err, ErrPassedOver) {
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
+		if s.neg.peerKerf {
+			return s.announceUnsent(ctx, f.Name, err) // its words begin with passedOverPrefix
+		}
+		return nil
+	}
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
 		if s.neg.peerKerf {
@@ -822,6 +829,23 @@ func (s *Session) fitText(msg string, limit int) []byte {
 	}
 	return enc
 }
+
+// ErrPassedOver marks an entry a sender's walk met that is no file to
+// copy (a FIFO, a socket, a device, a link to a directory), as rsync -r
+// and cp -r pass them over: OutgoingFile.Open returns it, wrapped with
+// what the entry is, and the file is reported skipped, not failed. A
+// kerf receiver hears of it too (passedOverPrefix), so that a GET does
+// not leave such entries out without a word.
+var ErrPassedOver = errors.New("passed over")
+
+// PassedOver is the error of an entry passed over, saying what it is
+// ("a FIFO"): errors.Is(err, ErrPassedOver).
+func PassedOver(what string) error { return fmt.Errorf("%w: %s", ErrPassedOver, what) }
+
+// passedOverPrefix begins the reason of a discarding Z (D and its
+// words) for an entry passed over: a kerf receiver reports the entry as
+// skipped, not failed; one from before reads a failure with those words.
+const passedOverPrefix = "passed over: "
 
 // ErrDeclined is why a file a classic Kermit receiver refused for its
 // name or date was not sent: its file collision setting (C-Kermit's SET

@@ -169,6 +169,19 @@ func (r *reporter) event(e kermit.Event) {
 			r.skipped = map[string]bool{}
 		}
 		r.skipped[e.Name] = true
+		if errors.Is(e.Err, kermit.ErrPassedOver) {
+			// No file to copy (a FIFO on the server, say): said, as
+			// the sending client says of its own, and not a failure.
+			if r.json != nil {
+				r.json.Encode(jsonEvent{Event: "file_skipped", Name: e.Name, Reason: e.Err.Error()})
+			} else {
+				if r.bar != nil {
+					r.bar.Clear()
+				}
+				fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(e.Name), printable(e.Err.Error()))
+			}
+			break
+		}
 		if errors.Is(e.Err, kermit.ErrAlreadyThere) || errors.Is(e.Err, kermit.ErrDeclined) {
 			// A resume found the file whole, or a classic receiver's
 			// collision setting kept its copy: not a failure.

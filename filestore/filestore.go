@@ -428,6 +428,12 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 		if err == unix.EEXIST {
 			fd, err = unix.Openat(dirfd, name, flags, 0o600)
 		}
+		if err == unix.ELOOP {
+			// A link where the partial goes, never followed: the
+			// system's words ("too many levels of symbolic links") would
+			// not say what to do.
+			return fmt.Errorf("filestore: %s is a symbolic link where kerf keeps the file's partial; remove it to receive the file", path.Join(h.rel, name))
+		}
 		if err != nil {
 			return &fs.PathError{Op: "openat", Path: path.Join(h.rel, name), Err: err}
 		}

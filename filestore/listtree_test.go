@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"kerf/filestore"
 	"kerf/framing"
 )
 
@@ -127,5 +128,26 @@ func TestHasWhole(t *testing.T) {
 		if got := d.HasWhole(c.e); got != c.want {
 			t.Errorf("HasWhole(%+v) = %v, want %v", c.e, got, c.want)
 		}
+	}
+}
+
+// A symbolic link planted where a file's partial goes is never followed,
+// and the refusal says what is in the way and what to do.
+func TestLinkWherePartialGoes(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "victim")
+	os.WriteFile(target, []byte("keep"), 0o644)
+	os.Symlink(target, filepath.Join(root, ".f"+filestore.PartSuffix))
+	d := openTree(t, root)
+	inc, err := d.Create("f")
+	if err == nil {
+		inc.Abort(false)
+		t.Fatal("Create went through a link where the partial goes")
+	}
+	if !strings.Contains(err.Error(), "symbolic link where kerf keeps") || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("Create: %v; want words saying a link is in the way", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("the link's target changed: %q", b)
 	}
 }

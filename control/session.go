@@ -36,6 +36,9 @@ const (
 	maxElementLen = 255  // one path element
 )
 
+// errTooLong is checkName's error for a name or element too long.
+var errTooLong = errors.New("kerf: name too long")
+
 // checkName refuses names no file should have: too long, or with
 // control characters. A name need not be UTF-8: a Unix name is bytes (a
 // tree written in Latin-1, say), and a GET -r serves such names, so a
@@ -44,7 +47,7 @@ const (
 // the root.
 func checkName(name string) error {
 	if len(name) > maxNameLen {
-		return fmt.Errorf("kerf: name of %d bytes is too long (at most %d)", len(name), maxNameLen)
+		return fmt.Errorf("%w: name of %d bytes (at most %d)", errTooLong, len(name), maxNameLen)
 	}
 	for _, r := range name {
 		// A byte that is not UTF-8 ranges as utf8.RuneError: not a
@@ -55,7 +58,7 @@ func checkName(name string) error {
 	}
 	for el := range strings.SplitSeq(name, "/") {
 		if len(el) > maxElementLen {
-			return fmt.Errorf("kerf: name element of %d bytes is too long (at most %d)", len(el), maxElementLen)
+			return fmt.Errorf("%w: name element of %d bytes (at most %d)", errTooLong, len(el), maxElementLen)
 		}
 	}
 	return nil
@@ -278,6 +281,23 @@ func (f *sessionFS) named(names ...string) (*filestore.Dir, error) {
 	return f.tree()
 }
 
+// maxSpecLen bounds a filespec of several names (a GET of many files,
+// a listing's top names): more than any packet carries.
+const maxSpecLen = 64 << 10
+
+// spec checks a filespec, which may name several files (GET a b c,
+// kerf-tree listings): each of its names as named does, not the whole
+// as one name, whose "element" would be every name together.
+func (f *sessionFS) spec(spec string) (*filestore.Dir, error) {
+	if len(spec) > maxSpecLen {
+		return nil, fmt.Errorf("kerf: filespec of %d bytes is too long (at most %d)", len(spec), maxSpecLen)
+	}
+	if err := checkName(strings.ReplaceAll(spec, " ", "/")); err != nil && !errors.Is(err, errTooLong) {
+		return nil, err // a control character anywhere
+	}
+	return f.named(filestore.SplitSpec(spec)...)
+}
+
 func (f *sessionFS) Create(name string) (kermit.Incoming, error) {
 	d, err := f.named(name)
 	if err != nil {
@@ -288,7 +308,7 @@ func (f *sessionFS) Create(name string) (kermit.Incoming, error) {
 }
 
 func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
-	d, err := f.named(spec)
+	d, err := f.spec(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +328,7 @@ func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, e
 }
 
 func (f *sessionFS) List(spec string) (string, error) {
-	d, err := f.named(spec)
+	d, err := f.spec(spec)
 	if err != nil {
 		return "", err
 	}
@@ -317,7 +337,7 @@ func (f *sessionFS) List(spec string) (string, error) {
 }
 
 func (f *sessionFS) ListTree(spec string, w io.Writer) error {
-	d, err := f.named(spec)
+	d, err := f.spec(spec)
 	if err != nil {
 		return err
 	}

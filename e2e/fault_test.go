@@ -672,6 +672,32 @@ func TestResumeRerunSendsNoData(t *testing.T) {
 	}
 }
 
+// Many names on one command line: a resumed send finds them whole in
+// listings of a few names each, and a get of them all asks for them in
+// one spec, though their names together are far longer than one name's
+// 255-byte element (the server checked the whole spec as one name, and
+// refused both).
+func TestManyNamesInOneSpec(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	var names, remote []string
+	for i := range 40 {
+		n := fmt.Sprintf("file-%02d-with-a-longer-name.bin", i)
+		writeFile(t, filepath.Join(local, n), randomBytes(3000+i, uint64(200+i)))
+		names = append(names, n)
+		remote = append(remote, target(srv.addr, "in/"+n))
+	}
+	mustRun(t, srv, local, nil, "send", append(names, target(srv.addr, "in/"))...)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", append([]string{"-z", "--resume"}, append(names, target(srv.addr, "in/"))...)...)
+	if done := lastDone(t, r); done.WireBytes != 0 || len(eventsNamed(parseEvents(t, r.stdout), "file_skipped")) != 40 {
+		t.Errorf("resumed send of 40 names there: done %+v; want all skipped, nothing on the wire:\n%s", done, r.stdout)
+	}
+	mustRun(t, srv, back, nil, "get", append(remote, ".")...)
+	for _, n := range names {
+		sameFile(t, filepath.Join(local, n), filepath.Join(back, n))
+	}
+}
+
 // A client stopped mid-file exits as shells expect of a signalled
 // program, 128 + the signal: 130 for Ctrl-C, 143 for SIGTERM (it said
 // 130 for both); the server keeps the partial for a resume.

@@ -534,7 +534,7 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_skipped") {
 		skipped[e.Name] = e.Reason
 	}
-	for n, what := range map[string]string{"tree/dirlink": "a link to a directory", "tree/fifo": "a FIFO", "tree/fifodir/fifo": "a FIFO"} {
+	for n, what := range map[string]string{"tree/dirlink": "a link to a directory", "tree/fifo": "a named pipe", "tree/fifodir/fifo": "a named pipe"} {
 		if !strings.Contains(skipped[n], what) {
 			t.Errorf("get -r: %s skipped for %q, want %q:\n%s", n, skipped[n], what, r.stdout)
 		}

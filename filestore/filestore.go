@@ -1322,11 +1322,12 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 	return out, nil
 }
 
-// entryKind names what an entry of type t is, for a message.
-func entryKind(t fs.FileMode) string {
-	switch {
+// EntryKind names what an entry of mode m is, for a message ("a named
+// pipe"): the sending client's walk and a server's say the same.
+func EntryKind(m fs.FileMode) string {
+	switch t := m.Type(); {
 	case t&fs.ModeNamedPipe != 0:
-		return "a FIFO"
+		return "a named pipe"
 	case t&fs.ModeSocket != 0:
 		return "a socket"
 	case t&fs.ModeCharDevice != 0:
@@ -1335,8 +1336,12 @@ func entryKind(t fs.FileMode) string {
 		return "a block device"
 	case t&fs.ModeSymlink != 0:
 		return "a symbolic link"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeIrregular != 0:
+		return "of an unknown type"
 	}
-	return "not a regular file"
+	return "a regular file"
 }
 
 // linksToPart reports whether the symbolic link rel names a partial
@@ -1504,7 +1509,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			// FIFOs, sockets, devices and links to directories are not
 			// files to copy (rsync -r skips them too), but the client
 			// hears of them, as the sending client warns of its own.
-			what := entryKind(e.Type())
+			what := EntryKind(e.Type())
 			if info != nil && info.IsDir() {
 				what = "a link to a directory"
 			}
@@ -1718,7 +1723,7 @@ func listingEntry(name string, fi fs.FileInfo) framing.ListingEntry {
 }
 
 // HasWhole reports whether the tree has the regular file e names, with
-// e's size, modification time (to the second) and permission bits: a
+// e's size, modification time (framing.SameModTime) and permission bits: a
 // resumed GET need not fetch it (kermit.GetOptions.Skip).
 func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 	if d.Flat || !e.Mode.IsRegular() {
@@ -1730,7 +1735,7 @@ func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 	}
 	fi, err := d.root.Lstat(rel)
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size &&
-		fi.ModTime().Unix() == e.ModTime.Unix() && fi.Mode().Perm() == e.Mode.Perm()
+		framing.SameModTime(fi.ModTime(), e.ModTime) && fi.Mode().Perm() == e.Mode.Perm()
 }
 
 // ListTree writes to w the listing lines (as List writes them) of what
@@ -1749,7 +1754,7 @@ func (d *Dir) ListTree(spec string, w io.Writer) error {
 	}
 	var line []byte
 	emit := func(name string, fi fs.FileInfo) error {
-		line = framing.AppendListingLine(line[:0], listingEntry(name, fi))
+		line = framing.AppendListingLineExact(line[:0], listingEntry(name, fi))
 		_, err := w.Write(line)
 		return err
 	}
@@ -2150,18 +2155,52 @@ func (d *Dir) Rename(from, to string) error {
 	case err == nil:
 		return nil
 	case berr == nil && bfi.IsDir() && afi.IsDir():
-		// rename(2) puts a directory in place of an empty one; os.Root
-		// refuses any directory there. The empty one goes first.
-		if rerr := d.root.Remove(b); rerr != nil {
+		// rename(2) puts a directory in place of an empty one, where
+		// os.Root refuses any directory there: renameat itself, on the
+		// two parents' handles (opened within the tree; the last
+		// elements are plain names, so nothing leads out).
+		err = d.renameAt(a, b)
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("filestore: cannot rename %s to %s: a directory that is not empty is there", a, b)
 		}
-		return d.root.Rename(a, b)
+		return err
 	case berr == nil && bfi.IsDir():
 		return fmt.Errorf("filestore: cannot rename %s to %s: a directory is there", a, b)
 	case berr == nil && afi.IsDir():
 		return fmt.Errorf("filestore: cannot rename directory %s to %s: a file is there", a, b)
 	}
 	return err
+}
+
+// renameAt renames a to b (both relative to the top) with renameat(2)
+// between their parents' handles.
+func (d *Dir) renameAt(a, b string) error {
+	da, ba := splitRel(a)
+	db, bb := splitRel(b)
+	if err := plainName(ba); err != nil {
+		return err
+	}
+	if err := plainName(bb); err != nil {
+		return err
+	}
+	ha, err := d.openDir(da, false)
+	if err != nil {
+		return err
+	}
+	defer d.putDir(ha)
+	hb, err := d.openDir(db, false)
+	if err != nil {
+		return err
+	}
+	defer d.putDir(hb)
+	return ha.atDir(d, func(fa int) error {
+		return hb.atDir(d, func(fb int) error {
+			if err := unix.Renameat(fa, ba, fb, bb); err != nil {
+				return &os.LinkError{Op: "renameat", Old: a, New: b, Err: err}
+			}
+			return nil
+		})
+	})
 }
 
 // forgetDirs drops the cached handles of directory rel and of every

@@ -85,12 +85,20 @@ func TestListTree(t *testing.T) {
 	}
 }
 
-// The listing's lines are List's: a tree listing of one file is its
-// directory listing's line.
+// The listing's lines are List's, with the time's fraction: a tree
+// listing of one file is its directory listing's line (of a whole
+// second here).
 func TestListTreeLineIsList(t *testing.T) {
 	root := t.TempDir()
-	makeTree(t, root, "d/f")
+	makeTree(t, root, "d/f", "e/g")
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	os.Chtimes(filepath.Join(root, "d/f"), when, when)
+	os.Chtimes(filepath.Join(root, "e/g"), when.Add(123), when.Add(123))
 	d := openTree(t, root)
+	var e bytes.Buffer
+	if err := d.ListTree("e/g", &e); err != nil || !strings.Contains(e.String(), " 2026-01-02 03:04:05.000000123 e/g\n") {
+		t.Errorf("ListTree(e/g) = %q, %v; want the time to the nanosecond", e.String(), err)
+	}
 	var b bytes.Buffer
 	if err := d.ListTree("d/f", &b); err != nil {
 		t.Fatal(err)
@@ -149,5 +157,24 @@ func TestLinkWherePartialGoes(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("the link's target changed: %q", b)
+	}
+}
+
+// A rename refused for want of permission leaves an empty directory at
+// the target alone: only os.Root's refusal of a directory there makes
+// Rename clear an empty one first.
+func TestRenameRefusedKeepsEmptyTarget(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "ro/d/", "dst/d/")
+	os.Chmod(filepath.Join(root, "ro"), 0o555)
+	t.Cleanup(func() { os.Chmod(filepath.Join(root, "ro"), 0o755) })
+	d := openTree(t, root)
+	unprivileged(t, func() {
+		if err := d.Rename("ro/d", "dst"); err == nil {
+			t.Error("a directory moved out of a read-only one")
+		}
+	})
+	if fi, err := os.Stat(filepath.Join(root, "dst/d")); err != nil || !fi.IsDir() {
+		t.Errorf("the empty target directory is gone: %v", err)
 	}
 }

@@ -29,6 +29,25 @@ const listingTime = time.DateTime
 // quote is written quoted with Go's escapes (strconv.Quote), so that a
 // newline cannot forge an entry and every name comes back exact.
 func AppendListingLine(b []byte, e ListingEntry) []byte {
+	return appendListingLine(b, e, false)
+}
+
+// AppendListingLineExact is AppendListingLine with the time's fraction
+// of a second after the seconds (".nnnnnnnnn", when not zero): the form
+// of kerf's tree and GET listings and of a client's kerf-skip text,
+// which only kerf peers that read it ask for (protocol.md §8).
+func AppendListingLineExact(b []byte, e ListingEntry) []byte {
+	return appendListingLine(b, e, true)
+}
+
+// SameModTime reports whether a and b are one modification time for a
+// quick check: the same second, and the same fraction unless either has
+// none (a file system, or a peer, that keeps only seconds).
+func SameModTime(a, b time.Time) bool {
+	return a.Unix() == b.Unix() && (a.Nanosecond() == 0 || b.Nanosecond() == 0 || a.Nanosecond() == b.Nanosecond())
+}
+
+func appendListingLine(b []byte, e ListingEntry, exact bool) []byte {
 	b = append(b, lsMode(e.Mode)...)
 	b = append(b, ' ')
 	size := strconv.FormatInt(e.Size, 10)
@@ -38,6 +57,9 @@ func AppendListingLine(b []byte, e ListingEntry) []byte {
 	b = append(b, size...)
 	b = append(b, ' ')
 	b = e.ModTime.UTC().AppendFormat(b, listingTime)
+	if ns := e.ModTime.Nanosecond(); exact && ns != 0 {
+		b = fmt.Appendf(b, ".%09d", ns)
+	}
 	b = append(b, ' ')
 	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, isControlRune) >= 0 {
 		b = strconv.AppendQuote(b, e.Name)
@@ -79,14 +101,36 @@ func ParseListingLine(line string) (ListingEntry, error) {
 		return bad("size")
 	}
 	rest = rest[sp+1:]
-	if len(rest) < len(listingTime)+2 || rest[len(listingTime)] != ' ' {
+	if len(rest) < len(listingTime)+2 {
 		return bad("time")
 	}
 	mt, err := time.Parse(listingTime, rest[:len(listingTime)])
 	if err != nil {
 		return bad("time")
 	}
-	name := rest[len(listingTime)+1:]
+	rest = rest[len(listingTime):]
+	if rest[0] == '.' {
+		// An exact line's fraction of a second: nine digits.
+		if len(rest) < 11 {
+			return bad("time")
+		}
+		ns := 0
+		for _, c := range []byte(rest[1:10]) {
+			if c < '0' || c > '9' {
+				return bad("time")
+			}
+			ns = ns*10 + int(c-'0')
+		}
+		if ns == 0 {
+			return bad("time") // written without a fraction
+		}
+		mt = mt.Add(time.Duration(ns))
+		rest = rest[10:]
+	}
+	if rest[0] != ' ' || len(rest) < 2 {
+		return bad("time")
+	}
+	name := rest[1:]
 	if strings.HasPrefix(name, `"`) {
 		q, err := strconv.QuotedPrefix(name)
 		if err != nil {

@@ -77,6 +77,51 @@ func TestParseListingLineRefuses(t *testing.T) {
 	}
 }
 
+// An exact line carries the fraction of a second; a whole second is
+// written as the plain line is, and a fraction read back whole.
+func TestListingLineExact(t *testing.T) {
+	e := ListingEntry{0o644, 5, listingTimeUTC.Add(123456789), "a"}
+	got := string(AppendListingLineExact(nil, e))
+	if want := "-rw-r--r--            5 2026-12-01 04:05:06.123456789 a\n"; got != want {
+		t.Errorf("exact line %q, want %q", got, want)
+	}
+	if back, err := ParseListingLine(got[:len(got)-1]); err != nil || back != e {
+		t.Errorf("parsed %+v, %v; want %+v", back, err, e)
+	}
+	if plain := string(AppendListingLine(nil, e)); plain != "-rw-r--r--            5 2026-12-01 04:05:06 a\n" {
+		t.Errorf("plain line %q keeps the fraction", plain)
+	}
+	e.ModTime = listingTimeUTC
+	if a, b := AppendListingLineExact(nil, e), AppendListingLine(nil, e); string(a) != string(b) {
+		t.Errorf("a whole second: %q and %q", a, b)
+	}
+	for _, line := range []string{
+		"-rw-r--r--  5 2026-12-01 04:05:06.12345678 a",
+		"-rw-r--r--  5 2026-12-01 04:05:06.000000000 a",
+		"-rw-r--r--  5 2026-12-01 04:05:06.1234567890 a",
+		"-rw-r--r--  5 2026-12-01 04:05:06. a",
+	} {
+		if e, err := ParseListingLine(line); !errors.Is(err, ErrNotListing) {
+			t.Errorf("ParseListingLine(%q) = %+v, %v; want ErrNotListing", line, e, err)
+		}
+	}
+	for _, c := range []struct {
+		a, b time.Time
+		same bool
+	}{
+		{listingTimeUTC, listingTimeUTC, true},
+		{listingTimeUTC.Add(5), listingTimeUTC.Add(5), true},
+		{listingTimeUTC.Add(5), listingTimeUTC, true}, // one side keeps only seconds
+		{listingTimeUTC, listingTimeUTC.Add(7), true},
+		{listingTimeUTC.Add(5), listingTimeUTC.Add(7), false},
+		{listingTimeUTC, listingTimeUTC.Add(time.Second), false},
+	} {
+		if got := SameModTime(c.a, c.b); got != c.same {
+			t.Errorf("SameModTime(%v, %v) = %v", c.a, c.b, got)
+		}
+	}
+}
+
 func TestParseListing(t *testing.T) {
 	text := "drwxr-xr-x            0 2026-12-01 04:05:06 d/\r\n-rw-------            5 2026-12-01 04:05:06 d/f\n"
 	got, err := ParseListing(text)
@@ -108,10 +153,13 @@ func FuzzParseListingLine(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out := AppendListingLine(nil, e)
+		out := AppendListingLineExact(nil, e)
 		back, err := ParseListingLine(string(out[:len(out)-1]))
 		if err != nil || back != e {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", line, e, out, back, err)
+		}
+		if e.ModTime.Nanosecond() == 0 && string(out) != string(AppendListingLine(nil, e)) {
+			t.Fatalf("a whole second written two ways: %q", out)
 		}
 	})
 }

@@ -199,7 +199,7 @@ func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingE
 // once, as rsync makes it: it lists, in one request per few hundred top
 // names, what the kerf server already has under the names of files,
 // reports each file the server has whole (same size, modification time
-// to the second, and permissions where known) as FileSkipped with
+// framing.SameModTime, and permissions where known) as FileSkipped with
 // ErrAlreadyThere, and returns the others, to be sent. The engine's
 // own check, made file by file as the server receives, would cost each
 // such file a round trip or, for a small one, its data (protocol.md §6,
@@ -228,12 +228,14 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile) ([]Outgoi
 			tops = tops[1:]
 		}
 		entries, err := s.ListTree(ctx, strings.Join(spec, " "))
-		var le *LinkError
-		if errors.As(err, &le) || ctx.Err() != nil {
+		if isLinkError(err) || ctx.Err() != nil {
 			return files, err
 		}
-		if err != nil {
+		if errors.Is(err, ErrNoTreeListing) {
 			return files, nil // no listing: the engine checks each file
+		}
+		if err != nil {
+			continue // this batch's files are checked by the engine
 		}
 		for _, e := range entries {
 			have[e.Name] = e
@@ -243,7 +245,7 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile) ([]Outgoi
 	for _, f := range files {
 		e, ok := have[f.Name]
 		if !ok || f.Dir || f.Open == nil || !e.Mode.IsRegular() || f.Size < 0 || e.Size != f.Size ||
-			f.ModTime.IsZero() || e.ModTime.Unix() != f.ModTime.Unix() ||
+			f.ModTime.IsZero() || !framing.SameModTime(e.ModTime, f.ModTime) ||
 			(f.Mode != 0 || f.ModeKnown) && e.Mode.Perm() != f.Mode.Perm() {
 			send = append(send, f)
 			continue
@@ -310,7 +312,7 @@ func (s *Session) sendSkip(ctx context.Context, skip []framing.ListingEntry) (to
 	}
 	var text []byte
 	for _, e := range skip {
-		text = framing.AppendListingLine(text, e)
+		text = framing.AppendListingLineExact(text, e)
 	}
 	if err := s.sendText(ctx, skipTitle, bytes.NewReader(text)); err != nil {
 		var pe *PeerError

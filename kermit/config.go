@@ -105,6 +105,9 @@ type Config struct {
 	// noUnlessThere leaves capas3UnlessThere out (tests: a kerf from
 	// before it).
 	noUnlessThere bool
+	// noPassedOver leaves capas3PassedOver out (tests: a kerf from
+	// before it).
+	noPassedOver bool
 	// verdictSize, if set, replaces Session.verdictSize (tests).
 	verdictSize int64
 }

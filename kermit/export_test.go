@@ -1,5 +1,7 @@
 package kermit
 
+import "kerf/framing"
+
 // AddParity is addParity, for the external tests (FuzzServe's seeds).
 var AddParity = addParity
 
@@ -14,3 +16,16 @@ func WithoutUnlessThere(cfg Config) Config { cfg.noUnlessThere = true; return cf
 // WithVerdictSize makes a sender wait for the verdict on files of n
 // bytes and more (Session.verdictSize).
 func WithVerdictSize(cfg Config, n int64) Config { cfg.verdictSize = n; return cfg }
+
+// SendInitWire is the S packet (sequence 0, block check 3) a client
+// with cfg sends first.
+func SendInitWire(cfg Config) []byte {
+	p := myParams(&cfg, false)
+	f := framing.Frame{Mark: framing.SOH, Check: 3}
+	wire, _ := f.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'S', Data: p.Marshal()})
+	return wire
+}
+
+// WithoutPassedOver makes cfg a kerf from before entries passed over
+// were announced (capas3PassedOver).
+func WithoutPassedOver(cfg Config) Config { cfg.noPassedOver = true; return cfg }

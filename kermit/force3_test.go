@@ -63,8 +63,7 @@ func TestForce3NotFooledByStaleType3(t *testing.T) {
 }
 
 // A FORCE-3 sender whose type-3 Send-Init also passes the type-1
-// checksum (window 2, timeout 16 s, with the CAPAS bytes kerf sends
-// today: each new bit changes the bytes, and the pair must be found again)
+// checksum (a window and timeout found for the CAPAS bytes kerf sends)
 // is still recognised: the receiver
 // takes the S as type 3 because it says "5", and the transfer keeps its
 // attributes (file modes here), which a misread S would lose.
@@ -73,7 +72,22 @@ func TestForce3SendInitPassingType1Too(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	out := writeFiles(t, src, files)
 	forced, plain := kermit.DefaultConfig(), kermit.DefaultConfig()
-	forced.Check, forced.Window, forced.Timeout = kermit.CheckForce3, 2, 16*time.Second
+	forced.Check = kermit.CheckForce3
+	// A (window, timeout) pair whose S passes the type-1 check too: the
+	// bytes change with every new CAPAS bit, so the pair is searched for.
+	found := false
+	for w := 1; w <= 31 && !found; w++ {
+		for to := 1; to <= 94 && !found; to++ {
+			forced.Window, forced.Timeout = w, time.Duration(to)*time.Second
+			wire := kermit.SendInitWire(forced)
+			if n1, _ := countChecks(append(wire, '\r')); n1 == 1 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no window and timeout make a FORCE-3 S that passes the type-1 check")
+	}
 	a, b := link(t, 0, 1)
 	ta := &tapConn{Conn: a}
 	serr, rerr, _ := transfer(t, ta, b, forced, plain, out, dst)

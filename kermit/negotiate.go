@@ -48,6 +48,13 @@ const capas3ListsTree = 4
 // second. A kerf from before it could not read such a date.
 const capas3SubSecond = 8
 
+// capas3PassedOver is a kerf bit in the third CAPAS byte: "as a
+// receiver I take an announced file whose reason begins 'passed over: '
+// (a FIFO, a link to a directory in the sender's walk) as skipped, not
+// failed" (protocol.md §5.4). A kerf from before it would count such an
+// announcement a failure, so it hears nothing of them, as before.
+const capas3PassedOver = 16
+
 // capas2NotStored is a kerf bit in the second CAPAS byte: "as a
 // receiver, when I cannot store a file whose data arrived (the disk
 // filled, the rename failed), I keep its partial, answer its Z with an
@@ -73,6 +80,7 @@ type negotiated struct {
 	// unlessThere: both take the disposition '=' (capas3UnlessThere).
 	unlessThere bool
 	subSecond   bool            // '#' dates to the nanosecond (capas3SubSecond)
+	passedOver  bool            // entries passed over are announced (capas3PassedOver)
 	dirAttrs    bool            // directories travel with attributes (capas2DirAttrs)
 	notStored   bool            // a file the receiver could not store is an N in the Z's ACK (capas2NotStored)
 	out         framing.Quoting // how we encode what we send
@@ -116,7 +124,10 @@ func myParams(cfg *Config, server bool) framing.Params {
 	if !cfg.noUnlessThere {
 		p.Capas3 = capas3UnlessThere
 	}
-	p.Capas3 |= capas3SubSecond
+	p.Capas3 |= capas3SubSecond | capas3PassedOver
+	if cfg.noPassedOver {
+		p.Capas3 &^= capas3PassedOver
+	}
 	if server {
 		p.Capas3 |= capas3ListsTree
 	}
@@ -172,6 +183,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.skipWhole = peer.Capas2&capas2SkipWhole != 0 && mine.Capas2&capas2SkipWhole != 0
 	n.unlessThere = n.skipWhole && peer.Capas3&capas3UnlessThere != 0 && mine.Capas3&capas3UnlessThere != 0
 	n.subSecond = peer.Capas3&capas3SubSecond != 0 && mine.Capas3&capas3SubSecond != 0
+	n.passedOver = peer.Capas3&capas3PassedOver != 0 && mine.Capas3&capas3PassedOver != 0
 	n.dirAttrs = peer.Capas2&capas2DirAttrs != 0 && mine.Capas2&capas2DirAttrs != 0
 	n.notStored = peer.Capas2&capas2NotStored != 0 && mine.Capas2&capas2NotStored != 0
 

@@ -619,7 +619,7 @@ var ErrAlreadyThere = errors.New("already there (same size and time)")
 const reasonAlreadyThere = "="
 
 // alreadyThere reports whether the receiver has cur under its final name
-// with the announced length and modification time (to the second), as
+// with the announced length and modification time (framing.SameModTime), as
 // rsync's quick check decides.
 func (s *Session) alreadyThere(cur *recvFile) bool {
 	ex, ok := cur.inc.(ExistingFile)
@@ -627,7 +627,7 @@ func (s *Session) alreadyThere(cur *recvFile) bool {
 		return false
 	}
 	size, mod, ok := ex.Existing()
-	return ok && size == cur.attrs.Length && mod.Unix() == cur.attrs.ModTime.Unix()
+	return ok && size == cur.attrs.Length && framing.SameModTime(mod, cur.attrs.ModTime)
 }
 
 // writeData decodes one D packet into the current file.
@@ -737,6 +737,9 @@ func (s *Session) dirInGroup(name string) bool {
 
 // finishFile handles Z: discard, or verify and commit.
 func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) error {
+	if sink, ok := cur.display.(*skipSink); ok && (len(zdata) == 0 || zdata[0] != 'D') {
+		sink.commit()
+	}
 	if cur.display != nil || cur.dir {
 		return nil
 	}

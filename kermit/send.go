@@ -259,7 +259,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	r, err := f.Open()
 	if errors.Is(err, ErrPassedOver) {
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
-		if s.neg.peerKerf {
+		if s.neg.passedOver {
 			return s.announceUnsent(ctx, f.Name, err) // its words begin with passedOverPrefix
 		}
 		return nil
@@ -834,8 +834,9 @@ func (s *Session) fitText(msg string, limit int) []byte {
 // copy (a FIFO, a socket, a device, a link to a directory), as rsync -r
 // and cp -r pass them over: OutgoingFile.Open returns it, wrapped with
 // what the entry is, and the file is reported skipped, not failed. A
-// kerf receiver hears of it too (passedOverPrefix), so that a GET does
-// not leave such entries out without a word.
+// kerf receiver that sets capas3PassedOver hears of it too
+// (passedOverPrefix), so that a GET does not leave such entries out
+// without a word.
 var ErrPassedOver = errors.New("passed over")
 
 // PassedOver is the error of an entry passed over, saying what it is

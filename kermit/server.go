@@ -154,7 +154,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
 			sh := s.share
 			s.share = share{} // for this GET only, whatever comes of it
-			defer func() { s.skip = nil }()
+			defer func() { s.skip, s.skipBytes = nil, 0 }()
 			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err
 			}
@@ -336,7 +336,7 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 				if f.Dir || f.Open == nil || f.Size < 0 {
 					continue
 				}
-				text = framing.AppendListingLine(text, framing.ListingEntry{Mode: f.Mode.Perm(), Size: f.Size, ModTime: f.ModTime, Name: f.Name})
+				text = framing.AppendListingLineExact(text, framing.ListingEntry{Mode: f.Mode.Perm(), Size: f.Size, ModTime: f.ModTime, Name: f.Name})
 			}
 			return s.reply(ctx, p.Seq, text, nil)
 		}
@@ -496,42 +496,88 @@ const (
 // file still of that size, time and mode (protocol.md §6, item 7).
 const skipTitle = "kerf-skip"
 
-// maxSkip bounds a session's skip set (about 100 bytes a name); lines
-// past it are passed over, and their files sent.
-const maxSkip = 1 << 18
+// Bounds of a session's skip set: names, and the bytes of their names
+// (a name is at most maxSkipName bytes); lines past them are passed
+// over, and their files sent. What a client may pin in a server's
+// memory is so about maxSkipBytes a session.
+const (
+	maxSkip      = 1 << 18
+	maxSkipBytes = 32 << 20
+	maxSkipName  = 4096
+)
 
 // skipSink takes the text of a kerf-skip transaction into the session's
 // skip set, line by line.
 type skipSink struct {
-	s    *Session
-	line []byte
+	s       *Session
+	pending map[string]framing.ListingEntry // until the text's Z (commit)
+	bytes   int                             // of the names in pending
+	line    []byte
+	// long: the line under way is longer than any listing line of a
+	// name kerf takes; the rest of it, up to its newline, is dropped.
+	long bool
 }
 
 func (k *skipSink) Write(b []byte) (int, error) {
 	n := len(b)
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if !k.long && len(k.line)+len(part) <= 2*maxSkipName+100 {
+			k.line = append(k.line, part...)
+		} else {
+			k.long = true
+		}
 		if i < 0 {
-			if len(k.line)+len(b) <= 2*framing.MaxLongLen {
-				k.line = append(k.line, b...)
-			}
 			break
 		}
-		k.line = append(k.line, b[:i]...)
 		b = b[i+1:]
-		if e, err := framing.ParseListingLine(string(k.line)); err == nil && len(k.s.skip) < maxSkip {
-			if k.s.skip == nil {
-				k.s.skip = map[string]framing.ListingEntry{}
-			}
-			k.s.skip[e.Name] = e
+		if !k.long {
+			k.add(string(k.line))
 		}
-		k.line = k.line[:0]
+		k.line, k.long = k.line[:0], false
 	}
 	return n, nil
 }
 
+// add puts one line's file in the pending skip set, within the bounds
+// of the session's.
+func (k *skipSink) add(line string) {
+	e, err := framing.ParseListingLine(line)
+	if err != nil || len(e.Name) > maxSkipName || len(k.s.skip)+len(k.pending) >= maxSkip || k.s.skipBytes+k.bytes+len(e.Name) > maxSkipBytes {
+		return
+	}
+	if k.pending == nil {
+		k.pending = map[string]framing.ListingEntry{}
+	}
+	if _, dup := k.pending[e.Name]; !dup {
+		k.bytes += len(e.Name)
+	}
+	k.pending[e.Name] = e
+}
+
+// commit adds the text's files to the session's skip set: at the text's
+// Z, so that a text cut off (the client told then that the server did
+// not take it) leaves out no file of the GET without the client's
+// knowing.
+func (k *skipSink) commit() {
+	if k.s.skip == nil {
+		k.s.skip = map[string]framing.ListingEntry{}
+	}
+	for n, e := range k.pending {
+		if _, dup := k.s.skip[n]; !dup {
+			k.s.skipBytes += len(n)
+		}
+		k.s.skip[n] = e
+	}
+	k.pending, k.bytes = nil, 0
+}
+
 // withoutSkipped is files less those skip holds with the same size,
-// modification time to the second, and permissions: the client has
+// modification time (framing.SameModTime), and permissions: the client has
 // them whole.
 func withoutSkipped(files []OutgoingFile, skip map[string]framing.ListingEntry) []OutgoingFile {
 	if len(skip) == 0 {
@@ -539,7 +585,7 @@ func withoutSkipped(files []OutgoingFile, skip map[string]framing.ListingEntry) 
 	}
 	out := files[:0:0]
 	for _, f := range files {
-		if e, ok := skip[f.Name]; ok && !f.Dir && f.Size == e.Size && f.ModTime.Unix() == e.ModTime.Unix() && f.Mode.Perm() == e.Mode.Perm() {
+		if e, ok := skip[f.Name]; ok && !f.Dir && f.Size == e.Size && framing.SameModTime(f.ModTime, e.ModTime) && f.Mode.Perm() == e.Mode.Perm() {
 			continue
 		}
 		out = append(out, f)

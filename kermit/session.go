@@ -64,7 +64,8 @@ type Session struct {
 	share share
 	// skip holds the files of its next GET a kerf client has whole
 	// (its kerf-skip text), by name as the F packet gives it.
-	skip map[string]framing.ListingEntry
+	skip      map[string]framing.ListingEntry
+	skipBytes int // of the names in skip
 	// serving: the session runs Serve.
 	serving bool
 	// holdDirs, if set, takes the directory attributes finishDirs would

@@ -151,3 +151,56 @@ func TestUnreadableServerDirectorySaysWhy(t *testing.T) {
 		t.Errorf("tree/f: %+v; want done", e)
 	}
 }
+
+// fifoFS serves tree/fifo as the walk does an entry that is no file.
+type fifoFS struct{ *filestore.Dir }
+
+func (u fifoFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	files, err := u.Dir.Match(spec, recursive)
+	return append(files, kermit.OutgoingFile{Name: "tree/fifo", Size: -1,
+		Open: func() (kermit.FileReader, error) { return nil, kermit.PassedOver("a FIFO") }}), err
+}
+
+// An entry passed over is announced to a kerf client that takes such
+// announcements, which reports it skipped; a kerf from before them hears
+// nothing of it (it would count it failed), and neither GET fails.
+func TestPassedOverAnnounced(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
+	os.WriteFile(filepath.Join(root, "tree/f"), []byte("f"), 0o644)
+	for _, old := range []bool{false, true} {
+		dir, err := filestore.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dir.Close()
+		var got fileEndings
+		ccfg := kermit.DefaultConfig()
+		if old {
+			ccfg = kermit.WithoutPassedOver(ccfg)
+		}
+		ccfg.Events = got.note
+		cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		go srv.Serve(ctx, fifoFS{dir})
+		st, err := filestore.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := cli.Get(ctx, "tree", true, st); err != nil {
+			t.Errorf("old=%v: GET: %v", old, err)
+		}
+		e := got.of("tree/fifo")
+		switch {
+		case old && e.Kind != 0:
+			t.Errorf("a kerf from before heard of the FIFO: %+v", e)
+		case !old && (e.Kind != kermit.FileSkipped || !errors.Is(e.Err, kermit.ErrPassedOver)):
+			t.Errorf("tree/fifo: %+v; want skipped, passed over", e)
+		}
+		if e := got.of("tree/f"); e.Kind != kermit.FileDone {
+			t.Errorf("old=%v: tree/f: %+v", old, e)
+		}
+	}
+}

@@ -492,7 +492,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, []
 		case fi.IsDir():
 			return nil, 0, nil, usageErr("%s is a directory (use -r)", a)
 		default:
-			unsent(&out, &unsendable, filepath.Base(a), fmt.Errorf("%s: not a regular file (%s)", a, fileKind(fi.Mode())))
+			unsent(&out, &unsendable, filepath.Base(a), fmt.Errorf("%s: not a regular file (%s)", a, filestore.EntryKind(fi.Mode())))
 		}
 	}
 	if len(unsendable) == len(out) && len(out) > 0 {
@@ -567,7 +567,7 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 			}
 		}
 		if !info.Mode().IsRegular() {
-			skip(p, fmt.Sprintf("not a regular file (%s)", fileKind(info.Mode())))
+			skip(p, fmt.Sprintf("not a regular file (%s)", filestore.EntryKind(info.Mode())))
 			return nil
 		}
 		add(p, name, info)
@@ -591,28 +591,6 @@ func noteRefused(c *cli.Context, cl *control.Client) {
 // localSkip is a file a local walk passed over (a FIFO, a link to a
 // directory), and why.
 type localSkip struct{ path, why string }
-
-// fileKind names the type of a file that is not a regular one, for
-// messages (fs.FileMode's String gives "p---------" for a FIFO).
-func fileKind(m fs.FileMode) string {
-	switch t := m.Type(); {
-	case t&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case t&fs.ModeSocket != 0:
-		return "a socket"
-	case t&fs.ModeCharDevice != 0:
-		return "a character device"
-	case t&fs.ModeDevice != 0:
-		return "a block device"
-	case t&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case t&fs.ModeDir != 0:
-		return "a directory"
-	case t&fs.ModeIrregular != 0:
-		return "of an unknown type"
-	}
-	return "a regular file"
-}
 
 // checkServeLimits refuses limits of zero or less, which would
 // otherwise turn silently into the defaults: --idle-timeout 0 meaning

@@ -178,6 +178,27 @@ func TestKerfGetFromCKermitServer(t *testing.T) {
 	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
 }
 
+// A C-Kermit server asked for several names sends those it has and
+// says nothing of the others: kerf names the missing one and exits 4
+// (it exited 0), and a name C-Kermit converted (capitals) still counts
+// as arrived.
+func TestKerfGetMissingNameFromCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "here.bin"), randomBytes(1000, 25))
+	writeFile(t, filepath.Join(ckdir, "MixedCase.txt"), []byte("mixed"))
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, []string{"--json"}, "get", "--classic", target(addr, "here.bin"), target(addr, "MixedCase.txt"), target(addr, "nothere.bin"), ".")
+	if r.code != 4 || !strings.Contains(r.stdout, `"name":"nothere.bin"`) || strings.Contains(r.stdout, `"name":"here.bin","error"`) {
+		t.Fatalf("want exit 4 naming nothere.bin alone:\n%s", r)
+	}
+	sameFile(t, filepath.Join(ckdir, "here.bin"), filepath.Join(local, "here.bin"))
+	for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_error") {
+		if e.Name != "nothere.bin" {
+			t.Errorf("file_error for %s, which arrived:\n%s", e.Name, r.stdout)
+		}
+	}
+}
+
 // C-Kermit's RESEND and REGET against kerf serve: kerf's receiver answers
 // the recovery request with "1<len><n>" plus its own "c<len><crc>" field,
 // which C-Kermit must ignore; kerf's sender honours C-Kermit's "1<len><n>".

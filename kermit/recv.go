@@ -180,6 +180,15 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			timeout = max(s.neg.timeout, s.cfg.MinTimeout)
 		}
 		p, err := s.nextPacket(ctx, timeout)
+		var pe *PeerError
+		if !gotS && !s.cfg.Reliable && errors.As(err, &pe) {
+			// An E before any S on a serial line is what an earlier
+			// session left there (C-Kermit's receiver passes over it
+			// too): no sender of this transfer has spoken yet.
+			s.cfg.Log.Info("ignoring an error packet before S", "msg", pe.Msg)
+			s.rw.reset(1, 0)
+			continue
+		}
 		if err != nil {
 			return err
 		}

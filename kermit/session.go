@@ -68,6 +68,8 @@ type Session struct {
 	skipBytes int // of the names in skip
 	// serving: the session runs Serve.
 	serving bool
+	// peerWasKerf: the last exchange of parameters was with a kerf peer.
+	peerWasKerf bool
 	// holdDirs, if set, takes the directory attributes finishDirs would
 	// give: a GetParallel gives them once all its sessions are done.
 	holdDirs *heldDirs
@@ -257,6 +259,10 @@ func (s *Session) closeDataOnLinkLoss(d DataPath) {
 // dualActive reports whether file data goes through the data path.
 func (s *Session) dualActive() bool { return s.neg.dual && s.data != nil }
 
+// PeerIsKerf reports whether the last exchange of parameters (an S or an
+// I) was with a kerf peer rather than a classic Kermit.
+func (s *Session) PeerIsKerf() bool { return s.peerWasKerf }
+
 // SetEvents sets the progress callback.
 func (s *Session) SetEvents(f func(Event)) { s.cfg.Events = f }
 
@@ -295,6 +301,7 @@ func (s *Session) apply(n negotiated, typ byte) {
 		n.streaming = false
 	}
 	s.neg = n
+	s.peerWasKerf = n.peerKerf
 	if !s.c.force3.Load() {
 		s.c.probe3.Store(false)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -203,4 +204,23 @@ func TestPassedOverAnnounced(t *testing.T) {
 			t.Errorf("old=%v: tree/f: %+v", old, e)
 		}
 	}
+}
+
+// An E packet an earlier session left on a serial line, before any S, is
+// passed over by a receiver, as C-Kermit's is: the transfer that follows
+// arrives. (It ended the receive with that old error.)
+func TestReceivePassesOverStaleError(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files := []testFile{{"p.txt", randomBytes(1000, 5)}}
+	out := writeFiles(t, src, files)
+	a, b := link(t, 0, 1)
+	f := framing.Frame{Mark: framing.SOH, Check: 1}
+	stale, _ := f.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'E', Data: []byte("stale error")})
+	a.Write(append(stale, '\r'))
+	cfg := kermit.DefaultConfig()
+	serr, rerr, _ := transfer(t, a, b, cfg, cfg, out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send %v, receive %v", serr, rerr)
+	}
+	checkFiles(t, dst, files)
 }

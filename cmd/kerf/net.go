@@ -842,6 +842,11 @@ func getCommand() *cli.Command {
 			}
 			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.WireBytesReceived })
 			err = kermit.GetParallel(c.Context, sessionsOf(clients), quoteSpec(specs), opts, stores)
+			if err == nil && !renamed && !cl.Session().PeerIsKerf() {
+				// A kerf server names what it has not; a classic one
+				// is silent.
+				rep.missingNames(specs)
+			}
 			noteRefused(c, cl)
 			return rep.end(err, true)
 		}),

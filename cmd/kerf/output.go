@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,8 @@ type reporter struct {
 	// skipped are files skipped or failed, whose late progress events,
 	// from the data path, are not counted.
 	skipped map[string]bool
+	// seen are the names the transfer spoke of (missingNames).
+	seen map[string]bool
 	// wire counts the bytes the data blocks took on the data
 	// connections, and says whether they travelled compressed (it is
 	// known once the data connections are open).
@@ -110,6 +113,13 @@ func (r *reporter) event(e kermit.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	size := e.Size
+	switch e.Kind {
+	case kermit.FileStart, kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
+		if r.seen == nil {
+			r.seen = map[string]bool{}
+		}
+		r.seen[e.Name] = true
+	}
 	switch e.Kind {
 	case kermit.FileStart:
 		r.current[e.Name] = 0
@@ -184,8 +194,11 @@ func (r *reporter) event(e kermit.Event) {
 		}
 		if errors.Is(e.Err, kermit.ErrAlreadyThere) || errors.Is(e.Err, kermit.ErrDeclined) {
 			// A resume found the file whole, or a classic receiver's
-			// collision setting kept its copy: not a failure.
-			r.files++
+			// collision setting kept its copy: not a failure. Only the
+			// first is there as sent, and counts among the files.
+			if errors.Is(e.Err, kermit.ErrAlreadyThere) {
+				r.files++
+			}
 			if r.json != nil {
 				r.json.Encode(jsonEvent{Event: "file_skipped", Name: e.Name, Size: &size, Reason: e.Err.Error()})
 			} else if r.bar != nil {
@@ -216,6 +229,53 @@ func (r *reporter) event(e kermit.Event) {
 			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", printable(e.Name), printable(msg))
 		}
 	}
+}
+
+// missingNames reports, as failed, each name of a GET from a classic
+// Kermit server given plainly (no wildcard) of which nothing arrived,
+// not even a refusal: asked for several names, such a server sends
+// those it finds and says nothing of the others (a kerf server
+// announces them, so the caller asks only of a classic one). Names are
+// compared as a classic server may convert them (case, and what is not
+// a letter, digit or dot), so that a file that came under its
+// converted name is not taken for missing.
+func (r *reporter) missingNames(specs []string) {
+	r.mu.Lock()
+	seen := make([]string, 0, len(r.seen))
+	for n := range r.seen {
+		seen = append(seen, convertedForm(n))
+	}
+	r.mu.Unlock()
+	for _, spec := range specs {
+		base := path.Base(strings.TrimSuffix(spec, "/"))
+		if base == "." || base == "/" || base == "" || strings.ContainsAny(base, "*?[") {
+			continue
+		}
+		want := convertedForm(base)
+		found := false
+		for _, n := range seen {
+			if n == want || strings.HasPrefix(n, want+"/") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			r.event(kermit.Event{Kind: kermit.FileFailed, Name: base, Err: errors.New("not sent by the server (it has no such file?)")})
+		}
+	}
+}
+
+// convertedForm is a name lowered, with what is not a letter, digit, dot
+// or slash made "_": how it compares whatever a classic Kermit's name
+// conversion did to it.
+func convertedForm(name string) string {
+	b := []byte(strings.ToLower(name))
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '/') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 // notReceived is the error of a receiving command whose transfer ended

@@ -173,7 +173,7 @@ func serialCommand() *cli.Command {
 			{
 				Name: "receive", Usage: "receive files into --dir", Flags: serialReceiveFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
-					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
+					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, _ *reporter) error {
 						return s.Receive(c.Context, store)
 					})
 				}),
@@ -184,9 +184,13 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
-					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir) error {
+					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
 						store.UniqueNames = c.NArg() > 1 // as for a network get
-						return s.GetWith(c.Context, quoteSpec(c.Args().Slice()), kermit.GetOptions{Resume: c.Bool("resume")}, store)
+						err := s.GetWith(c.Context, quoteSpec(c.Args().Slice()), kermit.GetOptions{Resume: c.Bool("resume")}, store)
+						if err == nil && !s.PeerIsKerf() {
+							rep.missingNames(c.Args().Slice())
+						}
+						return err
 					})
 				}),
 			},
@@ -201,7 +205,7 @@ func serialCommand() *cli.Command {
 			{
 				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialServerFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
-					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir) error {
+					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir, _ *reporter) error {
 						// A line outlives its clients; stdio ends with its client.
 						s.SetKeepServing(!c.Bool("stdio"))
 						return s.Serve(c.Context, store)
@@ -229,7 +233,7 @@ func serialServerCommand(c *cli.Context, cmd byte) error {
 	return nil
 }
 
-func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *filestore.Dir) error) error {
+func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *filestore.Dir, *reporter) error) error {
 	store, err := filestore.Open(c.String("dir"))
 	if err != nil {
 		return usageErr("%v", err)
@@ -245,5 +249,5 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 	s.SetEvents(rep.event)
 	// A server's client was told of the files it did not get; receive
 	// and get were run for the files, so those fail them.
-	return rep.end(run(s, store), !serving)
+	return rep.end(run(s, store, rep), !serving)
 }

@@ -17,6 +17,7 @@
 #
 # Environment (defaults in brackets):
 #   BAUD [115200]  SIZE [512000]  BERS ["0 1e-5 1e-4"]  SEEDS [1]
+#   DELAY [0]: lineem's one-way latency (e.g. 150ms: a satellite hop)
 #   PAIRS  [all: ck-default ck-tuned ck-tuned-min gk-gk gk-ck zmodem
 #           kerf-kerf kerf-ck ck-kerf]; sender first: gk-ck = G-K to C-K.
 #           Also available: kerf-gk gk-kerf (kerf with G-Kermit), and
@@ -38,6 +39,7 @@ BERS=${BERS:-"0 1e-5 1e-4"}
 SEEDS=${SEEDS:-1}
 PAIRS=${PAIRS:-"ck-default ck-tuned ck-tuned-min gk-gk gk-ck zmodem kerf-kerf kerf-ck ck-kerf"}
 TIMEOUT_FACTOR=${TIMEOUT_FACTOR:-20}
+DELAY=${DELAY:-0}
 JOBS=${JOBS:-1}
 KERF=${KERF:-}
 
@@ -223,7 +225,7 @@ run_one() { # ber seed file pair
 	ideal=$(awk -v s="$SIZE" -v b="$BAUD" 'BEGIN { printf "%.3f", s / (b / 10) }')
 	limit=$(awk -v i="$ideal" -v f="$TIMEOUT_FACTOR" 'BEGIN { printf "%d", i * f + 15 }')
 
-	"$LINEEM" -paths "$dir/line.paths" -baud "$BAUD" -ber "$ber" -seed "$seed" >/dev/null 2>"$dir/lineem.err" &
+	"$LINEEM" -paths "$dir/line.paths" -baud "$BAUD" -ber "$ber" -seed "$seed" -delay "$DELAY" >/dev/null 2>"$dir/lineem.err" &
 	local lp=$!
 	local i=0
 	while [ ! -s "$dir/line.paths" ]; do

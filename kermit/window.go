@@ -191,6 +191,13 @@ func (s *Session) lineFull(n int) bool {
 		// ten: keep fewer packets exposed at once.
 		ahead /= 4
 	}
+	if rt := s.rtt.least; rt > 0 {
+		// But never less than a round trip of line and a quarter: on a
+		// line with latency (a satellite hop, a modem pair) the ACKs
+		// take that long to come back, and with less in flight the line
+		// idles while they do.
+		ahead = max(ahead, int(float64(s.cfg.LineSpeed/10)*rt.Seconds()*1.25))
+	}
 	limit := max(3*(n+packetOverhead), ahead)
 	return s.sw.bytes+n > limit
 }

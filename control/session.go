@@ -27,7 +27,7 @@ var (
 	errUsersBroken   = errors.New("kerf: login not possible now: the server cannot read its users file (its log says why)")
 	errTooManyLogins = errors.New("kerf: too many failed logins")
 	errNoAnonymous   = errors.New("kerf: login failed (anonymous access is not enabled)")
-	errReadOnly      = errors.New("kerf: read-only access: the server takes no files from you")
+	errReadOnly      = fmt.Errorf("kerf: %w", kermit.ErrReadOnly)
 )
 
 // Bounds on names a client may send.

@@ -141,8 +141,15 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.started = false
 			s.rw.size = 1
 		case 'S':
+			var store Store = fsys
 			if err := authorize(fsys, "S"); err != nil {
-				return err
+				// A kerf client may still send a read-only server its
+				// kerf-skip text before a GET: the S goes on, and each
+				// file it would send is refused with the reason.
+				if !errors.Is(err, ErrReadOnly) || !fromKerf(p) {
+					return err
+				}
+				store = refusingStore{err}
 			}
 			s.rw.started = true
 			s.rw.lo = (p.Seq + 1) % 64
@@ -150,7 +157,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			s.rw.lo = (p.Seq + 1) % 64
-			return s.recvGroup(ctx, fsys, nil, true)
+			return s.recvGroup(ctx, store, nil, true)
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
 			sh := s.share
 			s.share = share{} // for this GET only, whatever comes of it
@@ -489,6 +496,23 @@ const (
 	getArg          = "kerf-get"
 	getRecursiveArg = "kerf-get-r"
 )
+
+// ErrReadOnly is an Authorizer's refusal of a send ("S") to a user who
+// may only read: a kerf client's S then goes on all the same, for its
+// kerf-skip text, with every file refused.
+var ErrReadOnly = errors.New("read-only access: the server takes no files from you")
+
+// fromKerf reports whether the Send-Init p comes from a kerf peer.
+func fromKerf(p framing.Packet) bool {
+	peer, err := framing.ParseParams(p.Data)
+	return err == nil && peer.Capas2&capas2RawOK != 0
+}
+
+// refusingStore refuses every file with err.
+type refusingStore struct{ err error }
+
+func (r refusingStore) Create(string) (Incoming, error) { return nil, r.err }
+func (r refusingStore) ReceiveDir(string) error         { return r.err }
 
 // skipTitle is the title of the text a resuming kerf client sends a
 // kerf server before a GET (S, X, D..., Z, B): listing lines of the

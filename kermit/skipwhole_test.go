@@ -174,7 +174,8 @@ func (o *openCounter) Authorized(cmd string) error {
 // one listing of the GET's files (GetListing), and the server leaves
 // them out: they are never opened, and the client reports them skipped.
 // One changed on the server after the listing is sent after all. With
-// several sessions each tells its own share; a user who may not send
+// several sessions each tells its own share. A read-only user's S goes
+// on for the skip text; a server that refuses the S for another cause
 // gets every file, as before.
 func TestGetSkip(t *testing.T) {
 	root := t.TempDir()
@@ -191,8 +192,8 @@ func TestGetSkip(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		sessions int
-		readOnly bool
-	}{{"one session", 1, false}, {"three sessions", 3, false}, {"user who may not send", 1, true}} {
+		readOnly bool // the server refuses S for another cause than read-only access
+	}{{"one session", 1, false}, {"three sessions", 3, false}, {"read-only user", 1, false}, {"user who may not send", 1, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := t.TempDir()
 			// The client has the first 40 whole, a different f40, and a
@@ -224,10 +225,19 @@ func TestGetSkip(t *testing.T) {
 				}
 				t.Cleanup(func() { dir.Close() })
 				oc := &openCounter{Dir: dir, opened: map[string]int{}}
-				if c.readOnly {
+				switch c.name {
+				case "read-only user":
+					// Its S goes on for the skip text (kermit.ErrReadOnly).
 					oc.auth = func(cmd string) error {
 						if cmd == "S" {
-							return errors.New("read-only access")
+							return kermit.ErrReadOnly
+						}
+						return nil
+					}
+				case "user who may not send":
+					oc.auth = func(cmd string) error {
+						if cmd == "S" {
+							return errors.New("login required")
 						}
 						return nil
 					}

@@ -122,6 +122,13 @@ func (r *reporter) event(e kermit.Event) {
 	}
 	switch e.Kind {
 	case kermit.FileStart:
+		if n, again := r.current[e.Name]; again {
+			// Begun again (its partial was not the start of the file, and
+			// it goes whole): one file_start, and its bytes from 0.
+			r.done -= n
+			r.current[e.Name] = 0
+			break
+		}
 		r.current[e.Name] = 0
 		delete(r.skipped, e.Name)
 		if r.json != nil {

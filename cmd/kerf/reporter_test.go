@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,5 +36,24 @@ func TestReporterCountsTransferredBytes(t *testing.T) {
 	}
 	if r.done != 8 || r.files != 2 {
 		t.Errorf("done %d bytes, %d files; want 8 bytes (ok alone), 2 files (ok and there)", r.done, r.files)
+	}
+}
+
+// A file begun again (a partial that was not the file's start) is one
+// file_start, and its bytes count once.
+func TestReporterFileBegunAgain(t *testing.T) {
+	var out bytes.Buffer
+	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "f", Size: 100, Offset: 40},
+		{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 30},
+		{Kind: kermit.FileStart, Name: "f", Size: 100},
+		{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 50},
+		{Kind: kermit.FileDone, Name: "f", Size: 100, Bytes: 100},
+	} {
+		r.event(e)
+	}
+	if n := strings.Count(out.String(), `"file_start"`); n != 1 || r.done != 100 {
+		t.Errorf("%d file_start events, %d bytes; want 1 and 100:\n%s", n, r.done, out.String())
 	}
 }

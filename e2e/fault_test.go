@@ -647,6 +647,13 @@ func TestResumeRerunSendsNoData(t *testing.T) {
 		t.Errorf("changed mode: %v, %v; want 0600", fi, err)
 	}
 
+	// A leftover partial of a file there whole is not passed over: the
+	// per-file check finds the file whole and removes the partial.
+	stale := partName(filepath.Join(root, "tree/sub0/f00.bin"))
+	writeFile(t, stale, []byte("stale"))
+	mustRun(t, srv, local, nil, "send", "--resume", "-r", "tree", srv.addr)
+	noFile(t, stale)
+
 	// The same for a get: the server leaves out what the client has.
 	back := t.TempDir()
 	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "tree"), ".")
@@ -662,6 +669,10 @@ func TestResumeRerunSendsNoData(t *testing.T) {
 			t.Errorf("get rerun (%s sessions) with nothing to fetch: %d logins, want 1", sessions, n)
 		}
 	}
+	staleBack := partName(filepath.Join(back, "tree/sub0/f00.bin"))
+	writeFile(t, staleBack, []byte("stale"))
+	mustRun(t, srv, back, nil, "get", "--resume", "-r", target(srv.addr, "tree"), ".")
+	noFile(t, staleBack)
 	writeFile(t, filepath.Join(root, "tree/sub0/f03.bin"), randomBytes(7_000, 8))
 	r = mustRun(t, srv, back, []string{"--json"}, "get", "-z", "--resume", "-r", target(srv.addr, "tree"), ".")
 	if done := lastDone(t, r); done.WireBytes < 7_000 || done.WireBytes > 7_000+8_003+1024 || done.Bytes != 7_000 {

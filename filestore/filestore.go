@@ -61,7 +61,12 @@ const nameMax = 255
 // depends on base alone, so a later transfer finds the partial again.
 // Everything that makes or looks for a temporary name goes through here
 // (and isPartName).
-func tempName(base string) string {
+func tempName(base string) string { return TempName(base) }
+
+// TempName is the name a file named base is received under (a partial
+// while it arrives), in its directory: what a listing shows of a
+// partial, for a quick check that must not pass over one.
+func TempName(base string) string {
 	if 1+len(base)+len(PartSuffix) <= nameMax {
 		return "." + base + PartSuffix
 	}
@@ -1732,6 +1737,11 @@ func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 	rel, err := d.resolve(e.Name)
 	if err != nil {
 		return false
+	}
+	if dir, base := splitRel(rel); true {
+		if _, err := d.root.Lstat(path.Join(dir, tempName(base))); err == nil {
+			return false // a leftover partial: the per-file check removes it
+		}
 	}
 	fi, err := d.root.Lstat(rel)
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size &&

@@ -200,13 +200,16 @@ func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingE
 // names, what the kerf server already has under the names of files,
 // reports each file the server has whole (same size, modification time
 // framing.SameModTime, and permissions where known) as FileSkipped with
-// ErrAlreadyThere, and returns the others, to be sent. The engine's
+// ErrAlreadyThere, and returns the others, to be sent; partial, if set,
+// names a file's partial as the listing would show it, and a file with
+// one left there is sent (the receiver's own check then removes the
+// partial). The engine's
 // own check, made file by file as the server receives, would cost each
 // such file a round trip or, for a small one, its data (protocol.md §6,
 // items 5 and 6). Without a listing (a server that does not list
 // trees, or refuses) files comes back whole; only a lost link is an
 // error.
-func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile) ([]OutgoingFile, error) {
+func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial func(name string) string) ([]OutgoingFile, error) {
 	var tops []string
 	seen := map[string]bool{}
 	for _, f := range files {
@@ -244,6 +247,11 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile) ([]Outgoi
 	var send []OutgoingFile
 	for _, f := range files {
 		e, ok := have[f.Name]
+		if partial != nil {
+			if _, left := have[partial(f.Name)]; left {
+				ok = false // a leftover partial: the receiver's own check removes it
+			}
+		}
 		if !ok || f.Dir || f.Open == nil || !e.Mode.IsRegular() || f.Size < 0 || e.Size != f.Size ||
 			f.ModTime.IsZero() || !framing.SameModTime(e.ModTime, f.ModTime) ||
 			(f.Mode != 0 || f.ModeKnown) && e.Mode.Perm() != f.Mode.Perm() {

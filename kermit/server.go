@@ -451,6 +451,10 @@ func (s *Session) sendText(ctx context.Context, title string, text io.Reader) er
 	if err != nil {
 		return err
 	}
+	// The X takes a file id, as an F does: the receiver counts it
+	// (recvFileID), and a file that follows in the session (a GET after
+	// a long listing) must have the id its blocks carry.
+	s.sendFileID++
 	if _, err := s.queue(ctx, 'X', name, 0); err != nil {
 		return err
 	}

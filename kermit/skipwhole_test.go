@@ -100,7 +100,7 @@ func TestSkipWhole(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			go srv.Serve(ctx, fsys)
-			send, err := cli.SkipWhole(ctx, slices.Clone(files))
+			send, err := cli.SkipWhole(ctx, slices.Clone(files), nil)
 			if err != nil {
 				t.Fatalf("SkipWhole: %v", err)
 			}

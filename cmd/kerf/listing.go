@@ -15,7 +15,7 @@ type jsonEntry struct {
 	Type     string `json:"type"`  // file, dir, symlink or other
 	Mode     string `json:"mode"`  // as ls -l prints it
 	Size     int64  `json:"size"`
-	Modified string `json:"modified"` // RFC 3339, UTC
+	Modified string `json:"modified"` // RFC 3339, UTC, with the fraction of a second an ls -R listing gives
 	// NameBase64: the exact name when it is not UTF-8 (exactName).
 	NameBase64 string `json:"name_base64,omitempty"`
 }
@@ -48,7 +48,7 @@ func parseListing(rpath, text string) (entries []jsonEntry, ok bool) {
 		}
 		line := string(framing.AppendListingLine(nil, e))
 		entries = append(entries, jsonEntry{Event: "entry", Path: rpath, Name: e.Name, Type: typ, Mode: line[:10],
-			Size: e.Size, Modified: e.ModTime.UTC().Format(time.RFC3339), NameBase64: exactName(e.Name)})
+			Size: e.Size, Modified: e.ModTime.UTC().Format(time.RFC3339Nano), NameBase64: exactName(e.Name)})
 	}
 	return entries, true
 }

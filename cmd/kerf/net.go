@@ -690,7 +690,11 @@ func sendCommand() *cli.Command {
 				// file by file (Session.SkipWhole): a rerun of a
 				// tree sends only what is missing, and opens sessions
 				// for that alone.
-				if files, err = cl.Session().SkipWhole(c.Context, files); err != nil {
+				partial := func(name string) string {
+					dir, base := path.Split(name)
+					return dir + filestore.TempName(base)
+				}
+				if files, err = cl.Session().SkipWhole(c.Context, files, partial); err != nil {
 					return rep.end(err, false)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 
 	"kerf/auth"
 	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -52,7 +53,7 @@ func checkName(name string) error {
 	for _, r := range name {
 		// A byte that is not UTF-8 ranges as utf8.RuneError: not a
 		// control character.
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if framing.IsControl(r) {
 			return fmt.Errorf("%w: %q contains a control character", filestore.ErrUnsafeName, name)
 		}
 	}

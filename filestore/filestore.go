@@ -55,17 +55,13 @@ const PartSuffix = ".kerf-part"
 // nameMax is the longest name (one path element) Linux file systems take.
 const nameMax = 255
 
-// tempName is the name a file named base is received under:
-// ".base.kerf-part", or, where that would exceed nameMax, a prefix of
-// base (cut at a UTF-8 rune boundary) and a hash of all of it. It
-// depends on base alone, so a later transfer finds the partial again.
+// TempName is the name a file named base is received under, in its
+// directory: ".base.kerf-part", or, where that would exceed nameMax, a
+// prefix of base (cut at a UTF-8 rune boundary) and a hash of all of
+// it. It depends on base alone, so a later transfer finds the partial
+// again, and a resumed send's quick check sees it in a listing.
 // Everything that makes or looks for a temporary name goes through here
 // (and isPartName).
-func tempName(base string) string { return TempName(base) }
-
-// TempName is the name a file named base is received under (a partial
-// while it arrives), in its directory: what a listing shows of a
-// partial, for a quick check that must not pass over one.
 func TempName(base string) string {
 	if 1+len(base)+len(PartSuffix) <= nameMax {
 		return "." + base + PartSuffix
@@ -80,7 +76,7 @@ func TempName(base string) string {
 }
 
 // isPartName reports whether name, one path element, is a temporary
-// file's (see tempName): such names are never served, listed, or
+// file's (see TempName): such names are never served, listed, or
 // accepted from a peer. One that only ends in PartSuffix ("x.kerf-part")
 // is an ordinary file's.
 func isPartName(name string) bool {
@@ -494,7 +490,7 @@ func CleanName(name string) (string, error) {
 		return "", fmt.Errorf("%w: empty", ErrUnsafeName)
 	}
 	for _, r := range name {
-		if isControl(r) || r == '\\' {
+		if framing.IsControl(r) || r == '\\' {
 			return "", fmt.Errorf("%w: %q contains a control character or backslash", ErrUnsafeName, name)
 		}
 	}
@@ -593,7 +589,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	}
 	dir, base := splitRel(rel)
 	if len(base) > nameMax {
-		// The temporary name fits (tempName shortens it), the final one
+		// The temporary name fits (TempName shortens it), the final one
 		// never would: refused now, not after all the data came.
 		return nil, fmt.Errorf("filestore: %s: %w (%d bytes; a name has at most %d)", rel, unix.ENAMETOOLONG, len(base), nameMax)
 	}
@@ -603,7 +599,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if err := d.fileInTheWay(dir); err != nil {
 		return nil, err
 	}
-	tmp := tempName(base)
+	tmp := TempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
 		// The same name again in one batch: the earlier file must get
 		// its final name before this one takes the temporary name. A
@@ -783,7 +779,7 @@ func (d *Dir) Saved(rel string) bool {
 		return false
 	}
 	dir, base := path.Split(rel)
-	_, err = d.root.Lstat(path.Join(dir, tempName(base)))
+	_, err = d.root.Lstat(path.Join(dir, TempName(base)))
 	return errors.Is(err, fs.ErrNotExist)
 }
 
@@ -1738,14 +1734,12 @@ func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 	if err != nil {
 		return false
 	}
-	if dir, base := splitRel(rel); true {
-		if _, err := d.root.Lstat(path.Join(dir, tempName(base))); err == nil {
-			return false // a leftover partial: the per-file check removes it
-		}
+	dir, base := splitRel(rel)
+	if _, err := d.root.Lstat(path.Join(dir, TempName(base))); err == nil {
+		return false // a leftover partial: the per-file check removes it
 	}
 	fi, err := d.root.Lstat(rel)
-	return err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size &&
-		framing.SameModTime(fi.ModTime(), e.ModTime) && fi.Mode().Perm() == e.Mode.Perm()
+	return err == nil && fi.Mode().IsRegular() && e.Matches(fi.Size(), fi.ModTime(), fi.Mode())
 }
 
 // ListTree writes to w the listing lines (as List writes them) of what
@@ -2442,5 +2436,3 @@ func (s statInfo) Mode() fs.FileMode {
 	}
 	return m
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }

@@ -114,11 +114,11 @@ func (a Attributes) Marshal(max int) [][]byte {
 	addString(AttrType, a.Type)
 	addString(AttrEncoding, a.Encoding)
 	if t := a.ModTime.In(a.zone()); !a.ModTime.IsZero() && t.Year() >= 0 && t.Year() <= 9999 {
-		v := formatAttrTimeIn(t, a.zone())
-		if a.SubSecond && t.Nanosecond() != 0 {
-			v += fmt.Sprintf(".%09d", t.Nanosecond())
+		v := []byte(formatAttrTimeIn(t, a.zone()))
+		if a.SubSecond {
+			v = appendNanos(v, t)
 		}
-		add(AttrDate, []byte(v))
+		add(AttrDate, v)
 	}
 	if a.LengthK >= 0 {
 		add(AttrLengthK, strconv.AppendInt(nil, a.LengthK, 10))

@@ -48,7 +48,7 @@ func SameModTime(a, b time.Time) bool {
 }
 
 func appendListingLine(b []byte, e ListingEntry, exact bool) []byte {
-	b = append(b, lsMode(e.Mode)...)
+	b = append(b, ModeString(e.Mode)...)
 	b = append(b, ' ')
 	size := strconv.FormatInt(e.Size, 10)
 	for range 12 - len(size) {
@@ -57,11 +57,11 @@ func appendListingLine(b []byte, e ListingEntry, exact bool) []byte {
 	b = append(b, size...)
 	b = append(b, ' ')
 	b = e.ModTime.UTC().AppendFormat(b, listingTime)
-	if ns := e.ModTime.Nanosecond(); exact && ns != 0 {
-		b = fmt.Appendf(b, ".%09d", ns)
+	if exact {
+		b = appendNanos(b, e.ModTime)
 	}
 	b = append(b, ' ')
-	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, isControlRune) >= 0 {
+	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 {
 		b = strconv.AppendQuote(b, e.Name)
 	} else {
 		b = append(b, e.Name...)
@@ -72,7 +72,25 @@ func appendListingLine(b []byte, e ListingEntry, exact bool) []byte {
 	return append(b, '\n')
 }
 
-func isControlRune(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+// IsControl reports whether r is a control character (C0, DEL or C1),
+// which no name kerf takes or writes bare may hold.
+func IsControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+
+// Matches reports whether a regular file of size, modification time mt
+// and permissions perm is the one e lists: the quick check (rsync's,
+// with the permissions) of a resumed transfer's listings.
+func (e ListingEntry) Matches(size int64, mt time.Time, perm fs.FileMode) bool {
+	return e.Mode.IsRegular() && e.Size == size && SameModTime(e.ModTime, mt) && e.Mode.Perm() == perm.Perm()
+}
+
+// appendNanos appends t's fraction of a second as ".nnnnnnnnn" if it has
+// one: how kerf writes it after the seconds, in listings and '#' dates.
+func appendNanos(b []byte, t time.Time) []byte {
+	if ns := t.Nanosecond(); ns != 0 {
+		b = fmt.Appendf(b, ".%09d", ns)
+	}
+	return b
+}
 
 // ErrNotListing is the error of a line that is not in the form
 // AppendListingLine writes (another Kermit server's listing, say).
@@ -175,10 +193,10 @@ var lsTypes = []struct {
 }{{'-', 0}, {'d', fs.ModeDir}, {'l', fs.ModeSymlink}, {'p', fs.ModeNamedPipe},
 	{'s', fs.ModeSocket}, {'c', fs.ModeDevice | fs.ModeCharDevice}, {'b', fs.ModeDevice}, {'?', fs.ModeIrregular}}
 
-// lsMode writes m as ls -l does: the type letter (- d l p s c b, ? for
-// anything else) and the permissions, with setuid, setgid and sticky in
-// the execute places (s S t T).
-func lsMode(m fs.FileMode) string {
+// ModeString writes m as ls -l does: the type letter (- d l p s c b, ?
+// for anything else) and the permissions, with setuid, setgid and sticky
+// in the execute places (s S t T).
+func ModeString(m fs.FileMode) string {
 	var b [10]byte
 	b[0] = '?'
 	for _, t := range lsTypes {
@@ -210,7 +228,7 @@ func lsMode(m fs.FileMode) string {
 	return string(b[:])
 }
 
-// parseLsMode reads what lsMode writes.
+// parseLsMode reads what ModeString writes.
 func parseLsMode(s string) (fs.FileMode, bool) {
 	var m fs.FileMode
 	found := false

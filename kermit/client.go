@@ -178,6 +178,13 @@ var ErrNoTreeListing = errors.New("kermit: the server does not list trees")
 // everything under it, each entry named by its path from the server's
 // current directory (protocol.md §8, REMOTE DIRECTORY with kerf-tree).
 func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingEntry, error) {
+	return s.listing(ctx, spec, treeArg)
+}
+
+// listing asks a kerf server for REMOTE DIRECTORY spec with kerf's
+// second argument arg (treeArg, getArg, getRecursiveArg) and reads the
+// listing lines of its reply.
+func (s *Session) listing(ctx context.Context, spec, arg string) ([]framing.ListingEntry, error) {
 	defer s.flush()
 	if err := s.initServer(ctx); err != nil {
 		return nil, s.abort(err)
@@ -185,10 +192,7 @@ func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingE
 	if s.neg.peer.Capas3&capas3ListsTree == 0 {
 		return nil, ErrNoTreeListing
 	}
-	if spec == "" {
-		spec = "." // an empty argument before another reads as a long one's length
-	}
-	text, err := s.generic(ctx, 'D', spec, treeArg)
+	text, err := s.generic(ctx, 'D', spec, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +230,7 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 		var spec []string
 		size := 0
 		for len(tops) > 0 && (len(spec) == 0 || size+len(tops[0]) < 1000) {
-			spec = append(spec, specWord(tops[0]))
+			spec = append(spec, SpecWord(tops[0]))
 			size += len(tops[0]) + 3
 			tops = tops[1:]
 		}
@@ -252,9 +256,11 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 				ok = false // a leftover partial: the receiver's own check removes it
 			}
 		}
-		if !ok || f.Dir || f.Open == nil || !e.Mode.IsRegular() || f.Size < 0 || e.Size != f.Size ||
-			f.ModTime.IsZero() || !framing.SameModTime(e.ModTime, f.ModTime) ||
-			(f.Mode != 0 || f.ModeKnown) && e.Mode.Perm() != f.Mode.Perm() {
+		perm := f.Mode
+		if f.Mode == 0 && !f.ModeKnown {
+			perm = e.Mode // not known here: not compared
+		}
+		if !ok || f.Dir || f.Open == nil || f.Size < 0 || f.ModTime.IsZero() || !e.Matches(f.Size, f.ModTime, perm) {
 			send = append(send, f)
 			continue
 		}
@@ -263,9 +269,9 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 	return send, nil
 }
 
-// specWord is name as one word of a filespec (filestore.SplitSpec): in
+// SpecWord is name as one word of a filespec (filestore.SplitSpec): in
 // braces if it has a space or begins with one.
-func specWord(name string) string {
+func SpecWord(name string) string {
 	if strings.Contains(name, " ") || strings.HasPrefix(name, "{") {
 		return "{" + name + "}"
 	}
@@ -277,22 +283,10 @@ func specWord(name string) string {
 // packet would give it (protocol.md §8, REMOTE DIRECTORY with kerf-get):
 // what a resuming client compares with its files for GetOptions.Skip.
 func (s *Session) GetListing(ctx context.Context, spec string, recursive bool) ([]framing.ListingEntry, error) {
-	defer s.flush()
-	if err := s.initServer(ctx); err != nil {
-		return nil, s.abort(err)
-	}
-	if s.neg.peer.Capas3&capas3ListsTree == 0 {
-		return nil, ErrNoTreeListing
-	}
-	arg := getArg
 	if recursive {
-		arg = getRecursiveArg
+		return s.listing(ctx, spec, getRecursiveArg)
 	}
-	text, err := s.generic(ctx, 'D', spec, arg)
-	if err != nil {
-		return nil, err
-	}
-	return framing.ParseListing(text)
+	return s.listing(ctx, spec, getArg)
 }
 
 // sendSkip tells a kerf server which files of the next GET this client

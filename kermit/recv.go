@@ -733,6 +733,15 @@ func (s *Session) sendersReason(zdata []byte) (string, bool) {
 	return text, err == nil
 }
 
+// notSentError is a kerf sender's reason for not sending a file, as
+// this side reports it: passed over (no failure) or not sent.
+func notSentError(text string) error {
+	if rest, ok := strings.CutPrefix(text, passedOverPrefix); ok {
+		return fmt.Errorf("%w by the sender: %s", ErrPassedOver, rest)
+	}
+	return fmt.Errorf("not sent by the peer: %s", text)
+}
+
 // dirInGroup reports whether the group being received made the
 // directory name (a kerf peer's entry for it came before).
 func (s *Session) dirInGroup(name string) bool {
@@ -763,7 +772,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	if cur.deferred {
 		why := cur.why
 		if text, ok := s.sendersReason(zdata); ok {
-			why = fmt.Errorf("not sent by the peer: %s", text)
+			why = notSentError(text)
 		}
 		s.event(Event{Kind: FileFailed, Name: cur.name, Err: why})
 		cur.deferred = false
@@ -797,10 +806,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 				s.cfg.Log.Info("partial file differs from the sender's, receiving it whole", "name", cur.name)
 				return nil
 			}
-			why = fmt.Errorf("not sent by the peer: %s", text)
-			if rest, ok := strings.CutPrefix(text, passedOverPrefix); ok {
-				why = fmt.Errorf("%w by the sender: %s", ErrPassedOver, rest)
-			}
+			why = notSentError(text)
 		}
 		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: why})
 		return nil

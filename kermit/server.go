@@ -613,7 +613,7 @@ func withoutSkipped(files []OutgoingFile, skip map[string]framing.ListingEntry) 
 	}
 	out := files[:0:0]
 	for _, f := range files {
-		if e, ok := skip[f.Name]; ok && !f.Dir && f.Size == e.Size && framing.SameModTime(f.ModTime, e.ModTime) && f.Mode.Perm() == e.Mode.Perm() {
+		if e, ok := skip[f.Name]; ok && !f.Dir && e.Matches(f.Size, f.ModTime, f.Mode) {
 			continue
 		}
 		out = append(out, f)

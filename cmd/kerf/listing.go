@@ -46,8 +46,7 @@ func parseListing(rpath, text string) (entries []jsonEntry, ok bool) {
 		case e.Mode&fs.ModeSymlink != 0:
 			typ = "symlink"
 		}
-		line := string(framing.AppendListingLine(nil, e))
-		entries = append(entries, jsonEntry{Event: "entry", Path: rpath, Name: e.Name, Type: typ, Mode: line[:10],
+		entries = append(entries, jsonEntry{Event: "entry", Path: rpath, Name: e.Name, Type: typ, Mode: framing.ModeString(e.Mode),
 			Size: e.Size, Modified: e.ModTime.UTC().Format(time.RFC3339Nano), NameBase64: exactName(e.Name)})
 	}
 	return entries, true

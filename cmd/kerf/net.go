@@ -898,10 +898,7 @@ func missingDirs(dir string) []string {
 func quoteSpec(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
-		if strings.Contains(n, " ") || strings.HasPrefix(n, "{") {
-			n = "{" + n + "}"
-		}
-		q[i] = n
+		q[i] = kermit.SpecWord(n)
 	}
 	return strings.Join(q, " ")
 }

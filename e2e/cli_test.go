@@ -243,10 +243,15 @@ func TestLsRecursive(t *testing.T) {
 	writeFile(t, filepath.Join(root, "t/a.txt"), []byte("a"))
 	writeFile(t, filepath.Join(root, "t/sub dir/deep/b\nc"), []byte("bc"))
 	writeFile(t, filepath.Join(root, "elsewhere"), nil)
+	when := time.Date(2024, 1, 1, 10, 0, 0, 100_000_000, time.UTC)
+	os.Chtimes(filepath.Join(root, "t/a.txt"), when, when)
 	r := mustRun(t, srv, local, []string{"--json"}, "ls", "-R", target(srv.addr, "t"))
 	var got []string
 	for _, e := range eventsNamed(parseEvents(t, r.stdout), "entry") {
 		got = append(got, e.Type+" "+e.Name)
+		if e.Name == "t/a.txt" && e.Modified != "2024-01-01T10:00:00.1Z" {
+			t.Errorf("t/a.txt modified %q, want its fraction of a second: 2024-01-01T10:00:00.1Z", e.Modified)
+		}
 	}
 	want := []string{"dir t", "file t/a.txt", "dir t/sub dir", "dir t/sub dir/deep", "file t/sub dir/deep/b\nc"}
 	if !slices.Equal(got, want) {

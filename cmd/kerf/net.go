@@ -1012,7 +1012,8 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 	}
 }
 
-// listTree is ls -R's listing of spec: the tree in kerf's listing form.
+// listTree is ls -R's listing of spec: the tree in kerf's listing form,
+// times with their fraction of a second as the server listed them.
 func listTree(ctx context.Context, cl *control.Client, spec string) (string, error) {
 	entries, err := cl.Session().ListTree(ctx, spec)
 	if err != nil {
@@ -1020,7 +1021,7 @@ func listTree(ctx context.Context, cl *control.Client, spec string) (string, err
 	}
 	var b []byte
 	for _, e := range entries {
-		b = framing.AppendListingLine(b, e)
+		b = framing.AppendListingLineExact(b, e)
 	}
 	return string(b), nil
 }

@@ -99,6 +99,11 @@ func flagsFirst(app *cli.App, args []string) ([]string, error) {
 			}
 		}
 	}
+	if slices.ContainsFunc(flags, func(f string) bool { return flagName(f) == "help" || flagName(f) == "h" }) {
+		// cli would take the first argument for a help topic ("No help
+		// topic for '/'"): --help is about the command.
+		plain = nil
+	}
 	out := append([]string{args[0]}, global...)
 	out = append(append(out, path...), flags...)
 	for _, p := range plain {

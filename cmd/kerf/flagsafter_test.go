@@ -22,6 +22,10 @@ func TestFlagsFirst(t *testing.T) {
 		{[]string{"send", "a", "h/", "--nonsense"}, []string{"send", "--nonsense", "a", "h/"}},
 		{[]string{"send", "a", "-", "h/"}, []string{"send", "a", "-", "h/"}},
 		{[]string{"help", "send", "--json"}, []string{"help", "send", "--json"}},
+		// --help is about the command: an argument would be taken for a
+		// help topic ("No help topic for '/'").
+		{[]string{"send", "-r", "/", "x", "--help"}, []string{"send", "-r", "--help"}},
+		{[]string{"serial", "send", "a", "-h"}, []string{"serial", "send", "-h"}},
 		{[]string{"serial", "send", "--line", "/dev/x", "a", "--speed", "9600"}, []string{"serial", "send", "--line", "/dev/x", "--speed", "9600", "a"}},
 		{[]string{"user", "--json", "list"}, []string{"--json", "user", "list"}},
 		{[]string{"send", "a", "--generate-bash-completion"}, []string{"send", "a", "--generate-bash-completion"}},

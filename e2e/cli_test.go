@@ -324,6 +324,7 @@ func TestJSONRemoteCommandFailures(t *testing.T) {
 		{[]string{"mv", target(srv.addr, "nope"), target(srv.addr, "x")}, 4, "nope"},
 		{[]string{"ls", target(srv.addr, "nothing-here")}, 4, "nothing-here"},
 		{[]string{"ls", target(refused, "d")}, 3, "connection refused"},
+		{[]string{"send", filepath.Join(local, "absent.txt"), target(srv.addr, "")}, 4, "absent.txt"},
 		{[]string{"mkdir", srv.addr}, 2, "names no remote path"},
 		{[]string{"mv", srv.addr + "/", target(srv.addr, "foo")}, 2, "names no remote path"},
 		{[]string{"mv", target(srv.addr, "d"), srv.addr + "/"}, 2, "names no remote path"},

@@ -502,7 +502,9 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, []
 		for i, e := range unsendable {
 			msgs[i] = e.Error()
 		}
-		return nil, 0, nil, usageErr("%s", strings.Join(msgs, "; "))
+		// Not a usage error: the command line was right, the files
+		// are not there (a missing one beside others is exit 4 too).
+		return nil, 0, nil, transferErr(errors.New(strings.Join(msgs, "; ")))
 	}
 	return out, total, skipped, nil
 }
@@ -635,14 +637,13 @@ func sendCommand() *cli.Command {
 			// a large tree each takes a few milliseconds.
 			type walked struct {
 				files   []kermit.OutgoingFile
-				total   int64
 				skipped []localSkip
 				err     error
 			}
 			walk := make(chan walked, 1)
 			go func() {
-				files, total, skipped, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
-				walk <- walked{files, total, skipped, err}
+				files, _, skipped, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
+				walk <- walked{files, skipped, err}
 			}()
 			cl, cfg, dialErr := dialConfig(c, addr)
 			w := <-walk
@@ -656,8 +657,8 @@ func sendCommand() *cli.Command {
 				return dialErr
 			}
 			defer cl.Close()
-			files, total := w.files, w.total
-			rep := newReporter(c, total)
+			files := w.files
+			rep := newReporter(c, files)
 			rep.skippedLocal(w.skipped)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
@@ -790,7 +791,7 @@ func getCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			rep := newReporter(c, -1)
+			rep := newReporter(c, nil)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}

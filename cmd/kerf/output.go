@@ -39,6 +39,10 @@ type reporter struct {
 	start    time.Time
 	last     time.Time
 	current  map[string]int64
+	// planned is, for a send, what each file adds to total: its size
+	// less what a resume found there. A file refused, failed or found
+	// whole takes its part out, so that the bar ends at its end.
+	planned map[string]int64
 	// skipped are files skipped or failed, whose late progress events,
 	// from the data path, are not counted.
 	skipped map[string]bool
@@ -52,8 +56,22 @@ type reporter struct {
 	channel func() string
 }
 
-func newReporter(c *cli.Context, totalBytes int64) *reporter {
-	r := &reporter{out: os.Stderr, total: totalBytes, start: time.Now(), current: map[string]int64{}}
+// newReporter returns the reporter of a send of files, or with nil of
+// a receiving command, whose total is not known.
+func newReporter(c *cli.Context, files []kermit.OutgoingFile) *reporter {
+	totalBytes := int64(-1)
+	r := &reporter{out: os.Stderr, start: time.Now(), current: map[string]int64{}}
+	if files != nil {
+		totalBytes = 0
+		r.planned = map[string]int64{}
+		for _, f := range files {
+			if _, dup := r.planned[f.Name]; !f.Dir && !dup {
+				r.planned[f.Name] = f.Size
+				totalBytes += f.Size
+			}
+		}
+	}
+	r.total = totalBytes
 	r.json = jsonOutput(c)
 	switch {
 	case r.json != nil:
@@ -127,9 +145,14 @@ func (r *reporter) event(e kermit.Event) {
 			// it goes whole): one file_start, and its bytes from 0.
 			r.done -= n
 			r.current[e.Name] = 0
+			r.replan(e.Name, e.Size)
+			r.showBar()
 			break
 		}
 		r.current[e.Name] = 0
+		if e.Size >= 0 {
+			r.replan(e.Name, e.Size-e.Offset) // the offset was there
+		}
 		delete(r.skipped, e.Name)
 		if r.json != nil {
 			r.json.Encode(jsonEvent{Event: "file_start", Name: e.Name, Size: &size, Offset: e.Offset})
@@ -138,24 +161,18 @@ func (r *reporter) event(e kermit.Event) {
 		if r.skipped[e.Name] {
 			break
 		}
-		delta := e.Bytes - r.current[e.Name]
+		r.done += e.Bytes - r.current[e.Name]
 		r.current[e.Name] = e.Bytes
-		r.done += delta
-		if r.bar != nil {
-			r.bar.Add64(delta)
-		}
+		r.showBar()
 		if r.json != nil && time.Since(r.last) > 500*time.Millisecond {
 			r.last = time.Now()
 			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &e.Bytes})
 		}
 	case kermit.FileDone:
-		delta := e.Bytes - r.current[e.Name]
+		r.done += e.Bytes - r.current[e.Name]
 		delete(r.current, e.Name)
-		r.done += delta
 		r.files++
-		if r.bar != nil {
-			r.bar.Add64(delta)
-		}
+		r.showBar()
 		if r.json == nil && r.bar == nil {
 			break // quiet: nothing to print
 		}
@@ -182,6 +199,8 @@ func (r *reporter) event(e kermit.Event) {
 		// count, and neither does what its late progress says.
 		r.done -= r.current[e.Name]
 		delete(r.current, e.Name)
+		r.replan(e.Name, 0)
+		r.showBar()
 		if r.skipped == nil {
 			r.skipped = map[string]bool{}
 		}
@@ -195,7 +214,7 @@ func (r *reporter) event(e kermit.Event) {
 				if r.bar != nil {
 					r.bar.Clear()
 				}
-				fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(e.Name), printable(e.Err.Error()))
+				fmt.Fprintf(r.out, "kerf: skipping %s: %s\n", printable(e.Name), printable(e.Err.Error()))
 			}
 			break
 		}
@@ -233,9 +252,34 @@ func (r *reporter) event(e kermit.Event) {
 			if r.bar != nil {
 				r.bar.Clear()
 			}
-			fmt.Fprintf(os.Stderr, "kerf: %s: %s\n", printable(e.Name), printable(msg))
+			fmt.Fprintf(r.out, "kerf: %s: %s\n", printable(e.Name), printable(msg))
 		}
 	}
+}
+
+// replan makes name's part of a send's total n bytes.
+func (r *reporter) replan(name string, n int64) {
+	if old, ok := r.planned[name]; ok {
+		r.total += n - old
+		r.planned[name] = n
+	}
+}
+
+// showBar brings the bar to the bytes done and the total.
+func (r *reporter) showBar() {
+	if r.bar == nil {
+		return
+	}
+	if r.total < 0 {
+		r.bar.Set64(r.done)
+		return
+	}
+	if st := r.bar.State(); st.CurrentNum >= st.Max {
+		// A full bar ignores what is taken away: room first.
+		r.bar.ChangeMax64(st.CurrentNum + 1)
+	}
+	r.bar.Set64(r.done)
+	r.bar.ChangeMax64(max(r.total, 1)) // 0 would make it a spinner
 }
 
 // missingNames reports, as failed, each name of a GET from a classic
@@ -388,7 +432,7 @@ func (r *reporter) skippedLocal(skips []localSkip) {
 		if r.bar != nil {
 			r.bar.Clear()
 		}
-		fmt.Fprintf(os.Stderr, "kerf: skipping %s: %s\n", printable(s.path), s.why)
+		fmt.Fprintf(r.out, "kerf: skipping %s: %s\n", printable(s.path), s.why)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+
 	"kerf/kermit"
 )
 
@@ -55,5 +57,48 @@ func TestReporterFileBegunAgain(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), `"file_start"`); n != 1 || r.done != 100 {
 		t.Errorf("%d file_start events, %d bytes; want 1 and 100:\n%s", n, r.done, out.String())
+	}
+}
+
+// The progress bar of a send ends full at the bytes transferred: a file
+// refused, failed or found whole leaves the total, a resumed one counts
+// from its offset, and bytes thrown away leave the count.
+func TestReporterBarEndsAtItsTotal(t *testing.T) {
+	files := []kermit.OutgoingFile{
+		{Name: "refused", Size: 2 << 20}, {Name: "there", Size: 500}, {Name: "cut", Size: 900},
+		{Name: "resumed", Size: 100}, {Name: "again", Size: 50}, {Name: "ok", Size: 8},
+		{Name: "dir", Dir: true},
+	}
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	r.planned = map[string]int64{}
+	for _, f := range files {
+		if !f.Dir {
+			r.planned[f.Name] = f.Size
+			r.total += f.Size
+		}
+	}
+	r.bar = progressbar.NewOptions64(r.total, progressbar.OptionSetWriter(io.Discard))
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "refused", Size: 2 << 20},
+		{Kind: kermit.FileProgress, Name: "refused", Size: 2 << 20, Bytes: 2 << 20},
+		{Kind: kermit.FileSkipped, Name: "refused", Err: errors.New("refused by the receiver (length)")},
+		{Kind: kermit.FileSkipped, Name: "there", Err: kermit.ErrAlreadyThere, Size: 500},
+		{Kind: kermit.FileStart, Name: "cut", Size: 900},
+		{Kind: kermit.FileProgress, Name: "cut", Size: 900, Bytes: 300},
+		{Kind: kermit.FileFailed, Name: "cut", Err: errors.New("the transfer ended before the file did")},
+		{Kind: kermit.FileStart, Name: "resumed", Size: 100, Offset: 40},
+		{Kind: kermit.FileDone, Name: "resumed", Size: 100, Bytes: 60, Offset: 40},
+		{Kind: kermit.FileStart, Name: "again", Size: 50, Offset: 20},
+		{Kind: kermit.FileProgress, Name: "again", Size: 50, Bytes: 30},
+		{Kind: kermit.FileStart, Name: "again", Size: 50},
+		{Kind: kermit.FileDone, Name: "again", Size: 50, Bytes: 50},
+		{Kind: kermit.FileStart, Name: "ok", Size: 8},
+		{Kind: kermit.FileDone, Name: "ok", Size: 8, Bytes: 8},
+	} {
+		r.event(e)
+	}
+	const want = 60 + 50 + 8
+	if st := r.bar.State(); st.CurrentNum != want || st.Max != want {
+		t.Errorf("bar at %d of %d, want %d of %d", st.CurrentNum, st.Max, want, want)
 	}
 }

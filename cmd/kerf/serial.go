@@ -155,7 +155,7 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial send --line DEV FILE...")
 					}
-					files, total, skipped, err := localFiles(c.Args().Slice(), c.Bool("recursive"))
+					files, _, skipped, err := localFiles(c.Args().Slice(), c.Bool("recursive"))
 					if err != nil {
 						return err
 					}
@@ -164,7 +164,7 @@ func serialCommand() *cli.Command {
 						return err
 					}
 					defer done()
-					rep := newReporter(c, total)
+					rep := newReporter(c, files)
 					rep.skippedLocal(skipped)
 					s.SetEvents(rep.event)
 					return rep.end(s.Send(c.Context, files), false)
@@ -245,7 +245,7 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 		return err
 	}
 	defer done()
-	rep := newReporter(c, -1)
+	rep := newReporter(c, nil)
 	s.SetEvents(rep.event)
 	// A server's client was told of the files it did not get; receive
 	// and get were run for the files, so those fail them.

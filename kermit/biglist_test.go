@@ -109,3 +109,32 @@ func TestGetAfterLongListing(t *testing.T) {
 		t.Errorf("the one file not skipped: %q, %v", b, err)
 	}
 }
+
+// A reply longer than a client keeps in memory fails with words saying
+// so, and the session is still there for the next command.
+func TestTextReplyBounded(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "big"), 0o755)
+	for i := range 2000 {
+		os.WriteFile(filepath.Join(root, "big", fmt.Sprintf("file-%05d", i)), nil, 0o644)
+	}
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	defer kermit.SetMaxTextReply(64 << 10)()
+	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, dir)
+	if _, err := cli.Generic(ctx, 'D', "big"); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("REMOTE DIRECTORY of a reply past the bound: %v, want an error saying it is too long", err)
+	}
+	if _, err := cli.ListTree(ctx, "big"); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("ListTree past the bound: %v", err)
+	}
+	if out, err := cli.Generic(ctx, 'D', "big/file-00001"); err != nil || !strings.Contains(out, "file-00001") {
+		t.Fatalf("a short listing after: %q, %v", out, err)
+	}
+}

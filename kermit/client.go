@@ -89,11 +89,29 @@ func (s *Session) generic(ctx context.Context, cmd byte, args ...string) (string
 	if err := s.takeServerInit(ctx, sl); err != nil {
 		return "", s.abort(err)
 	}
-	var out bytes.Buffer
+	out := cappedBuffer{max: maxTextReply}
 	if err := s.recvGroup(ctx, nil, &out, true); err != nil {
 		return "", s.abort(err)
 	}
 	return out.String(), nil
+}
+
+// maxTextReply bounds the text a server's reply may hold in memory (a
+// listing of some millions of files), so that no server can make a
+// client take all it has. A variable for tests.
+var maxTextReply = 512 << 20
+
+// cappedBuffer is a bytes.Buffer that refuses to grow past max bytes.
+type cappedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, fmt.Errorf("kermit: the server's reply is longer than %d MiB, more than a client keeps", b.max>>20)
+	}
+	return b.Buffer.Write(p)
 }
 
 // initServer does the optional I exchange so the command that follows

@@ -29,3 +29,10 @@ func SendInitWire(cfg Config) []byte {
 // WithoutPassedOver makes cfg a kerf from before entries passed over
 // were announced (capas3PassedOver).
 func WithoutPassedOver(cfg Config) Config { cfg.noPassedOver = true; return cfg }
+
+// SetMaxTextReply sets maxTextReply to n and returns what puts it back.
+func SetMaxTextReply(n int) func() {
+	old := maxTextReply
+	maxTextReply = n
+	return func() { maxTextReply = old }
+}

@@ -43,6 +43,10 @@ type reporter struct {
 	// less what a resume found there. A file refused, failed or found
 	// whole takes its part out, so that the bar ends at its end.
 	planned map[string]int64
+	// unsaved are received files done (counted) but not yet saved under
+	// their final names: a failed rename at the group's end takes back
+	// what they counted (kermit.FileSaved).
+	unsaved map[string]int64
 	// skipped are files skipped or failed, whose late progress events,
 	// from the data path, are not counted.
 	skipped map[string]bool
@@ -173,6 +177,12 @@ func (r *reporter) event(e kermit.Event) {
 		delete(r.current, e.Name)
 		r.files++
 		r.showBar()
+		if !e.Sending {
+			if r.unsaved == nil {
+				r.unsaved = map[string]int64{}
+			}
+			r.unsaved[e.Name] = e.Bytes
+		}
 		if r.json == nil && r.bar == nil {
 			break // quiet: nothing to print
 		}
@@ -193,12 +203,21 @@ func (r *reporter) event(e kermit.Event) {
 			r.bar.Clear()
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
+	case kermit.FileSaved:
+		delete(r.unsaved, e.Name)
 	case kermit.FileSkipped, kermit.FileFailed:
 		// Data sent before the answer came (a small file goes at once)
 		// was thrown away, or the file is not there: its bytes do not
 		// count, and neither does what its late progress says.
 		r.done -= r.current[e.Name]
 		delete(r.current, e.Name)
+		if n, ok := r.unsaved[e.Name]; ok {
+			// Done, then not saved under its name (the group's renames
+			// failed): neither its file nor its bytes count.
+			r.done -= n
+			r.files--
+			delete(r.unsaved, e.Name)
+		}
 		r.replan(e.Name, 0)
 		r.showBar()
 		if r.skipped == nil {

@@ -33,6 +33,11 @@ func TestReporterCountsTransferredBytes(t *testing.T) {
 		{Kind: kermit.FileStart, Name: "ok", Size: 8},
 		{Kind: kermit.FileProgress, Name: "ok", Size: 8, Bytes: 5},
 		{Kind: kermit.FileDone, Name: "ok", Size: 8, Bytes: 8},
+		{Kind: kermit.FileSaved, Name: "ok", Size: 8, Bytes: 8},
+		// Done, then its rename at the group's end failed.
+		{Kind: kermit.FileStart, Name: "unsaved", Size: 70},
+		{Kind: kermit.FileDone, Name: "unsaved", Size: 70, Bytes: 70},
+		{Kind: kermit.FileFailed, Name: "unsaved", Size: 70, Bytes: 70, Err: errors.New("filestore: completing unsaved: read-only file system")},
 	} {
 		r.event(e)
 	}

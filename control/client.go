@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,7 +86,11 @@ type ClientConfig struct {
 
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
-	Log      *slog.Logger
+	// RateLimit, if set, holds the file data to its rate: the data
+	// connections, or in Classic mode the control connection, which
+	// carries the data there. Sessions given one Limiter share it.
+	RateLimit *datachan.Limiter
+	Log       *slog.Logger
 	// LoginTimeout bounds the login exchange after the TLS handshake
 	// (default DefaultLoginTimeout): a server that took the handshake and
 	// then says nothing is given up on, not retried for half an hour.
@@ -138,6 +143,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	tuneControl(raw)
 	host, _, _ := net.SplitHostPort(addr)
 	cl := &Client{conn: raw}
+	if cfg.Classic && cfg.RateLimit != nil {
+		cl.conn = datachan.LimitConn(raw, cfg.RateLimit)
+	}
 	if !cfg.Classic {
 		conf := auth.ClientTLS(host, func(fp string) error { return cfg.VerifyHost(addr, fp) })
 		if cfg.ClientCert != nil {
@@ -185,7 +193,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		pinned := cl.fingerprint
 		cl.dual = &clientDual{host: rhost, streams: max(1, min(cfg.Streams, datachan.MaxStreams)), plain: cfg.PlainData,
 			compress: cfg.Compress, congestion: cfg.Congestion, quic: cfg.QUIC,
-			pathOpts: cfg.PathOpts, beforeDial: cfg.beforeDataDial,
+			pathOpts: withLimit(cfg.PathOpts, cfg.RateLimit), beforeDial: cfg.beforeDataDial,
 			tlsConf: auth.ClientTLS(host, func(fp string) error {
 				if fp != pinned {
 					return fmt.Errorf("control: data connection presented key %s, not the control connection's %s", fp, pinned)
@@ -315,4 +323,12 @@ func (c *Client) Close() error {
 		c.dual.path.Close()
 	}
 	return c.conn.Close()
+}
+
+// withLimit is opts with l's rate limit, if l is set.
+func withLimit(opts []datachan.Option, l *datachan.Limiter) []datachan.Option {
+	if l == nil {
+		return opts
+	}
+	return append(slices.Clip(opts), datachan.WithRateLimit(l))
 }

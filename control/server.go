@@ -101,7 +101,11 @@ type ServerConfig struct {
 	// Kermit holds the protocol preferences; zero means DefaultConfig.
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
-	Log      *slog.Logger
+	// RateLimit, if set, holds the file data of all sessions together
+	// to its rate: their data connections, and the control connections
+	// of classic sessions, which carry the data there.
+	RateLimit *datachan.Limiter
+	Log       *slog.Logger
 }
 
 // Server accepts control connections and serves each as a Kermit server.
@@ -365,7 +369,11 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 		return
 	}
 	log.Warn("classic Kermit session: its password and file data cross the network in clear")
-	s.serveSession(ctx, pc, raw, false, "", log)
+	var conn net.Conn = pc
+	if s.cfg.RateLimit != nil {
+		conn = datachan.LimitConn(pc, s.cfg.RateLimit)
+	}
+	s.serveSession(ctx, conn, raw, false, "", log)
 }
 
 // refuseClassic answers a plain Kermit peer with an E packet and closes
@@ -450,7 +458,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	var dual *serverDual
 	if secure {
 		dual = &serverDual{srv: s, maxStreams: s.cfg.MaxStreams, ttl: s.cfg.DataTokenTTL,
-			pathOpts: s.cfg.PathOpts, allowed: fsys.loggedIn}
+			pathOpts: withLimit(s.cfg.PathOpts, s.cfg.RateLimit), allowed: fsys.loggedIn}
 		if !s.cfg.DataFromAnyAddress {
 			dual.remote = ip
 		}

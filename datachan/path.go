@@ -127,6 +127,7 @@ type config struct {
 	parkLimit   int
 	batch       bool
 	compress    bool
+	limit       *Limiter
 }
 
 // WithBlockSize sets the payload size of the blocks this side sends
@@ -169,6 +170,12 @@ func WithParkLimit(bytes int) Option {
 // Off by default.
 func WithSmallFileBatching(on bool) Option {
 	return func(c *config) { c.batch = on }
+}
+
+// WithRateLimit holds the Path's connections, reads and writes, to l's
+// rate, shared with whatever else l limits (nil: no limit).
+func WithRateLimit(l *Limiter) Option {
+	return func(c *config) { c.limit = l }
 }
 
 // stream is one data connection and its goroutines: a reader, a network
@@ -309,6 +316,9 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	}
 	p.zeroCopy = true
 	for i, c := range conns {
+		if cfg.limit != nil {
+			c = LimitConn(c, cfg.limit)
+		}
 		s := &stream{
 			p:    p,
 			idx:  i,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"path"
@@ -89,14 +90,14 @@ var remoteFlags = append(append([]cli.Flag{}, connFlags...), dataFlags(true)...)
 // dataFlags are the data path's flags, hidden from the help or not.
 func dataFlags(hidden bool) []cli.Flag {
 	// The tuning flags serve shows too: copies, hidden or not.
-	bs, wb, cc := *blockSizeFlag, *writeBehindFlag, *congestionFlag
-	bs.Hidden, wb.Hidden, cc.Hidden = hidden, hidden, hidden
+	bs, wb, cc, lr := *blockSizeFlag, *writeBehindFlag, *congestionFlag, *limitRateFlag
+	bs.Hidden, wb.Hidden, cc.Hidden, lr.Hidden = hidden, hidden, hidden, hidden
 	return []cli.Flag{
 		&cli.IntFlag{Name: "streams", Hidden: hidden, Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (2 where there is more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
 		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual"},
-		&bs, &wb, &cc,
+		&bs, &wb, &cc, &lr,
 	}
 }
 
@@ -116,6 +117,7 @@ func defaultStreams() int {
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); QUIC data streams use quic-go's own"}
+	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take, all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k). On a server: all sessions together"}
 	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
 )
 
@@ -133,6 +135,45 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 		return nil, usageErr("--congestion: %v", err)
 	}
 	return []datachan.Option{datachan.WithBlockSize(bs), datachan.WithWriteBehind(wb)}, nil
+}
+
+// rateLimit is the --limit-rate flag's Limiter, or nil without one.
+func rateLimit(c *cli.Context) (*datachan.Limiter, error) {
+	v := c.String("limit-rate")
+	if v == "" {
+		return nil, nil
+	}
+	n, err := parseRate(v)
+	if err != nil {
+		return nil, usageErr("--limit-rate %q: %v", v, err)
+	}
+	return datachan.NewLimiter(n), nil
+}
+
+// parseRate reads a rate in bytes per second as curl's --limit-rate
+// takes it: a number, and k, m or g for powers of 1024 (a trailing B or
+// iB allowed: 20M, 20MB, 20MiB, 1.5g).
+func parseRate(v string) (int64, error) {
+	s := strings.TrimSuffix(strings.TrimSpace(v), "/s")
+	mult := 1.0
+units:
+	for unit, m := range map[string]float64{"k": 1 << 10, "m": 1 << 20, "g": 1 << 30} {
+		for _, suffix := range []string{unit + "ib", unit + "b", unit} {
+			if len(s) > len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix) {
+				s, mult = s[:len(s)-len(suffix)], m
+				break units
+			}
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, errors.New("want bytes per second: a number, then k, m or g (500k, 20M)")
+	}
+	n := f * mult
+	if n < datachan.MinRate || n > 1<<50 {
+		return 0, fmt.Errorf("want at least %d bytes per second (1k)", datachan.MinRate)
+	}
+	return int64(n), nil
 }
 
 // checkStreams refuses a data-connection count that datachan cannot
@@ -184,8 +225,12 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	if err != nil {
 		return fail(err)
 	}
+	limit, err := rateLimit(c)
+	if err != nil {
+		return fail(err)
+	}
 	cfg := control.ClientConfig{
-		PathOpts: opts, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
+		PathOpts: opts, RateLimit: limit, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 		Addr: addr, Streams: streams, Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	}
@@ -338,7 +383,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
 			&cli.BoolFlag{Name: "quic", Usage: "also offer the data channel over QUIC (UDP, at the data address; its port number where free) to clients that ask (--quic)"},
 			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
-			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag,
+			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag, limitRateFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -350,6 +395,10 @@ func serveCommand() *cli.Command {
 				return err
 			}
 			if err := checkServeLimits(c); err != nil {
+				return err
+			}
+			limit, err := rateLimit(c)
+			if err != nil {
 				return err
 			}
 			if fi, err := os.Stat(c.String("root")); err != nil || !fi.IsDir() {
@@ -380,7 +429,7 @@ func serveCommand() *cli.Command {
 				xl = control.NewXferLog(f)
 			}
 			srv, err := control.NewServer(control.ServerConfig{
-				XferLog: xl, PathOpts: opts,
+				XferLog: xl, PathOpts: opts, RateLimit: limit,
 				Root: c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
 				MaxStreams: c.Int("max-streams"), Log: log,
 				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),

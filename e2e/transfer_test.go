@@ -291,11 +291,16 @@ func TestExitCodes(t *testing.T) {
 	srv := startServer(t, root, serverOpts{})
 	writeFile(t, filepath.Join(local, "f"), []byte("x"))
 
-	for _, args := range [][]string{{"send"}, {"send", "f"}, {"send", "missing-file", srv.addr}, {"get", srv.addr}} {
+	for _, args := range [][]string{{"send"}, {"send", "f"}, {"get", srv.addr}} {
 		r := run(t, srv, local, nil, args[0], args[1:]...)
 		if r.code != 2 || !strings.Contains(r.stderr, "kerf:") {
 			t.Errorf("kerf %v: want exit 2 with a message, got %s", args, r)
 		}
+	}
+	// A missing source is no usage error (the command line was right),
+	// as a missing file of a get is not: exit 4, naming it.
+	if r := run(t, srv, local, nil, "send", "missing-file", srv.addr); r.code != 4 || !strings.Contains(r.stderr, "missing-file") {
+		t.Errorf("send of a missing file: want exit 4 naming it, got %s", r)
 	}
 
 	refused := fmt.Sprintf("127.0.0.1:%d", freePort(t))

@@ -139,6 +139,12 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		dirAttrs = sessions[0].neg.dirAttrs
 	}
 
+	tr := newShareTracker(len(sessions))
+	saved := make([]func(Event), len(sessions))
+	for i, s := range sessions {
+		saved[i] = s.cfg.Events
+		s.cfg.Events = tr.events(i, s.cfg.Events)
+	}
 	var mu sync.Mutex
 	taken := 0
 	took := make([]int, len(sessions))
@@ -163,15 +169,49 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			alive = i
 		}
 	}
+	byName := make(map[string]OutgoingFile, len(regular))
+	for _, f := range regular {
+		byName[f.Name] = f
+	}
 	for i, err := range errs {
 		var ge *GroupError
-		if err != nil && !errors.As(err, &ge) && took[i] == 0 && alive >= 0 && ctx.Err() == nil {
+		if err == nil || errors.As(err, &ge) || alive < 0 || ctx.Err() != nil {
+			continue
+		}
+		if took[i] == 0 {
 			// It failed before it took a file (its server dropped it
 			// while idle, say): the others sent its share, as if it had
 			// never opened.
 			sessions[i].cfg.Log.Warn("a session failed before it sent a file; the others sent them", "err", err)
+			errs[i] = nil
 			continue
 		}
+		// Lost with files under way: one that finished well sends them
+		// again, resuming, so that what the receiver stored of them is
+		// found whole (and reported done) and a partial goes on. The
+		// files it had sent and seen confirmed stay done.
+		var again []OutgoingFile
+		for _, name := range tr.cutNames(i) {
+			again = append(again, byName[name])
+		}
+		s := sessions[alive]
+		s.cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(again), "err", err)
+		if len(again) == 0 {
+			errs[i] = nil
+			continue
+		}
+		resume := s.cfg.Resume
+		s.cfg.Resume = true
+		tr.standIn(alive, i)
+		errs[i] = s.Send(ctx, again)
+		tr.standIn(alive, alive)
+		s.cfg.Resume = resume
+	}
+	for i, s := range sessions {
+		s.cfg.Events = saved[i]
+	}
+	tr.flush()
+	for _, err := range errs {
 		res.add(err)
 	}
 	if taken < len(regular) {
@@ -293,47 +333,62 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	}
 
 	held := &heldDirs{}
-	// Every share carries every directory: one the receiver cannot make
-	// is reported by the first session that meets it only.
-	var mu sync.Mutex
-	told := map[string]bool{}
+	tr := newShareTracker(n)
 	saved := make([]func(Event), n)
 	for i, s := range sessions {
 		s.holdDirs = held
-		if tell := s.cfg.Events; tell != nil {
-			saved[i] = tell
-			s.cfg.Events = func(e Event) {
-				if strings.HasSuffix(e.Name, "/") && (e.Kind == FileFailed || e.Kind == FileSkipped) {
-					mu.Lock()
-					again := told[e.Name]
-					told[e.Name] = true
-					mu.Unlock()
-					if again {
-						return
-					}
-				}
-				tell(e)
-			}
-		}
+		saved[i] = s.cfg.Events
+		s.cfg.Events = tr.events(i, s.cfg.Events)
 	}
-	errs := inParallel(n, func(i int) error {
+	get := func(i, sh int) error {
 		oi := o
 		// Each session tells the server of the skipped files of its
 		// own share only.
 		oi.Skip = nil
 		for _, e := range o.Skip {
-			if (share{i, n}).has(e.Name) {
+			if (share{sh, n}).has(e.Name) {
 				oi.Skip = append(oi.Skip, e)
 			}
 		}
+		if sh != i {
+			oi.Resume = true
+		}
 		return sessions[i].GetWith(ctx, spec, oi, stores[i])
-	})
-	for i, s := range sessions {
-		s.holdDirs = nil
-		if saved[i] != nil {
-			s.cfg.Events = saved[i]
+	}
+	errs := inParallel(n, func(i int) error { return get(i, i) })
+	// A session lost on the way (its link, its server's end of it)
+	// leaves the rest of its share to one that finished well, which asks
+	// for that share again, resuming: the files the lost one fetched are
+	// found whole (and not reported twice), and the one it was cut off in
+	// goes on from its partial. One try: a share lost twice is the error.
+	var good []int
+	for i, err := range errs {
+		var ge *GroupError
+		if err == nil || errors.As(err, &ge) {
+			good = append(good, i)
 		}
 	}
+	for i, err := range errs {
+		var ge *GroupError
+		if err == nil || errors.As(err, &ge) || len(good) == 0 || ctx.Err() != nil {
+			continue
+		}
+		j := good[i%len(good)]
+		sessions[j].cfg.Log.Warn("a session of the GET was lost; another fetches the rest of its share", "share", share{i, n}.String(), "err", err)
+		if _, serr := sessions[j].Generic(ctx, 'S', shareParam, share{i, n}.String()); serr != nil {
+			continue // its error stays the lost session's
+		}
+		tr.standIn(j, i)
+		errs[i] = get(j, i)
+		tr.standIn(j, j)
+		// Its own share again, for whatever it is asked next.
+		sessions[j].Generic(ctx, 'S', shareParam, share{j, n}.String())
+	}
+	for i, s := range sessions {
+		s.holdDirs = nil
+		s.cfg.Events = saved[i]
+	}
+	tr.flush()
 	var res outcome
 	for _, err := range errs {
 		res.add(err)
@@ -345,6 +400,104 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		sessions[0].finishDirs(stores[0])
 	}
 	return res.err()
+}
+
+// shareTracker sits between the sessions of a SendParallel or
+// GetParallel and their Events: a directory one that cannot be made is
+// reported once, by the first session that meets it; a file cut off
+// when its session was lost is held back (another session may take it
+// over), and reported at the end unless the take-over moved it; a file
+// the lost session moved and saw confirmed is not reported again when
+// the take-over finds it whole, and one it moved unconfirmed is
+// reported done then.
+type shareTracker struct {
+	mu     sync.Mutex
+	told   map[string]bool   // directories reported failed or skipped
+	done   []map[string]bool // by share: files fetched
+	cut    [][]Event         // by share: files cut off, held back
+	shares []int             // by session: the share it fetches now
+	tell   []func(Event)     // by session: its own Events, nil or not
+}
+
+func newShareTracker(n int) *shareTracker {
+	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), cut: make([][]Event, n), shares: make([]int, n), tell: make([]func(Event), n)}
+	for i := range n {
+		t.done[i] = map[string]bool{}
+		t.shares[i] = i
+	}
+	return t
+}
+
+// events returns session i's Events, which reports to tell.
+func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
+	t.tell[i] = tell
+	return func(e Event) {
+		t.mu.Lock()
+		sh := t.shares[i]
+		var cut *CutOffError
+		switch {
+		case strings.HasSuffix(e.Name, "/") && (e.Kind == FileFailed || e.Kind == FileSkipped):
+			again := t.told[e.Name]
+			t.told[e.Name] = true
+			if again {
+				t.mu.Unlock()
+				return
+			}
+		case e.Kind == FileDone:
+			t.done[sh][e.Name] = true
+		case e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name]:
+			t.mu.Unlock()
+			return // moved before its session was lost, and reported
+		case e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.isCut(sh, e.Name):
+			// Moved whole by the lost session, unconfirmed: done.
+			t.done[sh][e.Name] = true
+			e = Event{Kind: FileDone, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
+		case e.Kind == FileFailed && errors.As(e.Err, &cut):
+			t.cut[sh] = append(t.cut[sh], e)
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		if tell != nil {
+			tell(e)
+		}
+	}
+}
+
+// isCut says whether share sh's session was cut off in the file name.
+func (t *shareTracker) isCut(sh int, name string) bool {
+	return slices.ContainsFunc(t.cut[sh], func(e Event) bool { return e.Name == name })
+}
+
+// cutNames returns the files session i was cut off in.
+func (t *shareTracker) cutNames(i int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var names []string
+	for _, e := range t.cut[i] {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+// standIn makes session i fetch for share sh.
+func (t *shareTracker) standIn(i, sh int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.shares[i] = sh
+}
+
+// flush reports the files cut off that no take-over fetched.
+func (t *shareTracker) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for sh, cut := range t.cut {
+		for _, e := range cut {
+			if !t.done[sh][e.Name] && t.tell[sh] != nil {
+				t.tell[sh](e)
+			}
+		}
+	}
 }
 
 // heldDirs collects the directory attributes the sessions of a

@@ -113,6 +113,7 @@ type recvFile struct {
 	attrs    framing.Attributes
 	haveAttr bool
 	refused  bool
+	cutOff   bool  // ended before its data did; its partial kept (keepPartial)
 	dir      bool  // a directory (sendDir): F, Z and perhaps A
 	why      error // why it was refused, for a kerf peer
 	// deferred: the refusal is reported at the Z, whose reason (a
@@ -153,7 +154,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if why == nil {
 				why = errors.New("the transfer ended before the file did")
 			}
-			s.event(Event{Kind: FileFailed, Name: cur.name, Err: why, Path: path})
+			s.event(Event{Kind: FileFailed, Name: cur.name, Err: &CutOffError{why}, Path: path})
 		}
 	}()
 	// A store that batches its fsyncs makes the whole group durable once,
@@ -324,8 +325,14 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				s.makeDir(store, cur)
 			}
 			err := s.finishFile(ctx, cur, p.Data)
+			var ns *notStoredError
 			if err != nil && !cur.refused && !cur.dir {
-				s.event(Event{Kind: FileFailed, Name: cur.name, Err: err, Path: path})
+				why := err
+				if cur.cutOff && !errors.As(err, &ns) {
+					// The session ends here, and the partial stays.
+					why = &CutOffError{err}
+				}
+				s.event(Event{Kind: FileFailed, Name: cur.name, Err: why, Path: path})
 			}
 			var reply []byte
 			if cur.dir && cur.why != nil {
@@ -333,7 +340,6 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// sender sends directories; see sendDir).
 				reply = s.refusalAck(cur.why)
 			}
-			var ns *notStoredError
 			if errors.As(err, &ns) {
 				// This file only (capas2NotStored): the sender hears
 				// why, and the next file comes.
@@ -639,6 +645,15 @@ func (s *Session) alreadyThere(cur *recvFile) bool {
 	return ok && size == cur.attrs.Length && framing.SameModTime(mod, cur.attrs.ModTime)
 }
 
+// CutOffError is why a file failed when its group ended before the file
+// did (the link lost, an E, a cancel): a receiver keeps what came for a
+// resume, and a sender does not know what the receiver kept.
+// SendParallel and GetParallel tell it from a file's own failure.
+type CutOffError struct{ Err error }
+
+func (e *CutOffError) Error() string { return e.Err.Error() }
+func (e *CutOffError) Unwrap() error { return e.Err }
+
 // writeData decodes one D packet into the current file.
 func (s *Session) writeData(cur *recvFile, data []byte) error {
 	buf, err := s.neg.in.Decode(s.decodeBuf[:0], data)
@@ -914,6 +929,7 @@ func (s *Session) saved(batch groupBatcher, err error) {
 // prefix first: with several data connections blocks land out of order,
 // and recovery resumes from the partial file's length.
 func (s *Session) keepPartial(cur *recvFile, inc Incoming) {
+	cur.cutOff = true
 	if s.dualActive() && cur.expected {
 		n := s.data.Abandon(cur.id)
 		if err := inc.Truncate(cur.start + n); err != nil {

@@ -113,9 +113,9 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			// last may have stopped short of it.
 			sending := slices.Clone(s.sending)
 			for i, name := range sending {
-				e := Event{Kind: FileFailed, Name: name, Err: why, Sending: true}
+				e := Event{Kind: FileFailed, Name: name, Err: &CutOffError{why}, Sending: true}
 				if i < len(sending)-1 || s.lastZQueued {
-					e.Err = unsure
+					e.Err = &CutOffError{unsure}
 				}
 				s.event(e)
 			}

@@ -43,6 +43,9 @@ type reporter struct {
 	// less what a resume found there. A file refused, failed or found
 	// whole takes its part out, so that the bar ends at its end.
 	planned map[string]int64
+	// earlier are the bytes moved of files begun again before they
+	// were (FileStart again): what the receiver kept of them counts.
+	earlier map[string]int64
 	// unsaved are received files done (counted) but not yet saved under
 	// their final names: a failed rename at the group's end takes back
 	// what they counted (kermit.FileSaved).
@@ -145,9 +148,16 @@ func (r *reporter) event(e kermit.Event) {
 	switch e.Kind {
 	case kermit.FileStart:
 		if n, again := r.current[e.Name]; again {
-			// Begun again (its partial was not the start of the file, and
-			// it goes whole): one file_start, and its bytes from 0.
+			// Begun again: whole (its partial was not the start of the
+			// file), or from what the receiver kept when another session
+			// takes over a lost one's file. One file_start; of what
+			// went before, only what the receiver kept counts, as its
+			// file_done's offset tells.
 			r.done -= n
+			if r.earlier == nil {
+				r.earlier = map[string]int64{}
+			}
+			r.earlier[e.Name] += n
 			r.current[e.Name] = 0
 			r.replan(e.Name, e.Size)
 			r.showBar()
@@ -173,9 +183,12 @@ func (r *reporter) event(e kermit.Event) {
 			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &e.Bytes})
 		}
 	case kermit.FileDone:
-		r.done += e.Bytes - r.current[e.Name]
+		kept := min(r.earlier[e.Name], max(e.Offset, 0))
+		delete(r.earlier, e.Name)
+		r.done += e.Bytes - r.current[e.Name] + kept
 		delete(r.current, e.Name)
 		r.files++
+		r.replan(e.Name, e.Bytes+kept)
 		r.showBar()
 		if !e.Sending {
 			if r.unsaved == nil {

@@ -63,6 +63,24 @@ func TestReporterFileBegunAgain(t *testing.T) {
 	if n := strings.Count(out.String(), `"file_start"`); n != 1 || r.done != 100 {
 		t.Errorf("%d file_start events, %d bytes; want 1 and 100:\n%s", n, r.done, out.String())
 	}
+	// Taken over by another session from the 40 bytes the receiver
+	// kept of the 70 the lost session moved: 40 + 60 bytes. (A sender
+	// learns the offset after its file_start.)
+	for _, offset := range []int64{0, 40} {
+		r = &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+		for _, e := range []kermit.Event{
+			{Kind: kermit.FileStart, Name: "f", Size: 100, Sending: true},
+			{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 70, Sending: true},
+			{Kind: kermit.FileStart, Name: "f", Size: 100, Offset: offset, Sending: true},
+			{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 30, Sending: true},
+			{Kind: kermit.FileDone, Name: "f", Size: 100, Bytes: 60, Offset: 40, Sending: true},
+		} {
+			r.event(e)
+		}
+		if r.done != 100 {
+			t.Errorf("taken over from 40 bytes kept (file_start offset %d): %d bytes, want 100", offset, r.done)
+		}
+	}
 }
 
 // The progress bar of a send ends full at the bytes transferred: a file

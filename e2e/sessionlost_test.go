@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A session lost in the middle of a send or get over several sessions
+// (its control connection reset, as a middlebox or a flapping path
+// does to one flow) costs nothing: another session takes over its files
+// under way (send) or the rest of its share (get), resuming, and the
+// command ends well with every file there once and every byte counted.
+// The connection is reset by the kernel (`ss -K`, SOCK_DESTROY): a real
+// socket killed under a running kerf.
+func TestSessionLostIsTakenOver(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Fatal("this test needs ss (iproute2) to reset a connection: apt-get install iproute2")
+	}
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	const n, size = 30, 512 << 10
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("tree/f%02d", i)
+		writeFile(t, filepath.Join(local, name), randomBytes(size, uint64(100+i)))
+		names = append(names, name)
+	}
+	_, port, _ := net.SplitHostPort(srv.addr)
+	for _, c := range []struct {
+		what string
+		dir  string
+		args []string
+		from string
+		to   string
+	}{
+		{"send", local, []string{"send", "-r", "--sessions", "2", "--limit-rate", "8M", "tree", srv.addr}, local, root},
+		{"get", back, []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, back},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+			defer cancel()
+			cmd := kerfCmd(t, ctx, srv, c.dir, []string{"--json"}, c.args[0], c.args[1:]...)
+			var stdout, stderr bytes.Buffer
+			pipe, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Once a few files are done (both sessions under way), reset
+			// one session's control connection.
+			sc := bufio.NewScanner(pipe)
+			done, killed := 0, ""
+			for sc.Scan() {
+				line := sc.Text()
+				stdout.WriteString(line + "\n")
+				if strings.Contains(line, `"file_done"`) {
+					if done++; done == 4 {
+						killed = resetOneConnection(t, port)
+					}
+				}
+			}
+			err = cmd.Wait()
+			if killed == "" {
+				t.Fatalf("no connection was reset (%d files done):\n%s", done, stdout.String())
+			}
+			if err != nil {
+				t.Fatalf("kerf %s with a session reset (%s): %v\nstdout:\n%s\nstderr:\n%s", c.what, killed, err, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "another") {
+				t.Errorf("no word of the take-over on stderr (was a session lost?):\n%s", stderr.String())
+			}
+			evs := parseEvents(t, stdout.String())
+			last := evs[len(evs)-1]
+			if last.Event != "done" || last.Bytes != n*size || last.Files == nil || *last.Files != n {
+				t.Errorf("last event %+v, want done with %d files, %d bytes", last, n, n*size)
+			}
+			count := map[string]int{}
+			for _, e := range eventsNamed(evs, "file_done") {
+				count[e.Name]++
+			}
+			for _, name := range names {
+				if count[name] != 1 {
+					t.Errorf("%s: %d file_done events, want 1", name, count[name])
+				}
+				sameFile(t, filepath.Join(c.from, name), filepath.Join(c.to, name))
+			}
+		})
+	}
+}
+
+// resetOneConnection resets (ss -K) one established connection from a
+// client to the server's control port, and returns which.
+func resetOneConnection(t *testing.T, port string) string {
+	t.Helper()
+	out, err := exec.Command("ss", "-tnH", "state", "established", "dst", "127.0.0.1", "dport", "=", port).Output()
+	if err != nil {
+		t.Fatalf("ss: %v", err)
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 {
+		t.Fatalf("no connection to port %s to reset: %q", port, out)
+	}
+	local := fields[2] // Recv-Q, Send-Q, local address, peer address
+	out, err = exec.Command("ss", "-K", "-tnH", "src", local, "dst", "127.0.0.1", "dport", "=", port).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), local) {
+		t.Fatalf("ss -K %s: %v %q (the kernel needs CONFIG_INET_DIAG_DESTROY, and the test CAP_NET_ADMIN)", local, err, out)
+	}
+	return local
+}

@@ -26,7 +26,14 @@ type GetOptions struct {
 	// of the GET if they are still the same; each one left out is
 	// reported as FileSkipped (ErrAlreadyThere).
 	Skip []framing.ListingEntry
+	// Exclude are patterns (Exclusions) of files a kerf server leaves
+	// out; a server that does not take them fails the GET.
+	Exclude []string
 }
+
+// ErrNoExclude is why a GET with exclusions failed: the server does not
+// take them (a kerf from before them, or another Kermit).
+var ErrNoExclude = errors.New("the server does not leave files out of a GET (--exclude): an older kerf, or not kerf")
 
 // GetWith is Get with options.
 func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store Store) error {
@@ -38,6 +45,18 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 		}
 		if told {
 			defer s.reportSkipped(o.Skip)()
+		}
+	}
+	if _, err := ParseExclusions(o.Exclude); err != nil {
+		return err
+	}
+	for _, p := range o.Exclude {
+		if _, err := s.Generic(ctx, 'S', excludeParam, p); err != nil {
+			var pe *PeerError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("%w: %v", ErrNoExclude, err)
+			}
+			return err
 		}
 	}
 	if err := s.initServer(ctx); err != nil {

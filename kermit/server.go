@@ -159,8 +159,8 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.lo = (p.Seq + 1) % 64
 			return s.recvGroup(ctx, store, nil, true)
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
-			sh := s.share
-			s.share = share{} // for this GET only, whatever comes of it
+			sh, ex := s.share, s.exclude
+			s.share, s.exclude = share{}, nil // for this GET only, whatever comes of it
 			defer func() { s.skip, s.skipBytes = nil, 0 }()
 			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err
@@ -182,6 +182,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			files = sh.of(files)
+			files = ex.Filter(files)
 			files = withoutSkipped(files, s.skip)
 			if p.Type == 'J' {
 				saved := s.cfg.Resume
@@ -382,6 +383,15 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 				return err
 			}
 			s.share = sh
+		case excludeParam:
+			if len(s.exclude) >= maxExclusions {
+				return fmt.Errorf("more than %d exclude patterns", maxExclusions)
+			}
+			e, err := parseExclusion(arg(1))
+			if err != nil {
+				return err
+			}
+			s.exclude = append(s.exclude, e)
 		default:
 			return fmt.Errorf("unimplemented REMOTE SET parameter %q", arg(0))
 		}

@@ -62,6 +62,9 @@ type Session struct {
 	// share is the part of its next GET a kerf client asked this server
 	// for (REMOTE SET kerf-share; n 0: all of it).
 	share share
+	// exclude are the patterns of files a kerf client asked this server
+	// to leave out of its next GET (REMOTE SET kerf-exclude).
+	exclude Exclusions
 	// skip holds the files of its next GET a kerf client has whole
 	// (its kerf-skip text), by name as the F packet gives it.
 	skip      map[string]framing.ListingEntry

@@ -88,7 +88,7 @@ func demoCommand() *cli.Command {
 				return connectErr(err)
 			}
 			defer cl.Close()
-			files, _, _, err := localFiles([]string{src}, true)
+			files, _, _, err := localFiles([]string{src}, true, nil)
 			if err != nil {
 				return err
 			}

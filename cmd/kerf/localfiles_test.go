@@ -51,7 +51,7 @@ func TestLocalFiles(t *testing.T) {
 	type want struct{ sent, dirs, filled, failed, skipped []string }
 	check := func(t *testing.T, args []string, w want) {
 		t.Helper()
-		files, total, skipped, err := localFiles(args, true)
+		files, total, skipped, err := localFiles(args, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,11 +139,11 @@ func TestLocalFiles(t *testing.T) {
 			want{sent: []string{"a.txt"}, failed: []string{"fifo"}})
 	})
 	t.Run("nothing sendable", func(t *testing.T) {
-		if _, _, _, err := localFiles([]string{filepath.Join(dir, "missing")}, false); err == nil {
+		if _, _, _, err := localFiles([]string{filepath.Join(dir, "missing")}, false, nil); err == nil {
 			t.Error("no error when no source can be sent")
 		}
 		// Several reasons make one line (the error is printed quoted).
-		_, _, _, err := localFiles([]string{filepath.Join(dir, "missing"), filepath.Join(dir, "missing2")}, false)
+		_, _, _, err := localFiles([]string{filepath.Join(dir, "missing"), filepath.Join(dir, "missing2")}, false, nil)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "missing2") {
 			t.Errorf("two unsendable sources: %q; want one line naming both", err)
 		}
@@ -159,7 +159,7 @@ func TestUnsendableNamedByKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "ok"), []byte("x"), 0o644)
-	files, _, _, err := localFiles([]string{fifo, filepath.Join(dir, "ok")}, false)
+	files, _, _, err := localFiles([]string{fifo, filepath.Join(dir, "ok")}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,18 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 	return []datachan.Option{datachan.WithBlockSize(bs), datachan.WithWriteBehind(wb)}, nil
 }
 
+// excludeFlag leaves files out of a send or get.
+var excludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: "leave out files and directories matching `PATTERN` (repeatable; as rsync's: *.tmp or .git any element of a path, a/*.o its last ones, /top/dir from the top, cache/ directories only); a get needs a kerf server"}
+
+// exclusions is the --exclude flags' Exclusions.
+func exclusions(c *cli.Context) (kermit.Exclusions, error) {
+	x, err := kermit.ParseExclusions(c.StringSlice("exclude"))
+	if err != nil {
+		return nil, usageErr("--exclude: %v", err)
+	}
+	return x, nil
+}
+
 // rateLimit is the --limit-rate flag's Limiter, or nil without one.
 func rateLimit(c *cli.Context) (*datachan.Limiter, error) {
 	v := c.String("limit-rate")
@@ -498,7 +510,7 @@ func serverIdentity(c *cli.Context) (*auth.Identity, error) {
 // Open fails: the engine reports it as not sent, tells a kerf receiver,
 // and sends the rest. Only when nothing at all can be sent is that an
 // error here.
-func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, []localSkip, error) {
+func localFiles(args []string, recursive bool, ex kermit.Exclusions) ([]kermit.OutgoingFile, int64, []localSkip, error) {
 	var skipped []localSkip
 	var out []kermit.OutgoingFile
 	var total int64
@@ -522,6 +534,9 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, []
 			unsent(&out, &unsendable, filepath.Base(a), err)
 			continue
 		}
+		if top := filepath.Base(filepath.Clean(a)); top != "." && top != ".." && ex.Excludes(top, fi.IsDir()) {
+			continue // --exclude takes names given too, as rsync's does
+		}
 		switch {
 		case fi.Mode().IsRegular():
 			add(a, filepath.Base(a), fi)
@@ -531,7 +546,7 @@ func localFiles(args []string, recursive bool) ([]kermit.OutgoingFile, int64, []
 				top = "" // the contents
 			}
 			start := len(out)
-			walkTree(a, top, add, func(name string, err error) { unsent(&out, &unsendable, name, err) },
+			walkTree(a, top, ex, add, func(name string, err error) { unsent(&out, &unsendable, name, err) },
 				func(name string, fi fs.FileInfo) {
 					out = append(out, kermit.OutgoingFile{Name: name, Dir: true,
 						ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true})
@@ -572,7 +587,7 @@ func unsent(out *[]kermit.OutgoingFile, errs *[]error, name string, why error) {
 // in it, with its details (for a kerf peer; Kermit has no directories).
 // The caller marks the directories with something under them
 // (filestore.MarkFilled).
-func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string, fi fs.FileInfo), skip func(p, why string)) {
+func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string, fi fs.FileInfo), skip func(p, why string)) {
 	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
 		root += string(filepath.Separator) // WalkDir follows only "link/"
 	}
@@ -582,6 +597,13 @@ func walkTree(root, top string, add func(p, name string, fi fs.FileInfo), fail f
 	}
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		name := nameOf(p)
+		if d != nil && name != "." && ex.Excludes(name, d.IsDir()) {
+			// Left out, and a directory all that is under it: not walked.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		if err != nil {
 			// An unreadable directory (its contents unknown), a path too
 			// long: not sent, and the walk goes on.
@@ -668,6 +690,7 @@ func sendCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
+			excludeFlag,
 			sendSessionsFlag,
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) error {
@@ -682,6 +705,10 @@ func sendCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
+			ex, err := exclusions(c)
+			if err != nil {
+				return err
+			}
 			// Walk the local files while connecting and logging in: for
 			// a large tree each takes a few milliseconds.
 			type walked struct {
@@ -691,7 +718,7 @@ func sendCommand() *cli.Command {
 			}
 			walk := make(chan walked, 1)
 			go func() {
-				files, _, skipped, err := localFiles(args[:len(args)-1], c.Bool("recursive"))
+				files, _, skipped, err := localFiles(args[:len(args)-1], c.Bool("recursive"), ex)
 				walk <- walked{files, skipped, err}
 			}()
 			cl, cfg, dialErr := dialConfig(c, addr)
@@ -779,6 +806,7 @@ func getCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
+			excludeFlag,
 			sparseFlag,
 			getSessionsFlag,
 		}, clientFlags...),
@@ -835,6 +863,9 @@ func getCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
+			if _, err := exclusions(c); err != nil {
+				return err
+			}
 			cl, cfg, err := dialConfig(c, addr)
 			if err != nil {
 				return err
@@ -843,7 +874,7 @@ func getCommand() *cli.Command {
 			rep := newReporter(c, nil)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
-			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}
+			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude")}
 			toFetch := -1 // files the GET will bring, where a listing told
 			if opts.Resume && !cfg.Classic && !renamed && !store.UniqueNames && hasEntries(openDir) {
 				// What is here whole is found from one listing of the

@@ -40,7 +40,7 @@ var (
 	resumeFlag    = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
 	dirFlag       = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
 
-	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}})
+	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, excludeFlag})
 	serialReceiveFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, dirFlag, sparseFlag})
 	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag})
 	serialServerFlags  = serialGetFlags
@@ -155,7 +155,11 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial send --line DEV FILE...")
 					}
-					files, _, skipped, err := localFiles(c.Args().Slice(), c.Bool("recursive"))
+					ex, err := exclusions(c)
+					if err != nil {
+						return err
+					}
+					files, _, skipped, err := localFiles(c.Args().Slice(), c.Bool("recursive"), ex)
 					if err != nil {
 						return err
 					}

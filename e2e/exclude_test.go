@@ -1,0 +1,46 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// --exclude leaves files and whole directories out of a send -r and a
+// get -r alike, by the same rules (kermit.Exclusions); a bad pattern is
+// a usage error.
+func TestExclude(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	all := []string{"proj/main.go", "proj/main.o", "proj/.git/HEAD", "proj/.git/refs/x", "proj/build/out.bin", "proj/doc/build", "proj/doc/a.txt", "notes.o"}
+	for _, f := range all {
+		writeFile(t, filepath.Join(local, f), []byte(f))
+	}
+	kept := []string{"proj/main.go", "proj/doc/build", "proj/doc/a.txt"}
+	gone := []string{"proj/main.o", "proj/.git", "proj/build", "notes.o"}
+	excl := []string{"--exclude", "*.o", "--exclude", ".git", "--exclude", "build/"}
+	mustRun(t, srv, local, nil, "send", append(append([]string{"-r"}, excl...), "proj", "notes.o", srv.addr)...)
+	check := func(dir string) {
+		t.Helper()
+		for _, f := range kept {
+			sameFile(t, filepath.Join(local, f), filepath.Join(dir, f))
+		}
+		for _, f := range gone {
+			if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+				t.Errorf("%s is in %s, though excluded", f, dir)
+			}
+		}
+	}
+	check(root)
+
+	// The server has everything; the get leaves out the same.
+	for _, f := range all {
+		writeFile(t, filepath.Join(root, f), []byte(f))
+	}
+	mustRun(t, srv, back, nil, "get", append(append([]string{"-r", "--sessions", "2"}, excl...), target(srv.addr, "proj"), target(srv.addr, "notes.o"), ".")...)
+	check(back)
+
+	if r := run(t, srv, local, nil, "send", "-r", "--exclude", "[", "proj", srv.addr); r.code != 2 {
+		t.Errorf("--exclude '[': %s, want exit 2", r)
+	}
+}

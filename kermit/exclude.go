@@ -1,0 +1,129 @@
+package kermit
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Exclusions are the patterns of --exclude, as rsync takes its simple
+// ones, matched against the names files travel under (the F packet's,
+// "photos/raw/a.jpg" for `send -r photos`):
+//
+//   - a pattern with no slash matches any one element of a name: "*.tmp",
+//     ".git", "core";
+//   - one with slashes inside matches the last elements of a name, as
+//     many as it has: "raw/*.jpg" matches "photos/raw/a.jpg";
+//   - a leading slash anchors it at the top of the names: "/photos/raw"
+//     matches "photos/raw" and not "old/photos/raw";
+//   - a trailing slash matches directories only: "cache/".
+//
+// Elements match as path.Match has them ('*' and '?' stop at a slash,
+// [...] classes, '\' quotes). An excluded directory takes all that is
+// under it. The sender leaves out what its own exclusions match; for a
+// GET the client hands its patterns to a kerf server (REMOTE SET
+// kerf-exclude, protocol.md §8), which leaves them out of what it sends.
+type Exclusions []exclusion
+
+type exclusion struct {
+	pattern  string // without its leading and trailing slash
+	elements int    // how many name elements it matches
+	anchored bool   // leading slash: from the top of the names
+	dirOnly  bool   // trailing slash: directories only
+}
+
+// maxExclusions and maxExcludeLen bound what a server keeps of a
+// client's patterns (and what a client may give).
+const (
+	maxExclusions = 256
+	maxExcludeLen = 1024
+)
+
+// excludeParam is kerf's REMOTE SET parameter that adds a pattern to
+// the exclusions of the session's next GET.
+const excludeParam = "kerf-exclude"
+
+// ParseExclusions checks patterns and returns them as Exclusions.
+func ParseExclusions(patterns []string) (Exclusions, error) {
+	if len(patterns) > maxExclusions {
+		return nil, fmt.Errorf("%d exclude patterns: at most %d", len(patterns), maxExclusions)
+	}
+	var x Exclusions
+	for _, p := range patterns {
+		e, err := parseExclusion(p)
+		if err != nil {
+			return nil, err
+		}
+		x = append(x, e)
+	}
+	return x, nil
+}
+
+func parseExclusion(p string) (exclusion, error) {
+	if len(p) > maxExcludeLen {
+		return exclusion{}, fmt.Errorf("exclude pattern of %d bytes: at most %d", len(p), maxExcludeLen)
+	}
+	e := exclusion{anchored: strings.HasPrefix(p, "/"), dirOnly: strings.HasSuffix(p, "/")}
+	e.pattern = strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/")
+	if e.pattern == "" || strings.Contains(e.pattern, "//") {
+		return exclusion{}, fmt.Errorf("exclude pattern %q: empty, or an empty element", p)
+	}
+	if _, err := path.Match(e.pattern, ""); err != nil {
+		return exclusion{}, fmt.Errorf("exclude pattern %q: %w", p, err)
+	}
+	e.elements = strings.Count(e.pattern, "/") + 1
+	return e, nil
+}
+
+// Excludes says whether name (slash-separated, as files travel; dir:
+// it is a directory) is left out: it matches, or a directory above it
+// does.
+func (x Exclusions) Excludes(name string, dir bool) bool {
+	if len(x) == 0 {
+		return false
+	}
+	elems := strings.Split(strings.Trim(name, "/"), "/")
+	for i := range elems {
+		if x.matches(elems[:i+1], dir || i < len(elems)-1) {
+			return true
+		}
+	}
+	return false
+}
+
+// matches says whether the name of elems (a directory if dir) matches
+// one of the patterns by itself.
+func (x Exclusions) matches(elems []string, dir bool) bool {
+	for _, e := range x {
+		if e.dirOnly && !dir {
+			continue
+		}
+		var tail []string
+		switch {
+		case e.anchored && len(elems) == e.elements:
+			tail = elems
+		case !e.anchored && len(elems) >= e.elements:
+			tail = elems[len(elems)-e.elements:]
+		default:
+			continue
+		}
+		if ok, _ := path.Match(e.pattern, strings.Join(tail, "/")); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Filter returns files less those x excludes.
+func (x Exclusions) Filter(files []OutgoingFile) []OutgoingFile {
+	if len(x) == 0 {
+		return files
+	}
+	out := files[:0:0]
+	for _, f := range files {
+		if !x.Excludes(f.Name, f.Dir) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -192,7 +192,9 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		// files it had sent and seen confirmed stay done.
 		var again []OutgoingFile
 		for _, name := range tr.cutNames(i) {
-			again = append(again, byName[name])
+			if f, ok := byName[name]; ok {
+				again = append(again, f)
+			}
 		}
 		s := sessions[alive]
 		s.cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(again), "err", err)
@@ -413,7 +415,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 type shareTracker struct {
 	mu     sync.Mutex
 	told   map[string]bool   // directories reported failed or skipped
-	done   []map[string]bool // by share: files fetched
+	done   []map[string]bool // by share: files whose end was told (done, failed, skipped)
 	cut    [][]Event         // by share: files cut off, held back
 	shares []int             // by session: the share it fetches now
 	tell   []func(Event)     // by session: its own Events, nil or not
@@ -443,8 +445,6 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 				t.mu.Unlock()
 				return
 			}
-		case e.Kind == FileDone:
-			t.done[sh][e.Name] = true
 		case e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name]:
 			t.mu.Unlock()
 			return // moved before its session was lost, and reported
@@ -453,9 +453,15 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 			t.done[sh][e.Name] = true
 			e = Event{Kind: FileDone, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
 		case e.Kind == FileFailed && errors.As(e.Err, &cut):
+			// Held back, once a name (a take-over cut off too
+			// replaces its lost session's word).
+			t.cut[sh] = slices.DeleteFunc(t.cut[sh], func(c Event) bool { return c.Name == e.Name })
 			t.cut[sh] = append(t.cut[sh], e)
 			t.mu.Unlock()
 			return
+		case e.Kind == FileDone || e.Kind == FileFailed || e.Kind == FileSkipped:
+			// Its end is told: a held cut-off of it is not.
+			t.done[sh][e.Name] = true
 		}
 		t.mu.Unlock()
 		if tell != nil {

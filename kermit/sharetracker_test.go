@@ -1,0 +1,42 @@
+package kermit
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// What the sessions of a take-over tell reaches the command line once a
+// file: the lost session's cut-off files are held until the take-over
+// ends them, what it found whole that the lost session had reported is
+// not told again, and what the lost one moved unconfirmed is told done.
+func TestShareTrackerTellsEachFileOnce(t *testing.T) {
+	var told []string
+	tell := func(e Event) { told = append(told, fmt.Sprintf("%d %s", e.Kind, e.Name)) }
+	tr := newShareTracker(2)
+	lost, good := tr.events(0, tell), tr.events(1, tell)
+	cut := &CutOffError{errors.New("link lost")}
+	lost(Event{Kind: FileDone, Name: "a"})
+	lost(Event{Kind: FileFailed, Name: "b", Err: cut}) // unconfirmed
+	lost(Event{Kind: FileFailed, Name: "c", Err: cut}) // cut off
+	lost(Event{Kind: FileFailed, Name: "d", Err: cut}) // cut off, fails again
+	lost(Event{Kind: FileFailed, Name: "e", Err: cut}) // cut off, cut off again
+	lost(Event{Kind: FileFailed, Name: "f", Err: errors.New("refused")})
+	good(Event{Kind: FileDone, Name: "g"})
+	if want := []string{"2 a", "4 f", "2 g"}; !slices.Equal(told, want) {
+		t.Fatalf("before the take-over told %q, want %q", told, want)
+	}
+	told = nil
+	tr.standIn(1, 0)
+	good(Event{Kind: FileSkipped, Name: "a", Err: ErrAlreadyThere})
+	good(Event{Kind: FileSkipped, Name: "b", Err: ErrAlreadyThere, Size: 9})
+	good(Event{Kind: FileDone, Name: "c"})
+	good(Event{Kind: FileFailed, Name: "d", Err: errors.New("no room")})
+	good(Event{Kind: FileFailed, Name: "e", Err: &CutOffError{errors.New("lost too")}})
+	tr.standIn(1, 1)
+	tr.flush()
+	if want := []string{"2 b", "2 c", "4 d", "4 e"}; !slices.Equal(told, want) {
+		t.Errorf("take-over and flush told %q, want %q", told, want)
+	}
+}

@@ -265,3 +265,31 @@ func TestKerfResumeWithCKermitServer(t *testing.T) {
 	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
 	checkDoneEvent(t, r, "down.bin", 220000, 70000)
 }
+
+// A get of several names from a C-Kermit server, some with spaces: each
+// arrives (C-Kermit's server takes a braced name alone, so kerf asks for
+// each in its own GET), and a missing one, even first, fails only itself.
+func TestKerfGetNamesWithSpacesFromCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	names := []string{"a b.txt", "c.txt", "d e f.bin"}
+	for i, n := range names {
+		writeFile(t, filepath.Join(ckdir, n), randomBytes(3000+i, uint64(60+i)))
+	}
+	_, addr := ckermitServer(t, ckdir)
+	args := []string{"get", "--classic", target(addr, "nothere.bin")}
+	for _, n := range names {
+		args = append(args, target(addr, n))
+	}
+	r := run(t, nil, local, []string{"--json"}, args[0], append(args[1:], ".")...)
+	if r.code != 4 || !strings.Contains(r.stdout, `"name":"nothere.bin"`) {
+		t.Fatalf("want exit 4 naming nothere.bin:\n%s", r)
+	}
+	for _, n := range names {
+		sameFile(t, filepath.Join(ckdir, n), filepath.Join(local, n))
+	}
+	for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_error") {
+		if e.Name != "nothere.bin" {
+			t.Errorf("file_error for %s, which arrived:\n%s", e.Name, r.stdout)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -926,7 +927,9 @@ func getCommand() *cli.Command {
 				}
 			}
 			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.WireBytesReceived })
-			err = kermit.GetParallel(c.Context, sessionsOf(clients), quoteSpec(specs), opts, stores)
+			err = getEach(specGroups(specs, cfg.Classic), func(spec string) error {
+				return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
+			}, rep.refusedSpec)
 			if err == nil && !renamed && !cl.Session().PeerIsKerf() {
 				// A kerf server names what it has not; a classic one
 				// is silent.
@@ -976,6 +979,47 @@ func missingDirs(dir string) []string {
 // quoteSpec joins GET names into one Kermit filespec, brace-quoting
 // names with spaces and those that begin with "{" (filestore.SplitSpec:
 // braces elsewhere are part of a name).
+// specGroups is how the names of a get go to a server: all in one GET,
+// or, to a classic Kermit, a GET each when one of several has a space:
+// C-Kermit's server takes a braced name alone, not among others (it sent
+// the others and said nothing of it).
+func specGroups(names []string, classic bool) []string {
+	if !classic || len(names) < 2 || !slices.ContainsFunc(names, func(n string) bool { return strings.ContainsAny(n, " \t") }) {
+		return []string{quoteSpec(names)}
+	}
+	groups := make([]string, len(names))
+	for i, n := range names {
+		groups[i] = quoteSpec([]string{n})
+	}
+	return groups
+}
+
+// getEach runs get on each group of specGroups, going on past files that
+// failed and stopping at the first error that ended a transfer. With
+// several groups, a server's refusal of one (E: no such file) fails that
+// name only, told to refused, and the next goes on.
+func getEach(groups []string, get func(spec string) error, refused func(spec string, err error)) error {
+	var failed []string
+	for _, g := range groups {
+		err := get(g)
+		var ge *kermit.GroupError
+		var pe *kermit.PeerError
+		switch {
+		case err == nil:
+		case errors.As(err, &ge):
+			failed = append(failed, ge.Failed...)
+		case len(groups) > 1 && errors.As(err, &pe):
+			refused(g, err)
+		default:
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return &kermit.GroupError{Failed: failed}
+	}
+	return nil
+}
+
 func quoteSpec(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {

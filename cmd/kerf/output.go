@@ -348,6 +348,13 @@ func (r *reporter) missingNames(specs []string) {
 	}
 }
 
+// refusedSpec reports the file a GET of spec (one name, as specGroups
+// gives it) was refused with err: failed, named as it would have come.
+func (r *reporter) refusedSpec(spec string, err error) {
+	name := strings.Trim(spec, "{}")
+	r.event(kermit.Event{Kind: kermit.FileFailed, Name: path.Base(strings.TrimSuffix(name, "/")), Err: err})
+}
+
 // convertedForm is a name lowered, with what is not a letter, digit, dot
 // or slash made "_": how it compares whatever a classic Kermit's name
 // conversion did to it.

@@ -190,7 +190,9 @@ func serialCommand() *cli.Command {
 					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
 						store.UniqueNames = c.NArg() > 1 // as for a network get
-						err := s.GetWith(c.Context, quoteSpec(c.Args().Slice()), kermit.GetOptions{Resume: c.Bool("resume")}, store)
+						err := getEach(specGroups(c.Args().Slice(), true), func(spec string) error {
+							return s.GetWith(c.Context, spec, kermit.GetOptions{Resume: c.Bool("resume")}, store)
+						}, rep.refusedSpec)
 						if err == nil && !s.PeerIsKerf() {
 							rep.missingNames(c.Args().Slice())
 						}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,6 +92,12 @@ type ClientConfig struct {
 	// carries the data there. Sessions given one Limiter share it.
 	RateLimit *datachan.Limiter
 	Log       *slog.Logger
+	// IdleTimeout gives up on a server that, while the client waits on
+	// it, sends nothing and takes no data for this long (a host frozen
+	// or cut off without a reset, which TCP alone waits on for ever):
+	// the session fails as if its connection were lost. Zero means
+	// DefaultIdleTimeout; negative, wait for ever.
+	IdleTimeout time.Duration
 	// LoginTimeout bounds the login exchange after the TLS handshake
 	// (default DefaultLoginTimeout): a server that took the handshake and
 	// then says nothing is given up on, not retried for half an hour.
@@ -105,7 +112,40 @@ type Client struct {
 	sess        *kermit.Session
 	dual        *clientDual
 	fingerprint string
+	stopWatch   context.CancelFunc // the idle watchdog's
 }
+
+// DefaultIdleTimeout is ClientConfig.IdleTimeout's default: longer than
+// any silence of a working server while a client waits (a batch of
+// files synced to a slow disk before a group's end is acknowledged, a
+// partial file read for its check, which the engine counts as work),
+// shorter than a person's patience.
+const DefaultIdleTimeout = 5 * time.Minute
+
+// watchedConn is the control connection as the client's idle watchdog
+// sees it: it counts what the server sends, and once the watchdog has
+// given up, a read says why.
+type watchedConn struct {
+	net.Conn
+	n   atomic.Int64
+	why atomic.Pointer[error]
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	if err != nil {
+		if why := c.why.Load(); why != nil {
+			err = *why
+		}
+	}
+	return n, err
+}
+
+// ErrServerSilent is why a session failed when its server, while the
+// client waited on it, sent nothing and took no data for the idle
+// timeout.
+var ErrServerSilent = errors.New("the server sent nothing and took no data")
 
 // clientHandshakeTimeout bounds the TLS handshake.
 const clientHandshakeTimeout = 15 * time.Second
@@ -202,6 +242,8 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			})}
 		kc.Dual = cl.dual
 	}
+	wc := &watchedConn{Conn: cl.conn}
+	cl.conn = wc
 	cl.sess = kermit.NewSession(cl.conn, kc)
 	if !cfg.Classic || cfg.User != "" {
 		lt := cfg.LoginTimeout
@@ -231,7 +273,32 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			return nil, fmt.Errorf("control: login: %w", err)
 		}
 	}
+	cl.watchIdle(cfg.IdleTimeout, wc, raw)
 	return cl, nil
+}
+
+// watchIdle starts the idle watchdog (ClientConfig.IdleTimeout): while
+// the session waits on the server and the server neither sends a byte
+// on the control connection nor moves file data for idle, it closes the
+// connection (raw, under any TLS), so that the session fails as if it
+// were lost, saying why; what it had under way is kept for a resume,
+// and with several sessions another takes it over.
+func (c *Client) watchIdle(idle time.Duration, wc *watchedConn, raw net.Conn) {
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	if idle < 0 {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	c.stopWatch = stop
+	progress := func() int64 { return wc.n.Load() + c.dual.progress() }
+	idleFor := func() bool { return c.sess.Busy() || !c.sess.Waiting() }
+	go watchIdle(ctx, idle, progress, idleFor, func() {
+		why := fmt.Errorf("control: %w for %v while this side waited on it (--idle-timeout): given up", ErrServerSilent, idle)
+		wc.why.Store(&why)
+		raw.Close()
+	})
 }
 
 // loginLen estimates the encoded length of the REMOTE LOGIN data field.
@@ -318,6 +385,9 @@ func (c *Client) Generic(ctx context.Context, cmd byte, args ...string) (string,
 
 // Close ends the session (BYE) and closes the connections.
 func (c *Client) Close() error {
+	if c.stopWatch != nil {
+		c.stopWatch()
+	}
 	c.sess.Close()
 	if c.dual != nil && c.dual.path != nil {
 		c.dual.path.Close()

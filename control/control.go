@@ -96,12 +96,14 @@ func (d *serverDual) progress() int64 {
 	if d == nil {
 		return 0
 	}
-	p := d.live.Load()
+	return pathProgress(d.live.Load())
+}
+
+func pathProgress(p *datachan.Path) int64 {
 	if p == nil {
 		return 0
 	}
-	st := p.Stats()
-	return st.BytesSent + st.BytesReceived
+	return p.Progress()
 }
 
 // extPlain is the extension field by which a client asks for plaintext
@@ -215,10 +217,20 @@ type clientDual struct {
 	pathOpts   []datachan.Option
 	path       *datachan.Path
 	encrypted  bool
-	compressed bool // the server agreed to compressed data blocks
-	overQUIC   bool // the data channel is QUIC streams
+	compressed bool                          // the server agreed to compressed data blocks
+	overQUIC   bool                          // the data channel is QUIC streams
+	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
 
 	beforeDial func(addr string, tok datachan.Token) // tests
+}
+
+// progress counts the file bytes moved on the data connections (0 for
+// a nil d or no path).
+func (d *clientDual) progress() int64 {
+	if d == nil {
+		return 0
+	}
+	return pathProgress(d.live.Load())
 }
 
 func (d *clientDual) Offer(string) string {
@@ -294,5 +306,6 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	d.encrypted = !plain
 	d.compressed = compress
 	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))...)
+	d.live.Store(d.path)
 	return d.path, nil
 }

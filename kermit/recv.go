@@ -797,7 +797,10 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			if !s.data.Ready(cur.id) {
 				s.flush()
 			}
-			if _, err := s.data.Wait(ctx, cur.id); err != nil {
+			waited := s.waitingOnPeer()
+			_, err := s.data.Wait(ctx, cur.id)
+			waited()
+			if err != nil {
 				return fmt.Errorf("kermit: data of refused %s: %w", cur.name, err)
 			}
 		}
@@ -835,7 +838,9 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 				return err
 			}
 		}
+		waited := s.waitingOnPeer()
 		crc, err := s.data.Wait(ctx, cur.id)
+		waited()
 		if err != nil {
 			s.keepPartial(cur, inc)
 			if s.neg.notStored && fileOnly(err) {

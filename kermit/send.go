@@ -444,7 +444,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				return err
 			}
 		}
+		waited := s.waitingOnPeer()
 		crc, err := s.data.SendFile(ctx, id, src, off, n)
+		waited()
 		if err != nil && src.failed.Load() && !s.dataFailed() {
 			// Reading the file failed, not the data path (the file
 			// shrank while it was sent, say): that file is dropped, as a

@@ -83,7 +83,10 @@ type Session struct {
 	peerHashingAck int
 	// For Busy: local reads of a file for its check in progress, and
 	// when (unix nanoseconds) the peer should be done with its own.
-	hashing          atomic.Int32
+	hashing atomic.Int32
+	// waiting counts this side's waits on the peer under way: for a
+	// packet, for the data path to take or bring a file (Waiting).
+	waiting          atomic.Int32
 	peerHashingUntil atomic.Int64
 	// sending names the files of the group being sent that have begun
 	// (FileStart) and not ended; lastZQueued says the last of them has
@@ -181,6 +184,18 @@ func (s *Session) Close() { s.c.stop() }
 // byte on the link. An idle watchdog counts such a time as activity.
 func (s *Session) Busy() bool {
 	return s.hashing.Load() > 0 || s.peerBusy()
+}
+
+// Waiting reports whether the session waits on its peer: for a packet,
+// or for the data path to take or bring a file. Between commands, and
+// while other work goes on, it does not, and a silence is no sign of a
+// peer gone (control.Client's idle watchdog arms only while it waits).
+func (s *Session) Waiting() bool { return s.waiting.Load() > 0 }
+
+// waitingOnPeer counts a wait on the peer until the returned func runs.
+func (s *Session) waitingOnPeer() func() {
+	s.waiting.Add(1)
+	return func() { s.waiting.Add(-1) }
 }
 
 // peerBusy reports whether the peer is reading a file for its check, so
@@ -406,6 +421,7 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 	if err := s.c.flush(); err != nil {
 		return inPacket{}, false, err
 	}
+	defer s.waitingOnPeer()()
 	var tc <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)

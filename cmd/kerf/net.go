@@ -78,6 +78,7 @@ var connFlags = []cli.Flag{
 	&cli.StringFlag{Name: "known-hosts", Value: defaultKnownHosts(), Usage: "file of pinned server keys"},
 	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
+	&cli.DurationFlag{Name: "idle-timeout", Value: control.DefaultIdleTimeout, Usage: "give up on a server that sends nothing and takes no data for this long while this side waits on it (a host frozen or cut off); what was under way is kept for --resume (0: wait for ever)"},
 }
 
 // clientFlags are those of send and get: the data path's and connFlags.
@@ -242,8 +243,15 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	if err != nil {
 		return fail(err)
 	}
+	idle := c.Duration("idle-timeout")
+	if idle < 0 {
+		return fail(usageErr("--idle-timeout %v: must not be negative", idle))
+	}
+	if idle == 0 {
+		idle = -1 // control: wait for ever
+	}
 	cfg := control.ClientConfig{
-		PathOpts: opts, RateLimit: limit, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
+		PathOpts: opts, RateLimit: limit, IdleTimeout: idle, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 		Addr: addr, Streams: streams, Classic: c.Bool("classic"), Log: logger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
 	}

@@ -67,7 +67,9 @@ type XferEntry struct {
 // in the served tree (logged as "/" + Path, else the peer's name).
 func (l *XferLog) Record(e kermit.Event, remoteHost, user string) error {
 	switch {
-	case e.Kind == kermit.FileDone && e.Sending, e.Kind == kermit.FileSaved:
+	case e.Kind == kermit.FileDone && e.Sending, e.Kind == kermit.FileSaved && !e.Sending:
+	case e.Kind == kermit.FileSaved, errors.Is(e.Err, kermit.ErrNotSaved):
+		return nil // a sent file, logged at its FileDone
 	case errors.Is(e.Err, kermit.ErrAlreadyThere):
 		return nil // nothing moved: a resume found the file whole
 	case errors.Is(e.Err, kermit.ErrPassedOver):

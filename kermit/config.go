@@ -150,8 +150,10 @@ const (
 	FileSkipped
 	FileFailed
 	// FileSaved: a received file is durable under its final name (for
-	// a store that batches, when the group ends; see groupBatcher). It
-	// follows the file's FileDone, with the same fields.
+	// a store that batches, when the group ends; see groupBatcher), or
+	// a kerf receiver said so of a sent one (its group's B ACKed). It
+	// follows the file's FileDone, with its fields (a sent file's: its
+	// name, path and size).
 	FileSaved
 )
 

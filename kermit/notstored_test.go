@@ -112,7 +112,9 @@ func TestFileNotStoredFailsAlone(t *testing.T) {
 
 // A send that stops part-way reports every file: those under way with
 // the transfer's error, those not begun with ErrNotBegun, so that none
-// goes unnamed (the CLI's --json gives each a file_error).
+// goes unnamed (the CLI's --json gives each a file_error); one told
+// done, whose saving the receiver had not confirmed, is told that too
+// (ErrNotSaved).
 func TestSendStoppedNamesEveryFile(t *testing.T) {
 	files := []testFile{{"a.bin", randomBytes(1000, 1)}, {"b.bin", randomBytes(2000, 2)}, {"c.bin", randomBytes(3000, 3)}, {"d.bin", randomBytes(4000, 4)}}
 	src, dst := t.TempDir(), t.TempDir()
@@ -147,7 +149,10 @@ func TestSendStoppedNamesEveryFile(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, f := range files {
+	if a := told["a.bin"]; len(a) != 2 || a[0] != nil || !errors.Is(a[1], kermit.ErrNotSaved) {
+		t.Errorf("a.bin reported %v, want done, then not confirmed saved", a)
+	}
+	for _, f := range files[1:] {
 		if len(told[f.name]) != 1 {
 			t.Errorf("%s reported %d times: %v", f.name, len(told[f.name]), told[f.name])
 		}

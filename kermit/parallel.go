@@ -405,26 +405,29 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 }
 
 // shareTracker sits between the sessions of a SendParallel or
-// GetParallel and their Events: a directory one that cannot be made is
-// reported once, by the first session that meets it; a file cut off
-// when its session was lost is held back (another session may take it
-// over), and reported at the end unless the take-over moved it; a file
-// the lost session moved and saw confirmed is not reported again when
-// the take-over finds it whole, and one it moved unconfirmed is
-// reported done then.
+// GetParallel and their Events. A directory that cannot be made is
+// reported once, by the first session that meets it. A file cut off
+// when its session was lost (CutOffError: under way, or done but not
+// confirmed saved) is held back, since another session may take it
+// over, and reported at the end unless the take-over settled it. What
+// the take-over tells of a file its lost session had reported done is
+// not told again (only a failure is), and a file the lost one moved
+// unconfirmed that the take-over finds whole is told done.
 type shareTracker struct {
-	mu     sync.Mutex
-	told   map[string]bool   // directories reported failed or skipped
-	done   []map[string]bool // by share: files whose end was told (done, failed, skipped)
-	cut    [][]Event         // by share: files cut off, held back
-	shares []int             // by session: the share it fetches now
-	tell   []func(Event)     // by session: its own Events, nil or not
+	mu      sync.Mutex
+	told    map[string]bool   // directories reported failed or skipped
+	done    []map[string]bool // by share: files told done
+	settled []map[string]bool // by share: files whose end was told for good
+	cut     [][]Event         // by share: files cut off, held back
+	shares  []int             // by session: the share it moves now
+	tell    []func(Event)     // by session: its own Events, nil or not
 }
 
 func newShareTracker(n int) *shareTracker {
-	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), cut: make([][]Event, n), shares: make([]int, n), tell: make([]func(Event), n)}
+	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), settled: make([]map[string]bool, n),
+		cut: make([][]Event, n), shares: make([]int, n), tell: make([]func(Event), n)}
 	for i := range n {
-		t.done[i] = map[string]bool{}
+		t.done[i], t.settled[i] = map[string]bool{}, map[string]bool{}
 		t.shares[i] = i
 	}
 	return t
@@ -435,39 +438,59 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 	t.tell[i] = tell
 	return func(e Event) {
 		t.mu.Lock()
-		sh := t.shares[i]
-		var cut *CutOffError
-		switch {
-		case strings.HasSuffix(e.Name, "/") && (e.Kind == FileFailed || e.Kind == FileSkipped):
-			again := t.told[e.Name]
-			t.told[e.Name] = true
-			if again {
-				t.mu.Unlock()
-				return
-			}
-		case e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name]:
-			t.mu.Unlock()
-			return // moved before its session was lost, and reported
-		case e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.isCut(sh, e.Name):
-			// Moved whole by the lost session, unconfirmed: done.
-			t.done[sh][e.Name] = true
-			e = Event{Kind: FileDone, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
-		case e.Kind == FileFailed && errors.As(e.Err, &cut):
-			// Held back, once a name (a take-over cut off too
-			// replaces its lost session's word).
-			t.cut[sh] = slices.DeleteFunc(t.cut[sh], func(c Event) bool { return c.Name == e.Name })
-			t.cut[sh] = append(t.cut[sh], e)
-			t.mu.Unlock()
-			return
-		case e.Kind == FileDone || e.Kind == FileFailed || e.Kind == FileSkipped:
-			// Its end is told: a held cut-off of it is not.
-			t.done[sh][e.Name] = true
-		}
+		e, ok := t.pass(i, e)
 		t.mu.Unlock()
-		if tell != nil {
+		if ok && tell != nil {
 			tell(e)
 		}
 	}
+}
+
+// pass returns what of session i's event e is told, and whether any.
+func (t *shareTracker) pass(i int, e Event) (Event, bool) {
+	sh := t.shares[i]
+	var cut *CutOffError
+	isCut := e.Kind == FileFailed && errors.As(e.Err, &cut)
+	if strings.HasSuffix(e.Name, "/") && (e.Kind == FileFailed || e.Kind == FileSkipped) {
+		again := t.told[e.Name]
+		t.told[e.Name] = true
+		return e, !again
+	}
+	if isCut {
+		// Held back, once a name (a take-over cut off too replaces its
+		// lost session's word).
+		t.cut[sh] = slices.DeleteFunc(t.cut[sh], func(c Event) bool { return c.Name == e.Name })
+		t.cut[sh] = append(t.cut[sh], e)
+		t.settled[sh][e.Name] = false
+		return e, false
+	}
+	if sh != i && t.done[sh][e.Name] {
+		// Told done by the lost session: the take-over only confirms
+		// it (found whole, or sent again), unless it fails.
+		switch e.Kind {
+		case FileDone, FileSkipped:
+			t.settled[sh][e.Name] = true
+			return e, false
+		case FileFailed:
+			t.settled[sh][e.Name] = true
+			return e, true
+		}
+		return e, false // its start and progress
+	}
+	switch e.Kind {
+	case FileDone:
+		t.done[sh][e.Name], t.settled[sh][e.Name] = true, true
+	case FileSkipped:
+		if errors.Is(e.Err, ErrAlreadyThere) && t.isCut(sh, e.Name) {
+			// Moved whole by the lost session, unconfirmed: done.
+			e = Event{Kind: FileDone, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
+			t.done[sh][e.Name] = true
+		}
+		t.settled[sh][e.Name] = true
+	case FileFailed:
+		t.settled[sh][e.Name] = true
+	}
+	return e, true
 }
 
 // isCut says whether share sh's session was cut off in the file name.
@@ -486,20 +509,20 @@ func (t *shareTracker) cutNames(i int) []string {
 	return names
 }
 
-// standIn makes session i fetch for share sh.
+// standIn makes session i move share sh.
 func (t *shareTracker) standIn(i, sh int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.shares[i] = sh
 }
 
-// flush reports the files cut off that no take-over fetched.
+// flush reports the files cut off that no take-over settled.
 func (t *shareTracker) flush() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for sh, cut := range t.cut {
 		for _, e := range cut {
-			if !t.done[sh][e.Name] && t.tell[sh] != nil {
+			if !t.settled[sh][e.Name] && t.tell[sh] != nil {
 				t.tell[sh](e)
 			}
 		}

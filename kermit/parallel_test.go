@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -649,5 +650,88 @@ func TestGetParallelSessionLost(t *testing.T) {
 		if k := ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
 			t.Errorf("%s ended %v, want done once", n, k)
 		}
+	}
+}
+
+// A send to a kerf receiver tells each file saved once its group's B is
+// acknowledged; a group that stops first tells each file it had told
+// done as not confirmed saved (ErrNotSaved), so that none counts as
+// there when it may not be.
+func TestSentFilesSavedOrNot(t *testing.T) {
+	src := t.TempDir()
+	var out []kermit.OutgoingFile
+	for j := range 40 {
+		p := filepath.Join(src, fmt.Sprint(j))
+		os.WriteFile(p, randomBytes(30000, int64(j)), 0o644)
+		fi, _ := os.Stat(p)
+		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%02d", j), Size: fi.Size(), ModTime: fi.ModTime(),
+			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
+	}
+	for _, cutAfter := range []int{0, 5} {
+		t.Run(fmt.Sprintf("cut after %d", cutAfter), func(t *testing.T) {
+			dst := t.TempDir()
+			store, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			var mu sync.Mutex
+			kinds := map[string][]kermit.EventKind{}
+			notSaved := 0
+			a, b := link(t, 0, 1)
+			cut := &cutConn{Conn: a}
+			cut.n.Store(1 << 30)
+			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+			done := 0
+			scfg.Events = func(e kermit.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if e.Kind == kermit.FileProgress || e.Kind == kermit.FileStart {
+					return
+				}
+				kinds[e.Name] = append(kinds[e.Name], e.Kind)
+				if errors.Is(e.Err, kermit.ErrNotSaved) {
+					notSaved++
+				}
+				if e.Kind == kermit.FileDone {
+					if done++; done == cutAfter {
+						cut.n.Store(0)
+					}
+				}
+			}
+			da, db := dualPair(t)
+			scfg.Dual, rcfg.Dual = da, db
+			scfg.Streaming, rcfg.Streaming = true, true
+			send, recv := kermit.NewSession(cut, scfg), kermit.NewSession(b, rcfg)
+			t.Cleanup(func() { send.Close(); recv.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			go recv.Receive(ctx, store)
+			err = send.Send(ctx, out)
+			mu.Lock()
+			defer mu.Unlock()
+			if cutAfter == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range out {
+					if k := kinds[f.Name]; !slices.Equal(k, []kermit.EventKind{kermit.FileDone, kermit.FileSaved}) {
+						t.Errorf("%s: events %v, want done then saved", f.Name, k)
+					}
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("the cut send succeeded")
+			}
+			if notSaved < cutAfter {
+				t.Errorf("%d files told not confirmed saved, want at least the %d told done", notSaved, cutAfter)
+			}
+			for name, k := range kinds {
+				if slices.Contains(k, kermit.FileSaved) {
+					t.Errorf("%s told saved in a group that stopped: %v", name, k)
+				}
+			}
+		})
 	}
 }

@@ -99,6 +99,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	s.cancelGroup.Store(false)
 	s.groupFailed = nil
 	s.sending = s.sending[:0]
+	s.unsavedSent = s.unsavedSent[:0]
 	defer func() {
 		// Files begun and not ended when the group fails did not get
 		// there: each is reported, not just the group's error; and so
@@ -111,6 +112,14 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			// Files are sent one after another, and each that stays
 			// under way had its Z queued before the next began; only the
 			// last may have stopped short of it.
+			// Files the receiver verified whole, not yet saved under
+			// their names when the group stopped (a kerf receiver saves
+			// them at its end): told, so that none counts as there.
+			for _, f := range s.unsavedSent {
+				s.event(Event{Kind: FileFailed, Name: f.name, Size: f.size, Sending: true, Path: f.path,
+					Err: &CutOffError{fmt.Errorf("%w: %w", ErrNotSaved, err)}})
+			}
+			s.unsavedSent = s.unsavedSent[:0]
 			sending := slices.Clone(s.sending)
 			for i, name := range sending {
 				e := Event{Kind: FileFailed, Name: name, Err: &CutOffError{why}, Sending: true}
@@ -156,6 +165,11 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	if err := s.await(ctx, sl); err != nil {
 		return err
 	}
+	// The B's ACK: the receiver has saved every file of the group.
+	for _, f := range s.unsavedSent {
+		s.event(Event{Kind: FileSaved, Name: f.name, Size: f.size, Bytes: f.size, Sending: true, Path: f.path})
+	}
+	s.unsavedSent = s.unsavedSent[:0]
 	if err := s.drain(ctx); err != nil {
 		return err
 	}
@@ -169,6 +183,20 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	}
 	return nil
 }
+
+// sentFile is what a sender keeps of a file the receiver has verified,
+// until it says it saved it (Session.unsavedSent).
+type sentFile struct {
+	name, path string
+	size       int64
+}
+
+// ErrNotSaved is why a file sent to a kerf receiver, and verified there
+// whole, is not counted as there: the transfer stopped before the
+// receiver confirmed it saved under its name (at the group's end). It
+// is most likely there, complete, under its temporary name; a resume
+// confirms it without sending it again.
+var ErrNotSaved = errors.New("not confirmed saved: the receiver had it whole, but the transfer stopped before it said the file was saved under its name (--resume confirms it)")
 
 // ErrNotBegun is why a file of a send that stopped before it began was
 // not sent (a FileFailed event each, so that no file goes unnamed).
@@ -215,6 +243,9 @@ func (s *Session) event(e Event) {
 			s.lastZQueued = false
 		case FileDone, FileSkipped, FileFailed:
 			s.untrack(e.Name)
+		}
+		if e.Kind == FileDone && s.neg.peerKerf {
+			s.unsavedSent = append(s.unsavedSent, sentFile{e.Name, e.Path, e.Size})
 		}
 	}
 	if s.cfg.Events != nil {

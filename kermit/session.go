@@ -92,8 +92,13 @@ type Session struct {
 	// (FileStart) and not ended; lastZQueued says the last of them has
 	// had its Z (not a discarding one) queued: if the transfer stops
 	// before its ACK, the receiver may have stored it.
-	sending      []string
-	lastZQueued  bool
+	sending     []string
+	lastZQueued bool
+	// unsavedSent are the FileDone events of the group being sent to a
+	// kerf receiver, which saves files under their names only at the
+	// group's end (or in batches before it): FileSaved once its B is
+	// acknowledged, FileFailed (ErrNotSaved) if the group fails first.
+	unsavedSent  []sentFile
 	nonames      int // files received without a name (stored as NONAME...)
 	recvFileID   uint32
 	sendNo       uint64

@@ -23,8 +23,14 @@ func TestShareTrackerTellsEachFileOnce(t *testing.T) {
 	lost(Event{Kind: FileFailed, Name: "d", Err: cut}) // cut off, fails again
 	lost(Event{Kind: FileFailed, Name: "e", Err: cut}) // cut off, cut off again
 	lost(Event{Kind: FileFailed, Name: "f", Err: errors.New("refused")})
+	lost(Event{Kind: FileDone, Name: "h"})
+	lost(Event{Kind: FileFailed, Name: "h", Err: &CutOffError{ErrNotSaved}}) // done, not confirmed saved
+	lost(Event{Kind: FileDone, Name: "i"})
+	lost(Event{Kind: FileFailed, Name: "i", Err: &CutOffError{ErrNotSaved}})
+	lost(Event{Kind: FileDone, Name: "j"})
+	lost(Event{Kind: FileFailed, Name: "j", Err: &CutOffError{ErrNotSaved}}) // no take-over comes
 	good(Event{Kind: FileDone, Name: "g"})
-	if want := []string{"2 a", "4 f", "2 g"}; !slices.Equal(told, want) {
+	if want := []string{"2 a", "4 f", "2 h", "2 i", "2 j", "2 g"}; !slices.Equal(told, want) {
 		t.Fatalf("before the take-over told %q, want %q", told, want)
 	}
 	told = nil
@@ -34,9 +40,12 @@ func TestShareTrackerTellsEachFileOnce(t *testing.T) {
 	good(Event{Kind: FileDone, Name: "c"})
 	good(Event{Kind: FileFailed, Name: "d", Err: errors.New("no room")})
 	good(Event{Kind: FileFailed, Name: "e", Err: &CutOffError{errors.New("lost too")}})
+	good(Event{Kind: FileStart, Name: "h"}) // sent again whole: confirms what was told
+	good(Event{Kind: FileDone, Name: "h"})
+	good(Event{Kind: FileFailed, Name: "i", Err: errors.New("no room")})
 	tr.standIn(1, 1)
 	tr.flush()
-	if want := []string{"2 b", "2 c", "4 d", "4 e"}; !slices.Equal(told, want) {
+	if want := []string{"2 b", "2 c", "4 d", "4 i", "4 j", "4 e"}; !slices.Equal(told, want) {
 		t.Errorf("take-over and flush told %q, want %q", told, want)
 	}
 }

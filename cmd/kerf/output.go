@@ -46,9 +46,12 @@ type reporter struct {
 	// earlier are the bytes moved of files begun again before they
 	// were (FileStart again): what the receiver kept of them counts.
 	earlier map[string]int64
-	// unsaved are received files done (counted) but not yet saved under
-	// their final names: a failed rename at the group's end takes back
-	// what they counted (kermit.FileSaved).
+	// unsaved are files done (counted) but not yet saved under their
+	// names: a failed rename at the group's end, or a send that stopped
+	// before the receiver said it saved them (kermit.ErrNotSaved), takes
+	// back what they counted; kermit.FileSaved clears them. (A classic
+	// receiver says nothing more of a file after its Z: its entry
+	// stays.)
 	unsaved map[string]int64
 	// skipped are files skipped or failed, whose late progress events,
 	// from the data path, are not counted.
@@ -190,12 +193,10 @@ func (r *reporter) event(e kermit.Event) {
 		r.files++
 		r.replan(e.Name, e.Bytes+kept)
 		r.showBar()
-		if !e.Sending {
-			if r.unsaved == nil {
-				r.unsaved = map[string]int64{}
-			}
-			r.unsaved[e.Name] = e.Bytes
+		if r.unsaved == nil {
+			r.unsaved = map[string]int64{}
 		}
+		r.unsaved[e.Name] = e.Bytes + kept
 		if r.json == nil && r.bar == nil {
 			break // quiet: nothing to print
 		}

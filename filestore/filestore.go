@@ -1563,7 +1563,7 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 		open = func() (kermit.FileReader, error) { return d.root.Open(rel) }
 	}
 	return kermit.OutgoingFile{
-		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
+		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Mode: fi.Mode().Perm(), ModeKnown: true,
 		Open: open, Path: rel,
 	}
 }
@@ -2408,7 +2408,10 @@ func (s statInfo) ModTime() time.Time {
 	return time.Unix(s.st.Mtim.Sec, s.st.Mtim.Nsec)
 }
 func (s statInfo) IsDir() bool { return s.Mode().IsDir() }
-func (s statInfo) Sys() any    { return &s.st }
+
+// ChangeTime is the file's ctime (kermit.ChangeTimeOf).
+func (s statInfo) ChangeTime() time.Time { return time.Unix(s.st.Ctim.Sec, s.st.Ctim.Nsec) }
+func (s statInfo) Sys() any              { return &s.st }
 func (s statInfo) Mode() fs.FileMode {
 	m := fs.FileMode(s.st.Mode & 0o777)
 	switch s.st.Mode & unix.S_IFMT {

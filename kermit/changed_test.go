@@ -141,3 +141,51 @@ func TestFileShrunkMidSendFailsAlone(t *testing.T) {
 		checkFiles(t, dst, []testFile{{"first.bin", randomBytes(7000, 1)}, {"steady.bin", randomBytes(5000, 8)}})
 	}
 }
+
+// A file written in place while it is sent, then given back its size and
+// modification time (touch -r), is caught by its ctime, which only the
+// kernel sets: not stored, and named, on both paths.
+func TestFileRewrittenKeepingItsTimeIsNotStored(t *testing.T) {
+	for _, dual := range []bool{false, true} {
+		t.Run(map[bool]string{false: "classic", true: "dual"}[dual], func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, []testFile{{"torn.bin", randomBytes(300_000, 9)}, {"steady.bin", randomBytes(5000, 8)}})
+			p := filepath.Join(src, "torn.bin")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[0].ModTime, out[0].ChangeTime = fi.ModTime(), kermit.ChangeTimeOf(fi)
+			if out[0].ChangeTime.IsZero() {
+				t.Fatal("no ctime on this system: the test tests nothing")
+			}
+			open := out[0].Open
+			out[0].Open = func() (kermit.FileReader, error) {
+				r, err := open()
+				if err == nil {
+					f, err := os.OpenFile(p, os.O_WRONLY, 0)
+					if err != nil {
+						t.Error(err)
+						return r, nil
+					}
+					f.WriteAt(randomBytes(4096, 99), 200_000)
+					f.Close()
+					os.Chtimes(p, fi.ModTime(), fi.ModTime())
+				}
+				return r, err
+			}
+			serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
+			var ge *kermit.GroupError
+			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "torn.bin" {
+				t.Fatalf("send: %v; want a group error naming torn.bin", serr)
+			}
+			if rerr != nil {
+				t.Fatalf("receive: %v", rerr)
+			}
+			if _, err := os.Stat(filepath.Join(dst, "torn.bin")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("torn.bin stored (%v); want it discarded", err)
+			}
+			checkFiles(t, dst, []testFile{{"steady.bin", randomBytes(5000, 8)}})
+		})
+	}
+}

@@ -24,7 +24,11 @@ type OutgoingFile struct {
 	Name    string // name sent in the F packet: '/'-separated, relative
 	Size    int64  // -1 if unknown
 	ModTime time.Time
-	Mode    fs.FileMode // permission bits; sent when non-zero or ModeKnown
+	// ChangeTime, if known, is the file's ctime when it was listed: a
+	// file whose ctime moved while it was sent changed, even if it kept
+	// its size and modification time (filestore.ChangeTime).
+	ChangeTime time.Time
+	Mode       fs.FileMode // permission bits; sent when non-zero or ModeKnown
 	// ModeKnown says Mode is the file's own, so that mode 000 is sent too.
 	ModeKnown bool
 	// Dir marks a directory of a recursive transfer, listed before what

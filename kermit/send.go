@@ -666,8 +666,15 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 		return nil
 	}
 	fi, err := st.Stat()
-	if err != nil || fi.Size() == f.Size && fi.ModTime().Equal(f.ModTime) {
+	if err != nil {
 		return nil
+	}
+	if fi.Size() == f.Size && fi.ModTime().Equal(f.ModTime) {
+		if ct := ChangeTimeOf(fi); f.ChangeTime.IsZero() || ct.IsZero() || ct.Equal(f.ChangeTime) {
+			return nil
+		}
+		// Written, and given back its size and time (touch -r).
+		return fmt.Errorf("%s changed while it was being sent (written to, its size and modification time kept); not stored: send it again", f.Name)
 	}
 	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: send it again",
 		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))

@@ -532,7 +532,7 @@ func localFiles(args []string, recursive bool, ex kermit.Exclusions) ([]kermit.O
 		}
 		from[name] = p
 		out = append(out, kermit.OutgoingFile{
-			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode().Perm(), ModeKnown: true,
+			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Mode: fi.Mode().Perm(), ModeKnown: true,
 			Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
 		})
 		total += fi.Size()

@@ -724,6 +724,10 @@ func TestClientSignalledExitCode(t *testing.T) {
 			if code := m.cmd.ProcessState.ExitCode(); code != tc.want || !strings.Contains(m.out.String(), "interrupted") {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.want, m.out.String())
 			}
+			// In words a person reads, not the engine's.
+			if out := m.out.String(); !strings.Contains(out, "--resume") || strings.Contains(out, "context canceled") {
+				t.Errorf("the interruption said:\n%s\nwant words of --resume, not \"context canceled\"", out)
+			}
 			noFile(t, filepath.Join(m.root, "k.bin"))
 		})
 	}

@@ -64,7 +64,11 @@ func main() {
 		// Interrupted: the engine has told the peer (E packet). The
 		// shell's convention: 128 + the signal (130 for Ctrl-C, 143
 		// for SIGTERM).
-		fmt.Fprintln(os.Stderr, "kerf: interrupted:", printable(err.Error()))
+		var ie *interruptError
+		if !errors.As(err, &ie) {
+			err = &interruptError{sig, err}
+		}
+		fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
 		os.Exit(128 + int(sig))
 	}
 	// Errors carry names and messages from the peer.
@@ -105,10 +109,37 @@ func signalContext() (context.Context, func() syscall.Signal) {
 			if n, ok := s.(syscall.Signal); ok {
 				first.CompareAndSwap(0, int32(n))
 			}
-			cancel(fmt.Errorf("%v", s))
+			cancel(&signalCause{s})
 		}
 	}()
 	return ctx, func() syscall.Signal { return syscall.Signal(first.Load()) }
+}
+
+// signalCause is why the command's context was cancelled: a signal.
+type signalCause struct{ sig os.Signal }
+
+func (c *signalCause) Error() string { return fmt.Sprintf("interrupted (%v)", c.sig) }
+
+// interruptError is a command's error once a signal stopped it, in its
+// own words: the engine's are "context canceled".
+type interruptError struct {
+	sig os.Signal
+	err error
+}
+
+func (e *interruptError) Error() string {
+	return fmt.Sprintf("interrupted (%v): the peer was told; partial files are kept for --resume", e.sig)
+}
+func (e *interruptError) Unwrap() error { return e.err }
+
+// interrupted is err, said as an interruption if a signal cancelled ctx.
+func interrupted(ctx context.Context, err error) error {
+	var sc *signalCause
+	var ie *interruptError
+	if err == nil || ctx == nil || !errors.As(context.Cause(ctx), &sc) || errors.As(err, &ie) {
+		return err
+	}
+	return &interruptError{sc.sig, err}
 }
 
 // onUsageError turns a flag the command line got wrong into a usage

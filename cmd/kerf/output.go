@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 // reporter turns engine events into progress lines, JSON events, or
 // nothing (output not a terminal).
 type reporter struct {
+	ctx    context.Context // the command's: a signal's cancel says interrupted
 	mu     sync.Mutex
 	json   *json.Encoder
 	bar    *progressbar.ProgressBar
@@ -70,7 +72,7 @@ type reporter struct {
 // a receiving command, whose total is not known.
 func newReporter(c *cli.Context, files []kermit.OutgoingFile) *reporter {
 	totalBytes := int64(-1)
-	r := &reporter{out: os.Stderr, start: time.Now(), current: map[string]int64{}}
+	r := &reporter{out: os.Stderr, start: time.Now(), current: map[string]int64{}, ctx: c.Context}
 	if files != nil {
 		totalBytes = 0
 		r.planned = map[string]int64{}
@@ -278,6 +280,10 @@ func (r *reporter) event(e kermit.Event) {
 		msg := "skipped"
 		if e.Err != nil {
 			msg = e.Err.Error()
+			var ie *interruptError
+			if errors.As(interrupted(r.ctx, e.Err), &ie) && errors.Is(e.Err, context.Canceled) {
+				msg = "interrupted: what came is kept for --resume"
+			}
 		}
 		if r.json != nil {
 			r.json.Encode(jsonEvent{Event: "file_error", Name: e.Name, Error: msg})
@@ -422,6 +428,7 @@ func (r *reporter) namesNotBegun() {
 func (r *reporter) finish(err error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	err = interrupted(r.ctx, err)
 	secs := time.Since(r.start).Seconds()
 	rate := 0.0
 	if secs > 0 {
@@ -496,7 +503,7 @@ func jsonOutput(c *cli.Context) *json.Encoder {
 // which kind it was.
 func jsonErrors(action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		err := action(c)
+		err := interrupted(c.Context, action(c))
 		var done *jsonReported
 		if enc := jsonOutput(c); enc != nil && err != nil && !errors.As(err, &done) {
 			enc.Encode(jsonEvent{Event: "error", Error: err.Error()})

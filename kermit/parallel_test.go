@@ -168,6 +168,26 @@ func (c *cutConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// cutAtFileStart returns c as a cutConn that breaks once the session
+// begins its nth file (0: at once), and the Events that break it, which
+// pass every event on to events.
+func cutAtFileStart(c net.Conn, n int, events func(kermit.Event)) (*cutConn, func(kermit.Event)) {
+	cut := &cutConn{Conn: c}
+	if n == 0 {
+		return cut, events
+	}
+	cut.n.Store(1 << 30)
+	began := 0
+	return cut, func(e kermit.Event) {
+		if e.Kind == kermit.FileStart {
+			if began++; began == n {
+				cut.n.Store(0)
+			}
+		}
+		events(e)
+	}
+}
+
 // A session that fails does not stop the others: they send every file
 // it did not take. One that failed before it took a file is passed over;
 // the files under way of one that failed later are sent again by one
@@ -227,21 +247,12 @@ func TestSendParallelSessionFails(t *testing.T) {
 				if i == 1 {
 					// Session 1's link breaks: at once, or once it has
 					// begun its second file.
-					cut := &cutConn{Conn: a}
-					cutAt = cut
-					if !early {
-						cut.n.Store(1 << 30)
-						began := 0
-						scfg.Events = func(e kermit.Event) {
-							if e.Kind == kermit.FileStart {
-								if began++; began == 2 {
-									cut.n.Store(0)
-								}
-							}
-							events(e)
-						}
+					at := 2
+					if early {
+						at = 0
 					}
-					a = cut
+					cutAt, scfg.Events = cutAtFileStart(a, at, events)
+					a = cutAt
 				}
 				send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
 				t.Cleanup(func() { send.Close(); recv.Close() })
@@ -605,17 +616,7 @@ func TestGetParallelSessionLost(t *testing.T) {
 		a, b := link(t, 0, 1)
 		if i == 1 {
 			// Session 1's link breaks once it has begun its third file.
-			cut = &cutConn{Conn: a}
-			cut.n.Store(1 << 30)
-			began := 0
-			ccfg.Events = func(e kermit.Event) {
-				if e.Kind == kermit.FileStart {
-					if began++; began == 3 {
-						cut.n.Store(0)
-					}
-				}
-				note(e)
-			}
+			cut, ccfg.Events = cutAtFileStart(a, 3, note)
 			a = cut
 		}
 		da, db := dualPair(t)

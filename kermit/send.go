@@ -81,6 +81,13 @@ func (s *Session) sendInit(ctx context.Context, typ byte) error {
 	if err := s.await(ctx, sl); err != nil {
 		return err
 	}
+	s.staleInitAck = nil
+	if typ == 'I' && sl.sends > 1 {
+		// Sent more than once: an ACK of an earlier copy may still
+		// come, with the sequence number (0) of the command that
+		// follows, and must not be taken for its answer.
+		s.staleInitAck = sl.ackData
+	}
 	peer, err := framing.ParseParams(sl.ackData)
 	if err != nil {
 		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)

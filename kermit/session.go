@@ -94,6 +94,9 @@ type Session struct {
 	// before its ACK, the receiver may have stored it.
 	sending     []string
 	lastZQueued bool
+	// staleInitAck is the ACK data of an I that went more than once: a
+	// late copy of it is no answer to the command after (handleReply).
+	staleInitAck []byte
 	// unsavedSent are the FileDone events of the group being sent to a
 	// kerf receiver, which saves files under their names only at the
 	// group's end (or in batches before it): FileSaved once its B is

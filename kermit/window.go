@@ -1,6 +1,7 @@
 package kermit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -408,8 +409,18 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 			return nil
 		}
 		s.rtt.backoff()
-		s.cfg.Log.Debug("timeout", "seq", oldest.seq, "type", string(oldest.typ), "rto", s.rtt.rto)
-		return s.transmit(oldest)
+		// The lowest packet not ACKed goes again, as C-Kermit's sender
+		// sends winlo (notes §1.10): a receiver holds what came after it
+		// and waits for it alone. Resending the packet whose timer ran
+		// out first went round the rest of the window instead, once that
+		// packet was lost again (C-Kermit receiving on a noisy line
+		// waited for packet 22 while 23-42 came again and again).
+		resend := oldest
+		if lo := s.sw.slots[s.sw.lo]; lo != nil && !lo.acked {
+			resend = lo
+		}
+		s.cfg.Log.Debug("timeout", "seq", resend.seq, "type", string(resend.typ), "rto", s.rtt.rto)
+		return s.transmit(resend)
 	}
 	return s.handleReply(p)
 }
@@ -440,6 +451,12 @@ func (s *Session) handleReply(p inPacket) error {
 			}
 			return nil // duplicate or stray
 		}
+		if s.staleInitAck != nil && strings.IndexByte(sl.replies, 'S') >= 0 && bytes.Equal(p.Data, s.staleInitAck) {
+			// A late ACK of the I before this command (R, G), which
+			// took this sequence number too: not its answer.
+			s.cfg.Log.Debug("late ACK of a resent I ignored", "seq", p.Seq)
+			return nil
+		}
 		sl.ackType = 'Y'
 		return s.acked(sl, p.Data)
 	case 'N':
@@ -452,6 +469,16 @@ func (s *Session) handleReply(p inPacket) error {
 			// must be about an earlier one.
 			if sl.sends == 1 || sl.sendNo <= s.ackedNo || time.Since(sl.sentAt) >= s.rtt.srtt*3/4 {
 				return s.retransmitLost(sl)
+			}
+			return nil
+		}
+		if ahead := (p.Seq - s.sw.next + 64) % 64; ahead > 0 && s.sw.size > 1 && s.sw.count > 0 && ahead < s.sw.size-s.sw.count {
+			// NAK for a packet within the window but not sent yet: the
+			// receiver is waiting for one that has not come, and asks
+			// for the next it lacks; resend the lowest not ACKed, as
+			// C-Kermit's sender does (notes §1.10).
+			if lo := s.sw.slots[s.sw.lo]; lo != nil && !lo.acked && (lo.sendNo <= s.ackedNo || time.Since(lo.sentAt) >= s.rtt.srtt*3/4) {
+				return s.retransmitLost(lo)
 			}
 			return nil
 		}

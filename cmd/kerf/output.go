@@ -337,6 +337,11 @@ func (r *reporter) missingNames(specs []string) {
 	}
 	r.mu.Unlock()
 	for _, spec := range specs {
+		if len(spec) > 1 && spec[0] == '{' && spec[len(spec)-1] == '}' {
+			// Braced as for C-Kermit ("{my file}"): it stands for the
+			// name inside.
+			spec = spec[1 : len(spec)-1]
+		}
 		base := path.Base(strings.TrimSuffix(spec, "/"))
 		if base == "." || base == "/" || base == "" || strings.ContainsAny(base, "*?[") {
 			continue

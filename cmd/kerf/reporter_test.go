@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,19 @@ func TestReporterBarEndsAtItsTotal(t *testing.T) {
 	const want = 60 + 50 + 8
 	if st := r.bar.State(); st.CurrentNum != want || st.Max != want {
 		t.Errorf("bar at %d of %d, want %d of %d", st.CurrentNum, st.Max, want, want)
+	}
+}
+
+// A GET from a classic server names the plain names of which nothing
+// came: not one that came under a classic Kermit's converted name, nor
+// one given in braces (C-Kermit's way with spaces), nor a wildcard.
+func TestMissingNames(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	for _, n := range []string{"with space.txt", "mixedcase.txt", "dir/inside.bin"} {
+		r.event(kermit.Event{Kind: kermit.FileDone, Name: n})
+	}
+	r.missingNames([]string{"{with space.txt}", "MixedCase.txt", "dir", "*.log", "nothere.bin", "{gone too}"})
+	if want := []string{"nothere.bin", "gone too"}; !slices.Equal(r.failed, want) {
+		t.Errorf("named missing %q, want %q", r.failed, want)
 	}
 }

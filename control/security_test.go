@@ -483,3 +483,31 @@ func TestLoginGivesUpOnASilentServer(t *testing.T) {
 		t.Fatalf("Dial returned only after the test's own deadline (%v)", time.Since(start))
 	}
 }
+
+// C-Kermit's LOGOUT (REMOTE LOGIN with nothing) logs the session out and
+// is no failed login: the throttle counts nothing (it counted each as an
+// anonymous attempt, and the user's next real login was throttled). A
+// second login as the same user with a wrong password is refused, not
+// answered as the first was.
+func TestLogoutIsNoFailedLogin(t *testing.T) {
+	throttle := &auth.Throttle{Base: time.Hour, Max: time.Hour, Forget: 2 * time.Hour}
+	srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) { c.Throttle = throttle })
+	cl, err := control.Dial(ctxT(t), clientConfig(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s := cl.Session()
+	if _, err := s.Generic(ctxT(t), 'I', testUser, "wrong"); err == nil {
+		t.Error("a second login with a wrong password was answered as right")
+	}
+	if _, err := s.Generic(ctxT(t), 'I'); err != nil {
+		t.Fatalf("logout: %v", err)
+	}
+	if n := throttle.Failures(net.ParseIP("127.0.0.1")); n != 1 {
+		t.Errorf("%d failures counted, want the one wrong password only", n)
+	}
+	if _, err := s.Generic(ctxT(t), 'A'); err == nil || !strings.Contains(err.Error(), "login") {
+		t.Errorf("a command after logout: %v, want a refusal asking for a login", err)
+	}
+}

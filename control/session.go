@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +83,8 @@ type sessionFS struct {
 	cancel    context.CancelFunc
 
 	failures int
-	lastUser string // the user of the last successful login
+	lastUser string   // the user of the last successful login
+	lastPass [32]byte // and the SHA-256 of its password (a repeat is not hashed again)
 
 	mu   sync.Mutex // dir and user are read by the data-channel offer
 	dir  *filestore.Dir
@@ -155,9 +157,11 @@ func (f *sessionFS) Login(user, password string) error {
 		return errTooManyLogins
 	}
 	cfg := &f.srv.cfg
-	if f.loggedIn() && user == f.lastUser {
-		// Already this user: a retransmitted REMOTE LOGIN is answered
-		// the same way without hashing again.
+	if f.loggedIn() && user == f.lastUser && sha256.Sum256([]byte(password)) == f.lastPass {
+		// Already this user, so: a retransmitted REMOTE LOGIN is
+		// answered the same way without hashing again. (Another
+		// password for the user is checked: the answer must not say a
+		// wrong one is right.)
 		return nil
 	}
 	if d := cfg.Throttle.Delay(f.ip); d > 0 {
@@ -174,7 +178,7 @@ func (f *sessionFS) Login(user, password string) error {
 			return errNoAnonymous
 		}
 		f.log.Info("login", "user", "anonymous", "method", "anonymous", "tls", f.secure)
-		f.lastUser = user
+		f.lastUser, f.lastPass = user, sha256.Sum256([]byte(password))
 		return f.bind("anonymous", cfg.Root, true)
 	}
 	method := "password"
@@ -217,8 +221,24 @@ func (f *sessionFS) Login(user, password string) error {
 		attrs = append(attrs, "key", f.clientKey)
 	}
 	f.log.Info("login", attrs...)
-	f.lastUser = user
+	f.lastUser, f.lastPass = user, sha256.Sum256([]byte(password))
 	return f.bind(u.Name, root, u.ReadOnly)
+}
+
+// Logout handles C-Kermit's LOGOUT (REMOTE LOGIN with no argument): the
+// session has no user until it logs in again. It is no login attempt,
+// so nothing counts against the throttle.
+func (f *sessionFS) Logout() {
+	f.mu.Lock()
+	if f.dir != nil {
+		f.dir.Close()
+		f.dir = nil
+	}
+	user := f.user
+	f.user = ""
+	f.mu.Unlock()
+	f.lastUser, f.lastPass = "", [32]byte{}
+	f.log.Info("logout", "user", user)
 }
 
 func (f *sessionFS) fail(user, method string) {

@@ -309,6 +309,13 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 	}
 	a, isAuth := fsys.(Authorizer)
 	switch {
+	case raw[0] == 'I' && isAuth && len(args) == 0:
+		// C-Kermit's LOGOUT: REMOTE LOGIN with nothing. (A kerf
+		// client's anonymous login gives two empty arguments.)
+		if lo, ok := fsys.(interface{ Logout() }); ok {
+			lo.Logout()
+		}
+		return s.ackRecv(p.Seq, nil)
 	case raw[0] == 'I' && isAuth:
 		if err := a.Login(arg(0), arg(1)); err != nil {
 			return err

@@ -264,6 +264,22 @@ func TestKerfResumeWithCKermitServer(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
 	checkDoneEvent(t, r, "down.bin", 220000, 70000)
+
+	// REGET of a file kerf has whole (same length and time): C-Kermit is
+	// told to go on from its end, and sends nothing (it sent it all).
+	when := time.Date(2021, 2, 3, 4, 5, 6, 0, time.UTC)
+	for _, p := range []string{filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin")} {
+		if err := os.Chtimes(p, when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, addr = ckermitServer(t, ckdir)
+	r = run(t, nil, local, []string{"--json"}, "get", "--classic", "--resume", target(addr, "down.bin"), ".")
+	evs := parseEvents(t, r.stdout)
+	if r.code != 0 || len(eventsNamed(evs, "file_skipped")) != 1 || lastDone(t, r).Bytes != 0 {
+		t.Fatalf("REGET of a file there whole: want it skipped, nothing moved:\n%s", r)
+	}
+	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
 }
 
 // A get of several names from a C-Kermit server, some with spaces: each

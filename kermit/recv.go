@@ -434,6 +434,16 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
 	}
+	if recovery && !cur.expected && !s.neg.skipWhole && !cur.text && s.alreadyThere(cur) {
+		// A classic Kermit's RESEND or REGET of a file this side has
+		// whole (same length and time): it is asked to go on from its
+		// end, so that nothing is sent again (a C-Kermit receiver
+		// answers so too), and the file there is kept as it is.
+		cur.inc.Abort(false)
+		cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
+		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
+		return framing.AttrReply{Accept: true, ResumeAt: cur.attrs.Length}.Marshal(), nil
+	}
 	if recovery && !cur.expected {
 		var size int64
 		var crc uint32

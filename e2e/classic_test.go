@@ -105,14 +105,14 @@ if fail exit 5 "finish failed"`, host, port, ckermitLogin())
 // ckermitServer starts C-Kermit as a Kermit server listening on a TCP
 // port in dir, for one connection, and returns its address once it
 // listens.
-func ckermitServer(t *testing.T, dir string) (*ckermit, string) {
+func ckermitServer(t *testing.T, dir string, settings ...string) (*ckermit, string) {
 	t.Helper()
 	port := freePort(t)
 	k := startCKermit(t, dir, fmt.Sprintf(`set host * %d
 if fail exit 1 "listen failed"
 set file type binary
 set file collision overwrite
-server`, port))
+%sserver`, port, strings.Join(append(settings, ""), "\n")))
 	// Not by connecting: C-Kermit serves the first connection only. Its
 	// "Listening" message is block-buffered into a pipe, so look for the
 	// listening socket instead.
@@ -308,4 +308,16 @@ func TestKerfGetNamesWithSpacesFromCKermitServer(t *testing.T) {
 			t.Errorf("file_error for %s, which arrived:\n%s", e.Name, r.stdout)
 		}
 	}
+}
+
+// A C-Kermit server set to block check 5 (type 3 on every packet, the
+// Send-Init too) takes kerf's files at once over TCP: it NAKs kerf's
+// type-1 S in type 3, and kerf sends it again in type 3. (kerf waited
+// 21 timeouts of 20 s: nothing is resent on timeouts over TCP.)
+func TestKerfToCKermitServerBlockCheck5(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "a.bin"), randomBytes(12345, 31))
+	_, addr := ckermitServer(t, ckdir, "set block-check 5")
+	mustRun(t, nil, local, nil, "send", "--classic", "a.bin", addr)
+	sameFile(t, filepath.Join(local, "a.bin"), filepath.Join(ckdir, "a.bin"))
 }

@@ -278,10 +278,10 @@ func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int
 }
 
 // isInitOrAck reports whether p may be the first packet of a
-// transaction or an ACK: the packets a FORCE-3 peer's type-3 check is
-// looked for on.
+// transaction, an ACK, or a NAK (of a Send-Init a FORCE-3 peer could
+// not read): the packets a FORCE-3 peer's type-3 check is looked for on.
 func isInitOrAck(p framing.Packet) bool {
-	return strings.IndexByte(initTypes+"Y", p.Type&0x7f) >= 0
+	return strings.IndexByte(initTypes+"YN", p.Type&0x7f) >= 0
 }
 
 // indexMark returns the index of the first packet mark in b; with

@@ -529,11 +529,22 @@ func (s *Session) forcesType3(p inPacket) bool {
 	if says5(p.Packet) || strings.IndexByte(initTypes[2:], p.Type) >= 0 {
 		return true
 	}
-	if p.Type != 'Y' {
+	sl := s.sw.inFlight(p.Seq)
+	if sl == nil || sl.acked || sl.typ != 'S' && sl.typ != 'I' {
 		return false
 	}
-	sl := s.sw.inFlight(p.Seq)
-	return sl != nil && !sl.acked && (sl.typ == 'S' || sl.typ == 'I') && sl.chk == 3
+	switch p.Type {
+	case 'Y':
+		return sl.chk == 3
+	case 'N':
+		// The NAK of a type-1 Send-Init, itself type 3: the peer could
+		// not read the S and answers as it always does (C-Kermit's
+		// block check 5, which NAKs so at once). Resent type 3 at once,
+		// not after a timeout (none over TCP, where nothing is resent
+		// on timeouts: it waited 21 of them).
+		return true
+	}
+	return false
 }
 
 // Flush writes any packets still queued; the public entry points call it

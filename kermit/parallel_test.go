@@ -707,7 +707,10 @@ func TestSentFilesSavedOrNot(t *testing.T) {
 			t.Cleanup(func() { send.Close(); recv.Close() })
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			go recv.Receive(ctx, store)
+			received := make(chan struct{})
+			go func() { recv.Receive(ctx, store); close(received) }()
+			// The receiver is done with the store before it closes.
+			defer func() { cancel(); send.Close(); recv.Close(); <-received }()
 			err = send.Send(ctx, out)
 			mu.Lock()
 			defer mu.Unlock()

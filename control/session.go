@@ -357,6 +357,15 @@ func (f *sessionFS) List(spec string) (string, error) {
 	return list, clearErr(err, spec)
 }
 
+// Space is the free space where the user's tree is (REMOTE SPACE).
+func (f *sessionFS) Space() (int64, error) {
+	d, err := f.tree()
+	if err != nil {
+		return 0, err
+	}
+	return d.Space()
+}
+
 func (f *sessionFS) ListTree(spec string, w io.Writer) error {
 	d, err := f.spec(spec)
 	if err != nil {

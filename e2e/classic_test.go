@@ -321,3 +321,33 @@ func TestKerfToCKermitServerBlockCheck5(t *testing.T) {
 	mustRun(t, nil, local, nil, "send", "--classic", "a.bin", addr)
 	sameFile(t, filepath.Join(local, "a.bin"), filepath.Join(ckdir, "a.bin"))
 }
+
+// C-Kermit's REMOTE TYPE and REMOTE SPACE against kerf serve, and its
+// LOGOUT: the session is logged out (a command after it asks for a
+// login), and the logout is no failed login.
+func TestCKermitTypeSpaceLogout(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{classic: true})
+	writeFile(t, filepath.Join(root, "notes.txt"), []byte("kerf types this line\n"))
+	host, port, _ := net.SplitHostPort(srv.addr)
+	k := startCKermit(t, local, fmt.Sprintf(`set host %s %s /raw-socket
+if fail exit 1 "connect failed"
+%sremote type notes.txt
+if fail exit 2 "remote type failed"
+remote space
+if fail exit 3 "remote space failed"
+logout
+remote pwd
+if success exit 4 "remote pwd after logout succeeded"
+exit 0`, host, port, ckermitLogin()))
+	if code := k.wait(t); code != 0 {
+		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
+	}
+	out := k.out.String()
+	if !strings.Contains(out, "kerf types this line") || !strings.Contains(out, "bytes free") {
+		t.Errorf("C-Kermit's output lacks the typed line or the free space:\n%s", out)
+	}
+	if strings.Contains(srv.stderr.String(), "login failed") {
+		t.Errorf("the logout counted as a failed login:\n%s", srv.stderr.String())
+	}
+}

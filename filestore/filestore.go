@@ -480,6 +480,19 @@ func (h *dirHandle) openRead(d *Dir, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path.Join(d.root.Name(), h.rel, name)), nil
 }
 
+// Space returns the bytes free for an unprivileged user on the tree's
+// file system (REMOTE SPACE).
+func (d *Dir) Space() (int64, error) {
+	var st unix.Statfs_t
+	if err := ignoringEINTR(func() error { return unix.Statfs(d.root.Name(), &st) }); err != nil {
+		return 0, fmt.Errorf("filestore: free space: %w", err)
+	}
+	if st.Bsize <= 0 || int64(st.Bavail) > math.MaxInt64/int64(st.Bsize) {
+		return math.MaxInt64, nil
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
 // Path returns the host path of the tree's top.
 func (d *Dir) Path() string { return d.root.Name() }
 

@@ -402,8 +402,24 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		default:
 			return fmt.Errorf("unimplemented REMOTE SET parameter %q", arg(0))
 		}
+	case 'T': // REMOTE TYPE
+		text, err := typeFiles(fsys, arg(0))
+		if err != nil {
+			return err
+		}
+		return s.reply(ctx, p.Seq, text, nil)
+	case 'U': // REMOTE SPACE
+		sp, ok := fsys.(interface{ Space() (int64, error) })
+		if !ok {
+			return fmt.Errorf("unimplemented generic command 'U'")
+		}
+		n, err := sp.Space()
+		if err != nil {
+			return err
+		}
+		reply = fmt.Sprintf("%d bytes free", n)
 	case 'H':
-		reply = "kerf server: GET, SEND, REMOTE DIR/CD/PWD/DELETE/MKDIR/RMDIR/RENAME, FINISH, BYE"
+		reply = "kerf server: GET, SEND, REMOTE DIR/CD/PWD/TYPE/SPACE/DELETE/MKDIR/RMDIR/RENAME, FINISH, BYE"
 	default:
 		return fmt.Errorf("unimplemented generic command %q", raw[0])
 	}
@@ -636,6 +652,45 @@ func withoutSkipped(files []OutgoingFile, skip map[string]framing.ListingEntry) 
 		out = append(out, f)
 	}
 	return out
+}
+
+// maxTypeBytes bounds what REMOTE TYPE shows: it is for looking at a
+// file, which a GET fetches.
+const maxTypeBytes = 1 << 20
+
+// typeFiles is the text of the files spec names (REMOTE TYPE), one after
+// another.
+func typeFiles(fsys ServerFS, spec string) ([]byte, error) {
+	files, err := fsys.Match(spec, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no files match %s", spec)
+	}
+	var text []byte
+	for _, f := range files {
+		if f.Dir || f.Open == nil {
+			continue
+		}
+		if f.Size > int64(maxTypeBytes-len(text)) {
+			return nil, fmt.Errorf("%s is too long to type (more than %d bytes): GET it", f.Name, maxTypeBytes)
+		}
+		r, err := f.Open()
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(r, int64(maxTypeBytes-len(text))+1))
+		r.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		if len(text)+len(b) > maxTypeBytes {
+			return nil, fmt.Errorf("%s is too long to type (more than %d bytes): GET it", f.Name, maxTypeBytes)
+		}
+		text = append(text, b...)
+	}
+	return text, nil
 }
 
 // shareParam is kerf's REMOTE SET parameter asking for a share of the

@@ -127,8 +127,26 @@ const DefaultIdleTimeout = 5 * time.Minute
 // given up, a read says why.
 type watchedConn struct {
 	net.Conn
-	n   atomic.Int64
-	why atomic.Pointer[error]
+	n       atomic.Int64 // bytes read
+	written atomic.Int64 // bytes written
+	writing atomic.Int32 // writes under way: a blocked one waits on the server
+	why     atomic.Pointer[error]
+}
+
+// Write counts what the server took, and a write that blocks (its
+// buffers full: a classic session's file data, which goes this way) as
+// a wait on it.
+func (c *watchedConn) Write(p []byte) (int, error) {
+	c.writing.Add(1)
+	n, err := c.Conn.Write(p)
+	c.writing.Add(-1)
+	c.written.Add(int64(n))
+	if err != nil {
+		if why := c.why.Load(); why != nil {
+			err = *why
+		}
+	}
+	return n, err
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
@@ -292,8 +310,8 @@ func (c *Client) watchIdle(idle time.Duration, wc *watchedConn, raw net.Conn) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	c.stopWatch = stop
-	progress := func() int64 { return wc.n.Load() + c.dual.progress() }
-	idleFor := func() bool { return c.sess.Busy() || !c.sess.Waiting() }
+	progress := func() int64 { return wc.n.Load() + wc.written.Load() + c.dual.progress() }
+	idleFor := func() bool { return c.sess.Busy() || !c.sess.Waiting() && wc.writing.Load() == 0 }
 	go watchIdle(ctx, idle, progress, idleFor, func() {
 		why := fmt.Errorf("control: %w for %v while this side waited on it (--idle-timeout): given up", ErrServerSilent, idle)
 		wc.why.Store(&why)

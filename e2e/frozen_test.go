@@ -17,13 +17,15 @@ import (
 // and the partial is kept for --resume, which then completes the file:
 // TCP alone would wait on it for ever. Both ways: the client's data
 // stuck in full socket buffers (send), and the client waiting for data
-// (get).
+// (get), and the file data in the control connection of a classic
+// session, whose writes block (send --classic).
 func TestClientGivesUpOnFrozenServer(t *testing.T) {
 	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
-	srv := startServer(t, root, serverOpts{})
+	srv := startServer(t, root, serverOpts{classic: true})
 	const size = 48 << 20
 	data := randomBytes(size, 77)
 	writeFile(t, filepath.Join(local, "up.bin"), data)
+	writeFile(t, filepath.Join(local, "classic.bin"), data)
 	writeFile(t, filepath.Join(root, "down.bin"), data)
 	for _, c := range []struct {
 		what, dir, part string
@@ -31,6 +33,9 @@ func TestClientGivesUpOnFrozenServer(t *testing.T) {
 	}{
 		{"send", local, filepath.Join(root, ".up.bin.kerf-part"), []string{"send", "up.bin", srv.addr}},
 		{"get", back, filepath.Join(back, ".down.bin.kerf-part"), []string{"get", target(srv.addr, "down.bin"), "."}},
+		// The file data in the control connection: the client blocks
+		// writing it.
+		{"send --classic", local, filepath.Join(root, ".classic.bin.kerf-part"), []string{"send", "--classic", "classic.bin", srv.addr}},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
@@ -54,9 +59,13 @@ func TestClientGivesUpOnFrozenServer(t *testing.T) {
 				t.Fatal("the client did not give up by itself")
 			}
 			mustRun(t, srv, c.dir, nil, c.args[0], append([]string{"--resume"}, c.args[1:]...)...)
-			sameFile(t, filepath.Join(local, "up.bin"), filepath.Join(root, "up.bin"))
-			if c.what == "get" {
+			switch c.what {
+			case "send":
+				sameFile(t, filepath.Join(local, "up.bin"), filepath.Join(root, "up.bin"))
+			case "get":
 				sameFile(t, filepath.Join(root, "down.bin"), filepath.Join(back, "down.bin"))
+			default:
+				sameFile(t, filepath.Join(local, "classic.bin"), filepath.Join(root, "classic.bin"))
 			}
 		})
 	}

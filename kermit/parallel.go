@@ -198,16 +198,17 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		}
 		s := sessions[alive]
 		s.cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(again), "err", err)
-		if len(again) == 0 {
-			errs[i] = nil
-			continue
+		errs[i] = nil
+		if len(again) > 0 {
+			resume := s.cfg.Resume
+			s.cfg.Resume = true
+			tr.standIn(alive, i)
+			errs[i] = s.Send(ctx, again)
+			tr.standIn(alive, alive)
+			s.cfg.Resume = resume
 		}
-		resume := s.cfg.Resume
-		s.cfg.Resume = true
-		tr.standIn(alive, i)
-		errs[i] = s.Send(ctx, again)
-		tr.standIn(alive, alive)
-		s.cfg.Resume = resume
+		// What the lost session failed on its own stays failed.
+		errs[i] = withFailed(errs[i], tr.failedOf(i))
 	}
 	for i, s := range sessions {
 		s.cfg.Events = saved[i]
@@ -240,6 +241,21 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		sessions[0].notBegun(late, nil)
 	}
 	return res.err()
+}
+
+// withFailed is err with the files failed also named, unless err ended
+// its group (then it stands alone, and the files were told).
+func withFailed(err error, failed []string) error {
+	var ge *GroupError
+	switch {
+	case len(failed) == 0:
+		return err
+	case err == nil:
+		return &GroupError{Failed: failed}
+	case errors.As(err, &ge):
+		return &GroupError{Failed: append(slices.Clone(ge.Failed), failed...)}
+	}
+	return err
 }
 
 // outcome merges the results of several groups: the first error that
@@ -381,7 +397,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 			continue // its error stays the lost session's
 		}
 		tr.standIn(j, i)
-		errs[i] = get(j, i)
+		errs[i] = withFailed(get(j, i), tr.failedOf(i))
 		tr.standIn(j, j)
 		// Its own share again, for whatever it is asked next.
 		sessions[j].Generic(ctx, 'S', shareParam, share{j, n}.String())
@@ -419,13 +435,14 @@ type shareTracker struct {
 	done    []map[string]bool // by share: files told done
 	settled []map[string]bool // by share: files whose end was told for good
 	cut     [][]Event         // by share: files cut off, held back
+	failed  [][]string        // by share: files told failed on their own
 	shares  []int             // by session: the share it moves now
 	tell    []func(Event)     // by session: its own Events, nil or not
 }
 
 func newShareTracker(n int) *shareTracker {
 	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), settled: make([]map[string]bool, n),
-		cut: make([][]Event, n), shares: make([]int, n), tell: make([]func(Event), n)}
+		cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), tell: make([]func(Event), n)}
 	for i := range n {
 		t.done[i], t.settled[i] = map[string]bool{}, map[string]bool{}
 		t.shares[i] = i
@@ -450,13 +467,12 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 	sh := t.shares[i]
 	var cut *CutOffError
-	isCut := e.Kind == FileFailed && errors.As(e.Err, &cut)
 	if strings.HasSuffix(e.Name, "/") && (e.Kind == FileFailed || e.Kind == FileSkipped) {
 		again := t.told[e.Name]
 		t.told[e.Name] = true
 		return e, !again
 	}
-	if isCut {
+	if e.Kind == FileFailed && errors.As(e.Err, &cut) {
 		// Held back, once a name (a take-over cut off too replaces its
 		// lost session's word).
 		t.cut[sh] = slices.DeleteFunc(t.cut[sh], func(c Event) bool { return c.Name == e.Name })
@@ -464,18 +480,27 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 		t.settled[sh][e.Name] = false
 		return e, false
 	}
-	if sh != i && t.done[sh][e.Name] {
-		// Told done by the lost session: the take-over only confirms
-		// it (found whole, or sent again), unless it fails.
-		switch e.Kind {
-		case FileDone, FileSkipped:
-			t.settled[sh][e.Name] = true
-			return e, false
-		case FileFailed:
-			t.settled[sh][e.Name] = true
-			return e, true
+	if sh != i {
+		// A take-over, of share sh.
+		if t.settled[sh][e.Name] {
+			return e, false // the lost session told its end for good
 		}
-		return e, false // its start and progress
+		if t.done[sh][e.Name] {
+			// Told done by the lost session, not confirmed saved: the
+			// take-over only confirms it (found whole, or sent again),
+			// unless it fails or is refused, which is told.
+			switch {
+			case e.Kind == FileSaved:
+				return e, true
+			case e.Kind == FileDone, e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere):
+				t.settled[sh][e.Name] = true
+				return e, false
+			case e.Kind == FileFailed, e.Kind == FileSkipped:
+				t.settled[sh][e.Name] = true
+				return e, true
+			}
+			return e, false // its start and progress
+		}
 	}
 	switch e.Kind {
 	case FileDone:
@@ -489,8 +514,23 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 		t.settled[sh][e.Name] = true
 	case FileFailed:
 		t.settled[sh][e.Name] = true
+		t.failed[sh] = append(t.failed[sh], e.Name)
 	}
 	return e, true
+}
+
+// failedOf returns the files share sh's sessions told failed on their
+// own (not cut off), for the outcome of a share whose session was lost.
+func (t *shareTracker) failedOf(sh int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var names []string
+	for _, n := range t.failed[sh] {
+		if t.settled[sh][n] && !t.done[sh][n] {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // isCut says whether share sh's session was cut off in the file name.

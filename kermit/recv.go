@@ -438,7 +438,13 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		// A classic Kermit's RESEND or REGET of a file this side has
 		// whole (same length and time): it is asked to go on from its
 		// end, so that nothing is sent again (a C-Kermit receiver
-		// answers so too), and the file there is kept as it is.
+		// answers so too), and the file there is kept as it is, with
+		// the sender's permissions if it gave them.
+		if k, ok := cur.inc.(ExistingKeeper); ok && cur.attrs.Perm >= 0 {
+			if err := k.KeepExisting(fs.FileMode(cur.attrs.Perm) & fs.ModePerm); err != nil {
+				s.cfg.Log.Warn("could not set the mode of a file already there", "name", cur.name, "err", err)
+			}
+		}
 		cur.inc.Abort(false)
 		cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
 		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
@@ -654,6 +660,10 @@ func (s *Session) alreadyThere(cur *recvFile) bool {
 	size, mod, ok := ex.Existing()
 	return ok && size == cur.attrs.Length && framing.SameModTime(mod, cur.attrs.ModTime)
 }
+
+// ErrSaveFailed is why a received file that was done (verified) failed
+// after all: it could not be saved under its name at the group's end.
+var ErrSaveFailed = errors.New("not saved under its name")
 
 // CutOffError is why a file failed when its group ended before the file
 // did (the link lost, an E, a cancel): a receiver keeps what came for a
@@ -931,7 +941,7 @@ func (s *Session) saved(batch groupBatcher, err error) {
 	for _, e := range s.unsaved {
 		e.Kind = FileSaved
 		if err != nil && (sc == nil || !sc.Saved(e.Path)) {
-			e.Kind, e.Err = FileFailed, err
+			e.Kind, e.Err = FileFailed, fmt.Errorf("%w: %w", ErrSaveFailed, err)
 		}
 		s.event(e)
 	}

@@ -328,8 +328,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	if _, err := s.queue(ctx, 'F', name, 0); err != nil {
 		// Taken from the group's list but never begun: no one else
-		// reports it.
-		s.event(Event{Kind: FileFailed, Name: f.Name, Err: ErrNotBegun, Sending: true})
+		// reports it. Cut off, so that with several sessions another
+		// takes it over.
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: &CutOffError{ErrNotBegun}, Sending: true})
 		return err
 	}
 	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true})

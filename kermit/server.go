@@ -669,6 +669,7 @@ func typeFiles(fsys ServerFS, spec string) ([]byte, error) {
 		return nil, fmt.Errorf("no files match %s", spec)
 	}
 	var text []byte
+	typed := 0
 	for _, f := range files {
 		if f.Dir || f.Open == nil {
 			continue
@@ -689,6 +690,10 @@ func typeFiles(fsys ServerFS, spec string) ([]byte, error) {
 			return nil, fmt.Errorf("%s is too long to type (more than %d bytes): GET it", f.Name, maxTypeBytes)
 		}
 		text = append(text, b...)
+		typed++
+	}
+	if typed == 0 {
+		return nil, fmt.Errorf("%s names no file to type", spec)
 	}
 	return text, nil
 }

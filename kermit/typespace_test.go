@@ -43,6 +43,10 @@ func TestRemoteTypeAndSpace(t *testing.T) {
 	if _, err := cli.Generic(ctx, 'T', "nothing.txt"); err == nil {
 		t.Error("TYPE of a missing file succeeded")
 	}
+	os.Mkdir(filepath.Join(root, "sub"), 0o755)
+	if _, err := cli.Generic(ctx, 'T', "sub"); err == nil {
+		t.Error("TYPE of a directory gave an empty text, not an error")
+	}
 	out, err := cli.Generic(ctx, 'U')
 	if err != nil || !strings.HasSuffix(out, " bytes free") {
 		t.Errorf("SPACE: %q, %v", out, err)

@@ -185,7 +185,7 @@ units:
 	}
 	n := f * mult
 	if n < datachan.MinRate || n > 1<<50 {
-		return 0, fmt.Errorf("want at least %d bytes per second (1k)", datachan.MinRate)
+		return 0, fmt.Errorf("want between %d bytes per second (1k) and 1P", datachan.MinRate)
 	}
 	return int64(n), nil
 }
@@ -984,9 +984,6 @@ func missingDirs(dir string) []string {
 	}
 }
 
-// quoteSpec joins GET names into one Kermit filespec, brace-quoting
-// names with spaces and those that begin with "{" (filestore.SplitSpec:
-// braces elsewhere are part of a name).
 // specGroups is how the names of a get go to a server: all in one GET,
 // or, to a classic Kermit, a GET each when one of several has a space:
 // C-Kermit's server takes a braced name alone, not among others (it sent
@@ -1028,6 +1025,9 @@ func getEach(groups []string, get func(spec string) error, refused func(spec str
 	return nil
 }
 
+// quoteSpec joins GET names into one Kermit filespec, brace-quoting
+// names with spaces and those that begin with "{" (filestore.SplitSpec:
+// braces elsewhere are part of a name).
 func quoteSpec(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {

@@ -55,6 +55,10 @@ type reporter struct {
 	// receiver says nothing more of a file after its Z: its entry
 	// stays.)
 	unsaved map[string]int64
+	// finished are the files done: a later failure of a name among them
+	// is another file's of that name, unless it says this one was not
+	// saved after all.
+	finished map[string]bool
 	// skipped are files skipped or failed, whose late progress events,
 	// from the data path, are not counted.
 	skipped map[string]bool
@@ -196,9 +200,10 @@ func (r *reporter) event(e kermit.Event) {
 		r.replan(e.Name, e.Bytes+kept)
 		r.showBar()
 		if r.unsaved == nil {
-			r.unsaved = map[string]int64{}
+			r.unsaved, r.finished = map[string]int64{}, map[string]bool{}
 		}
 		r.unsaved[e.Name] = e.Bytes + kept
+		r.finished[e.Name] = true
 		if r.json == nil && r.bar == nil {
 			break // quiet: nothing to print
 		}
@@ -225,17 +230,24 @@ func (r *reporter) event(e kermit.Event) {
 		// Data sent before the answer came (a small file goes at once)
 		// was thrown away, or the file is not there: its bytes do not
 		// count, and neither does what its late progress says.
-		r.done -= r.current[e.Name]
-		delete(r.current, e.Name)
-		if n, ok := r.unsaved[e.Name]; ok {
+		notSaved := errors.Is(e.Err, kermit.ErrNotSaved) || errors.Is(e.Err, kermit.ErrSaveFailed)
+		if n, ok := r.unsaved[e.Name]; ok && notSaved {
 			// Done, then not saved under its name (the group's renames
-			// failed): neither its file nor its bytes count.
+			// failed, or a send stopped before the receiver said it
+			// saved it): neither its file nor its bytes count.
 			r.done -= n
 			r.files--
 			delete(r.unsaved, e.Name)
+			delete(r.finished, e.Name)
 		}
-		r.replan(e.Name, 0)
-		r.showBar()
+		if !r.finished[e.Name] {
+			// (Else another file of the name, refused: "same name as
+			// ..., sent already". The first stays counted.)
+			r.done -= r.current[e.Name]
+			delete(r.current, e.Name)
+			r.replan(e.Name, 0)
+			r.showBar()
+		}
 		if r.skipped == nil {
 			r.skipped = map[string]bool{}
 		}
@@ -363,7 +375,10 @@ func (r *reporter) missingNames(specs []string) {
 // refusedSpec reports the file a GET of spec (one name, as specGroups
 // gives it) was refused with err: failed, named as it would have come.
 func (r *reporter) refusedSpec(spec string, err error) {
-	name := strings.Trim(spec, "{}")
+	name := spec
+	if len(name) > 1 && name[0] == '{' && name[len(name)-1] == '}' {
+		name = name[1 : len(name)-1] // one pair, as SpecWord put it
+	}
 	r.event(kermit.Event{Kind: kermit.FileFailed, Name: path.Base(strings.TrimSuffix(name, "/")), Err: err})
 }
 

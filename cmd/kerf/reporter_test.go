@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -38,7 +39,7 @@ func TestReporterCountsTransferredBytes(t *testing.T) {
 		// Done, then its rename at the group's end failed.
 		{Kind: kermit.FileStart, Name: "unsaved", Size: 70},
 		{Kind: kermit.FileDone, Name: "unsaved", Size: 70, Bytes: 70},
-		{Kind: kermit.FileFailed, Name: "unsaved", Size: 70, Bytes: 70, Err: errors.New("filestore: completing unsaved: read-only file system")},
+		{Kind: kermit.FileFailed, Name: "unsaved", Size: 70, Bytes: 70, Err: fmt.Errorf("%w: filestore: completing unsaved: read-only file system", kermit.ErrSaveFailed)},
 	} {
 		r.event(e)
 	}
@@ -138,5 +139,25 @@ func TestMissingNames(t *testing.T) {
 	r.missingNames([]string{"{with space.txt}", "MixedCase.txt", "dir", "*.log", "nothere.bin", "{gone too}"})
 	if want := []string{"nothere.bin", "gone too"}; !slices.Equal(r.failed, want) {
 		t.Errorf("named missing %q, want %q", r.failed, want)
+	}
+}
+
+// Another file of a name already done and refused ("same name as ...,
+// sent already", as kerf send a/x b/x makes it) does not take the first
+// out of the counts or the bar's total.
+func TestReporterDuplicateNameKeepsTheFirst(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	r.planned, r.total = map[string]int64{"x": 1000}, 1000
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "x", Size: 1000, Sending: true},
+		{Kind: kermit.FileProgress, Name: "x", Size: 1000, Bytes: 1000, Sending: true},
+		{Kind: kermit.FileDone, Name: "x", Size: 1000, Bytes: 1000, Sending: true},
+		{Kind: kermit.FileFailed, Name: "x", Err: errors.New("b/x: same name as a/x, sent already"), Sending: true},
+		{Kind: kermit.FileSaved, Name: "x", Size: 1000, Bytes: 1000, Sending: true},
+	} {
+		r.event(e)
+	}
+	if r.files != 1 || r.done != 1000 || r.total != 1000 {
+		t.Errorf("files %d, done %d bytes, total %d; want 1 file, 1000 bytes of 1000", r.files, r.done, r.total)
 	}
 }

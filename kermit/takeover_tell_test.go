@@ -1,0 +1,85 @@
+package kermit_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// What the lost session of a GET told for good (a FIFO on the server
+// passed over) is not told again when another session takes its share
+// over and the server passes the FIFOs over once more. (Found by a
+// review: each was named twice.)
+func TestGetTakeOverTellsEachEndOnce(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
+	for j := range 6 {
+		if err := syscall.Mkfifo(filepath.Join(root, fmt.Sprintf("tree/a%d", j)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for j := range 60 {
+		name := fmt.Sprintf("tree/f%02d", j)
+		os.WriteFile(filepath.Join(root, name), randomBytes(150000+j, int64(j)), 0o644)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	ended := map[string][]string{}
+	note := func(e kermit.Event) {
+		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped {
+			mu.Lock()
+			ended[e.Name] = append(ended[e.Name], fmt.Sprintf("%v:%v", e.Kind, e.Err))
+			mu.Unlock()
+		}
+	}
+	var clients []*kermit.Session
+	var stores []kermit.Store
+	var cut *cutConn
+	for i := range 2 {
+		ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+		ccfg.Events = note
+		a, b := link(t, 0, 1)
+		if i == 1 {
+			cut, ccfg.Events = cutAtFileStart(a, 3, note)
+			a = cut
+		}
+		da, db := dualPair(t)
+		ccfg.Dual, scfg.Dual = da, db
+		ccfg.Streaming, scfg.Streaming = true, true
+		cli, srv := kermit.NewSession(a, ccfg), kermit.NewSession(b, scfg)
+		t.Cleanup(func() { cli.Close(); srv.Close() })
+		dir, err := filestore.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dir.Close() })
+		go srv.Serve(ctx, dir)
+		store, err := filestore.Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		clients, stores = append(clients, cli), append(stores, store)
+	}
+	err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores)
+	if cut.n.Load() >= 0 {
+		t.Fatal("session 1's link was not cut: the test tested nothing")
+	}
+	if err != nil {
+		t.Errorf("GetParallel: %v", err)
+	}
+	for name, k := range ended {
+		if len(k) != 1 {
+			t.Errorf("%s ended %d times: %v", name, len(k), k)
+		}
+	}
+}

@@ -162,13 +162,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			return regular[taken-1], true
 		})
 	})
-	alive := -1 // the session that finished last without failing
-	for i, err := range errs {
-		var ge *GroupError
-		if (err == nil || errors.As(err, &ge)) && (alive < 0 || ended[i].After(ended[alive])) {
-			alive = i
-		}
-	}
+	alive := lastAlive(errs, ended, took) // the session that finished last without failing
 	byName := make(map[string]OutgoingFile, len(regular))
 	for _, f := range regular {
 		byName[f.Name] = f
@@ -196,16 +190,29 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 				again = append(again, f)
 			}
 		}
-		s := sessions[alive]
-		s.cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(again), "err", err)
+		sessions[alive].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(again), "err", err)
 		errs[i] = nil
-		if len(again) > 0 {
+		for len(again) > 0 && alive >= 0 {
+			s := sessions[alive]
 			resume := s.cfg.Resume
 			s.cfg.Resume = true
 			tr.standIn(alive, i)
 			errs[i] = s.Send(ctx, again)
 			tr.standIn(alive, alive)
 			s.cfg.Resume = resume
+			if errs[i] == nil || errors.As(errs[i], &ge) || ctx.Err() != nil {
+				break
+			}
+			// Lost in the take-over too: another that finished well
+			// tries once more, with what is still cut off.
+			took[alive] = -1
+			alive = lastAlive(errs, ended, took)
+			again = again[:0]
+			for _, name := range tr.cutNames(i) {
+				if f, ok := byName[name]; ok {
+					again = append(again, f)
+				}
+			}
 		}
 		// What the lost session failed on its own stays failed.
 		errs[i] = withFailed(errs[i], tr.failedOf(i))
@@ -241,6 +248,19 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		sessions[0].notBegun(late, nil)
 	}
 	return res.err()
+}
+
+// lastAlive is the session that finished last without failing, leaving
+// out those marked lost since (took < 0), or -1.
+func lastAlive(errs []error, ended []time.Time, took []int) int {
+	alive := -1
+	for i, err := range errs {
+		var ge *GroupError
+		if (err == nil || errors.As(err, &ge)) && took[i] >= 0 && (alive < 0 || ended[i].After(ended[alive])) {
+			alive = i
+		}
+	}
+	return alive
 }
 
 // withFailed is err with the files failed also named, unless err ended
@@ -388,19 +408,29 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	}
 	for i, err := range errs {
 		var ge *GroupError
-		if err == nil || errors.As(err, &ge) || len(good) == 0 || ctx.Err() != nil {
+		if err == nil || errors.As(err, &ge) || ctx.Err() != nil {
 			continue
 		}
-		j := good[i%len(good)]
-		sessions[j].cfg.Log.Warn("a session of the GET was lost; another fetches the rest of its share", "share", share{i, n}.String(), "err", err)
-		if _, serr := sessions[j].Generic(ctx, 'S', shareParam, share{i, n}.String()); serr != nil {
-			continue // its error stays the lost session's
+		for len(good) > 0 {
+			k := i % len(good)
+			j := good[k]
+			sessions[j].cfg.Log.Warn("a session of the GET was lost; another fetches the rest of its share", "share", share{i, n}.String(), "err", err)
+			if _, serr := sessions[j].Generic(ctx, 'S', shareParam, share{i, n}.String()); serr != nil {
+				// Lost too since it finished: the next one tries.
+				good = slices.Delete(good, k, k+1)
+				continue
+			}
+			tr.standIn(j, i)
+			errs[i] = withFailed(get(j, i), tr.failedOf(i))
+			tr.standIn(j, j)
+			if errors.As(errs[i], &ge) || errs[i] == nil {
+				// Its own share again, for whatever it is asked next.
+				sessions[j].Generic(ctx, 'S', shareParam, share{j, n}.String())
+			} else {
+				good = slices.Delete(good, k, k+1) // lost in the take-over
+			}
+			break
 		}
-		tr.standIn(j, i)
-		errs[i] = withFailed(get(j, i), tr.failedOf(i))
-		tr.standIn(j, j)
-		// Its own share again, for whatever it is asked next.
-		sessions[j].Generic(ctx, 'S', shareParam, share{j, n}.String())
 	}
 	for i, s := range sessions {
 		s.holdDirs = nil

@@ -36,3 +36,6 @@ func SetMaxTextReply(n int) func() {
 	maxTextReply = n
 	return func() { maxTextReply = old }
 }
+
+// InShare says whether name falls in share k of n of a GET.
+func InShare(name string, k, n int) bool { return share{k, n}.has(name) }

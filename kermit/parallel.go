@@ -398,7 +398,8 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	// leaves the rest of its share to one that finished well, which asks
 	// for that share again, resuming: the files the lost one fetched are
 	// found whole (and not reported twice), and the one it was cut off in
-	// goes on from its partial. One try: a share lost twice is the error.
+	// goes on from its partial. One lost in the take-over too leaves it
+	// to the next, while there is one.
 	var good []int
 	for i, err := range errs {
 		var ge *GroupError
@@ -423,13 +424,14 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 			tr.standIn(j, i)
 			errs[i] = withFailed(get(j, i), tr.failedOf(i))
 			tr.standIn(j, j)
-			if errors.As(errs[i], &ge) || errs[i] == nil {
+			if errors.As(errs[i], &ge) || errs[i] == nil || ctx.Err() != nil {
 				// Its own share again, for whatever it is asked next.
 				sessions[j].Generic(ctx, 'S', shareParam, share{j, n}.String())
-			} else {
-				good = slices.Delete(good, k, k+1) // lost in the take-over
+				break
 			}
-			break
+			// Lost in the take-over too: the next tries, from what
+			// is there now.
+			good = slices.Delete(good, k, k+1)
 		}
 	}
 	for i, s := range sessions {

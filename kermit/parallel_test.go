@@ -739,3 +739,81 @@ func TestSentFilesSavedOrNot(t *testing.T) {
 		})
 	}
 }
+
+// A GET over three sessions where one is lost and then the one that took
+// its share over is lost too: the third takes the share over, and every
+// file arrives, each reported done once.
+func TestGetParallelTakeOverLostToo(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
+	var names []string
+	own := 0 // files of session 0's own share
+	for j := range 60 {
+		name := fmt.Sprintf("tree/f%02d", j)
+		os.WriteFile(filepath.Join(root, name), randomBytes(100000+j, int64(j)), 0o644)
+		names = append(names, name)
+		if kermit.InShare(name, 0, 3) {
+			own++
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	ended := map[string][]kermit.EventKind{}
+	note := func(e kermit.Event) {
+		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped {
+			mu.Lock()
+			ended[e.Name] = append(ended[e.Name], e.Kind)
+			mu.Unlock()
+		}
+	}
+	var clients []*kermit.Session
+	var stores []kermit.Store
+	var cuts [3]*cutConn
+	for i := range 3 {
+		ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+		ccfg.Events = note
+		a, b := link(t, 0, 1)
+		switch i {
+		case 2: // lost at its third file
+			cuts[i], ccfg.Events = cutAtFileStart(a, 3, note)
+			a = cuts[i]
+		case 0: // the first to take share 2 over (good[2 % 2]), lost in it
+			cuts[i], ccfg.Events = cutAtFileStart(a, own+2, note)
+			a = cuts[i]
+		}
+		da, db := dualPair(t)
+		ccfg.Dual, scfg.Dual = da, db
+		ccfg.Streaming, scfg.Streaming = true, true
+		cli, srv := kermit.NewSession(a, ccfg), kermit.NewSession(b, scfg)
+		t.Cleanup(func() { cli.Close(); srv.Close() })
+		dir, err := filestore.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dir.Close() })
+		go srv.Serve(ctx, dir)
+		store, err := filestore.Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		clients, stores = append(clients, cli), append(stores, store)
+	}
+	err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores)
+	if cuts[2].n.Load() >= 0 || cuts[0].n.Load() >= 0 {
+		t.Fatal("the links were not both cut: the test tested nothing")
+	}
+	if err != nil {
+		t.Fatalf("GET with a session lost, and its stand-in lost too: %v", err)
+	}
+	for _, n := range names {
+		want, _ := os.ReadFile(filepath.Join(root, n))
+		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != string(want) {
+			t.Errorf("%s: %d bytes, %v; want %d", n, len(b), err, len(want))
+		}
+		if k := ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
+			t.Errorf("%s ended %v, want done once", n, k)
+		}
+	}
+}

@@ -96,6 +96,10 @@ type Path struct {
 		duplicates, parked, deferred             atomic.Int64
 		compressedBlocks                         atomic.Int64
 		compressedReceived, wireReceived         atomic.Int64
+		// moving counts bytes as reads return them and as a rate
+		// limit lets them go, within blocks: progress for a watchdog
+		// on a slow path, where one block takes a long while.
+		moving atomic.Int64
 	}
 }
 
@@ -208,6 +212,7 @@ type stream struct {
 	rbuf         []byte
 	rpos, rend   int
 	lastBlockBig bool
+	in           movingReader // conn, counting (Path.Progress)
 }
 
 // smallFrameBuf is the size of a stream's read buffer; payloads of at
@@ -224,15 +229,27 @@ func (s *stream) readFull(dst []byte, direct bool) error {
 		return nil
 	}
 	if direct || len(rest) >= smallFrameBuf/2 {
-		_, err := io.ReadFull(s.conn, rest)
+		_, err := io.ReadFull(&s.in, rest)
 		return err
 	}
 	if s.rbuf == nil {
 		s.rbuf = make([]byte, smallFrameBuf)
 	}
-	m, err := io.ReadAtLeast(s.conn, s.rbuf, len(rest))
+	m, err := io.ReadAtLeast(&s.in, s.rbuf, len(rest))
 	s.rpos, s.rend = copy(rest, s.rbuf[:m]), m
 	return err
+}
+
+// movingReader counts what each read returns into moving.
+type movingReader struct {
+	r      io.Reader
+	moving *atomic.Int64
+}
+
+func (m *movingReader) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	m.moving.Add(int64(n))
+	return n, err
 }
 
 // frame is one outgoing or received block; frames are pooled. buf holds
@@ -317,7 +334,9 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	p.zeroCopy = true
 	for i, c := range conns {
 		if cfg.limit != nil {
-			c = LimitConn(c, cfg.limit)
+			lc := LimitConn(c, cfg.limit).(*limitedConn)
+			lc.moved = &p.stats.moving
+			c = lc
 		}
 		s := &stream{
 			p:    p,
@@ -328,6 +347,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 			ctlSignal: make(chan struct{}, 1),
 		}
 		s.tls, _ = c.(*TLSConn)
+		s.in = movingReader{c, &p.stats.moving}
 		p.streams = append(p.streams, s)
 		p.zeroCopy = p.zeroCopy && s.raw != nil
 	}
@@ -355,7 +375,7 @@ func (p *Path) Close() error {
 // Progress is a count that grows whenever file data moves either way
 // (kermit.DataProgress): payload bytes sent and received.
 func (p *Path) Progress() int64 {
-	return p.stats.bytesSent.Load() + p.stats.bytesReceived.Load()
+	return p.stats.bytesSent.Load() + p.stats.bytesReceived.Load() + p.stats.moving.Load()
 }
 
 // Stats returns the Path's counters.

@@ -3,6 +3,7 @@ package datachan
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -89,6 +90,7 @@ type limitedConn struct {
 	l         *Limiter
 	closeOnce sync.Once
 	closed    chan struct{}
+	moved     *atomic.Int64 // if set, counts each part written (a block goes in many)
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
@@ -114,6 +116,9 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 		}
 		n, err := c.Conn.Write(part)
 		written += n
+		if c.moved != nil {
+			c.moved.Add(int64(n))
+		}
 		if err != nil {
 			return written, err
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,6 +40,26 @@ func TestExclude(t *testing.T) {
 	}
 	mustRun(t, srv, back, nil, "get", append(append([]string{"-r", "--sessions", "2"}, excl...), target(srv.addr, "proj"), target(srv.addr, "notes.o"), ".")...)
 	check(back)
+
+	// A resumed get says nothing of excluded files, even where a whole
+	// copy of one is here (it named each "already there", and counted it).
+	for _, f := range []string{"proj/main.o", "notes.o"} {
+		writeFile(t, filepath.Join(back, f), []byte(f))
+		fi, err := os.Stat(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(filepath.Join(back, f), fi.ModTime(), fi.ModTime())
+	}
+	r := mustRun(t, srv, back, []string{"--json"}, "get", append(append([]string{"-r", "--resume"}, excl...), target(srv.addr, "proj"), ".")...)
+	for _, e := range parseEvents(t, r.stdout) {
+		if strings.HasSuffix(e.Name, ".o") || strings.Contains(e.Name, ".git") || strings.Contains(e.Name, "build/") {
+			t.Errorf("resumed get told of an excluded file: %+v", e)
+		}
+	}
+	if d := lastDone(t, r); d.Files == nil || *d.Files != 3 {
+		t.Errorf("resumed get: done %+v, want 3 files (those not excluded, there whole)", d)
+	}
 
 	if r := run(t, srv, local, nil, "send", "-r", "--exclude", "[", "proj", srv.addr); r.code != 2 {
 		t.Errorf("--exclude '[': %s, want exit 2", r)

@@ -68,6 +68,19 @@ func TestLimitRate(t *testing.T) {
 		atLeast(t, "get -r from a limited server", 4*fileSize, time.Since(start))
 		sameTree(t, dst)
 	})
+	// A slow transfer that moves is no silent server: one 1 MiB block
+	// takes several idle timeouts at this rate, and the watchdog sees
+	// the bytes go within it. (It killed such transfers, counting whole
+	// blocks only.)
+	t.Run("slow, not idle", func(t *testing.T) {
+		root, dst := t.TempDir(), t.TempDir()
+		srv := startServer(t, root, serverOpts{})
+		writeFile(t, filepath.Join(local, "slow.bin"), randomBytes(256<<10, 9))
+		mustRun(t, srv, local, nil, "send", "--limit-rate", "64k", "--idle-timeout", "1s", "slow.bin", srv.addr)
+		sameFile(t, filepath.Join(local, "slow.bin"), filepath.Join(root, "slow.bin"))
+		mustRun(t, srv, dst, nil, "get", "--limit-rate", "64k", "--idle-timeout", "1s", target(srv.addr, "slow.bin"), ".")
+		sameFile(t, filepath.Join(local, "slow.bin"), filepath.Join(dst, "slow.bin"))
+	})
 	t.Run("bad", func(t *testing.T) {
 		r := run(t, nil, local, nil, "send", "--limit-rate", "fast", "tree/f0.bin", "127.0.0.1:1/")
 		if r.code != 2 {

@@ -19,7 +19,8 @@ import (
 //   - a trailing slash matches directories only: "cache/".
 //
 // Elements match as path.Match has them ('*' and '?' stop at a slash,
-// [...] classes, '\' quotes). An excluded directory takes all that is
+// [...] classes, "[!...]" as rsync writes "[^...]", '\' quotes); there
+// is no "**" and no "[[:digit:]]". An excluded directory takes all that is
 // under it. The sender leaves out what its own exclusions match; for a
 // GET the client hands its patterns to a kerf server (REMOTE SET
 // kerf-exclude, protocol.md §8), which leaves them out of what it sends.
@@ -64,7 +65,7 @@ func parseExclusion(p string) (exclusion, error) {
 		return exclusion{}, fmt.Errorf("exclude pattern of %d bytes: at most %d", len(p), maxExcludeLen)
 	}
 	e := exclusion{anchored: strings.HasPrefix(p, "/"), dirOnly: strings.HasSuffix(p, "/")}
-	e.pattern = strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/")
+	e.pattern = rsyncClasses(strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/"))
 	if e.pattern == "" || strings.Contains(e.pattern, "//") {
 		return exclusion{}, fmt.Errorf("exclude pattern %q: empty, or an empty element", p)
 	}
@@ -73,6 +74,21 @@ func parseExclusion(p string) (exclusion, error) {
 	}
 	e.elements = strings.Count(e.pattern, "/") + 1
 	return e, nil
+}
+
+// rsyncClasses is p with rsync's (and the shell's) negated class "[!...]"
+// written as path.Match has it, "[^...]".
+func rsyncClasses(p string) string {
+	b := []byte(p)
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == '\\':
+			i++ // the next byte is itself
+		case b[i] == '[' && i+1 < len(b) && b[i+1] == '!':
+			b[i+1] = '^'
+		}
+	}
+	return string(b)
 }
 
 // Excludes says whether name (slash-separated, as files travel; dir:

@@ -38,6 +38,10 @@ func TestExclusions(t *testing.T) {
 		{[]string{"*.o", "*.a"}, "lib/x.a", false, true},
 		{nil, "anything", false, false},
 		{[]string{"*"}, "top", true, true},
+		{[]string{"[!a-c]*"}, "d1", false, true}, // rsync's negated class
+		{[]string{"[!a-c]*"}, "a1", false, false},
+		{[]string{`\[!x]`}, "[!x]", false, true}, // escaped: literal
+		{[]string{"[^a-c]*"}, "a1", false, false},
 	} {
 		x, err := ParseExclusions(c.patterns)
 		if err != nil {

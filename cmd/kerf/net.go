@@ -119,7 +119,7 @@ func defaultStreams() int {
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); QUIC data streams use quic-go's own"}
-	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take, all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k). On a server: all sessions together"}
+	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take on the wire (compressed, with -z), all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k). On a server: all sessions together"}
 	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
 )
 
@@ -140,7 +140,7 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 }
 
 // excludeFlag leaves files out of a send or get.
-var excludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: "leave out files and directories matching `PATTERN` (repeatable; as rsync's: *.tmp or .git any element of a path, a/*.o its last ones, /top/dir from the top, cache/ directories only); a get needs a kerf server"}
+var excludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: "leave out files and directories matching `PATTERN` (repeatable; like rsync's simple ones: *.tmp or .git any element of a path, a/*.o its last ones, /top/dir from the top, cache/ directories only; * ? [a-z] [!a-z] per element, no ** or [[:class:]]); a get needs a kerf server"}
 
 // exclusions is the --exclude flags' Exclusions.
 func exclusions(c *cli.Context) (kermit.Exclusions, error) {
@@ -171,8 +171,8 @@ func parseRate(v string) (int64, error) {
 	s := strings.TrimSuffix(strings.TrimSpace(v), "/s")
 	mult := 1.0
 units:
-	for unit, m := range map[string]float64{"k": 1 << 10, "m": 1 << 20, "g": 1 << 30} {
-		for _, suffix := range []string{unit + "ib", unit + "b", unit} {
+	for unit, m := range map[string]float64{"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40} {
+		for _, suffix := range []string{unit + "ib", unit + "b", unit + "i", unit} {
 			if len(s) > len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix) {
 				s, mult = s[:len(s)-len(suffix)], m
 				break units
@@ -181,11 +181,11 @@ units:
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, errors.New("want bytes per second: a number, then k, m or g (500k, 20M)")
+		return 0, errors.New("want bytes per second: a number, then k, m, g or t (500k, 20M)")
 	}
 	n := f * mult
 	if n < datachan.MinRate || n > 1<<50 {
-		return 0, fmt.Errorf("want between %d bytes per second (1k) and 1P", datachan.MinRate)
+		return 0, fmt.Errorf("want between %d bytes per second (1k) and 1024t", datachan.MinRate)
 	}
 	return int64(n), nil
 }
@@ -872,7 +872,8 @@ func getCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
-			if _, err := exclusions(c); err != nil {
+			ex, err := exclusions(c)
+			if err != nil {
 				return err
 			}
 			cl, cfg, err := dialConfig(c, addr)
@@ -894,6 +895,7 @@ func getCommand() *cli.Command {
 				if errors.As(err, &le) || c.Context.Err() != nil {
 					return rep.end(err, true)
 				}
+				list = slices.DeleteFunc(list, func(e framing.ListingEntry) bool { return ex.Excludes(e.Name, false) })
 				for _, e := range list {
 					if store.HasWhole(e) {
 						opts.Skip = append(opts.Skip, e)

@@ -607,36 +607,9 @@ func TestGetParallelSessionLost(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	var clients []*kermit.Session
-	var stores []kermit.Store
-	var cut *cutConn
-	for i := range 2 {
-		ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-		ccfg.Events = note
-		a, b := link(t, 0, 1)
-		if i == 1 {
-			// Session 1's link breaks once it has begun its third file.
-			cut, ccfg.Events = cutAtFileStart(a, 3, note)
-			a = cut
-		}
-		da, db := dualPair(t)
-		ccfg.Dual, scfg.Dual = da, db
-		ccfg.Streaming, scfg.Streaming = true, true
-		cli, srv := kermit.NewSession(a, ccfg), kermit.NewSession(b, scfg)
-		t.Cleanup(func() { cli.Close(); srv.Close() })
-		dir, err := filestore.Open(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { dir.Close() })
-		go srv.Serve(ctx, dir)
-		store, err := filestore.Open(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		clients, stores = append(clients, cli), append(stores, store)
-	}
+	// Session 1's link breaks once it has begun its third file.
+	clients, stores, cuts := getClients(t, ctx, root, dst, note, 0, 3)
+	cut := cuts[1]
 	if err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores); err != nil {
 		t.Fatalf("GET with a session lost: %v, want the other to fetch its share", err)
 	}
@@ -767,19 +740,43 @@ func TestGetParallelTakeOverLostToo(t *testing.T) {
 			mu.Unlock()
 		}
 	}
+	// Session 2 is lost at its third file; session 0, the first to take
+	// share 2 over (good[2 % 2]), in it.
+	clients, stores, cuts := getClients(t, ctx, root, dst, note, own+2, 0, 3)
+	err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores)
+	if cuts[2].n.Load() >= 0 || cuts[0].n.Load() >= 0 {
+		t.Fatal("the links were not both cut: the test tested nothing")
+	}
+	if err != nil {
+		t.Fatalf("GET with a session lost, and its stand-in lost too: %v", err)
+	}
+	for _, n := range names {
+		want, _ := os.ReadFile(filepath.Join(root, n))
+		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != string(want) {
+			t.Errorf("%s: %d bytes, %v; want %d", n, len(b), err, len(want))
+		}
+		if k := ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
+			t.Errorf("%s ended %v, want done once", n, k)
+		}
+	}
+}
+
+// getClients starts len(cutAt) client sessions for a GET, each with a
+// kerf server session of its own on root and a store of its own on dst,
+// every event going to events; cutAt[i] > 0 breaks session i's link
+// once it has begun its cutAt[i]th file. It returns the clients, their
+// stores, and the breakable links (nil where cutAt[i] is 0).
+func getClients(t *testing.T, ctx context.Context, root, dst string, events func(kermit.Event), cutAt ...int) ([]*kermit.Session, []kermit.Store, []*cutConn) {
+	t.Helper()
 	var clients []*kermit.Session
 	var stores []kermit.Store
-	var cuts [3]*cutConn
-	for i := range 3 {
+	cuts := make([]*cutConn, len(cutAt))
+	for i, at := range cutAt {
 		ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-		ccfg.Events = note
+		ccfg.Events = events
 		a, b := link(t, 0, 1)
-		switch i {
-		case 2: // lost at its third file
-			cuts[i], ccfg.Events = cutAtFileStart(a, 3, note)
-			a = cuts[i]
-		case 0: // the first to take share 2 over (good[2 % 2]), lost in it
-			cuts[i], ccfg.Events = cutAtFileStart(a, own+2, note)
+		if at > 0 {
+			cuts[i], ccfg.Events = cutAtFileStart(a, at, events)
 			a = cuts[i]
 		}
 		da, db := dualPair(t)
@@ -800,20 +797,5 @@ func TestGetParallelTakeOverLostToo(t *testing.T) {
 		t.Cleanup(func() { store.Close() })
 		clients, stores = append(clients, cli), append(stores, store)
 	}
-	err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores)
-	if cuts[2].n.Load() >= 0 || cuts[0].n.Load() >= 0 {
-		t.Fatal("the links were not both cut: the test tested nothing")
-	}
-	if err != nil {
-		t.Fatalf("GET with a session lost, and its stand-in lost too: %v", err)
-	}
-	for _, n := range names {
-		want, _ := os.ReadFile(filepath.Join(root, n))
-		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != string(want) {
-			t.Errorf("%s: %d bytes, %v; want %d", n, len(b), err, len(want))
-		}
-		if k := ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
-			t.Errorf("%s ended %v, want done once", n, k)
-		}
-	}
+	return clients, stores, cuts
 }

@@ -3,6 +3,7 @@ package kermit_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -26,48 +27,19 @@ func TestGetAfterResentInit(t *testing.T) {
 	t.Cleanup(func() { cli.Close() })
 	frame := framing.Frame{Mark: framing.SOH, Check: 1}
 	params := framing.DefaultParams().Marshal()
-	go func() {
-		var buf []byte
-		tmp := make([]byte, 4096)
-		answered := 0
-		for {
-			p, n, err := frame.ParsePacket(buf)
-			if err != nil && !errors.Is(err, framing.ErrIncomplete) {
-				// A second I goes with check type 3 (kerf probes for
-				// C-Kermit's block check 5).
-				if p3, n3, err3 := (framing.Frame{Mark: framing.SOH, Check: 3}).ParsePacket(buf); err3 == nil {
-					p, n, err = p3, n3, nil
-				}
-			}
-			if errors.Is(err, framing.ErrIncomplete) {
-				m, rerr := b.Read(tmp)
-				if rerr != nil {
-					return
-				}
-				buf = append(buf, tmp[:m]...)
-				continue
-			}
-			buf = buf[n:]
-			if err != nil {
-				continue // the EOL between packets, say
-			}
-			var reply framing.Packet
-			switch p.Type {
-			case 'I':
-				// The first answer late (the client times out and sends
-				// I again), the second after the client went on to the R.
-				answered++
-				time.Sleep(map[int]time.Duration{1: 700 * time.Millisecond, 2: 150 * time.Millisecond}[answered])
-				reply = framing.Packet{Seq: p.Seq, Type: 'Y', Data: params}
-			case 'R':
-				reply = framing.Packet{Seq: p.Seq, Type: 'E', Data: []byte("no such file: f.bin")}
-			default:
-				continue
-			}
-			wire, _ := frame.AppendPacket(nil, reply)
-			b.Write(wire)
+	answered := 0
+	go scriptedPeer(b, frame, func(p framing.Packet, write func(framing.Packet)) {
+		switch p.Type {
+		case 'I':
+			// The first answer late (the client times out and sends I
+			// again), the second after the client went on to the R.
+			answered++
+			time.Sleep(map[int]time.Duration{1: 700 * time.Millisecond, 2: 150 * time.Millisecond}[answered])
+			write(framing.Packet{Seq: p.Seq, Type: 'Y', Data: params})
+		case 'R':
+			write(framing.Packet{Seq: p.Seq, Type: 'E', Data: []byte("no such file: f.bin")})
 		}
-	}()
+	})
 	dst := t.TempDir()
 	store, err := filestore.Open(dst)
 	if err != nil {
@@ -83,5 +55,38 @@ func TestGetAfterResentInit(t *testing.T) {
 	}
 	if st := cli.Stats(); st.Timeouts == 0 {
 		t.Error("the I was not resent: the test tested nothing")
+	}
+}
+
+// scriptedPeer reads packets from c, written with frame (or check type
+// 3, as kerf's second try of an I goes), and hands each to handle, whose
+// write answers with frame; it returns when c does.
+func scriptedPeer(c net.Conn, frame framing.Frame, handle func(p framing.Packet, write func(framing.Packet))) {
+	write := func(p framing.Packet) {
+		wire, _ := frame.AppendPacket(nil, p)
+		c.Write(wire)
+	}
+	var buf []byte
+	tmp := make([]byte, 4096)
+	for {
+		p, n, err := frame.ParsePacket(buf)
+		if err != nil && !errors.Is(err, framing.ErrIncomplete) {
+			if p3, n3, err3 := (framing.Frame{Mark: frame.Mark, Check: 3}).ParsePacket(buf); err3 == nil {
+				p, n, err = p3, n3, nil
+			}
+		}
+		if errors.Is(err, framing.ErrIncomplete) {
+			m, rerr := c.Read(tmp)
+			if rerr != nil {
+				return
+			}
+			buf = append(buf, tmp[:m]...)
+			continue
+		}
+		buf = buf[n:]
+		if err != nil {
+			continue // the EOL between packets, say
+		}
+		handle(p, write)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"kerf/filestore"
 	"kerf/kermit"
 )
 
@@ -41,35 +40,8 @@ func TestGetTakeOverTellsEachEndOnce(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	var clients []*kermit.Session
-	var stores []kermit.Store
-	var cut *cutConn
-	for i := range 2 {
-		ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-		ccfg.Events = note
-		a, b := link(t, 0, 1)
-		if i == 1 {
-			cut, ccfg.Events = cutAtFileStart(a, 3, note)
-			a = cut
-		}
-		da, db := dualPair(t)
-		ccfg.Dual, scfg.Dual = da, db
-		ccfg.Streaming, scfg.Streaming = true, true
-		cli, srv := kermit.NewSession(a, ccfg), kermit.NewSession(b, scfg)
-		t.Cleanup(func() { cli.Close(); srv.Close() })
-		dir, err := filestore.Open(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { dir.Close() })
-		go srv.Serve(ctx, dir)
-		store, err := filestore.Open(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		clients, stores = append(clients, cli), append(stores, store)
-	}
+	clients, stores, cuts := getClients(t, ctx, root, dst, note, 0, 3)
+	cut := cuts[1]
 	err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores)
 	if cut.n.Load() >= 0 {
 		t.Fatal("session 1's link was not cut: the test tested nothing")

@@ -2,7 +2,6 @@ package kermit_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -32,68 +31,47 @@ func TestTimeoutResendsLowestUnacked(t *testing.T) {
 	params.Window, params.Capas = 4, framing.CapWindows
 	var mu sync.Mutex
 	var resentAhead []int // packets resent while the gap was open, other than the gap's
-	go func() {
-		write := func(p framing.Packet) {
-			wire, _ := frame.AppendPacket(nil, p)
-			b.Write(wire)
+	gap, drops := -1, 0
+	next := -1 // the D packet the script waits for
+	held := map[int]bool{}
+	seen := map[int]bool{}
+	go scriptedPeer(b, frame, func(p framing.Packet, write func(framing.Packet)) {
+		switch p.Type {
+		case 'S':
+			write(framing.Packet{Seq: p.Seq, Type: 'Y', Data: params.Marshal()})
+		case 'D':
+			if next < 0 {
+				next, gap = p.Seq, p.Seq
+			}
+			if p.Seq == gap && drops < 2 {
+				drops++
+				return // lost on the line
+			}
+			mu.Lock()
+			if seen[p.Seq] && p.Seq != gap && drops < 3 {
+				resentAhead = append(resentAhead, p.Seq)
+			}
+			mu.Unlock()
+			seen[p.Seq] = true
+			if p.Seq != next {
+				held[p.Seq] = true // out of order: held, not ACKed
+				return
+			}
+			if p.Seq == gap {
+				drops = 3 // the gap is filled
+			}
+			for {
+				write(framing.Packet{Seq: next, Type: 'Y'})
+				delete(held, next)
+				next = (next + 1) % 64
+				if !held[next] {
+					break
+				}
+			}
+		default:
+			write(framing.Packet{Seq: p.Seq, Type: 'Y'})
 		}
-		var buf []byte
-		tmp := make([]byte, 4096)
-		gap, drops := -1, 0
-		next := -1 // the D packet the script waits for
-		held := map[int]bool{}
-		seen := map[int]bool{}
-		for {
-			p, n, err := frame.ParsePacket(buf)
-			if errors.Is(err, framing.ErrIncomplete) {
-				m, rerr := b.Read(tmp)
-				if rerr != nil {
-					return
-				}
-				buf = append(buf, tmp[:m]...)
-				continue
-			}
-			buf = buf[n:]
-			if err != nil {
-				continue
-			}
-			switch p.Type {
-			case 'S':
-				write(framing.Packet{Seq: p.Seq, Type: 'Y', Data: params.Marshal()})
-			case 'D':
-				if next < 0 {
-					next, gap = p.Seq, p.Seq
-				}
-				if p.Seq == gap && drops < 2 {
-					drops++
-					continue // lost on the line
-				}
-				mu.Lock()
-				if seen[p.Seq] && p.Seq != gap && drops < 3 {
-					resentAhead = append(resentAhead, p.Seq)
-				}
-				mu.Unlock()
-				seen[p.Seq] = true
-				if p.Seq != next {
-					held[p.Seq] = true // out of order: held, not ACKed
-					continue
-				}
-				if p.Seq == gap {
-					drops = 3 // the gap is filled
-				}
-				for {
-					write(framing.Packet{Seq: next, Type: 'Y'})
-					delete(held, next)
-					next = (next + 1) % 64
-					if !held[next] {
-						break
-					}
-				}
-			default:
-				write(framing.Packet{Seq: p.Seq, Type: 'Y'})
-			}
-		}
-	}()
+	})
 	src := t.TempDir()
 	out := writeFiles(t, src, []testFile{{"f.bin", randomBytes(3000, 4)}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -351,3 +351,20 @@ exit 0`, host, port, ckermitLogin()))
 		t.Errorf("the logout counted as a failed login:\n%s", srv.stderr.String())
 	}
 }
+
+// A recursive get of a directory's name from C-Kermit's server, which
+// answers "File is not readable", says how to ask for the tree; asked
+// so (DIR/*), the tree comes.
+func TestKerfGetTreeFromCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "sub/tree/a.txt"), []byte("a"))
+	writeFile(t, filepath.Join(ckdir, "sub/tree/d/b.txt"), []byte("b"))
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, nil, "get", "--classic", "-r", target(addr, "sub/tree"), ".")
+	if r.code != 4 || !strings.Contains(r.stderr, "DIR/*") {
+		t.Fatalf("get -r of a directory from C-Kermit: want exit 4 saying to ask for DIR/*: %s", r)
+	}
+	_, addr = ckermitServer(t, ckdir)
+	mustRun(t, nil, local, nil, "get", "--classic", "-r", target(addr, "sub/tree/*"), ".")
+	sameFile(t, filepath.Join(ckdir, "sub/tree/d/b.txt"), filepath.Join(local, "sub/tree/d/b.txt"))
+}

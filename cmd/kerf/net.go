@@ -945,6 +945,12 @@ func getCommand() *cli.Command {
 				// is silent.
 				rep.missingNames(specs)
 			}
+			var pe *kermit.PeerError
+			if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
+				// C-Kermit's server answers GET /RECURSIVE of a
+				// directory's name with "File is not readable".
+				err = fmt.Errorf("%w (a classic Kermit server sends a directory's tree when asked for DIR/*; the files then come under the path they have from the server's directory)", err)
+			}
 			noteRefused(c, cl)
 			return rep.end(err, true)
 		}),

@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -83,8 +85,9 @@ type sessionFS struct {
 	cancel    context.CancelFunc
 
 	failures int
-	lastUser string   // the user of the last successful login
-	lastPass [32]byte // and the SHA-256 of its password (a repeat is not hashed again)
+	lastUser string // the user of the last successful login
+	lastPass []byte // and an HMAC of its password under passKey (a repeat is not hashed again)
+	passKey  []byte // random, this session's: lastPass says nothing outside it
 
 	mu   sync.Mutex // dir and user are read by the data-channel offer
 	dir  *filestore.Dir
@@ -157,7 +160,7 @@ func (f *sessionFS) Login(user, password string) error {
 		return errTooManyLogins
 	}
 	cfg := &f.srv.cfg
-	if f.loggedIn() && user == f.lastUser && sha256.Sum256([]byte(password)) == f.lastPass {
+	if f.loggedIn() && user == f.lastUser && hmac.Equal(f.passMAC(password), f.lastPass) {
 		// Already this user, so: a retransmitted REMOTE LOGIN is
 		// answered the same way without hashing again. (Another
 		// password for the user is checked: the answer must not say a
@@ -178,7 +181,7 @@ func (f *sessionFS) Login(user, password string) error {
 			return errNoAnonymous
 		}
 		f.log.Info("login", "user", "anonymous", "method", "anonymous", "tls", f.secure)
-		f.lastUser, f.lastPass = user, sha256.Sum256([]byte(password))
+		f.lastUser, f.lastPass = user, f.passMAC(password)
 		return f.bind("anonymous", cfg.Root, true)
 	}
 	method := "password"
@@ -221,8 +224,20 @@ func (f *sessionFS) Login(user, password string) error {
 		attrs = append(attrs, "key", f.clientKey)
 	}
 	f.log.Info("login", attrs...)
-	f.lastUser, f.lastPass = user, sha256.Sum256([]byte(password))
+	f.lastUser, f.lastPass = user, f.passMAC(password)
 	return f.bind(u.Name, root, u.ReadOnly)
+}
+
+// passMAC is the HMAC-SHA256 of password under the session's own random
+// key, made on first use.
+func (f *sessionFS) passMAC(password string) []byte {
+	if f.passKey == nil {
+		f.passKey = make([]byte, 32)
+		rand.Read(f.passKey)
+	}
+	m := hmac.New(sha256.New, f.passKey)
+	m.Write([]byte(password))
+	return m.Sum(nil)
 }
 
 // Logout handles C-Kermit's LOGOUT (REMOTE LOGIN with no argument): the
@@ -237,7 +252,7 @@ func (f *sessionFS) Logout() {
 	user := f.user
 	f.user = ""
 	f.mu.Unlock()
-	f.lastUser, f.lastPass = "", [32]byte{}
+	f.lastUser, f.lastPass = "", nil
 	f.log.Info("logout", "user", user)
 }
 

@@ -414,8 +414,10 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		if cur.text {
 			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil
 		}
-		if s.neg.skipWhole && s.alreadyThere(cur) {
-			// A resumed tree re-sends no file that arrived whole before.
+		if (s.neg.skipWhole || recovery) && s.alreadyThere(cur) {
+			// A resumed tree re-sends no file that arrived whole before:
+			// the file there is kept as it is, with the sender's
+			// permissions if it gave them.
 			if k, ok := cur.inc.(ExistingKeeper); ok && cur.attrs.Perm >= 0 {
 				if err := k.KeepExisting(fs.FileMode(cur.attrs.Perm) & fs.ModePerm); err != nil {
 					s.cfg.Log.Warn("could not set the mode of a file already there", "name", cur.name, "err", err)
@@ -424,6 +426,12 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			cur.inc.Abort(false)
 			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
 			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
+			if !s.neg.skipWhole {
+				// A classic Kermit's RESEND or REGET: it is asked to go
+				// on from the file's end, so that nothing is sent again
+				// (a C-Kermit receiver answers so too).
+				return framing.AttrReply{Accept: true, ResumeAt: cur.attrs.Length}.Marshal(), nil
+			}
 			if unlessThere && s.dualActive() && cur.attrs.Length >= 0 {
 				// Its data comes all the same: taken and thrown away.
 				if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
@@ -433,22 +441,6 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			}
 			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
-	}
-	if recovery && !cur.expected && !s.neg.skipWhole && !cur.text && s.alreadyThere(cur) {
-		// A classic Kermit's RESEND or REGET of a file this side has
-		// whole (same length and time): it is asked to go on from its
-		// end, so that nothing is sent again (a C-Kermit receiver
-		// answers so too), and the file there is kept as it is, with
-		// the sender's permissions if it gave them.
-		if k, ok := cur.inc.(ExistingKeeper); ok && cur.attrs.Perm >= 0 {
-			if err := k.KeepExisting(fs.FileMode(cur.attrs.Perm) & fs.ModePerm); err != nil {
-				s.cfg.Log.Warn("could not set the mode of a file already there", "name", cur.name, "err", err)
-			}
-		}
-		cur.inc.Abort(false)
-		cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
-		s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
-		return framing.AttrReply{Accept: true, ResumeAt: cur.attrs.Length}.Marshal(), nil
 	}
 	if recovery && !cur.expected {
 		var size int64

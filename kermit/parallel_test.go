@@ -232,46 +232,23 @@ func TestSendParallelSessionFails(t *testing.T) {
 					ended[e.Name] = e.Kind
 				}
 			}
-			var senders []*kermit.Session
-			var wg sync.WaitGroup
 			var cutAt *cutConn
-			for i := 0; i < 2; i++ {
-				scfg := kermit.DefaultConfig()
-				scfg.Events = events
-				a, b := link(t, 0, 1)
-				da, db := dualPair(t)
-				scfg.Dual = da
-				rcfg := kermit.DefaultConfig()
-				rcfg.Dual = db
-				scfg.Streaming, rcfg.Streaming = true, true
-				if i == 1 {
-					// Session 1's link breaks: at once, or once it has
-					// begun its second file.
-					at := 2
-					if early {
-						at = 0
-					}
-					cutAt, scfg.Events = cutAtFileStart(a, at, events)
-					a = cutAt
+			senders, wait := sendClients(t, ctx, dst, 2, events, func(i int, a net.Conn, cfg *kermit.Config) net.Conn {
+				if i != 1 {
+					return a
 				}
-				send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-				t.Cleanup(func() { send.Close(); recv.Close() })
-				senders = append(senders, send)
-				store, err := filestore.Open(dst)
-				if err != nil {
-					t.Fatal(err)
+				// Session 1's link breaks: at once, or once it has
+				// begun its second file.
+				at := 2
+				if early {
+					at = 0
 				}
-				t.Cleanup(func() { store.Close() })
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for recv.Receive(ctx, store) == nil {
-					}
-				}()
-			}
+				cutAt, cfg.Events = cutAtFileStart(a, at, events)
+				return cutAt
+			})
 			err := kermit.SendParallel(ctx, senders, out)
 			cancel()
-			wg.Wait()
+			wait()
 			if err != nil {
 				t.Fatalf("error %v, want none: the others sent every file", err)
 			}
@@ -798,4 +775,36 @@ func getClients(t *testing.T, ctx context.Context, root, dst string, events func
 		clients, stores = append(clients, cli), append(stores, store)
 	}
 	return clients, stores, cuts
+}
+
+// sendClients starts n sender sessions for a SendParallel, each to a
+// receiving session of its own that stores into dst until its link
+// ends, every event going to events; wrap, if set, may replace session
+// i's link and its Config (Events). wait waits for the receivers.
+func sendClients(t *testing.T, ctx context.Context, dst string, n int, events func(kermit.Event), wrap func(i int, a net.Conn, cfg *kermit.Config) net.Conn) (senders []*kermit.Session, wait func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+		scfg.Events = events
+		a, b := link(t, 0, 1)
+		scfg.Dual, rcfg.Dual = dualPair(t)
+		scfg.Streaming, rcfg.Streaming = true, true
+		if wrap != nil {
+			a = wrap(i, a, &scfg)
+		}
+		send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+		t.Cleanup(func() { send.Close(); recv.Close() })
+		senders = append(senders, send)
+		store, err := filestore.Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		wg.Go(func() {
+			for recv.Receive(ctx, store) == nil {
+			}
+		})
+	}
+	return senders, wg.Wait
 }

@@ -7,26 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"kerf/filestore"
 	"kerf/kermit"
 )
-
-// fConn fails every write once fired (its close ends the reads).
-type fConn struct {
-	net.Conn
-	fired atomic.Bool
-}
-
-func (c *fConn) Write(p []byte) (int, error) {
-	if c.fired.Load() {
-		return 0, net.ErrClosed
-	}
-	return c.Conn.Write(p)
-}
 
 // A send over two sessions whose second session is lost at any point,
 // however its files stood (done, under way, or taken but their F not
@@ -71,50 +56,29 @@ func sendLostAt(t *testing.T, m int) bool {
 			ended[e.Name] = e
 		}
 	}
-	var senders []*kermit.Session
-	var wg sync.WaitGroup
-	var fc *fConn
-	for i := 0; i < 2; i++ {
-		scfg := kermit.DefaultConfig()
-		scfg.Events = events
-		a, b := link(t, 0, 1)
-		da, db := dualPair(t)
-		scfg.Dual = da
-		rcfg := kermit.DefaultConfig()
-		rcfg.Dual = db
-		scfg.Streaming, rcfg.Streaming = true, true
-		if i == 1 {
-			fc = &fConn{Conn: a}
-			a = fc
-			n := 0
-			scfg.Events = func(e kermit.Event) {
-				if e.Kind == kermit.FileDone {
-					if n++; n == m {
-						fc.fired.Store(true)
-						fc.Conn.Close()
-					}
+	// Session 1's link breaks at its mth file done.
+	var cut *cutConn
+	senders, wait := sendClients(t, ctx, dst, 2, events, func(i int, a net.Conn, cfg *kermit.Config) net.Conn {
+		if i != 1 {
+			return a
+		}
+		cut = &cutConn{Conn: a}
+		cut.n.Store(1 << 30)
+		n := 0
+		cfg.Events = func(e kermit.Event) {
+			if e.Kind == kermit.FileDone {
+				if n++; n == m {
+					cut.n.Store(0)
+					cut.Conn.Close()
 				}
-				events(e)
 			}
+			events(e)
 		}
-		send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-		t.Cleanup(func() { send.Close(); recv.Close() })
-		senders = append(senders, send)
-		store, err := filestore.Open(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for recv.Receive(ctx, store) == nil {
-			}
-		}()
-	}
+		return cut
+	})
 	err := kermit.SendParallel(ctx, senders, out)
 	cancel()
-	wg.Wait()
+	wait()
 	if err != nil {
 		t.Errorf("SendParallel: %v, want the other session to take the lost one's files over", err)
 	}
@@ -125,5 +89,5 @@ func sendLostAt(t *testing.T, m int) bool {
 			t.Errorf("%s: reported %v (%v), on disk: %v", f.Name, e.Kind, e.Err, serr)
 		}
 	}
-	return fc.fired.Load()
+	return cut.n.Load() < 0
 }

@@ -349,12 +349,7 @@ func (r *reporter) missingNames(specs []string) {
 	}
 	r.mu.Unlock()
 	for _, spec := range specs {
-		if len(spec) > 1 && spec[0] == '{' && spec[len(spec)-1] == '}' {
-			// Braced as for C-Kermit ("{my file}"): it stands for the
-			// name inside.
-			spec = spec[1 : len(spec)-1]
-		}
-		base := path.Base(strings.TrimSuffix(spec, "/"))
+		base := specBase(spec)
 		if base == "." || base == "/" || base == "" || strings.ContainsAny(base, "*?[") {
 			continue
 		}
@@ -375,11 +370,17 @@ func (r *reporter) missingNames(specs []string) {
 // refusedSpec reports the file a GET of spec (one name, as specGroups
 // gives it) was refused with err: failed, named as it would have come.
 func (r *reporter) refusedSpec(spec string, err error) {
-	name := spec
-	if len(name) > 1 && name[0] == '{' && name[len(name)-1] == '}' {
-		name = name[1 : len(name)-1] // one pair, as SpecWord put it
+	r.event(kermit.Event{Kind: kermit.FileFailed, Name: specBase(spec), Err: err})
+}
+
+// specBase is the last element of a GET's name, as its file would come;
+// one in braces (C-Kermit's way with spaces, and SpecWord's) stands for
+// the name inside.
+func specBase(spec string) string {
+	if len(spec) > 1 && spec[0] == '{' && spec[len(spec)-1] == '}' {
+		spec = spec[1 : len(spec)-1]
 	}
-	r.event(kermit.Event{Kind: kermit.FileFailed, Name: path.Base(strings.TrimSuffix(name, "/")), Err: err})
+	return path.Base(strings.TrimSuffix(spec, "/"))
 }
 
 // convertedForm is a name lowered, with what is not a letter, digit, dot

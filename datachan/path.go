@@ -334,9 +334,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	p.zeroCopy = true
 	for i, c := range conns {
 		if cfg.limit != nil {
-			lc := LimitConn(c, cfg.limit).(*limitedConn)
-			lc.moved = &p.stats.moving
-			c = lc
+			c = limit(c, cfg.limit, &p.stats.moving)
 		}
 		s := &stream{
 			p:    p,

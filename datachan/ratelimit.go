@@ -81,8 +81,11 @@ func sleepUnless(d time.Duration, stop <-chan struct{}) {
 // LimitConn returns c with its reads and writes held to l's rate (with
 // the other connections of l). It hides what c is (a bare TCP socket
 // loses sendfile): a limited transfer does not need the speed.
-func LimitConn(c net.Conn, l *Limiter) net.Conn {
-	return &limitedConn{Conn: c, l: l, closed: make(chan struct{})}
+func LimitConn(c net.Conn, l *Limiter) net.Conn { return limit(c, l, nil) }
+
+// limit is LimitConn, counting each part written into moved if set.
+func limit(c net.Conn, l *Limiter, moved *atomic.Int64) *limitedConn {
+	return &limitedConn{Conn: c, l: l, closed: make(chan struct{}), moved: moved}
 }
 
 type limitedConn struct {

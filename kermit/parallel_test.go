@@ -572,20 +572,9 @@ func TestGetParallelSessionLost(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	ended := map[string][]kermit.EventKind{}
-	note := func(e kermit.Event) {
-		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped {
-			mu.Lock()
-			if e.Kind == kermit.FileFailed {
-				t.Logf("%s failed: %v (%T)", e.Name, e.Err, e.Err)
-			}
-			ended[e.Name] = append(ended[e.Name], e.Kind)
-			mu.Unlock()
-		}
-	}
+	var ended endLog
 	// Session 1's link breaks once it has begun its third file.
-	clients, stores, cuts := getClients(t, ctx, root, dst, note, 0, 3)
+	clients, stores, cuts := getClients(t, ctx, root, dst, ended.note, 0, 3)
 	cut := cuts[1]
 	if err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores); err != nil {
 		t.Fatalf("GET with a session lost: %v, want the other to fetch its share", err)
@@ -593,15 +582,7 @@ func TestGetParallelSessionLost(t *testing.T) {
 	if cut.n.Load() >= 0 {
 		t.Fatal("session 1's link was not cut: the test tested nothing")
 	}
-	for _, n := range names {
-		want, _ := os.ReadFile(filepath.Join(root, n))
-		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != string(want) {
-			t.Errorf("%s: %d bytes, %v; want %d", n, len(b), err, len(want))
-		}
-		if k := ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
-			t.Errorf("%s ended %v, want done once", n, k)
-		}
-	}
+	ended.fetchedOnce(t, root, dst, names)
 }
 
 // A send to a kerf receiver tells each file saved once its group's B is
@@ -708,18 +689,10 @@ func TestGetParallelTakeOverLostToo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	ended := map[string][]kermit.EventKind{}
-	note := func(e kermit.Event) {
-		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped {
-			mu.Lock()
-			ended[e.Name] = append(ended[e.Name], e.Kind)
-			mu.Unlock()
-		}
-	}
+	var ended endLog
 	// Session 2 is lost at its third file; session 0, the first to take
 	// share 2 over (good[2 % 2]), in it.
-	clients, stores, cuts := getClients(t, ctx, root, dst, note, own+2, 0, 3)
+	clients, stores, cuts := getClients(t, ctx, root, dst, ended.note, own+2, 0, 3)
 	err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores)
 	if cuts[2].n.Load() >= 0 || cuts[0].n.Load() >= 0 {
 		t.Fatal("the links were not both cut: the test tested nothing")
@@ -727,15 +700,7 @@ func TestGetParallelTakeOverLostToo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GET with a session lost, and its stand-in lost too: %v", err)
 	}
-	for _, n := range names {
-		want, _ := os.ReadFile(filepath.Join(root, n))
-		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != string(want) {
-			t.Errorf("%s: %d bytes, %v; want %d", n, len(b), err, len(want))
-		}
-		if k := ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
-			t.Errorf("%s ended %v, want done once", n, k)
-		}
-	}
+	ended.fetchedOnce(t, root, dst, names)
 }
 
 // getClients starts len(cutAt) client sessions for a GET, each with a
@@ -807,4 +772,40 @@ func sendClients(t *testing.T, ctx context.Context, dst string, n int, events fu
 		})
 	}
 	return senders, wg.Wait
+}
+
+// endLog records how each file of a transfer ended (done, failed,
+// skipped), every time it was told.
+type endLog struct {
+	mu    sync.Mutex
+	ended map[string][]kermit.EventKind
+}
+
+func (l *endLog) note(e kermit.Event) {
+	if e.Kind != kermit.FileDone && e.Kind != kermit.FileFailed && e.Kind != kermit.FileSkipped {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended == nil {
+		l.ended = map[string][]kermit.EventKind{}
+	}
+	l.ended[e.Name] = append(l.ended[e.Name], e.Kind)
+}
+
+// fetchedOnce checks that each of names came from root to dst whole,
+// and was told done once and nothing else.
+func (l *endLog) fetchedOnce(t *testing.T, root, dst string, names []string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range names {
+		want, _ := os.ReadFile(filepath.Join(root, n))
+		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != string(want) {
+			t.Errorf("%s: %d bytes, %v; want %d", n, len(b), err, len(want))
+		}
+		if k := l.ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
+			t.Errorf("%s ended %v, want done once", n, k)
+		}
+	}
 }

@@ -162,14 +162,14 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			return regular[taken-1], true
 		})
 	})
-	alive := lastAlive(errs, ended, took) // the session that finished last without failing
+	good := finishedWell(errs, ended) // the last to finish first
 	byName := make(map[string]OutgoingFile, len(regular))
 	for _, f := range regular {
 		byName[f.Name] = f
 	}
 	for i, err := range errs {
 		var ge *GroupError
-		if err == nil || errors.As(err, &ge) || alive < 0 || ctx.Err() != nil {
+		if err == nil || errors.As(err, &ge) || len(good) == 0 || ctx.Err() != nil {
 			continue
 		}
 		if took[i] == 0 {
@@ -183,36 +183,32 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		// Lost with files under way: one that finished well sends them
 		// again, resuming, so that what the receiver stored of them is
 		// found whole (and reported done) and a partial goes on. The
-		// files it had sent and seen confirmed stay done.
-		var again []OutgoingFile
-		for _, name := range tr.cutNames(i) {
-			if f, ok := byName[name]; ok {
-				again = append(again, f)
-			}
-		}
-		sessions[alive].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(again), "err", err)
+		// files it had sent and seen confirmed stay done. One lost in
+		// the take-over too leaves what is still cut off to the next.
+		sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutNames(i)), "err", err)
 		errs[i] = nil
-		for len(again) > 0 && alive >= 0 {
-			s := sessions[alive]
-			resume := s.cfg.Resume
-			s.cfg.Resume = true
-			tr.standIn(alive, i)
-			errs[i] = s.Send(ctx, again)
-			tr.standIn(alive, alive)
-			s.cfg.Resume = resume
-			if errs[i] == nil || errors.As(errs[i], &ge) || ctx.Err() != nil {
-				break
-			}
-			// Lost in the take-over too: another that finished well
-			// tries once more, with what is still cut off.
-			took[alive] = -1
-			alive = lastAlive(errs, ended, took)
-			again = again[:0]
+		for len(good) > 0 {
+			var again []OutgoingFile
 			for _, name := range tr.cutNames(i) {
 				if f, ok := byName[name]; ok {
 					again = append(again, f)
 				}
 			}
+			if len(again) == 0 {
+				break
+			}
+			j := good[0]
+			s := sessions[j]
+			resume := s.cfg.Resume
+			s.cfg.Resume = true
+			tr.standIn(j, i)
+			errs[i] = s.Send(ctx, again)
+			tr.standIn(j, j)
+			s.cfg.Resume = resume
+			if errs[i] == nil || errors.As(errs[i], &ge) || ctx.Err() != nil {
+				break
+			}
+			good = good[1:]
 		}
 		// What the lost session failed on its own stays failed.
 		errs[i] = withFailed(errs[i], tr.failedOf(i))
@@ -232,7 +228,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 	// is still good. Not after a failure: as in one group, directories
 	// keep the first group's private modes then, and no times.
 	var last []OutgoingFile
-	if res.hard == nil && alive >= 0 {
+	if res.hard == nil && len(good) > 0 {
 		last = late
 		if dirAttrs {
 			for _, d := range dirs {
@@ -242,7 +238,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			}
 		}
 		if len(last) > 0 {
-			res.add(sessions[alive].Send(ctx, last))
+			res.add(sessions[good[0]].Send(ctx, last))
 		}
 	} else {
 		sessions[0].notBegun(late, nil)
@@ -250,17 +246,21 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 	return res.err()
 }
 
-// lastAlive is the session that finished last without failing, leaving
-// out those marked lost since (took < 0), or -1.
-func lastAlive(errs []error, ended []time.Time, took []int) int {
-	alive := -1
+// finishedWell returns the sessions whose group ended well (no error,
+// or files of their own failed), those that finished last first when
+// ended says when.
+func finishedWell(errs []error, ended []time.Time) []int {
+	var good []int
 	for i, err := range errs {
 		var ge *GroupError
-		if (err == nil || errors.As(err, &ge)) && took[i] >= 0 && (alive < 0 || ended[i].After(ended[alive])) {
-			alive = i
+		if err == nil || errors.As(err, &ge) {
+			good = append(good, i)
 		}
 	}
-	return alive
+	if ended != nil {
+		slices.SortStableFunc(good, func(a, b int) int { return ended[b].Compare(ended[a]) })
+	}
+	return good
 }
 
 // withFailed is err with the files failed also named, unless err ended
@@ -400,13 +400,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	// found whole (and not reported twice), and the one it was cut off in
 	// goes on from its partial. One lost in the take-over too leaves it
 	// to the next, while there is one.
-	var good []int
-	for i, err := range errs {
-		var ge *GroupError
-		if err == nil || errors.As(err, &ge) {
-			good = append(good, i)
-		}
-	}
+	good := finishedWell(errs, nil)
 	for i, err := range errs {
 		var ge *GroupError
 		if err == nil || errors.As(err, &ge) || ctx.Err() != nil {

@@ -122,9 +122,9 @@ type Client struct {
 // shorter than a person's patience.
 const DefaultIdleTimeout = 5 * time.Minute
 
-// watchedConn is the control connection as the client's idle watchdog
-// sees it: it counts what the server sends, and once the watchdog has
-// given up, a read says why.
+// watchedConn is a control connection as an idle watchdog sees it (the
+// client's, and the server's): it counts what the peer sends and takes,
+// and once the watchdog has given up, a read or write says why.
 type watchedConn struct {
 	net.Conn
 	n       atomic.Int64 // bytes read

@@ -9,7 +9,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"kerf/auth"
@@ -465,7 +464,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 		defer dual.close()
 		kc.Dual = dual
 	}
-	reads := &countingConn{Conn: conn}
+	reads := &watchedConn{Conn: conn}
 	sess := kermit.NewSession(reads, kc)
 	defer sess.Close()
 	idleErr := fmt.Errorf("kerf: the server ends sessions idle for %v", s.cfg.IdleTimeout)
@@ -480,18 +479,6 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	err := sess.Serve(ctx, fsys)
 	log.Info("session end", "err", err, "user", fsys.userName(), "dual", sess.DataPath() != nil,
 		"data_tls", dual != nil && dual.encrypted, "data_records", dual != nil && dual.records)
-}
-
-// countingConn counts the bytes read from the client.
-type countingConn struct {
-	net.Conn
-	n atomic.Int64
-}
-
-func (c *countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // watchIdle ends a session (cancel) once progress has not moved for

@@ -242,6 +242,8 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	kc.Streaming = true
 	kc.Unprefix = kermit.UnprefixMinimal
+	// A C-Kermit server told SET PARITY answers 7-bit with parity.
+	kc.DetectParity = cfg.Classic
 	reliableTimers(&kc)
 	if cfg.Log != nil {
 		kc.Log = cfg.Log

@@ -417,6 +417,8 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	reliableTimers(&kc)
 	kc.IdleTimeout = s.cfg.IdleTimeout
 	kc.Unprefix = kermit.UnprefixMinimal
+	// A C-Kermit told SET PARITY sends 7-bit with parity even over TCP.
+	kc.DetectParity = !secure
 	kc.Log = log
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()

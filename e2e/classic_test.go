@@ -368,3 +368,29 @@ func TestKerfGetTreeFromCKermitServer(t *testing.T) {
 	mustRun(t, nil, local, nil, "get", "--classic", "-r", target(addr, "sub/tree/*"), ".")
 	sameFile(t, filepath.Join(ckdir, "sub/tree/d/b.txt"), filepath.Join(local, "sub/tree/d/b.txt"))
 }
+
+// A C-Kermit server told SET PARITY over TCP answers 7-bit with parity
+// and asks for 8th-bit prefixing: kerf --classic finds the parity and
+// follows, both ways (before, nothing it sent was answered).
+func TestKerfWithCKermitServerParity(t *testing.T) {
+	for _, tc := range []struct{ parity, verb string }{{"even", "send"}, {"odd", "get"}, {"mark", "send"}} {
+		t.Run(tc.parity+" "+tc.verb, func(t *testing.T) {
+			local, ckdir := t.TempDir(), t.TempDir()
+			data := randomBytes(120000, 27)
+			var r result
+			if tc.verb == "send" {
+				writeFile(t, filepath.Join(local, "f.bin"), data)
+				_, addr := ckermitServer(t, ckdir, "set parity "+tc.parity)
+				r = run(t, nil, local, nil, "send", "--classic", "f.bin", addr)
+			} else {
+				writeFile(t, filepath.Join(ckdir, "f.bin"), data)
+				_, addr := ckermitServer(t, ckdir, "set parity "+tc.parity)
+				r = run(t, nil, local, nil, "get", "--classic", target(addr, "f.bin"), ".")
+			}
+			if r.code != 0 {
+				t.Fatalf("kerf %s --classic with C-Kermit at parity %s: %s", tc.verb, tc.parity, r)
+			}
+			sameFile(t, filepath.Join(local, "f.bin"), filepath.Join(ckdir, "f.bin"))
+		})
+	}
+}

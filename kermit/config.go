@@ -52,8 +52,9 @@ type Config struct {
 	Parity     bool              // 7-bit link: 8th-bit prefixing and stripped parity
 	// DetectParity follows a peer whose first packets carry parity (the
 	// 8th bit of every byte even, odd or always set) while Parity is off:
-	// the link, which must have SetParity (serialfallback's does), takes
-	// the parity found, and the session turns 7-bit as with Parity.
+	// the link takes the parity found if it has SetParity (serialfallback's
+	// does; otherwise the session applies it to what it writes), and the
+	// session turns 7-bit as with Parity.
 	DetectParity bool
 	Text         bool // send files in text mode (LF <-> CRLF)
 	Resume       bool // sender asks to recover partial files at the receiver

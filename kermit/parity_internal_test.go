@@ -100,3 +100,38 @@ func TestSessionDetectsParity(t *testing.T) {
 		}
 	}
 }
+
+// On a link that cannot apply parity (TCP to a C-Kermit told SET
+// PARITY), the session writes the parity it found itself.
+func TestSessionWritesParityTheLinkCannot(t *testing.T) {
+	for _, kind := range []string{"even", "odd", "mark"} {
+		a, b := net.Pipe()
+		cfg := DefaultConfig()
+		cfg.DetectParity = true
+		s := NewSession(a, cfg)
+		init := framing.Params{MaxLen: 94, Timeout: 5, EOL: '\r', QCTL: '#', QBIN: '&', Check: 1}
+		pkt, _ := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'S', Data: init.Marshal()})
+		go b.Write(addParity(append(pkt, '\r'), kind))
+		if p, ok, err := s.read(t.Context(), time.Second); err != nil || !ok || p.parity != kind {
+			t.Fatalf("%s: read %+v, %v, %v; want an S with parity %s", kind, p, ok, err, kind)
+		}
+		got := make(chan []byte, 1)
+		go func() {
+			buf := make([]byte, 200)
+			n, _ := b.Read(buf)
+			got <- buf[:n]
+		}()
+		if err := s.c.writeRaw([]byte("Y~* @-#Y1~\r")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if w := <-got; parityOf(w) != kind {
+			t.Errorf("%s: wrote % x, parity %q", kind, w, parityOf(w))
+		}
+		s.Close()
+		a.Close()
+		b.Close()
+	}
+}

@@ -56,9 +56,13 @@ type pktConn struct {
 	padc     byte
 	written  int64 // bytes written, for statistics
 	buffered bool  // queue writes until flush (network links)
-	out      []byte
-	scratch  []byte // send's encoding buffer
-	queued   int    // packets in out
+	// wpar: parity this side applies to what it writes, on a link that
+	// does not apply it itself (Session.followParity).
+	wpar    framing.Parity
+	pbuf    []byte // wpar's copy of the bytes written
+	out     []byte
+	scratch []byte // send's encoding buffer
+	queued  int    // packets in out
 	// flushAfter writes out once it holds this many packets, so that the
 	// peer starts on the first ones while we produce the rest: with only
 	// "flush before waiting", sender and receiver would take turns a
@@ -390,10 +394,21 @@ func (c *pktConn) writeRaw(b []byte) error {
 		}
 		return c.flush()
 	}
-	if _, err := c.rw.Write(b); err != nil {
+	if _, err := c.write(b); err != nil {
 		return &LinkError{Op: "writing", Err: err}
 	}
 	return nil
+}
+
+// write writes b to the link, with the parity the peer was found to use
+// when the link cannot apply it itself (wpar; a TCP connection to a
+// C-Kermit told SET PARITY).
+func (c *pktConn) write(b []byte) (int, error) {
+	if c.wpar == framing.ParityNone {
+		return c.rw.Write(b)
+	}
+	c.pbuf = c.wpar.AppendParity(c.pbuf[:0], b)
+	return c.rw.Write(c.pbuf)
 }
 
 // flush writes whatever writeRaw queued, after the data path's held-back
@@ -407,7 +422,7 @@ func (c *pktConn) flush() error {
 	if len(c.out) == 0 {
 		return nil
 	}
-	_, err := c.rw.Write(c.out)
+	_, err := c.write(c.out)
 	c.out = c.out[:0]
 	c.queued = 0
 	if err != nil {

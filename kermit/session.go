@@ -156,7 +156,7 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 		cfg.Check = 3
 	}
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
-	if _, ok := rw.(paritySetter); ok && cfg.DetectParity && !cfg.Parity {
+	if cfg.DetectParity && !cfg.Parity {
 		s.c.detectParity.Store(true)
 	}
 	// On a line of known speed every packet leaves at once (its timers
@@ -504,14 +504,24 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 type paritySetter interface{ SetParity(name string) error }
 
 // followParity turns this side 7-bit with the parity the peer was found
-// to use (Config.DetectParity): the link writes it and strips it, and
-// negotiation asks for 8th-bit prefixing, as with Config.Parity.
+// to use (Config.DetectParity): the link writes it and strips it (or,
+// on a link that cannot, such as TCP to a C-Kermit told SET PARITY,
+// the session writes it), and negotiation asks for 8th-bit prefixing,
+// as with Config.Parity.
 func (s *Session) followParity(kind string) {
 	// The reader reads 7-bit from now on whatever the link can do, so the
 	// session is 7-bit too: a link left writing 8-bit still reaches a
 	// peer that ignores the 8th bit, as software parity does.
 	s.cfg.Parity = true
-	if err := s.c.rw.(paritySetter).SetParity(kind); err != nil {
+	ps, ok := s.c.rw.(paritySetter)
+	if !ok {
+		if p, known := framing.ParityByName(kind); known {
+			s.c.wpar = p
+		}
+		s.cfg.Log.Info("peer uses parity: following", "parity", kind)
+		return
+	}
+	if err := ps.SetParity(kind); err != nil {
 		s.cfg.Log.Warn("peer uses parity, which the link cannot write", "parity", kind, "err", err)
 		return
 	}

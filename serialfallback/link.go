@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"kerf/framing"
 )
 
 // LinkConfig says which line to open and how.
@@ -71,7 +73,7 @@ const (
 // true for every parity but none.
 func (c LinkConfig) SevenBit() bool {
 	p, err := parseParity(c.Parity)
-	return err == nil && p != parityNone
+	return err == nil && p != framing.ParityNone
 }
 
 // Link is an open line.
@@ -180,13 +182,13 @@ type link struct {
 	wbuf []byte     // parity-encoded copy of the caller's bytes
 }
 
-func newLink(p port, par parity) *link {
+func newLink(p port, par framing.Parity) *link {
 	l := &link{p: p}
 	l.par.Store(int32(par))
 	return l
 }
 
-func (l *link) parity() parity { return parity(l.par.Load()) }
+func (l *link) parity() framing.Parity { return framing.Parity(l.par.Load()) }
 
 func (l *link) SetParity(name string) error {
 	par, err := parseParity(name)
@@ -202,7 +204,7 @@ func (l *link) Read(b []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	n, err := l.p.Read(b)
-	if l.parity() != parityNone {
+	if l.parity() != framing.ParityNone {
 		for i := range b[:n] {
 			b[i] &= 0x7f
 		}
@@ -231,7 +233,7 @@ func (l *link) Write(b []byte) (int, error) {
 		}
 		var n int
 		var err error
-		if par := l.parity(); par == parityNone {
+		if par := l.parity(); par == framing.ParityNone {
 			n, err = l.p.Write(chunk)
 		} else {
 			n, err = l.writeParity(chunk, par)
@@ -265,7 +267,7 @@ func (l *link) lineTime(n int) time.Duration {
 	return time.Duration(n) * 20 * time.Second / time.Duration(l.speed)
 }
 
-func (l *link) writeParity(b []byte, par parity) (int, error) {
+func (l *link) writeParity(b []byte, par framing.Parity) (int, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.wbuf == nil {
@@ -276,7 +278,7 @@ func (l *link) writeParity(b []byte, par parity) (int, error) {
 		chunk := b[done:min(len(b), done+len(l.wbuf))]
 		out := l.wbuf[:len(chunk)]
 		for i, c := range chunk {
-			out[i] = par.apply(c)
+			out[i] = par.Apply(c)
 		}
 		n, err := l.p.Write(out)
 		done += n

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kerf/framing"
 	"kerf/internal/peertest"
 )
 
@@ -142,7 +143,7 @@ func TestSerialPathOverPty(t *testing.T) {
 	if err != nil {
 		t.Skipf("go.bug.st/serial cannot open a pty here: %v", err)
 	}
-	l := newLink(p, parityNone)
+	l := newLink(p, framing.ParityNone)
 	defer l.Close()
 	roundTrip(t, l, master)
 	if err := l.Drain(); err != nil {
@@ -299,7 +300,7 @@ func TestParityOnThePty(t *testing.T) {
 	big := allBytes(40)
 	want := make([]byte, len(big))
 	for i, c := range big {
-		want[i] = parityEven.apply(c)
+		want[i] = framing.ParityEven.Apply(c)
 	}
 	go l.Write(big)
 	expectRead(t, master, want, 5*time.Second)
@@ -388,7 +389,7 @@ func TestStdioPortOverPty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLink(p, parityNone)
+	l := newLink(p, framing.ParityNone)
 	roundTrip(t, l, master)
 	if err := l.Drain(); err != nil {
 		t.Errorf("Drain: %v", err)
@@ -425,7 +426,7 @@ func TestStdioPortOverPipes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLink(p, parityNone)
+	l := newLink(p, framing.ParityNone)
 	data := allBytes(2)
 	unix.Write(in[1], data)
 	expectRead(t, l, data, 2*time.Second)

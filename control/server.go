@@ -168,6 +168,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		data = datachan.JoinListeners(data, ql)
 	}
 	s.dl = datachan.NewListener(data, nil, datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
+	if s.ql != nil {
+		// A QUIC connection holds a slot until its first stream, so
+		// only peers some session's token awaits may make one.
+		s.ql.SetAdmit(s.dl.Awaits)
+	}
 	return s, nil
 }
 

@@ -364,3 +364,42 @@ func BenchmarkCompressBlock(b *testing.B) {
 		}
 	})
 }
+
+// A compressed block of a file not expected yet is parked as it came and
+// decoded only once its file is expected: blocks of files a peer never
+// announces cost no decoding (a 500-byte block can stand for 16 MiB of
+// zeros, and every one used to be decoded on arrival).
+func TestEarlyCompressedBlockDecodedOnlyWhenExpected(t *testing.T) {
+	cc, sc := pairedConns(t, 1)
+	r := NewPath(sc, WithCompression(true))
+	defer r.Close()
+	defer cc[0].Close()
+	raw := make([]byte, 4<<20)
+	copy(raw, "not all zeros")
+	payload := compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw)
+	frame := make([]byte, framing.BlockHeaderLen+len(payload))
+	copy(frame[framing.BlockHeaderLen:], payload)
+	for id := uint32(1); id <= 20; id++ {
+		framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: id, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(frame)
+		if _, err := cc[0].Write(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return r.Stats().Parked == 20 })
+	if n := r.Stats().CompressedReceived; n != 0 {
+		t.Fatalf("%d blocks of files not expected were decoded", n)
+	}
+	dst := newMemFile(len(raw))
+	if err := r.Expect(7, dst, 0, int64(len(raw))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(testContext(t), 7); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst.bytes(), raw) {
+		t.Fatal("the parked block's file differs")
+	}
+	if n := r.Stats().CompressedReceived; n != 1 {
+		t.Fatalf("%d blocks decoded, want the expected file's one", n)
+	}
+}

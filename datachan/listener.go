@@ -17,11 +17,20 @@ import (
 // pair (garbage, a wrong, expired or replayed token, a wrong source
 // address, or silence past the handshake timeout) is closed and disturbs
 // nothing else.
+//
+// An address some token waits for may hold as many connections in their
+// hello as its tokens have streams still to come; beyond that, and from
+// any other address, connections share a few slots of their own
+// (strangerSlots: they are answered, so that an expired or replayed
+// token hears why) and are closed at accept when those are taken. So
+// strangers cannot fill the handshake slots and starve the sessions'
+// own connections.
 type Listener struct {
 	ln               net.Listener
 	tlsConf          *tls.Config
 	handshakeTimeout time.Duration
 	handshakeSlots   chan struct{} // bounds concurrent handshakes
+	strangerSlots    chan struct{} // handshakes beyond what tokens await
 	refused          atomic.Int64
 	wg               sync.WaitGroup // accept loop and handshakes
 
@@ -29,6 +38,7 @@ type Listener struct {
 	closed      bool
 	pending     map[Token]*Pending
 	handshaking map[net.Conn]struct{}
+	hsFrom      map[string]int // connections in their hello, by source address
 }
 
 // ListenerOption configures a Listener.
@@ -46,7 +56,8 @@ func WithHandshakeTimeout(d time.Duration) ListenerOption {
 }
 
 // WithMaxHandshakes bounds how many connections may be in the hello at
-// once; connections beyond that are closed at once. The default is 128.
+// once; connections beyond that are closed at once. The default is 512
+// (each address is bounded by its own tokens too).
 func WithMaxHandshakes(n int) ListenerOption {
 	return func(l *Listener) {
 		if n > 0 {
@@ -72,9 +83,11 @@ func NewListener(ln net.Listener, tlsConf *tls.Config, opts ...ListenerOption) *
 		ln:               ln,
 		tlsConf:          OfferRecords(tlsConf),
 		handshakeTimeout: DefaultHandshakeTimeout,
-		handshakeSlots:   make(chan struct{}, 128),
+		handshakeSlots:   make(chan struct{}, 512),
+		strangerSlots:    make(chan struct{}, maxStrangers),
 		pending:          make(map[Token]*Pending),
 		handshaking:      make(map[net.Conn]struct{}),
+		hsFrom:           make(map[string]int),
 	}
 	for _, o := range opts {
 		o(l)
@@ -232,35 +245,87 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		backoff = 0
-		select {
-		case l.handshakeSlots <- struct{}{}:
-		default:
-			l.refused.Add(1)
-			c.Close()
-			continue
-		}
+		from := remoteIP(c)
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
 			c.Close()
 			return
 		}
+		slots, awaited := l.strangerSlots, l.hsFrom[from.String()] < l.awaitedLocked(from)
+		if awaited {
+			slots = l.handshakeSlots
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			l.mu.Unlock()
+			l.refused.Add(1)
+			c.Close()
+			continue
+		}
 		l.handshaking[c] = struct{}{}
+		if awaited {
+			l.hsFrom[from.String()]++
+		}
 		l.wg.Add(1)
 		l.mu.Unlock()
-		go l.handshake(c)
+		go l.handshake(c, from, awaited)
 	}
+}
+
+// maxStrangers is how many connections no token awaits may be in their
+// hello at once, all addresses together.
+const maxStrangers = 16
+
+// remoteIP is the address a connection comes from (a QUIC stream's
+// too: QUIC's handshake has proved it), or nil.
+func remoteIP(c net.Conn) net.IP {
+	switch a := c.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		return a.IP
+	case *net.UDPAddr:
+		return a.IP
+	}
+	return nil
+}
+
+// awaitedLocked is how many connections the tokens waiting for ip have
+// still to see: those of tokens bound to ip, and of tokens that take
+// any address.
+func (l *Listener) awaitedLocked(ip net.IP) int {
+	n := 0
+	for _, p := range l.pending {
+		if p.err == nil && (p.from == nil || p.from.Equal(ip)) {
+			n += p.streams - p.arrived
+		}
+	}
+	return n
+}
+
+// Awaits reports whether some token waits for a connection from ip (a
+// QUIC listener admits only such peers; see QUICListener.SetAdmit).
+func (l *Listener) Awaits(ip net.IP) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.awaitedLocked(ip) > 0
 }
 
 // handshake reads the hello on raw and, if it pairs, hands the
 // connection to its Pending.
-func (l *Listener) handshake(raw net.Conn) {
+func (l *Listener) handshake(raw net.Conn, remoteIP net.IP, awaited bool) {
 	defer l.wg.Done()
-	defer func() { <-l.handshakeSlots }()
 	paired := false
 	defer func() {
 		l.mu.Lock()
 		delete(l.handshaking, raw)
+		if k := remoteIP.String(); !awaited {
+			<-l.strangerSlots
+		} else if <-l.handshakeSlots; l.hsFrom[k] <= 1 {
+			delete(l.hsFrom, k)
+		} else {
+			l.hsFrom[k]--
+		}
 		l.mu.Unlock()
 		if !paired {
 			l.refused.Add(1)
@@ -268,13 +333,6 @@ func (l *Listener) handshake(raw net.Conn) {
 		}
 	}()
 
-	var remoteIP net.IP
-	switch a := raw.RemoteAddr().(type) {
-	case *net.TCPAddr:
-		remoteIP = a.IP
-	case *net.UDPAddr: // a QUIC stream: QUIC's handshake has proved the address
-		remoteIP = a.IP
-	}
 	c := raw
 	var tc *TLSConn
 	if l.tlsConf != nil {

@@ -420,3 +420,43 @@ func TestListenerCloseRightAfterPairing(t *testing.T) {
 		closeAll(sc)
 	}
 }
+
+// Connections no token awaits (a flood of silent ones from another
+// address) share a few slots of their own and are closed at accept
+// beyond them: a session's own connections still pair. (All the
+// handshake slots used to be first come, first served.)
+func TestStrangersCannotStarvePairing(t *testing.T) {
+	l := newListener(t, WithMaxHandshakes(64), WithHandshakeTimeout(time.Minute))
+	ctx := testContext(t)
+	tok := NewToken()
+	pend := l.Expect(tok, loopback, 2, time.Minute)
+	stranger := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	const flood = 200
+	for range flood {
+		c, err := stranger.DialContext(ctx, "tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for deadline := time.Now().Add(10 * time.Second); l.Refused() < flood-maxStrangers; {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused %d of %d silent strangers at accept, want all but %d", l.Refused(), flood, maxStrangers)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cc, err := Dial(ctx, l.Addr().String(), tok, 2, nil)
+	if err != nil {
+		t.Fatalf("pairing during the flood: %v", err)
+	}
+	defer closeAll(cc)
+	sc, err := pend.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(sc)
+	transferOver(t, cc, sc)
+	if _, err := dialFrom(ctx, loopback, l.Addr().String(), NewToken(), 0); err == nil {
+		t.Fatal("an unknown token paired")
+	}
+}

@@ -34,8 +34,15 @@ const (
 
 	// maxDeferred bounds the blocks of not-yet-expected files a Path
 	// remembers to ask for again, and the resend requests queued in
-	// either direction; a peer needing more is broken.
-	maxDeferred = 1 << 20
+	// either direction; a peer needing more is broken (a sender runs a
+	// Kermit window of files ahead, not thousands of blocks).
+	maxDeferred = 1 << 16
+
+	// maxDamaged bounds the blocks a Path remembers as damaged and not
+	// yet arrived whole (a real path's damage is asked for again and
+	// comes whole within a round trip; a peer sending ever new damaged
+	// blocks would grow the record for ever).
+	maxDamaged = 4096
 
 	// maxDamage is how many times one block may arrive damaged before the
 	// transfer fails (ErrDamaging): occasional damage is asked for again,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -727,4 +728,38 @@ func TestFramesOutliveAPath(t *testing.T) {
 		}
 	}
 	t.Fatal("a frame put back by one Path never came out of another: pools are not shared")
+}
+
+// A peer that sends ever new damaged blocks (and reads the resend
+// requests, so that their queue never fills) fails the path once
+// maxDamaged of them are on the record: the record used to grow without
+// bound (about 1 GB of server memory for 1 GB of such blocks).
+func TestEverNewDamagedBlocksFailPath(t *testing.T) {
+	cc, sc := pairedConns(t, 1)
+	r := NewPath(sc)
+	t.Cleanup(func() { r.Close() })
+	go io.Copy(io.Discard, cc[0]) // the resend requests
+	go func() {
+		payload := []byte("not what the check says")
+		frame := make([]byte, framing.BlockHeaderLen+len(payload))
+		copy(frame[framing.BlockHeaderLen:], payload)
+		for i := range maxDamaged + 10 {
+			h := framing.BlockHeader{FileID: 7, Offset: uint64(i) * 4096, Length: uint32(len(payload)), PayloadCRC: 1}
+			h.Put(frame)
+			if _, err := cc[0].Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-r.Failed():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still up after %d damaged blocks; stats %+v", maxDamaged+10, r.Stats())
+	}
+	if err := r.Err(); !errors.Is(err, ErrDamaging) || !strings.Contains(err.Error(), "have not come whole") {
+		t.Fatalf("path error %v; want ErrDamaging naming the damaged blocks on record", err)
+	}
+	if st := r.Stats(); st.BadBlocks != maxDamaged+1 {
+		t.Errorf("%d bad blocks counted, want %d", st.BadBlocks, maxDamaged+1)
+	}
 }

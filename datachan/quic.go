@@ -248,6 +248,9 @@ type QUICListener struct {
 	ln        *quic.Listener
 	handshake time.Duration
 	slots     chan struct{} // bounds live QUIC connections
+	admit     atomic.Pointer[func(net.IP) bool]
+	mu        sync.Mutex
+	perAddr   map[string]int // live connections by source address
 	streams   chan net.Conn
 	done      chan struct{}
 	closeOnce sync.Once
@@ -281,6 +284,7 @@ func ListenQUIC(addr string, tlsConf *tls.Config, handshake time.Duration, maxCo
 	l := &QUICListener{
 		tr: tr, uc: uc, ln: ln, handshake: handshake, Warning: warn,
 		slots:   make(chan struct{}, maxConns),
+		perAddr: make(map[string]int),
 		streams: make(chan net.Conn),
 		done:    make(chan struct{}),
 	}
@@ -290,6 +294,15 @@ func ListenQUIC(addr string, tlsConf *tls.Config, handshake time.Duration, maxCo
 
 // Addr is the UDP address clients dial.
 func (l *QUICListener) Addr() net.Addr { return l.ln.Addr() }
+
+// SetAdmit makes the listener close at once a connection from an address
+// admit refuses (a server admits only addresses some data token awaits:
+// Listener.Awaits), before it holds a slot.
+func (l *QUICListener) SetAdmit(admit func(net.IP) bool) { l.admit.Store(&admit) }
+
+// maxQUICPerAddr bounds the live QUIC connections from one address: a
+// client opens one per session.
+const maxQUICPerAddr = 32
 
 // Accept returns the next stream a client opened.
 func (l *QUICListener) Accept() (net.Conn, error) {
@@ -319,14 +332,39 @@ func (l *QUICListener) acceptLoop() {
 		if err != nil {
 			return
 		}
-		select {
-		case l.slots <- struct{}{}:
-		default:
+		var ip net.IP
+		if a, ok := c.RemoteAddr().(*net.UDPAddr); ok {
+			ip = a.IP
+		}
+		if admit := l.admit.Load(); admit != nil && !(*admit)(ip) {
+			c.CloseWithError(1, "no data connection expected from this address")
+			continue
+		}
+		key := ip.String()
+		l.mu.Lock()
+		if l.perAddr[key] >= maxQUICPerAddr {
+			l.mu.Unlock()
 			c.CloseWithError(1, "busy")
 			continue
 		}
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			l.mu.Unlock()
+			c.CloseWithError(1, "busy")
+			continue
+		}
+		l.perAddr[key]++
+		l.mu.Unlock()
 		l.wg.Go(func() {
-			defer func() { <-l.slots }()
+			defer func() {
+				l.mu.Lock()
+				if l.perAddr[key]--; l.perAddr[key] <= 0 {
+					delete(l.perAddr, key)
+				}
+				l.mu.Unlock()
+				<-l.slots
+			}()
 			l.serveConn(c)
 		})
 	}

@@ -30,6 +30,7 @@ func quicPair(t *testing.T) (l *Listener, q *QUICListener, client *tls.Config) {
 		t.Fatal(err)
 	}
 	l = NewListener(JoinListeners(tcp, q), nil)
+	q.SetAdmit(l.Awaits) // as a server does
 	t.Cleanup(func() { l.Close() })
 	return l, q, &tls.Config{RootCAs: pool}
 }
@@ -104,6 +105,23 @@ func TestQUICPairingRefused(t *testing.T) {
 	}
 }
 
+// A QUIC connection from an address no token awaits is closed at once,
+// before it holds one of the listener's slots (a flood of connections
+// that open no stream used to fill them all).
+func TestQUICStrangerClosedAtOnce(t *testing.T) {
+	l, q, conf := quicPair(t)
+	ctx := testContext(t)
+	l.Expect(NewToken(), net.IPv4(192, 0, 2, 1), 1, time.Minute)
+	_, err := DialQUIC(ctx, q.Addr().String(), NewToken(), 1, conf)
+	if err == nil || !strings.Contains(err.Error(), "no data connection expected") {
+		t.Fatalf("QUIC from an address no token awaits: %v", err)
+	}
+	// One token awaited from here: admitted again.
+	cc, sc := quicStreams(t, l, q, conf, 1)
+	closeAll(cc)
+	closeAll(sc)
+}
+
 // A damaged block still comes again over QUIC: the CRC-32C check is the
 // data path's, whatever the transport.
 func TestQUICDamagedBlockResent(t *testing.T) {
@@ -131,6 +149,7 @@ func TestQUICIdleConnectionClosed(t *testing.T) {
 	before := runtime.NumGoroutine()
 	l, q, conf := quicPair(t)
 	ctx := testContext(t)
+	l.Expect(NewToken(), loopback, 1, time.Minute) // admitted: a token awaits this address
 	c, err := quic.DialAddr(ctx, q.Addr().String(), quicTLS(conf), quicConfig(time.Second))
 	if err != nil {
 		t.Fatal(err)

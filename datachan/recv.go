@@ -67,10 +67,15 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	p.nDeferred -= len(deferred)
 	var err error
 	admitted := parked[:0]
+	var compressed []early // decoded after the lock
 	for _, e := range parked {
 		p.parkedBytes -= e.f.payloadCap()
 		if err != nil {
 			p.putFrame(e.f)
+			continue
+		}
+		if e.h.Flags&framing.BlockFlagCompressed != 0 {
+			compressed = append(compressed, e)
 			continue
 		}
 		var ok bool
@@ -83,6 +88,9 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	}
 	p.mu.Unlock()
 	if err != nil {
+		for _, e := range compressed {
+			p.putFrame(e.f)
+		}
 		err = fmt.Errorf("%w: %w", ErrProtocol, err)
 		p.fail(err)
 		return err
@@ -92,6 +100,15 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	// this is the whole file, and Wait then returns at once).
 	for _, e := range admitted {
 		p.store(e.f)
+	}
+	for i, e := range compressed {
+		if err := e.s.decodeAndDeliver(e.f); err != nil {
+			for _, e := range compressed[i+1:] {
+				p.putFrame(e.f)
+			}
+			p.fail(err)
+			return err
+		}
 	}
 	for _, e := range deferred {
 		if err := e.s.requestResend(e.h); err != nil {
@@ -207,9 +224,13 @@ func (s *stream) readBlock() error {
 	if framing.CRC32C(f.payload) != h.PayloadCRC {
 		p.putFrame(f)
 		p.stats.badBlocks.Add(1)
-		if n := p.noteDamage(h); n >= maxDamage {
+		n, many := p.noteDamage(h)
+		if n >= maxDamage {
 			return fmt.Errorf("%w: the block at %d of file %d (%d bytes) arrived damaged %d times (its check fails: a faulty link, network card or middlebox; TLS data connections would stop at the first)",
 				ErrDamaging, h.Offset, h.FileID, h.Length, n)
+		}
+		if many {
+			return fmt.Errorf("%w: %d blocks arrived damaged and have not come whole since (the latest at %d of file %d)", ErrDamaging, maxDamaged, h.Offset, h.FileID)
 		}
 		if h.Flags&framing.BlockFlagCompressed != 0 {
 			// How many file bytes it stood for is in the damaged
@@ -219,13 +240,19 @@ func (s *stream) readBlock() error {
 		return s.requestResend(h)
 	}
 	p.stats.wireReceived.Add(int64(h.Length))
-	if h.Flags&framing.BlockFlagCompressed != 0 {
-		if f, h, err = p.decompressBlock(f, h); err != nil {
-			return s.protocolError("file %d offset %d: compressed block does not decode: %v", h.FileID, h.Offset, err)
-		}
-	}
 	f.h = h
 	return s.deliver(f)
+}
+
+// decodeAndDeliver decodes the compressed block f, whose file is
+// expected, and delivers what it stands for.
+func (s *stream) decodeAndDeliver(f *frame) error {
+	out, h, err := s.p.decompressBlock(f, f.h)
+	if err != nil {
+		return s.protocolError("file %d offset %d: compressed block does not decode: %v", h.FileID, h.Offset, err)
+	}
+	out.h = h
+	return s.deliver(out)
 }
 
 // blockKey names a block for noteDamage.
@@ -235,16 +262,20 @@ type blockKey struct {
 }
 
 // noteDamage counts a damaged arrival of block h and returns the count
-// (deliver forgets a block that arrives whole).
-func (p *Path) noteDamage(h framing.BlockHeader) int {
+// (deliver forgets a block that arrives whole); many reports that h
+// would be one block too many on the record (maxDamaged).
+func (p *Path) noteDamage(h framing.BlockHeader) (n int, many bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.damaged == nil {
 		p.damaged = map[blockKey]int{}
 	}
 	k := blockKey{h.FileID, h.Offset}
+	if _, ok := p.damaged[k]; !ok && len(p.damaged) >= maxDamaged {
+		return 0, true
+	}
 	p.damaged[k]++
-	return p.damaged[k]
+	return p.damaged[k], false
 }
 
 // requestResend asks the peer, on this connection, for block h again.
@@ -280,7 +311,14 @@ func (s *stream) deliver(f *frame) error {
 	}
 	file := p.files[f.h.FileID]
 	if file == nil {
+		// A compressed block is parked as it came: decoded only once its
+		// file is expected, so that a peer's blocks of files it never
+		// announces cost no decoding (a small one can stand for 16 MiB).
 		return s.earlyLocked(f) // unlocks
+	}
+	if f.h.Flags&framing.BlockFlagCompressed != 0 {
+		p.mu.Unlock()
+		return s.decodeAndDeliver(f)
 	}
 	ok, err := p.admitLocked(file, f.h)
 	p.mu.Unlock()
@@ -313,7 +351,13 @@ func (s *stream) earlyLocked(f *frame) error {
 		p.putFrame(f)
 		return s.protocolError("more than %d blocks of files not expected", maxDeferred)
 	}
-	p.deferred[id] = append(p.deferred[id], early{s: s, h: f.h})
+	h := f.h
+	if h.Flags&framing.BlockFlagCompressed != 0 {
+		// Not decoded, so what length it stands for is unknown: ask for
+		// "the block at this offset" (see stream.resend).
+		h.Length = 0
+	}
+	p.deferred[id] = append(p.deferred[id], early{s: s, h: h})
 	p.nDeferred++
 	p.mu.Unlock()
 	p.putFrame(f)

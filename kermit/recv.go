@@ -241,7 +241,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				if cur.display == nil {
 					cur.display = io.Discard
 					if s.serving && s.neg.peerKerf && name == skipTitle {
-						cur.display = &skipSink{s: s}
+						cur.display = newSkipSink(s)
 					}
 				}
 			} else if store == nil {

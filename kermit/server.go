@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"io"
 	"regexp"
 	"strings"
@@ -19,6 +20,7 @@ import (
 // the client as E packets and the server keeps waiting.
 func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 	defer s.flush()
+	defer s.dropSkip()
 	s.serving = true
 	defer func() { s.serving = false }()
 	for {
@@ -161,7 +163,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
 			sh, ex := s.share, s.exclude
 			s.share, s.exclude = share{}, nil // for this GET only, whatever comes of it
-			defer func() { s.skip, s.skipBytes = nil, 0 }()
+			defer s.dropSkip()
 			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err
 			}
@@ -557,26 +559,22 @@ func (r refusingStore) ReceiveDir(string) error         { return r.err }
 // file still of that size, time and mode (protocol.md §6, item 7).
 const skipTitle = "kerf-skip"
 
-// Bounds of a session's skip set: names, and the bytes of their names
-// (a name is at most maxSkipName bytes); lines past them are passed
-// over, and their files sent. What a client may pin in a server's
-// memory is so about maxSkipBytes a session.
-const (
-	maxSkip      = 1 << 18
-	maxSkipBytes = 32 << 20
-	maxSkipName  = 4096
-)
-
 // skipSink takes the text of a kerf-skip transaction into the session's
-// skip set, line by line.
+// pending skip set (Session.skipPending), line by line.
 type skipSink struct {
-	s       *Session
-	pending map[string]framing.ListingEntry // until the text's Z (commit)
-	bytes   int                             // of the names in pending
-	line    []byte
+	s    *Session
+	line []byte
 	// long: the line under way is longer than any listing line of a
 	// name kerf takes; the rest of it, up to its newline, is dropped.
 	long bool
+}
+
+// newSkipSink starts a kerf-skip text: what an earlier one left pending
+// (cut off) is dropped.
+func newSkipSink(s *Session) *skipSink {
+	s.skipPending.drop()
+	s.skipPending = nil
+	return &skipSink{s: s}
 }
 
 func (k *skipSink) Write(b []byte) (int, error) {
@@ -604,20 +602,17 @@ func (k *skipSink) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-// add puts one line's file in the pending skip set, within the bounds
-// of the session's.
+// add puts one line's file in the pending skip set, within the bounds.
 func (k *skipSink) add(line string) {
+	s := k.s
 	e, err := framing.ParseListingLine(line)
-	if err != nil || len(e.Name) > maxSkipName || len(k.s.skip)+len(k.pending) >= maxSkip || k.s.skipBytes+k.bytes+len(e.Name) > maxSkipBytes {
+	if err != nil || len(e.Name) > maxSkipName || s.skip.len()+s.skipPending.len() >= maxSkip {
 		return
 	}
-	if k.pending == nil {
-		k.pending = map[string]framing.ListingEntry{}
+	if s.skipPending == nil {
+		s.skipPending = newSkipSet(s.skipSeed())
 	}
-	if _, dup := k.pending[e.Name]; !dup {
-		k.bytes += len(e.Name)
-	}
-	k.pending[e.Name] = e
+	s.skipPending.add(e)
 }
 
 // commit adds the text's files to the session's skip set: at the text's
@@ -625,28 +620,43 @@ func (k *skipSink) add(line string) {
 // not take it) leaves out no file of the GET without the client's
 // knowing.
 func (k *skipSink) commit() {
-	if k.s.skip == nil {
-		k.s.skip = map[string]framing.ListingEntry{}
+	s := k.s
+	if s.skipPending == nil {
+		return
 	}
-	for n, e := range k.pending {
-		if _, dup := k.s.skip[n]; !dup {
-			k.s.skipBytes += len(n)
-		}
-		k.s.skip[n] = e
+	if s.skip == nil {
+		s.skip = newSkipSet(s.skipSeed())
 	}
-	k.pending, k.bytes = nil, 0
+	s.skip.merge(s.skipPending)
+	s.skipPending = nil
+}
+
+// skipSeed is the session's key for its skip sets' hashes.
+func (s *Session) skipSeed() maphash.Seed {
+	if !s.skipSeeded {
+		s.skipKey, s.skipSeeded = maphash.MakeSeed(), true
+	}
+	return s.skipKey
+}
+
+// dropSkip forgets the session's skip sets (after the GET they were
+// for, or at the session's end).
+func (s *Session) dropSkip() {
+	s.skip.drop()
+	s.skipPending.drop()
+	s.skip, s.skipPending = nil, nil
 }
 
 // withoutSkipped is files less those skip holds with the same size,
 // modification time (framing.SameModTime), and permissions: the client has
 // them whole.
-func withoutSkipped(files []OutgoingFile, skip map[string]framing.ListingEntry) []OutgoingFile {
-	if len(skip) == 0 {
+func withoutSkipped(files []OutgoingFile, skip *skipSet) []OutgoingFile {
+	if skip.len() == 0 {
 		return files
 	}
 	out := files[:0:0]
 	for _, f := range files {
-		if e, ok := skip[f.Name]; ok && !f.Dir && e.Matches(f.Size, f.ModTime, f.Mode) {
+		if !f.Dir && skip.has(f.Name, f.Size, f.ModTime, f.Mode) {
 			continue
 		}
 		out = append(out, f)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -66,9 +67,11 @@ type Session struct {
 	// to leave out of its next GET (REMOTE SET kerf-exclude).
 	exclude Exclusions
 	// skip holds the files of its next GET a kerf client has whole
-	// (its kerf-skip text), by name as the F packet gives it.
-	skip      map[string]framing.ListingEntry
-	skipBytes int // of the names in skip
+	// (its kerf-skip text), by name as the F packet gives it;
+	// skipPending those of a text not yet ended (skipSink).
+	skip, skipPending *skipSet
+	skipKey           maphash.Seed
+	skipSeeded        bool
 	// serving: the session runs Serve.
 	serving bool
 	// peerWasKerf: the last exchange of parameters was with a kerf peer.

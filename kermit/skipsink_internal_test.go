@@ -16,32 +16,80 @@ func TestSkipSink(t *testing.T) {
 	line := func(name string) string {
 		return string(framing.AppendListingLineExact(nil, framing.ListingEntry{Mode: 0o644, Size: 3, ModTime: when, Name: name}))
 	}
+	has := func(s *Session, name string) bool { return s.skip.has(name, 3, when, 0o644) }
 	s := &Session{}
-	k := &skipSink{s: s}
+	defer s.dropSkip()
+	k := newSkipSink(s)
 	text := line("a") + line(strings.Repeat("x", maxSkipName+1)) + line("b/c") + "not a line\n" + line("d e")
 	for i := 0; i < len(text); i += 7 {
 		k.Write([]byte(text[i:min(i+7, len(text))]))
 	}
-	if len(s.skip) != 0 {
-		t.Fatalf("skip set %v before the text's end", s.skip)
+	if s.skip.len() != 0 {
+		t.Fatalf("%d names in the skip set before the text's end", s.skip.len())
 	}
 	k.commit()
-	if len(s.skip) != 3 || s.skip["b/c"].ModTime != when || s.skip["d e"].Size != 3 {
-		t.Fatalf("skip set %v; want a, b/c and d e", s.skip)
+	if s.skip.len() != 3 || !has(s, "a") || !has(s, "b/c") || !has(s, "d e") {
+		t.Fatalf("skip set of %d; want a, b/c and d e", s.skip.len())
+	}
+	if s.skip.has("b/c", 4, when, 0o644) || s.skip.has("b/c", 3, when.Add(time.Second), 0o644) || s.skip.has("b/c", 3, when, 0o600) {
+		t.Error("a file of another size, time or mode counts as had")
 	}
 	// A line far past any name's length: dropped, and so is nothing else.
 	k.Write([]byte(strings.Repeat("y", 3*maxSkipName)))
 	k.Write([]byte(line("f")))
 	k.Write([]byte(line("g")))
 	k.commit()
-	if _, ok := s.skip["g"]; !ok || len(s.skip) != 4 {
-		t.Errorf("after an overlong line: %d names, g there %v; want 4 with g", len(s.skip), ok)
+	if !has(s, "g") || has(s, "f") || s.skip.len() != 4 {
+		t.Errorf("after an overlong line: %d names, g there %v; want 4 with g (f went with the long line)", s.skip.len(), has(s, "g"))
 	}
-	// The byte bound.
-	s.skipBytes = maxSkipBytes - 1
-	k.Write([]byte(line("hh")))
+	// A text cut off before its Z adds nothing, and the next one starts
+	// afresh.
+	k = newSkipSink(s)
+	k.Write([]byte(line("cut")))
+	k = newSkipSink(s)
+	k.Write([]byte(line("h")))
 	k.commit()
-	if _, ok := s.skip["hh"]; ok {
-		t.Error("a name past the byte bound was taken")
+	if has(s, "cut") || !has(s, "h") {
+		t.Error("a text cut off before its Z counted")
+	}
+	// The session's bound.
+	for s.skip.len()+s.skipPending.len() < maxSkip {
+		if s.skipPending == nil {
+			s.skipPending = newSkipSet(s.skipSeed())
+		}
+		s.skipPending.m[uint64(s.skipPending.len())+1<<40] = skipFile{}
+		skipInUse.Add(1)
+	}
+	k.Write([]byte(line("past")))
+	k.commit()
+	if has(s, "past") {
+		t.Error("a name past the session's bound was taken")
+	}
+}
+
+// Skip sets are counted against the process's bound while they are held
+// and given back when dropped, pending ones too.
+func TestSkipSetsCountedAndGivenBack(t *testing.T) {
+	before := skipInUse.Load()
+	s := &Session{}
+	k := newSkipSink(s)
+	when := time.Unix(1e9, 0)
+	for i := range 100 {
+		k.Write(framing.AppendListingLine(nil, framing.ListingEntry{Mode: 0o644, Size: int64(i), ModTime: when, Name: strings.Repeat("n", i+1)}))
+	}
+	k.commit()
+	k = newSkipSink(s)
+	k.Write(framing.AppendListingLine(nil, framing.ListingEntry{Mode: 0o644, Size: 1, ModTime: when, Name: "n"})) // a duplicate
+	k.Write(framing.AppendListingLine(nil, framing.ListingEntry{Mode: 0o644, Size: 1, ModTime: when, Name: "pending"}))
+	if got := skipInUse.Load() - before; got != 102 {
+		t.Fatalf("%d entries counted, want 102", got)
+	}
+	k.commit()
+	if got := skipInUse.Load() - before; got != 101 {
+		t.Fatalf("%d entries counted after a duplicate merged, want 101", got)
+	}
+	s.dropSkip()
+	if got := skipInUse.Load() - before; got != 0 {
+		t.Fatalf("%d entries still counted after the drop", got)
 	}
 }

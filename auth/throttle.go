@@ -43,7 +43,10 @@ func NewThrottle() *Throttle {
 	return &Throttle{Base: 500 * time.Millisecond, Max: 30 * time.Second, Forget: 15 * time.Minute, MaxEntries: 65536}
 }
 
-func throttleKey(ip net.IP) string {
+// HostKey names the host an address belongs to, for limits per host: an
+// IPv4 address itself, an IPv6 address's /64 (one host usually has a
+// whole /64, and could otherwise take a fresh address for each try).
+func HostKey(ip net.IP) string {
 	if v4 := ip.To4(); v4 != nil {
 		return v4.String()
 	}
@@ -61,7 +64,7 @@ func (t *Throttle) clock() time.Time {
 func (t *Throttle) Delay(ip net.IP) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := t.m[throttleKey(ip)]
+	e := t.m[HostKey(ip)]
 	if e == nil || e.failures == 0 {
 		return 0
 	}
@@ -84,7 +87,7 @@ func (t *Throttle) Delay(ip net.IP) time.Duration {
 func (t *Throttle) Failures(ip net.IP) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.m[throttleKey(ip)]; e != nil {
+	if e := t.m[HostKey(ip)]; e != nil {
 		return e.failures
 	}
 	return 0
@@ -98,7 +101,7 @@ func (t *Throttle) Fail(ip net.IP, user string) {
 		t.m = map[string]*throttleEntry{}
 	}
 	now := t.clock()
-	k := throttleKey(ip)
+	k := HostKey(ip)
 	e := t.m[k]
 	if e == nil {
 		t.pruneLocked(now)
@@ -123,7 +126,7 @@ func (t *Throttle) Fail(ip net.IP, user string) {
 func (t *Throttle) Succeed(ip net.IP, user string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := throttleKey(ip)
+	k := HostKey(ip)
 	e := t.m[k]
 	if e == nil {
 		return

@@ -511,3 +511,26 @@ func TestLogoutIsNoFailedLogin(t *testing.T) {
 		t.Errorf("a command after logout: %v, want a refusal asking for a login", err)
 	}
 }
+
+// A session logged out must log in again within the handshake time, as a
+// new one must: it is closed after it (it stayed until the idle timeout).
+func TestLoggedOutSessionHasTheHandshakeTime(t *testing.T) {
+	srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) { c.HandshakeTimeout = 500 * time.Millisecond })
+	cl, err := control.Dial(ctxT(t), clientConfig(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s := cl.Session()
+	time.Sleep(700 * time.Millisecond) // logged in: the handshake time no longer applies
+	if _, err := s.Generic(ctxT(t), 'A'); err != nil {
+		t.Fatalf("a command after the handshake time, logged in: %v", err)
+	}
+	if _, err := s.Generic(ctxT(t), 'I'); err != nil {
+		t.Fatalf("logout: %v", err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if _, err := s.Generic(ctxT(t), 'I', testUser, testPass); err == nil {
+		t.Fatal("a login after the handshake time since the logout was answered")
+	}
+}

@@ -299,7 +299,9 @@ func (s *Server) Serve(ctx context.Context) error {
 
 func addrKey(a net.Addr) string {
 	if t, ok := a.(*net.TCPAddr); ok {
-		return t.IP.String()
+		// Per host, as the login throttle counts: an IPv6 host's /64
+		// (it had a fresh limit for each address of it).
+		return auth.HostKey(t.IP)
 	}
 	return a.String()
 }

@@ -254,6 +254,13 @@ func (f *sessionFS) Logout() {
 	f.mu.Unlock()
 	f.lastUser, f.lastPass = "", nil
 	f.log.Info("logout", "user", user)
+	if !f.srv.cfg.Anonymous && f.handshakeOver {
+		// Logged out is as good as not logged in: the connection must
+		// log in again within the handshake time, or it is closed (it
+		// was held until the idle timeout).
+		f.handshakeOver = false
+		f.raw.SetDeadline(time.Now().Add(f.srv.cfg.HandshakeTimeout))
+	}
 }
 
 func (f *sessionFS) fail(user, method string) {

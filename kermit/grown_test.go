@@ -20,6 +20,9 @@ import (
 type classicFile struct {
 	name, data string
 	attrs      framing.Attributes
+	// pushOn: a hostile sender, going on with the data and a plain Z
+	// after its file was refused.
+	pushOn bool
 }
 
 // classicSend plays a classic Kermit sender (no kerf bits, block check 1,
@@ -48,7 +51,7 @@ func classicSend(t *testing.T, a net.Conn, files []classicFile) (verdicts []stri
 			verdict = send('A', c).Data
 		}
 		verdicts = append(verdicts, string(verdict))
-		if len(verdict) > 0 && verdict[0] == 'N' {
+		if len(verdict) > 0 && verdict[0] == 'N' && !f.pushOn {
 			send('Z', []byte("D"))
 			continue
 		}
@@ -88,7 +91,7 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 	attrs := framing.NewAttributes()
 	attrs.Length, attrs.Type = 5, "B8"
 	err := receiveClassic(t, dst, func(a net.Conn) {
-		classicSend(t, a, []classicFile{{"grown.log", "hello, world", attrs}, {"next.txt", "hello", attrs}})
+		classicSend(t, a, []classicFile{{name: "grown.log", data: "hello, world", attrs: attrs}, {name: "next.txt", data: "hello", attrs: attrs}})
 	})
 	if err != nil {
 		t.Fatalf("receive: %v", err)
@@ -97,6 +100,36 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
 		}
+	}
+}
+
+// A text-mode file sent for recovery is refused ("N+"), and stays
+// refused when the sender goes on with its data regardless: nothing is
+// stored (it was, under the file's name).
+func TestRefusedTextRecoveryIsNotStored(t *testing.T) {
+	dst := t.TempDir()
+	text := framing.NewAttributes()
+	text.Length, text.Type, text.Disposition = 5, "AA", "R"
+	plain := framing.NewAttributes()
+	plain.Length, plain.Type = 5, "B8"
+	var verdicts []string
+	err := receiveClassic(t, dst, func(a net.Conn) {
+		verdicts = classicSend(t, a, []classicFile{{name: "resumed.txt", data: "hello", attrs: text, pushOn: true}, {name: "next.bin", data: "world", attrs: plain}})
+	})
+	if err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	if len(verdicts) != 2 || !strings.HasPrefix(verdicts[0], "N+") {
+		t.Fatalf("verdicts %q; want the text file refused with N+", verdicts)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "resumed.txt")); err == nil {
+		t.Error("the refused file was stored")
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "next.bin")); err != nil || string(got) != "world" {
+		t.Errorf("next.bin = %q, %v", got, err)
+	}
+	if es, _ := os.ReadDir(dst); len(es) != 1 {
+		t.Errorf("%d entries in the destination, want next.bin alone", len(es))
 	}
 }
 
@@ -114,10 +147,10 @@ func TestTextCharacterSets(t *testing.T) {
 	var verdicts []string
 	err := receiveClassic(t, dst, func(a net.Conn) {
 		verdicts = classicSend(t, a, []classicFile{
-			{"latin1.txt", "caf\xe9\r\n", text("CI6/100")},
-			{"utf8.txt", "caf\xc3\xa9\r\n", text("CI196")},
-			{"plain.txt", "caf\xe9\r\n", text("")},
-			{"cyrillic.txt", "\xd0\xd2\r\n", text("CI6/144")},
+			{name: "latin1.txt", data: "caf\xe9\r\n", attrs: text("CI6/100")},
+			{name: "utf8.txt", data: "caf\xc3\xa9\r\n", attrs: text("CI196")},
+			{name: "plain.txt", data: "caf\xe9\r\n", attrs: text("")},
+			{name: "cyrillic.txt", data: "\xd0\xd2\r\n", attrs: text("CI6/144")},
 		})
 	})
 	if err != nil {

@@ -412,7 +412,10 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	unlessThere := disp == dispositionUnlessThere && s.neg.unlessThere && !cur.text
 	if (recovery || unlessThere) && !cur.expected {
 		if cur.text {
-			return framing.AttrReply{Accept: false, Reasons: "+", ResumeAt: -1}.Marshal(), nil
+			// Refused, and not stored whatever the sender does next (a
+			// sender that went on with its data had it stored).
+			cur.inc.Abort(false)
+			return s.refuse(cur, "+", errTextRecovery)
 		}
 		if (s.neg.skipWhole || recovery) && s.alreadyThere(cur) {
 			// A resumed tree re-sends no file that arrived whole before:
@@ -635,6 +638,10 @@ func convertedName(name string) string {
 // ErrAlreadyThere is why a resumed file is not sent again: the receiver
 // has it under its final name, with the sender's length and time.
 var ErrAlreadyThere = errors.New("already there (same size and time)")
+
+// errTextRecovery refuses a text-mode file sent for recovery: its bytes
+// here are converted, so no offset in them stands for the sender's.
+var errTextRecovery = errors.New("a text-mode file cannot be resumed (send it whole, or in binary mode)")
 
 // reasonAlreadyThere is the refusal reason a kerf receiver gives a kerf
 // sender asking for recovery of a file it has whole (not an attribute

@@ -509,6 +509,12 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(local, "tree/fifodir/fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("fifo", filepath.Join(local, "tree/fifolink")); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover partial of an interrupted get: passed over, as a
+	// server passes it over, not sent to be refused (exit 4).
+	writeFile(t, filepath.Join(local, "tree/.old.kerf-part"), []byte("partial"))
 	r := run(t, srv, local, nil, "send", "-r", "tree", srv.addr)
 	if r.code != 4 || !strings.Contains(r.stderr, "not transferred: tree/dangling\n") {
 		t.Errorf("want exit 4 naming only tree/dangling as not sent:\n%s", r)
@@ -521,11 +527,14 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(root, "tree/link.txt")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("the link arrived as %v, %v; want a regular file", fi, err)
 	}
-	for _, n := range []string{"dirlink", "dangling", "fifo"} {
+	for _, n := range []string{"dirlink", "dangling", "fifo", "fifolink", ".old.kerf-part"} {
 		noFile(t, filepath.Join(root, "tree", n))
 		if !strings.Contains(r.stderr, filepath.Join("tree", n)) {
 			t.Errorf("kerf did not say it skipped tree/%s:\n%s", n, r.stderr)
 		}
+	}
+	if !strings.Contains(r.stderr, "a symbolic link to a named pipe") {
+		t.Errorf("a link to a FIFO not said to be one:\n%s", r.stderr)
 	}
 
 	// The same kinds on the server: a get -r says what it passed over
@@ -533,13 +542,14 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	os.Symlink("fifodir", filepath.Join(root, "tree/dirlink"))
 	syscall.Mkfifo(filepath.Join(root, "tree/fifo"), 0o644)
 	syscall.Mkfifo(filepath.Join(root, "tree/fifodir/fifo"), 0o644)
+	os.Symlink("fifo", filepath.Join(root, "tree/fifolink"))
 	back := t.TempDir()
 	r = mustRun(t, srv, back, []string{"--json"}, "get", "-r", target(srv.addr, "tree"), ".")
 	skipped := map[string]string{}
 	for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_skipped") {
 		skipped[e.Name] = e.Reason
 	}
-	for n, what := range map[string]string{"tree/dirlink": "a link to a directory", "tree/fifo": "a named pipe", "tree/fifodir/fifo": "a named pipe"} {
+	for n, what := range map[string]string{"tree/dirlink": "a link to a directory", "tree/fifo": "a named pipe", "tree/fifodir/fifo": "a named pipe", "tree/fifolink": "a link to a named pipe"} {
 		if !strings.Contains(skipped[n], what) {
 			t.Errorf("get -r: %s skipped for %q, want %q:\n%s", n, skipped[n], what, r.stdout)
 		}

@@ -79,7 +79,10 @@ func TempName(base string) string {
 // file's (see TempName): such names are never served, listed, or
 // accepted from a peer. One that only ends in PartSuffix ("x.kerf-part")
 // is an ordinary file's.
-func isPartName(name string) bool {
+// IsPartName reports whether name (one element) has the form of kerf's
+// own partial files, .NAME.kerf-part: such files are neither sent nor
+// served.
+func IsPartName(name string) bool {
 	return len(name) > 1+len(PartSuffix) && name[0] == '.' && strings.HasSuffix(name, PartSuffix)
 }
 
@@ -427,7 +430,20 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 		fd, err = unix.Openat(dirfd, name, flags|unix.O_EXCL, 0o600)
 		fresh = err == nil
 		if err == unix.EEXIST {
-			fd, err = unix.Openat(dirfd, name, flags, 0o600)
+			// O_NONBLOCK: what is there may be a named pipe, refused
+			// below (O_RDWR does not block on one, but let nothing
+			// else that might).
+			fd, err = unix.Openat(dirfd, name, flags|unix.O_NONBLOCK, 0o600)
+			if err == nil {
+				if rerr := mustBeRegular(fd); rerr != nil {
+					unix.Close(fd)
+					var nr errNotRegular
+					if errors.As(rerr, &nr) {
+						return fmt.Errorf("filestore: %s is %s where kerf keeps the file's partial; remove it to receive the file", path.Join(h.rel, name), nr.kind)
+					}
+					return &fs.PathError{Op: "fstat", Path: path.Join(h.rel, name), Err: rerr}
+				}
+			}
 		}
 		if err == unix.ELOOP {
 			// A link where the partial goes, never followed: the
@@ -470,10 +486,22 @@ func (h *dirHandle) openRead(d *Dir, name string) (*os.File, error) {
 	err := h.atDir(d, func(dirfd int) error {
 		return ignoringEINTR(func() error {
 			var err error
-			fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			// O_NONBLOCK: a named pipe put in the file's place would
+			// block the open for ever (it is then refused below).
+			fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 			return err
 		})
 	})
+	if err == nil {
+		if err = mustBeRegular(fd); err == nil {
+			// Back to blocking, so that os.NewFile does not try the
+			// poller with it.
+			_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_RDONLY)
+		}
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "openat", Path: path.Join(h.rel, name), Err: err}
 	}
@@ -516,7 +544,7 @@ func CleanName(name string) (string, error) {
 		}
 	}
 	c := path.Clean(name)
-	if c == "." || isPartName(path.Base(c)) {
+	if c == "." || IsPartName(path.Base(c)) {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
 	}
 	return c, nil
@@ -1314,14 +1342,22 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 			out = append(out, d.outgoing(n.rel, path.Base(n.rel), target, true))
 		case fi.IsDir() && recursive:
 			out = d.walk(out, n.rel)
+		case target != nil && target.IsDir() && recursive && !n.pattern:
+			// A link to a directory named plainly: its tree, under the
+			// link's name, as send -r does with a local one and as
+			// "link/" is (the walk itself follows no link to a
+			// directory, so there is no loop).
+			out = d.walk(out, n.rel)
 		case n.pattern:
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():
 			bad = fmt.Errorf("filestore: %s is a directory (use -r)", n.rel)
 		case targetErr != nil && !errors.Is(targetErr, fs.ErrNotExist):
 			bad = targetErr // leading out: the caller says so in words
+		case target != nil && target.IsDir():
+			bad = fmt.Errorf("filestore: %s is a link to a directory (use -r)", n.rel)
 		default:
-			bad = fmt.Errorf("filestore: %s is not a regular file", n.rel)
+			bad = fmt.Errorf("filestore: %s is not a regular file (%s)", n.rel, EntryKind(fi.Mode()))
 		}
 		if bad == nil {
 			continue
@@ -1362,7 +1398,7 @@ func EntryKind(m fs.FileMode) string {
 // file (.NAME.kerf-part), which is never served, through a link either.
 func (d *Dir) linksToPart(rel string) bool {
 	to, err := d.root.Readlink(rel)
-	return err == nil && isPartName(path.Base(to))
+	return err == nil && IsPartName(path.Base(to))
 }
 
 // specName is a name a filespec resolved to, relative to the tree's top,
@@ -1463,7 +1499,7 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 		if strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(base, ".") {
 			continue
 		}
-		if ok, _ := path.Match(base, e.Name()); ok && !isPartName(e.Name()) {
+		if ok, _ := path.Match(base, e.Name()); ok && !IsPartName(e.Name()) {
 			if fi, err := e.Info(); err == nil {
 				out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true, fi: fi})
 			}
@@ -1505,7 +1541,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			}
 			return nil
 		}
-		if isPartName(e.Name()) {
+		if IsPartName(e.Name()) {
 			return nil
 		}
 		var info fs.FileInfo
@@ -1526,6 +1562,8 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			what := EntryKind(e.Type())
 			if info != nil && info.IsDir() {
 				what = "a link to a directory"
+			} else if info != nil {
+				what = "a link to " + EntryKind(info.Mode())
 			}
 			out = append(out, kermit.OutgoingFile{Name: name(p), Size: -1,
 				Open: func() (kermit.FileReader, error) { return nil, kermit.PassedOver(what) }})
@@ -1616,7 +1654,9 @@ func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
 // a symlink, which os.Root would follow) is refused, not sent in its
 // place under the match's size and time.
 func (d *Dir) openMatched(rel string, fi fs.FileInfo) (*os.File, error) {
-	f, err := d.root.Open(rel)
+	// O_NONBLOCK: a named pipe put in its place would block the open for
+	// ever; it is not the file matched, and refused below.
+	f, err := d.root.OpenFile(rel, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -1630,7 +1670,10 @@ func (d *Dir) openMatched(rel string, fi fs.FileInfo) (*os.File, error) {
 // isMatched reports whether f is the file fi describes.
 func isMatched(f *os.File, fi fs.FileInfo) bool {
 	st, err := f.Stat()
-	return err == nil && os.SameFile(fi, st)
+	// The type too: an inode number is reused at once once freed (a
+	// file removed and a named pipe made in its place can have its
+	// number).
+	return err == nil && os.SameFile(fi, st) && st.Mode().Type() == fi.Mode().Type()
 }
 
 // SplitSpec splits a Kermit filespec at spaces, honouring {braces}: a
@@ -1874,7 +1917,7 @@ func (d *Dir) Remove(name string) error {
 		// "f/" names a directory, as for rm(1): never the file f.
 		return fmt.Errorf("filestore: %s: not a file (a name ending in / is a directory)", name)
 	}
-	if isPartName(path.Base(name)) {
+	if IsPartName(path.Base(name)) {
 		return d.removePart(name)
 	}
 	rel, err := d.resolve(name)
@@ -2265,12 +2308,39 @@ func (d *Dir) revalidateDirs() {
 // with the network poller (a failing epoll_ctl and three fcntl per
 // file), and no os.File (its fcntl, cleanup and allocations), which
 // show when a client sends thousands of small files.
+//
+// Only a regular file opens: one swapped for a named pipe since it was
+// listed would block the open for ever (O_NONBLOCK, harmless on a
+// regular file, keeps it from that), and a directory would read as
+// garbage.
 func OpenLocal(name string) (*LocalFile, error) {
-	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
+	if err := mustBeRegular(fd); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
 	return &LocalFile{fd: fd, name: name}, nil
+}
+
+// errNotRegular is what opening a file for reading finds in its place
+// when it is not a regular file.
+type errNotRegular struct{ kind string }
+
+func (e errNotRegular) Error() string { return "no longer a regular file (now " + e.kind + ")" }
+
+// mustBeRegular fails unless fd is a regular file.
+func mustBeRegular(fd int) error {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errNotRegular{EntryKind(statInfo{st: st}.Mode())}
+	}
+	return nil
 }
 
 // LocalFile is a local file open for reading (OpenLocal). Its methods
@@ -2425,6 +2495,9 @@ func (s statInfo) IsDir() bool { return s.Mode().IsDir() }
 // ChangeTime is the file's ctime (kermit.ChangeTimeOf).
 func (s statInfo) ChangeTime() time.Time { return time.Unix(s.st.Ctim.Sec, s.st.Ctim.Nsec) }
 func (s statInfo) Sys() any              { return &s.st }
+
+// Links is the file's link count: 0 once it has been removed while open.
+func (s statInfo) Links() uint64 { return uint64(s.st.Nlink) }
 func (s statInfo) Mode() fs.FileMode {
 	m := fs.FileMode(s.st.Mode & 0o777)
 	switch s.st.Mode & unix.S_IFMT {

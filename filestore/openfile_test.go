@@ -1,9 +1,12 @@
 package filestore_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,5 +204,104 @@ func TestCreateAfterDirectoryRenamed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "c", "h")); err == nil {
 		t.Error("a/h landed in c, renamed from outside before the group")
+	}
+}
+
+// A file swapped for a named pipe after it was listed fails to open at
+// once, on both sides (a server's match, a client's OpenLocal); a
+// named pipe where a partial goes fails that file only. Each used to
+// block in open(2) for ever, or (the partial) fail the session.
+func TestNamedPipeInAFilesPlace(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "p/served.txt", "p/local.txt")
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	files, err := d.Match("p/served.txt", false)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("Match: %v, %v", files, err)
+	}
+	for _, name := range []string{"p/served.txt", "p/local.txt"} {
+		os.Remove(filepath.Join(root, name))
+		if err := syscall.Mkfifo(filepath.Join(root, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 2)
+	go func() {
+		r, err := files[0].Open()
+		if err == nil {
+			r.Close()
+		}
+		done <- err
+	}()
+	go func() {
+		r, err := filestore.OpenLocal(filepath.Join(root, "p/local.txt"))
+		if err == nil {
+			r.Close()
+		} else if !strings.Contains(err.Error(), "a named pipe") {
+			err = fmt.Errorf("error without the pipe's kind: %w", err)
+			t.Error(err)
+		}
+		done <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Error("a named pipe opened as the file")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("opening a named pipe in a file's place blocks")
+		}
+	}
+	// Where the partial goes.
+	if err := syscall.Mkfifo(filepath.Join(root, "p", filestore.TempName("new.txt")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := d.Create("p/new.txt")
+	if err == nil {
+		in.Abort(false)
+		t.Fatal("a named pipe where the partial goes was taken")
+	}
+	if !strings.Contains(err.Error(), "a named pipe where kerf keeps the file's partial") {
+		t.Errorf("Create: %v", err)
+	}
+}
+
+// A link to a directory of the tree, named plainly in a recursive match,
+// brings the directory's files under the link's name (as send -r does
+// with a local one, and as "link/" does); without -r it is refused in
+// words, and a named pipe is named as one.
+func TestMatchLinkToDirectoryNamedPlainly(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "real/f.txt", "real/sub/g.txt")
+	os.Symlink("real", filepath.Join(root, "lnk"))
+	syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644)
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	files, err := d.Match("lnk", true)
+	if err != nil {
+		t.Fatalf("Match(lnk, -r): %v", err)
+	}
+	var names []string
+	for _, f := range files {
+		if !f.Dir {
+			names = append(names, f.Name)
+		}
+	}
+	if strings.Join(names, " ") != "lnk/f.txt lnk/sub/g.txt" {
+		t.Errorf("Match(lnk, -r) = %q", names)
+	}
+	if _, err := d.Match("lnk", false); err == nil || !strings.Contains(err.Error(), "a link to a directory (use -r)") {
+		t.Errorf("Match(lnk) without -r: %v", err)
+	}
+	if _, err := d.Match("pipe", true); err == nil || !strings.Contains(err.Error(), "not a regular file (a named pipe)") {
+		t.Errorf("Match(pipe): %v", err)
 	}
 }

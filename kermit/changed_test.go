@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"kerf/kermit"
 )
@@ -187,5 +188,46 @@ func TestFileRewrittenKeepingItsTimeIsNotStored(t *testing.T) {
 			}
 			checkFiles(t, dst, []testFile{{"steady.bin", randomBytes(5000, 8)}})
 		})
+	}
+}
+
+// A file removed while it is sent is said to be so, not "written to"
+// (removing it moves its ctime), and is not stored.
+func TestFileRemovedWhileSentSaysSo(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"gone.bin", randomBytes(100_000, 9)}})
+	p := filepath.Join(src, "gone.bin")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[0].ModTime, out[0].ChangeTime = fi.ModTime(), kermit.ChangeTimeOf(fi)
+	open := out[0].Open
+	out[0].Open = func() (kermit.FileReader, error) {
+		r, err := open()
+		if err == nil {
+			time.Sleep(20 * time.Millisecond) // a ctime the removal moves
+			os.Remove(p)
+		}
+		return r, err
+	}
+	var mu sync.Mutex
+	var why error
+	scfg := kermit.DefaultConfig()
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			mu.Lock()
+			why = e.Err
+			mu.Unlock()
+		}
+	}
+	serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
+	mu.Lock()
+	defer mu.Unlock()
+	if serr == nil || why == nil || !strings.Contains(why.Error(), "was removed while it was being sent") {
+		t.Fatalf("send: %v, file error %v; want it said removed", serr, why)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "gone.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("gone.bin stored (%v)", err)
 	}
 }

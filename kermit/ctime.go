@@ -17,3 +17,12 @@ func ChangeTimeOf(fi fs.FileInfo) time.Time {
 	}
 	return sysChangeTime(fi)
 }
+
+// removedWhileOpen reports whether fi, of an open file, says the file
+// has no name left (its link count is 0), where that is known.
+func removedWhileOpen(fi fs.FileInfo) bool {
+	if l, ok := fi.(interface{ Links() uint64 }); ok {
+		return l.Links() == 0
+	}
+	return sysLinks(fi) == 0
+}

@@ -12,3 +12,10 @@ func sysChangeTime(fi fs.FileInfo) time.Time {
 	}
 	return time.Time{}
 }
+
+func sysLinks(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Nlink)
+	}
+	return -1
+}

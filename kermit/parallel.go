@@ -263,6 +263,17 @@ func finishedWell(errs []error, ended []time.Time) []int {
 	return good
 }
 
+// lostGet reports whether a session's GET ended because the session was
+// lost (its link, or the server's end of it), so that another may take
+// its share over: not a group that ended with files failed, nor the
+// server's refusal in an E packet (no such file, not a regular file),
+// which it would give the other session too.
+func lostGet(err error) bool {
+	var ge *GroupError
+	var pe *PeerError
+	return err != nil && !errors.As(err, &ge) && !errors.As(err, &pe)
+}
+
 // withFailed is err with the files failed also named, unless err ended
 // its group (then it stands alone, and the files were told).
 func withFailed(err error, failed []string) error {
@@ -403,7 +414,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	good := finishedWell(errs, nil)
 	for i, err := range errs {
 		var ge *GroupError
-		if err == nil || errors.As(err, &ge) || ctx.Err() != nil {
+		if !lostGet(err) || ctx.Err() != nil {
 			continue
 		}
 		for len(good) > 0 {

@@ -681,6 +681,12 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 		if ct := ChangeTimeOf(fi); f.ChangeTime.IsZero() || ct.IsZero() || ct.Equal(f.ChangeTime) {
 			return nil
 		}
+		if removedWhileOpen(fi) {
+			// Removing a file moves its ctime too: said as it is, and
+			// not stored all the same, since it may have been written
+			// before it went.
+			return fmt.Errorf("%s was removed while it was being sent; not stored", f.Name)
+		}
 		// Written, and given back its size and time (touch -r).
 		return fmt.Errorf("%s changed while it was being sent (written to, its size and modification time kept); not stored: send it again", f.Name)
 	}

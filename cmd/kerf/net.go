@@ -630,6 +630,12 @@ func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, f
 			}
 			return nil
 		}
+		if filestore.IsPartName(d.Name()) {
+			// kerf's own partial (an interrupted transfer's): a
+			// receiver refuses the name, and a server never serves it.
+			skip(p, "kerf's own partial file (.NAME.kerf-part)")
+			return nil
+		}
 		info, err := d.Info()
 		if err != nil {
 			fail(name, err)
@@ -645,6 +651,9 @@ func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, f
 				info = target // as scp -r does, a link to a file sends the file
 			case target.IsDir():
 				skip(p, "a symbolic link to a directory (not followed: no loops)")
+				return nil
+			default:
+				skip(p, "not a regular file (a symbolic link to "+filestore.EntryKind(target.Mode())+")")
 				return nil
 			}
 		}

@@ -394,3 +394,19 @@ func TestKerfWithCKermitServerParity(t *testing.T) {
 		})
 	}
 }
+
+// A C-Kermit server that sends path names (SET SEND PATHNAMES RELATIVE)
+// and a get without -r: the file lands by its own name in the
+// destination, as the README says, and counts as arrived (it landed at
+// dest/sub/f.txt, and was then named missing: exit 4).
+func TestKerfGetFromCKermitServerSendingPaths(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "sub/f.txt"), randomBytes(5000, 28))
+	_, addr := ckermitServer(t, ckdir, "set send pathnames relative")
+	r := run(t, nil, local, nil, "get", "--classic", target(addr, "sub/f.txt"), "dest/")
+	if r.code != 0 {
+		t.Fatalf("kerf get --classic of sub/f.txt: %s", r)
+	}
+	sameFile(t, filepath.Join(ckdir, "sub/f.txt"), filepath.Join(local, "dest/f.txt"))
+	noFile(t, filepath.Join(local, "dest/sub"))
+}

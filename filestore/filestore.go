@@ -712,6 +712,9 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		}
 		// A cached directory may have been removed since: open it afresh once.
 		if attempt > 0 || !errors.Is(err, fs.ErrNotExist) {
+			if pe == nil {
+				return nil, err // openTemp's own words, which say whose
+			}
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
 	}

@@ -43,7 +43,9 @@ func classicSend(t *testing.T, a net.Conn, files []classicFile) (verdicts []stri
 		seq = (seq + 1) % 64
 		return ack
 	}
-	send('S', framing.DefaultParams().Marshal())
+	init := framing.DefaultParams()
+	init.Capas |= framing.CapAttrs // as C-Kermit's
+	send('S', init.Marshal())
 	for _, f := range files {
 		send('F', []byte(f.name))
 		var verdict []byte
@@ -130,6 +132,30 @@ func TestRefusedTextRecoveryIsNotStored(t *testing.T) {
 	}
 	if es, _ := os.ReadDir(dst); len(es) != 1 {
 		t.Errorf("%d entries in the destination, want next.bin alone", len(es))
+	}
+}
+
+// A classic sender's DATA.BIN and data.bin in one group would both be
+// stored as data.bin (names are lower-cased): the second is refused, not
+// stored over the first without a word.
+func TestClassicNamesThatClashAreRefused(t *testing.T) {
+	dst := t.TempDir()
+	attrs := framing.NewAttributes()
+	attrs.Length, attrs.Type = 5, "B8"
+	var verdicts []string
+	err := receiveClassic(t, dst, func(a net.Conn) {
+		verdicts = classicSend(t, a, []classicFile{{name: "DATA.BIN", data: "upper", attrs: attrs}, {name: "data.bin", data: "lower", attrs: attrs}, {name: "OTHER.BIN", data: "other", attrs: attrs}})
+	})
+	if err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	if len(verdicts) != 3 || strings.HasPrefix(verdicts[0], "N") || !strings.HasPrefix(verdicts[1], "N") || strings.HasPrefix(verdicts[2], "N") {
+		t.Fatalf("verdicts %q; want the second refused", verdicts)
+	}
+	for name, want := range map[string]string{"data.bin": "upper", "other.bin": "other"} {
+		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
 	}
 }
 

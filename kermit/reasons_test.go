@@ -178,3 +178,26 @@ func TestServerGetWithUnreadableFileStaysInStep(t *testing.T) {
 		t.Errorf("server: %v", err)
 	}
 }
+
+// A long refusal reaches the sender whole, in several "m" fields: it
+// was cut at 94 bytes, before its hint.
+func TestLongRefusalArrivesWhole(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	deep := "a-rather-deep/directory-tree/with-long-names-in-it/for-a-reason"
+	out := writeFiles(t, src, []testFile{{"x.bin", randomBytes(5000, 1)}})
+	out[0].Name = deep + "/x.bin"
+	if err := os.MkdirAll(filepath.Join(dst, deep), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nowhere", filepath.Join(dst, deep, ".x.bin.kerf-part")); err != nil {
+		t.Fatal(err)
+	}
+	var sent eventLog
+	scfg := kermit.DefaultConfig()
+	scfg.Events = sent.add
+	transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
+	err := sent.errOf(kermit.FileSkipped, out[0].Name)
+	if err == nil || !strings.Contains(err.Error(), "remove it to receive the file") || !strings.Contains(err.Error(), deep) {
+		t.Fatalf("sender's reason: %v; want the receiver's whole text", err)
+	}
+}

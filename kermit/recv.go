@@ -138,6 +138,10 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 	s.cancelFile.Store(false)
 	s.cancelGroup.Store(false)
 	var cur *recvFile
+	// A classic peer's names as stored (lower-cased: convertedName), by
+	// the name each came as: DATA.BIN and data.bin of one group would be
+	// one file, the second stored over the first without a word.
+	converted := map[string]string{}
 	defer func() {
 		if cur != nil && cur.deferred {
 			s.event(Event{Kind: FileFailed, Name: cur.name, Err: cur.why})
@@ -214,8 +218,15 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if err != nil {
 				return err
 			}
+			var clash error
 			if p.Type == 'F' && !s.neg.peerKerf {
+				sent := name
 				name = convertedName(name)
+				if first, ok := converted[name]; ok && first != sent {
+					clash = fmt.Errorf("%s and %s, both sent in this group, would both be stored as %s: the second is not stored", first, sent, name)
+				} else if !ok {
+					converted[name] = sent
+				}
 			}
 			if p.Type == 'F' && (name == "" || !s.neg.peerKerf && strings.Trim(name, " /") == "") {
 				// G-Kermit sends an empty name for one it cannot
@@ -254,7 +265,10 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 					s.makeDir(store, cur)
 				}
 			} else {
-				inc, err := store.Create(name)
+				inc, err := Incoming(nil), clash
+				if err == nil {
+					inc, err = store.Create(name)
+				}
 				if err != nil {
 					if !s.neg.attrs {
 						return fmt.Errorf("kermit: cannot receive %q: %w", name, err)
@@ -577,18 +591,38 @@ func (s *Session) finishDirs(store Store) {
 }
 
 // refusalText is kerf's addition to a refusing A ACK for a kerf peer: an
-// "m" field (tag, tochar(length), encoded text) after the one reason tag,
+// "m" field (tag, tochar(length), encoded text; several for a long
+// text, each of at most 94 bytes) after the one reason tag,
 // saying why in words, since Kermit's reason tags only say which
 // attribute. Other Kermits get the tags alone.
 func (s *Session) refusalText(why error) []byte {
 	if why == nil || !s.neg.peerKerf {
 		return nil
 	}
-	enc := s.fitText(why.Error(), 94) // the most tochar can count
-	if len(enc) == 0 {
-		return nil
+	// In "m" fields of at most 94 bytes each (the most tochar can
+	// count), as many as the packet has room for, up to four: one cut
+	// the hint at the end of a long reason ("remove it to receive the
+	// file"). Each is cut at a character's start and decodes alone.
+	msg := []byte(why.Error())
+	room := min(s.neg.maxData-16, 4*(2+94))
+	var out []byte
+	for len(msg) > 0 && room > 2 {
+		limit := min(94, room-2)
+		enc, n := s.neg.out.Encode(nil, msg, limit)
+		if n < len(msg) && !utf8.RuneStart(msg[n]) {
+			for n > 0 && !utf8.RuneStart(msg[n]) {
+				n--
+			}
+			enc, _ = s.neg.out.Encode(nil, msg[:n], limit)
+		}
+		if n == 0 || len(enc) == 0 {
+			break
+		}
+		out = append(append(out, 'm', byte(32+len(enc))), enc...)
+		room -= 2 + len(enc)
+		msg = msg[n:]
 	}
-	return append([]byte{'m', byte(32 + len(enc))}, enc...)
+	return out
 }
 
 // ExistingFile is an optional extension of Incoming: the file already

@@ -923,14 +923,36 @@ func (s *Session) declined(reasons string) error {
 // refusal describes a refusing A ACK's reasons: the tags, and for a kerf
 // peer the text of its "m" field (see refusalText).
 func (s *Session) refusal(reasons string) error {
-	if j := strings.IndexByte(reasons, 'm'); j >= 1 && j+1 < len(reasons) && s.neg.peerKerf {
-		if l := int(reasons[j+1]) - 32; j+2+l == len(reasons) {
-			if text, err := s.decodeString([]byte(reasons[j+2:])); err == nil {
-				return fmt.Errorf("refused by the receiver (%s): %s", reasonWords(reasons[:j]), text)
-			}
+	if j := strings.IndexByte(reasons, 'm'); j >= 1 && s.neg.peerKerf {
+		if text, ok := s.refusalFields(reasons[j:]); ok {
+			// Its words say why; the tags' names ("disposition") would
+			// only say which attribute.
+			return fmt.Errorf("refused by the receiver: %s", text)
 		}
 	}
 	return fmt.Errorf("refused by the receiver (%s)", reasonWords(reasons))
+}
+
+// refusalFields decodes the "m" fields that end a refusal (see
+// refusalText), one after another to the end, into their text.
+func (s *Session) refusalFields(f string) (string, bool) {
+	var text strings.Builder
+	for len(f) > 0 {
+		if len(f) < 2 || f[0] != 'm' {
+			return "", false
+		}
+		l := int(f[1]) - 32
+		if l < 0 || 2+l > len(f) {
+			return "", false
+		}
+		part, err := s.decodeString([]byte(f[2 : 2+l]))
+		if err != nil {
+			return "", false
+		}
+		text.WriteString(part)
+		f = f[2+l:]
+	}
+	return text.String(), text.Len() > 0
 }
 
 // reasonWord is the attribute a refusal's reason letter stands for.

@@ -875,6 +875,11 @@ func getCommand() *cli.Command {
 			}()
 			defer store.Close()
 			store.Sparse = c.Bool("sparse")
+			// Without -r files land by their own names, as with cp: a
+			// classic server that sends paths (C-Kermit's SET SEND
+			// PATHNAMES) builds no tree here (a kerf server sends bare
+			// names then).
+			store.Flat = !c.Bool("recursive")
 			// Two filespecs may name files of one name (a/x b/x): the
 			// second is refused, not stored over the first.
 			store.UniqueNames = len(specs) > 1
@@ -929,7 +934,7 @@ func getCommand() *cli.Command {
 						return transferErr(fmt.Errorf("destination %s: %w", dest, err))
 					}
 					defer st.Close()
-					st.Sparse, st.UniqueNames = store.Sparse, store.UniqueNames
+					st.Sparse, st.UniqueNames, st.Flat = store.Sparse, store.UniqueNames, store.Flat
 					if store.UniqueNames {
 						// One transfer: a name taken in one session is
 						// taken for all.

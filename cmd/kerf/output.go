@@ -356,7 +356,9 @@ func (r *reporter) missingNames(specs []string) {
 		want := convertedForm(base)
 		found := false
 		for _, n := range seen {
-			if n == want || strings.HasPrefix(n, want+"/") {
+			// The name itself, a tree under it, or (from a classic
+			// server that sends paths) a path ending in it.
+			if n == want || strings.HasPrefix(n, want+"/") || strings.HasSuffix(n, "/"+want) || strings.Contains(n, "/"+want+"/") {
 				found = true
 				break
 			}

@@ -190,6 +190,7 @@ func serialCommand() *cli.Command {
 					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
 						store.UniqueNames = c.NArg() > 1 // as for a network get
+						store.Flat = true                // as a network get without -r
 						err := getEach(specGroups(c.Args().Slice(), true), func(spec string) error {
 							return s.GetWith(c.Context, spec, kermit.GetOptions{Resume: c.Bool("resume")}, store)
 						}, rep.refusedSpec)

@@ -171,7 +171,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if s.ql != nil {
 		// A QUIC connection holds a slot until its first stream, so
 		// only peers some session's token awaits may make one.
-		s.ql.SetAdmit(s.dl.Awaits)
+		s.ql.SetAdmit(s.dl.Awaits, cfg.MaxSessionsPerAddr)
 	}
 	return s, nil
 }

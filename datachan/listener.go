@@ -112,7 +112,6 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.closed = true
-	err := l.ln.Close()
 	for _, p := range l.pending {
 		l.endLocked(p, ErrListenerClosed, false)
 	}
@@ -120,6 +119,9 @@ func (l *Listener) Close() error {
 		c.Close()
 	}
 	l.mu.Unlock()
+	// Not under l.mu: closing a QUIC listener waits for its accept loop,
+	// which may be asking Awaits, which takes l.mu.
+	err := l.ln.Close()
 	l.wg.Wait()
 	return err
 }
@@ -316,15 +318,16 @@ func (l *Listener) Awaits(ip net.IP) bool {
 func (l *Listener) handshake(raw net.Conn, remoteIP net.IP, awaited bool) {
 	defer l.wg.Done()
 	paired := false
+	inHello := awaited // counted in hsFrom, until arrive or the end
+	counted := &inHello
 	defer func() {
 		l.mu.Lock()
 		delete(l.handshaking, raw)
-		if k := remoteIP.String(); !awaited {
-			<-l.strangerSlots
-		} else if <-l.handshakeSlots; l.hsFrom[k] <= 1 {
-			delete(l.hsFrom, k)
+		l.uncountLocked(remoteIP, counted)
+		if awaited {
+			<-l.handshakeSlots
 		} else {
-			l.hsFrom[k]--
+			<-l.strangerSlots
 		}
 		l.mu.Unlock()
 		if !paired {
@@ -369,8 +372,24 @@ func (l *Listener) handshake(raw net.Conn, remoteIP net.IP, awaited bool) {
 			return
 		}
 	}
-	paired = l.arrive(p, raw, c)
+	paired = l.arrive(p, raw, c, remoteIP, counted)
 	testHookPaired()
+}
+
+// uncountLocked takes a connection from ip out of hsFrom if *counted,
+// and clears *counted: once its stream has arrived it is no longer in
+// its hello, in the same step as its token's arrived count moves (else
+// for a moment the token's next stream would be taken for a stranger).
+func (l *Listener) uncountLocked(ip net.IP, counted *bool) {
+	if !*counted {
+		return
+	}
+	*counted = false
+	if k := ip.String(); l.hsFrom[k] <= 1 {
+		delete(l.hsFrom, k)
+	} else {
+		l.hsFrom[k]--
+	}
 }
 
 // testHookPaired runs after a connection has paired; tests use it to
@@ -406,7 +425,7 @@ func (l *Listener) unclaim(p *Pending, stream int, c net.Conn) {
 // arrive counts c (raw, if wrapped in TLS) as paired; the last stream
 // completes p. It reports false if p ended meanwhile (c has been closed
 // then).
-func (l *Listener) arrive(p *Pending, raw, c net.Conn) bool {
+func (l *Listener) arrive(p *Pending, raw, c net.Conn, ip net.IP, counted *bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if p.err != nil {
@@ -415,6 +434,7 @@ func (l *Listener) arrive(p *Pending, raw, c net.Conn) bool {
 	// No longer the listener's: Close must not close it once Wait may
 	// have returned it.
 	delete(l.handshaking, raw)
+	l.uncountLocked(ip, counted)
 	p.arrived++
 	if p.arrived == p.streams {
 		delete(l.pending, p.tok)

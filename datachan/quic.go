@@ -243,18 +243,19 @@ func DialQUIC(ctx context.Context, addr string, tok Token, streams int, tlsConf 
 // clients open as a net.Conn, for a Listener (see JoinListeners) to pair
 // like a TCP connection.
 type QUICListener struct {
-	tr        *quic.Transport
-	uc        *net.UDPConn
-	ln        *quic.Listener
-	handshake time.Duration
-	slots     chan struct{} // bounds live QUIC connections
-	admit     atomic.Pointer[func(net.IP) bool]
-	mu        sync.Mutex
-	perAddr   map[string]int // live connections by source address
-	streams   chan net.Conn
-	done      chan struct{}
-	closeOnce sync.Once
-	wg        sync.WaitGroup
+	tr         *quic.Transport
+	uc         *net.UDPConn
+	ln         *quic.Listener
+	handshake  time.Duration
+	slots      chan struct{} // bounds live QUIC connections
+	admit      atomic.Pointer[func(net.IP) bool]
+	mu         sync.Mutex
+	perAddr    map[string]int // live connections by source address
+	maxPerAddr int            // see SetAdmit
+	streams    chan net.Conn
+	done       chan struct{}
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
 	// Warning is why the UDP socket buffers are smaller than QUIC wants
 	// (fast paths will be slower), or "".
 	Warning string
@@ -297,12 +298,19 @@ func (l *QUICListener) Addr() net.Addr { return l.ln.Addr() }
 
 // SetAdmit makes the listener close at once a connection from an address
 // admit refuses (a server admits only addresses some data token awaits:
-// Listener.Awaits), before it holds a slot.
-func (l *QUICListener) SetAdmit(admit func(net.IP) bool) { l.admit.Store(&admit) }
+// Listener.Awaits), before it holds a slot, and one from an address that
+// has perAddr live already (a client opens one a session: a server's
+// sessions per address; 0 for defaultQUICPerAddr).
+func (l *QUICListener) SetAdmit(admit func(net.IP) bool, perAddr int) {
+	l.mu.Lock()
+	l.maxPerAddr = perAddr
+	l.mu.Unlock()
+	l.admit.Store(&admit)
+}
 
-// maxQUICPerAddr bounds the live QUIC connections from one address: a
-// client opens one per session.
-const maxQUICPerAddr = 32
+// defaultQUICPerAddr bounds the live QUIC connections from one address
+// unless SetAdmit says otherwise.
+const defaultQUICPerAddr = 32
 
 // Accept returns the next stream a client opened.
 func (l *QUICListener) Accept() (net.Conn, error) {
@@ -342,7 +350,11 @@ func (l *QUICListener) acceptLoop() {
 		}
 		key := ip.String()
 		l.mu.Lock()
-		if l.perAddr[key] >= maxQUICPerAddr {
+		limit := l.maxPerAddr
+		if limit <= 0 {
+			limit = defaultQUICPerAddr
+		}
+		if l.perAddr[key] >= limit {
 			l.mu.Unlock()
 			c.CloseWithError(1, "busy")
 			continue

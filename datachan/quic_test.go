@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func quicPair(t *testing.T) (l *Listener, q *QUICListener, client *tls.Config) {
 		t.Fatal(err)
 	}
 	l = NewListener(JoinListeners(tcp, q), nil)
-	q.SetAdmit(l.Awaits) // as a server does
+	q.SetAdmit(l.Awaits, 0) // as a server does
 	t.Cleanup(func() { l.Close() })
 	return l, q, &tls.Config{RootCAs: pool}
 }
@@ -200,4 +201,30 @@ func TestQUICSocketsClosed(t *testing.T) {
 		t.Fatalf("the listener's UDP port after Close: %v", err)
 	}
 	pc.Close()
+}
+
+// Closing the listener while a QUIC connection is being admitted (a
+// handshake completing as the server stops) does not deadlock: Close
+// held its lock while waiting for the QUIC accept loop, which was
+// asking Awaits for the same lock.
+func TestCloseWhileAdmittingQUIC(t *testing.T) {
+	l, q, conf := quicPair(t)
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	q.SetAdmit(func(ip net.IP) bool {
+		once.Do(func() { close(entered) })
+		<-proceed
+		return l.Awaits(ip)
+	}, 0)
+	go DialQUIC(testContext(t), q.Addr().String(), NewToken(), 1, conf)
+	<-entered
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	time.Sleep(200 * time.Millisecond) // Close under way
+	close(proceed)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Listener.Close deadlocked with a QUIC connection being admitted")
+	}
 }

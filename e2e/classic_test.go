@@ -410,3 +410,25 @@ func TestKerfGetFromCKermitServerSendingPaths(t *testing.T) {
 	sameFile(t, filepath.Join(ckdir, "sub/f.txt"), filepath.Join(local, "dest/f.txt"))
 	noFile(t, filepath.Join(local, "dest/sub"))
 }
+
+// One GET whose files a C-Kermit server sends with paths that end in
+// the same name (a/x, b/x): without -r both would be x, and the second
+// is refused, not stored over the first without a word.
+func TestKerfGetFromCKermitServerPathsEndingAlike(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "a/x"), []byte("from a"))
+	writeFile(t, filepath.Join(ckdir, "b/x"), []byte("from b"))
+	_, addr := ckermitServer(t, ckdir, "set send pathnames relative")
+	r := run(t, nil, local, []string{"--json"}, "get", "--classic", target(addr, "*/x"), "dest/")
+	got, err := os.ReadFile(filepath.Join(local, "dest/x"))
+	if err != nil {
+		t.Fatalf("dest/x: %v\n%s", err, r)
+	}
+	first := string(got)
+	if r.code != 4 || first != "from a" && first != "from b" {
+		t.Fatalf("want exit 4 with dest/x holding one file whole: %q\n%s", got, r)
+	}
+	if errs := eventsNamed(parseEvents(t, r.stdout), "file_error"); len(errs) != 1 {
+		t.Errorf("want one file_error for the second x:\n%s", r.stdout)
+	}
+}

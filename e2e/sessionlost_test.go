@@ -32,17 +32,25 @@ func TestSessionLostIsTakenOver(t *testing.T) {
 		writeFile(t, filepath.Join(local, name), randomBytes(size, uint64(100+i)))
 		names = append(names, name)
 	}
-	_, port, _ := net.SplitHostPort(srv.addr)
+	_, cport, _ := net.SplitHostPort(srv.addr)
+	_, dport, _ := net.SplitHostPort(srv.dataAddr)
 	for _, c := range []struct {
 		what string
+		port string // whose connection is reset
 		dir  string
 		args []string
 		from string
 		to   string
 	}{
-		{"send", local, []string{"send", "-r", "--sessions", "2", "--limit-rate", "8M", "tree", srv.addr}, local, root},
-		{"get", back, []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, back},
+		{"send", cport, local, []string{"send", "-r", "--sessions", "2", "--limit-rate", "8M", "tree", srv.addr}, local, root},
+		{"get", cport, back, []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, back},
+		// A data connection: the server says so in an E, and the
+		// session is lost all the same (it was taken for a refusal).
+		{"get, data connection", dport, t.TempDir(), []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, ""},
 	} {
+		if c.to == "" {
+			c.to = c.dir
+		}
 		t.Run(c.what, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 			defer cancel()
@@ -65,7 +73,7 @@ func TestSessionLostIsTakenOver(t *testing.T) {
 				stdout.WriteString(line + "\n")
 				if strings.Contains(line, `"file_done"`) {
 					if done++; done == 4 {
-						killed = resetOneConnection(t, port)
+						killed = resetOneConnection(t, c.port)
 					}
 				}
 			}

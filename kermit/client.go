@@ -71,6 +71,10 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 	}
 	sl, err := s.request(ctx, typ, []byte(spec))
 	if err != nil {
+		var pe *PeerError
+		if errors.As(err, &pe) {
+			err = &RefusedGetError{err}
+		}
 		return s.abort(err)
 	}
 	if sl.ackType != 'S' {
@@ -84,6 +88,14 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 	}
 	return nil
 }
+
+// RefusedGetError is a GET the server answered with an E before any
+// file (no such file, not a regular file): asked again, by another
+// session too, it would refuse again. It wraps the PeerError.
+type RefusedGetError struct{ Err error }
+
+func (e *RefusedGetError) Error() string { return e.Err.Error() }
+func (e *RefusedGetError) Unwrap() error { return e.Err }
 
 // Generic sends a REMOTE (G) command and returns the server's reply text.
 // cmd is the generic command letter (D directory, C cwd, E delete, m

@@ -110,6 +110,11 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 // stored (it was, under the file's name).
 func TestRefusedTextRecoveryIsNotStored(t *testing.T) {
 	dst := t.TempDir()
+	// A partial of an earlier binary transfer of another file: kept.
+	partial := filepath.Join(dst, ".kept.bin.kerf-part")
+	if err := os.WriteFile(partial, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	text := framing.NewAttributes()
 	text.Length, text.Type, text.Disposition = 5, "AA", "R"
 	plain := framing.NewAttributes()
@@ -130,8 +135,29 @@ func TestRefusedTextRecoveryIsNotStored(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(dst, "next.bin")); err != nil || string(got) != "world" {
 		t.Errorf("next.bin = %q, %v", got, err)
 	}
-	if es, _ := os.ReadDir(dst); len(es) != 1 {
-		t.Errorf("%d entries in the destination, want next.bin alone", len(es))
+	if es, _ := os.ReadDir(dst); len(es) != 2 {
+		t.Errorf("%d entries in the destination, want next.bin and the other partial", len(es))
+	}
+}
+
+// A text-mode recovery of a file whose binary partial is there: refused,
+// and the partial kept for a binary resume (it was removed).
+func TestRefusedTextRecoveryKeepsThePartial(t *testing.T) {
+	dst := t.TempDir()
+	partial := filepath.Join(dst, ".resumed.bin.kerf-part")
+	if err := os.WriteFile(partial, []byte("half of it"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := framing.NewAttributes()
+	text.Length, text.Type, text.Disposition = 20, "AA", "R"
+	err := receiveClassic(t, dst, func(a net.Conn) {
+		classicSend(t, a, []classicFile{{name: "resumed.bin", data: "x", attrs: text}})
+	})
+	if err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	if got, err := os.ReadFile(partial); err != nil || string(got) != "half of it" {
+		t.Errorf("partial = %q, %v; want it kept", got, err)
 	}
 }
 

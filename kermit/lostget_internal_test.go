@@ -16,7 +16,9 @@ func TestLostGet(t *testing.T) {
 	}{
 		{nil, false},
 		{&GroupError{Failed: []string{"a"}}, false},
-		{fmt.Errorf("get: %w", &PeerError{Msg: "kerf: nonexist: no such file or directory"}), false},
+		{fmt.Errorf("get: %w", &RefusedGetError{&PeerError{Msg: "kerf: nonexist: no such file or directory"}}), false},
+		// The server's word that its data path failed, mid-share.
+		{fmt.Errorf("%w (%v)", &PeerError{Msg: "kermit: sending tree/f24: datachan: data connection lost"}, errors.New("kermit: data of tree/f24: connection lost")), true},
 		{&LinkError{Op: "reading", Err: io.ErrUnexpectedEOF}, true},
 		{fmt.Errorf("kermit: %w", ErrTooManyRetries), true},
 		{errors.New("datachan: connection lost"), true},

@@ -264,14 +264,15 @@ func finishedWell(errs []error, ended []time.Time) []int {
 }
 
 // lostGet reports whether a session's GET ended because the session was
-// lost (its link, or the server's end of it), so that another may take
-// its share over: not a group that ended with files failed, nor the
-// server's refusal in an E packet (no such file, not a regular file),
-// which it would give the other session too.
+// lost (its link, its data path, or the server's end of them, which it
+// says in an E), so that another may take its share over: not a group
+// that ended with files failed, nor the server's refusal of the GET
+// itself (no such file, not a regular file), which it would give the
+// other session too.
 func lostGet(err error) bool {
 	var ge *GroupError
-	var pe *PeerError
-	return err != nil && !errors.As(err, &ge) && !errors.As(err, &pe)
+	var rg *RefusedGetError
+	return err != nil && !errors.As(err, &ge) && !errors.As(err, &rg)
 }
 
 // withFailed is err with the files failed also named, unless err ended

@@ -406,7 +406,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	if cur.text && !cur.refused && cur.inc != nil {
 		latin1, err := textCharset(cur.attrs.Encoding)
 		if err != nil {
-			cur.inc.Abort(false)
+			cur.inc.Abort(true) // a partial already there is kept
 			return s.refuse(cur, "*", err)
 		}
 		cur.latin1 = latin1
@@ -427,8 +427,9 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	if (recovery || unlessThere) && !cur.expected {
 		if cur.text {
 			// Refused, and not stored whatever the sender does next (a
-			// sender that went on with its data had it stored).
-			cur.inc.Abort(false)
+			// sender that went on with its data had it stored). A
+			// partial already there (of a binary transfer) is kept.
+			cur.inc.Abort(true)
 			return s.refuse(cur, "+", errTextRecovery)
 		}
 		if (s.neg.skipWhole || recovery) && s.alreadyThere(cur) {

@@ -878,11 +878,14 @@ func getCommand() *cli.Command {
 			// Without -r files land by their own names, as with cp: a
 			// classic server that sends paths (C-Kermit's SET SEND
 			// PATHNAMES) builds no tree here (a kerf server sends bare
-			// names then).
-			store.Flat = !c.Bool("recursive")
-			// Two filespecs may name files of one name (a/x b/x): the
-			// second is refused, not stored over the first.
-			store.UniqueNames = len(specs) > 1
+			// names then). Not with --resume: a REGET of a kerf server
+			// recurses, as it always has.
+			store.Flat = !c.Bool("recursive") && !c.Bool("resume")
+			// Two filespecs may name files of one name (a/x b/x), and so
+			// may one whose paths are cut to their names: the second is
+			// refused, not stored over the first.
+			severalSpecs := len(specs) > 1
+			store.UniqueNames = severalSpecs || store.Flat
 			if err := checkSessions(c); err != nil {
 				return err
 			}
@@ -900,7 +903,7 @@ func getCommand() *cli.Command {
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude")}
 			toFetch := -1 // files the GET will bring, where a listing told
-			if opts.Resume && !cfg.Classic && !renamed && !store.UniqueNames && hasEntries(openDir) {
+			if opts.Resume && !cfg.Classic && !renamed && !severalSpecs && hasEntries(openDir) {
 				// What is here whole is found from one listing of the
 				// GET's files and left out by the server
 				// (kermit.GetOptions.Skip), not sent to be thrown away.

@@ -189,8 +189,9 @@ func serialCommand() *cli.Command {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
-						store.UniqueNames = c.NArg() > 1 // as for a network get
-						store.Flat = true                // as a network get without -r
+						// As a network get without -r.
+						store.Flat = !c.Bool("resume")
+						store.UniqueNames = c.NArg() > 1 || store.Flat
 						err := getEach(specGroups(c.Args().Slice(), true), func(spec string) error {
 							return s.GetWith(c.Context, spec, kermit.GetOptions{Resume: c.Bool("resume")}, store)
 						}, rep.refusedSpec)

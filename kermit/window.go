@@ -205,6 +205,15 @@ func (s *Session) lineFull(n int) bool {
 
 // stream writes a D packet that will not be acknowledged (streaming).
 func (s *Session) stream(ctx context.Context, data []byte, fileBytes int) error {
+	if s.sw.count > 0 {
+		// Packets of the window still unacknowledged (a file's F, when
+		// no A was awaited: a peer without attribute packets) are
+		// answered first: streaming moves the window past them, and
+		// their ACKs would then be dropped, and waited for for ever.
+		if err := s.drain(ctx); err != nil {
+			return err
+		}
+	}
 	seq := s.sw.next
 	s.sw.next = (seq + 1) % 64
 	s.sw.lo = s.sw.next

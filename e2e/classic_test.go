@@ -432,3 +432,30 @@ func TestKerfGetFromCKermitServerPathsEndingAlike(t *testing.T) {
 		t.Errorf("want one file_error for the second x:\n%s", r.stdout)
 	}
 }
+
+// A C-Kermit server keeps its directory from one client to the next: a
+// send into a directory of it takes it back where it was after (it was
+// left in the directory, and the next client's paths went astray).
+func TestKerfSendToCKermitServerDirLeavesItsDirectory(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "f.txt"), []byte("sent"))
+	writeFile(t, filepath.Join(ckdir, "top.txt"), []byte("at the top"))
+	port := freePort(t)
+	serve := fmt.Sprintf("set host * %d\nif fail exit 1 \"listen failed\"\nserver\nhangup\n", port)
+	k := startCKermit(t, ckdir, "set file type binary\nset file collision overwrite\n"+serve+serve)
+	for deadline := time.Now().Add(20 * time.Second); !listening(port); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("C-Kermit does not listen:\n%s", k.out.String())
+		}
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	mustRun(t, nil, local, nil, "send", "--classic", "f.txt", target(addr, "up/"))
+	sameFile(t, filepath.Join(local, "f.txt"), filepath.Join(ckdir, "up/f.txt"))
+	for deadline := time.Now().Add(20 * time.Second); !listening(port); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("C-Kermit does not listen again:\n%s", k.out.String())
+		}
+	}
+	mustRun(t, nil, local, nil, "get", "--classic", target(addr, "top.txt"), ".")
+	sameFile(t, filepath.Join(ckdir, "top.txt"), filepath.Join(local, "top.txt"))
+}

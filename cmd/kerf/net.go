@@ -757,6 +757,19 @@ func sendCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			cwd := "" // the remote directory the session went into
+			if cfg.Classic && (rdir != "" && rdir != "/" && rdir != ".") {
+				// A classic server (C-Kermit) keeps its directory from
+				// one client to the next: it is taken back to where it
+				// was, as the next command's paths expect.
+				if pwd, err := cl.Generic(c.Context, 'A'); err == nil && strings.TrimSpace(pwd) != "" {
+					back := strings.TrimSpace(pwd)
+					defer func() {
+						if c.Context.Err() == nil {
+							cl.Generic(c.Context, 'C', back)
+						}
+					}()
+				}
+			}
 			if len(args) == 2 && !c.Bool("recursive") && oneFile(files) && remoteAsName(rdir) {
 				// One file to a name: into it if it is a directory,
 				// else stored as that name (asname.go).

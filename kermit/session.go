@@ -576,7 +576,12 @@ func (s *Session) decodeString(data []byte) (string, error) {
 // encodeString encodes b whole into one data field; it fails if the
 // result would not fit one packet.
 func (s *Session) encodeField(b []byte) ([]byte, error) {
-	out, n := s.neg.out.Encode(nil, b, s.neg.maxData)
+	// Up to a short packet's whole length whatever the peer asked for,
+	// as C-Kermit does for a name: a peer asking for 40-byte packets
+	// still takes 94 (every Kermit's buffer does), and a longer name
+	// could not be sent at all.
+	limit := max(s.neg.maxData, framing.MaxShortLen-2-s.neg.check.Len())
+	out, n := s.neg.out.Encode(nil, b, limit)
 	if n < len(b) {
 		return nil, fmt.Errorf("kermit: field of %d bytes does not fit one packet", len(b))
 	}

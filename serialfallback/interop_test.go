@@ -542,3 +542,20 @@ func TestGKermitCapitalNamesLowered(t *testing.T) {
 		t.Error("DATA.BIN stored as G-Kermit sent it")
 	}
 }
+
+// A name longer than a C-Kermit receiver's packets (SET RECEIVE
+// PACKET-LENGTH 40) goes in an F of up to 94 bytes, as C-Kermit sends
+// it: the send failed ("does not fit one packet").
+func TestLongNameToSmallPackets(t *testing.T) {
+	files := []peertest.File{{Name: "a_very_long_file_name_that_exceeds_the_small_packets_of_a_receiver_of_forty.bin", Data: []byte("a file with a long name\n")}}
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	ck := peertest.CKermit(t, b, "set receive packet-length 40\nset file names literal\ncd "+dst+"\nreceive", dst)
+	done := runKerf(t, a, fastBaud, kerfConfig(setting{1, 94, 1}, fastBaud), sendKerf(outgoing(src, files)))
+	waitKerf(t, done, "send")
+	if err := ck.Wait(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	peertest.CheckFiles(t, dst, files)
+}

@@ -403,3 +403,55 @@ func TestEarlyCompressedBlockDecodedOnlyWhenExpected(t *testing.T) {
 		t.Fatalf("%d blocks decoded, want the expected file's one", n)
 	}
 }
+
+// Compressed blocks of a file not expected yet, beyond the park, are
+// remembered undecoded: what length each stands for is unknown, so each
+// is asked for again as "the block at" its offset once the file is
+// expected, and the file arrives whole.
+func TestDeferredCompressedBlocksAskedAgain(t *testing.T) {
+	s, r := pathPair(t, 1, nil, WithBlockSize(1024), WithParkLimit(0), WithCompression(true))
+	ctx := testContext(t)
+	data := textData(10_000)
+	if _, err := s.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return r.Stats().Deferred == 10 })
+	if st := r.Stats(); st.CompressedReceived != 0 {
+		t.Fatalf("blocks of a file not expected were decoded: %+v", st)
+	}
+	dst := newMemFile(len(data))
+	if err := r.Expect(7, dst, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	crc, err := r.Wait(ctx, 7)
+	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
+		t.Fatalf("Wait: %08x, %v", crc, err)
+	}
+	if st := s.Stats(); st.BlocksResent != 10 {
+		t.Fatalf("want the 10 deferred blocks sent again: %+v", st)
+	}
+}
+
+// A parked compressed block that does not decode fails the path when its
+// file comes to be expected, as it would have on arrival.
+func TestParkedUndecodableBlockFailsAtExpect(t *testing.T) {
+	cc, sc := pairedConns(t, 1)
+	r := NewPath(sc, WithCompression(true))
+	defer r.Close()
+	defer cc[0].Close()
+	payload := append(compressedPayload(100, 0, nil)[:8], "not zstd at all"...)
+	frame := make([]byte, framing.BlockHeaderLen+len(payload))
+	copy(frame[framing.BlockHeaderLen:], payload)
+	framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 3, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(frame)
+	if _, err := cc[0].Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return r.Stats().Parked == 1 })
+	err := r.Expect(3, newMemFile(100), 0, 100)
+	if err == nil {
+		_, err = r.Wait(testContext(t), 3)
+	}
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "does not decode") {
+		t.Fatalf("Expect/Wait: %v, want a protocol error", err)
+	}
+}

@@ -32,7 +32,7 @@ type skipFile struct {
 // together. Lines past them are passed over, and their files sent.
 const (
 	maxSkip     = 1 << 18
-	maxSkipAll  = 1 << 21
+	maxSkipAll  = 1 << 20
 	maxSkipName = 4096
 )
 

@@ -410,23 +410,11 @@ func TestEarlyCompressedBlockDecodedOnlyWhenExpected(t *testing.T) {
 // expected, and the file arrives whole.
 func TestDeferredCompressedBlocksAskedAgain(t *testing.T) {
 	s, r := pathPair(t, 1, nil, WithBlockSize(1024), WithParkLimit(0), WithCompression(true))
-	ctx := testContext(t)
-	data := textData(10_000)
-	if _, err := s.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return r.Stats().Deferred == 10 })
-	if st := r.Stats(); st.CompressedReceived != 0 {
-		t.Fatalf("blocks of a file not expected were decoded: %+v", st)
-	}
-	dst := newMemFile(len(data))
-	if err := r.Expect(7, dst, 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	crc, err := r.Wait(ctx, 7)
-	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
-		t.Fatalf("Wait: %08x, %v", crc, err)
-	}
+	sendThenExpect(t, s, r, textData(10_000), func(st Stats) bool { return st.Deferred == 10 }, func() {
+		if st := r.Stats(); st.CompressedReceived != 0 {
+			t.Fatalf("blocks of a file not expected were decoded: %+v", st)
+		}
+	})
 	if st := s.Stats(); st.BlocksResent != 10 {
 		t.Fatalf("want the 10 deferred blocks sent again: %+v", st)
 	}

@@ -116,17 +116,17 @@ func TestSeveralFilesInterleaved(t *testing.T) {
 	}
 }
 
-func TestExpectAfterData(t *testing.T) {
-	s, r := pathPair(t, 1, nil, WithBlockSize(1024))
+// sendThenExpect sends data as file 7 from s before r expects it, waits
+// until arrived says its blocks are all in (parked, deferred), calls
+// before, then expects the file and checks what arrives.
+func sendThenExpect(t *testing.T, s, r *Path, data []byte, arrived func(Stats) bool, before func()) {
+	t.Helper()
 	ctx := testContext(t)
-	data := randomData(3, 10_000)
 	if _, err := s.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return r.Stats().Parked == 10 })
-	if st := r.Stats(); st.BlocksReceived != 0 {
-		t.Fatalf("blocks accepted before Expect: %+v", st)
-	}
+	waitFor(t, func() bool { return arrived(r.Stats()) })
+	before()
 	dst := newMemFile(len(data))
 	if err := r.Expect(7, dst, 0, int64(len(data))); err != nil {
 		t.Fatal(err)
@@ -135,6 +135,15 @@ func TestExpectAfterData(t *testing.T) {
 	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
 		t.Fatalf("Wait: %08x, %v", crc, err)
 	}
+}
+
+func TestExpectAfterData(t *testing.T) {
+	s, r := pathPair(t, 1, nil, WithBlockSize(1024))
+	sendThenExpect(t, s, r, randomData(3, 10_000), func(st Stats) bool { return st.Parked == 10 }, func() {
+		if st := r.Stats(); st.BlocksReceived != 0 {
+			t.Fatalf("blocks accepted before Expect: %+v", st)
+		}
+	})
 	if st := s.Stats(); st.BlocksResent != 0 {
 		t.Fatalf("parked blocks were sent again: %+v", st)
 	}
@@ -142,23 +151,11 @@ func TestExpectAfterData(t *testing.T) {
 
 func TestExpectAfterDataBeyondParkLimit(t *testing.T) {
 	s, r := pathPair(t, 2, nil, WithBlockSize(1024), WithParkLimit(4096))
-	ctx := testContext(t)
-	data := randomData(3, 10_000)
-	if _, err := s.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { st := r.Stats(); return st.Parked+st.Deferred == 10 })
-	if st := r.Stats(); st.Parked != 4 || st.Deferred != 6 {
-		t.Fatalf("want 4 parked and 6 deferred: %+v", st)
-	}
-	dst := newMemFile(len(data))
-	if err := r.Expect(7, dst, 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	crc, err := r.Wait(ctx, 7)
-	if err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
-		t.Fatalf("Wait: %08x, %v", crc, err)
-	}
+	sendThenExpect(t, s, r, randomData(3, 10_000), func(st Stats) bool { return st.Parked+st.Deferred == 10 }, func() {
+		if st := r.Stats(); st.Parked != 4 || st.Deferred != 6 {
+			t.Fatalf("want 4 parked and 6 deferred: %+v", st)
+		}
+	})
 	if st := s.Stats(); st.BlocksResent != 6 {
 		t.Fatalf("want the 6 deferred blocks sent again: %+v", st)
 	}

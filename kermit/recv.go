@@ -608,14 +608,7 @@ func (s *Session) refusalText(why error) []byte {
 	room := min(s.neg.maxData-16, 4*(2+94))
 	var out []byte
 	for len(msg) > 0 && room > 2 {
-		limit := min(94, room-2)
-		enc, n := s.neg.out.Encode(nil, msg, limit)
-		if n < len(msg) && !utf8.RuneStart(msg[n]) {
-			for n > 0 && !utf8.RuneStart(msg[n]) {
-				n--
-			}
-			enc, _ = s.neg.out.Encode(nil, msg[:n], limit)
-		}
+		enc, n := s.fitPrefix(msg, min(94, room-2))
 		if n == 0 || len(enc) == 0 {
 			break
 		}

@@ -873,15 +873,21 @@ func (s *Session) sendHeaderOnly(ctx context.Context, name string, attrs [][]byt
 // fitText encodes as much of msg as fits limit encoded bytes, in whole
 // runes, for the reasons kerf adds to packets.
 func (s *Session) fitText(msg string, limit int) []byte {
-	b := []byte(msg)
-	enc, n := s.neg.out.Encode(nil, b, limit)
+	enc, _ := s.fitPrefix([]byte(msg), limit)
+	return enc
+}
+
+// fitPrefix encodes the longest prefix of b, cut at a character's start,
+// that fits limit encoded bytes, and says how many bytes of b it took.
+func (s *Session) fitPrefix(b []byte, limit int) (enc []byte, n int) {
+	enc, n = s.neg.out.Encode(nil, b, limit)
 	if n < len(b) && !utf8.RuneStart(b[n]) {
 		for n > 0 && !utf8.RuneStart(b[n]) {
 			n--
 		}
 		enc, _ = s.neg.out.Encode(enc[:0], b[:n], limit)
 	}
-	return enc
+	return enc, n
 }
 
 // ErrPassedOver marks an entry a sender's walk met that is no file to

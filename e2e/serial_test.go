@@ -105,6 +105,36 @@ func TestSerialKerfToKerf(t *testing.T) {
 	sameFile(t, filepath.Join(local, "r.bin"), filepath.Join(in, "r.bin"))
 }
 
+// Both ends at --start-of-packet 2: the data, full of Ctrl-B, arrives
+// whole (the mark is prefixed in packets, which are read by it); a
+// receiver left at the default mark hears nothing it can read.
+func TestSerialKerfToKerfStartOfPacket(t *testing.T) {
+	a, b := ptyPair(t)
+	local, in := t.TempDir(), t.TempDir()
+	data := randomBytes(200000, 32)
+	for i := 0; i < len(data); i += 97 {
+		data[i] = 2
+	}
+	writeFile(t, filepath.Join(local, "r.bin"), data)
+	recv := startKerf(t, "serial", "receive", "--line", b, "--start-of-packet", "2", "--dir", in)
+	r := run(t, nil, local, nil, "serial", "send", "--line", a, "--start-of-packet", "2", "r.bin")
+	if r.code != 0 {
+		t.Fatalf("send: %s\nreceive:\n%s", r, recv.out.String())
+	}
+	if err := recv.wait(t); err != nil {
+		t.Fatalf("receive: %v\n%s", err, recv.out.String())
+	}
+	sameFile(t, filepath.Join(local, "r.bin"), filepath.Join(in, "r.bin"))
+
+	a, b = ptyPair(t)
+	recv = startKerf(t, "serial", "receive", "--line", b, "--timeout", "300ms", "--retries", "3", "--dir", t.TempDir())
+	r = run(t, nil, local, nil, "serial", "send", "--line", a, "--start-of-packet", "2", "--timeout", "300ms", "--retries", "3", "r.bin")
+	if r.code == 0 {
+		t.Fatalf("send at mark 2 to a receiver at mark 1 succeeded: %s", r)
+	}
+	recv.wait(t)
+}
+
 // kerf serial get fetches from a C-Kermit server, then finish ends its
 // server mode: C-Kermit goes on with its script (and exits).
 func TestSerialFinishCKermitServer(t *testing.T) {

@@ -24,6 +24,9 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{"serial", "receive", "--line", "/dev/null", "--flow", "weird"},
 		{"serial", "receive", "--line", "/dev/null", "--stdio"},
 		{"serial", "receive", "--line", "/dev/null", "--timeout", "-1s"},
+		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "13"},
+		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "0"},
+		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "65"},
 	} {
 		cmd := exec.Command(kerfBin, args...)
 		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())

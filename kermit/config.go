@@ -59,6 +59,13 @@ type Config struct {
 	Text         bool // send files in text mode (LF <-> CRLF)
 	Resume       bool // sender asks to recover partial files at the receiver
 
+	// Mark is the start-of-packet character of packets sent and received
+	// (0: SOH, Ctrl-A), for links that eat Ctrl-A: C-Kermit's SET SEND
+	// and SET RECEIVE START-OF-PACKET, which both ends must agree on
+	// before they meet, since Send-Init cannot carry it. A control
+	// character other than CR.
+	Mark byte
+
 	// LineSpeed is the link's speed in bits per second, if known (serial
 	// lines); it lets packet timers allow for time queued on the line.
 	LineSpeed int

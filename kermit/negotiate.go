@@ -243,9 +243,11 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 		n.out.Bare = framing.CautiousBare()
 	}
 	// Never send raw: the packet mark (resynchronisation depends on it).
-	n.out.Bare[framing.SOH] = false
-	if !n.out.LengthFramed {
-		n.out.Bare[framing.SOH|0x80] = false
+	for _, m := range []byte{framing.SOH, cfg.Mark} {
+		n.out.Bare[m] = false
+		if !n.out.LengthFramed {
+			n.out.Bare[m|0x80] = false
+		}
 	}
 	if !n.peerKerf {
 		// C-Kermit receivers from 5A(188) through 10.0 mishandle a raw NUL

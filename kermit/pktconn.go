@@ -79,10 +79,13 @@ type pktConn struct {
 	lost chan struct{}
 }
 
-func newPktConn(rw io.ReadWriter, parity bool) *pktConn {
+func newPktConn(rw io.ReadWriter, parity bool, mark byte) *pktConn {
+	if mark == 0 {
+		mark = framing.SOH
+	}
 	c := &pktConn{
 		rw:   rw,
-		mark: framing.SOH,
+		mark: mark,
 		wchk: 1,
 		eol:  '\r',
 		in:   make(chan inPacket, 128),

@@ -158,7 +158,7 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	if (cfg.Check < 1 || cfg.Check > 3) && cfg.Check != CheckForce3 {
 		cfg.Check = 3
 	}
-	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity)}
+	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity, cfg.Mark)}
 	if cfg.DetectParity && !cfg.Parity {
 		s.c.detectParity.Store(true)
 	}

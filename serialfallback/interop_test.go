@@ -559,3 +559,60 @@ func TestLongNameToSmallPackets(t *testing.T) {
 	}
 	peertest.CheckFiles(t, dst, files)
 }
+
+// C-Kermit with SET SEND and SET RECEIVE START-OF-PACKET 2 (for a line
+// that eats Ctrl-A) and kerf with the same mark: files with every byte
+// value, Ctrl-B among them (prefixed, so that it never starts a packet
+// inside one), cross both ways. C-Kermit prefixes a new mark only once
+// SET PREFIXING runs again after it (ckuus7.c sets mystch and leaves
+// ctlp alone), which a C-Kermit user needs for C-Kermit at the other
+// end too. kerf at the default mark sees none of C-Kermit's packets.
+func TestInteropStartOfPacket(t *testing.T) {
+	files := peertest.StandardFiles(60_000, 5)
+	const ckMark = "set send start-of-packet 2\nset receive start-of-packet 2\nset prefixing cautious\n"
+	st := setting{31, 4096, 3}
+	cfg := kerfConfig(st, fastBaud)
+	cfg.Mark = 2
+	t.Run("ckermit-to-kerf", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		done := runKerf(t, a, fastBaud, cfg, receiveKerf(t, dst))
+		ck := peertest.CKermit(t, b, ckMark+ckSettings(st)+"cd "+src+"\n"+sendList(files), src)
+		if err := ck.Wait(2 * time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, files)
+	})
+	t.Run("kerf-to-ckermit", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		ck := peertest.CKermit(t, b, ckMark+ckSettings(st)+"cd "+dst+"\nreceive", dst)
+		done := runKerf(t, a, fastBaud, cfg, sendKerf(outgoing(src, files)))
+		waitKerf(t, done, "send")
+		if err := ck.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		peertest.CheckFiles(t, dst, files)
+	})
+	t.Run("marks differ", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files[:1])
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		ck := peertest.CKermit(t, b, ckMark+"cd "+dst+"\nreceive", dst)
+		other := kerfConfig(st, fastBaud)
+		other.Timeout, other.MaxRetries = 500*time.Millisecond, 3
+		done := runKerf(t, a, fastBaud, other, sendKerf(outgoing(src, files[:1])))
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("kerf at mark 1 sent to C-Kermit at mark 2")
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("kerf send still running")
+		}
+		ck.Wait(0) // killed: it would wait out its own timeouts
+	})
+}

@@ -28,6 +28,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
+	&cli.IntFlag{Name: "start-of-packet", Value: 1, Usage: "packet mark as an ASCII code, 1-31 but not 13, the same both ways (C-Kermit's SET SEND and SET RECEIVE START-OF-PACKET; the peer must be set alike): for a line that eats Ctrl-A (1)"},
 	&cli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries after timeouts, in a row without progress, before giving up (1-99); a receiver waits about this many times the sender's timeout for a sender that has gone"},
 }
 
@@ -98,6 +99,12 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 		return nil, nil, usageErr("--packet-length %d: must be 94-9024", k.MaxPacket)
 	case (k.Check < 1 || k.Check > 3) && k.Check != kermit.CheckForce3:
 		return nil, nil, usageErr("--block-check %d: must be 1, 2, 3 or 5", k.Check)
+	}
+	switch som := c.Int("start-of-packet"); {
+	case som < 1 || som > 31 || som == '\r':
+		return nil, nil, usageErr("--start-of-packet %d: want a control character's code, 1-31 but not 13 (CR ends packets)", som)
+	default:
+		k.Mark = byte(som)
 	}
 	k.MaxRetries = c.Int("retries")
 	if k.MaxRetries < 1 || k.MaxRetries > 99 {

@@ -252,7 +252,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		rhost, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
 		pinned := cl.fingerprint
 		cl.dual = &clientDual{host: rhost, streams: max(1, min(cfg.Streams, datachan.MaxStreams)), plain: cfg.PlainData,
-			compress: cfg.Compress, congestion: cfg.Congestion, quic: cfg.QUIC,
+			compress: cfg.Compress, congestion: cfg.Congestion, quic: cfg.QUIC, log: cfg.Log,
 			pathOpts: withLimit(cfg.PathOpts, cfg.RateLimit), beforeDial: cfg.beforeDataDial,
 			tlsConf: auth.ClientTLS(host, func(fp string) error {
 				if fp != pinned {

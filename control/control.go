@@ -23,6 +23,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -221,8 +222,17 @@ type clientDual struct {
 	overQUIC   bool                          // the data channel is QUIC streams
 	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
 
+	log *slog.Logger // nil: nothing said
+
 	beforeDial func(addr string, tok datachan.Token) // tests
 }
+
+// quicFallbackAfter is how long a client tries QUIC before it takes its
+// data streams to the server's TCP data port instead (UDP blocked on the
+// way, or a server refusing the QUIC connection): several round trips of
+// a long path, and well inside the server's wait for the data
+// connections (ServerConfig.DataTokenTTL).
+const quicFallbackAfter = 4 * time.Second
 
 // progress counts the file bytes moved on the data connections (0 for
 // a nil d or no path).
@@ -295,7 +305,22 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		if conf == nil {
 			return nil, fmt.Errorf("control: QUIC data streams need TLS, and the server agreed to plaintext")
 		}
-		conns, err = datachan.DialQUIC(ctx, net.JoinHostPort(d.host, qport), tok, n, conf)
+		qctx, cancel := context.WithTimeout(ctx, quicFallbackAfter)
+		conns, err = datachan.DialQUIC(qctx, net.JoinHostPort(d.host, qport), tok, n, conf)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			// As curl --http3 does: the transfer goes on, on TLS over
+			// TCP, and the user is told why it is not QUIC. The server
+			// takes TCP connections for a token it offered QUIC with.
+			if qctx.Err() != nil {
+				err = fmt.Errorf("datachan: QUIC connection to %s: no answer in %v", net.JoinHostPort(d.host, qport), quicFallbackAfter)
+			}
+			if d.log != nil {
+				d.log.Warn("data over TLS on TCP instead of QUIC", "cause", err.Error())
+			}
+			overQUIC = false
+			conns, err = datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
+		}
 	} else {
 		conns, err = datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
 	}

@@ -1,7 +1,11 @@
 package control_test
 
 import (
+	"bytes"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"kerf/control"
@@ -58,16 +62,43 @@ func TestDataOverQUIC(t *testing.T) {
 	}
 }
 
-// A QUIC connection that cannot be made fails the client with its own
-// cause (here: no answer on the UDP port), not with the server's pairing
-// timeout after the client went on with no data connections.
-func TestQUICDialFailureIsTheClients(t *testing.T) {
-	srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) { c.QUIC = true })
+// A QUIC connection that cannot be made (here: no answer on the UDP
+// port, as where UDP is blocked) leaves the data on TLS over TCP, after
+// a warning that names the QUIC failure: the transfer is made, and the
+// user told why it is not over QUIC.
+func TestQUICFailureFallsBackToTCP(t *testing.T) {
+	root := t.TempDir()
+	srv := startServerWith(t, root, func(c *control.ServerConfig) { c.QUIC = true })
 	control.CloseQUIC(srv)
 	ctx := ctxT(t)
-	cl := dialT(t, ctx, clientConfig(srv, func(c *control.ClientConfig) { c.QUIC = true }))
-	err := cl.Send(ctx, []kermit.OutgoingFile{memFile("a.bin", rnd(1000, 5))})
-	if err == nil || !strings.Contains(err.Error(), "QUIC connection to") {
-		t.Fatalf("send over an unanswered QUIC port: %v, want the client's QUIC error", err)
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	cl := dialT(t, ctx, clientConfig(srv, func(c *control.ClientConfig) {
+		c.QUIC, c.Streams = true, 2
+		c.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}))
+	data := rnd(3<<20+1, 5)
+	if err := cl.Send(ctx, []kermit.OutgoingFile{memFile("a.bin", data)}); err != nil {
+		t.Fatalf("send with QUIC unanswered: %v", err)
 	}
+	if cl.DataOverQUIC() || !cl.DataEncrypted() {
+		t.Fatalf("data over QUIC %v, encrypted %v; want TLS over TCP", cl.DataOverQUIC(), cl.DataEncrypted())
+	}
+	checkStored(t, root, map[string][]byte{"a.bin": data})
+	mu.Lock()
+	defer mu.Unlock()
+	if w := logged.String(); !strings.Contains(w, "instead of QUIC") || !strings.Contains(w, "QUIC connection to") {
+		t.Fatalf("warning %q; want the fallback and its cause", w)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

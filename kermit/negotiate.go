@@ -244,6 +244,9 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	}
 	// Never send raw: the packet mark (resynchronisation depends on it).
 	for _, m := range []byte{framing.SOH, cfg.Mark} {
+		if m == 0 {
+			continue // no mark of its own: SOH
+		}
 		n.out.Bare[m] = false
 		if !n.out.LengthFramed {
 			n.out.Bare[m|0x80] = false

@@ -196,6 +196,13 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	raw, err := d.DialContext(ctx, "tcp", to)
 	if err != nil {
+		var dnsErr *net.DNSError
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port? kerf's is 1649 unless HOST:PORT says otherwise)", err)
+		case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+			return nil, fmt.Errorf("control: %w (a remote path is HOST[:PORT]/PATH, the host first)", err)
+		}
 		return nil, fmt.Errorf("control: %w", err)
 	}
 	tuneControl(raw)

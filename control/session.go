@@ -266,7 +266,10 @@ func (f *sessionFS) Logout() {
 func (f *sessionFS) fail(user, method string) {
 	f.failures++
 	f.srv.cfg.Throttle.Fail(f.ip, user)
-	attrs := []any{"user", user, "method", method, "failures", f.failures}
+	// failures counts this connection's; a client that reconnects for
+	// each try is seen in the address's count, which the throttle's
+	// wait follows.
+	attrs := []any{"user", user, "method", method, "failures", f.failures, "address_failures", f.srv.cfg.Throttle.Failures(f.ip)}
 	if method == "key" {
 		attrs = append(attrs, "key", f.clientKey)
 	}

@@ -903,3 +903,25 @@ func TestXferLogCountsBytesOfCutOffFile(t *testing.T) {
 		t.Errorf("xferlog says %s bytes; want what arrived, at least the first MiB:\n%s", f[7], line)
 	}
 }
+
+// A fetch whose data connection dies mid-file is logged by the server
+// as an incomplete outgoing transfer under the file's path in the
+// served tree, as a complete one is (it was the client's bare name).
+func TestXferLogFailedGet(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	xferlog := filepath.Join(t.TempDir(), "xferlog")
+	fs := startFaultServer(t, root, false, "--xferlog", xferlog)
+	writeFile(t, filepath.Join(root, "sub/d.bin"), randomBytes(16<<20, 13))
+	fs.data.cutDown.Store(5 << 20)
+	r := run(t, fs.server, local, nil, "get", "--streams", "1", target(fs.addr(), "sub/d.bin"), ".")
+	if r.code != 4 {
+		t.Fatalf("want exit 4, got %s", r)
+	}
+	waitFor(t, "the xferlog line of the failed fetch", func() bool {
+		b, _ := os.ReadFile(xferlog)
+		return strings.Count(string(b), "\n") == 1
+	})
+	if b, _ := os.ReadFile(xferlog); !strings.Contains(string(b), " /sub/d.bin b _ o r ") || !strings.HasSuffix(string(b), " i\n") {
+		t.Errorf("xferlog after the failed fetch: want an incomplete outgoing line for /sub/d.bin:\n%s", b)
+	}
+}

@@ -24,6 +24,8 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{"serial", "receive", "--line", "/dev/null", "--flow", "weird"},
 		{"serial", "receive", "--line", "/dev/null", "--stdio"},
 		{"serial", "receive", "--line", "/dev/null", "--timeout", "-1s"},
+		{"serial", "receive", "--line", "/dev/null", "in/"},
+		{"serial", "server", "--line", "/dev/null", "somedir"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "13"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "0"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "65"},

@@ -544,8 +544,11 @@ func CleanName(name string) (string, error) {
 		}
 	}
 	c := path.Clean(name)
-	if c == "." || IsPartName(path.Base(c)) {
+	if c == "." {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
+	}
+	if IsPartName(path.Base(c)) {
+		return "", fmt.Errorf("%w: %q is the name of kerf's own partial file (of a transfer not finished), neither served nor stored under that name", ErrUnsafeName, name)
 	}
 	return c, nil
 }

@@ -128,8 +128,8 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			}
 			s.unsavedSent = s.unsavedSent[:0]
 			sending := slices.Clone(s.sending)
-			for i, name := range sending {
-				e := Event{Kind: FileFailed, Name: name, Err: &CutOffError{why}, Sending: true}
+			for i, f := range sending {
+				e := Event{Kind: FileFailed, Name: f.name, Err: &CutOffError{why}, Sending: true, Path: f.path}
 				if i < len(sending)-1 || s.lastZQueued {
 					e.Err = &CutOffError{unsure}
 				}
@@ -211,10 +211,10 @@ var ErrNotBegun = errors.New("not sent: the transfer ended first")
 
 // notBegun reports the files of files, directories aside, that a failed
 // send never began; those named in begun were reported already.
-func (s *Session) notBegun(files []OutgoingFile, begun []string) {
+func (s *Session) notBegun(files []OutgoingFile, begun []sentFile) {
 	for _, f := range files {
-		if !f.Dir && !slices.Contains(begun, f.Name) {
-			s.event(Event{Kind: FileFailed, Name: f.Name, Err: ErrNotBegun, Sending: true})
+		if !f.Dir && !slices.ContainsFunc(begun, func(b sentFile) bool { return b.name == f.Name }) {
+			s.event(Event{Kind: FileFailed, Name: f.Name, Err: ErrNotBegun, Sending: true, Path: f.Path})
 		}
 	}
 }
@@ -235,7 +235,7 @@ func (e *skipError) Unwrap() error { return e.err }
 
 // untrack takes one file named name off the list of files under way.
 func (s *Session) untrack(name string) {
-	if i := slices.Index(s.sending, name); i >= 0 {
+	if i := slices.IndexFunc(s.sending, func(f sentFile) bool { return f.name == name }); i >= 0 {
 		s.sending = slices.Delete(s.sending, i, i+1)
 	}
 }
@@ -246,7 +246,7 @@ func (s *Session) event(e Event) {
 		// these kinds; FileProgress comes from the data path's too).
 		switch e.Kind {
 		case FileStart:
-			s.sending = append(s.sending, e.Name)
+			s.sending = append(s.sending, sentFile{e.Name, e.Path, e.Size})
 			s.lastZQueued = false
 		case FileDone, FileSkipped, FileFailed:
 			s.untrack(e.Name)
@@ -303,7 +303,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return nil
 	}
 	if err != nil {
-		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 		if s.neg.peerKerf {
 			if err := s.announceUnsent(ctx, f.Name, err); err != nil {
 				return err
@@ -323,17 +323,17 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 
 	name, err := s.encodeField([]byte(f.Name))
 	if err != nil {
-		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 		return &skipError{err}
 	}
 	if _, err := s.queue(ctx, 'F', name, 0); err != nil {
 		// Taken from the group's list but never begun: no one else
 		// reports it. Cut off, so that with several sessions another
 		// takes it over.
-		s.event(Event{Kind: FileFailed, Name: f.Name, Err: &CutOffError{ErrNotBegun}, Sending: true})
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: &CutOffError{ErrNotBegun}, Sending: true, Path: f.Path})
 		return err
 	}
-	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true})
+	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true, Path: f.Path})
 
 	dual := s.dualActive()
 	refused := false // set when a pipelined A is refused
@@ -399,7 +399,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 					return err
 				}
 				err := fmt.Errorf("the receiver's recovery point for %s was lost; resume again", f.Name)
-				s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true})
+				s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 				return &skipError{err}
 			}
 		} else if last != nil {
@@ -504,7 +504,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				r.Close()
 				return nil
 			}
-			s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
+			s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
 			return &skipError{why}
 		}
 		if err != nil {
@@ -533,7 +533,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		s.lastZQueued = !gaveUp
 		closeR = false // the Z's ACK closes it
 		if gaveUp {
-			s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true})
+			s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true, Path: f.Path})
 		}
 		size := f.Size
 		zs.onAck = func(data []byte) error {
@@ -544,7 +544,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			}
 			if why := s.notStored(data); why != nil {
 				s.groupFailed = append(s.groupFailed, f.Name)
-				s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
+				s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
 				return nil
 			}
 			s.stats.FileBytes += moved
@@ -586,7 +586,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return err
 	}
 	if why != nil && !canceled && changed == nil {
-		s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true})
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
 		return &skipError{why}
 	}
 	s.stats.FileBytes += moved
@@ -596,7 +596,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return &skipError{ErrCanceled}
 	}
 	if changed != nil {
-		s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true})
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true, Path: f.Path})
 		return &skipError{changed}
 	}
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
@@ -815,7 +815,7 @@ func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 	var skip *skipError
 	if errors.As(err, &skip) {
 		s.groupFailed = append(s.groupFailed, name)
-		s.event(Event{Kind: FileFailed, Name: name, Err: skip.err, Sending: true})
+		s.event(Event{Kind: FileFailed, Name: name, Err: skip.err, Sending: true, Path: f.Path})
 		return nil
 	}
 	if zs != nil {

@@ -95,7 +95,7 @@ type Session struct {
 	// (FileStart) and not ended; lastZQueued says the last of them has
 	// had its Z (not a discarding one) queued: if the transfer stops
 	// before its ACK, the receiver may have stored it.
-	sending     []string
+	sending     []sentFile
 	lastZQueued bool
 	// staleInitAck is the ACK data of an I that went more than once: a
 	// late copy of it is no answer to the command after (handleReply).

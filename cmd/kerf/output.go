@@ -103,6 +103,9 @@ func newReporter(c *cli.Context, files []kermit.OutgoingFile) *reporter {
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
+		// Its clock would start at the first progress, and the first
+		// frame show that block over microseconds (hundreds of GiB/s).
+		r.bar.StartWithoutRender()
 	}
 	return r
 }

@@ -38,10 +38,13 @@ const defaultRetries = 20
 var (
 	streamingFlag = &cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"}
 	textFlag      = &cli.BoolFlag{Name: "text", Usage: "text mode (LF <-> CRLF) for files sent, and for files received from a peer that does not say"}
-	resumeFlag    = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
-	dirFlag       = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
+	sendTextFlag  = &cli.BoolFlag{Name: "text", Usage: "send as text (LF becomes CRLF on the line, the receiver stores its own line ends)"}
+	// As excludeFlag, without a get's words.
+	serialExcludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: strings.TrimSuffix(excludeFlag.Usage, "; a get needs a kerf server")}
+	resumeFlag        = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
+	dirFlag           = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
 
-	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, excludeFlag})
+	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, serialExcludeFlag})
 	serialReceiveFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, dirFlag, sparseFlag})
 	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag})
 	serialServerFlags  = serialGetFlags
@@ -249,6 +252,11 @@ func serialServerCommand(c *cli.Context, cmd byte) error {
 }
 
 func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *filestore.Dir, *reporter) error) error {
+	if c.Command.Name != "get" && c.NArg() > 0 {
+		// A directory given as with kerf get would be passed over, and
+		// the files land in "." instead.
+		return usageErr("usage: kerf serial %s --line DEV [--dir DIR]: %q is not taken (the directory goes in --dir)", c.Command.Name, c.Args().First())
+	}
 	store, err := filestore.Open(c.String("dir"))
 	if err != nil {
 		return usageErr("%v", err)

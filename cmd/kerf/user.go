@@ -371,7 +371,11 @@ func newPassword(c *cli.Context, name string) (string, error) {
 		}
 		pw = a
 	default:
-		return "", usageErr("no terminal to ask for a password: use --password-stdin, --token or --key")
+		alt := "--password-stdin or --token"
+		if c.Command.Name == "add" {
+			alt = "--password-stdin, --token or --key" // only add takes a key instead
+		}
+		return "", usageErr("no terminal to ask for a password: use %s", alt)
 	}
 	if pw == "" {
 		return "", usageErr("empty password")

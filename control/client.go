@@ -368,6 +368,15 @@ func (c *Client) DataCompressed() bool {
 // for with ClientConfig.QUIC, and offered by the server).
 func (c *Client) DataOverQUIC() bool { return c.dual != nil && c.dual.path != nil && c.dual.overQUIC }
 
+// QUICFallback is why the data channel went to TCP although the server
+// offered QUIC (see ClientConfig.QUIC), or nil.
+func (c *Client) QUICFallback() error {
+	if c.dual == nil {
+		return nil
+	}
+	return c.dual.quicFailed
+}
+
 // DataChannel names what carries the file data: "quic", "tls" or "tcp"
 // data connections, or "" when it goes in-band (classic Kermit, or no
 // data channel was opened).

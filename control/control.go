@@ -223,6 +223,9 @@ type clientDual struct {
 	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
 
 	log *slog.Logger // nil: nothing said
+	// quicFailed is why QUIC, offered by the server, was given up for
+	// TCP (nil if it was not).
+	quicFailed error
 
 	beforeDial func(addr string, tok datachan.Token) // tests
 }
@@ -316,8 +319,9 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 				err = fmt.Errorf("datachan: QUIC connection to %s: no answer in %v", net.JoinHostPort(d.host, qport), quicFallbackAfter)
 			}
 			if d.log != nil {
-				d.log.Warn("data over TLS on TCP instead of QUIC", "cause", err.Error())
+				d.log.Info("data over TLS on TCP instead of QUIC", "cause", err.Error())
 			}
+			d.quicFailed = err
 			overQUIC = false
 			conns, err = datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
 		}

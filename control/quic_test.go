@@ -75,7 +75,7 @@ func TestQUICFailureFallsBackToTCP(t *testing.T) {
 	var mu sync.Mutex
 	cl := dialT(t, ctx, clientConfig(srv, func(c *control.ClientConfig) {
 		c.QUIC, c.Streams = true, 2
-		c.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		c.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}))
 	data := rnd(3<<20+1, 5)
 	if err := cl.Send(ctx, []kermit.OutgoingFile{memFile("a.bin", data)}); err != nil {
@@ -85,10 +85,13 @@ func TestQUICFailureFallsBackToTCP(t *testing.T) {
 		t.Fatalf("data over QUIC %v, encrypted %v; want TLS over TCP", cl.DataOverQUIC(), cl.DataEncrypted())
 	}
 	checkStored(t, root, map[string][]byte{"a.bin": data})
+	if err := cl.QUICFallback(); err == nil || !strings.Contains(err.Error(), "QUIC connection to") {
+		t.Fatalf("QUICFallback() = %v; want the QUIC connection's failure", err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if w := logged.String(); !strings.Contains(w, "instead of QUIC") || !strings.Contains(w, "QUIC connection to") {
-		t.Fatalf("warning %q; want the fallback and its cause", w)
+		t.Fatalf("log %q; want the fallback and its cause", w)
 	}
 }
 

@@ -674,8 +674,15 @@ func noteRefused(c *cli.Context, cl *control.Client) {
 	if c.Bool("compress") && cl.Dual() && !cl.DataCompressed() {
 		fmt.Fprintln(os.Stderr, "kerf: the server did not agree to --compress (it refuses it, or is an older kerf): the data went uncompressed")
 	}
-	if c.Bool("quic") && cl.Dual() && !cl.DataOverQUIC() {
+	switch {
+	case !c.Bool("quic") || !cl.Dual() || cl.DataOverQUIC():
+	case cl.QUICFallback() != nil:
+		fmt.Fprintf(os.Stderr, "kerf: QUIC could not be used (%v): the data went over TLS on TCP\n", cl.QUICFallback())
+	default:
 		fmt.Fprintln(os.Stderr, "kerf: the server does not offer QUIC (kerf serve --quic): the data went over TCP")
+	}
+	if c.Bool("plain-data") && !c.Bool("quic") && cl.Dual() && cl.DataEncrypted() {
+		fmt.Fprintln(os.Stderr, "kerf: the server does not allow --plain-data (kerf serve --plain-data): the data went over TLS")
 	}
 }
 

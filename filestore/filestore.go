@@ -473,7 +473,32 @@ func (h *dirHandle) stillNamed(d *Dir, name string, f *tempFile) bool {
 	err := h.atDir(d, func(dirfd int) error {
 		return ignoringEINTR(func() error { return unix.Fstatat(dirfd, name, &byName, unix.AT_SYMLINK_NOFOLLOW) })
 	})
+	f.dev, f.ino = uint64(byFD.Dev), uint64(byFD.Ino)
 	return err == nil && byFD.Dev == byName.Dev && byFD.Ino == byName.Ino
+}
+
+// errNotOurs is why a received file is not renamed to its final name:
+// its temporary name no longer names the file written (removed, or
+// replaced, by something other than kerf), and what is there now
+// was not received nor checked.
+var errNotOurs = errors.New("its partial was removed or replaced by something else while it was received; not stored")
+
+// isOurs reports whether name in this directory is still the file f
+// (its temporary name, which only kerf should touch). It costs an
+// fstatat, and is what keeps a rename or a removal by name from acting
+// on a file kerf did not write.
+func (h *dirHandle) isOurs(d *Dir, name string, f *tempFile) bool {
+	st, err := h.lstat(d, name)
+	return err == nil && uint64(st.Dev) == f.dev && uint64(st.Ino) == f.ino
+}
+
+// renameOurs renames the temporary file f, named from, to to, unless
+// from names another file by now (errNotOurs).
+func (h *dirHandle) renameOurs(d *Dir, from, to string, f *tempFile) error {
+	if !h.isOurs(d, from, f) {
+		return errNotOurs
+	}
+	return h.rename(d, from, to)
 }
 
 // openRead opens name in this directory for reading, as openTemp opens
@@ -992,7 +1017,15 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		return err
 	}
 	if !modTime.IsZero() {
-		if err := in.h.chtimes(in.d, in.tmp, modTime); err != nil {
+		// Through the descriptor: the name may be another file's by now.
+		err := in.f.chtimes(modTime)
+		if errors.Is(err, errors.ErrUnsupported) {
+			if !in.h.isOurs(in.d, in.tmp, in.f) {
+				return fmt.Errorf("filestore: %s: %w", in.final, errNotOurs)
+			}
+			err = in.h.chtimes(in.d, in.tmp, modTime)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -1016,7 +1049,10 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	}
 	// Rename while still holding the file (and its lock), so that no
 	// other session can open this temporary name in between.
-	if err := in.h.rename(d, in.tmp, in.base); err != nil {
+	if err := in.h.renameOurs(d, in.tmp, in.base, in.f); err != nil {
+		if err == errNotOurs {
+			return fmt.Errorf("filestore: %s: %w", in.final, err)
+		}
 		return err
 	}
 	if err := in.f.close(); err != nil {
@@ -1258,7 +1294,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 	dirty := make(map[*dirHandle]bool)
 	for i, in := range files {
 		if errs[i] == nil {
-			if errs[i] = in.h.rename(d, in.tmp, in.base); errs[i] == nil {
+			if errs[i] = in.h.renameOurs(d, in.tmp, in.base, in.f); errs[i] == nil {
 				dirty[in.h] = true
 			}
 		}
@@ -1314,6 +1350,9 @@ func (in *incoming) Abort(keep bool) error {
 			}
 			return nil
 		}
+	}
+	if !in.h.isOurs(in.d, in.tmp, in.f) {
+		return nil // gone, or another's file now: not this one to remove
 	}
 	return in.h.root.Remove(in.tmp)
 }

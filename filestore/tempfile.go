@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,9 +20,13 @@ import (
 type tempFile struct {
 	fd        int
 	dir, base string // directory relative to the tree's top, and the name in it
-	once      sync.Once
-	closeErr  error
-	closed    bool // fd is closed (its number may be another file's now)
+	// dev and ino identify the file, found once it is locked (Create's
+	// stillNamed): what the temporary name must still be when the file
+	// is renamed to its final name or removed.
+	dev, ino uint64
+	once     sync.Once
+	closeErr error
+	closed   bool // fd is closed (its number may be another file's now)
 }
 
 func (t *tempFile) err(op string, err error) error {
@@ -106,6 +111,20 @@ func (t *tempFile) truncate(size int64) error {
 func (t *tempFile) chmod(perm fs.FileMode) error {
 	if err := ignoringEINTR(func() error { return unix.Fchmod(t.fd, uint32(perm.Perm())) }); err != nil {
 		return t.err("chmod", err)
+	}
+	return nil
+}
+
+// chtimes sets the file's access and modification times through its
+// descriptor; errors.ErrUnsupported where the system has no way to.
+func (t *tempFile) chtimes(tm time.Time) error {
+	ts := [2]unix.Timespec{timespec(tm), timespec(tm)}
+	err := ignoringEINTR(func() error { return futimens(t.fd, &ts) })
+	if err == unix.ENOSYS {
+		return errors.ErrUnsupported
+	}
+	if err != nil {
+		return t.err("utimensat", err)
 	}
 	return nil
 }

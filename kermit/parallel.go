@@ -36,7 +36,7 @@ import (
 // (ErrNotBegun).
 func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile) error {
 	if len(sessions) == 1 {
-		return sessions[0].Send(ctx, files)
+		return sendConfirming(ctx, sessions[0], files)
 	}
 	var dirs, regular, late []OutgoingFile
 	seen := map[string]bool{}
@@ -244,6 +244,54 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		sessions[0].notBegun(late, nil)
 	}
 	return res.err()
+}
+
+// sendConfirming is Send on one session, which, when the receiver ends
+// the group with an error (an E: the session lives on), sends the files
+// it left under way or unconfirmed again, resuming: those it stored
+// whole are found so and told done, and only what fails again is told
+// failed. (A receiver that could not give one file its final name
+// failed the group, and every file of it was told "not confirmed".) As
+// SendParallel's take-over, with the session standing in for itself.
+func sendConfirming(ctx context.Context, s *Session, files []OutgoingFile) error {
+	tr := newShareTracker(1)
+	tell := s.cfg.Events
+	s.cfg.Events = tr.events(0, tell)
+	defer func() { s.cfg.Events = tell }()
+	err := s.Send(ctx, files)
+	var pe *PeerError
+	if err != nil && errors.As(err, &pe) && s.neg.peerKerf && ctx.Err() == nil {
+		byName := make(map[string]OutgoingFile, len(files))
+		for _, f := range files {
+			if !f.Dir {
+				byName[f.Name] = f
+			}
+		}
+		var again []OutgoingFile
+		for _, name := range tr.cutNames(0) {
+			if f, ok := byName[name]; ok {
+				again = append(again, f)
+			}
+		}
+		if len(again) > 0 {
+			s.cfg.Log.Warn("the receiver failed the group; its files under way are sent again, resuming, to confirm them", "files", len(again), "err", err)
+			resume := s.cfg.Resume
+			s.cfg.Resume = true
+			tr.takeOver(0, 0)
+			err2 := s.Send(ctx, again)
+			tr.standIn(0, 0)
+			s.cfg.Resume = resume
+			if err2 == nil {
+				// Every file confirmed: what failed on its own in the
+				// first pass is what stays failed.
+				err = withFailed(nil, tr.failedOf(0))
+			} else {
+				err = withFailed(err2, tr.failedOf(0))
+			}
+		}
+	}
+	tr.flush()
+	return err
 }
 
 // finishedWell returns the sessions whose group ended well (no error,
@@ -475,12 +523,13 @@ type shareTracker struct {
 	cut     [][]Event         // by share: files cut off, held back
 	failed  [][]string        // by share: files told failed on their own
 	shares  []int             // by session: the share it moves now
+	over    []bool            // by session: it takes over a share (another's, or its own again)
 	tell    []func(Event)     // by session: its own Events, nil or not
 }
 
 func newShareTracker(n int) *shareTracker {
 	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), settled: make([]map[string]bool, n),
-		cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), tell: make([]func(Event), n)}
+		cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
 	for i := range n {
 		t.done[i], t.settled[i] = map[string]bool{}, map[string]bool{}
 		t.shares[i] = i
@@ -518,7 +567,7 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 		t.settled[sh][e.Name] = false
 		return e, false
 	}
-	if sh != i {
+	if t.over[i] {
 		// A take-over, of share sh.
 		if t.settled[sh][e.Name] {
 			return e, false // the lost session told its end for good
@@ -587,11 +636,20 @@ func (t *shareTracker) cutNames(i int) []string {
 	return names
 }
 
-// standIn makes session i move share sh.
+// standIn makes session i move share sh, taking it over if it is
+// another's.
 func (t *shareTracker) standIn(i, sh int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.shares[i] = sh
+	t.shares[i], t.over[i] = sh, sh != i
+}
+
+// takeOver makes session i take share sh over, its own too: what the
+// share's first pass told is not told again.
+func (t *shareTracker) takeOver(i, sh int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.shares[i], t.over[i] = sh, true
 }
 
 // flush reports the files cut off that no take-over settled.

@@ -1,0 +1,99 @@
+package kermit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// renameFailStore is a filestore whose batch flush cannot give one file
+// its final name (as on a file system where the name is immutable): the
+// file is not there after EndBatch, which says so.
+type renameFailStore struct {
+	*filestore.Dir
+	dir, bad string
+}
+
+func (s renameFailStore) EndBatch() error {
+	err := s.Dir.EndBatch()
+	if _, e := os.Lstat(filepath.Join(s.dir, s.bad)); e == nil {
+		os.Remove(filepath.Join(s.dir, s.bad))
+		return errors.Join(err, fmt.Errorf("filestore: completing %s: renameat: operation not permitted", s.bad))
+	}
+	return err
+}
+
+// One session; the receiver fails the group at its end because one file
+// could not be given its name. That file is told failed, once; the
+// others, which the receiver stored, are told done, once, not "not
+// confirmed" (they were all told failed after done: a one-file failure
+// reported as the whole group's).
+func TestOneSessionGroupFailureConfirmsTheRest(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	var out []kermit.OutgoingFile
+	for j := range 20 {
+		p := filepath.Join(src, fmt.Sprint(j))
+		os.WriteFile(p, randomBytes(30000+j, int64(j)), 0o644)
+		fi, _ := os.Stat(p)
+		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: fi.Size(), ModTime: fi.ModTime(),
+			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var log endLog
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Events = log.note
+	a, b := link(t, 0, 1)
+	scfg.Dual, rcfg.Dual = dualPair(t)
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	store := renameFailStore{dir, dst, "f7"}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			var le *kermit.LinkError
+			if err := recv.Receive(ctx, store); errors.As(err, &le) {
+				return
+			}
+		}
+	})
+	err = kermit.SendParallel(ctx, []*kermit.Session{send}, out)
+	send.Close()
+	cancel()
+	wg.Wait()
+	if err == nil {
+		t.Fatal("no error, but f7 was not stored")
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for j := range 20 {
+		name := fmt.Sprintf("f%d", j)
+		want := []kermit.EventKind{kermit.FileDone}
+		if name == "f7" {
+			// Verified whole at its end (told done), then not saved.
+			want = append(want, kermit.FileFailed)
+		}
+		if k := log.ended[name]; !slices.Equal(k, want) {
+			t.Errorf("%s ended %v, want %v", name, k, want)
+		}
+		_, serr := os.Stat(filepath.Join(dst, name))
+		if (serr == nil) != (name != "f7") {
+			t.Errorf("%s stored: %v", name, serr)
+		}
+	}
+}

@@ -400,3 +400,34 @@ func TestJSONLocalSkips(t *testing.T) {
 		t.Fatalf("file_skipped events %q:\n%s", reasons, r.stdout)
 	}
 }
+
+// Many files failing at once (here, 70 names the server has as
+// directories) get a line each only up to a bound, then a count; the
+// closing error names the first ten and counts the rest. (A killed
+// server once printed a line for each of thousands of files.)
+func TestManyFailuresBoundedOutput(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	var names []string
+	for i := range 70 {
+		n := fmt.Sprintf("f%02d", i)
+		names = append(names, n)
+		writeFile(t, filepath.Join(local, n), []byte("x"))
+		if err := os.Mkdir(filepath.Join(root, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, srv, local, nil, "send", append(names, target(srv.addr, ""))...)
+	if r.code != 4 {
+		t.Fatalf("want exit 4: %s", r)
+	}
+	perFile := 0
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(l, "kerf: f") {
+			perFile++
+		}
+	}
+	if perFile != 50 || !strings.Contains(r.stderr, "20 more file(s) failed") || !strings.Contains(r.stderr, "and 60 more") {
+		t.Fatalf("%d per-file lines (want 50), then a count of 20 and a summary of ten and 60 more:\n%s", perFile, r.stderr)
+	}
+}

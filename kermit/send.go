@@ -224,7 +224,18 @@ func (s *Session) notBegun(files []OutgoingFile, begun []sentFile) {
 type GroupError struct{ Failed []string }
 
 func (e *GroupError) Error() string {
-	return fmt.Sprintf("kermit: %d file(s) not transferred: %s", len(e.Failed), strings.Join(e.Failed, ", "))
+	return fmt.Sprintf("kermit: %d file(s) not transferred: %s", len(e.Failed), NameList(e.Failed))
+}
+
+// NameList joins names with commas, the first ten of them and a count of
+// the rest: a message a person reads, for any number of files (each has
+// an event of its own).
+func NameList(names []string) string {
+	const shown = 10
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 // skipError marks a per-file failure that does not end the group.

@@ -34,6 +34,9 @@ type reporter struct {
 	done   int64
 	files  int
 	failed []string // names of files skipped or failed, in order
+	// errLines counts the failed files given a line; errHidden those
+	// past maxErrLines, told as a count at the end.
+	errLines, errHidden int
 	// notBegun are the files of a send that stopped before it began
 	// them (kermit.ErrNotBegun), named on one line at the end rather than
 	// a line each (with --json, an event each).
@@ -302,14 +305,22 @@ func (r *reporter) event(e kermit.Event) {
 		}
 		if r.json != nil {
 			r.json.Encode(jsonEvent{Event: "file_error", Name: e.Name, Error: msg})
-		} else {
+		} else if r.errLines < maxErrLines {
+			// A lost server can fail thousands of files at once: the
+			// first ones each get a line, the rest a count at the end.
+			r.errLines++
 			if r.bar != nil {
 				r.bar.Clear()
 			}
 			fmt.Fprintf(r.out, "kerf: %s: %s\n", printable(e.Name), printable(msg))
+		} else {
+			r.errHidden++
 		}
 	}
 }
+
+// maxErrLines is how many failed files get a line of their own.
+const maxErrLines = 50
 
 // replan makes name's part of a send's total n bytes.
 func (r *reporter) replan(name string, n int64) {
@@ -410,7 +421,7 @@ func (r *reporter) notReceived() error {
 	if len(r.failed) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%d file(s) not received: %s", len(r.failed), strings.Join(r.failed, ", "))
+	return fmt.Errorf("%d file(s) not received: %s", len(r.failed), kermit.NameList(r.failed))
 }
 
 // end closes a transfer command with its engine's err: a receiving one
@@ -434,6 +445,12 @@ func (r *reporter) end(err error, receiving bool) error {
 func (r *reporter) namesNotBegun() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.errHidden > 0 {
+		if r.bar != nil {
+			r.bar.Clear()
+		}
+		fmt.Fprintf(os.Stderr, "kerf: %d more file(s) failed, not shown one by one (--json tells each)\n", r.errHidden)
+	}
 	rest := r.notBegun
 	if len(rest) == 0 {
 		return
@@ -441,12 +458,7 @@ func (r *reporter) namesNotBegun() {
 	if r.bar != nil {
 		r.bar.Clear()
 	}
-	shown := rest[:min(len(rest), 10)]
-	more := ""
-	if len(rest) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(rest)-len(shown))
-	}
-	fmt.Fprintf(os.Stderr, "kerf: %d file(s) not sent, the transfer having ended first: %s%s\n", len(rest), printable(strings.Join(shown, ", ")), more)
+	fmt.Fprintf(os.Stderr, "kerf: %d file(s) not sent, the transfer having ended first: %s\n", len(rest), printable(kermit.NameList(rest)))
 }
 
 // finish prints the total line, or the closing JSON event; it returns

@@ -270,6 +270,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		case <-parent.Done():
 		case <-ctx.Done():
 		}
+		if n := s.Sessions(); n > 0 {
+			// Said at the default level: an operator stopping the
+			// server sees what it cut short.
+			s.cfg.Log.Warn("shutting down: ending the sessions under way (their clients are told; partial files are kept for --resume)", "sessions", n)
+		}
 		stop(errShuttingDown)
 		s.ln.Close()
 	}()

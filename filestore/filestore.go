@@ -47,7 +47,7 @@ const (
 )
 
 // ErrBusy is returned by Create for a name another session is receiving.
-var ErrBusy = errors.New("filestore: file is being received by another session (it is free once that session ends: its client stops, or the server drops it as idle)")
+var ErrBusy = errors.New("filestore: file is being received by another transfer (it is free once that one ends: on a server, when its client stops or the server drops it as idle)")
 
 // PartSuffix marks a file still being received.
 const PartSuffix = ".kerf-part"

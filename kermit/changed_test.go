@@ -224,7 +224,7 @@ func TestFileRemovedWhileSentSaysSo(t *testing.T) {
 	serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
 	mu.Lock()
 	defer mu.Unlock()
-	if serr == nil || why == nil || !strings.Contains(why.Error(), "was removed while it was being sent") {
+	if serr == nil || why == nil || !strings.Contains(why.Error(), "was removed, or replaced by another file of its name, while it was being sent") {
 		t.Fatalf("send: %v, file error %v; want it said removed", serr, why)
 	}
 	if _, err := os.Stat(filepath.Join(dst, "gone.bin")); !errors.Is(err, os.ErrNotExist) {

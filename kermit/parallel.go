@@ -260,7 +260,11 @@ func sendConfirming(ctx context.Context, s *Session, files []OutgoingFile) error
 	defer func() { s.cfg.Events = tell }()
 	err := s.Send(ctx, files)
 	var pe *PeerError
-	if err != nil && errors.As(err, &pe) && s.neg.peerKerf && ctx.Err() == nil {
+	// Only when every file it left was sent whole and not yet confirmed
+	// (the E came at the group's end, not while data moved: a server
+	// shutting down, a disk full, which a second try would only meet
+	// again).
+	if err != nil && errors.As(err, &pe) && s.neg.peerKerf && ctx.Err() == nil && tr.allNotSaved(0) {
 		byName := make(map[string]OutgoingFile, len(files))
 		for _, f := range files {
 			if !f.Dir {
@@ -281,13 +285,17 @@ func sendConfirming(ctx context.Context, s *Session, files []OutgoingFile) error
 			err2 := s.Send(ctx, again)
 			tr.standIn(0, 0)
 			s.cfg.Resume = resume
-			if err2 == nil {
-				// Every file confirmed: what failed on its own in the
-				// first pass is what stays failed.
-				err = withFailed(nil, tr.failedOf(0))
-			} else {
+			var ge *GroupError
+			switch {
+			case err2 == nil, errors.As(err2, &ge):
+				// Every file confirmed, or refused on its own: what
+				// failed so in either pass is what stays failed.
 				err = withFailed(err2, tr.failedOf(0))
+			case errors.As(err2, &pe):
+				err = err2 // the receiver's word on what failed again
 			}
+			// (Else the link went: the first error says why the group
+			// failed.)
 		}
 	}
 	tr.flush()
@@ -618,6 +626,19 @@ func (t *shareTracker) failedOf(sh int) []string {
 		}
 	}
 	return names
+}
+
+// allNotSaved reports whether share sh has files cut off and every one
+// of them was sent whole, only not confirmed saved (ErrNotSaved).
+func (t *shareTracker) allNotSaved(sh int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.cut[sh] {
+		if !errors.Is(e.Err, ErrNotSaved) {
+			return false
+		}
+	}
+	return len(t.cut[sh]) > 0
 }
 
 // isCut says whether share sh's session was cut off in the file name.

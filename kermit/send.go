@@ -696,7 +696,9 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 			// Removing a file moves its ctime too: said as it is, and
 			// not stored all the same, since it may have been written
 			// before it went.
-			return fmt.Errorf("%s was removed while it was being sent; not stored", f.Name)
+			// (A file renamed over it, as a republished file is,
+			// removes it just the same: the name now has a newer one.)
+			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; not stored: send it again", f.Name)
 		}
 		// Written, and given back its size and time (touch -r).
 		return fmt.Errorf("%s changed while it was being sent (written to, its size and modification time kept); not stored: send it again", f.Name)

@@ -85,15 +85,31 @@ cat >"$WORK/rsyncd.conf" <<-EOF
 	path = $DST
 	read only = no
 EOF
+# Each server is started with ip netns exec itself, not through B: $! of
+# a backgrounded shell function is the subshell's, and killing it left
+# the server running, so that every later kerf row of a run talked to
+# the first row's server (its --quic row went over TCP: the results of
+# the ninth and eleventh sessions' QUIC rows were TCP's). The port is
+# checked free before each start, and a kerf-quic row whose data did
+# not go over QUIC fails.
 start_server() { # tool
+	local i
+	for ((i = 0; i < 50; i++)); do
+		B ss -Hltn 'sport = :1649' | grep -q . || break
+		sleep 0.1
+	done
 	case $1 in
-	kerf | kerf-z) B "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" >"$OUT/logs/$1-serve.log" 2>&1 & ;;
-	kerf-quic) B "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" --quic >"$OUT/logs/$1-serve.log" 2>&1 & ;;
-	kerf-cubic | kerf-bbr) B "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" --congestion "${1#kerf-}" >"$OUT/logs/$1-serve.log" 2>&1 & ;;
-	rsync | rsync-z) B rsync --daemon --no-detach --address=10.77.0.2 --port=8730 --config="$WORK/rsyncd.conf" >"$OUT/logs/rsyncd.log" 2>&1 & ;;
+	kerf | kerf-z) ip netns exec wanB "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" >"$OUT/logs/$1-serve.log" 2>&1 & ;;
+	kerf-quic) ip netns exec wanB "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" --quic >"$OUT/logs/$1-serve.log" 2>&1 & ;;
+	kerf-cubic | kerf-bbr) ip netns exec wanB "$KERF" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" --congestion "${1#kerf-}" >"$OUT/logs/$1-serve.log" 2>&1 & ;;
+	rsync | rsync-z) ip netns exec wanB rsync --daemon --no-detach --address=10.77.0.2 --port=8730 --config="$WORK/rsyncd.conf" >"$OUT/logs/rsyncd.log" 2>&1 & ;;
 	esac
 	SRV=$!
 	sleep 0.5
+}
+# right_channel: a kerf-quic row counts only if its data went over QUIC.
+right_channel() { # tool log
+	[ "$1" != kerf-quic ] || ! grep -q 'QUIC' "$2"
 }
 client() { # tool case
 	local what=$SRC/$2
@@ -114,7 +130,8 @@ for ((r = 1; r <= REPS; r++)); do
 			start_server "$tool"
 			rm -rf "${DST:?}/$cs"
 			t0=$(date +%s.%N)
-			if client "$tool" "$cs" >"$OUT/logs/$tool-$cs-$r.log" 2>&1 && diff -rq "$SRC/$cs" "$DST/$cs" >/dev/null; then
+			if client "$tool" "$cs" >"$OUT/logs/$tool-$cs-$r.log" 2>&1 && diff -rq "$SRC/$cs" "$DST/$cs" >/dev/null &&
+				right_channel "$tool" "$OUT/logs/$tool-$cs-$r.log"; then
 				t1=$(date +%s.%N)
 				echo -e "$tool\t$cs\t$r\t$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')" >>"$res"
 			else

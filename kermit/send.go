@@ -700,8 +700,11 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 			// removes it just the same: the name now has a newer one.)
 			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; not stored: send it again", f.Name)
 		}
-		// Written, and given back its size and time (touch -r).
-		return fmt.Errorf("%s changed while it was being sent (written to, its size and modification time kept); not stored: send it again", f.Name)
+		// Written, and given back its size and time (touch -r); or
+		// only its status changed (a link made, chmod), which moves the
+		// change time too and cannot be told apart from a write: tar
+		// says "file changed as we read it" of both.
+		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size and modification time the same: written to and its time put back, or given a new link, mode or owner); not stored: send it again", f.Name)
 	}
 	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: send it again",
 		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))

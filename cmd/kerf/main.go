@@ -128,7 +128,7 @@ type interruptError struct {
 }
 
 func (e *interruptError) Error() string {
-	return fmt.Sprintf("interrupted (%v): the peer was told; partial files are kept for --resume", e.sig)
+	return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); files under way are kept for --resume", e.sig)
 }
 func (e *interruptError) Unwrap() error { return e.err }
 

@@ -98,7 +98,7 @@ func dataFlags(hidden bool) []cli.Flag {
 		&cli.IntFlag{Name: "streams", Hidden: hidden, Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (2 where there is more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
-		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual"},
+		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: there TCP with --congestion bbr is several times faster"},
 		&bs, &wb, &cc, &lr,
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -311,10 +312,13 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		qctx, cancel := context.WithTimeout(ctx, quicFallbackAfter)
 		conns, err = datachan.DialQUIC(qctx, net.JoinHostPort(d.host, qport), tok, n, conf)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && errors.Is(err, datachan.ErrQUICUnreachable) {
 			// As curl --http3 does: the transfer goes on, on TLS over
 			// TCP, and the user is told why it is not QUIC. The server
 			// takes TCP connections for a token it offered QUIC with.
+			// Only when no QUIC connection was made: once one was, its
+			// streams may have reached the server for the token, and
+			// TCP connections beside them would be refused as a mix.
 			if qctx.Err() != nil {
 				err = fmt.Errorf("datachan: QUIC connection to %s: no answer in %v", net.JoinHostPort(d.host, qport), quicFallbackAfter)
 			}

@@ -188,6 +188,11 @@ func (s *QUICStream) Close() error {
 func (s *QUICStream) LocalAddr() net.Addr  { return s.qc.conn.LocalAddr() }
 func (s *QUICStream) RemoteAddr() net.Addr { return s.qc.conn.RemoteAddr() }
 
+// ErrQUICUnreachable marks a DialQUIC that made no QUIC connection (no
+// answer, a refused handshake): no stream of the token reached the
+// server, so its data connections may still come another way (TCP).
+var ErrQUICUnreachable = errors.New("no QUIC connection made")
+
 // DialQUIC is Dial over QUIC: one QUIC connection to the server's UDP
 // address addr, with streams streams, each paired with tok. tlsConf is
 // required (QUIC is always encrypted); an empty ServerName is taken from
@@ -224,7 +229,7 @@ func DialQUIC(ctx context.Context, addr string, tok Token, streams int, tlsConf 
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("datachan: QUIC connection to %s: %w", addr, err)
+		return nil, fmt.Errorf("datachan: QUIC connection to %s: %w: %w", addr, ErrQUICUnreachable, err)
 	}
 	// The transport (and its socket) goes with the connection.
 	context.AfterFunc(c.Context(), func() { closeTransport(tr, uc) })

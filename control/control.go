@@ -231,11 +231,11 @@ type clientDual struct {
 	beforeDial func(addr string, tok datachan.Token) // tests
 }
 
-// quicFallbackAfter is how long a client tries QUIC before it takes its
-// data streams to the server's TCP data port instead (UDP blocked on the
-// way, or a server refusing the QUIC connection): several round trips of
-// a long path, and well inside the server's wait for the data
-// connections (ServerConfig.DataTokenTTL).
+// quicFallbackAfter is how long a client waits for its QUIC handshake
+// before it takes its data streams to the server's TCP data port instead
+// (UDP blocked on the way; a server refusing the connection is known at
+// once): several round trips of a long path, and well inside the
+// server's wait for the data connections (ServerConfig.DataTokenTTL).
 const quicFallbackAfter = 4 * time.Second
 
 // progress counts the file bytes moved on the data connections (0 for
@@ -309,9 +309,7 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		if conf == nil {
 			return nil, fmt.Errorf("control: QUIC data streams need TLS, and the server agreed to plaintext")
 		}
-		qctx, cancel := context.WithTimeout(ctx, quicFallbackAfter)
-		conns, err = datachan.DialQUIC(qctx, net.JoinHostPort(d.host, qport), tok, n, conf)
-		cancel()
+		conns, err = datachan.DialQUICWithin(ctx, net.JoinHostPort(d.host, qport), tok, n, conf, quicFallbackAfter)
 		if err != nil && ctx.Err() == nil && errors.Is(err, datachan.ErrQUICUnreachable) {
 			// As curl --http3 does: the transfer goes on, on TLS over
 			// TCP, and the user is told why it is not QUIC. The server
@@ -319,7 +317,7 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 			// Only when no QUIC connection was made: once one was, its
 			// streams may have reached the server for the token, and
 			// TCP connections beside them would be refused as a mix.
-			if qctx.Err() != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("datachan: QUIC connection to %s: no answer in %v", net.JoinHostPort(d.host, qport), quicFallbackAfter)
 			}
 			if d.log != nil {

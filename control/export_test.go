@@ -34,3 +34,7 @@ func KillClient(c *Client) {
 // CloseQUIC closes the server's QUIC listener, as a firewall dropping
 // its UDP port would look to clients.
 func CloseQUIC(s *Server) { s.ql.Close() }
+
+// RefuseQUIC makes the server's QUIC listener refuse every connection,
+// as one at its limits does.
+func RefuseQUIC(s *Server) { s.ql.SetAdmit(func(net.IP) bool { return false }, 0) }

@@ -95,6 +95,29 @@ func TestQUICFailureFallsBackToTCP(t *testing.T) {
 	}
 }
 
+// A server that refuses the QUIC connection (at its limits, or not
+// expecting this address) leaves the client's data on TLS over TCP, at
+// once: no stream of the refused connection was read, so none is paired
+// for the token.
+func TestQUICRefusedFallsBackToTCP(t *testing.T) {
+	root := t.TempDir()
+	srv := startServerWith(t, root, func(c *control.ServerConfig) { c.QUIC = true })
+	control.RefuseQUIC(srv)
+	ctx := ctxT(t)
+	cl := dialT(t, ctx, clientConfig(srv, func(c *control.ClientConfig) { c.QUIC, c.Streams = true, 2 }))
+	data := rnd(1<<20+3, 6)
+	if err := cl.Send(ctx, []kermit.OutgoingFile{memFile("r.bin", data)}); err != nil {
+		t.Fatalf("send with QUIC refused: %v", err)
+	}
+	if cl.DataOverQUIC() || !cl.DataEncrypted() {
+		t.Fatalf("data over QUIC %v, encrypted %v; want TLS over TCP", cl.DataOverQUIC(), cl.DataEncrypted())
+	}
+	if err := cl.QUICFallback(); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("QUICFallback() = %v; want the refusal", err)
+	}
+	checkStored(t, root, map[string][]byte{"r.bin": data})
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer

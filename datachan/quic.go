@@ -198,6 +198,19 @@ var ErrQUICUnreachable = errors.New("no QUIC connection made")
 // required (QUIC is always encrypted); an empty ServerName is taken from
 // addr. Either every stream is paired or none is returned.
 func DialQUIC(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls.Config) ([]net.Conn, error) {
+	return DialQUICWithin(ctx, addr, tok, streams, tlsConf, DefaultHandshakeTimeout)
+}
+
+// quicRefused is the application error code a QUICListener closes a
+// connection it refuses with, before it reads any of its streams: the
+// client may then take its token elsewhere (ErrQUICUnreachable).
+const quicRefused quic.ApplicationErrorCode = 2
+
+// DialQUICWithin is DialQUIC whose QUIC handshake must end within
+// handshake; pairing the streams then has ctx's time. A connection not
+// made in that time, or refused by the server before any stream was
+// read, is ErrQUICUnreachable.
+func DialQUICWithin(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls.Config, handshake time.Duration) ([]net.Conn, error) {
 	if streams < 1 || streams > MaxStreams {
 		return nil, fmt.Errorf("datachan: %d streams, want 1..%d", streams, MaxStreams)
 	}
@@ -221,9 +234,9 @@ func DialQUIC(ctx context.Context, addr string, tok Token, streams int, tlsConf 
 		return nil, fmt.Errorf("datachan: QUIC: %w", err)
 	}
 	tr := &quic.Transport{Conn: uc}
-	hctx, cancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
+	hctx, cancel := context.WithTimeout(ctx, handshake)
 	defer cancel()
-	c, err := tr.Dial(hctx, ra, conf, quicConfig(DefaultHandshakeTimeout))
+	c, err := tr.Dial(hctx, ra, conf, quicConfig(handshake))
 	if err != nil {
 		closeTransport(tr, uc)
 		if ctx.Err() != nil {
@@ -235,13 +248,18 @@ func DialQUIC(ctx context.Context, addr string, tok Token, streams int, tlsConf 
 	context.AfterFunc(c.Context(), func() { closeTransport(tr, uc) })
 	qc := newQUICConn(c)
 	defer qc.release()
-	return pairAll(streams, func(i int) (net.Conn, error) {
+	conns, err := pairAll(streams, func(i int) (net.Conn, error) {
 		st, err := c.OpenStream()
 		if err != nil {
 			return nil, fmt.Errorf("datachan: QUIC stream %d: %w", i, err)
 		}
 		return clientHello(ctx, qc.stream(st), tok, i, nil)
 	})
+	var ae *quic.ApplicationError
+	if err != nil && errors.As(err, &ae) && ae.Remote && ae.ErrorCode == quicRefused {
+		return nil, fmt.Errorf("datachan: QUIC connection to %s refused (%s): %w", addr, ae.ErrorMessage, ErrQUICUnreachable)
+	}
+	return conns, err
 }
 
 // QUICListener accepts QUIC connections and hands out every stream their
@@ -350,7 +368,7 @@ func (l *QUICListener) acceptLoop() {
 			ip = a.IP
 		}
 		if admit := l.admit.Load(); admit != nil && !(*admit)(ip) {
-			c.CloseWithError(1, "no data connection expected from this address")
+			c.CloseWithError(quicRefused, "no data connection expected from this address")
 			continue
 		}
 		key := ip.String()
@@ -361,14 +379,14 @@ func (l *QUICListener) acceptLoop() {
 		}
 		if l.perAddr[key] >= limit {
 			l.mu.Unlock()
-			c.CloseWithError(1, "busy")
+			c.CloseWithError(quicRefused, "busy")
 			continue
 		}
 		select {
 		case l.slots <- struct{}{}:
 		default:
 			l.mu.Unlock()
-			c.CloseWithError(1, "busy")
+			c.CloseWithError(quicRefused, "busy")
 			continue
 		}
 		l.perAddr[key]++

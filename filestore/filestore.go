@@ -1018,14 +1018,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	}
 	if !modTime.IsZero() {
 		// Through the descriptor: the name may be another file's by now.
-		err := in.f.chtimes(modTime)
-		if errors.Is(err, errors.ErrUnsupported) {
-			if !in.h.isOurs(in.d, in.tmp, in.f) {
-				return fmt.Errorf("filestore: %s: %w", in.final, errNotOurs)
-			}
-			err = in.h.chtimes(in.d, in.tmp, modTime)
-		}
-		if err != nil {
+		if err := in.f.chtimes(modTime); err != nil {
 			return err
 		}
 	}
@@ -1044,7 +1037,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		}
 		return nil
 	}
-	if err := in.f.sync(); err != nil {
+	if err := in.f.syncOrEmpty(); err != nil {
 		return err
 	}
 	// Rename while still holding the file (and its lock), so that no
@@ -1282,7 +1275,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 	var next atomic.Int64
 	syncFrom := func() {
 		for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-			errs[i] = files[i].f.sync()
+			errs[i] = files[i].f.syncOrEmpty()
 		}
 	}
 	var wg sync.WaitGroup

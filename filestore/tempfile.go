@@ -116,17 +116,26 @@ func (t *tempFile) chmod(perm fs.FileMode) error {
 }
 
 // chtimes sets the file's access and modification times through its
-// descriptor; errors.ErrUnsupported where the system has no way to.
+// descriptor.
 func (t *tempFile) chtimes(tm time.Time) error {
 	ts := [2]unix.Timespec{timespec(tm), timespec(tm)}
-	err := ignoringEINTR(func() error { return futimens(t.fd, &ts) })
-	if err == unix.ENOSYS {
-		return errors.ErrUnsupported
-	}
-	if err != nil {
+	if err := ignoringEINTR(func() error { return futimens(t.fd, &ts) }); err != nil {
 		return t.err("utimensat", err)
 	}
 	return nil
+}
+
+// syncOrEmpty is sync, which on failure empties the file: a write-back
+// error is reported once, and the page cache may still hold what the
+// disk never got, so a resume reading the partial back would take it
+// for received and the next fsync would succeed ("fsyncgate"). Empty,
+// the file is received again whole.
+func (t *tempFile) syncOrEmpty() error {
+	err := t.sync()
+	if err != nil {
+		t.truncate(0)
+	}
+	return err
 }
 
 func (t *tempFile) sync() error {

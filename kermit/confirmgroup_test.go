@@ -97,3 +97,83 @@ func TestOneSessionGroupFailureConfirmsTheRest(t *testing.T) {
 		}
 	}
 }
+
+// failOnceStore fails its first EndBatch as renameFailStore does, then
+// works: the second pass stores the file.
+type failOnceStore struct {
+	renameFailStore
+	failed *bool
+}
+
+func (s failOnceStore) EndBatch() error {
+	if *s.failed {
+		return s.Dir.EndBatch()
+	}
+	*s.failed = true
+	return s.renameFailStore.EndBatch()
+}
+
+// The group failed at its end for one file, which the second pass then
+// stores: the command succeeds but for what failed on its own (the stub
+// of a second file of a name, which stays failed and is not what goes
+// again), and the directories get their mode and time, which the failed
+// group's end never gave them.
+func TestConfirmingPassKeepsDirsAndDuplicates(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	when := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	out := []kermit.OutgoingFile{{Name: "d", Dir: true, Filled: true, Mode: 0o750, ModeKnown: true, ModTime: when}}
+	for _, n := range []string{"a", "x", "b"} {
+		p := filepath.Join(src, n)
+		os.WriteFile(p, randomBytes(20000, int64(len(n))), 0o644)
+		fi, _ := os.Stat(p)
+		out = append(out, kermit.OutgoingFile{Name: "d/" + n, Size: fi.Size(), ModTime: fi.ModTime(),
+			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
+	}
+	out = append(out, kermit.OutgoingFile{Name: "d/x", Size: 5, Open: func() (kermit.FileReader, error) {
+		return nil, errors.New("same name as d/x, sent already")
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var log endLog
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Events = log.note
+	a, b := link(t, 0, 1)
+	scfg.Dual, rcfg.Dual = dualPair(t)
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	var once bool
+	store := failOnceStore{renameFailStore{dir, dst, "d/x"}, &once}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			var le *kermit.LinkError
+			if err := recv.Receive(ctx, store); errors.As(err, &le) {
+				return
+			}
+		}
+	})
+	err = kermit.SendParallel(ctx, []*kermit.Session{send}, out)
+	send.Close()
+	cancel()
+	wg.Wait()
+	var ge *kermit.GroupError
+	if !errors.As(err, &ge) || !slices.Equal(ge.Failed, []string{"d/x"}) {
+		t.Fatalf("error %v; want the second d/x alone named failed", err)
+	}
+	for _, n := range []string{"a", "x", "b"} {
+		want, _ := os.ReadFile(filepath.Join(src, n))
+		if got, err := os.ReadFile(filepath.Join(dst, "d", n)); err != nil || string(got) != string(want) {
+			t.Errorf("d/%s: %d bytes, %v", n, len(got), err)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(dst, "d"))
+	if err != nil || !fi.ModTime().Equal(when) || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("d: %v, %v; want mode 0750 and time %v", fi.Mode(), fi.ModTime(), when)
+	}
+}

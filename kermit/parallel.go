@@ -265,19 +265,26 @@ func sendConfirming(ctx context.Context, s *Session, files []OutgoingFile) error
 	// shutting down, a disk full, which a second try would only meet
 	// again).
 	if err != nil && errors.As(err, &pe) && s.neg.peerKerf && ctx.Err() == nil && tr.allNotSaved(0) {
-		byName := make(map[string]OutgoingFile, len(files))
-		for _, f := range files {
-			if !f.Dir {
-				byName[f.Name] = f
-			}
-		}
-		var again []OutgoingFile
+		cut := map[string]bool{}
 		for _, name := range tr.cutNames(0) {
-			if f, ok := byName[name]; ok {
+			cut[name] = true
+		}
+		// In the order sent: the directories too, since the receiver
+		// that failed the group gave none its mode and time (it does at
+		// a group's good end); of a name, only its first file (a second
+		// is the stub that says it was not sent).
+		var again []OutgoingFile
+		for _, f := range files {
+			if f.Dir || cut[f.Name] {
 				again = append(again, f)
+				delete(cut, f.Name)
 			}
 		}
-		if len(again) > 0 {
+		if slices.ContainsFunc(again, func(f OutgoingFile) bool { return !f.Dir }) {
+			// What failed on its own in the first pass (a file refused,
+			// the stub of a second file of a name) stays failed, whatever
+			// the second pass tells of another file of its name.
+			own := tr.failedNames(0)
 			s.cfg.Log.Warn("the receiver failed the group; its files under way are sent again, resuming, to confirm them", "files", len(again), "err", err)
 			resume := s.cfg.Resume
 			s.cfg.Resume = true
@@ -290,7 +297,16 @@ func sendConfirming(ctx context.Context, s *Session, files []OutgoingFile) error
 			case err2 == nil, errors.As(err2, &ge):
 				// Every file confirmed, or refused on its own: what
 				// failed so in either pass is what stays failed.
-				err = withFailed(err2, tr.failedOf(0))
+				failed := own
+				for _, n := range tr.failedOf(0) {
+					if !slices.Contains(failed, n) {
+						failed = append(failed, n)
+					}
+				}
+				if ge != nil {
+					failed = slices.DeleteFunc(failed, func(n string) bool { return slices.Contains(ge.Failed, n) })
+				}
+				err = withFailed(err2, failed)
 			case errors.As(err2, &pe):
 				err = err2 // the receiver's word on what failed again
 			}
@@ -626,6 +642,14 @@ func (t *shareTracker) failedOf(sh int) []string {
 		}
 	}
 	return names
+}
+
+// failedNames returns the files share sh's sessions told failed on
+// their own so far.
+func (t *shareTracker) failedNames(sh int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.failed[sh])
 }
 
 // allNotSaved reports whether share sh has files cut off and every one

@@ -264,9 +264,10 @@ func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int
 	}
 	if err != nil && st.chk != 1 && !st.force3 {
 		// S and I, and the commands that start a transaction (R, G and
-		// C-Kermit's variants), always use check 1.
+		// C-Kermit's variants), always use check 1; so does the E of a
+		// peer restarted mid-transfer, which has agreed nothing yet.
 		f.Check = 1
-		if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && strings.IndexByte(initTypes, p1.Type&0x7f) >= 0 {
+		if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && strings.IndexByte(initTypes+"E", p1.Type&0x7f) >= 0 {
 			p, n, err = p1, n1, nil
 		}
 	}

@@ -18,12 +18,19 @@ import (
 // then files until B.
 func (s *Session) Receive(ctx context.Context, store Store) error {
 	defer s.flush()
-	s.resetNegotiation()
-	err := s.recvGroup(ctx, store, nil, false)
-	if err != nil {
-		return s.abort(err)
+	for {
+		s.resetNegotiation()
+		err := s.recvGroup(ctx, store, nil, false)
+		if errors.Is(err, ErrPeerRestarted) {
+			// A sender killed and run again: its files so far are kept
+			// for recovery, and its new S starts the transfer again.
+			continue
+		}
+		if err != nil {
+			return s.abort(err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // answerInit handles a received S or I packet: negotiates and ACKs with

@@ -56,7 +56,9 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 			var pe *PeerError
 			var ge *GroupError
 			switch {
-			case errors.As(err, &pe):
+			case errors.As(err, &pe), errors.Is(err, ErrPeerRestarted):
+				// (A restarted client's packet is read next, as its
+				// new command.)
 			case errors.As(err, &ge):
 				// A GET whose group ended with B: the transaction is
 				// over, and its files' failures were told per file (a

@@ -19,6 +19,12 @@ var (
 	ErrTooManyRetries = errors.New("kermit: too many retries without progress")
 	ErrCanceled       = errors.New("kermit: transfer canceled")
 	ErrProtocol       = errors.New("kermit: protocol error")
+	// ErrPeerRestarted: in the middle of a transaction the peer began a
+	// new one (an S or I: it was killed and run again, on a serial
+	// line). This one is abandoned without an E, which the peer
+	// would take for the answer to its new packet; that packet is read
+	// again as the first of the next transaction.
+	ErrPeerRestarted = errors.New("kermit: the peer began a new transaction in the middle of this one (restarted?); this one is abandoned")
 )
 
 // PeerError is an E packet received from the peer.
@@ -34,6 +40,9 @@ type Session struct {
 	cfg Config
 	c   *pktConn
 	neg negotiated
+	// again is a packet read and handed back (ErrPeerRestarted): the
+	// next read returns it.
+	again *inPacket
 	// initRefusal is the E a server answered the last I exchange with
 	// (nil: none), for the command that follows.
 	initRefusal *PeerError
@@ -157,6 +166,11 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	}
 	if (cfg.Check < 1 || cfg.Check > 3) && cfg.Check != CheckForce3 {
 		cfg.Check = 3
+	}
+	if m := cfg.Mark; m != 0 && (m >= ' ' && m != 0x7f || m == '\r') {
+		// Framing needs a control character other than the EOL.
+		cfg.Log.Warn("packet mark not a control character other than CR: SOH used", "mark", int(m))
+		cfg.Mark = framing.SOH
 	}
 	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity, cfg.Mark)}
 	if cfg.DetectParity && !cfg.Parity {
@@ -398,8 +412,8 @@ func (s *Session) peerReason(ctx context.Context, err error) error {
 // abort sends an E packet describing err and returns err.
 func (s *Session) abort(err error) error {
 	var pe *PeerError
-	if errors.As(err, &pe) {
-		return err // never answer an E with an E
+	if errors.As(err, &pe) || errors.Is(err, ErrPeerRestarted) {
+		return err // never answer an E with an E, nor a new S with one
 	}
 	msg := err.Error()
 	if errors.Is(err, context.Canceled) {
@@ -418,6 +432,10 @@ func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, er
 // readWatching is read that, with watchData, also ends when the data path
 // fails for a cause found on this side (DataFailure), with that cause.
 func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData bool) (inPacket, bool, error) {
+	if p := s.again; p != nil {
+		s.again = nil
+		return *p, true, nil
+	}
 	if s.linkErr != nil {
 		// The reader delivered the link's end once, and has stopped:
 		// nothing will come, so a later command fails at once rather

@@ -522,9 +522,33 @@ func (s *Session) handleReply(p inPacket) error {
 			sl.ackType, sl.reply = p.Type, p.Packet
 			return s.acked(sl, p.Data)
 		}
+		if s.restarted(p) {
+			return ErrPeerRestarted
+		}
 		s.cfg.Log.Debug("unexpected packet while sending", "type", string(p.Type), "seq", p.Seq)
 		return nil
 	}
+}
+
+// restarted reports whether p, come in the middle of a transaction
+// where it is no answer, begins a new one: the peer was restarted (a
+// C-Kermit killed and run again on a serial line sends its S or I at
+// once). It is kept for the next read. Not on a reliable
+// link, where a peer cannot start over on the same connection and such
+// a packet is a stray of a transaction already ended.
+func (s *Session) restarted(p inPacket) bool {
+	// A peer starting over sends S or I with sequence number 0 and its
+	// parameters: all three asked, so that a damaged packet that passes
+	// a type-1 check by chance (one in 64) does not end a transfer.
+	if s.cfg.Reliable || p.Seq != 0 || (p.Type != 'S' && p.Type != 'I') {
+		return false
+	}
+	if _, err := framing.ParseParams(p.Data); err != nil {
+		return false
+	}
+	s.cfg.Log.Info("the peer began a new transaction: this one is abandoned", "type", string(p.Type), "seq", p.Seq)
+	s.again = &p
+	return true
 }
 
 // acked records an acknowledgment, slides the window and resends any
@@ -681,11 +705,18 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			msg, _ := s.decodeString(in.Data)
 			return framing.Packet{}, &PeerError{Msg: msg}
 		}
-		if !w.started {
+		fresh := !w.started
+		if fresh {
 			w.started = true
 			w.lo = in.Seq
 		}
 		d := (in.Seq - w.lo + 64) % 64
+		prevWindow := d >= w.size && (d >= 64-w.size || (w.size == 1 && d == 63))
+		// An S or I in the middle of the transaction, unless it is the
+		// one that began it sent again (its ACK, kept raw, was lost).
+		if !fresh && !(prevWindow && w.rawAck[in.Seq]) && s.restarted(in) {
+			return framing.Packet{}, ErrPeerRestarted
+		}
 		switch {
 		case d < w.size:
 			if w.got[in.Seq] != nil {
@@ -704,7 +735,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 					return framing.Packet{}, err
 				}
 			}
-		case d >= 64-w.size || (w.size == 1 && d == 63):
+		case prevWindow:
 			// From the previous window: our ACK was lost; repeat it.
 			if w.hasAck[in.Seq] {
 				var err error

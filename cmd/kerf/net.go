@@ -670,7 +670,15 @@ func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, f
 // but the server did not agree: it refuses compression
 // (--no-compression), does not listen for QUIC (no --quic), or is an
 // older kerf. Not an error: the files arrived, the other way.
-func noteRefused(c *cli.Context, cl *control.Client) {
+func noteRefused(c *cli.Context, clients []*control.Client) {
+	cl := clients[0]
+	for _, o := range clients {
+		// The session that fell back from QUIC, if one did: said once.
+		if o.QUICFallback() != nil {
+			cl = o
+			break
+		}
+	}
 	if c.Bool("compress") && cl.Dual() && !cl.DataCompressed() {
 		fmt.Fprintln(os.Stderr, "kerf: the server did not agree to --compress (it refuses it, or is an older kerf): the data went uncompressed")
 	}
@@ -830,7 +838,7 @@ func sendCommand() *cli.Command {
 			}
 			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.BytesSent })
 			sendErr := kermit.SendParallel(c.Context, sessionsOf(clients), files)
-			noteRefused(c, cl)
+			noteRefused(c, clients)
 			return rep.end(sendErr, false)
 		}),
 	}
@@ -988,7 +996,7 @@ func getCommand() *cli.Command {
 				// directory's name with "File is not readable".
 				err = fmt.Errorf("%w (a classic Kermit server sends a directory's tree when asked for DIR/*; the files then come under the path they have from the server's directory)", err)
 			}
-			noteRefused(c, cl)
+			noteRefused(c, clients)
 			return rep.end(err, true)
 		}),
 	}

@@ -37,6 +37,9 @@ type reporter struct {
 	// errLines counts the failed files given a line; errHidden those
 	// past maxErrLines, told as a count at the end.
 	errLines, errHidden int
+	// serving: a server's reporter, for its whole life: every failure
+	// gets its line (an operator reads them as they come).
+	serving bool
 	// notBegun are the files of a send that stopped before it began
 	// them (kermit.ErrNotBegun), named on one line at the end rather than
 	// a line each (with --json, an event each).
@@ -305,7 +308,7 @@ func (r *reporter) event(e kermit.Event) {
 		}
 		if r.json != nil {
 			r.json.Encode(jsonEvent{Event: "file_error", Name: e.Name, Error: msg})
-		} else if r.errLines < maxErrLines {
+		} else if r.errLines < maxErrLines || r.serving {
 			// A lost server can fail thousands of files at once: the
 			// first ones each get a line, the rest a count at the end.
 			r.errLines++

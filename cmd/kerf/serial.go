@@ -269,6 +269,7 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 	}
 	defer done()
 	rep := newReporter(c, nil)
+	rep.serving = serving
 	s.SetEvents(rep.event)
 	// A server's client was told of the files it did not get; receive
 	// and get were run for the files, so those fail them.

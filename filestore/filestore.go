@@ -565,7 +565,7 @@ func CleanName(name string) (string, error) {
 	}
 	for el := range strings.SplitSeq(name, "/") {
 		if el == ".." {
-			return "", fmt.Errorf("%w: %q leaves the directory", ErrUnsafeName, name)
+			return "", fmt.Errorf("%w: %q leaves the tree", ErrUnsafeName, name)
 		}
 	}
 	c := path.Clean(name)

@@ -64,6 +64,14 @@ func parseExclusion(p string) (exclusion, error) {
 	if len(p) > maxExcludeLen {
 		return exclusion{}, fmt.Errorf("exclude pattern of %d bytes: at most %d", len(p), maxExcludeLen)
 	}
+	// rsync's two forms that path.Match would take as something else,
+	// silently: refused, with what to write instead.
+	switch {
+	case strings.Contains(p, "**"):
+		return exclusion{}, fmt.Errorf("exclude pattern %q: ** is not supported (a pattern without / matches at any depth; * stays within one element)", p)
+	case strings.Contains(p, "[[:"):
+		return exclusion{}, fmt.Errorf("exclude pattern %q: character classes such as [[:digit:]] are not supported (write the characters: [0-9])", p)
+	}
 	e := exclusion{anchored: strings.HasPrefix(p, "/"), dirOnly: strings.HasSuffix(p, "/")}
 	e.pattern = rsyncClasses(strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/"))
 	if e.pattern == "" || strings.Contains(e.pattern, "//") {

@@ -51,7 +51,7 @@ func TestExclusions(t *testing.T) {
 			t.Errorf("%q excludes %q (dir %v) = %v, want %v", c.patterns, c.name, c.dir, got, c.want)
 		}
 	}
-	for _, bad := range []string{"", "/", "//", "a//b", "[", "a/[b"} {
+	for _, bad := range []string{"", "/", "//", "a//b", "[", "a/[b", "**/x", "a/**", "[[:digit:]]"} {
 		if _, err := ParseExclusions([]string{bad}); err == nil {
 			t.Errorf("pattern %q accepted", bad)
 		}

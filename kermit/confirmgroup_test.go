@@ -47,35 +47,8 @@ func TestOneSessionGroupFailureConfirmsTheRest(t *testing.T) {
 		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: fi.Size(), ModTime: fi.ModTime(),
 			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var log endLog
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	scfg.Events = log.note
-	a, b := link(t, 0, 1)
-	scfg.Dual, rcfg.Dual = dualPair(t)
-	scfg.Streaming, rcfg.Streaming = true, true
-	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-	t.Cleanup(func() { send.Close(); recv.Close() })
-	dir, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	store := renameFailStore{dir, dst, "f7"}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			var le *kermit.LinkError
-			if err := recv.Receive(ctx, store); errors.As(err, &le) {
-				return
-			}
-		}
-	})
-	err = kermit.SendParallel(ctx, []*kermit.Session{send}, out)
-	send.Close()
-	cancel()
-	wg.Wait()
+	err := sendOneSession(t, out, dst, &log, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
 	if err == nil {
 		t.Fatal("no error, but f7 was not stored")
 	}
@@ -132,36 +105,10 @@ func TestConfirmingPassKeepsDirsAndDuplicates(t *testing.T) {
 	out = append(out, kermit.OutgoingFile{Name: "d/x", Size: 5, Open: func() (kermit.FileReader, error) {
 		return nil, errors.New("same name as d/x, sent already")
 	}})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var log endLog
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	scfg.Events = log.note
-	a, b := link(t, 0, 1)
-	scfg.Dual, rcfg.Dual = dualPair(t)
-	scfg.Streaming, rcfg.Streaming = true, true
-	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-	t.Cleanup(func() { send.Close(); recv.Close() })
-	dir, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
 	var once bool
-	store := failOnceStore{renameFailStore{dir, dst, "d/x"}, &once}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			var le *kermit.LinkError
-			if err := recv.Receive(ctx, store); errors.As(err, &le) {
-				return
-			}
-		}
+	err := sendOneSession(t, out, dst, nil, func(dir *filestore.Dir) kermit.Store {
+		return failOnceStore{renameFailStore{dir, dst, "d/x"}, &once}
 	})
-	err = kermit.SendParallel(ctx, []*kermit.Session{send}, out)
-	send.Close()
-	cancel()
-	wg.Wait()
 	var ge *kermit.GroupError
 	if !errors.As(err, &ge) || !slices.Equal(ge.Failed, []string{"d/x"}) {
 		t.Fatalf("error %v; want the second d/x alone named failed", err)
@@ -176,4 +123,42 @@ func TestConfirmingPassKeepsDirsAndDuplicates(t *testing.T) {
 	if err != nil || !fi.ModTime().Equal(when) || fi.Mode().Perm() != 0o750 {
 		t.Fatalf("d: %v, %v; want mode 0750 and time %v", fi.Mode(), fi.ModTime(), when)
 	}
+}
+
+// sendOneSession sends out on one session (SendParallel's one-session
+// path) to a receiver storing into dst through the store mk makes of
+// it, which goes on receiving after a failed group, as a server does.
+func sendOneSession(t *testing.T, out []kermit.OutgoingFile, dst string, log *endLog, mk func(*filestore.Dir) kermit.Store) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	if log != nil {
+		scfg.Events = log.note
+	}
+	a, b := link(t, 0, 1)
+	scfg.Dual, rcfg.Dual = dualPair(t)
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	store := mk(dir)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			var le *kermit.LinkError
+			if err := recv.Receive(ctx, store); errors.As(err, &le) {
+				return
+			}
+		}
+	})
+	err = kermit.SendParallel(ctx, []*kermit.Session{send}, out)
+	send.Close()
+	cancel()
+	wg.Wait()
+	return err
 }

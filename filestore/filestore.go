@@ -343,7 +343,7 @@ func (h *dirHandle) regularOrAbsent(d *Dir, name string) bool {
 func (h *dirHandle) lstat(d *Dir, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	err := h.atDir(d, func(dirfd int) error {
-		return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		return ignoringEINTR(func() error { return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
 	})
 	return st, err
 }
@@ -462,19 +462,11 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 	return &tempFile{fd: fd, dir: h.rel, base: name}, fresh, nil
 }
 
-// stillNamed reports whether f, locked, is still the file called name
-// here: another session may have renamed or removed it between the
-// open and the lock.
+// stillNamed records which file f, locked, is, and reports whether it
+// is still the file called name here: another session may have renamed
+// or removed it between the open and the lock.
 func (h *dirHandle) stillNamed(d *Dir, name string, f *tempFile) bool {
-	var byFD, byName unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(f.fd, &byFD) }); err != nil {
-		return false
-	}
-	err := h.atDir(d, func(dirfd int) error {
-		return ignoringEINTR(func() error { return unix.Fstatat(dirfd, name, &byName, unix.AT_SYMLINK_NOFOLLOW) })
-	})
-	f.dev, f.ino = uint64(byFD.Dev), uint64(byFD.Ino)
-	return err == nil && byFD.Dev == byName.Dev && byFD.Ino == byName.Ino
+	return f.identify() == nil && h.isOurs(d, name, f)
 }
 
 // errNotOurs is why a received file is not renamed to its final name:

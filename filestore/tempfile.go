@@ -20,8 +20,8 @@ import (
 type tempFile struct {
 	fd        int
 	dir, base string // directory relative to the tree's top, and the name in it
-	// dev and ino identify the file, found once it is locked (Create's
-	// stillNamed): what the temporary name must still be when the file
+	// dev and ino identify the file, found once it is locked
+	// (identify): what the temporary name must still be when the file
 	// is renamed to its final name or removed.
 	dev, ino uint64
 	once     sync.Once
@@ -131,17 +131,20 @@ func (t *tempFile) chtimes(tm time.Time) error {
 // for received and the next fsync would succeed ("fsyncgate"). Empty,
 // the file is received again whole.
 func (t *tempFile) syncOrEmpty() error {
-	err := t.sync()
-	if err != nil {
-		t.truncate(0)
-	}
-	return err
-}
-
-func (t *tempFile) sync() error {
 	if err := ignoringEINTR(func() error { return unix.Fsync(t.fd) }); err != nil {
+		t.truncate(0)
 		return t.err("fsync", err)
 	}
+	return nil
+}
+
+// identify records the file's device and inode numbers.
+func (t *tempFile) identify() error {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(t.fd, &st) }); err != nil {
+		return t.err("fstat", err)
+	}
+	t.dev, t.ino = uint64(st.Dev), uint64(st.Ino)
 	return nil
 }
 

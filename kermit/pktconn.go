@@ -80,9 +80,6 @@ type pktConn struct {
 }
 
 func newPktConn(rw io.ReadWriter, parity bool, mark byte) *pktConn {
-	if mark == 0 {
-		mark = framing.SOH
-	}
 	c := &pktConn{
 		rw:   rw,
 		mark: mark,

@@ -167,7 +167,10 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 	if (cfg.Check < 1 || cfg.Check > 3) && cfg.Check != CheckForce3 {
 		cfg.Check = 3
 	}
-	if m := cfg.Mark; m != 0 && (m >= ' ' && m != 0x7f || m == '\r') {
+	switch m := cfg.Mark; {
+	case m == 0:
+		cfg.Mark = framing.SOH
+	case m >= ' ' && m != 0x7f || m == '\r':
 		// Framing needs a control character other than the EOL.
 		cfg.Log.Warn("packet mark not a control character other than CR: SOH used", "mark", int(m))
 		cfg.Mark = framing.SOH

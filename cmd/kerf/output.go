@@ -435,11 +435,26 @@ func (r *reporter) end(err error, receiving bool) error {
 	if err == nil && receiving {
 		err = r.notReceived()
 	}
+	r.countHidden()
 	r.namesNotBegun()
 	if err = r.finish(err); err != nil {
 		return transferErr(err)
 	}
 	return nil
+}
+
+// countHidden says how many failed files got no line of their own
+// (past maxErrLines).
+func (r *reporter) countHidden() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.errHidden == 0 {
+		return
+	}
+	if r.bar != nil {
+		r.bar.Clear()
+	}
+	fmt.Fprintf(os.Stderr, "kerf: %d more file(s) failed, not shown one by one (--json tells each)\n", r.errHidden)
 }
 
 // namesNotBegun names, on one line, the files a send stopped before it
@@ -448,12 +463,6 @@ func (r *reporter) end(err error, receiving bool) error {
 func (r *reporter) namesNotBegun() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.errHidden > 0 {
-		if r.bar != nil {
-			r.bar.Clear()
-		}
-		fmt.Fprintf(os.Stderr, "kerf: %d more file(s) failed, not shown one by one (--json tells each)\n", r.errHidden)
-	}
 	rest := r.notBegun
 	if len(rest) == 0 {
 		return

@@ -107,27 +107,35 @@ if fail exit 5 "finish failed"`, host, port, ckermitLogin())
 // listens.
 func ckermitServer(t *testing.T, dir string, settings ...string) (*ckermit, string) {
 	t.Helper()
-	port := freePort(t)
-	k := startCKermit(t, dir, fmt.Sprintf(`set host * %d
+attempts:
+	for attempt := 0; ; attempt++ {
+		port := freePort(t)
+		k := startCKermit(t, dir, fmt.Sprintf(`set host * %d
 if fail exit 1 "listen failed"
 set file type binary
 set file collision overwrite
 %sserver`, port, strings.Join(append(settings, ""), "\n")))
-	// Not by connecting: C-Kermit serves the first connection only. Its
-	// "Listening" message is block-buffered into a pipe, so look for the
-	// listening socket instead.
-	deadline := time.Now().Add(20 * time.Second)
-	for !listening(port) {
-		select {
-		case <-k.done:
-			t.Fatalf("C-Kermit exited before listening:\n%s", k.out.String())
-		case <-time.After(10 * time.Millisecond):
+		// Not by connecting: C-Kermit serves the first connection only.
+		// Its "Listening" message is block-buffered into a pipe, so look
+		// for the listening socket instead.
+		deadline := time.Now().Add(20 * time.Second)
+		for !listening(port) {
+			select {
+			case <-k.done:
+				if strings.Contains(k.out.String(), "Unable to bind") && attempt < 5 {
+					// The free port was taken by another test's socket
+					// between freePort and C-Kermit's bind: another.
+					continue attempts
+				}
+				t.Fatalf("C-Kermit exited before listening:\n%s", k.out.String())
+			case <-time.After(10 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("C-Kermit does not listen:\n%s", k.out.String())
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("C-Kermit does not listen:\n%s", k.out.String())
-		}
+		return k, fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	return k, fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // listening reports whether some process listens on TCP port on IPv4.

@@ -321,7 +321,7 @@ func (c *Client) watchIdle(idle time.Duration, wc *watchedConn, raw net.Conn) {
 	c.stopWatch = stop
 	progress := func() int64 { return wc.n.Load() + wc.written.Load() + c.dual.progress() }
 	idleFor := func() bool { return c.sess.Busy() || !c.sess.Waiting() && wc.writing.Load() == 0 }
-	go watchIdle(ctx, idle, progress, idleFor, func() {
+	go watchIdle(ctx, idle, newLiveness(progress, idleFor), func() {
 		why := fmt.Errorf("control: %w for %v while this side waited on it (--idle-timeout): given up", ErrServerSilent, idle)
 		wc.why.Store(&why)
 		raw.Close()

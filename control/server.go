@@ -82,6 +82,12 @@ type ServerConfig struct {
 	// IdleTimeout drops a session that says nothing for this long
 	// (default 10 minutes).
 	IdleTimeout time.Duration
+	// TakeOverAfter lets a session take over a partial file that
+	// another session holds, when that one has moved nothing for this
+	// long (default 10s; negative, never): a client that lost its link
+	// and runs again with --resume would otherwise be refused "busy"
+	// until the old session's idle timeout (filestore.Holder).
+	TakeOverAfter time.Duration
 	// HandshakeTimeout bounds the time from connect to a successful
 	// login (or first command, for anonymous access): a client that
 	// connects and says nothing is dropped then (default 10s).
@@ -106,6 +112,13 @@ type ServerConfig struct {
 	RateLimit *datachan.Limiter
 	Log       *slog.Logger
 }
+
+// DefaultTakeOverAfter is ServerConfig.TakeOverAfter's default: far
+// longer than a working session goes without moving data or hearing its
+// client (the retransmission timeouts of a healthy link are well under a
+// second), short enough that a client run again after its link was cut
+// gets its partial back at once.
+const DefaultTakeOverAfter = 10 * time.Second
 
 // Server accepts control connections and serves each as a Kermit server.
 type Server struct {
@@ -201,6 +214,9 @@ func withDefaults(cfg ServerConfig) ServerConfig {
 		cfg.MaxStreams = 8
 	}
 	cfg.MaxStreams = min(cfg.MaxStreams, datachan.MaxStreams)
+	if cfg.TakeOverAfter == 0 {
+		cfg.TakeOverAfter = DefaultTakeOverAfter
+	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
 	}
@@ -416,7 +432,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	cancel := func() { cancelCause(nil) }
 	defer cancel()
 	ip := raw.RemoteAddr().(*net.TCPAddr).IP
-	fsys := &sessionFS{srv: s, ip: ip, raw: raw, secure: secure, log: log, ctx: ctx, cancel: cancel}
+	fsys := &sessionFS{srv: s, ip: ip, raw: raw, secure: secure, log: log, ctx: ctx, cancel: cancel, cancelCause: cancelCause}
 	if secure {
 		fsys.clientKey = clientKey
 	}
@@ -482,7 +498,9 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	sess := kermit.NewSession(reads, kc)
 	defer sess.Close()
 	idleErr := fmt.Errorf("kerf: the server ends sessions idle for %v", s.cfg.IdleTimeout)
-	go watchIdle(ctx, s.cfg.IdleTimeout, func() int64 { return reads.n.Load() + dual.progress() }, sess.Busy, func() { cancelCause(idleErr) })
+	live := newLiveness(func() int64 { return reads.n.Load() + dual.progress() }, sess.Busy)
+	fsys.setLiveness(live)
+	go watchIdle(ctx, s.cfg.IdleTimeout, live, func() { cancelCause(idleErr) })
 	// The engine's reader ends with the connection; close it when the
 	// session is cancelled (too many failed logins, idle, shutdown),
 	// after a moment in which the engine tells the client why (an E
@@ -502,23 +520,51 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 // take longer than idle). The engine's own timers are chosen partly by
 // the peer (its Send-Init timeout), so a silent peer is dropped here
 // whatever it asked for.
-func watchIdle(ctx context.Context, idle time.Duration, progress func() int64, busy func() bool, cancel func()) {
-	tick := time.NewTicker(max(idle/8, time.Millisecond))
+func watchIdle(ctx context.Context, idle time.Duration, live *liveness, cancel func()) {
+	// Every second at least: the ticks are also what dates the last
+	// progress for liveness.silentAt.
+	tick := time.NewTicker(max(min(idle/8, time.Second), time.Millisecond))
 	defer tick.Stop()
-	last, since := progress(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			if p := progress(); p != last || busy() {
-				last, since = p, now
-			} else if now.Sub(since) >= idle {
+			if live.silentAt(now) >= idle {
 				cancel()
 				return
 			}
 		}
 	}
+}
+
+// liveness tracks how long a session has been silent: its progress
+// counter (bytes from the client, file data either way) unchanged and
+// the session not busy. The idle watchdog samples it every second (a
+// change is dated by the sample that sees it, so a silence is
+// undercounted by up to a second), and another session that wants a
+// file this one holds reads it at any moment (filestore.Holder).
+type liveness struct {
+	progress func() int64
+	busy     func() bool
+	mu       sync.Mutex
+	last     int64
+	since    time.Time // when last was first seen (or the session was busy)
+}
+
+func newLiveness(progress func() int64, busy func() bool) *liveness {
+	return &liveness{progress: progress, busy: busy, last: progress(), since: time.Now()}
+}
+
+// silentAt returns how long, at now, nothing has moved.
+func (l *liveness) silentAt(now time.Time) time.Duration {
+	p, busy := l.progress(), l.busy()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p != l.last || busy {
+		l.last, l.since = p, now
+	}
+	return max(now.Sub(l.since), 0)
 }
 
 // tcpMinTimeout is the shortest wait for an answer on a control

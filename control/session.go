@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kerf/auth"
@@ -83,6 +84,11 @@ type sessionFS struct {
 	log       *slog.Logger
 	ctx       context.Context
 	cancel    context.CancelFunc
+	// cancelCause ends the session saying why (a take-over: Release).
+	cancelCause context.CancelCauseFunc
+	// live says how long the session has been silent, for another
+	// session that wants a file this one holds (filestore.Holder).
+	live atomic.Pointer[liveness]
 
 	failures int
 	lastUser string // the user of the last successful login
@@ -105,6 +111,26 @@ func (f *sessionFS) close() {
 		f.dir.Close()
 		f.dir = nil
 	}
+}
+
+var _ filestore.Holder = (*sessionFS)(nil)
+
+func (f *sessionFS) setLiveness(l *liveness) { f.live.Store(l) }
+
+// Silent is how long the session has moved nothing (filestore.Holder).
+func (f *sessionFS) Silent() time.Duration {
+	l := f.live.Load()
+	if l == nil {
+		return 0
+	}
+	return l.silentAt(time.Now())
+}
+
+// Release ends the session for another that takes over a file it holds
+// (filestore.Holder): its files are kept for that one's resume.
+func (f *sessionFS) Release(why string) {
+	f.log.Warn("session taken over", "why", why)
+	f.cancelCause(fmt.Errorf("kerf: %s", why))
 }
 
 func (f *sessionFS) userName() string {
@@ -130,6 +156,7 @@ func (f *sessionFS) bind(user, root string, readOnly bool) error {
 	}
 	d.ReadOnly = readOnly
 	d.Sparse = f.srv.cfg.Sparse
+	d.Holder, d.TakeOverAfter = f, f.srv.cfg.TakeOverAfter
 	f.mu.Lock()
 	old := f.dir
 	f.dir, f.user = d, user

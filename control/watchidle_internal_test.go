@@ -17,7 +17,7 @@ func TestWatchIdleWaitsWhileBusy(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
-		watchIdle(ctx, 20*time.Millisecond, func() int64 { return 0 }, busy.Load, func() { canceled.Store(true); close(done) })
+		watchIdle(ctx, 20*time.Millisecond, newLiveness(func() int64 { return 0 }, busy.Load), func() { canceled.Store(true); close(done) })
 	}()
 	time.Sleep(200 * time.Millisecond) // ten idle periods
 	if canceled.Load() {

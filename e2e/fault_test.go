@@ -107,6 +107,50 @@ func TestResumeAfterClientKilled(t *testing.T) {
 	noFile(t, part)
 }
 
+// A client cut off mid-file (its link gone, no reset: the server's
+// session sits on a dead connection) is run again with --resume: its new
+// session takes the partial over from the old, silent one, rather than
+// being refused "busy" until the old one's idle timeout, and resumes it.
+func TestResumeTakesOverACutOffSession(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false, "--take-over-after", "1s")
+	const size = 24 << 20
+	src := filepath.Join(local, "big.bin")
+	writeFile(t, src, randomBytes(size, 17))
+	dst := filepath.Join(root, "big.bin")
+	part := partName(dst)
+
+	fs.data.rateUp.Store(16 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "big.bin", fs.addr())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partial file to pass 4 MiB", func() bool { return fileSize(part) >= 4<<20 })
+	fs.ctl.frozen.Store(true)
+	fs.data.frozen.Store(true)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	kept := waitStable(t, part)
+
+	// Straight to the server, past the frozen proxies.
+	r := mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "big.bin", fs.server.addr)
+	// The partial's first hole, where it resumes, may lie below its
+	// size: blocks of two streams land out of order.
+	var offset int64
+	if done := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(done) == 1 {
+		offset = done[0].Offset
+	}
+	if offset <= 0 || offset > kept {
+		t.Errorf("the new session resumed at %d, want a point in the %d bytes kept", offset, kept)
+	}
+	checkCRC(t, checkDoneEvent(t, r, "big.bin", size, offset), src)
+	sameFile(t, src, dst)
+	noFile(t, part)
+	waitLogLine(t, fs.server, "session taken over")
+}
+
 // A partial file that is not a prefix of the file being resumed is
 // discarded and the whole file sent.
 func TestResumeDifferentPartialRestarts(t *testing.T) {

@@ -62,6 +62,7 @@ type proxy struct {
 	holdDownAt atomic.Int64 // file offset + 1 of a server->client block that never arrives: its connection stalls there (0: none)
 	dropDown   atomic.Bool  // server->client bytes are read and dropped from now on (a plain copy only)
 	delayDown  atomic.Int64 // nanoseconds each server->client read waits before it is passed on (a plain copy only): a longer path
+	frozen     atomic.Bool  // nothing passes either way from now on, and nothing is closed, not even after a client's end: a link cut without a reset
 	upBytes    atomic.Int64 // bytes forwarded client->server
 	downBytes  atomic.Int64 // bytes forwarded server->client
 	conns      atomic.Int32
@@ -153,6 +154,7 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()
+	defer p.hold()
 	if !p.frames {
 		p.copyCounted(dst, src, up)
 		return
@@ -272,9 +274,19 @@ func (p *proxy) forward(dst, src net.Conn, n int, up bool) error {
 	return err
 }
 
+// hold waits, while the proxy is frozen, until it is closed.
+func (p *proxy) hold() {
+	if p.frozen.Load() {
+		<-p.closing
+	}
+}
+
 // count records n forwarded bytes, sleeps to keep the upstream rate, and
 // reports whether the connection has been cut.
 func (p *proxy) count(up bool, n int64) (cut bool) {
+	if p.frozen.Load() {
+		return true // and pipe's hold keeps both ends open
+	}
 	if !up {
 		total := p.downBytes.Add(n)
 		if c := p.cutDown.Load(); c > 0 && total >= c {

@@ -47,7 +47,7 @@ const (
 )
 
 // ErrBusy is returned by Create for a name another session is receiving.
-var ErrBusy = errors.New("filestore: file is being received by another transfer (it is free once that one ends: on a server, when its client stops or the server drops it as idle)")
+var ErrBusy = errors.New("filestore: file is being received by another transfer (it is free once that one ends: on a server, when its client stops, when the server drops it as idle, or when it has moved nothing for a while and is taken over)")
 
 // PartSuffix marks a file still being received.
 const PartSuffix = ".kerf-part"
@@ -93,7 +93,17 @@ type Dir struct {
 	// busyWaited is how long Create has waited, in all, for names that
 	// another session held (see busyGrace).
 	busyWaited time.Duration
-	ReadOnly   bool
+	// Holder, if set, is who this Dir's partial files are held for (a
+	// server's session); with TakeOverAfter > 0, a Create that finds a
+	// partial locked by a Holder of this process silent that long takes
+	// it over (see Holder). staleWaited and releaseWaited bound those
+	// waits over the Dir's life; released are the holders let go.
+	Holder        Holder
+	TakeOverAfter time.Duration
+	staleWaited   time.Duration
+	releaseWaited time.Duration
+	released      map[Holder]bool
+	ReadOnly      bool
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
 	Flat bool
@@ -687,19 +697,20 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			// temporary file: the second is refused while the first
 			// holds it (until its Commit or Abort).
 			if ok, lerr := f.lock(); !ok {
+				var holder Holder
+				if lerr == nil {
+					holder = holderOf(f)
+				}
 				f.close()
 				d.putDir(h)
 				if lerr != nil {
 					return nil, fmt.Errorf("filestore: locking %s: %w", rel, lerr)
 				}
-				if d.busyWaited < busyGrace {
-					// Most often a session whose client just died and
-					// whose end the server has not seen yet: the rerun
-					// comes within a fraction of a second. Open afresh
-					// after the wait: the holder may rename or remove
-					// the partial.
-					time.Sleep(busyPoll)
-					d.busyWaited += busyPoll
+				// Most often a session whose client just died (or was cut
+				// off) and whose end the server has not seen yet. Open
+				// afresh after the wait: the holder may rename or
+				// remove the partial.
+				if d.waitForHolder(holder, rel) {
 					continue
 				}
 				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
@@ -716,6 +727,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 				}
 				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
 			}
+			d.register(f)
 			break
 		}
 		var pe *fs.PathError

@@ -24,6 +24,7 @@ type tempFile struct {
 	// (identify): what the temporary name must still be when the file
 	// is renamed to its final name or removed.
 	dev, ino uint64
+	holder   Holder // registered for it (register), or nil
 	once     sync.Once
 	closeErr error
 	closed   bool // fd is closed (its number may be another file's now)
@@ -151,6 +152,7 @@ func (t *tempFile) identify() error {
 // close closes the descriptor once; later calls return the first result.
 func (t *tempFile) close() error {
 	t.once.Do(func() {
+		t.unregister() // while the lock is still ours
 		t.closed = true
 		// close(2) is not retried on EINTR: on Linux the descriptor is
 		// gone either way.

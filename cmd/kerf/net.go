@@ -402,6 +402,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
+			&cli.DurationFlag{Name: "take-over-after", Value: control.DefaultTakeOverAfter, Usage: "a client resuming a file that another session holds takes it over once that session has moved nothing for this long (a client cut off, whose session the server has not seen end); 0: never, the client is refused \"busy\" until the old session's idle timeout"},
 			&cli.BoolFlag{Name: "quic", Usage: "also offer the data channel over QUIC (UDP, at the data address; its port number where free) to clients that ask (--quic)"},
 			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
 			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag, limitRateFlag,
@@ -458,7 +459,7 @@ func serveCommand() *cli.Command {
 				RefuseCompression: c.Bool("no-compression"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 				DataFromAnyAddress: c.Bool("data-from-any-address"),
 				MaxSessions:        c.Int("max-sessions"), MaxSessionsPerAddr: c.Int("max-sessions-per-addr"),
-				IdleTimeout: c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"),
+				IdleTimeout: c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"), TakeOverAfter: takeOverAfter(c.Duration("take-over-after")),
 				Sparse: c.Bool("sparse"),
 			})
 			if err != nil {
@@ -697,6 +698,15 @@ func noteRefused(c *cli.Context, clients []*control.Client) {
 // localSkip is a file a local walk passed over (a FIFO, a link to a
 // directory), and why.
 type localSkip struct{ path, why string }
+
+// takeOverAfter maps --take-over-after to ServerConfig.TakeOverAfter,
+// where 0 is the default and never is negative.
+func takeOverAfter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
 
 // checkServeLimits refuses limits of zero or less, which would
 // otherwise turn silently into the defaults: --idle-timeout 0 meaning

@@ -1,0 +1,133 @@
+package filestore_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+)
+
+// fakeHolder is a session for filestore.Holder: silent for as long as
+// silent says; Release lets go of its file (kept, as a cancelled
+// session does) after a moment, or never with stuck.
+type fakeHolder struct {
+	silent func() time.Duration
+	in     interface{ Abort(bool) error }
+	stuck  bool
+
+	mu       sync.Mutex
+	released []string
+}
+
+func (h *fakeHolder) Silent() time.Duration { return h.silent() }
+
+func (h *fakeHolder) Release(why string) {
+	h.mu.Lock()
+	h.released = append(h.released, why)
+	h.mu.Unlock()
+	if !h.stuck {
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			h.in.Abort(true)
+		}()
+	}
+}
+
+func (h *fakeHolder) whys() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.released...)
+}
+
+// holdPartial has one Dir, for holder, receive name with some bytes
+// written; it returns a second Dir of the same tree for the taker.
+func holdPartial(t *testing.T, holder *fakeHolder, name string, takeOverAfter time.Duration) (taker *filestore.Dir, kept int64) {
+	t.Helper()
+	root := t.TempDir()
+	d1, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d1.Close() })
+	d1.Holder, d1.TakeOverAfter = holder, takeOverAfter
+	a, err := d1.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("what the first session received")
+	a.WriteAt(data, 0)
+	holder.in = a
+	t.Cleanup(func() { a.Abort(true) })
+	d2, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d2.Close() })
+	d2.Holder, d2.TakeOverAfter = &fakeHolder{silent: func() time.Duration { return 0 }}, takeOverAfter
+	return d2, int64(len(data))
+}
+
+// A session that has moved nothing for TakeOverAfter (a client cut
+// off, whose session the server has not seen end) is released when
+// another session wants its partial, and that one resumes it.
+func TestCreateTakesOverASilentHolder(t *testing.T) {
+	cases := []struct {
+		name   string
+		silent func(start time.Time) time.Duration
+	}{
+		{"silent for long", func(time.Time) time.Duration { return time.Hour }},
+		// Silent enough to look stalled, not yet for TakeOverAfter: the
+		// taker waits until it is.
+		{"stalled, then silent long enough", func(start time.Time) time.Duration { return time.Since(start) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			h := &fakeHolder{silent: func() time.Duration { return c.silent(start) }}
+			d2, kept := holdPartial(t, h, "sub/f.bin", 3*time.Second)
+			b, err := d2.Create("sub/f.bin")
+			if err != nil {
+				t.Fatalf("Create of a partial a silent session holds: %v", err)
+			}
+			defer b.Abort(false)
+			whys := h.whys()
+			if len(whys) != 1 || !strings.Contains(whys[0], "sub/f.bin") {
+				t.Errorf("the holder was released %d times (%q), want once, naming the file", len(whys), whys)
+			}
+			if size, _, _ := b.Partial(); size != kept {
+				t.Errorf("the taken-over partial has %d bytes, want the %d the first session kept", size, kept)
+			}
+		})
+	}
+}
+
+// A holder that is working, a Dir that takes nothing over, and a holder
+// that does not let go once released: ErrBusy, as before.
+func TestCreateDoesNotTakeOver(t *testing.T) {
+	cases := []struct {
+		name          string
+		silent        time.Duration
+		takeOverAfter time.Duration
+		stuck         bool
+		released      int
+	}{
+		{"holder working", 0, time.Second, false, 0},
+		{"holder silent, take-over off", time.Hour, 0, false, 0},
+		{"holder released but never lets go", time.Hour, time.Second, true, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &fakeHolder{silent: func() time.Duration { return c.silent }, stuck: c.stuck}
+			d2, _ := holdPartial(t, h, "g.bin", c.takeOverAfter)
+			if _, err := d2.Create("g.bin"); !errors.Is(err, filestore.ErrBusy) {
+				t.Fatalf("Create: %v, want ErrBusy", err)
+			}
+			if n := len(h.whys()); n != c.released {
+				t.Errorf("the holder was released %d times, want %d", n, c.released)
+			}
+		})
+	}
+}

@@ -189,7 +189,10 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if !cfg.Classic && cfg.VerifyHost == nil {
 		return nil, errors.New("control: no way to check the server's key (ClientConfig.VerifyHost)")
 	}
-	var d net.Dialer
+	// The control connection's retransmission timeout capped as the
+	// data connections' are (datachan.RTOMax): after an outage, a
+	// command does not sit out the kernel's two-minute backoff.
+	d := net.Dialer{Control: datachan.SocketControl("")}
 	to := addr
 	if cfg.DialAddr != "" {
 		to = cfg.DialAddr

@@ -152,7 +152,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		host, _, _ := net.SplitHostPort(ln.Addr().String())
 		daddr = net.JoinHostPort(host, "0")
 	}
-	lc := net.ListenConfig{Control: datachan.CongestionControl(cfg.Congestion)}
+	lc := net.ListenConfig{Control: datachan.SocketControl(cfg.Congestion)}
 	dln, err := lc.Listen(context.Background(), "tcp", daddr)
 	if err != nil {
 		ln.Close()
@@ -303,6 +303,9 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("control: accept: %w", err)
 		}
+		// A command after an outage need not sit out the kernel's
+		// two-minute backoff (datachan.RTOMax), as the client's side.
+		datachan.CapRTO(c)
 		key := addrKey(c.RemoteAddr())
 		if !s.admit(key) {
 			s.cfg.Log.Warn("connection refused: too many sessions", "peer", c.RemoteAddr().String())

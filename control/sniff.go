@@ -60,6 +60,7 @@ func (l *dataListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	datachan.CapRTO(c) // before the wrapper hides the TCP connection
 	return &dataConn{Conn: c, l: l}, nil
 }
 

@@ -2,10 +2,12 @@ package datachan
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,25 +47,58 @@ func CheckCongestion(name string) error {
 	return nil
 }
 
-// CongestionControl returns a socket control function, for net.Dialer
-// and net.ListenConfig, that sets the TCP congestion control of each
-// socket to name before it connects or listens (sockets accepted from a
-// listener inherit it); nil for "", the system's default. A name the
-// kernel lacks, or one an unprivileged process may not choose (outside
-// net.ipv4.tcp_allowed_congestion_control), fails the dial or listen.
-func CongestionControl(name string) func(network, address string, c syscall.RawConn) error {
-	if name == "" {
-		return nil
+// RTOMax caps the TCP retransmission timeout of kerf's connections
+// (TCP_RTO_MAX_MS, Linux 6.15 and later; older kernels keep their 120 s
+// cap). After an outage the kernel retransmits at exponentially growing
+// intervals up to the cap, so a connection whose last try came just
+// before the link healed sat idle up to two minutes more: the data
+// streams that had tried later had finished, and the file waited for
+// the last one (QA, wanem: a 120 s outage). With 15 s the wait after
+// healing is at most 15 s. The cap also shortens how long the kernel
+// keeps retransmitting before it gives up (tcp_retries2, 15 tries):
+// about 160 s instead of 15 minutes, which is no loss, since an idle
+// connection's keepalive (Go's default: 15 s, then 9 probes 15 s apart)
+// ends it after 150 s of outage already. docs/benchmarks.md, "Outages".
+const RTOMax = 15 * time.Second
+
+// CapRTO caps the retransmission timeout of c (RTOMax), a TCP connection
+// accepted from a listener: unlike the congestion control, the cap is
+// not inherited from the listening socket (checked on Linux 6.18). Other
+// connections, and kernels without the option, are left as they are.
+func CapRTO(c net.Conn) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return
 	}
+	if rc, err := tc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, int(RTOMax/time.Millisecond))
+		})
+	}
+}
+
+// SocketControl returns a socket control function, for net.Dialer and
+// net.ListenConfig, that caps the retransmission timeout (RTOMax; a
+// kernel without the option is left as it is; accepted sockets do not
+// inherit it: CapRTO) and, unless congestion is "", sets the TCP
+// congestion control to congestion before the socket connects or
+// listens (accepted sockets inherit that). A name the kernel lacks, or one an unprivileged process may
+// not choose (outside net.ipv4.tcp_allowed_congestion_control), fails
+// the dial or listen.
+func SocketControl(congestion string) func(network, address string, c syscall.RawConn) error {
 	return func(network, address string, c syscall.RawConn) error {
 		var serr error
 		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
+			// ENOPROTOOPT before Linux 6.15: nothing to do about it.
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, int(RTOMax/time.Millisecond))
+			if congestion != "" {
+				serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, congestion)
+			}
 		}); err != nil {
 			return err
 		}
 		if serr != nil {
-			return fmt.Errorf("datachan: TCP congestion control %q: %w", name, serr)
+			return fmt.Errorf("datachan: TCP congestion control %q: %w", congestion, serr)
 		}
 		return nil
 	}

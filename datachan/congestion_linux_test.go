@@ -2,6 +2,7 @@ package datachan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"kerf/internal/testproc"
 )
@@ -36,12 +39,12 @@ func notDefaultCongestion(t *testing.T) string {
 // Both ends of a data connection can pick the congestion control: the
 // client's dialled sockets and the server's accepted ones (which take
 // their listener's).
-func TestCongestionControl(t *testing.T) {
+func TestSocketControl(t *testing.T) {
 	cc := notDefaultCongestion(t)
 	if err := CheckCongestion(cc); err != nil {
 		t.Fatal(err)
 	}
-	lc := net.ListenConfig{Control: CongestionControl(cc)}
+	lc := net.ListenConfig{Control: SocketControl(cc)}
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -72,12 +75,49 @@ func TestCongestionControl(t *testing.T) {
 	}
 }
 
+// Data connections cap their retransmission timeout (RTOMax), dialled
+// and accepted alike, without any option given.
+func TestDataConnectionsCapRTO(t *testing.T) {
+	l, err := Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tok := NewToken()
+	pend := l.Expect(tok, net.IPv4(127, 0, 0, 1), 2, 10*time.Second)
+	ctx := testContext(t)
+	client, err := Dial(ctx, l.Addr().String(), tok, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pend.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range append(client, server...) {
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms int
+		var gerr error
+		rc.Control(func(fd uintptr) { ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS) })
+		if errors.Is(gerr, unix.ENOPROTOOPT) {
+			t.Skipf("this kernel has no TCP_RTO_MAX_MS (Linux before 6.15): %v", gerr)
+		}
+		if gerr != nil || time.Duration(ms)*time.Millisecond != RTOMax {
+			t.Errorf("connection %d: TCP_RTO_MAX_MS %d, %v; want %v", i, ms, gerr, RTOMax)
+		}
+		c.Close()
+	}
+}
+
 func TestCongestionControlRefusesUnknown(t *testing.T) {
 	err := CheckCongestion("no-such-cc")
 	if err == nil || !strings.Contains(err.Error(), "reno") {
 		t.Fatalf("CheckCongestion: %v, want an error listing what there is", err)
 	}
-	d := net.Dialer{Control: CongestionControl("no-such-cc")}
+	d := net.Dialer{Control: SocketControl("no-such-cc")}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ package datachan
 
 import (
 	"fmt"
+	"net"
 	"syscall"
 )
 
@@ -16,10 +17,14 @@ func CheckCongestion(name string) error {
 	return fmt.Errorf("datachan: choosing the congestion control (%q) needs Linux", name)
 }
 
-// CongestionControl is nil for "", and otherwise refuses to make sockets.
-func CongestionControl(name string) func(network, address string, c syscall.RawConn) error {
-	if name == "" {
+// CapRTO does nothing: only Linux caps a socket's retransmission timeout.
+func CapRTO(net.Conn) {}
+
+// SocketControl is nil for "" (other systems have no per-socket cap on
+// the retransmission timeout), and otherwise refuses to make sockets.
+func SocketControl(congestion string) func(network, address string, c syscall.RawConn) error {
+	if congestion == "" {
 		return nil
 	}
-	return func(string, string, syscall.RawConn) error { return CheckCongestion(name) }
+	return func(string, string, syscall.RawConn) error { return CheckCongestion(congestion) }
 }

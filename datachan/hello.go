@@ -106,7 +106,7 @@ func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls
 			tlsConf.ServerName = host
 		}
 	}
-	var d net.Dialer
+	d := net.Dialer{Control: SocketControl("")}
 	for _, o := range opts {
 		o(&d)
 	}
@@ -173,9 +173,9 @@ func (m multiErr) Unwrap() []error { return m }
 type DialOption func(*net.Dialer)
 
 // WithCongestion has Dial's connections use the TCP congestion control
-// name (see CongestionControl); "" keeps the system's default.
+// name (see SocketControl); "" keeps the system's default.
 func WithCongestion(name string) DialOption {
-	return func(d *net.Dialer) { d.Control = CongestionControl(name) }
+	return func(d *net.Dialer) { d.Control = SocketControl(name) }
 }
 
 // clientHello runs the client side of the hello on c, which it closes on

@@ -68,7 +68,8 @@ func WithMaxHandshakes(n int) ListenerOption {
 
 // Listen listens on the TCP address addr; see NewListener.
 func Listen(addr string, tlsConf *tls.Config, opts ...ListenerOption) (*Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{Control: SocketControl("")}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("datachan: %w", err)
 	}
@@ -247,6 +248,7 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		CapRTO(c)
 		from := remoteIP(c)
 		l.mu.Lock()
 		if l.closed {

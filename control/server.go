@@ -84,9 +84,9 @@ type ServerConfig struct {
 	IdleTimeout time.Duration
 	// TakeOverAfter lets a session take over a partial file that
 	// another session holds, when that one has moved nothing for this
-	// long (default 10s; negative, never): a client that lost its link
-	// and runs again with --resume would otherwise be refused "busy"
-	// until the old session's idle timeout (filestore.Holder).
+	// long (default DefaultTakeOverAfter; negative, never): a client
+	// that lost its link and sends again would otherwise be refused
+	// "busy" until the old session's idle timeout (filestore.Holder).
 	TakeOverAfter time.Duration
 	// HandshakeTimeout bounds the time from connect to a successful
 	// login (or first command, for anonymous access): a client that
@@ -113,12 +113,15 @@ type ServerConfig struct {
 	Log       *slog.Logger
 }
 
-// DefaultTakeOverAfter is ServerConfig.TakeOverAfter's default: far
-// longer than a working session goes without moving data or hearing its
-// client (the retransmission timeouts of a healthy link are well under a
-// second), short enough that a client run again after its link was cut
-// gets its partial back at once.
-const DefaultTakeOverAfter = 10 * time.Second
+// DefaultTakeOverAfter is ServerConfig.TakeOverAfter's default: twice
+// the cap on a connection's retransmission timeout (datachan.RTOMax), so
+// that a live session whose link pauses and comes back shows progress
+// well within it (its next retransmission gets through), and short
+// enough that a client run again after its link was cut waits half a
+// minute at most, not the idle timeout's ten. A live session can still
+// be taken over: by a second sender of the same file while its link is
+// down for longer than this.
+const DefaultTakeOverAfter = 30 * time.Second
 
 // Server accepts control connections and serves each as a Kermit server.
 type Server struct {
@@ -512,6 +515,12 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	defer stop()
 	log.Info("session start", "tls", secure, "client_key", clientKey != "")
 	err := sess.Serve(ctx, fsys)
+	if errors.Is(err, context.Canceled) {
+		// Why it was cancelled (idle, taken over, shutdown), not that it was.
+		if c := context.Cause(ctx); c != nil {
+			err = c
+		}
+	}
 	log.Info("session end", "err", err, "user", fsys.userName(), "dual", sess.DataPath() != nil,
 		"data_tls", dual != nil && dual.encrypted, "data_records", dual != nil && dual.records)
 }

@@ -127,9 +127,15 @@ func (f *sessionFS) Silent() time.Duration {
 }
 
 // Release ends the session for another that takes over a file it holds
-// (filestore.Holder): its files are kept for that one's resume.
-func (f *sessionFS) Release(why string) {
-	f.log.Warn("session taken over", "why", why)
+// (filestore.Holder): its files are kept for that one's resume. The log
+// names the taker: a user may end another's session this way (only one
+// silent for ServerConfig.TakeOverAfter).
+func (f *sessionFS) Release(why string, by filestore.Holder) {
+	attrs := []any{"why", why}
+	if t, ok := by.(*sessionFS); ok {
+		attrs = append(attrs, "by_peer", t.raw.RemoteAddr().String(), "by_user", t.userName())
+	}
+	f.log.Warn("session taken over", attrs...)
 	f.cancelCause(fmt.Errorf("kerf: %s", why))
 }
 

@@ -151,6 +151,88 @@ func TestResumeTakesOverACutOffSession(t *testing.T) {
 	waitLogLine(t, fs.server, "session taken over")
 }
 
+// The same when the client was cut off while it resumed the file (a
+// flaky link's second cut): the old session, whose peer checked its copy
+// and then sent data, is silent, not busy with a check (review of the
+// take-over: it counted as busy for a minute and more).
+func TestResumeTakesOverACutOffResume(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false, "--take-over-after", "1s")
+	const size = 24 << 20
+	src := filepath.Join(local, "big.bin")
+	data := randomBytes(size, 18)
+	writeFile(t, src, data)
+	dst := filepath.Join(root, "big.bin")
+	part := partName(dst)
+	writeFile(t, part, data[:2<<20]) // what an earlier run kept
+
+	fs.data.rateUp.Store(8 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "--resume", "big.bin", fs.addr())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partial file to pass 6 MiB", func() bool { return fileSize(part) >= 6<<20 })
+	fs.ctl.frozen.Store(true)
+	fs.data.frozen.Store(true)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	waitStable(t, part)
+
+	r := mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "big.bin", fs.server.addr)
+	var offset int64
+	if done := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(done) == 1 {
+		offset = done[0].Offset
+	}
+	if offset < 2<<20 {
+		t.Errorf("the new session resumed at %d, want at least the 2 MiB kept before", offset)
+	}
+	checkCRC(t, checkDoneEvent(t, r, "big.bin", size, offset), src)
+	sameFile(t, src, dst)
+	waitLogLine(t, fs.server, "session taken over")
+}
+
+// A session whose link pauses (TCP rides the outage out) is not taken
+// over by a second sender of the same file while it is silent for less
+// than --take-over-after: the second sender sees it move again and is
+// refused "busy", and the first, alive throughout, finishes.
+func TestPausedSessionIsNotTakenOver(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, false, "--take-over-after", "4s")
+	const size = 32 << 20
+	src := filepath.Join(local, "big.bin")
+	writeFile(t, src, randomBytes(size, 19))
+	dst := filepath.Join(root, "big.bin")
+	fs.data.rateUp.Store(8 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := kerfCmd(t, ctx, fs.server, local, nil, "send", "big.bin", fs.addr())
+	var firstOut bytes.Buffer
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partial file to pass 4 MiB", func() bool { return fileSize(partName(dst)) >= 4<<20 })
+	fs.ctl.paused.Store(true)
+	fs.data.paused.Store(true)
+	time.AfterFunc(2*time.Second, func() {
+		fs.ctl.paused.Store(false)
+		fs.data.paused.Store(false)
+	})
+	second := run(t, fs.server, local, nil, "send", "--resume", "big.bin", fs.server.addr)
+	if second.code == 0 || !strings.Contains(second.stderr, "being received by another transfer") {
+		t.Errorf("the second sender: %s; want it refused, the file being received by another transfer", second)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first sender, alive throughout a 2 s pause, failed: %v\n%s", err, firstOut.String())
+	}
+	sameFile(t, src, dst)
+	if strings.Contains(fs.server.stderr.String(), "session taken over") {
+		t.Errorf("a session was taken over")
+	}
+}
+
 // A partial file that is not a prefix of the file being resumed is
 // discarded and the whole file sent.
 func TestResumeDifferentPartialRestarts(t *testing.T) {

@@ -62,6 +62,7 @@ type proxy struct {
 	holdDownAt atomic.Int64 // file offset + 1 of a server->client block that never arrives: its connection stalls there (0: none)
 	dropDown   atomic.Bool  // server->client bytes are read and dropped from now on (a plain copy only)
 	delayDown  atomic.Int64 // nanoseconds each server->client read waits before it is passed on (a plain copy only): a longer path
+	paused     atomic.Bool  // bytes wait, both ways, until it is cleared: an outage TCP rides out
 	frozen     atomic.Bool  // nothing passes either way from now on, and nothing is closed, not even after a client's end: a link cut without a reset
 	upBytes    atomic.Int64 // bytes forwarded client->server
 	downBytes  atomic.Int64 // bytes forwarded server->client
@@ -284,6 +285,9 @@ func (p *proxy) hold() {
 // count records n forwarded bytes, sleeps to keep the upstream rate, and
 // reports whether the connection has been cut.
 func (p *proxy) count(up bool, n int64) (cut bool) {
+	for p.paused.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if p.frozen.Load() {
 		return true // and pipe's hold keeps both ends open
 	}

@@ -96,13 +96,10 @@ type Dir struct {
 	// Holder, if set, is who this Dir's partial files are held for (a
 	// server's session); with TakeOverAfter > 0, a Create that finds a
 	// partial locked by a Holder of this process silent that long takes
-	// it over (see Holder). staleWaited and releaseWaited bound those
-	// waits over the Dir's life; released are the holders let go.
+	// it over (see Holder). watches are the holders waited for.
 	Holder        Holder
 	TakeOverAfter time.Duration
-	staleWaited   time.Duration
-	releaseWaited time.Duration
-	released      map[Holder]bool
+	watches       map[Holder]*holderWatch
 	ReadOnly      bool
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
@@ -680,7 +677,8 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	var f *tempFile
 	var h *dirHandle
 	var fresh bool
-	for attempt := 0; ; attempt++ {
+	var reopened bool
+	for renamed := 0; ; {
 		if h, err = d.openDir(dir, true); err != nil {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
@@ -722,7 +720,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 				// Writing it would change a committed file in place.
 				f.close()
 				d.putDir(h)
-				if attempt < 100 {
+				if renamed++; renamed < 100 {
 					continue
 				}
 				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
@@ -743,12 +741,13 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 			return nil, &stalePartialError{path.Join(dir, tmp)}
 		}
 		// A cached directory may have been removed since: open it afresh once.
-		if attempt > 0 || !errors.Is(err, fs.ErrNotExist) {
+		if reopened || !errors.Is(err, fs.ErrNotExist) {
 			if pe == nil {
 				return nil, err // openTemp's own words, which say whose
 			}
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
+		reopened = true
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse, prepared: fresh}
 	in.empty.Store(fresh)

@@ -21,8 +21,9 @@ type Holder interface {
 	// from its peer (0 while it works, or reads a file for a check).
 	Silent() time.Duration
 	// Release ends the holder's work, so that its files are let go
-	// (kept, for a resume); why says who took them and why.
-	Release(why string)
+	// (kept, for a resume); why says what was taken and why, by the
+	// Holder (possibly nil) of the Dir that takes it.
+	Release(why string, by Holder)
 }
 
 // fileID names a file by device and inode: what a locked partial is,
@@ -35,16 +36,25 @@ var holders sync.Map // fileID -> Holder
 
 // Waits for a locked partial's holder (see waitForHolder).
 const (
-	// stalledAfter: a holder silent this long may be a dead session, so
-	// a Create waits (up to TakeOverAfter) to see; one that is working
-	// makes Create give up at once, as before.
-	stalledAfter = busyGrace
-	stalePoll    = 100 * time.Millisecond
+	// watchSlack absorbs the clocks of two readings of Silent: a
+	// holder whose silence grew by less than the time between them (less
+	// this) moved in between.
+	watchSlack = 10 * time.Millisecond
 	// releaseWait bounds the wait for a released holder to let go: a
 	// server's session closes its connection 2 s after it is cancelled
 	// (time to send an E packet), then ends its files.
 	releaseWait = 5 * time.Second
 )
+
+// holderWatch is what a Dir has seen of another session holding a
+// partial it wants.
+type holderWatch struct {
+	first, seen   time.Time     // first and latest look
+	silent        time.Duration // the holder's Silent at the latest look
+	working       bool          // it moved while watched: never taken over
+	released      bool
+	releaseWaited time.Duration
+}
 
 // register notes that f, locked and identified, is held for d's Holder.
 func (d *Dir) register(f *tempFile) {
@@ -55,8 +65,8 @@ func (d *Dir) register(f *tempFile) {
 	holders.Store(fileID{f.dev, f.ino}, d.Holder)
 }
 
-// unregister forgets f's holder; called before its descriptor (and so
-// its lock) is closed.
+// unregister forgets t's holder; called once its descriptor (and so its
+// lock) is closed.
 func (t *tempFile) unregister() {
 	if t.holder != nil {
 		holders.CompareAndDelete(fileID{t.dev, t.ino}, t.holder)
@@ -80,46 +90,73 @@ func holderOf(f *tempFile) Holder {
 }
 
 // waitForHolder decides what Create does about rel's partial, locked by
-// another session (holder, if of this process; see holderOf): wait (it has slept, and Create tries
-// again) or give up (false: ErrBusy). Any holder is waited for briefly
-// (busyGrace over the Dir's life: a killed client's session the server
-// is about to see end). Then a holder of this process that has been
-// silent for stalledAfter is watched until it has been silent for
-// TakeOverAfter, released, and waited for (releaseWait) to let go; a
-// working one is not (two live sessions sending one name: the second
-// is refused, as before).
+// another session (h, if of this process; see holderOf): wait (it has
+// slept, and Create tries again) or give up (false: ErrBusy). A holder
+// of this process is watched: one silent throughout is released once
+// its silence reaches TakeOverAfter and waited for (releaseWait) to let
+// go. Any other holder, and one that moves while watched (two live
+// sessions sending one name: the second is refused), is waited for
+// briefly (busyGrace over the Dir's life: a killed client's session the
+// server is about to see end), as before take-overs.
 func (d *Dir) waitForHolder(h Holder, rel string) bool {
+	if h != nil && h != d.Holder && d.TakeOverAfter > 0 {
+		if wait, decided := d.watchHolder(h, rel); decided {
+			return wait
+		}
+	}
 	if d.busyWaited < busyGrace {
 		time.Sleep(busyPoll)
 		d.busyWaited += busyPoll
 		return true
 	}
-	if d.TakeOverAfter <= 0 {
-		return false
+	return false
+}
+
+// watchHolder is waitForHolder's part for a holder of this process;
+// decided is false once the holder has shown it works. Each look
+// compares the holder's silence with the last: if it grew by less than
+// the time between them, the holder moved (Silent samples its progress
+// at every call, so a move between two looks is seen at the second).
+func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
+	if d.watches == nil {
+		d.watches = map[Holder]*holderWatch{}
 	}
-	if h == nil || h == d.Holder {
-		return false
+	w := d.watches[h]
+	if w == nil {
+		w = &holderWatch{}
+		d.watches[h] = w
 	}
-	if d.released[h] {
-		if d.releaseWaited >= releaseWait {
-			return false
+	switch {
+	case w.working:
+		return false, false
+	case w.released:
+		if w.releaseWaited >= releaseWait {
+			return false, true
 		}
 		time.Sleep(busyPoll)
-		d.releaseWaited += busyPoll
-		return true
+		w.releaseWaited += busyPoll
+		return true, true
 	}
-	switch silent := h.Silent(); {
-	case silent >= d.TakeOverAfter:
-		if d.released == nil {
-			d.released = map[Holder]bool{}
-		}
-		d.released[h] = true
-		h.Release(fmt.Sprintf("another session resumed %s, which this one held with nothing moving for %v", rel, silent.Round(time.Second)))
-		return true
-	case silent >= stalledAfter && d.staleWaited < d.TakeOverAfter:
-		time.Sleep(stalePoll)
-		d.staleWaited += stalePoll
-		return true
+	now := time.Now()
+	silent := h.Silent()
+	if !w.seen.IsZero() && silent+watchSlack < w.silent+now.Sub(w.seen) {
+		w.working = true
+		return false, false
 	}
-	return false
+	if w.seen.IsZero() {
+		w.first = now
+	}
+	w.seen, w.silent = now, silent
+	if silent >= d.TakeOverAfter {
+		w.released = true
+		h.Release(fmt.Sprintf("another session took over %s, which this one held with nothing moving for %v", rel, silent.Round(time.Second)), d.Holder)
+		return true, true
+	}
+	if now.Sub(w.first) > d.TakeOverAfter+time.Second {
+		// Its silence should have grown as long as the watch; a
+		// Holder whose clock does not is not waited for again.
+		return false, true
+	}
+	time.Sleep(busyPoll)
+	return true, true
 }

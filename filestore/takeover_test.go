@@ -24,7 +24,7 @@ type fakeHolder struct {
 
 func (h *fakeHolder) Silent() time.Duration { return h.silent() }
 
-func (h *fakeHolder) Release(why string) {
+func (h *fakeHolder) Release(why string, by filestore.Holder) {
 	h.mu.Lock()
 	h.released = append(h.released, why)
 	h.mu.Unlock()
@@ -79,9 +79,9 @@ func TestCreateTakesOverASilentHolder(t *testing.T) {
 		silent func(start time.Time) time.Duration
 	}{
 		{"silent for long", func(time.Time) time.Duration { return time.Hour }},
-		// Silent enough to look stalled, not yet for TakeOverAfter: the
-		// taker waits until it is.
-		{"stalled, then silent long enough", func(start time.Time) time.Duration { return time.Since(start) }},
+		// Silent for a moment only when first seen (a client run again at
+		// once): the taker watches it stay silent until TakeOverAfter.
+		{"silent throughout the wait", func(start time.Time) time.Duration { return time.Since(start) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,20 +107,30 @@ func TestCreateTakesOverASilentHolder(t *testing.T) {
 // A holder that is working, a Dir that takes nothing over, and a holder
 // that does not let go once released: ErrBusy, as before.
 func TestCreateDoesNotTakeOver(t *testing.T) {
+	hour := func(time.Duration) time.Duration { return time.Hour }
 	cases := []struct {
 		name          string
-		silent        time.Duration
+		silent        func(since time.Duration) time.Duration // since: time since the holder began
 		takeOverAfter time.Duration
 		stuck         bool
 		released      int
 	}{
-		{"holder working", 0, time.Second, false, 0},
-		{"holder silent, take-over off", time.Hour, 0, false, 0},
-		{"holder released but never lets go", time.Hour, time.Second, true, 1},
+		{"holder working", func(time.Duration) time.Duration { return 0 }, 3 * time.Second, false, 0},
+		// Silent for a while, then it moves (a paused link back): it is
+		// working, and silent again afterwards makes no difference.
+		{"holder moves while watched", func(since time.Duration) time.Duration {
+			if since > time.Second {
+				return since - time.Second
+			}
+			return since
+		}, 3 * time.Second, false, 0},
+		{"holder silent, take-over off", hour, 0, false, 0},
+		{"holder released but never lets go", hour, time.Second, true, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := &fakeHolder{silent: func() time.Duration { return c.silent }, stuck: c.stuck}
+			start := time.Now()
+			h := &fakeHolder{silent: func() time.Duration { return c.silent(time.Since(start)) }, stuck: c.stuck}
 			d2, _ := holdPartial(t, h, "g.bin", c.takeOverAfter)
 			if _, err := d2.Create("g.bin"); !errors.Is(err, filestore.ErrBusy) {
 				t.Fatalf("Create: %v, want ErrBusy", err)

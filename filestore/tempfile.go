@@ -152,7 +152,11 @@ func (t *tempFile) identify() error {
 // close closes the descriptor once; later calls return the first result.
 func (t *tempFile) close() error {
 	t.once.Do(func() {
-		t.unregister() // while the lock is still ours
+		// Forgotten after the close: a Create that meets the lock just
+		// before it still finds the holder it is waiting for. (The entry
+		// is by inode: another session's, made once the lock is free,
+		// is not removed.)
+		defer t.unregister()
 		t.closed = true
 		// close(2) is not retried on EINTR: on Linux the descriptor is
 		// gone either way.

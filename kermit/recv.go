@@ -180,7 +180,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		batch.BeginBatch()
 		defer func() {
 			if batch != nil {
-				s.saved(batch, batch.EndBatch())
+				var err error
+				s.working(func() { err = batch.EndBatch() })
+				s.saved(batch, err)
 			}
 		}()
 	}
@@ -376,7 +378,8 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			}
 		case 'B':
 			if batch != nil {
-				err := batch.EndBatch()
+				var err error
+				s.working(func() { err = batch.EndBatch() })
 				s.saved(batch, err)
 				batch = nil
 				if err != nil {
@@ -471,7 +474,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		var size int64
 		var crc uint32
 		var err error
-		s.hash(func() { size, crc, err = cur.inc.Partial() })
+		s.working(func() { size, crc, err = cur.inc.Partial() })
 		if err != nil {
 			return nil, fmt.Errorf("kermit: recovery of %s: %w", cur.name, err)
 		}
@@ -937,7 +940,9 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	if cur.attrs.Perm >= 0 {
 		perm = fs.FileMode(cur.attrs.Perm) & fs.ModePerm
 	}
-	if err := inc.Commit(cur.attrs.ModTime, perm); err != nil {
+	var err error
+	s.working(func() { err = inc.Commit(cur.attrs.ModTime, perm) })
+	if err != nil {
 		inc.Abort(true)
 		err = fmt.Errorf("kermit: completing %s: %w", cur.name, err)
 		if s.neg.notStored {

@@ -459,7 +459,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if off > 0 && havePeerCRC {
 			var c uint32
 			var err error
-			s.hash(func() { c, err = crcOfPrefix(r, off) })
+			s.working(func() { c, err = crcOfPrefix(r, off) })
 			if err != nil || c != peerCRC {
 				// The partial is not a prefix of this file: have the
 				// receiver discard it and send the file afresh.

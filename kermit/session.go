@@ -93,13 +93,16 @@ type Session struct {
 	// peerHashingAck: the packet whose ACK ends peerHashingUntil, -1 for
 	// any packet (peerHashes).
 	peerHashingAck int
-	// For Busy: local reads of a file for its check in progress, and
-	// when (unix nanoseconds) the peer should be done with its own.
-	hashing atomic.Int32
+	// For Busy: local work in progress (working), and when (unix
+	// nanoseconds) the peer should be done with its own check.
+	localWork atomic.Int32
 	// waiting counts this side's waits on the peer under way: for a
 	// packet, for the data path to take or bring a file (Waiting).
 	waiting          atomic.Int32
 	peerHashingUntil atomic.Int64
+	// peerHashingData: the data path's progress when the peer began its
+	// check (nil without a data path); its data moving again ends it.
+	peerHashingData atomic.Pointer[progressMark]
 	// sending names the files of the group being sent that have begun
 	// (FileStart) and not ended; lastZQueued says the last of them has
 	// had its Z (not a discarding one) queued: if the transfer stops
@@ -211,7 +214,7 @@ func (s *Session) Close() { s.c.stop() }
 // same prefix of its file), which for a big file takes minutes without a
 // byte on the link. An idle watchdog counts such a time as activity.
 func (s *Session) Busy() bool {
-	return s.hashing.Load() > 0 || s.peerBusy()
+	return s.localWork.Load() > 0 || s.peerBusy()
 }
 
 // Waiting reports whether the session waits on its peer: for a packet,
@@ -229,9 +232,23 @@ func (s *Session) waitingOnPeer() func() {
 // peerBusy reports whether the peer is reading a file for its check, so
 // that its silence is neither a timeout nor a loss. Only on a reliable
 // link: on a line that loses packets, the packet it would answer may be
-// lost, and waiting minutes before sending it again is worse.
+// lost, and waiting minutes before sending it again is worse. A peer
+// whose check ends in data on the data path (a resumed send) sends no
+// packet until the file's Z: data moving since ends the check too, or a
+// resumed file cut off later would count as busy for minutes (the idle
+// watchdog and a take-over would wait for nothing).
 func (s *Session) peerBusy() bool {
-	return s.cfg.Reliable && time.Now().UnixNano() < s.peerHashingUntil.Load()
+	if !s.cfg.Reliable || time.Now().UnixNano() >= s.peerHashingUntil.Load() {
+		return false
+	}
+	m := s.peerHashingData.Load()
+	return m == nil || m.dp.Progress() == m.at
+}
+
+// progressMark is a data path's progress at one moment.
+type progressMark struct {
+	dp DataProgress
+	at int64
 }
 
 // minHashRate is the slowest a peer is expected to read a file for its
@@ -244,14 +261,21 @@ const minHashRate = 50 << 20 // bytes per second
 // meanwhile).
 func (s *Session) peerHashes(n int64, ackOf int) {
 	until := time.Now().Add(time.Minute + time.Duration(n/minHashRate)*time.Second)
+	var mark *progressMark
+	if dp, ok := s.data.(DataProgress); ok {
+		mark = &progressMark{dp, dp.Progress()}
+	}
+	s.peerHashingData.Store(mark)
 	s.peerHashingUntil.Store(until.UnixNano())
 	s.peerHashingAck = ackOf
 }
 
-// hash runs f, a read of a file for its check, as Busy.
-func (s *Session) hash(f func()) {
-	s.hashing.Add(1)
-	defer s.hashing.Add(-1)
+// working runs f, local work that may take long with nothing on the
+// link (a read of a file for its check, a commit's or a group's fsyncs
+// on a slow disk), as Busy.
+func (s *Session) working(f func()) {
+	s.localWork.Add(1)
+	defer s.localWork.Add(-1)
 	f()
 }
 

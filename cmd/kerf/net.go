@@ -402,7 +402,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
-			&cli.DurationFlag{Name: "take-over-after", Value: control.DefaultTakeOverAfter, Usage: "a client resuming a file that another session holds takes it over once that session has moved nothing for this long (a client cut off, whose session the server has not seen end); 0: never, the client is refused \"busy\" until the old session's idle timeout"},
+			&cli.DurationFlag{Name: "take-over-after", Value: control.DefaultTakeOverAfter, Usage: "a client sending a file that another session is receiving takes it over (resuming it with --resume) once that session has moved nothing for this long (a client cut off, whose session the server has not seen end); 0: never, the client is refused \"busy\" until the old session's idle timeout"},
 			&cli.BoolFlag{Name: "quic", Usage: "also offer the data channel over QUIC (UDP, at the data address; its port number where free) to clients that ask (--quic)"},
 			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
 			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag, limitRateFlag,
@@ -700,9 +700,10 @@ func noteRefused(c *cli.Context, clients []*control.Client) {
 type localSkip struct{ path, why string }
 
 // takeOverAfter maps --take-over-after to ServerConfig.TakeOverAfter,
-// where 0 is the default and never is negative.
+// where 0 is the default and never is negative (checkServeLimits
+// refuses a negative flag).
 func takeOverAfter(d time.Duration) time.Duration {
-	if d <= 0 {
+	if d == 0 {
 		return -1
 	}
 	return d
@@ -716,6 +717,9 @@ func checkServeLimits(c *cli.Context) error {
 		if c.Duration(name) <= 0 {
 			return usageErr("--%s must be more than 0 (%v given)", name, c.Duration(name))
 		}
+	}
+	if d := c.Duration("take-over-after"); d < 0 {
+		return usageErr("--take-over-after must be 0 (never) or more (%v given)", d)
 	}
 	for _, name := range []string{"max-sessions", "max-sessions-per-addr"} {
 		if c.Int(name) < 1 {

@@ -1655,8 +1655,8 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 		open = func() (kermit.FileReader, error) { return d.root.Open(rel) }
 	}
 	return kermit.OutgoingFile{
-		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Mode: fi.Mode().Perm(), ModeKnown: true,
-		Open: open, Path: rel,
+		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
+		Mode: fi.Mode().Perm(), ModeKnown: true, Open: open, Path: rel,
 	}
 }
 
@@ -2536,6 +2536,11 @@ func (s statInfo) IsDir() bool { return s.Mode().IsDir() }
 // ChangeTime is the file's ctime (kermit.ChangeTimeOf).
 func (s statInfo) ChangeTime() time.Time { return time.Unix(s.st.Ctim.Sec, s.st.Ctim.Nsec) }
 func (s statInfo) Sys() any              { return &s.st }
+
+// Status is the file's links, mode and owner (kermit.StatusOf).
+func (s statInfo) Status() kermit.FileStatus {
+	return kermit.FileStatus{Links: uint64(s.st.Nlink), Mode: s.st.Mode, UID: s.st.Uid, GID: s.st.Gid, Known: true}
+}
 
 // Links is the file's link count: 0 once it has been removed while open.
 func (s statInfo) Links() uint64 { return uint64(s.st.Nlink) }

@@ -231,3 +231,49 @@ func TestFileRemovedWhileSentSaysSo(t *testing.T) {
 		t.Errorf("gone.bin stored (%v)", err)
 	}
 }
+
+// A file whose ctime moves while it is sent for its links, mode or owner
+// alone (a snapshot tool's hard link, a chmod) did not change its data:
+// it is stored, on both paths. (It failed as "changed" before: QA.)
+func TestFileLinkedOrChmodedWhileSentIsStored(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(p string) error
+	}{
+		{"hard link made", func(p string) error { return os.Link(p, p+".snapshot") }},
+		{"chmod", func(p string) error { return os.Chmod(p, 0o600) }},
+	} {
+		for _, dual := range []bool{false, true} {
+			t.Run(tc.name+map[bool]string{false: ", classic", true: ", dual"}[dual], func(t *testing.T) {
+				src, dst := t.TempDir(), t.TempDir()
+				data := randomBytes(300_000, 9)
+				out := writeFiles(t, src, []testFile{{"kept.bin", data}})
+				p := filepath.Join(src, "kept.bin")
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
+				if !out[0].Status.Known {
+					t.Fatal("no file status on this system: the test tests nothing")
+				}
+				open := out[0].Open
+				out[0].Open = func() (kermit.FileReader, error) {
+					r, err := open()
+					if err == nil {
+						time.Sleep(20 * time.Millisecond) // a ctime the change moves
+						if err := tc.change(p); err != nil {
+							t.Error(err)
+						}
+					}
+					return r, err
+				}
+				serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
+				if serr != nil || rerr != nil {
+					t.Fatalf("send %v, receive %v; want the file stored", serr, rerr)
+				}
+				checkFiles(t, dst, []testFile{{"kept.bin", data}})
+			})
+		}
+	}
+}

@@ -18,6 +18,25 @@ func ChangeTimeOf(fi fs.FileInfo) time.Time {
 	return sysChangeTime(fi)
 }
 
+// FileStatus is what else moves a file's ctime without touching its
+// data: its link count, permission bits and owner. Known is false where
+// they are not known.
+type FileStatus struct {
+	Links    uint64
+	Mode     uint32 // st_mode, type and permission bits
+	UID, GID uint32
+	Known    bool
+}
+
+// StatusOf is fi's FileStatus: from a Status method of its own, else
+// from the system's stat where it has one.
+func StatusOf(fi fs.FileInfo) FileStatus {
+	if s, ok := fi.(interface{ Status() FileStatus }); ok {
+		return s.Status()
+	}
+	return sysStatus(fi)
+}
+
 // removedWhileOpen reports whether fi, of an open file, says the file
 // has no name left (its link count is 0), where that is known.
 func removedWhileOpen(fi fs.FileInfo) bool {

@@ -13,6 +13,13 @@ func sysChangeTime(fi fs.FileInfo) time.Time {
 	return time.Time{}
 }
 
+func sysStatus(fi fs.FileInfo) FileStatus {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return FileStatus{Links: uint64(st.Nlink), Mode: st.Mode, UID: st.Uid, GID: st.Gid, Known: true}
+	}
+	return FileStatus{}
+}
+
 func sysLinks(fi fs.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int64(st.Nlink)

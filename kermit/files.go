@@ -28,7 +28,11 @@ type OutgoingFile struct {
 	// file whose ctime moved while it was sent changed, even if it kept
 	// its size and modification time (filestore.ChangeTime).
 	ChangeTime time.Time
-	Mode       fs.FileMode // permission bits; sent when non-zero or ModeKnown
+	// Status, if known, is the file's links, mode and owner when it was
+	// listed: a ctime moved by a change of these (a link made, chmod,
+	// chown) while it was sent is not taken for a write.
+	Status FileStatus
+	Mode   fs.FileMode // permission bits; sent when non-zero or ModeKnown
 	// ModeKnown says Mode is the file's own, so that mode 000 is sent too.
 	ModeKnown bool
 	// Dir marks a directory of a recursive transfer, listed before what

@@ -700,11 +700,18 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 			// removes it just the same: the name now has a newer one.)
 			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; not stored: send it again", f.Name)
 		}
-		// Written, and given back its size and time (touch -r); or
-		// only its status changed (a link made, chmod), which moves the
-		// change time too and cannot be told apart from a write: tar
-		// says "file changed as we read it" of both.
-		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size and modification time the same: written to and its time put back, or given a new link, mode or owner); not stored: send it again", f.Name)
+		if was, now := f.Status, StatusOf(fi); was.Known && now.Known && was != now {
+			// Its links, mode or owner changed (a hard link made by a
+			// snapshot tool, a chmod), which explains the ctime: its
+			// data did not change for that. (tar says "file changed as
+			// we read it" of these too; a backup would fail on every
+			// file linked meanwhile.)
+			return nil
+		}
+		// Written, and given back its size and time (touch -r); or an
+		// extended attribute or ACL changed, which moves the ctime too
+		// and cannot be told apart from a write.
+		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size, modification time, links, mode and owner the same: written to and its time put back, or its extended attributes changed); not stored: send it again", f.Name)
 	}
 	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: send it again",
 		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))

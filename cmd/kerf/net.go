@@ -533,8 +533,8 @@ func localFiles(args []string, recursive bool, ex kermit.Exclusions) ([]kermit.O
 		}
 		from[name] = p
 		out = append(out, kermit.OutgoingFile{
-			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Mode: fi.Mode().Perm(), ModeKnown: true,
-			Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
+			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
+			Mode: fi.Mode().Perm(), ModeKnown: true, Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
 		})
 		total += fi.Size()
 	}

@@ -162,7 +162,7 @@ func (f *sessionFS) bind(user, root string, readOnly bool) error {
 	}
 	d.ReadOnly = readOnly
 	d.Sparse = f.srv.cfg.Sparse
-	d.Holder, d.TakeOverAfter = f, f.srv.cfg.TakeOverAfter
+	d.Holder, d.TakeOverAfter, d.Done = f, f.srv.cfg.TakeOverAfter, f.ctx.Done()
 	f.mu.Lock()
 	old := f.dir
 	f.dir, f.user = d, user

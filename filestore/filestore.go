@@ -99,8 +99,11 @@ type Dir struct {
 	// it over (see Holder). watches are the holders waited for.
 	Holder        Holder
 	TakeOverAfter time.Duration
-	watches       map[Holder]*holderWatch
-	ReadOnly      bool
+	// Done, if set, is closed when the Dir's session ends: a Create
+	// waiting for another session's partial gives up then (ErrBusy).
+	Done     <-chan struct{}
+	watches  map[Holder]*holderWatch
+	ReadOnly bool
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
 	Flat bool

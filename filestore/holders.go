@@ -105,9 +105,8 @@ func (d *Dir) waitForHolder(h Holder, rel string) bool {
 		}
 	}
 	if d.busyWaited < busyGrace {
-		time.Sleep(busyPoll)
 		d.busyWaited += busyPoll
-		return true
+		return d.pause()
 	}
 	return false
 }
@@ -133,9 +132,8 @@ func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 		if w.releaseWaited >= releaseWait {
 			return false, true
 		}
-		time.Sleep(busyPoll)
 		w.releaseWaited += busyPoll
-		return true, true
+		return d.pause(), true
 	}
 	now := time.Now()
 	silent := h.Silent()
@@ -157,6 +155,22 @@ func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 		// Holder whose clock does not is not waited for again.
 		return false, true
 	}
-	time.Sleep(busyPoll)
-	return true, true
+	return d.pause(), true
+}
+
+// pause waits busyPoll before Create tries a locked name again; false if
+// the Dir's session ended meanwhile (Done): it need not wait any more.
+func (d *Dir) pause() bool {
+	if d.Done == nil {
+		time.Sleep(busyPoll)
+		return true
+	}
+	t := time.NewTimer(busyPoll)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-d.Done:
+		return false
+	}
 }

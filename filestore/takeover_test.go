@@ -141,3 +141,21 @@ func TestCreateDoesNotTakeOver(t *testing.T) {
 		})
 	}
 }
+
+// A Create waiting on a silent holder stops waiting when its own session
+// ends (Done): a server shutting down does not wait out the take-over
+// time (review of the take-over).
+func TestCreateWaitEndsWithItsSession(t *testing.T) {
+	start := time.Now()
+	h := &fakeHolder{silent: func() time.Duration { return time.Since(start) }}
+	d2, _ := holdPartial(t, h, "w.bin", 20*time.Second)
+	done := make(chan struct{})
+	d2.Done = done
+	time.AfterFunc(300*time.Millisecond, func() { close(done) })
+	if _, err := d2.Create("w.bin"); !errors.Is(err, filestore.ErrBusy) {
+		t.Fatalf("Create: %v, want ErrBusy once its session ended", err)
+	}
+	if n := len(h.whys()); n != 0 {
+		t.Errorf("the holder was released %d times by a session that had ended", n)
+	}
+}

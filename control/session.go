@@ -387,11 +387,17 @@ func (f *sessionFS) Create(name string) (kermit.Incoming, error) {
 }
 
 func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	files, _, err := f.MatchKeeping(spec, recursive, nil)
+	return files, err
+}
+
+// MatchKeeping is Match keeping what keep accepts (kermit.KeepingMatcher).
+func (f *sessionFS) MatchKeeping(spec string, recursive bool, keep func(string) bool) ([]kermit.OutgoingFile, int, error) {
 	d, err := f.spec(spec)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	files, err := d.Match(spec, recursive)
+	files, left, err := d.MatchFiltered(spec, recursive, keep)
 	for i := range files {
 		// A file of a walked tree that cannot be opened (a link
 		// leading out) says why in words, as a name given plainly does.
@@ -403,7 +409,7 @@ func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, e
 			}
 		}
 	}
-	return files, clearErr(err, spec)
+	return files, left, clearErr(err, spec)
 }
 
 func (f *sessionFS) List(spec string) (string, error) {

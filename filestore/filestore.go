@@ -1038,7 +1038,14 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 			d.pendingN = make(map[string]bool)
 		}
 		d.pendingN[in.dir+"/"+in.tmp] = true
-		if len(d.pending) >= maxBatch {
+		switch n := batchedFiles.Add(1); {
+		case n > batchBudget():
+			// The process holds its share of descriptors in batches
+			// already (many sessions at once): this batch gives its
+			// back now, not at 256 files, so that no session's file
+			// fails for "too many open files".
+			d.flushPending()
+		case len(d.pending) >= maxBatch:
 			d.flushInBackground()
 		}
 		return nil
@@ -1177,6 +1184,24 @@ func (n *NameSet) endLocked(rel string) {
 // batch holds before it flushes on its own.
 const maxBatch = 256
 
+// batchedFiles counts the committed files all Dirs' batches hold open,
+// against batchBudget: with many sessions receiving at once (each batch
+// up to maxBatch, and as many again being flushed) they would otherwise
+// run the process out of descriptors (QA: 20 sessions under a limit of
+// 1,024 failed 19 of 20 transfers with "too many open files").
+var batchedFiles atomic.Int64
+
+// batchBudget is a quarter of the process's descriptor limit (read once;
+// Go raises the soft limit to the hard one at start), at least 64: the
+// rest is for connections, directories and the files being moved.
+var batchBudget = sync.OnceValue(func() int64 {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
+		return 1 << 20
+	}
+	return max(int64(lim.Cur/4), 64)
+})
+
 // syncWorkers is how many fsyncs a flush has in flight: a journaling
 // file system commits concurrent fsyncs together.
 const syncWorkers = 8
@@ -1300,6 +1325,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 		if err := in.f.close(); errs[i] == nil {
 			errs[i] = err
 		}
+		batchedFiles.Add(-1)
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("filestore: completing %s: %w", in.final, errs[i])
 		}
@@ -1363,10 +1389,23 @@ func (in *incoming) Abort(keep bool) error {
 // it matches that cannot be sent (directories, without recursive); a
 // name given plainly that cannot be sent is an error.
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	files, _, err := d.MatchFiltered(spec, recursive, nil)
+	return files, err
+}
+
+// MatchFiltered is Match keeping, of what trees walked hold, only the
+// entries keep accepts by the name they are sent under (directories are
+// all kept; a nil keep keeps all), and says how many it left out: a
+// session serving one share of a tree holds only its share, not the
+// whole tree's listing. (Not named as kermit.KeepingMatcher's method: a
+// ServerFS that embeds a Dir and wraps its Match would have its wrapper
+// passed over.)
+func (d *Dir) MatchFiltered(spec string, recursive bool, keep func(name string) bool) ([]kermit.OutgoingFile, int, error) {
 	var out []kermit.OutgoingFile
+	dropped := 0
 	names, err := d.specNames(spec)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for _, n := range names {
 		var bad error // what makes a name given plainly unsendable
@@ -1385,13 +1424,13 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 		case target != nil && target.Mode().IsRegular():
 			out = append(out, d.outgoing(n.rel, path.Base(n.rel), target, true))
 		case fi.IsDir() && recursive:
-			out = d.walk(out, n.rel)
+			out = d.walk(out, n.rel, keep, &dropped)
 		case target != nil && target.IsDir() && recursive && !n.pattern:
 			// A link to a directory named plainly: its tree, under the
 			// link's name, as send -r does with a local one and as
 			// "link/" is (the walk itself follows no link to a
 			// directory, so there is no loop).
-			out = d.walk(out, n.rel)
+			out = d.walk(out, n.rel, keep, &dropped)
 		case n.pattern:
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():
@@ -1407,13 +1446,13 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 			continue
 		}
 		if len(names) == 1 {
-			return nil, bad
+			return nil, 0, bad
 		}
 		// One of several names: the others still go, and this one is
 		// reported as not sent (as a file that cannot be read is).
 		out = append(out, unreadable(path.Base(n.rel), bad))
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 // EntryKind names what an entry of mode m is, for a message ("a named
@@ -1557,7 +1596,7 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 // permission, a file whose details cannot be had) does not end the walk:
 // it becomes a file whose Open returns the error, so that the sending
 // engine sends the rest and reports that one as failed, by name.
-func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile {
+func (d *Dir) walk(out []kermit.OutgoingFile, top string, keep func(string) bool, dropped *int) []kermit.OutgoingFile {
 	parent := path.Dir(top)
 	name := func(p string) string {
 		if parent == "." {
@@ -1565,12 +1604,34 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 		}
 		return strings.TrimPrefix(p, parent+"/")
 	}
-	start := len(out)
+	// A directory is Filled when the entry after it, kept or left out,
+	// is in it (MarkFilled's rule, decided as the walk goes, so that
+	// entries left out count): lastDir is the last directory entry
+	// while no entry has followed it.
+	lastDir := -1
+	follows := func(n string) {
+		if lastDir >= 0 {
+			dn := out[lastDir].Name
+			out[lastDir].Filled = n == dn || strings.HasPrefix(n, dn+"/")
+			lastDir = -1
+		}
+	}
+	add := func(f kermit.OutgoingFile) {
+		follows(f.Name)
+		if !f.Dir && keep != nil && !keep(f.Name) {
+			*dropped++
+			return
+		}
+		out = append(out, f)
+		if f.Dir {
+			lastDir = len(out) - 1
+		}
+	}
 	walkDir(d.root, top, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			// A directory that could not be read (WalkDir goes on with
 			// any entries it did read): reported, not made empty.
-			out = append(out, unreadable(name(p), fmt.Errorf("filestore: %w", err)))
+			add(unreadable(name(p), fmt.Errorf("filestore: %w", err)))
 			return nil
 		}
 		if e.IsDir() {
@@ -1579,7 +1640,7 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			// "." (its contents).
 			if n := name(p); n != "." {
 				if info, err := e.Info(); err == nil {
-					out = append(out, kermit.OutgoingFile{Name: n, Dir: true,
+					add(kermit.OutgoingFile{Name: n, Dir: true,
 						ModTime: info.ModTime(), Mode: info.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true})
 				}
 			}
@@ -1609,20 +1670,25 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 			} else if info != nil {
 				what = "a link to " + EntryKind(info.Mode())
 			}
-			out = append(out, kermit.OutgoingFile{Name: name(p), Size: -1,
+			add(kermit.OutgoingFile{Name: name(p), Size: -1,
 				Open: func() (kermit.FileReader, error) { return nil, kermit.PassedOver(what) }})
 			return nil
 		}
 		if err != nil {
 			// A link that leads nowhere or out of the tree was meant to
 			// be a file: the client hears of it (announceUnsent).
-			out = append(out, unreadable(name(p), fmt.Errorf("filestore: %w", err)))
+			add(unreadable(name(p), fmt.Errorf("filestore: %w", err)))
 			return nil
 		}
-		out = append(out, d.outgoing(p, name(p), info, !e.Type().IsRegular()))
+		if n := name(p); keep != nil && !keep(n) {
+			// Not even its entry is made (a share of a big tree).
+			follows(n)
+			*dropped++
+			return nil
+		}
+		add(d.outgoing(p, name(p), info, !e.Type().IsRegular()))
 		return nil
 	})
-	MarkFilled(out[start:])
 	return out
 }
 
@@ -1631,8 +1697,8 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string) []kermit.OutgoingFile 
 // under them, a file or a directory or an entry that could not be read:
 // the directory's own such entry, or the next entry being inside it.
 // The others, with nothing that would make them, go to every kerf peer
-// as empty directories (kermit.OutgoingFile.Filled); walkTree and walk
-// decide it so alike.
+// as empty directories (kermit.OutgoingFile.Filled); walkTree uses it,
+// and walk decides it by the same rule as it goes.
 func MarkFilled(files []kermit.OutgoingFile) {
 	for i := 0; i+1 < len(files); i++ {
 		n, next := files[i].Name, files[i+1].Name
@@ -1652,7 +1718,8 @@ func unreadable(name string, err error) kermit.OutgoingFile {
 // outgoing is the file rel, to be sent as name; fi is its entry, or the
 // entry a symlink at rel leads to (link).
 func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.OutgoingFile {
-	open := func() (kermit.FileReader, error) { return d.openFile(rel, fi) }
+	m := listedAs(fi)
+	open := func() (kermit.FileReader, error) { return d.openFile(rel, m) }
 	if link {
 		// os.Root follows the link, as long as it stays in the tree.
 		open = func() (kermit.FileReader, error) { return d.root.Open(rel) }
@@ -1674,14 +1741,14 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 // directory was renamed or replaced it would find another file, or one
 // no longer in the tree. Then, or when the openat fails, the handle is
 // dropped and the path is opened afresh from the root.
-func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
+func (d *Dir) openFile(rel string, m listed) (*os.File, error) {
 	dir, base := splitRel(rel)
 	h, err := d.openDir(dir, false)
 	if err != nil {
-		return d.openMatched(rel, fi)
+		return d.openMatched(rel, m)
 	}
 	f, err := h.openRead(d, base)
-	if err == nil && isMatched(f, fi) {
+	if err == nil && m.is(f) {
 		d.putDir(h)
 		return f, nil
 	}
@@ -1690,34 +1757,68 @@ func (d *Dir) openFile(rel string, fi fs.FileInfo) (*os.File, error) {
 	}
 	d.dropDir(h)
 	d.putDir(h)
-	return d.openMatched(rel, fi)
+	return d.openMatched(rel, m)
 }
 
 // openMatched opens rel afresh from the root, and only if it is still
 // the file its match found: one replaced since (by another file, or by
 // a symlink, which os.Root would follow) is refused, not sent in its
 // place under the match's size and time.
-func (d *Dir) openMatched(rel string, fi fs.FileInfo) (*os.File, error) {
+func (d *Dir) openMatched(rel string, m listed) (*os.File, error) {
 	// O_NONBLOCK: a named pipe put in its place would block the open for
 	// ever; it is not the file matched, and refused below.
 	f, err := d.root.OpenFile(rel, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	if !isMatched(f, fi) {
+	if !m.is(f) {
 		f.Close()
 		return nil, fmt.Errorf("filestore: %s changed since it was listed", rel)
 	}
 	return f, nil
 }
 
-// isMatched reports whether f is the file fi describes.
-func isMatched(f *os.File, fi fs.FileInfo) bool {
+// listed is what a file listed for a GET was: its identity, kept
+// rather than its whole FileInfo (a Stat_t each), since a big tree's
+// listing holds one per file until it is sent.
+type listed struct {
+	id  fileID
+	typ fs.FileMode
+	fi  fs.FileInfo // only where the identity is not known
+}
+
+func listedAs(fi fs.FileInfo) listed {
+	if id, ok := identityOf(fi); ok {
+		return listed{id: id, typ: fi.Mode().Type()}
+	}
+	return listed{fi: fi, typ: fi.Mode().Type()}
+}
+
+// identityOf is fi's device and inode, where its Sys says.
+func identityOf(fi fs.FileInfo) (fileID, bool) {
+	switch st := fi.Sys().(type) {
+	case *syscall.Stat_t:
+		return fileID{uint64(st.Dev), st.Ino}, true
+	case *unix.Stat_t:
+		return fileID{uint64(st.Dev), st.Ino}, true
+	}
+	return fileID{}, false
+}
+
+// is reports whether f is the file listed.
+func (m listed) is(f *os.File) bool {
 	st, err := f.Stat()
-	// The type too: an inode number is reused at once once freed (a
-	// file removed and a named pipe made in its place can have its
-	// number).
-	return err == nil && os.SameFile(fi, st) && st.Mode().Type() == fi.Mode().Type()
+	if err != nil || st.Mode().Type() != m.typ {
+		// The type too: an inode number is reused at once once freed (a
+		// file removed and a named pipe made in its place can have its
+		// number).
+		return false
+	}
+	if m.fi != nil {
+		return os.SameFile(m.fi, st)
+	}
+	id, ok := identityOf(st)
+	return ok && id == m.id
 }
 
 // SplitSpec splits a Kermit filespec at spaces, honouring {braces}: a

@@ -173,8 +173,14 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			if err != nil {
 				return err
 			}
-			files, err := fsys.Match(spec, p.Type != 'R')
-			if err == nil && len(files) == 0 {
+			var files []OutgoingFile
+			left := 0
+			if km, ok := fsys.(KeepingMatcher); ok && sh.n > 1 {
+				files, left, err = km.MatchKeeping(spec, p.Type != 'R', sh.has)
+			} else {
+				files, err = fsys.Match(spec, p.Type != 'R')
+			}
+			if err == nil && len(files) == 0 && left == 0 {
 				err = fmt.Errorf("no files match %s", spec)
 			}
 			if err != nil && sh.k > 0 {

@@ -1,0 +1,77 @@
+package filestore_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// MatchFiltered leaves out what keep refuses while it walks, and gives
+// the entries it keeps, directories and their Filled marks included,
+// exactly as Match's listing filtered afterwards would: a directory
+// whose files all went to other shares is still not an empty one.
+func TestMatchFilteredIsMatchThenFiltered(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"t/a/1", "t/a/2", "t/a/3", "t/b/x", "t/c/d/4", "t/c/d/5", "t/e/6", "t/7"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, "t/empty"), 0o755)
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	full, err := d.Match("t", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeps := map[string]func(string) bool{
+		"odd names":  func(n string) bool { return strings.ContainsAny(n[len(n)-1:], "1357") },
+		"none":       func(string) bool { return false },
+		"all":        func(string) bool { return true },
+		"only t/b/x": func(n string) bool { return n == "t/b/x" },
+	}
+	for what, keep := range keeps {
+		t.Run(what, func(t *testing.T) {
+			var want []kermit.OutgoingFile
+			for _, f := range full {
+				if f.Dir || keep(f.Name) {
+					want = append(want, f)
+				}
+			}
+			got, left, err := d.MatchFiltered("t", true, keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left != len(full)-len(want) {
+				t.Errorf("left out %d, want %d", left, len(full)-len(want))
+			}
+			if len(got) != len(want) {
+				t.Fatalf("kept %d entries, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if got[i].Name != want[i].Name || got[i].Dir != want[i].Dir || got[i].Filled != want[i].Filled {
+					t.Errorf("entry %d: %s dir %v filled %v; want %s dir %v filled %v",
+						i, got[i].Name, got[i].Dir, got[i].Filled, want[i].Name, want[i].Dir, want[i].Filled)
+				}
+			}
+		})
+	}
+	// And the whole listing marks a directory filled by its contents, and
+	// an empty one not.
+	for _, f := range full {
+		if f.Dir && f.Filled != (f.Name != "t/empty") {
+			t.Errorf("%s: filled %v", f.Name, f.Filled)
+		}
+	}
+}

@@ -107,6 +107,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	s.groupFailed = nil
 	s.sending = s.sending[:0]
 	s.unsavedSent = s.unsavedSent[:0]
+	defer s.closeAwaitingZ()
 	defer func() {
 		// Files begun and not ended when the group fails did not get
 		// there: each is reported, not just the group's error; and so
@@ -510,9 +511,10 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				return qerr
 			}
 			closeR = false // the Z's ACK closes it
+			s.awaitZ(id, r)
 			zs.onAck = func([]byte) error {
 				s.data.Release(id)
-				r.Close()
+				s.zAcked(id)
 				return nil
 			}
 			s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
@@ -531,7 +533,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		if changed == nil && src.failed.Load() {
 			// A block read again for the receiver came short: the file
 			// shrank, whatever its size says now.
-			changed = fmt.Errorf("%s changed while it was being sent (a part read again came short); not stored: send it again", f.Name)
+			changed = fmt.Errorf("%s changed while it was being sent (a part read again came short); not stored: transfer it again for the new version", f.Name)
 		}
 		if changed != nil && !refused {
 			gaveUp = true
@@ -543,13 +545,14 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		s.lastZQueued = !gaveUp
 		closeR = false // the Z's ACK closes it
+		s.awaitZ(id, r)
 		if gaveUp {
 			s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true, Path: f.Path})
 		}
 		size := f.Size
 		zs.onAck = func(data []byte) error {
 			s.data.Release(id) // no resend reads it after this
-			r.Close()
+			s.zAcked(id)
 			if refused || gaveUp {
 				return nil
 			}
@@ -698,7 +701,7 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 			// before it went.
 			// (A file renamed over it, as a republished file is,
 			// removes it just the same: the name now has a newer one.)
-			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; not stored: send it again", f.Name)
+			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; not stored: transfer it again for the new version", f.Name)
 		}
 		if was, now := f.Status, StatusOf(fi); was.Known && now.Known && was != now {
 			// Its links, mode or owner changed (a hard link made by a
@@ -711,10 +714,42 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 		// Written, and given back its size and time (touch -r); or an
 		// extended attribute or ACL changed, which moves the ctime too
 		// and cannot be told apart from a write.
-		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size, modification time, links, mode and owner the same: written to and its time put back, or its extended attributes changed); not stored: send it again", f.Name)
+		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size, modification time, links, mode and owner the same: written to and its time put back, or its extended attributes changed); not stored: transfer it again for the new version", f.Name)
 	}
-	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: send it again",
+	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: transfer it again for the new version",
 		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))
+}
+
+// awaitZ keeps file id's reader open until its Z is acknowledged
+// (zAcked): a block the receiver reports damaged is read again until
+// then.
+func (s *Session) awaitZ(id uint32, r io.Closer) {
+	if s.awaitingZ == nil {
+		s.awaitingZ = make(map[uint32]io.Closer)
+	}
+	s.awaitingZ[id] = r
+}
+
+// zAcked closes file id's reader: its Z was acknowledged.
+func (s *Session) zAcked(id uint32) {
+	if r, ok := s.awaitingZ[id]; ok {
+		delete(s.awaitingZ, id)
+		r.Close()
+	}
+}
+
+// closeAwaitingZ closes the readers of files whose Z was never
+// acknowledged, at a group's end: a group cut off (its client killed)
+// left them open until the garbage collector found them (QA: a server's
+// descriptors stayed up for minutes).
+func (s *Session) closeAwaitingZ() {
+	for id, r := range s.awaitingZ {
+		delete(s.awaitingZ, id)
+		if s.data != nil {
+			s.data.Release(id)
+		}
+		r.Close()
+	}
 }
 
 // sendData sends the file's bytes as D packets.

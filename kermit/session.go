@@ -100,6 +100,9 @@ type Session struct {
 	// packet, for the data path to take or bring a file (Waiting).
 	waiting          atomic.Int32
 	peerHashingUntil atomic.Int64
+	// awaitingZ holds the readers of files sent whose Z has not been
+	// acknowledged (awaitZ), by file id.
+	awaitingZ map[uint32]io.Closer
 	// peerHashingData: the data path's progress when the peer began its
 	// check (nil without a data path); its data moving again ends it.
 	peerHashingData atomic.Pointer[progressMark]

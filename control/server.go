@@ -113,15 +113,17 @@ type ServerConfig struct {
 	Log       *slog.Logger
 }
 
-// DefaultTakeOverAfter is ServerConfig.TakeOverAfter's default: twice
-// the cap on a connection's retransmission timeout (datachan.RTOMax), so
-// that a live session whose link pauses and comes back shows progress
-// well within it (its next retransmission gets through), and short
-// enough that a client run again after its link was cut waits half a
-// minute at most, not the idle timeout's ten. A live session can still
-// be taken over: by a second sender of the same file while its link is
-// down for longer than this.
-const DefaultTakeOverAfter = 30 * time.Second
+// DefaultTakeOverAfter is ServerConfig.TakeOverAfter's default. A live
+// session's silence is its link's outage plus the wait for the sender's
+// next retransmission after the heal: up to 15 s with kerf's cap
+// (datachan.RTOMax), more from a client whose kernel lacks the cap
+// (Linux before 6.15: a 27 s outage gave 54 s of silence in a review's
+// probe, 41.5 s with the cap). 60 s lets a live kerf session ride out
+// outages of about 45 s, and a client run again after its link was cut
+// waits a minute at most, not the idle timeout's ten. A live session can
+// still be taken over, by a second sender of the same file, when its
+// link is down longer than that.
+const DefaultTakeOverAfter = 60 * time.Second
 
 // Server accepts control connections and serves each as a Kermit server.
 type Server struct {
@@ -402,6 +404,10 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 		return
 	}
 	log.Warn("classic Kermit session: its password and file data cross the network in clear")
+	// A classic peer (C-Kermit) sends no keepalives: with the capped
+	// retransmission timeout this side would give up on its data after
+	// about 160 s of outage, where the kernel's own cap lasts 15 minutes.
+	datachan.UncapRTO(raw)
 	var conn net.Conn = pc
 	if s.cfg.RateLimit != nil {
 		conn = datachan.LimitConn(pc, s.cfg.RateLimit)

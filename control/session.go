@@ -117,13 +117,15 @@ var _ filestore.Holder = (*sessionFS)(nil)
 
 func (f *sessionFS) setLiveness(l *liveness) { f.live.Store(l) }
 
-// Silent is how long the session has moved nothing (filestore.Holder).
-func (f *sessionFS) Silent() time.Duration {
+// LastMoved is when the session was last seen to move anything
+// (filestore.Holder).
+func (f *sessionFS) LastMoved() time.Time {
+	now := time.Now()
 	l := f.live.Load()
 	if l == nil {
-		return 0
+		return now
 	}
-	return l.silentAt(time.Now())
+	return now.Add(-l.silentAt(now))
 }
 
 // Release ends the session for another that takes over a file it holds

@@ -54,11 +54,16 @@ func CheckCongestion(name string) error {
 // before the link healed sat idle up to two minutes more: the data
 // streams that had tried later had finished, and the file waited for
 // the last one (QA, wanem: a 120 s outage). With 15 s the wait after
-// healing is at most 15 s. The cap also shortens how long the kernel
-// keeps retransmitting before it gives up (tcp_retries2, 15 tries):
-// about 160 s instead of 15 minutes, which is no loss, since an idle
-// connection's keepalive (Go's default: 15 s, then 9 probes 15 s apart)
-// ends it after 150 s of outage already. docs/benchmarks.md, "Outages".
+// healing is at most 15 s. The cap also shortens how long a sending
+// end keeps retransmitting before it gives up (tcp_retries2, 15 tries):
+// about 160 s instead of 15 minutes. Between kerf peers that is no
+// loss: the receiving end's connections carry nothing in flight, so Go's
+// keepalive (15 s, then 9 probes 15 s apart) ends them after about 150 s
+// of outage, and the transfer with them (measured in a review: 151 s
+// against the capped sender's 162 s). A classic peer sends no
+// keepalives, so its sessions are uncapped (UncapRTO). Keep this above
+// the keepalive's 150 s: a 10 s cap would end senders at about 112 s.
+// docs/benchmarks.md, "Outages".
 const RTOMax = 15 * time.Second
 
 // CapRTO caps the retransmission timeout of c (RTOMax), a TCP connection
@@ -73,6 +78,22 @@ func CapRTO(c net.Conn) {
 	if rc, err := tc.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) {
 			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, int(RTOMax/time.Millisecond))
+		})
+	}
+}
+
+// UncapRTO gives c back the kernel's own cap on the retransmission
+// timeout (120 s): for a connection whose outages nothing else ends
+// sooner (a classic Kermit peer sends no keepalives), so that the
+// kernel's tries last their usual 15 minutes.
+func UncapRTO(c net.Conn) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	if rc, err := tc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, 120000)
 		})
 	}
 }

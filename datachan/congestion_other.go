@@ -20,6 +20,9 @@ func CheckCongestion(name string) error {
 // CapRTO does nothing: only Linux caps a socket's retransmission timeout.
 func CapRTO(net.Conn) {}
 
+// UncapRTO does nothing (see CapRTO).
+func UncapRTO(net.Conn) {}
+
 // SocketControl is nil for "" (other systems have no per-socket cap on
 // the retransmission timeout), and otherwise refuses to make sockets.
 func SocketControl(congestion string) func(network, address string, c syscall.RawConn) error {

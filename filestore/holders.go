@@ -17,9 +17,9 @@ import (
 // (nothing tells a server that a cut-off peer is gone, short of its idle
 // timeout), holding the very partial the new run wants.
 type Holder interface {
-	// Silent is how long the holder has moved no data and heard nothing
-	// from its peer (0 while it works, or reads a file for a check).
-	Silent() time.Duration
+	// LastMoved is when the holder was last seen to move data or hear
+	// from its peer (now while it works, or reads a file for a check).
+	LastMoved() time.Time
 	// Release ends the holder's work, so that its files are let go
 	// (kept, for a resume); why says what was taken and why, by the
 	// Holder (possibly nil) of the Dir that takes it.
@@ -36,10 +36,6 @@ var holders sync.Map // fileID -> Holder
 
 // Waits for a locked partial's holder (see waitForHolder).
 const (
-	// watchSlack absorbs the clocks of two readings of Silent: a
-	// holder whose silence grew by less than the time between them (less
-	// this) moved in between.
-	watchSlack = 10 * time.Millisecond
 	// releaseWait bounds the wait for a released holder to let go: a
 	// server's session closes its connection 2 s after it is cancelled
 	// (time to send an E packet), then ends its files.
@@ -49,9 +45,9 @@ const (
 // holderWatch is what a Dir has seen of another session holding a
 // partial it wants.
 type holderWatch struct {
-	first, seen   time.Time     // first and latest look
-	silent        time.Duration // the holder's Silent at the latest look
-	working       bool          // it moved while watched: never taken over
+	first, seen   time.Time // first and latest look
+	lastMoved     time.Time // the holder's LastMoved at the latest look
+	working       bool      // it moved while watched: never taken over
 	released      bool
 	releaseWaited time.Duration
 }
@@ -113,9 +109,11 @@ func (d *Dir) waitForHolder(h Holder, rel string) bool {
 
 // watchHolder is waitForHolder's part for a holder of this process;
 // decided is false once the holder has shown it works. Each look
-// compares the holder's silence with the last: if it grew by less than
-// the time between them, the holder moved (Silent samples its progress
-// at every call, so a move between two looks is seen at the second).
+// compares the holder's LastMoved with the last look's: a later one
+// means it moved in between (LastMoved samples its progress at every
+// call, so a move between two looks is seen at the second). One clock,
+// the holder's: two readings of durations from two clocks took a look
+// delayed on a loaded host for a move (review).
 func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 	if d.watches == nil {
 		d.watches = map[Holder]*holderWatch{}
@@ -135,17 +133,20 @@ func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 		w.releaseWaited += busyPoll
 		return d.pause(), true
 	}
+	moved := h.LastMoved()
 	now := time.Now()
-	silent := h.Silent()
-	if !w.seen.IsZero() && silent+watchSlack < w.silent+now.Sub(w.seen) {
+	if !w.seen.IsZero() && moved.After(w.lastMoved) {
 		w.working = true
 		return false, false
 	}
 	if w.seen.IsZero() {
 		w.first = now
 	}
-	w.seen, w.silent = now, silent
-	if silent >= d.TakeOverAfter {
+	w.seen, w.lastMoved = now, moved
+	if silent := now.Sub(moved); silent >= d.TakeOverAfter {
+		if d.ended() {
+			return false, true // not on behalf of a session gone
+		}
 		w.released = true
 		h.Release(fmt.Sprintf("another session took over %s, which this one held with nothing moving for %v", rel, silent.Round(time.Second)), d.Holder)
 		return true, true
@@ -156,6 +157,16 @@ func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 		return false, true
 	}
 	return d.pause(), true
+}
+
+// ended reports whether the Dir's session has ended (Done).
+func (d *Dir) ended() bool {
+	select {
+	case <-d.Done:
+		return true
+	default:
+		return false
+	}
 }
 
 // pause waits busyPoll before Create tries a locked name again; false if

@@ -10,19 +10,19 @@ import (
 	"kerf/filestore"
 )
 
-// fakeHolder is a session for filestore.Holder: silent for as long as
-// silent says; Release lets go of its file (kept, as a cancelled
+// fakeHolder is a session for filestore.Holder: last moved when
+// lastMoved says; Release lets go of its file (kept, as a cancelled
 // session does) after a moment, or never with stuck.
 type fakeHolder struct {
-	silent func() time.Duration
-	in     interface{ Abort(bool) error }
-	stuck  bool
+	lastMoved func() time.Time
+	in        interface{ Abort(bool) error }
+	stuck     bool
 
 	mu       sync.Mutex
 	released []string
 }
 
-func (h *fakeHolder) Silent() time.Duration { return h.silent() }
+func (h *fakeHolder) LastMoved() time.Time { return h.lastMoved() }
 
 func (h *fakeHolder) Release(why string, by filestore.Holder) {
 	h.mu.Lock()
@@ -66,7 +66,7 @@ func holdPartial(t *testing.T, holder *fakeHolder, name string, takeOverAfter ti
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d2.Close() })
-	d2.Holder, d2.TakeOverAfter = &fakeHolder{silent: func() time.Duration { return 0 }}, takeOverAfter
+	d2.Holder, d2.TakeOverAfter = &fakeHolder{lastMoved: time.Now}, takeOverAfter
 	return d2, int64(len(data))
 }
 
@@ -75,18 +75,18 @@ func holdPartial(t *testing.T, holder *fakeHolder, name string, takeOverAfter ti
 // another session wants its partial, and that one resumes it.
 func TestCreateTakesOverASilentHolder(t *testing.T) {
 	cases := []struct {
-		name   string
-		silent func(start time.Time) time.Duration
+		name      string
+		lastMoved func(start time.Time) time.Time
 	}{
-		{"silent for long", func(time.Time) time.Duration { return time.Hour }},
+		{"silent for long", func(start time.Time) time.Time { return start.Add(-time.Hour) }},
 		// Silent for a moment only when first seen (a client run again at
 		// once): the taker watches it stay silent until TakeOverAfter.
-		{"silent throughout the wait", func(start time.Time) time.Duration { return time.Since(start) }},
+		{"silent throughout the wait", func(start time.Time) time.Time { return start }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			h := &fakeHolder{silent: func() time.Duration { return c.silent(start) }}
+			h := &fakeHolder{lastMoved: func() time.Time { return c.lastMoved(start) }}
 			d2, kept := holdPartial(t, h, "sub/f.bin", 3*time.Second)
 			b, err := d2.Create("sub/f.bin")
 			if err != nil {
@@ -107,30 +107,30 @@ func TestCreateTakesOverASilentHolder(t *testing.T) {
 // A holder that is working, a Dir that takes nothing over, and a holder
 // that does not let go once released: ErrBusy, as before.
 func TestCreateDoesNotTakeOver(t *testing.T) {
-	hour := func(time.Duration) time.Duration { return time.Hour }
+	longAgo := func(start time.Time) time.Time { return start.Add(-time.Hour) }
 	cases := []struct {
 		name          string
-		silent        func(since time.Duration) time.Duration // since: time since the holder began
+		lastMoved     func(start time.Time) time.Time // start: when the holder began
 		takeOverAfter time.Duration
 		stuck         bool
 		released      int
 	}{
-		{"holder working", func(time.Duration) time.Duration { return 0 }, 3 * time.Second, false, 0},
+		{"holder working", func(time.Time) time.Time { return time.Now() }, 3 * time.Second, false, 0},
 		// Silent for a while, then it moves (a paused link back): it is
 		// working, and silent again afterwards makes no difference.
-		{"holder moves while watched", func(since time.Duration) time.Duration {
-			if since > time.Second {
-				return since - time.Second
+		{"holder moves while watched", func(start time.Time) time.Time {
+			if time.Since(start) > time.Second {
+				return start.Add(time.Second)
 			}
-			return since
+			return start
 		}, 3 * time.Second, false, 0},
-		{"holder silent, take-over off", hour, 0, false, 0},
-		{"holder released but never lets go", hour, time.Second, true, 1},
+		{"holder silent, take-over off", longAgo, 0, false, 0},
+		{"holder released but never lets go", longAgo, time.Second, true, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			h := &fakeHolder{silent: func() time.Duration { return c.silent(time.Since(start)) }, stuck: c.stuck}
+			h := &fakeHolder{lastMoved: func() time.Time { return c.lastMoved(start) }, stuck: c.stuck}
 			d2, _ := holdPartial(t, h, "g.bin", c.takeOverAfter)
 			if _, err := d2.Create("g.bin"); !errors.Is(err, filestore.ErrBusy) {
 				t.Fatalf("Create: %v, want ErrBusy", err)
@@ -147,7 +147,7 @@ func TestCreateDoesNotTakeOver(t *testing.T) {
 // time (review of the take-over).
 func TestCreateWaitEndsWithItsSession(t *testing.T) {
 	start := time.Now()
-	h := &fakeHolder{silent: func() time.Duration { return time.Since(start) }}
+	h := &fakeHolder{lastMoved: func() time.Time { return start }}
 	d2, _ := holdPartial(t, h, "w.bin", 20*time.Second)
 	done := make(chan struct{})
 	d2.Done = done

@@ -703,18 +703,21 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 			// removes it just the same: the name now has a newer one.)
 			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; not stored: transfer it again for the new version", f.Name)
 		}
-		if was, now := f.Status, StatusOf(fi); was.Known && now.Known && was != now {
-			// Its links, mode or owner changed (a hard link made by a
-			// snapshot tool, a chmod), which explains the ctime: its
-			// data did not change for that. (tar says "file changed as
-			// we read it" of these too; a backup would fail on every
-			// file linked meanwhile.)
+		if was, now := f.Status, StatusOf(fi); was.Known && now.Known && now.Links > was.Links &&
+			now.Mode == was.Mode && now.UID == was.UID && now.GID == was.GID {
+			// Only new links (a snapshot tool hard-linking the tree
+			// being sent): that explains the ctime, and a backup would
+			// otherwise fail on every file linked meanwhile. A changed
+			// mode or owner does not clear it: cp -p and rsync -a
+			// rewrite a file in place and give it back its time along
+			// with a mode and owner (review: a mix of old and new
+			// bytes was stored).
 			return nil
 		}
-		// Written, and given back its size and time (touch -r); or an
-		// extended attribute or ACL changed, which moves the ctime too
-		// and cannot be told apart from a write.
-		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size, modification time, links, mode and owner the same: written to and its time put back, or its extended attributes changed); not stored: transfer it again for the new version", f.Name)
+		// Written, and given back its size and time (touch -r, cp -p);
+		// or its mode, owner or extended attributes changed, which move
+		// the ctime too and cannot be told apart from a write.
+		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size and modification time the same: written to and its time put back, or its mode, owner or extended attributes changed); not stored: transfer it again for the new version", f.Name)
 	}
 	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: transfer it again for the new version",
 		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))

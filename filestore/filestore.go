@@ -1748,7 +1748,13 @@ func (d *Dir) openFile(rel string, m listed) (*os.File, error) {
 		return d.openMatched(rel, m)
 	}
 	f, err := h.openRead(d, base)
-	if err == nil && m.is(f) {
+	if err == nil && (m.is(f) || isRegularFile(f)) {
+		// The file listed, or a regular file put in its place since (a
+		// new version renamed over it, as files are published): that
+		// one is sent, under its own size and time (the sender takes
+		// them from the open file), as rsync sends what is there when
+		// its turn comes. Not a link (openRead does not follow one),
+		// nor anything but a regular file.
 		d.putDir(h)
 		return f, nil
 	}
@@ -1803,6 +1809,12 @@ func identityOf(fi fs.FileInfo) (fileID, bool) {
 		return fileID{uint64(st.Dev), st.Ino}, true
 	}
 	return fileID{}, false
+}
+
+// isRegularFile reports whether f is a regular file.
+func isRegularFile(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode().IsRegular()
 }
 
 // is reports whether f is the file listed.
@@ -2643,7 +2655,7 @@ func (s statInfo) Sys() any              { return &s.st }
 
 // Status is the file's links, mode and owner (kermit.StatusOf).
 func (s statInfo) Status() kermit.FileStatus {
-	return kermit.FileStatus{Links: uint64(s.st.Nlink), Mode: s.st.Mode, UID: s.st.Uid, GID: s.st.Gid, Known: true}
+	return kermit.FileStatus{Dev: uint64(s.st.Dev), Ino: s.st.Ino, Links: uint64(s.st.Nlink), Mode: s.st.Mode, UID: s.st.Uid, GID: s.st.Gid, Known: true}
 }
 
 // Links is the file's link count: 0 once it has been removed while open.

@@ -69,6 +69,14 @@ func TestMatchOpenAfterChanges(t *testing.T) {
 	if got, err := a["a/kept.txt"](); err != nil || got != "a/kept.txt" {
 		t.Errorf("a/kept.txt = %q, %v", got, err)
 	}
+	// Replaced by a new regular file (a new version renamed over it):
+	// that one opens; the sender takes its size and time from it.
+	fresh := open("a", true)
+	os.WriteFile(filepath.Join(root, "a/new"), []byte("a/kept.txt, version 2"), 0o644)
+	os.Rename(filepath.Join(root, "a/new"), filepath.Join(root, "a/kept.txt"))
+	if got, err := fresh["a/kept.txt"](); err != nil || got != "a/kept.txt, version 2" {
+		t.Errorf("a/kept.txt replaced by a new version = %q, %v", got, err)
+	}
 	// A directory removed after the match: its file fails to open, and
 	// reading never creates the directory again.
 	os.RemoveAll(filepath.Join(root, "gone"))

@@ -19,9 +19,10 @@ func ChangeTimeOf(fi fs.FileInfo) time.Time {
 }
 
 // FileStatus is what else moves a file's ctime without touching its
-// data: its link count, permission bits and owner. Known is false where
-// they are not known.
+// data: its link count, permission bits and owner; and which file it is
+// (device and inode). Known is false where they are not known.
 type FileStatus struct {
+	Dev, Ino uint64
 	Links    uint64
 	Mode     uint32 // st_mode, type and permission bits
 	UID, GID uint32

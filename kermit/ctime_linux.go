@@ -15,7 +15,7 @@ func sysChangeTime(fi fs.FileInfo) time.Time {
 
 func sysStatus(fi fs.FileInfo) FileStatus {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return FileStatus{Links: uint64(st.Nlink), Mode: st.Mode, UID: st.Uid, GID: st.Gid, Known: true}
+		return FileStatus{Dev: uint64(st.Dev), Ino: st.Ino, Links: uint64(st.Nlink), Mode: st.Mode, UID: st.Uid, GID: st.Gid, Known: true}
 	}
 	return FileStatus{}
 }

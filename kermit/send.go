@@ -329,6 +329,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			r.Close()
 		}
 	}()
+	f = asOpened(f, r)
 	s.cancelFile.Store(false)
 	s.sendFileID++
 	id := s.sendFileID
@@ -721,6 +722,33 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 	}
 	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: transfer it again for the new version",
 		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))
+}
+
+// asOpened is f with the size, times and status of the file as opened,
+// where r is another file than the one listed: a file replaced between
+// its listing and its turn (a new version renamed over it, as files are
+// published; a big tree takes long) is sent as it is then, as rsync
+// does (QA: get -r during sends of the same tree failed hundreds of
+// files). A file changed in place since its listing still fails as
+// changed (changedWhileSent compares with the listing).
+func asOpened(f OutgoingFile, r FileReader) OutgoingFile {
+	st, ok := r.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok || f.Size < 0 || f.ModTime.IsZero() || !f.Status.Known {
+		return f
+	}
+	fi, err := st.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return f
+	}
+	if now := StatusOf(fi); !now.Known || now.Dev == f.Status.Dev && now.Ino == f.Status.Ino {
+		return f
+	}
+	f.Size, f.ModTime = fi.Size(), fi.ModTime()
+	f.ChangeTime, f.Status = ChangeTimeOf(fi), StatusOf(fi)
+	if f.ModeKnown || f.Mode != 0 {
+		f.Mode = fi.Mode().Perm()
+	}
+	return f
 }
 
 // awaitZ keeps file id's reader open until its Z is acknowledged

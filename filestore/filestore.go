@@ -1748,13 +1748,7 @@ func (d *Dir) openFile(rel string, m listed) (*os.File, error) {
 		return d.openMatched(rel, m)
 	}
 	f, err := h.openRead(d, base)
-	if err == nil && (m.is(f) || isRegularFile(f)) {
-		// The file listed, or a regular file put in its place since (a
-		// new version renamed over it, as files are published): that
-		// one is sent, under its own size and time (the sender takes
-		// them from the open file), as rsync sends what is there when
-		// its turn comes. Not a link (openRead does not follow one),
-		// nor anything but a regular file.
+	if err == nil && m.is(f) {
 		d.putDir(h)
 		return f, nil
 	}
@@ -1777,11 +1771,26 @@ func (d *Dir) openMatched(rel string, m listed) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !m.is(f) {
-		f.Close()
-		return nil, fmt.Errorf("filestore: %s changed since it was listed", rel)
+	if m.is(f) {
+		return f, nil
 	}
-	return f, nil
+	f.Close()
+	// Another file at the name: a regular file put there since (a new
+	// version renamed over it, as files are published) is sent, under
+	// its own size and time (the sender takes them from the open file,
+	// kermit.asOpened), as rsync sends what is there when its turn
+	// comes. A link is not followed to whatever it names: the file
+	// opened must be the one the name itself is (os.Root follows links
+	// inside the tree, O_NOFOLLOW or not).
+	f, err = d.root.OpenFile(rel, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if li, lerr := d.root.Lstat(rel); lerr == nil && li.Mode().IsRegular() && listedAs(li).is(f) {
+		return f, nil
+	}
+	f.Close()
+	return nil, fmt.Errorf("filestore: %s changed since it was listed", rel)
 }
 
 // listed is what a file listed for a GET was: its identity, kept
@@ -1809,12 +1818,6 @@ func identityOf(fi fs.FileInfo) (fileID, bool) {
 		return fileID{uint64(st.Dev), st.Ino}, true
 	}
 	return fileID{}, false
-}
-
-// isRegularFile reports whether f is a regular file.
-func isRegularFile(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode().IsRegular()
 }
 
 // is reports whether f is the file listed.

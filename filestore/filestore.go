@@ -1649,6 +1649,13 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string, keep func(string) bool
 		if IsPartName(e.Name()) {
 			return nil
 		}
+		if n := name(p); keep != nil && e.Type().IsRegular() && !keep(n) {
+			// Left out before its stat: n sessions sharing a tree do
+			// not each stat all of it.
+			follows(n)
+			*dropped++
+			return nil
+		}
 		var info fs.FileInfo
 		switch {
 		case e.Type().IsRegular():
@@ -1722,7 +1729,19 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 	open := func() (kermit.FileReader, error) { return d.openFile(rel, m) }
 	if link {
 		// os.Root follows the link, as long as it stays in the tree.
-		open = func() (kermit.FileReader, error) { return d.root.Open(rel) }
+		// Only the file the link led to when listed: one it leads to
+		// now (repointed at a partial, say) is not sent in its place.
+		open = func() (kermit.FileReader, error) {
+			f, err := d.root.Open(rel)
+			if err != nil {
+				return nil, err
+			}
+			if !m.is(f) {
+				f.Close()
+				return nil, fmt.Errorf("filestore: %s changed since it was listed", rel)
+			}
+			return f, nil
+		}
 	}
 	return kermit.OutgoingFile{
 		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
@@ -1771,22 +1790,12 @@ func (d *Dir) openMatched(rel string, m listed) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.is(f) {
-		return f, nil
-	}
-	f.Close()
-	// Another file at the name: a regular file put there since (a new
-	// version renamed over it, as files are published) is sent, under
-	// its own size and time (the sender takes them from the open file,
-	// kermit.asOpened), as rsync sends what is there when its turn
-	// comes. A link is not followed to whatever it names: the file
-	// opened must be the one the name itself is (os.Root follows links
-	// inside the tree, O_NOFOLLOW or not).
-	f, err = d.root.OpenFile(rel, os.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if li, lerr := d.root.Lstat(rel); lerr == nil && li.Mode().IsRegular() && listedAs(li).is(f) {
+	if m.is(f) || d.isPlainFileAt(rel, f) {
+		// The file listed; or another put at its name since (a new
+		// version renamed over it, as files are published), sent under
+		// its own size and time (the sender takes them from the open
+		// file, kermit.asOpened), as rsync sends what is there when its
+		// turn comes.
 		return f, nil
 	}
 	f.Close()
@@ -1807,6 +1816,25 @@ func listedAs(fi fs.FileInfo) listed {
 		return listed{id: id, typ: fi.Mode().Type()}
 	}
 	return listed{fi: fi, typ: fi.Mode().Type()}
+}
+
+// isPlainFileAt reports whether f, opened at rel, is the regular file
+// rel itself names, reached through plain directories: os.Root follows
+// links inside the tree (O_NOFOLLOW or not), and a replaced file is not
+// taken through one, at its name or at a directory above it (a walk
+// never follows a link to a directory). Best effort: the checks are
+// not atomic with the open, and at worst take another file of the tree.
+func (d *Dir) isPlainFileAt(rel string, f *os.File) bool {
+	li, err := d.root.Lstat(rel)
+	if err != nil || !li.Mode().IsRegular() || !listedAs(li).is(f) {
+		return false
+	}
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		if di, err := d.root.Lstat(dir); err != nil || !di.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // identityOf is fi's device and inode, where its Sys says.

@@ -313,3 +313,46 @@ func TestMatchLinkToDirectoryNamedPlainly(t *testing.T) {
 		t.Errorf("Match(pipe): %v", err)
 	}
 }
+
+// A file opened at its turn is the one listed, or a regular file put at
+// its very name since: not what a link listed then leads to now (a
+// partial upload), nor a file reached through a directory turned into a
+// link (review).
+func TestReplacedFileOnlyAtItsOwnName(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "a", "sub/f", "sub2/f")
+	os.Symlink("a", filepath.Join(root, "lnk"))
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	files, err := d.Match(".", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]func() (io.ReadCloser, error){}
+	for _, f := range files {
+		if f.Open != nil {
+			byName[f.Name] = func() (io.ReadCloser, error) { return f.Open() }
+		}
+	}
+	for _, n := range []string{"lnk", "sub/f"} {
+		if byName[n] == nil {
+			t.Fatalf("%s not listed", n)
+		}
+	}
+	part := filestore.TempName("upload.iso")
+	os.WriteFile(filepath.Join(root, part), []byte("HALF OF AN UPLOAD"), 0o644)
+	os.Remove(filepath.Join(root, "lnk"))
+	os.Symlink(part, filepath.Join(root, "lnk"))
+	if r, err := byName["lnk"](); err == nil {
+		b, _ := io.ReadAll(r)
+		r.Close()
+		t.Errorf("lnk, repointed at a partial since it was listed, read %q", b)
+	}
+	os.Rename(filepath.Join(root, "sub"), filepath.Join(root, "subold"))
+	os.Symlink("sub2", filepath.Join(root, "sub"))
+	if r, err := byName["sub/f"](); err == nil {
+		b, _ := io.ReadAll(r)
+		r.Close()
+		t.Errorf("sub/f, its directory now a link to sub2, read %q", b)
+	}
+}

@@ -1478,10 +1478,28 @@ func EntryKind(m fs.FileMode) string {
 }
 
 // linksToPart reports whether the symbolic link rel names a partial
-// file (.NAME.kerf-part), which is never served, through a link either.
+// file (.NAME.kerf-part), which is never served, through a link either:
+// followed link by link, as far as the kernel would (40), so that a
+// link to a link to a partial is caught too (review). A chain that
+// cannot be read counts as one.
 func (d *Dir) linksToPart(rel string) bool {
-	to, err := d.root.Readlink(rel)
-	return err == nil && IsPartName(path.Base(to))
+	for range 40 {
+		to, err := d.root.Readlink(rel)
+		if err != nil {
+			return false // not a link (any more): what it names is no partial
+		}
+		if IsPartName(path.Base(to)) {
+			return true
+		}
+		if path.IsAbs(to) {
+			return false // leading out: os.Root refuses it anyway
+		}
+		rel = path.Join(path.Dir(rel), to)
+		if fi, err := d.root.Lstat(rel); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // specName is a name a filespec resolved to, relative to the tree's top,

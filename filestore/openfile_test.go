@@ -356,3 +356,31 @@ func TestReplacedFileOnlyAtItsOwnName(t *testing.T) {
 		t.Errorf("sub/f, its directory now a link to sub2, read %q", b)
 	}
 }
+
+// A link to a link to a partial file is not served, as a link to a
+// partial is not (review: only one level was read).
+func TestLinkChainToPartialNotServed(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "ok")
+	part := filestore.TempName("up.iso")
+	os.WriteFile(filepath.Join(root, part), []byte("HALF"), 0o644)
+	os.Symlink(part, filepath.Join(root, "l1"))
+	os.Symlink("l1", filepath.Join(root, "l2"))
+	os.Symlink("l2", filepath.Join(root, "l3"))
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	files, err := d.Match(".", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Name == "l1" || f.Name == "l2" || f.Name == "l3" {
+			t.Errorf("%s, a link (chain) to a partial, listed", f.Name)
+		}
+	}
+	for _, n := range []string{"l2", "l3"} {
+		if _, err := d.Match(n, false); err == nil {
+			t.Errorf("GET %s, a link chain to a partial, matched", n)
+		}
+	}
+}

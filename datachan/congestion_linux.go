@@ -70,14 +70,18 @@ const RTOMax = 15 * time.Second
 // accepted from a listener: unlike the congestion control, the cap is
 // not inherited from the listening socket (checked on Linux 6.18). Other
 // connections, and kernels without the option, are left as they are.
-func CapRTO(c net.Conn) {
+func CapRTO(c net.Conn) { setRTOMax(c, RTOMax) }
+
+// setRTOMax sets c's TCP_RTO_MAX_MS, if c is a TCP connection and the
+// kernel has the option.
+func setRTOMax(c net.Conn, d time.Duration) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return
 	}
 	if rc, err := tc.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, int(RTOMax/time.Millisecond))
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, int(d/time.Millisecond))
 		})
 	}
 }
@@ -86,17 +90,7 @@ func CapRTO(c net.Conn) {
 // timeout (120 s): for a connection whose outages nothing else ends
 // sooner (a classic Kermit peer sends no keepalives), so that the
 // kernel's tries last their usual 15 minutes.
-func UncapRTO(c net.Conn) {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return
-	}
-	if rc, err := tc.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, 120000)
-		})
-	}
-}
+func UncapRTO(c net.Conn) { setRTOMax(c, 120*time.Second) }
 
 // SocketControl returns a socket control function, for net.Dialer and
 // net.ListenConfig, that caps the retransmission timeout (RTOMax; a

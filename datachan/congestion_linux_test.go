@@ -36,6 +36,25 @@ func notDefaultCongestion(t *testing.T) string {
 	return "reno"
 }
 
+// pairTwo dials two plaintext data connections to l and returns both
+// ends of each: the client's dialled sockets, then the server's
+// accepted ones.
+func pairTwo(t *testing.T, l *Listener, opts ...DialOption) []net.Conn {
+	t.Helper()
+	tok := NewToken()
+	pend := l.Expect(tok, net.IPv4(127, 0, 0, 1), 2, 10*time.Second)
+	ctx := testContext(t)
+	client, err := Dial(ctx, l.Addr().String(), tok, 2, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pend.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(client, server...)
+}
+
 // Both ends of a data connection can pick the congestion control: the
 // client's dialled sockets and the server's accepted ones (which take
 // their listener's).
@@ -51,18 +70,7 @@ func TestSocketControl(t *testing.T) {
 	}
 	l := NewListener(ln, nil)
 	defer l.Close()
-	tok := NewToken()
-	pend := l.Expect(tok, net.IPv4(127, 0, 0, 1), 2, 10*time.Second)
-	ctx := testContext(t)
-	client, err := Dial(ctx, l.Addr().String(), tok, 2, nil, WithCongestion(cc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := pend.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range append(client, server...) {
+	for i, c := range pairTwo(t, l, WithCongestion(cc)) {
 		rc, err := c.(*net.TCPConn).SyscallConn()
 		if err != nil {
 			t.Fatal(err)
@@ -83,18 +91,7 @@ func TestDataConnectionsCapRTO(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	tok := NewToken()
-	pend := l.Expect(tok, net.IPv4(127, 0, 0, 1), 2, 10*time.Second)
-	ctx := testContext(t)
-	client, err := Dial(ctx, l.Addr().String(), tok, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := pend.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range append(client, server...) {
+	for i, c := range pairTwo(t, l) {
 		rc, err := c.(*net.TCPConn).SyscallConn()
 		if err != nil {
 			t.Fatal(err)

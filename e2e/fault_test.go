@@ -111,86 +111,68 @@ func TestResumeAfterClientKilled(t *testing.T) {
 // session sits on a dead connection) is run again with --resume: its new
 // session takes the partial over from the old, silent one, rather than
 // being refused "busy" until the old one's idle timeout, and resumes it.
-func TestResumeTakesOverACutOffSession(t *testing.T) {
-	root, local := t.TempDir(), t.TempDir()
-	fs := startFaultServer(t, root, false, "--take-over-after", "1s")
-	const size = 24 << 20
-	src := filepath.Join(local, "big.bin")
-	writeFile(t, src, randomBytes(size, 17))
-	dst := filepath.Join(root, "big.bin")
-	part := partName(dst)
-
-	fs.data.rateUp.Store(16 << 20)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "big.bin", fs.addr())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the partial file to pass 4 MiB", func() bool { return fileSize(part) >= 4<<20 })
-	fs.ctl.frozen.Store(true)
-	fs.data.frozen.Store(true)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	kept := waitStable(t, part)
-
-	// Straight to the server, past the frozen proxies.
-	r := mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "big.bin", fs.server.addr)
-	// The partial's first hole, where it resumes, may lie below its
-	// size: blocks of two streams land out of order.
-	var offset int64
-	if done := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(done) == 1 {
-		offset = done[0].Offset
-	}
-	if offset <= 0 || offset > kept {
-		t.Errorf("the new session resumed at %d, want a point in the %d bytes kept", offset, kept)
-	}
-	checkCRC(t, checkDoneEvent(t, r, "big.bin", size, offset), src)
-	sameFile(t, src, dst)
-	noFile(t, part)
-	waitLogLine(t, fs.server, "session taken over")
-}
-
-// The same when the client was cut off while it resumed the file (a
-// flaky link's second cut): the old session, whose peer checked its copy
-// and then sent data, is silent, not busy with a check (review of the
+// Also when the client was cut off while it resumed the file (a flaky
+// link's second cut): the old session, whose peer checked its copy and
+// then sent data, is silent, not busy with a check (review of the
 // take-over: it counted as busy for a minute and more).
-func TestResumeTakesOverACutOffResume(t *testing.T) {
-	root, local := t.TempDir(), t.TempDir()
-	fs := startFaultServer(t, root, false, "--take-over-after", "1s")
-	const size = 24 << 20
-	src := filepath.Join(local, "big.bin")
-	data := randomBytes(size, 18)
-	writeFile(t, src, data)
-	dst := filepath.Join(root, "big.bin")
-	part := partName(dst)
-	writeFile(t, part, data[:2<<20]) // what an earlier run kept
+func TestResumeTakesOverACutOffSession(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		keptBefore   int64 // a partial an earlier run left, resumed by the first run
+		cutPast      int64
+		resumeSecond bool
+	}{
+		{"cut while sending", 0, 4 << 20, false},
+		{"cut while resuming", 2 << 20, 6 << 20, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root, local := t.TempDir(), t.TempDir()
+			fs := startFaultServer(t, root, false, "--take-over-after", "1s")
+			const size = 24 << 20
+			src := filepath.Join(local, "big.bin")
+			data := randomBytes(size, 17)
+			writeFile(t, src, data)
+			dst := filepath.Join(root, "big.bin")
+			part := partName(dst)
+			if c.keptBefore > 0 {
+				writeFile(t, part, data[:c.keptBefore])
+			}
 
-	fs.data.rateUp.Store(8 << 20)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "--resume", "big.bin", fs.addr())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the partial file to pass 6 MiB", func() bool { return fileSize(part) >= 6<<20 })
-	fs.ctl.frozen.Store(true)
-	fs.data.frozen.Store(true)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	waitStable(t, part)
+			fs.data.rateUp.Store(8 << 20)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			args := []string{"big.bin", fs.addr()}
+			if c.resumeSecond {
+				args = append([]string{"--resume"}, args...)
+			}
+			cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", args...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the partial file to grow", func() bool { return fileSize(part) >= c.cutPast })
+			fs.ctl.frozen.Store(true)
+			fs.data.frozen.Store(true)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			kept := waitStable(t, part)
 
-	r := mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "big.bin", fs.server.addr)
-	var offset int64
-	if done := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(done) == 1 {
-		offset = done[0].Offset
+			// Straight to the server, past the frozen proxies.
+			r := mustRun(t, fs.server, local, []string{"--json"}, "send", "--resume", "big.bin", fs.server.addr)
+			// The partial's first hole, where it resumes, may lie below its
+			// size: blocks of two streams land out of order.
+			var offset int64
+			if done := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(done) == 1 {
+				offset = done[0].Offset
+			}
+			if offset < max(c.keptBefore, 1) || offset > kept {
+				t.Errorf("the new session resumed at %d, want a point in the %d bytes kept (at least %d)", offset, kept, c.keptBefore)
+			}
+			checkCRC(t, checkDoneEvent(t, r, "big.bin", size, offset), src)
+			sameFile(t, src, dst)
+			noFile(t, part)
+			waitLogLine(t, fs.server, "session taken over")
+		})
 	}
-	if offset < 2<<20 {
-		t.Errorf("the new session resumed at %d, want at least the 2 MiB kept before", offset)
-	}
-	checkCRC(t, checkDoneEvent(t, r, "big.bin", size, offset), src)
-	sameFile(t, src, dst)
-	waitLogLine(t, fs.server, "session taken over")
 }
 
 // A session whose link pauses (TCP rides the outage out) is not taken

@@ -740,11 +740,12 @@ func asOpened(f OutgoingFile, r FileReader) OutgoingFile {
 	if err != nil || !fi.Mode().IsRegular() {
 		return f
 	}
-	if now := StatusOf(fi); !now.Known || now.Dev == f.Status.Dev && now.Ino == f.Status.Ino {
+	now := StatusOf(fi)
+	if !now.Known || now.Dev == f.Status.Dev && now.Ino == f.Status.Ino {
 		return f
 	}
 	f.Size, f.ModTime = fi.Size(), fi.ModTime()
-	f.ChangeTime, f.Status = ChangeTimeOf(fi), StatusOf(fi)
+	f.ChangeTime, f.Status = ChangeTimeOf(fi), now
 	if f.ModeKnown || f.Mode != 0 {
 		f.Mode = fi.Mode().Perm()
 	}

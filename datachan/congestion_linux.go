@@ -54,15 +54,17 @@ func CheckCongestion(name string) error {
 // before the link healed sat idle up to two minutes more: the data
 // streams that had tried later had finished, and the file waited for
 // the last one (QA, wanem: a 120 s outage). With 15 s the wait after
-// healing is at most 15 s. The cap also shortens how long a sending
-// end keeps retransmitting before it gives up (tcp_retries2, 15 tries):
+// healing is about 15 s at most (19 s seen when a stream's last ACKs
+// were lost in the cut). The cap also shortens how long a sending end
+// keeps retransmitting before it gives up (tcp_retries2, 15 tries):
 // about 160 s instead of 15 minutes. Between kerf peers that is no
-// loss: the receiving end's connections carry nothing in flight, so Go's
-// keepalive (15 s, then 9 probes 15 s apart) ends them after about 150 s
-// of outage, and the transfer with them (measured in a review: 151 s
-// against the capped sender's 162 s). A classic peer sends no
-// keepalives, so its sessions are uncapped (UncapRTO). Keep this above
-// the keepalive's 150 s: a 10 s cap would end senders at about 112 s.
+// loss: the idle connections (control while a file moves, a receiving
+// end's data) carry only Go's keepalive (15 s, then 9 probes 15 s
+// apart), which ends them after 120-135 s of outage (the probe clock
+// starts at the last traffic), and the transfer with them (WAN QA: 125 s
+// survived, 130 s not). A classic peer sends no keepalives, so its
+// sessions are uncapped (UncapRTO). Keep the sender's give-up above the
+// keepalive's: a 10 s cap would end senders at about 112 s.
 // docs/benchmarks.md, "Outages".
 const RTOMax = 15 * time.Second
 

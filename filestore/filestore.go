@@ -47,7 +47,16 @@ const (
 )
 
 // ErrBusy is returned by Create for a name another session is receiving.
-var ErrBusy = errors.New("filestore: file is being received by another transfer (it is free once that one ends: on a server, when its client stops, when the server drops it as idle, or when it has moved nothing for a while and is taken over)")
+var ErrBusy = errors.New("filestore: file is being received by another transfer (it is free once that one ends: on a server, when its client stops or the server drops it as idle)")
+
+// busy is ErrBusy for rel, saying when a take-over would come where
+// this Dir takes over (a server session's; see Holder).
+func (d *Dir) busy(rel string) error {
+	if d.TakeOverAfter > 0 && d.Holder != nil {
+		return fmt.Errorf("%w; or taken over by a transfer of it once that one has moved nothing for %v: %s", ErrBusy, d.TakeOverAfter, rel)
+	}
+	return fmt.Errorf("%w: %s", ErrBusy, rel)
+}
 
 // PartSuffix marks a file still being received.
 const PartSuffix = ".kerf-part"
@@ -714,7 +723,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 				if d.waitForHolder(holder, rel) {
 					continue
 				}
-				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
+				return nil, d.busy(rel)
 			}
 			if !h.stillNamed(d, tmp, f) {
 				// The holder we waited for renamed the file to its
@@ -726,7 +735,7 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 				if renamed++; renamed < 100 {
 					continue
 				}
-				return nil, fmt.Errorf("%w: %s", ErrBusy, rel)
+				return nil, d.busy(rel)
 			}
 			d.register(f)
 			break

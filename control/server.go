@@ -540,7 +540,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 // whatever it asked for.
 func watchIdle(ctx context.Context, idle time.Duration, live *liveness, cancel func()) {
 	// Every second at least: the ticks are also what dates the last
-	// progress for liveness.silentAt.
+	// progress for liveness.movedAt.
 	tick := time.NewTicker(max(min(idle/8, time.Second), time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -548,7 +548,7 @@ func watchIdle(ctx context.Context, idle time.Duration, live *liveness, cancel f
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			if live.silentAt(now) >= idle {
+			if now.Sub(live.movedAt(now)) >= idle {
 				cancel()
 				return
 			}
@@ -574,15 +574,16 @@ func newLiveness(progress func() int64, busy func() bool) *liveness {
 	return &liveness{progress: progress, busy: busy, last: progress(), since: time.Now()}
 }
 
-// silentAt returns how long, at now, nothing has moved.
-func (l *liveness) silentAt(now time.Time) time.Duration {
+// movedAt samples the session at now and returns when it was last seen
+// to move (or be busy).
+func (l *liveness) movedAt(now time.Time) time.Time {
 	p, busy := l.progress(), l.busy()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if p != l.last || busy {
 		l.last, l.since = p, now
 	}
-	return max(now.Sub(l.since), 0)
+	return l.since
 }
 
 // tcpMinTimeout is the shortest wait for an answer on a control

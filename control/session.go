@@ -125,7 +125,7 @@ func (f *sessionFS) LastMoved() time.Time {
 	if l == nil {
 		return now
 	}
-	return now.Add(-l.silentAt(now))
+	return l.movedAt(now)
 }
 
 // Release ends the session for another that takes over a file it holds

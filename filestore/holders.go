@@ -45,7 +45,7 @@ const (
 // holderWatch is what a Dir has seen of another session holding a
 // partial it wants.
 type holderWatch struct {
-	first, seen   time.Time // first and latest look
+	first         time.Time // first look (zero: none yet)
 	lastMoved     time.Time // the holder's LastMoved at the latest look
 	working       bool      // it moved while watched: never taken over
 	released      bool
@@ -135,14 +135,14 @@ func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 	}
 	moved := h.LastMoved()
 	now := time.Now()
-	if !w.seen.IsZero() && moved.After(w.lastMoved) {
+	if !w.first.IsZero() && moved.After(w.lastMoved) {
 		w.working = true
 		return false, false
 	}
-	if w.seen.IsZero() {
+	if w.first.IsZero() {
 		w.first = now
 	}
-	w.seen, w.lastMoved = now, moved
+	w.lastMoved = moved
 	if silent := now.Sub(moved); silent >= d.TakeOverAfter {
 		if d.ended() {
 			return false, true // not on behalf of a session gone

@@ -39,3 +39,10 @@ func SetMaxTextReply(n int) func() {
 
 // InShare says whether name falls in share k of n of a GET.
 func InShare(name string, k, n int) bool { return share{k, n}.has(name) }
+
+// SetSavedEvery sets savedEvery to n and returns what puts it back.
+func SetSavedEvery(n int) func() {
+	old := savedEvery
+	savedEvery = n
+	return func() { savedEvery = old }
+}

@@ -372,6 +372,24 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if err != nil {
 				return err
 			}
+			if batch != nil && len(s.unsaved) >= savedEvery {
+				// A long group is saved in parts, so that what this
+				// side keeps of it does not grow with its files, and
+				// its sender hears of them (savedAck) and keeps nothing
+				// either.
+				var err error
+				s.working(func() { err = batch.EndBatch() })
+				s.saved(batch, err)
+				if err != nil {
+					batch = nil
+					return fmt.Errorf("kermit: %w", err)
+				}
+				batch.BeginBatch()
+				s.batching = true
+				if reply == nil && s.neg.peerKerf && s.cfg.Reliable {
+					reply = savedAck
+				}
+			}
 			s.cancelFile.Store(false)
 			if err := s.ackRecv(p.Seq, reply); err != nil {
 				return err
@@ -964,6 +982,20 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	}
 	return nil
 }
+
+// savedEvery is how many received files a group holds unsaved (under
+// their temporary names, or renamed and not yet reported) before it
+// saves them and reports them saved, without waiting for its end: a
+// bound on what a group of a million files keeps, well above the
+// groups a batch's flush is measured on.
+var savedEvery = 4096
+
+// savedAck is the data of a Z's ACK from a kerf receiver on a reliable
+// link saying that every file whose Z it acknowledged so far, this one
+// included, is saved under its name (protocol.md §5.4): the sender
+// reports them saved (FileSaved) and forgets them. Any other kerf
+// sender takes it as a plain ACK (only "N" says not stored).
+var savedAck = []byte("S")
 
 // savedChecker is an optional extension of a groupBatcher: whether the
 // file it stored as name is durable under that name, after a batch

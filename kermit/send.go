@@ -174,10 +174,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 		return err
 	}
 	// The B's ACK: the receiver has saved every file of the group.
-	for _, f := range s.unsavedSent {
-		s.event(Event{Kind: FileSaved, Name: f.name, Size: f.size, Bytes: f.size, Sending: true, Path: f.path})
-	}
-	s.unsavedSent = s.unsavedSent[:0]
+	s.reportSaved()
 	if err := s.drain(ctx); err != nil {
 		return err
 	}
@@ -564,6 +561,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			}
 			s.stats.FileBytes += moved
 			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true, Path: f.Path})
+			s.savedSoFar(data)
 			return nil
 		}
 		if gaveUp {
@@ -593,8 +591,10 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	s.lastZQueued = len(zdata) == 0 || zdata[0] != 'D'
 	var why error
+	var ack []byte
 	zs.onAck = func(data []byte) error {
 		why = s.notStored(data)
+		ack = data
 		return nil
 	}
 	if err := s.await(ctx, zs); err != nil {
@@ -615,7 +615,26 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return &skipError{changed}
 	}
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
+	s.savedSoFar(ack)
 	return nil
+}
+
+// savedSoFar reads a stored file's Z ACK: savedAck from a kerf receiver
+// on a reliable link (whose ACKs come in order) says every file it
+// acknowledged so far is saved under its name, so they are reported
+// saved now rather than at the group's end, and not kept till then.
+func (s *Session) savedSoFar(ack []byte) {
+	if s.neg.peerKerf && s.cfg.Reliable && string(ack) == string(savedAck) {
+		s.reportSaved()
+	}
+}
+
+// reportSaved reports the files the receiver verified as saved.
+func (s *Session) reportSaved() {
+	for _, f := range s.unsavedSent {
+		s.event(Event{Kind: FileSaved, Name: f.name, Size: f.size, Bytes: f.size, Sending: true, Path: f.path})
+	}
+	s.unsavedSent = s.unsavedSent[:0]
 }
 
 // notStored reads the ACK of a file's Z: with capas2NotStored, "N" and

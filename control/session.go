@@ -389,29 +389,37 @@ func (f *sessionFS) Create(name string) (kermit.Incoming, error) {
 }
 
 func (f *sessionFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
-	files, _, err := f.MatchKeeping(spec, recursive, nil)
-	return files, err
+	var files []kermit.OutgoingFile
+	_, err := f.MatchEach(spec, recursive, nil, func(o kermit.OutgoingFile) bool {
+		files = append(files, o)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
 }
 
-// MatchKeeping is Match keeping what keep accepts (kermit.KeepingMatcher).
-func (f *sessionFS) MatchKeeping(spec string, recursive bool, keep func(string) bool) ([]kermit.OutgoingFile, int, error) {
+// MatchEach hands a GET's files to yield as the walk finds them
+// (kermit.MatchStreamer).
+func (f *sessionFS) MatchEach(spec string, recursive bool, keep func(string) bool, yield func(kermit.OutgoingFile) bool) (int, error) {
 	d, err := f.spec(spec)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	files, left, err := d.MatchFiltered(spec, recursive, keep)
-	for i := range files {
+	left, err := d.MatchWalk(spec, recursive, keep, func(o kermit.OutgoingFile) bool {
 		// A file of a walked tree that cannot be opened (a link
 		// leading out) says why in words, as a name given plainly does.
-		if open := files[i].Open; open != nil {
-			name := files[i].Name
-			files[i].Open = func() (kermit.FileReader, error) {
+		if open := o.Open; open != nil {
+			name := o.Name
+			o.Open = func() (kermit.FileReader, error) {
 				r, err := open()
 				return r, clearErr(err, name)
 			}
 		}
-	}
-	return files, left, clearErr(err, spec)
+		return yield(o)
+	})
+	return left, clearErr(err, spec)
 }
 
 func (f *sessionFS) List(spec string) (string, error) {

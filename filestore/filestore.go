@@ -1406,15 +1406,31 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 // entries keep accepts by the name they are sent under (directories are
 // all kept; a nil keep keeps all), and says how many it left out: a
 // session serving one share of a tree holds only its share, not the
-// whole tree's listing. (Not named as kermit.KeepingMatcher's method: a
-// ServerFS that embeds a Dir and wraps its Match would have its wrapper
-// passed over.)
+// whole tree's listing.
 func (d *Dir) MatchFiltered(spec string, recursive bool, keep func(name string) bool) ([]kermit.OutgoingFile, int, error) {
 	var out []kermit.OutgoingFile
-	dropped := 0
-	names, err := d.specNames(spec)
+	left, err := d.MatchWalk(spec, recursive, keep, func(f kermit.OutgoingFile) bool {
+		out = append(out, f)
+		return true
+	})
 	if err != nil {
 		return nil, 0, err
+	}
+	return out, left, nil
+}
+
+// MatchWalk is MatchFiltered handing the entries to yield one at a time
+// as the walk finds them, until yield returns false: a GET of a million
+// files holds only the walk's current directories, not its listing, and
+// its first files go while the rest are still being found. An error of
+// the whole spec (a single name that does not exist or cannot be sent)
+// comes before any entry. (Not named as a kermit interface's method: a
+// ServerFS that embeds a Dir and wraps its Match would have its wrapper
+// passed over.)
+func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool, yield func(kermit.OutgoingFile) bool) (left int, err error) {
+	names, err := d.specNames(spec)
+	if err != nil {
+		return 0, err
 	}
 	for _, n := range names {
 		var bad error // what makes a name given plainly unsendable
@@ -1425,21 +1441,22 @@ func (d *Dir) MatchFiltered(spec string, recursive bool, keep func(name string) 
 			// walk (-r); os.Root refuses one leading out.
 			target, targetErr = d.root.Stat(n.rel)
 		}
+		more := true
 		switch fi := n.fi; {
 		case n.err != nil:
 			bad = n.err
 		case fi.Mode().IsRegular():
-			out = append(out, d.outgoing(n.rel, path.Base(n.rel), fi, false))
+			more = yield(d.outgoing(n.rel, path.Base(n.rel), fi, false))
 		case target != nil && target.Mode().IsRegular():
-			out = append(out, d.outgoing(n.rel, path.Base(n.rel), target, true))
+			more = yield(d.outgoing(n.rel, path.Base(n.rel), target, true))
 		case fi.IsDir() && recursive:
-			out = d.walk(out, n.rel, keep, &dropped)
+			more = d.walk(n.rel, keep, &left, yield)
 		case target != nil && target.IsDir() && recursive && !n.pattern:
 			// A link to a directory named plainly: its tree, under the
 			// link's name, as send -r does with a local one and as
 			// "link/" is (the walk itself follows no link to a
 			// directory, so there is no loop).
-			out = d.walk(out, n.rel, keep, &dropped)
+			more = d.walk(n.rel, keep, &left, yield)
 		case n.pattern:
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():
@@ -1451,17 +1468,22 @@ func (d *Dir) MatchFiltered(spec string, recursive bool, keep func(name string) 
 		default:
 			bad = fmt.Errorf("filestore: %s is not a regular file (%s)", n.rel, EntryKind(fi.Mode()))
 		}
+		if !more {
+			return left, nil
+		}
 		if bad == nil {
 			continue
 		}
 		if len(names) == 1 {
-			return nil, 0, bad
+			return 0, bad
 		}
 		// One of several names: the others still go, and this one is
 		// reported as not sent (as a file that cannot be read is).
-		out = append(out, unreadable(path.Base(n.rel), bad))
+		if !yield(unreadable(path.Base(n.rel), bad)) {
+			return left, nil
+		}
 	}
-	return out, dropped, nil
+	return left, nil
 }
 
 // EntryKind names what an entry of mode m is, for a message ("a named
@@ -1618,12 +1640,13 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	return out, nil
 }
 
-// walk appends the regular files under directory top, named relative to
-// its parent. An entry that cannot be read (a directory without
-// permission, a file whose details cannot be had) does not end the walk:
-// it becomes a file whose Open returns the error, so that the sending
-// engine sends the rest and reports that one as failed, by name.
-func (d *Dir) walk(out []kermit.OutgoingFile, top string, keep func(string) bool, dropped *int) []kermit.OutgoingFile {
+// walk hands yield the regular files under directory top, named
+// relative to its parent, and says whether yield wanted them all. An
+// entry that cannot be read (a directory without permission, a file
+// whose details cannot be had) does not end the walk: it becomes a file
+// whose Open returns the error, so that the sending engine sends the
+// rest and reports that one as failed, by name.
+func (d *Dir) walk(top string, keep func(string) bool, dropped *int, yield func(kermit.OutgoingFile) bool) bool {
 	parent := path.Dir(top)
 	name := func(p string) string {
 		if parent == "." {
@@ -1633,28 +1656,41 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string, keep func(string) bool
 	}
 	// A directory is Filled when the entry after it, kept or left out,
 	// is in it (MarkFilled's rule, decided as the walk goes, so that
-	// entries left out count): lastDir is the last directory entry
-	// while no entry has followed it.
-	lastDir := -1
+	// entries left out count): dir is the last directory entry, held
+	// back until the next entry decides it.
+	var dir *kermit.OutgoingFile
+	stopped := false
 	follows := func(n string) {
-		if lastDir >= 0 {
-			dn := out[lastDir].Name
-			out[lastDir].Filled = n == dn || strings.HasPrefix(n, dn+"/")
-			lastDir = -1
+		if dir != nil {
+			dir.Filled = n == dir.Name || strings.HasPrefix(n, dir.Name+"/")
+			held := *dir
+			dir = nil
+			if !yield(held) {
+				stopped = true
+			}
 		}
 	}
 	add := func(f kermit.OutgoingFile) {
 		follows(f.Name)
+		if stopped {
+			return
+		}
 		if !f.Dir && keep != nil && !keep(f.Name) {
 			*dropped++
 			return
 		}
-		out = append(out, f)
 		if f.Dir {
-			lastDir = len(out) - 1
+			dir = &f
+			return
+		}
+		if !yield(f) {
+			stopped = true
 		}
 	}
 	walkDir(d.root, top, func(p string, e fs.DirEntry, err error) error {
+		if stopped {
+			return fs.SkipAll
+		}
 		if err != nil {
 			// A directory that could not be read (WalkDir goes on with
 			// any entries it did read): reported, not made empty.
@@ -1723,7 +1759,13 @@ func (d *Dir) walk(out []kermit.OutgoingFile, top string, keep func(string) bool
 		add(d.outgoing(p, name(p), info, !e.Type().IsRegular()))
 		return nil
 	})
-	return out
+	if dir != nil && !stopped {
+		// The walk's last entry: nothing follows it, so it is empty.
+		held := *dir
+		dir = nil
+		return yield(held)
+	}
+	return !stopped
 }
 
 // MarkFilled marks the directories of one walk's entries (directories

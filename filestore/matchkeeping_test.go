@@ -75,3 +75,58 @@ func TestMatchFilteredIsMatchThenFiltered(t *testing.T) {
 		}
 	}
 }
+
+// MatchWalk hands out the same entries as Match's listing, in its order,
+// with Filled marked by MarkFilled's rule, and stops as soon as yield
+// says so: a GET that ends part-way walks no further.
+func TestMatchWalkStopsWhenTold(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"t/a/1", "t/a/2", "t/b/x", "t/c/d/4", "t/c/e/5", "t/7"} {
+		p := filepath.Join(root, f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(f), 0o644)
+	}
+	os.MkdirAll(filepath.Join(root, "t/c/empty"), 0o755)
+	os.MkdirAll(filepath.Join(root, "t/z/last"), 0o755)
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	full, err := d.Match("t", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := make([]kermit.OutgoingFile, len(full))
+	for i, f := range full {
+		f.Filled = false
+		marked[i] = f
+	}
+	filestore.MarkFilled(marked)
+	for i := range full {
+		if full[i].Name != marked[i].Name || full[i].Filled != marked[i].Filled {
+			t.Errorf("entry %d: %s filled %v; MarkFilled says %v", i, full[i].Name, full[i].Filled, marked[i].Filled)
+		}
+	}
+	if n := len(full); n != 15 {
+		t.Fatalf("%d entries, want 15", n)
+	}
+	for k := 1; k <= len(full); k++ {
+		var got []kermit.OutgoingFile
+		_, err := d.MatchWalk("t", true, nil, func(f kermit.OutgoingFile) bool {
+			got = append(got, f)
+			return len(got) < k
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != k {
+			t.Fatalf("told to stop after %d entries, got %d", k, len(got))
+		}
+		for i := range got {
+			if got[i].Name != full[i].Name || got[i].Filled != full[i].Filled {
+				t.Errorf("stop at %d: entry %d is %s filled %v, want %s filled %v", k, i, got[i].Name, got[i].Filled, full[i].Name, full[i].Filled)
+			}
+		}
+	}
+}

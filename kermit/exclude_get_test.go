@@ -21,7 +21,18 @@ func TestGetExclude(t *testing.T) {
 		os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755)
 		os.WriteFile(filepath.Join(root, f), []byte(f), 0o644)
 	}
-	for _, sessions := range []int{1, 2} {
+	for _, run := range []struct {
+		sessions int
+		serve    func(*filestore.Dir) kermit.ServerFS
+	}{
+		{1, func(d *filestore.Dir) kermit.ServerFS { return d }},
+		{2, func(d *filestore.Dir) kermit.ServerFS { return d }},
+		// As a kerf server serves: from its walk (MatchStreamer).
+		{1, func(d *filestore.Dir) kermit.ServerFS { return streamingFS{d} }},
+		{2, func(d *filestore.Dir) kermit.ServerFS { return streamingFS{d} }},
+		{3, func(d *filestore.Dir) kermit.ServerFS { return streamingFS{d} }},
+	} {
+		sessions := run.sessions
 		dst := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -34,7 +45,7 @@ func TestGetExclude(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer dir.Close()
-			go srv.Serve(ctx, dir)
+			go srv.Serve(ctx, run.serve(dir))
 			store, err := filestore.Open(dst)
 			if err != nil {
 				t.Fatal(err)

@@ -104,15 +104,18 @@ type Incoming interface {
 	Abort(keep bool) error
 }
 
-// KeepingMatcher is an optional extension of a ServerFS: Match that
-// keeps, of the trees it walks, only the entries keep accepts by the
-// name they are sent under (directories are all kept), and says how
-// many it left out. A server asked for one share of a GET (kerf-share)
-// uses it, so that each of a client's sessions holds the listing of its
-// own share of a big tree, not all of it (QA: 100,000 files fetched by
-// 8 sessions took the server's heap to 351 MB).
-type KeepingMatcher interface {
-	MatchKeeping(spec string, recursive bool, keep func(name string) bool) (files []OutgoingFile, left int, err error)
+// MatchStreamer is an optional extension of a ServerFS: Match handing
+// the files to yield one at a time as its walk finds them, until yield
+// returns false, keeping of the trees it walks only the entries keep
+// accepts by the name they are sent under (directories are all kept;
+// nil keeps all), and saying how many it left out. An error of the
+// whole spec comes before any file. A server's GET sends from it, so
+// that it holds no listing of the tree (memory independent of the
+// files of one GET) and its first files go while the rest are being
+// found; a session serving one share of a GET (kerf-share) walks only
+// its share.
+type MatchStreamer interface {
+	MatchEach(spec string, recursive bool, keep func(name string) bool, yield func(OutgoingFile) bool) (left int, err error)
 }
 
 // ServerFS is what a Kermit server serves: a confined file tree with a

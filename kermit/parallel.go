@@ -122,7 +122,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			}
 		}
 		if len(good) == 0 || ctx.Err() != nil {
-			sessions[0].notBegun(append(regular, late...), nil)
+			sessions[0].notBegun(slices.Values(append(regular, late...)), nil)
 			return cmp.Or(lost, context.Cause(ctx))
 		}
 		if len(again) > 0 {
@@ -130,7 +130,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			if err := good[0].Send(ctx, again); errors.As(err, &ge) {
 				notMade = append(notMade, ge.Failed...)
 			} else if err != nil {
-				sessions[0].notBegun(append(regular, late...), nil)
+				sessions[0].notBegun(slices.Values(append(regular, late...)), nil)
 				return err
 			}
 		}
@@ -221,7 +221,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		res.add(err)
 	}
 	if taken < len(regular) {
-		sessions[0].notBegun(regular[taken:], nil)
+		sessions[0].notBegun(slices.Values(regular[taken:]), nil)
 	}
 
 	// The last group: what must come after every file, on a session that
@@ -241,7 +241,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			res.add(sessions[good[0]].Send(ctx, last))
 		}
 	} else {
-		sessions[0].notBegun(late, nil)
+		sessions[0].notBegun(slices.Values(late), nil)
 	}
 	return res.err()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"slices"
 	"strconv"
@@ -36,7 +37,7 @@ func (s *Session) SendFrom(ctx context.Context, next func() (OutgoingFile, bool)
 // begun when the group fails.
 type fileSource struct {
 	next func() (OutgoingFile, bool)
-	rest func() []OutgoingFile
+	rest iter.Seq[OutgoingFile]
 }
 
 func sliceSource(files []OutgoingFile) fileSource {
@@ -49,7 +50,13 @@ func sliceSource(files []OutgoingFile) fileSource {
 			i++
 			return files[i-1], true
 		},
-		rest: func() []OutgoingFile { return files[i:] },
+		rest: func(yield func(OutgoingFile) bool) {
+			for _, f := range files[i:] {
+				if !yield(f) {
+					return
+				}
+			}
+		},
 	}
 }
 
@@ -58,7 +65,7 @@ func (s *Session) sendFrom(ctx context.Context, src fileSource) error {
 	s.resetNegotiation()
 	if err := s.sendInit(ctx, 'S'); err != nil {
 		if src.rest != nil {
-			s.notBegun(src.rest(), nil)
+			s.notBegun(src.rest, nil)
 		}
 		return s.abort(fmt.Errorf("kermit: send-init: %w", err))
 	}
@@ -137,7 +144,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 				s.event(e)
 			}
 			if src.rest != nil {
-				s.notBegun(src.rest(), s.sending)
+				s.notBegun(src.rest, s.sending)
 			}
 		}
 		s.sending = s.sending[:0]
@@ -209,8 +216,8 @@ var ErrNotBegun = errors.New("not sent: the transfer ended first")
 
 // notBegun reports the files of files, directories aside, that a failed
 // send never began; those named in begun were reported already.
-func (s *Session) notBegun(files []OutgoingFile, begun []sentFile) {
-	for _, f := range files {
+func (s *Session) notBegun(files iter.Seq[OutgoingFile], begun []sentFile) {
+	for f := range files {
 		if !f.Dir && !slices.ContainsFunc(begun, func(b sentFile) bool { return b.name == f.Name }) {
 			s.event(Event{Kind: FileFailed, Name: f.Name, Err: ErrNotBegun, Sending: true, Path: f.Path})
 		}

@@ -8,7 +8,9 @@ import (
 	"hash/fnv"
 	"hash/maphash"
 	"io"
+	"iter"
 	"regexp"
+	"slices"
 	"strings"
 
 	"kerf/framing"
@@ -173,33 +175,17 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			if err != nil {
 				return err
 			}
-			var files []OutgoingFile
-			left := 0
-			if km, ok := fsys.(KeepingMatcher); ok && sh.n > 1 {
-				files, left, err = km.MatchKeeping(spec, p.Type != 'R', sh.has)
-			} else {
-				files, err = fsys.Match(spec, p.Type != 'R')
-			}
-			if err == nil && len(files) == 0 && left == 0 {
-				err = fmt.Errorf("no files match %s", spec)
-			}
-			if err != nil && sh.k > 0 {
-				// Share 0 tells the client; the others send nothing.
-				s.cfg.Log.Debug("GET share with nothing to send", "share", sh, "err", err)
-				files, err = nil, nil
-			}
+			src, stop, err := s.getSource(fsys, spec, p.Type != 'R', sh, ex)
 			if err != nil {
 				return err
 			}
-			files = sh.of(files)
-			files = ex.Filter(files)
-			files = withoutSkipped(files, s.skip)
+			defer stop()
 			if p.Type == 'J' {
 				saved := s.cfg.Resume
 				s.cfg.Resume = true
 				defer func() { s.cfg.Resume = saved }()
 			}
-			return s.serveSend(ctx, p.Seq, files)
+			return s.serveSend(ctx, p.Seq, src)
 		case 'G':
 			return s.serveGeneric(ctx, p, fsys)
 		case 'N', 'Y':
@@ -225,14 +211,95 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 
 // serveSend becomes the sender for a GET: S with the request's sequence
 // number, then the file group.
-func (s *Session) serveSend(ctx context.Context, seq int, files []OutgoingFile) error {
+func (s *Session) serveSend(ctx context.Context, seq int, src fileSource) error {
 	s.sw.reset(1)
 	s.sw.next, s.sw.lo = seq, seq
 	s.c.setCheck(1)
 	if err := s.sendInit(ctx, 'S'); err != nil {
 		return err
 	}
-	return s.sendGroup(ctx, sliceSource(files))
+	return s.sendGroup(ctx, src)
+}
+
+// getSource is what a GET of spec sends: the files of this session's
+// share sh, less those ex excludes and those the client said it has
+// (kerf-skip). From a MatchStreamer they come one at a time as the walk
+// finds them, so that a GET holds no listing of its tree; stop ends
+// the walk. An error says the GET sends nothing: the spec names
+// nothing, or nothing that can be sent (share 0 says so; the other
+// shares send an empty group).
+func (s *Session) getSource(fsys ServerFS, spec string, recursive bool, sh share, ex Exclusions) (fileSource, func(), error) {
+	skip := s.skip
+	wanted := func(f OutgoingFile) bool {
+		if sh.n > 1 && !f.Dir && !sh.has(f.Name) {
+			return false
+		}
+		return !ex.Excludes(f.Name, f.Dir) && (f.Dir || skip.len() == 0 || !skip.has(f.Name, f.Size, f.ModTime, f.Mode))
+	}
+	none := func(err error) (fileSource, func(), error) {
+		if sh.k > 0 {
+			// Share 0 tells the client; the others send nothing.
+			s.cfg.Log.Debug("GET share with nothing to send", "share", sh, "err", err)
+			return sliceSource(nil), func() {}, nil
+		}
+		return fileSource{}, nil, err
+	}
+	ms, ok := fsys.(MatchStreamer)
+	if !ok {
+		files, err := fsys.Match(spec, recursive)
+		if err == nil && len(files) == 0 {
+			err = fmt.Errorf("no files match %s", spec)
+		}
+		if err != nil {
+			return none(err)
+		}
+		return sliceSource(slices.DeleteFunc(files, func(f OutgoingFile) bool { return !wanted(f) })), func() {}, nil
+	}
+	var keep func(string) bool
+	if sh.n > 1 {
+		keep = sh.has
+	}
+	var left int
+	var merr error
+	next, stop := iter.Pull(func(yield func(OutgoingFile) bool) {
+		left, merr = ms.MatchEach(spec, recursive, keep, yield)
+	})
+	// The first file, or the walk's end, says whether there is anything
+	// to send, before the S.
+	first, ok := next()
+	if !ok {
+		stop()
+		if merr == nil && left == 0 {
+			merr = fmt.Errorf("no files match %s", spec)
+		}
+		if merr != nil {
+			return none(merr)
+		}
+	}
+	held := ok // first is still to go
+	pull := func() (OutgoingFile, bool) {
+		for {
+			f, ok := first, held
+			if held {
+				first, held = OutgoingFile{}, false
+			} else {
+				f, ok = next()
+			}
+			if !ok || wanted(f) {
+				return f, ok
+			}
+		}
+	}
+	return fileSource{
+		next: pull,
+		rest: func(yield func(OutgoingFile) bool) {
+			for f, ok := pull(); ok; f, ok = pull() {
+				if !yield(f) {
+					return
+				}
+			}
+		},
+	}, stop, nil
 }
 
 // Generic command arguments are tochar(len) value, repeated. An argument
@@ -655,23 +722,6 @@ func (s *Session) dropSkip() {
 	s.skip, s.skipPending = nil, nil
 }
 
-// withoutSkipped is files less those skip holds with the same size,
-// modification time (framing.SameModTime), and permissions: the client has
-// them whole.
-func withoutSkipped(files []OutgoingFile, skip *skipSet) []OutgoingFile {
-	if skip.len() == 0 {
-		return files
-	}
-	out := files[:0:0]
-	for _, f := range files {
-		if !f.Dir && skip.has(f.Name, f.Size, f.ModTime, f.Mode) {
-			continue
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
 // maxTypeBytes bounds what REMOTE TYPE shows: it is for looking at a
 // file, which a GET fetches.
 const maxTypeBytes = 1 << 20
@@ -739,20 +789,6 @@ func parseShare(v string) (share, error) {
 }
 
 func (sh share) String() string { return fmt.Sprintf("%d/%d", sh.k, sh.n) }
-
-// of returns the files of share sh.
-func (sh share) of(files []OutgoingFile) []OutgoingFile {
-	if sh.n <= 1 {
-		return files
-	}
-	var out []OutgoingFile
-	for _, f := range files {
-		if f.Dir || sh.has(f.Name) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
 
 // has reports whether the file name is in share sh.
 func (sh share) has(name string) bool {

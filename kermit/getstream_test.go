@@ -1,0 +1,184 @@
+package kermit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// streamingFS is a filestore.Dir served as a kerf server serves its
+// tree: a GET's files come from its walk one at a time
+// (kermit.MatchStreamer).
+type streamingFS struct{ *filestore.Dir }
+
+func (f streamingFS) MatchEach(spec string, recursive bool, keep func(string) bool, yield func(kermit.OutgoingFile) bool) (int, error) {
+	return f.MatchWalk(spec, recursive, keep, yield)
+}
+
+// gatedFS is a streamingFS whose walk, past its first file, waits
+// until the server's engine has begun sending that file: a server that
+// listed the whole tree before it sent anything (its Match or its
+// MatchEach collected first) waits out the gate, and says so in late.
+type gatedFS struct {
+	streamingFS
+	arrived chan struct{}
+	mu      sync.Mutex
+	late    bool
+	yielded int
+}
+
+func (f *gatedFS) MatchEach(spec string, recursive bool, keep func(string) bool, yield func(kermit.OutgoingFile) bool) (int, error) {
+	return f.streamingFS.MatchEach(spec, recursive, keep, func(o kermit.OutgoingFile) bool {
+		if o.Dir {
+			return yield(o)
+		}
+		f.mu.Lock()
+		f.yielded++
+		n := f.yielded
+		f.mu.Unlock()
+		if n == 2 {
+			select {
+			case <-f.arrived:
+			case <-time.After(5 * time.Second):
+				f.mu.Lock()
+				f.late = true
+				f.mu.Unlock()
+			}
+		}
+		return yield(o)
+	})
+}
+
+func (f *gatedFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	var out []kermit.OutgoingFile
+	_, err := f.MatchEach(spec, recursive, nil, func(o kermit.OutgoingFile) bool {
+		out = append(out, o)
+		return true
+	})
+	return out, err
+}
+
+// A server's GET sends from its walk: its first file is begun before
+// the walk has found the rest, so that it holds no listing of the tree
+// (memory independent of the files of a GET) and walking overlaps
+// sending. Every file arrives.
+func TestGetSendsFromTheWalk(t *testing.T) {
+	root := t.TempDir()
+	var names []string
+	for i := range 40 {
+		n := fmt.Sprintf("tree/d%d/f%02d", i%4, i)
+		os.MkdirAll(filepath.Join(root, filepath.Dir(n)), 0o755)
+		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
+		names = append(names, n)
+	}
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	fsys := &gatedFS{streamingFS: streamingFS{dir}, arrived: make(chan struct{})}
+	var once sync.Once
+	scfg := kermit.DefaultConfig()
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileStart {
+			once.Do(func() { close(fsys.arrived) })
+		}
+	}
+	cli, srv := dualSessions(t, kermit.DefaultConfig(), scfg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, fsys)
+	dst := t.TempDir()
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := cli.Get(ctx, "tree", true, store); err != nil {
+		t.Fatal(err)
+	}
+	fsys.mu.Lock()
+	if fsys.late {
+		t.Error("the server walked on past its first file before sending it")
+	}
+	fsys.mu.Unlock()
+	for _, n := range names {
+		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != n {
+			t.Errorf("%s: %q, %v", n, b, err)
+		}
+	}
+}
+
+// A GET sent from the walk that stops part-way still names every file
+// at the server: those under way with the transfer's error, those the
+// walk had not reached with ErrNotBegun (the rest of the walk is
+// reported, not dropped).
+func TestGetFromTheWalkStoppedNamesEveryFile(t *testing.T) {
+	root := t.TempDir()
+	names := []string{"t/a.bin", "t/b.bin", "t/c.bin", "t/d/e.bin", "t/d/f.bin"}
+	for i, n := range names {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(n)), 0o755)
+		os.WriteFile(filepath.Join(root, n), randomBytes(1000*(i+1), int64(i)), 0o644)
+	}
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	a, b := link(t, 0, 1)
+	dst, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	// The client's link goes when the second file is announced.
+	store := wrapStore{dst, func(in kermit.Incoming) kermit.Incoming {
+		if strings.HasSuffix(in.Name(), "b.bin") {
+			a.Close()
+		}
+		return in
+	}}
+	var mu sync.Mutex
+	told := map[string][]error{}
+	scfg := kermit.DefaultConfig()
+	scfg.Timeout, scfg.MaxRetries = 200*time.Millisecond, 2
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed {
+			mu.Lock()
+			told[e.Name] = append(told[e.Name], e.Err)
+			mu.Unlock()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, srv := kermit.NewSession(a, kermit.DefaultConfig()), kermit.NewSession(b, scfg)
+	defer cli.Close()
+	defer srv.Close()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, streamingFS{dir}) }()
+	if err := cli.Get(ctx, "t", true, store); err == nil {
+		t.Fatal("the get succeeded over a closed link")
+	}
+	<-served
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range names[1:] {
+		if len(told[n]) != 1 || told[n][0] == nil {
+			t.Errorf("%s reported %v, want one failure", n, told[n])
+		}
+	}
+	for _, n := range names[2:] {
+		if len(told[n]) == 1 && !errors.Is(told[n][0], kermit.ErrNotBegun) {
+			t.Errorf("%s: %v, want ErrNotBegun", n, told[n][0])
+		}
+	}
+}

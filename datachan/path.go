@@ -77,10 +77,16 @@ type Path struct {
 	wg       sync.WaitGroup
 	failed   chan struct{} // closed with the first error
 
-	mu          sync.Mutex
-	err         error
-	sources     map[uint32]*source
-	files       map[uint32]*recvFile
+	mu      sync.Mutex
+	err     error
+	sources map[uint32]*source
+	files   map[uint32]*recvFile
+	// waited are the files whose Wait succeeded; the next Expect moves
+	// those before it into finished, which is all a late duplicate of
+	// their blocks needs, so that a session's bookkeeping of files
+	// received does not grow with their number (forgetWaitedLocked).
+	waited      []uint32
+	finished    idSet
 	parked      map[uint32][]early // verified blocks of files not expected yet
 	parkedBytes int
 	deferred    map[uint32][]early // blocks of files not expected yet, dropped

@@ -52,10 +52,11 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 		p.mu.Unlock()
 		return p.err
 	}
-	if p.files[id] != nil {
+	if p.files[id] != nil || p.finished.has(id) {
 		p.mu.Unlock()
 		return fmt.Errorf("datachan: file %d is already expected", id)
 	}
+	p.forgetWaitedLocked(id)
 	f := &recvFile{id: id, dst: dst, off: uint64(off), end: uint64(off + n), done: make(chan struct{})}
 	if n == 0 {
 		close(f.done)
@@ -143,10 +144,30 @@ func (p *Path) Wait(ctx context.Context, id uint32) (uint32, error) {
 		return 0, p.err
 	}
 	f.dst = nil // the caller may close it now; f stays to spot duplicates
+	p.waited = append(p.waited, id)
 	if len(f.got) == 0 {
 		return 0, nil // empty range
 	}
 	return f.got[0].crc, nil
+}
+
+// forgetWaitedLocked drops the records of files received whole whose
+// Wait returned, ids below next (the file being expected now: the
+// engine is done with those before it), keeping only their ids in
+// finished; a later block of one is then still known for a duplicate.
+func (p *Path) forgetWaitedLocked(next uint32) {
+	keep := p.waited[:0]
+	for _, id := range p.waited {
+		f := p.files[id]
+		switch {
+		case f == nil:
+		case id < next && f.dst == nil && f.writing == 0 && f.complete() && p.finished.add(id):
+			delete(p.files, id)
+		default:
+			keep = append(keep, id)
+		}
+	}
+	p.waited = keep
 }
 
 // Ready reports whether Wait(id) would return without blocking: file id
@@ -310,6 +331,13 @@ func (s *stream) deliver(f *frame) error {
 		return nil
 	}
 	file := p.files[f.h.FileID]
+	if file == nil && p.finished.has(f.h.FileID) {
+		// A late copy of a block of a file received whole.
+		p.mu.Unlock()
+		p.stats.duplicates.Add(1)
+		p.putFrame(f)
+		return nil
+	}
 	if file == nil {
 		// A compressed block is parked as it came: decoded only once its
 		// file is expected, so that a peer's blocks of files it never

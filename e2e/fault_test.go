@@ -186,7 +186,10 @@ func TestPausedSessionIsNotTakenOver(t *testing.T) {
 	src := filepath.Join(local, "big.bin")
 	writeFile(t, src, randomBytes(size, 19))
 	dst := filepath.Join(root, "big.bin")
-	fs.data.rateUp.Store(8 << 20)
+	// Slow enough that the first send is still going when the second,
+	// started on a loaded machine, gets to its file (it would otherwise
+	// find it whole and exit 0).
+	fs.data.rateUp.Store(4 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first := kerfCmd(t, ctx, fs.server, local, nil, "send", "big.bin", fs.addr())

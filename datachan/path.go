@@ -132,6 +132,8 @@ type Stats struct {
 	CompressedBlocks   int64 // blocks sent compressed (WithCompression); BytesSent counts their compressed size
 	CompressedReceived int64 // compressed blocks received and decoded; BytesReceived counts the file bytes
 	WireBytesReceived  int64 // payload bytes of good blocks as they arrived (compressed ones at their compressed size), duplicates included
+
+	FilesKept int // received files whose record the Path keeps: expected and not yet forgotten (bounded, whatever the files of a session)
 }
 
 // Option configures a Path.
@@ -391,7 +393,11 @@ func (p *Path) Progress() int64 {
 
 // Stats returns the Path's counters.
 func (p *Path) Stats() Stats {
+	p.mu.Lock()
+	kept := len(p.files)
+	p.mu.Unlock()
 	return Stats{
+		FilesKept:      kept,
 		BlocksSent:     p.stats.blocksSent.Load(),
 		BytesSent:      p.stats.bytesSent.Load(),
 		BlocksResent:   p.stats.blocksResent.Load(),

@@ -761,21 +761,29 @@ func TestEverNewDamagedBlocksFailPath(t *testing.T) {
 	}
 }
 
-// A file received whole is forgotten, but for its id, once the next one
-// is expected: a session of a million files keeps no record of each
-// (memory independent of their number), and a late copy of a block of
-// one is still a duplicate, not parked as a file to come; its id cannot
-// be expected again.
+// A file received whole, or abandoned (refused, discarded), is
+// forgotten, but for its id, once the next one is expected: a session
+// of a million files keeps no record of each (memory independent of
+// their number), and a late copy of a block of one is still a
+// duplicate, not parked as a file to come; its id cannot be expected
+// again.
 func TestFinishedFilesAreForgotten(t *testing.T) {
 	p, peer := rawPeer(t)
 	ctx := testContext(t)
 	const n = 1000
+	received := 0
 	for id := uint32(1); id <= n; id++ {
 		data := randomData(uint64(id), 10)
 		dst := newMemFile(10)
 		if err := p.Expect(id, dst, 0, 10); err != nil {
 			t.Fatal(err)
 		}
+		if id%3 == 0 && id != 5 {
+			// Refused or discarded: let go before its data came.
+			p.Abandon(id)
+			continue
+		}
+		received++
 		writeBlock(t, peer, id, 0, data)
 		if crc, err := p.Wait(ctx, id); err != nil || crc != framing.CRC32C(data) {
 			t.Fatalf("file %d: %08x, %v", id, crc, err)
@@ -784,12 +792,13 @@ func TestFinishedFilesAreForgotten(t *testing.T) {
 	p.mu.Lock()
 	files, ranges := len(p.files), len(p.finished.r)
 	p.mu.Unlock()
-	if files > 1 || ranges != 1 {
+	if files > 1 || ranges != 1 || p.Stats().FilesKept != files {
 		t.Fatalf("after %d files: %d kept whole, %d ranges of ids (%v)", n, files, ranges, p.finished.r)
 	}
 	writeBlock(t, peer, 5, 0, randomData(5, 10))
-	p.Expect(n+1, newMemFile(0), 0, 0) // a round trip through the reader
-	if st := p.Stats(); st.Duplicates != 1 || st.Parked != 0 || st.BlocksReceived != n {
+	writeBlock(t, peer, 6, 0, randomData(6, 10)) // of a file abandoned
+	p.Expect(n+1, newMemFile(0), 0, 0)           // a round trip through the reader
+	if st := p.Stats(); st.Duplicates != 2 || st.Parked != 0 || st.BlocksReceived != int64(received) {
 		t.Fatalf("a late block of file 5: stats %+v", st)
 	}
 	if err := p.Expect(5, newMemFile(10), 0, 10); err == nil {

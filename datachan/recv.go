@@ -30,6 +30,7 @@ type recvFile struct {
 	queuedBytes int      // their payload bytes
 	err         error    // a WriteAt failure
 	done        chan struct{}
+	abandoned   bool // Abandon let it go: what comes of it is dropped
 }
 
 // complete reports whether every byte of the range is on dst.
@@ -152,16 +153,17 @@ func (p *Path) Wait(ctx context.Context, id uint32) (uint32, error) {
 }
 
 // forgetWaitedLocked drops the records of files received whole whose
-// Wait returned, ids below next (the file being expected now: the
-// engine is done with those before it), keeping only their ids in
-// finished; a later block of one is then still known for a duplicate.
+// Wait returned, and of files abandoned, ids below next (the file being
+// expected now: the engine is done with those before it), keeping only
+// their ids in finished; a later block of one is then dropped as a
+// duplicate, not parked for a file to come.
 func (p *Path) forgetWaitedLocked(next uint32) {
 	keep := p.waited[:0]
 	for _, id := range p.waited {
 		f := p.files[id]
 		switch {
 		case f == nil:
-		case id < next && f.dst == nil && f.writing == 0 && f.complete() && p.finished.add(id):
+		case id < next && f.dst == nil && f.writing == 0 && (f.complete() || f.abandoned) && p.finished.add(id):
 			delete(p.files, id)
 		default:
 			keep = append(keep, id)
@@ -457,6 +459,10 @@ func (p *Path) Abandon(id uint32) int64 {
 	p.forgetDamageLocked(id)
 	for f.writing > 0 {
 		p.writesDone.Wait()
+	}
+	if !f.abandoned {
+		f.abandoned = true
+		p.waited = append(p.waited, id) // forgotten at the next Expect
 	}
 	if len(f.wrote) == 0 || f.wrote[0].start != f.off {
 		return 0

@@ -130,6 +130,13 @@ func TestConfirmingPassKeepsDirsAndDuplicates(t *testing.T) {
 // it, which goes on receiving after a failed group, as a server does.
 func sendOneSession(t *testing.T, out []kermit.OutgoingFile, dst string, log *endLog, mk func(*filestore.Dir) kermit.Store) error {
 	t.Helper()
+	return sendOneSessionOn(t, false, out, dst, log, mk)
+}
+
+// sendOneSessionOn is sendOneSession over a link said reliable (TCP, as
+// the CLI has it) or not.
+func sendOneSessionOn(t *testing.T, reliable bool, out []kermit.OutgoingFile, dst string, log *endLog, mk func(*filestore.Dir) kermit.Store) error {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
@@ -139,6 +146,7 @@ func sendOneSession(t *testing.T, out []kermit.OutgoingFile, dst string, log *en
 	a, b := link(t, 0, 1)
 	scfg.Dual, rcfg.Dual = dualPair(t)
 	scfg.Streaming, rcfg.Streaming = true, true
+	scfg.Reliable, rcfg.Reliable = reliable, reliable
 	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
 	t.Cleanup(func() { send.Close(); recv.Close() })
 	dir, err := filestore.Open(dst)

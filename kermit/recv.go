@@ -173,6 +173,11 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 	// file under its final name on disk. A failed group still completes
 	// the files it committed.
 	batch, _ := store.(groupBatcher)
+	// partErr is a part's failed save (savedEvery), said at the B as a
+	// failed save there is: the group goes on, and the sender then
+	// confirms the files it could not count as saved (sendConfirming),
+	// as it does after a failed B.
+	var partErr error
 	s.unsaved = s.unsaved[:0]
 	s.dirsToFinish = s.dirsToFinish[:0]
 	s.batching = batch != nil
@@ -380,13 +385,12 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				var err error
 				s.working(func() { err = batch.EndBatch() })
 				s.saved(batch, err)
-				if err != nil {
-					batch = nil
-					return fmt.Errorf("kermit: %w", err)
+				if err != nil && partErr == nil {
+					partErr = err
 				}
 				batch.BeginBatch()
 				s.batching = true
-				if reply == nil && s.neg.peerKerf && s.cfg.Reliable {
+				if partErr == nil && reply == nil && s.neg.peerKerf && s.cfg.Reliable {
 					reply = savedAck
 				}
 			}
@@ -400,6 +404,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				s.working(func() { err = batch.EndBatch() })
 				s.saved(batch, err)
 				batch = nil
+				if err == nil {
+					err = partErr
+				}
 				if err != nil {
 					return fmt.Errorf("kermit: %w", err)
 				}
@@ -878,6 +885,10 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			if err != nil {
 				return fmt.Errorf("kermit: data of refused %s: %w", cur.name, err)
 			}
+		} else if cur.expected {
+			// Let go (its data may still come, and is dropped), so that
+			// the data path forgets it (datachan's forgetWaitedLocked).
+			s.data.Abandon(cur.id)
 		}
 		return nil
 	}

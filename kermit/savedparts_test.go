@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -131,9 +132,10 @@ func TestLongGroupIsSavedInParts(t *testing.T) {
 	}
 }
 
-// A part's save that fails ends the group there: the file it could not
-// name is told failed on both sides, and no file is told saved that is
-// not under its name.
+// A part's save that fails does not end the group: the file it could
+// not name is told failed on both sides, no file is told saved that is
+// not under its name, the rest of the group is stored, and the group
+// fails at its B (as a failed save there does), no more S said.
 func TestLongGroupPartSaveFails(t *testing.T) {
 	defer kermit.SetSavedEvery(5)()
 	src, dst := t.TempDir(), t.TempDir()
@@ -184,7 +186,107 @@ func TestLongGroupPartSaveFails(t *testing.T) {
 			t.Errorf("f02 (sending %v): saved at %d, failed at %d", o == &sent, o.at(kermit.FileSaved, "f02"), o.at(kermit.FileFailed, "f02"))
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dst, "f11")); err == nil {
-		t.Error("f11 stored: the group went on after its part failed")
+	for _, n := range []string{"f05", "f11"} {
+		if _, err := os.Stat(filepath.Join(dst, n)); err != nil {
+			t.Errorf("%s not stored after the failed part: %v", n, err)
+		}
+	}
+	if i := sent.at(kermit.FileSaved, "f05"); i >= 0 && i < sent.at(kermit.FileDone, "f11") {
+		t.Error("the sender told f05 saved before the B, after a failed part (an S after it)")
+	}
+}
+
+// After a part's failed save, the sender confirms the files it was not
+// told were saved, as after a failed B: only the file that could not be
+// named ends failed, and each other file is told done once (the
+// reviewer's case: before, the group ended at the part, the file whose Z
+// made it was told failed though stored, and the rest were not sent).
+func TestPartSaveFailureConfirmsTheRest(t *testing.T) {
+	defer kermit.SetSavedEvery(5)()
+	for _, reliable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reliable=%v", reliable), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			var out []kermit.OutgoingFile
+			for j := range 20 {
+				p := filepath.Join(src, fmt.Sprint(j))
+				os.WriteFile(p, randomBytes(30000+j, int64(j)), 0o644)
+				fi, _ := os.Stat(p)
+				out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: fi.Size(), ModTime: fi.ModTime(),
+					Open: func() (kermit.FileReader, error) { return os.Open(p) }})
+			}
+			var log endLog
+			err := sendOneSessionOn(t, reliable, out, dst, &log, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
+			if err == nil {
+				t.Error("no error, but f7 was not stored")
+			}
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			for j := range 20 {
+				name := fmt.Sprintf("f%d", j)
+				want := []kermit.EventKind{kermit.FileDone}
+				if name == "f7" {
+					want = append(want, kermit.FileFailed)
+				}
+				if k := log.ended[name]; !slices.Equal(k, want) {
+					t.Errorf("%s ended %v, want %v", name, k, want)
+				}
+				_, serr := os.Stat(filepath.Join(dst, name))
+				if (serr == nil) != (name != "f7") {
+					t.Errorf("%s stored: %v", name, serr)
+				}
+			}
+		})
+	}
+}
+
+// refusingCreate is a store that refuses every file it is asked to
+// create.
+type refusingCreate struct{ *filestore.Dir }
+
+func (refusingCreate) Create(name string) (kermit.Incoming, error) {
+	return nil, fmt.Errorf("%s: not wanted here", name)
+}
+
+// Files the receiver refuses, each announced with its size (so that the
+// data path expects its data, to throw away) and each ended by the
+// sender with a discarding Z once it has the verdict, leave the
+// receiver's data path no record of them, as files received leave
+// none: the session's memory does not grow with the files it is told
+// of (review).
+func TestRefusedFilesAreForgottenByTheDataPath(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	var files []testFile
+	for i := range 12 {
+		files = append(files, testFile{fmt.Sprintf("f%02d", i), randomBytes(5000+i, int64(i))})
+	}
+	out := writeFiles(t, src, files)
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	// Every file waits for its verdict, so each refusal ends it with Z D.
+	scfg, rcfg := kermit.WithVerdictSize(kermit.DefaultConfig(), 1), kermit.DefaultConfig()
+	var ends eventOrder
+	scfg.Events = ends.note
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	scfg.Dual, rcfg.Dual = da, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, refusingCreate{dir}) }()
+	send.Send(ctx, out) // fails: no file stored
+	<-rerr
+	for _, f := range files {
+		if ends.at(kermit.FileSkipped, f.name) < 0 {
+			t.Errorf("%s not told refused", f.name)
+		}
+	}
+	if kept := db.path.Stats().FilesKept; kept > 1 {
+		t.Errorf("the receiver's data path keeps %d records of %d files refused", kept, len(files))
 	}
 }

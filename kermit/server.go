@@ -10,7 +10,6 @@ import (
 	"io"
 	"iter"
 	"regexp"
-	"slices"
 	"strings"
 
 	"kerf/framing"
@@ -253,7 +252,13 @@ func (s *Session) getSource(fsys ServerFS, spec string, recursive bool, sh share
 		if err != nil {
 			return none(err)
 		}
-		return sliceSource(slices.DeleteFunc(files, func(f OutgoingFile) bool { return !wanted(f) })), func() {}, nil
+		var out []OutgoingFile // a new list: Match's may be its own to keep
+		for _, f := range files {
+			if wanted(f) {
+				out = append(out, f)
+			}
+		}
+		return sliceSource(out), func() {}, nil
 	}
 	var keep func(string) bool
 	if sh.n > 1 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -180,5 +181,48 @@ func TestGetFromTheWalkStoppedNamesEveryFile(t *testing.T) {
 		if len(told[n]) == 1 && !errors.Is(told[n][0], kermit.ErrNotBegun) {
 			t.Errorf("%s: %v, want ErrNotBegun", n, told[n][0])
 		}
+	}
+}
+
+// The listing a resuming GET checks (REMOTE DIRECTORY kerf-get-r) comes
+// from the walk as it goes when the server streams (a tree's listing is
+// never held whole), and says the same as the one made from Match: every
+// file, with its size, mode and time; none of a name that is no file;
+// the spec's error when it names nothing.
+func TestGetListingFromTheWalk(t *testing.T) {
+	root := t.TempDir()
+	for i := range 700 {
+		n := filepath.Join(root, "tree", fmt.Sprintf("d%02d", i%7), fmt.Sprintf("file %04d with a longer name.bin", i))
+		os.MkdirAll(filepath.Dir(n), 0o755)
+		os.WriteFile(n, randomBytes(i, int64(i)), 0o640)
+	}
+	os.MkdirAll(filepath.Join(root, "tree", "empty"), 0o755)
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	listing := func(fsys kermit.ServerFS, spec string) ([]string, error) {
+		cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		go srv.Serve(ctx, fsys)
+		ents, err := cli.GetListing(ctx, spec, true)
+		var out []string
+		for _, e := range ents {
+			out = append(out, fmt.Sprintf("%s %d %o %d", e.Name, e.Size, e.Mode, e.ModTime.UnixNano()))
+		}
+		return out, err
+	}
+	want, err := listing(dir, "tree")
+	if err != nil || len(want) != 700 {
+		t.Fatalf("from Match: %d lines, %v", len(want), err)
+	}
+	got, err := listing(streamingFS{dir}, "tree")
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("from the walk: %d lines, %v; want the %d from Match", len(got), err, len(want))
+	}
+	if _, err := listing(streamingFS{dir}, "nothing-here"); err == nil {
+		t.Error("a listing of a name that does not exist: no error")
 	}
 }

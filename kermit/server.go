@@ -1,6 +1,7 @@
 package kermit
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -424,18 +425,7 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		reply = fsys.Pwd()
 	case 'D':
 		if arg(1) == getArg || arg(1) == getRecursiveArg {
-			files, err := fsys.Match(arg(0), arg(1) == getRecursiveArg)
-			if err != nil {
-				return err
-			}
-			var text []byte
-			for _, f := range files {
-				if f.Dir || f.Open == nil || f.Size < 0 {
-					continue
-				}
-				text = framing.AppendListingLineExact(text, framing.ListingEntry{Mode: f.Mode.Perm(), Size: f.Size, ModTime: f.ModTime, Name: f.Name})
-			}
-			return s.reply(ctx, p.Seq, text, nil)
+			return s.serveGetListing(ctx, p.Seq, fsys, arg(0), arg(1) == getRecursiveArg)
 		}
 		if arg(1) == treeArg {
 			tl, ok := fsys.(TreeLister)
@@ -559,6 +549,54 @@ func (s *Session) serveTree(ctx context.Context, seq int, tl TreeLister, spec st
 	}
 	return err
 }
+
+// serveGetListing answers REMOTE DIRECTORY kerf-get(-r): the files a
+// GET of spec would send, one listing line each (what a resuming GET's
+// quick check compares). From a MatchStreamer the lines go as its walk
+// finds the files, as serveTree's do, so that the listing of a big tree
+// is never held whole.
+func (s *Session) serveGetListing(ctx context.Context, seq int, fsys ServerFS, spec string, recursive bool) error {
+	line := func(b []byte, f OutgoingFile) []byte {
+		if f.Dir || f.Open == nil || f.Size < 0 {
+			return b
+		}
+		return framing.AppendListingLineExact(b, framing.ListingEntry{Mode: f.Mode.Perm(), Size: f.Size, ModTime: f.ModTime, Name: f.Name})
+	}
+	ms, ok := fsys.(MatchStreamer)
+	if !ok {
+		files, err := fsys.Match(spec, recursive)
+		if err != nil {
+			return err
+		}
+		var text []byte
+		for _, f := range files {
+			text = line(text, f)
+		}
+		return s.reply(ctx, seq, text, nil)
+	}
+	return s.serveTree(ctx, seq, treeListerFunc(func(spec string, w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 32<<10)
+		var b []byte
+		var werr error
+		_, err := ms.MatchEach(spec, recursive, nil, func(f OutgoingFile) bool {
+			b = line(b[:0], f)
+			_, werr = bw.Write(b)
+			return werr == nil
+		})
+		if err == nil {
+			err = werr
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		return err
+	}), spec)
+}
+
+// treeListerFunc is a function as a TreeLister.
+type treeListerFunc func(spec string, w io.Writer) error
+
+func (f treeListerFunc) ListTree(spec string, w io.Writer) error { return f(spec, w) }
 
 // sendText sends text as an X (display) transaction after S.
 func (s *Session) sendText(ctx context.Context, title string, text io.Reader) error {

@@ -36,38 +36,51 @@ func (s renameFailStore) EndBatch() error {
 // could not be given its name. That file is told failed, once; the
 // others, which the receiver stored, are told done, once, not "not
 // confirmed" (they were all told failed after done: a one-file failure
-// reported as the whole group's).
+// reported as the whole group's). The same when the name fails in a
+// part of a long group saved before its end (savedEvery): the group
+// goes on and fails at its B, so the sender confirms the rest as after
+// a failed B (the review's case: the group ended at the part, the file
+// whose Z made it was told failed though stored, and the rest were not
+// sent). Over links said reliable (S in a Z's ACK) or not.
 func TestOneSessionGroupFailureConfirmsTheRest(t *testing.T) {
-	src, dst := t.TempDir(), t.TempDir()
-	var out []kermit.OutgoingFile
-	for j := range 20 {
-		p := filepath.Join(src, fmt.Sprint(j))
-		os.WriteFile(p, randomBytes(30000+j, int64(j)), 0o644)
-		fi, _ := os.Stat(p)
-		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: fi.Size(), ModTime: fi.ModTime(),
-			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
-	}
-	var log endLog
-	err := sendOneSession(t, out, dst, &log, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
-	if err == nil {
-		t.Fatal("no error, but f7 was not stored")
-	}
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	for j := range 20 {
-		name := fmt.Sprintf("f%d", j)
-		want := []kermit.EventKind{kermit.FileDone}
-		if name == "f7" {
-			// Verified whole at its end (told done), then not saved.
-			want = append(want, kermit.FileFailed)
-		}
-		if k := log.ended[name]; !slices.Equal(k, want) {
-			t.Errorf("%s ended %v, want %v", name, k, want)
-		}
-		_, serr := os.Stat(filepath.Join(dst, name))
-		if (serr == nil) != (name != "f7") {
-			t.Errorf("%s stored: %v", name, serr)
-		}
+	for _, tc := range []struct {
+		name       string
+		savedEvery int // 0: the default, more than the group
+		reliable   bool
+	}{
+		{"at the end", 0, false},
+		{"in a part", 5, false},
+		{"in a part, reliable", 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.savedEvery > 0 {
+				defer kermit.SetSavedEvery(tc.savedEvery)()
+			}
+			src, dst := t.TempDir(), t.TempDir()
+			out := numberedFiles(src, "f%d", 20, 30000)
+			var log endLog
+			err := sendOneSessionOn(t, tc.reliable, out, dst, &log, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
+			if err == nil {
+				t.Fatal("no error, but f7 was not stored")
+			}
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			for j := range 20 {
+				name := fmt.Sprintf("f%d", j)
+				want := []kermit.EventKind{kermit.FileDone}
+				if name == "f7" {
+					// Verified whole at its end (told done), then not saved.
+					want = append(want, kermit.FileFailed)
+				}
+				if k := log.ended[name]; !slices.Equal(k, want) {
+					t.Errorf("%s ended %v, want %v", name, k, want)
+				}
+				_, serr := os.Stat(filepath.Join(dst, name))
+				if (serr == nil) != (name != "f7") {
+					t.Errorf("%s stored: %v", name, serr)
+				}
+			}
+		})
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,23 +141,11 @@ func TestGetFromTheWalkStoppedNamesEveryFile(t *testing.T) {
 	}
 	defer dst.Close()
 	// The client's link goes when the second file is announced.
-	store := wrapStore{dst, func(in kermit.Incoming) kermit.Incoming {
-		if strings.HasSuffix(in.Name(), "b.bin") {
-			a.Close()
-		}
-		return in
-	}}
-	var mu sync.Mutex
-	told := map[string][]error{}
+	store := closingStore(dst, "b.bin", a)
+	var ends endErrs
 	scfg := kermit.DefaultConfig()
 	scfg.Timeout, scfg.MaxRetries = 200*time.Millisecond, 2
-	scfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed {
-			mu.Lock()
-			told[e.Name] = append(told[e.Name], e.Err)
-			mu.Unlock()
-		}
-	}
+	scfg.Events = ends.note
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cli, srv := kermit.NewSession(a, kermit.DefaultConfig()), kermit.NewSession(b, scfg)
@@ -170,8 +157,9 @@ func TestGetFromTheWalkStoppedNamesEveryFile(t *testing.T) {
 		t.Fatal("the get succeeded over a closed link")
 	}
 	<-served
-	mu.Lock()
-	defer mu.Unlock()
+	ends.mu.Lock()
+	defer ends.mu.Unlock()
+	told := ends.m
 	for _, n := range names[1:] {
 		if len(told[n]) != 1 || told[n][0] == nil {
 			t.Errorf("%s reported %v, want one failure", n, told[n])

@@ -3,6 +3,7 @@ package kermit_test
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,29 +127,18 @@ func TestSendStoppedNamesEveryFile(t *testing.T) {
 	}
 	defer dir.Close()
 	// The receiver's link goes when the second file is announced.
-	store := wrapStore{dir, func(in kermit.Incoming) kermit.Incoming {
-		if strings.HasSuffix(in.Name(), "b.bin") {
-			b.Close()
-		}
-		return in
-	}}
-	var mu sync.Mutex
-	told := map[string][]error{}
+	store := closingStore(dir, "b.bin", b)
+	var ends endErrs
 	scfg := kermit.DefaultConfig()
 	scfg.Timeout, scfg.MaxRetries = 200*time.Millisecond, 2
-	scfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed {
-			mu.Lock()
-			told[e.Name] = append(told[e.Name], e.Err)
-			mu.Unlock()
-		}
-	}
+	scfg.Events = ends.note
 	serr, _, _ := transferTo(t, a, b, scfg, kermit.DefaultConfig(), out, store)
 	if serr == nil {
 		t.Fatal("the send succeeded over a closed link")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	ends.mu.Lock()
+	defer ends.mu.Unlock()
+	told := ends.m
 	if a := told["a.bin"]; len(a) != 2 || a[0] != nil || !errors.Is(a[1], kermit.ErrNotSaved) {
 		t.Errorf("a.bin reported %v, want done, then not confirmed saved", a)
 	}
@@ -162,4 +152,34 @@ func TestSendStoppedNamesEveryFile(t *testing.T) {
 			t.Errorf("%s: %v, want ErrNotBegun", n, told[n][0])
 		}
 	}
+}
+
+// endErrs records, by name, the error of each FileDone (nil) and
+// FileFailed event.
+type endErrs struct {
+	mu sync.Mutex
+	m  map[string][]error
+}
+
+func (l *endErrs) note(e kermit.Event) {
+	if e.Kind != kermit.FileDone && e.Kind != kermit.FileFailed {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string][]error{}
+	}
+	l.m[e.Name] = append(l.m[e.Name], e.Err)
+}
+
+// closingStore is dir, which closes the link c when it is asked for a
+// file whose name ends in suffix: the link goes at that file's F.
+func closingStore(dir *filestore.Dir, suffix string, c net.Conn) wrapStore {
+	return wrapStore{dir, func(in kermit.Incoming) kermit.Incoming {
+		if strings.HasSuffix(in.Name(), suffix) {
+			c.Close()
+		}
+		return in
+	}}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -69,39 +68,11 @@ func TestLongGroupIsSavedInParts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
 			const n = 23
-			var out []kermit.OutgoingFile
-			for j := range n {
-				p := filepath.Join(src, fmt.Sprint(j))
-				os.WriteFile(p, randomBytes(3000+j, int64(j)), 0o644)
-				fi, _ := os.Stat(p)
-				out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%02d", j), Size: fi.Size(), ModTime: fi.ModTime(),
-					Open: func() (kermit.FileReader, error) { return os.Open(p) }})
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+			out := numberedFiles(src, "f%02d", n, 3000)
 			var sent, recvd eventOrder
-			scfg.Events, rcfg.Events = sent.note, recvd.note
-			scfg.Reliable, rcfg.Reliable = tc.reliable, tc.reliable
-			scfg.Streaming, rcfg.Streaming = tc.reliable, tc.reliable
-			if tc.dual {
-				scfg.Dual, rcfg.Dual = dualPair(t)
-			}
-			a, b := link(t, 0, 1)
-			send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-			t.Cleanup(func() { send.Close(); recv.Close() })
-			dir, err := filestore.Open(dst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { dir.Close() })
-			rerr := make(chan error, 1)
-			go func() { rerr <- recv.Receive(ctx, dir) }()
-			if err := send.Send(ctx, out); err != nil {
-				t.Fatalf("send: %v", err)
-			}
-			if err := <-rerr; err != nil {
-				t.Fatalf("receive: %v", err)
+			serr, rerr := sendInto(t, out, dst, tc.dual, tc.reliable, &sent, &recvd, func(d *filestore.Dir) kermit.Store { return d })
+			if serr != nil || rerr != nil {
+				t.Fatalf("send %v, receive %v", serr, rerr)
 			}
 			last := out[n-1].Name
 			for j, f := range out {
@@ -139,35 +110,10 @@ func TestLongGroupIsSavedInParts(t *testing.T) {
 func TestLongGroupPartSaveFails(t *testing.T) {
 	defer kermit.SetSavedEvery(5)()
 	src, dst := t.TempDir(), t.TempDir()
-	var out []kermit.OutgoingFile
-	for j := range 12 {
-		p := filepath.Join(src, fmt.Sprint(j))
-		os.WriteFile(p, randomBytes(3000+j, int64(j)), 0o644)
-		fi, _ := os.Stat(p)
-		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%02d", j), Size: fi.Size(), ModTime: fi.ModTime(),
-			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
-	}
-	var sent eventOrder
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	var recvd eventOrder
-	scfg.Events, rcfg.Events = sent.note, recvd.note
-	scfg.Reliable, rcfg.Reliable = true, true
-	scfg.Streaming, rcfg.Streaming = true, true
-	scfg.Dual, rcfg.Dual = dualPair(t)
-	a, b := link(t, 0, 1)
-	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-	t.Cleanup(func() { send.Close(); recv.Close() })
-	dir, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	rerr := make(chan error, 1)
-	go func() { rerr <- recv.Receive(ctx, renameFailStore{dir, dst, "f02"}) }()
-	serr := send.Send(ctx, out)
-	if err := <-rerr; err == nil {
+	out := numberedFiles(src, "f%02d", 12, 3000)
+	var sent, recvd eventOrder
+	serr, rerr := sendInto(t, out, dst, true, true, &sent, &recvd, func(d *filestore.Dir) kermit.Store { return renameFailStore{d, dst, "f02"} })
+	if rerr == nil {
 		t.Fatal("receiver: no error, but f02 was not saved")
 	}
 	if serr == nil {
@@ -193,49 +139,6 @@ func TestLongGroupPartSaveFails(t *testing.T) {
 	}
 	if i := sent.at(kermit.FileSaved, "f05"); i >= 0 && i < sent.at(kermit.FileDone, "f11") {
 		t.Error("the sender told f05 saved before the B, after a failed part (an S after it)")
-	}
-}
-
-// After a part's failed save, the sender confirms the files it was not
-// told were saved, as after a failed B: only the file that could not be
-// named ends failed, and each other file is told done once (the
-// reviewer's case: before, the group ended at the part, the file whose Z
-// made it was told failed though stored, and the rest were not sent).
-func TestPartSaveFailureConfirmsTheRest(t *testing.T) {
-	defer kermit.SetSavedEvery(5)()
-	for _, reliable := range []bool{true, false} {
-		t.Run(fmt.Sprintf("reliable=%v", reliable), func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			var out []kermit.OutgoingFile
-			for j := range 20 {
-				p := filepath.Join(src, fmt.Sprint(j))
-				os.WriteFile(p, randomBytes(30000+j, int64(j)), 0o644)
-				fi, _ := os.Stat(p)
-				out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf("f%d", j), Size: fi.Size(), ModTime: fi.ModTime(),
-					Open: func() (kermit.FileReader, error) { return os.Open(p) }})
-			}
-			var log endLog
-			err := sendOneSessionOn(t, reliable, out, dst, &log, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
-			if err == nil {
-				t.Error("no error, but f7 was not stored")
-			}
-			log.mu.Lock()
-			defer log.mu.Unlock()
-			for j := range 20 {
-				name := fmt.Sprintf("f%d", j)
-				want := []kermit.EventKind{kermit.FileDone}
-				if name == "f7" {
-					want = append(want, kermit.FileFailed)
-				}
-				if k := log.ended[name]; !slices.Equal(k, want) {
-					t.Errorf("%s ended %v, want %v", name, k, want)
-				}
-				_, serr := os.Stat(filepath.Join(dst, name))
-				if (serr == nil) != (name != "f7") {
-					t.Errorf("%s stored: %v", name, serr)
-				}
-			}
-		})
 	}
 }
 
@@ -289,4 +192,47 @@ func TestRefusedFilesAreForgottenByTheDataPath(t *testing.T) {
 	if kept := db.path.Stats().FilesKept; kept > 1 {
 		t.Errorf("the receiver's data path keeps %d records of %d files refused", kept, len(files))
 	}
+}
+
+// numberedFiles writes n files of base+j random bytes into src, sent
+// as fmt.Sprintf(format, j).
+func numberedFiles(src, format string, n, base int) []kermit.OutgoingFile {
+	var out []kermit.OutgoingFile
+	for j := range n {
+		p := filepath.Join(src, fmt.Sprint(j))
+		os.WriteFile(p, randomBytes(base+j, int64(j)), 0o644)
+		fi, _ := os.Stat(p)
+		out = append(out, kermit.OutgoingFile{Name: fmt.Sprintf(format, j), Size: fi.Size(), ModTime: fi.ModTime(),
+			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
+	}
+	return out
+}
+
+// sendInto sends out on a session over a loopback link (said reliable,
+// and then streaming, or not; with a data path or not) to one that
+// receives into the store mk makes of a filestore at dst; the two
+// sessions' events go to sent and recvd. It returns both sides' errors.
+func sendInto(t *testing.T, out []kermit.OutgoingFile, dst string, dual, reliable bool, sent, recvd *eventOrder, mk func(*filestore.Dir) kermit.Store) (serr, rerr error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Events, rcfg.Events = sent.note, recvd.note
+	scfg.Reliable, rcfg.Reliable = reliable, reliable
+	scfg.Streaming, rcfg.Streaming = reliable, reliable
+	if dual {
+		scfg.Dual, rcfg.Dual = dualPair(t)
+	}
+	a, b := link(t, 0, 1)
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	rerrc := make(chan error, 1)
+	go func() { rerrc <- recv.Receive(ctx, mk(dir)) }()
+	serr = send.Send(ctx, out)
+	return serr, <-rerrc
 }

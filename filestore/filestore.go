@@ -583,8 +583,12 @@ func CleanName(name string) (string, error) {
 	if c == "." {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
 	}
-	if IsPartName(path.Base(c)) {
-		return "", fmt.Errorf("%w: %q is the name of kerf's own partial file (of a transfer not finished), neither served nor stored under that name", ErrUnsafeName, name)
+	for el := range strings.SplitSeq(c, "/") {
+		// A directory so named too: its files would be stored where
+		// a partial's name is, and a server's walk passes it over.
+		if IsPartName(el) {
+			return "", fmt.Errorf("%w: %q is the name of kerf's own partial file (of a transfer not finished), neither served nor stored under that name", ErrUnsafeName, name)
+		}
 	}
 	return c, nil
 }
@@ -1698,6 +1702,11 @@ func (d *Dir) walk(top string, keep func(string) bool, dropped *int, yield func(
 			return nil
 		}
 		if e.IsDir() {
+			if p != top && IsPartName(e.Name()) {
+				// Named as kerf's partials are: never served, as
+				// no receiver would store what is under it.
+				return fs.SkipDir
+			}
 			// Every directory goes, before what is in it, with its
 			// details (kermit.OutgoingFile.Dir); not the top of a
 			// "." (its contents).

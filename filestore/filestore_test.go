@@ -37,6 +37,8 @@ func TestCleanName(t *testing.T) {
 		{".x.kerf-part", "", true},
 		{"x.kerf-part", "x.kerf-part", false}, // only ends like a temporary name
 		{"d/.x.kerf-part", "", true},
+		{"d/.x.kerf-part/inner", "", true}, // under a directory so named
+		{"d/.x.kerf-partial/inner", "d/.x.kerf-partial/inner", false},
 	}
 	for _, c := range cases {
 		got, err := filestore.CleanName(c.in)

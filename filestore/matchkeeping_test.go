@@ -78,7 +78,8 @@ func TestMatchFilteredIsMatchThenFiltered(t *testing.T) {
 
 // MatchWalk hands out the same entries as Match's listing, in its order,
 // with Filled marked by MarkFilled's rule, and stops as soon as yield
-// says so: a GET that ends part-way walks no further.
+// says so: a GET that ends part-way walks no further. A directory named
+// as kerf's partials is passed over with what is under it.
 func TestMatchWalkStopsWhenTold(t *testing.T) {
 	root := t.TempDir()
 	for _, f := range []string{"t/a/1", "t/a/2", "t/b/x", "t/c/d/4", "t/c/e/5", "t/7"} {
@@ -88,6 +89,10 @@ func TestMatchWalkStopsWhenTold(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(root, "t/c/empty"), 0o755)
 	os.MkdirAll(filepath.Join(root, "t/z/last"), 0o755)
+	// Named as a partial: passed over, and what is under it (QA: its
+	// entry was refused and its file stored).
+	os.MkdirAll(filepath.Join(root, "t/c/.p.kerf-part"), 0o755)
+	os.WriteFile(filepath.Join(root, "t/c/.p.kerf-part/inner"), []byte("x"), 0o644)
 	d, err := filestore.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +115,11 @@ func TestMatchWalkStopsWhenTold(t *testing.T) {
 	}
 	if n := len(full); n != 15 {
 		t.Fatalf("%d entries, want 15", n)
+	}
+	for _, f := range full {
+		if strings.Contains(f.Name, "kerf-part") {
+			t.Errorf("%s listed", f.Name)
+		}
 	}
 	for k := 1; k <= len(full); k++ {
 		var got []kermit.OutgoingFile

@@ -32,6 +32,7 @@ func TestLocalFiles(t *testing.T) {
 	mk("tree/a.txt", "a")
 	mk("tree/sub/b.txt", "b")
 	mk("other/a.txt", "second a")
+	mk("tree/.d.kerf-part/inner", "under a directory named as a partial")
 	for _, d := range []string{"tree/emptydir/inner", "tree/onlyfifo"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -113,7 +114,7 @@ func TestLocalFiles(t *testing.T) {
 		dirs:    []string{"tree/emptydir/inner", "tree/onlyfifo"},
 		filled:  []string{"tree", "tree/emptydir", "tree/sub"},
 		failed:  []string{"tree/deadlink"},
-		skipped: []string{"dirlink", "fifo"},
+		skipped: []string{"dirlink", "fifo", ".d.kerf-part"},
 	}
 	t.Run("tree", func(t *testing.T) { check(t, []string{filepath.Join(dir, "tree")}, tree) })
 	t.Run("link to the tree", func(t *testing.T) {
@@ -126,7 +127,7 @@ func TestLocalFiles(t *testing.T) {
 	})
 	t.Run("contents of dot and dot-dot", func(t *testing.T) {
 		w := want{sent: []string{"a.txt", "sub/b.txt", "filelink"}, dirs: []string{"emptydir/inner", "onlyfifo"},
-			filled: []string{"emptydir", "sub"}, failed: []string{"deadlink"}, skipped: []string{"dirlink", "fifo"}}
+			filled: []string{"emptydir", "sub"}, failed: []string{"deadlink"}, skipped: []string{"dirlink", "fifo", ".d.kerf-part"}}
 		check(t, []string{filepath.Join(dir, "tree") + "/."}, w)
 		check(t, []string{filepath.Join(dir, "tree/sub") + "/.."}, w)
 	})

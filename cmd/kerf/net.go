@@ -624,6 +624,12 @@ func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, f
 			return nil
 		}
 		if d.IsDir() {
+			if filestore.IsPartName(d.Name()) {
+				// Named as kerf's partials are: a receiver refuses
+				// everything under it.
+				skip(p, "a directory named as kerf's own partial files (.NAME.kerf-part)")
+				return fs.SkipDir
+			}
 			if name != "." {
 				if info, err := d.Info(); err == nil {
 					dir(name, info)

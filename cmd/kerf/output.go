@@ -235,6 +235,11 @@ func (r *reporter) event(e kermit.Event) {
 		}
 	case kermit.FileSaved:
 		delete(r.unsaved, e.Name)
+		if r.json != nil {
+			// For scripts that act on files once they are safe: sooner
+			// than done, every 4,096 files of a long group.
+			r.json.Encode(jsonEvent{Event: "file_saved", Name: e.Name})
+		}
 	case kermit.FileSkipped, kermit.FileFailed:
 		// Data sent before the answer came (a small file goes at once)
 		// was thrown away, or the file is not there: its bytes do not

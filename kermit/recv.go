@@ -1003,7 +1003,7 @@ var savedEvery = 4096
 
 // savedAck is the data of a Z's ACK from a kerf receiver on a reliable
 // link saying that every file whose Z it acknowledged so far, this one
-// included, is saved under its name (protocol.md §5.4): the sender
+// included, is saved under its name (protocol.md §5.5): the sender
 // reports them saved (FileSaved) and forgets them. Any other kerf
 // sender takes it as a plain ACK (only "N" says not stored).
 var savedAck = []byte("S")

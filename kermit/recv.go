@@ -289,10 +289,14 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 					}
 					s.cfg.Log.Info("refusing file", "name", name, "err", err)
 					cur.refused, cur.why = true, err
-					if s.neg.peerKerf && s.dirInGroup(name) {
-						// The sender's own directory of this name came
-						// first: the "file" is its word that it could
-						// not read the directory, which its Z gives.
+					if s.neg.peerKerf {
+						// Told at the Z: a kerf sender's Z may say
+						// why it could not send this "file" (a
+						// directory it could not read, whose own entry
+						// came first; a link leading out of its tree
+						// where this side has a directory), which
+						// says better what went wrong than the clash
+						// of names here (QA).
 						cur.deferred = true
 					} else {
 						s.event(Event{Kind: FileFailed, Name: name, Err: err})
@@ -837,17 +841,6 @@ func notSentError(text string) error {
 		return fmt.Errorf("%w by the sender: %s", ErrPassedOver, rest)
 	}
 	return fmt.Errorf("not sent by the peer: %s", text)
-}
-
-// dirInGroup reports whether the group being received made the
-// directory name (a kerf peer's entry for it came before).
-func (s *Session) dirInGroup(name string) bool {
-	for _, d := range s.dirsToFinish {
-		if strings.TrimSuffix(d.name, "/") == name {
-			return true
-		}
-	}
-	return false
 }
 
 // finishFile handles Z: discard, or verify and commit.

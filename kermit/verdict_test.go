@@ -153,6 +153,60 @@ func TestUnreadableServerDirectorySaysWhy(t *testing.T) {
 	}
 }
 
+// outsideLinkFS serves tree/lo as the walk does a link that leads out
+// of the tree: a file of its name that cannot be opened, saying why.
+type outsideLinkFS struct{ *filestore.Dir }
+
+func (u outsideLinkFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
+	files, err := u.Dir.Match(spec, recursive)
+	why := errors.New("refused: the path leads outside your directory")
+	return append(files, kermit.OutgoingFile{Name: "tree/lo", Size: -1, Open: func() (kermit.FileReader, error) { return nil, why }}), err
+}
+
+// A file the server could not send, whose name the client has as a
+// directory already (a directory replaced by a link leading out since
+// the last copy), is reported with the server's reason, not as the
+// clash of names the client saw (QA: "exists and is not a regular
+// file").
+func TestUnsendableFileOverADirectorySaysWhy(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
+	os.WriteFile(filepath.Join(root, "tree/f"), []byte("f"), 0o644)
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	var got fileEndings
+	var ends endErrs
+	ccfg := kermit.DefaultConfig()
+	ccfg.Events = func(e kermit.Event) { got.note(e); ends.note(e) }
+	cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, outsideLinkFS{dir})
+	dst := t.TempDir()
+	os.MkdirAll(filepath.Join(dst, "tree/lo/kept"), 0o755)
+	st, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cli.Get(ctx, "tree", true, st)
+	e := got.of("tree/lo")
+	if e.Kind != kermit.FileFailed || e.Err == nil || !strings.Contains(e.Err.Error(), "leads outside") {
+		t.Errorf("tree/lo: %+v; want failed, saying it leads outside", e)
+	}
+	ends.mu.Lock()
+	if n := len(ends.m["tree/lo"]); n != 1 {
+		t.Errorf("tree/lo reported %d times", n)
+	}
+	ends.mu.Unlock()
+	if e := got.of("tree/f"); e.Kind != kermit.FileDone {
+		t.Errorf("tree/f: %+v; want done", e)
+	}
+}
+
 // fifoFS serves tree/fifo as the walk does an entry that is no file.
 type fifoFS struct{ *filestore.Dir }
 

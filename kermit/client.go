@@ -255,8 +255,8 @@ func (s *Session) listing(ctx context.Context, spec, arg string) ([]framing.List
 // framing.SameModTime, and permissions where known) as FileSkipped with
 // ErrAlreadyThere, and returns the others, to be sent; partial, if set,
 // names a file's partial as the listing would show it, and a file with
-// one left there is sent (the receiver's own check then removes the
-// partial). The engine's
+// one left there is sent, after the others (the receiver resumes from
+// the partial, or its own check removes it). The engine's
 // own check, made file by file as the server receives, would cost each
 // such file a round trip or, for a small one, its data (protocol.md §6,
 // items 5 and 6). Without a listing (a server that does not list
@@ -297,12 +297,18 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 			have[e.Name] = e
 		}
 	}
-	var send []OutgoingFile
+	var send, later []OutgoingFile
 	for _, f := range files {
 		e, ok := have[f.Name]
-		if partial != nil {
+		if partial != nil && !f.Dir {
 			if _, left := have[partial(f.Name)]; left {
-				ok = false // a leftover partial: the receiver's own check removes it
+				// A partial left there: resumed from it, last, since
+				// the session cut off while sending it may still hold
+				// it until the server takes it over (a minute's
+				// silence; protocol.md §6), and the other files need
+				// not wait for that.
+				later = append(later, f)
+				continue
 			}
 		}
 		perm := f.Mode
@@ -315,7 +321,7 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 		}
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path})
 	}
-	return send, nil
+	return append(send, later...), nil
 }
 
 // SpecWord is name as one word of a filespec (filestore.SplitSpec): in

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -311,5 +312,50 @@ func TestGetSkip(t *testing.T) {
 				t.Errorf("%s: %v, %v; want the server's mode 0644", names[41], fi, err)
 			}
 		})
+	}
+}
+
+// A resumed send sends the files with a partial on the server last: the
+// session cut off while sending one may hold it until the server takes
+// it over, and the other files need not wait for that. Directories keep
+// their place (before what is in them); the rest keep their order.
+func TestSkipWholeSendsPartialsLast(t *testing.T) {
+	local, remote := t.TempDir(), t.TempDir()
+	var files []kermit.OutgoingFile
+	files = append(files, kermit.OutgoingFile{Name: "t", Dir: true, Mode: 0o755, ModeKnown: true, ModTime: time.Now()})
+	for _, n := range []string{"t/a", "t/b", "t/c", "t/d", "t/e"} {
+		p := filepath.Join(local, n)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(n), 0o644)
+		fi, _ := os.Stat(p)
+		files = append(files, kermit.OutgoingFile{Name: n, Size: fi.Size(), ModTime: fi.ModTime(), Mode: 0o644, ModeKnown: true,
+			Open: func() (kermit.FileReader, error) { return os.Open(p) }})
+	}
+	os.MkdirAll(filepath.Join(remote, "t"), 0o755)
+	for _, n := range []string{"t/.b.kerf-part", "t/.d.kerf-part"} {
+		os.WriteFile(filepath.Join(remote, n), []byte("x"), 0o644)
+	}
+	dir, err := filestore.Open(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, dir)
+	send, err := cli.SkipWhole(ctx, files, func(name string) string {
+		d, b := path.Split(name)
+		return d + filestore.TempName(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range send {
+		names = append(names, f.Name)
+	}
+	if want := []string{"t", "t/a", "t/c", "t/e", "t/b", "t/d"}; !slices.Equal(names, want) {
+		t.Errorf("to send: %q, want %q", names, want)
 	}
 }

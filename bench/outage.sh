@@ -17,6 +17,16 @@
 # Environment: OUTAGES [60 120] seconds, RATE [100mbit], DELAY [20ms one
 # way], SIZE_MB [200], CUT_AT [4], KERF, KERF_B (a second build; its row
 # is kerf-b), WANEM_DIR [../shared/tools/wanem], OUT [bench/out/outage-DATE].
+#
+# MODE=rerun: the client gives up instead (killed during the cut, as a
+# user's Ctrl-C or a dead laptop), and once the link is back a
+# `send --resume -r --sessions SESSIONS [4]` of the same tree (FILES [40]
+# files making SIZE_MB) runs at once; its server still has the old
+# sessions, silent on dead connections, holding their partials until it
+# takes them over (`serve --take-over-after`, 60 s). total s is then the
+# rerun's time, after heal the same.
+#
+#   MODE=rerun OUTAGES=2 RATE=200mbit SIZE_MB=400 KERF=./new KERF_B=./old bench/outage.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 OUTAGES=${OUTAGES:-"60 120"} RATE=${RATE:-100mbit} DELAY=${DELAY:-20ms} SIZE_MB=${SIZE_MB:-200} CUT_AT=${CUT_AT:-4}
@@ -34,9 +44,15 @@ fi
 ROWS="kerf"
 [ -n "${KERF_B:-}" ] && ROWS="kerf kerf-b"
 (cd "$WANEM_DIR" && go build -o "$WORK/wanem" .)
+MODE=${MODE:-wait} FILES=${FILES:-40} SESSIONS=${SESSIONS:-4}
 SRC=$WORK/src DST=$WORK/dst
 mkdir -p "$SRC"
 [ "$(stat -c %s "$SRC/data.bin" 2>/dev/null || echo 0)" = $((SIZE_MB << 20)) ] || head -c $((SIZE_MB << 20)) /dev/urandom >"$SRC/data.bin"
+if [ "$MODE" = rerun ] && [ "$(cat "$SRC/tree.shape" 2>/dev/null)" != "$FILES $SIZE_MB" ]; then
+	rm -rf "$SRC/tree"; mkdir -p "$SRC/tree"
+	split -n "$FILES" -d -a 4 "$SRC/data.bin" "$SRC/tree/part-"
+	echo "$FILES $SIZE_MB" >"$SRC/tree.shape"
+fi
 
 heal() { ip netns exec wanA nft delete table inet kerfcut 2>/dev/null || true; }
 cleanup() {
@@ -73,20 +89,49 @@ for outage in $OUTAGES; do
 		ip netns exec wanB "$bin" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" >"$OUT/logs/$row-$outage-serve.log" 2>&1 &
 		SRV=$!
 		sleep 0.5
-		rm -f "$DST/data.bin"
+		rm -rf "$DST/data.bin" "$DST/tree"
 		log=$OUT/logs/$row-$outage.log
 		t0=$(date +%s.%N)
-		ip netns exec wanA env KERF_USER=bench "$bin" -q send --identity "$WORK/id" --accept-new-host-key "$SRC/data.bin" 10.77.0.2 >"$log" 2>&1 &
+		send=("$bin" -q send --identity "$WORK/id" --accept-new-host-key)
+		if [ "$MODE" = rerun ]; then
+			send+=(--sessions "$SESSIONS" -r "$SRC/tree")
+		else
+			send+=("$SRC/data.bin")
+		fi
+		ip netns exec wanA env KERF_USER=bench "${send[@]}" 10.77.0.2 >"$log" 2>&1 &
 		CL=$!
 		sleep "$CUT_AT"
+		if [ "$MODE" = rerun ]; then
+			# The old client's connections stay cut after the heal (as
+			# when the client came back from another address): its
+			# kernel would otherwise reset them, and the server's
+			# sessions end at once.
+			ports=$(ip netns exec wanA ss -Htnp state established | grep "pid=$CL," | awk '{split($3,a,":"); print a[length(a)]}' | paste -sd, -)
+		fi
 		cut
+		[ "$MODE" = rerun ] && { kill -9 "$CL"; wait "$CL" 2>/dev/null || true; }
 		sleep "$outage"
 		heal
+		if [ "$MODE" = rerun ] && [ -n "$ports" ]; then
+			ip netns exec wanA nft -f - <<-EOF
+				table inet kerfcut {
+					chain out { type filter hook output priority 0; tcp sport { $ports } drop; }
+					chain in { type filter hook input priority 0; tcp dport { $ports } drop; }
+				}
+			EOF
+		fi
 		th=$(date +%s.%N)
 		ok=0
-		wait "$CL" && ok=1
+		if [ "$MODE" = rerun ]; then
+			t0=$th
+			ip netns exec wanA env KERF_USER=bench "${send[@]:0:${#send[@]}-1}" --resume "$SRC/tree" 10.77.0.2 >>"$log" 2>&1 && ok=1
+		else
+			wait "$CL" && ok=1
+		fi
 		t1=$(date +%s.%N)
-		if [ $ok = 1 ] && cmp -s "$SRC/data.bin" "$DST/data.bin"; then
+		heal
+		same() { if [ "$MODE" = rerun ]; then diff -r "$SRC/tree" "$DST/tree" >/dev/null; else cmp -s "$SRC/data.bin" "$DST/data.bin"; fi; }
+		if [ $ok = 1 ] && same; then
 			echo -e "$row\t$outage\t$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')\t$(awk -v a="$th" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')" >>"$res"
 		else
 			echo -e "$row\t$outage\tFAIL\tFAIL" >>"$res"

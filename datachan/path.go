@@ -81,10 +81,11 @@ type Path struct {
 	err     error
 	sources map[uint32]*source
 	files   map[uint32]*recvFile
-	// waited are the files whose Wait succeeded; the next Expect moves
-	// those before it into finished, which is all a late duplicate of
-	// their blocks needs, so that a session's bookkeeping of files
-	// received does not grow with their number (forgetWaitedLocked).
+	// waited are the files whose Wait succeeded, and those abandoned;
+	// the next Expect moves those before it into finished, which is all
+	// a late copy of their blocks needs, so that a session's bookkeeping
+	// of files received does not grow with their number
+	// (forgetWaitedLocked).
 	waited      []uint32
 	finished    idSet
 	parked      map[uint32][]early // verified blocks of files not expected yet

@@ -1402,31 +1402,24 @@ func (in *incoming) Abort(keep bool) error {
 // it matches that cannot be sent (directories, without recursive); a
 // name given plainly that cannot be sent is an error.
 func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) {
-	files, _, err := d.MatchFiltered(spec, recursive, nil)
-	return files, err
-}
-
-// MatchFiltered is Match keeping, of what trees walked hold, only the
-// entries keep accepts by the name they are sent under (directories are
-// all kept; a nil keep keeps all), and says how many it left out: a
-// session serving one share of a tree holds only its share, not the
-// whole tree's listing.
-func (d *Dir) MatchFiltered(spec string, recursive bool, keep func(name string) bool) ([]kermit.OutgoingFile, int, error) {
 	var out []kermit.OutgoingFile
-	left, err := d.MatchWalk(spec, recursive, keep, func(f kermit.OutgoingFile) bool {
+	if _, err := d.MatchWalk(spec, recursive, nil, func(f kermit.OutgoingFile) bool {
 		out = append(out, f)
 		return true
-	})
-	if err != nil {
-		return nil, 0, err
+	}); err != nil {
+		return nil, err
 	}
-	return out, left, nil
+	return out, nil
 }
 
-// MatchWalk is MatchFiltered handing the entries to yield one at a time
-// as the walk finds them, until yield returns false: a GET of a million
-// files holds only the walk's current directories, not its listing, and
-// its first files go while the rest are still being found. An error of
+// MatchWalk is Match handing the entries to yield one at a time as the
+// walk finds them, until yield returns false, keeping of what trees
+// walked hold only the entries keep accepts by the name they are sent
+// under (directories are all kept; a nil keep keeps all), and saying how
+// many it left out: a GET of a million files holds only the walk's
+// current directories, not its listing, its first files go while the
+// rest are still being found, and a session serving one share of a tree
+// stats only its share. An error of
 // the whole spec (a single name that does not exist or cannot be sent)
 // comes before any entry. (Not named as a kermit interface's method: a
 // ServerFS that embeds a Dir and wraps its Match would have its wrapper

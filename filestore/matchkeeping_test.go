@@ -10,11 +10,11 @@ import (
 	"kerf/kermit"
 )
 
-// MatchFiltered leaves out what keep refuses while it walks, and gives
+// MatchWalk leaves out what keep refuses while it walks, and gives
 // the entries it keeps, directories and their Filled marks included,
 // exactly as Match's listing filtered afterwards would: a directory
 // whose files all went to other shares is still not an empty one.
-func TestMatchFilteredIsMatchThenFiltered(t *testing.T) {
+func TestMatchWalkKeepsAsMatchThenFiltered(t *testing.T) {
 	root := t.TempDir()
 	for _, f := range []string{"t/a/1", "t/a/2", "t/a/3", "t/b/x", "t/c/d/4", "t/c/d/5", "t/e/6", "t/7"} {
 		p := filepath.Join(root, f)
@@ -49,7 +49,11 @@ func TestMatchFilteredIsMatchThenFiltered(t *testing.T) {
 					want = append(want, f)
 				}
 			}
-			got, left, err := d.MatchFiltered("t", true, keep)
+			var got []kermit.OutgoingFile
+			left, err := d.MatchWalk("t", true, keep, func(f kermit.OutgoingFile) bool {
+				got = append(got, f)
+				return true
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

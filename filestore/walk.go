@@ -57,7 +57,11 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) e
 			return err
 		}
 	}
-	for _, e := range ents {
+	for i, e := range ents {
+		// Let go of it once walked: what its Info read stays with it,
+		// and a directory of a million entries would otherwise keep all
+		// of theirs until its walk ends.
+		ents[i] = nil
 		if err := walkDirFrom(root, path.Join(name, e.Name()), e, fn); err != nil {
 			if err == fs.SkipDir {
 				break

@@ -1617,7 +1617,8 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	if _, err := path.Match(base, ""); err != nil {
 		return nil, fmt.Errorf("filestore: %s: %w", rel, err)
 	}
-	ents, err := readDir(d.root, dir)
+	ents, done, err := readDir(d.root, dir)
+	defer done()
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
@@ -2006,7 +2007,8 @@ func (d *Dir) List(spec string) (string, error) {
 	}
 	var ents []fs.FileInfo
 	if len(names) == 1 && names[0].err == nil && !names[0].pattern && names[0].fi.IsDir() {
-		des, err := readDir(d.root, names[0].rel)
+		des, done, err := readDir(d.root, names[0].rel)
+		defer done()
 		if err != nil {
 			return "", fmt.Errorf("filestore: %w", err)
 		}

@@ -11,16 +11,17 @@ import (
 // readDir lists directory rel of root, sorted by name, as fs.ReadDir
 // does, but without fs.ValidPath: os.Root.FS refuses any path that is
 // not UTF-8, and a Unix name need not be (a tree written by a Latin-1
-// system), so a directory so named could not be listed or walked.
-func readDir(root *os.Root, rel string) ([]fs.DirEntry, error) {
+// system), so a directory so named could not be listed or walked. The
+// entries' Info may read the directory: done, called once they are no
+// longer wanted, lets go of it (see readDirEntries).
+func readDir(root *os.Root, rel string) (ents []fs.DirEntry, done func(), err error) {
 	f, err := root.Open(rel)
 	if err != nil {
-		return nil, err
+		return nil, func() {}, err
 	}
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
+	ents, err = readDirEntries(f)
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return ents, err
+	return ents, func() { f.Close() }, err
 }
 
 // walkDir walks the tree at top in root as fs.WalkDir walks an fs.FS
@@ -47,7 +48,8 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) e
 		}
 		return err
 	}
-	ents, err := readDir(root, name)
+	ents, done, err := readDir(root, name)
+	defer done()
 	if err != nil {
 		// Second call, to report the error; entries read are still walked.
 		if err = fn(name, d, err); err != nil {

@@ -1,0 +1,73 @@
+package filestore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readDir gives what os.ReadDir gives (names in order, types, and
+// details that Lstat agrees with), names that are not UTF-8 included,
+// from a directory opened in an os.Root, whose entries it lists without
+// their details until asked (the lazy reader on Linux); a big directory
+// takes more than one read.
+func TestReadDirIsReadDir(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"b.txt", "a dir", "\xff\xfe latin1", "link", "fifo", ".hidden"}
+	os.WriteFile(filepath.Join(dir, names[0]), []byte("hello"), 0o640)
+	os.Mkdir(filepath.Join(dir, names[1]), 0o750)
+	os.WriteFile(filepath.Join(dir, names[2]), []byte("x"), 0o600)
+	os.Symlink("b.txt", filepath.Join(dir, names[3]))
+	syscall.Mkfifo(filepath.Join(dir, names[4]), 0o644)
+	os.WriteFile(filepath.Join(dir, names[5]), nil, 0o644)
+	old := time.Date(2001, 2, 3, 4, 5, 6, 789, time.UTC)
+	os.Chtimes(filepath.Join(dir, names[0]), old, old)
+	os.Mkdir(filepath.Join(dir, "many"), 0o755)
+	for i := range 3000 { // more than one getdents read
+		os.WriteFile(filepath.Join(dir, "many", fmt.Sprintf("file-%04d-with-a-longer-name", i)), nil, 0o644)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, rel := range []string{".", "many"} {
+		ents, done, err := readDir(root, rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadDir(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != len(want) {
+			t.Fatalf("%s: %d entries, want %d", rel, len(ents), len(want))
+		}
+		for i, e := range ents {
+			w := want[i]
+			if e.Name() != w.Name() || e.Type() != w.Type() || e.IsDir() != w.IsDir() {
+				t.Errorf("%s: entry %d: %q %v, want %q %v", rel, i, e.Name(), e.Type(), w.Name(), w.Type())
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			li, err := os.Lstat(filepath.Join(dir, rel, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Name() != li.Name() || fi.Size() != li.Size() || fi.Mode() != li.Mode() || !fi.ModTime().Equal(li.ModTime()) {
+				t.Errorf("%s: %q: %v %d %v, want %v %d %v", rel, e.Name(), fi.Mode(), fi.Size(), fi.ModTime(), li.Mode(), li.Size(), li.ModTime())
+			}
+			if id, ok := identityOf(fi); !ok || !slices.Equal([]uint64{id.dev, id.ino}, []uint64{uint64(li.Sys().(*syscall.Stat_t).Dev), li.Sys().(*syscall.Stat_t).Ino}) {
+				t.Errorf("%s: %q: identity %v, %v", rel, e.Name(), id, ok)
+			}
+		}
+		done()
+	}
+}

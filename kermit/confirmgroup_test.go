@@ -59,7 +59,7 @@ func TestOneSessionGroupFailureConfirmsTheRest(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
 			out := numberedFiles(src, "f%d", 20, 30000)
 			var log endLog
-			err := sendOneSessionOn(t, tc.reliable, out, dst, &log, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
+			err := sendOneSessionOn(t, tc.reliable, out, dst, log.note, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
 			if err == nil {
 				t.Fatal("no error, but f7 was not stored")
 			}
@@ -143,19 +143,21 @@ func TestConfirmingPassKeepsDirsAndDuplicates(t *testing.T) {
 // it, which goes on receiving after a failed group, as a server does.
 func sendOneSession(t *testing.T, out []kermit.OutgoingFile, dst string, log *endLog, mk func(*filestore.Dir) kermit.Store) error {
 	t.Helper()
-	return sendOneSessionOn(t, false, out, dst, log, mk)
+	var events func(kermit.Event)
+	if log != nil {
+		events = log.note
+	}
+	return sendOneSessionOn(t, false, out, dst, events, mk)
 }
 
 // sendOneSessionOn is sendOneSession over a link said reliable (TCP, as
-// the CLI has it) or not.
-func sendOneSessionOn(t *testing.T, reliable bool, out []kermit.OutgoingFile, dst string, log *endLog, mk func(*filestore.Dir) kermit.Store) error {
+// the CLI has it) or not, the sender's events going to events.
+func sendOneSessionOn(t *testing.T, reliable bool, out []kermit.OutgoingFile, dst string, events func(kermit.Event), mk func(*filestore.Dir) kermit.Store) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	if log != nil {
-		scfg.Events = log.note
-	}
+	scfg.Events = events
 	a, b := link(t, 0, 1)
 	scfg.Dual, rcfg.Dual = dualPair(t)
 	scfg.Streaming, rcfg.Streaming = true, true

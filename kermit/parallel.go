@@ -538,12 +538,15 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 // over, and reported at the end unless the take-over settled it. What
 // the take-over tells of a file its lost session had reported done is
 // not told again (only a failure is), and a file the lost one moved
-// unconfirmed that the take-over finds whole is told done.
+// unconfirmed that the take-over finds whole is told done. Each file
+// told done is told saved once, when it is: by the engine's FileSaved
+// in whichever session, or, for a file a take-over finds whole, here.
 type shareTracker struct {
 	mu      sync.Mutex
 	told    map[string]bool   // directories reported failed or skipped
 	done    []map[string]bool // by share: files told done
 	settled []map[string]bool // by share: files whose end was told for good
+	saved   []map[string]bool // by share: files told saved
 	cut     [][]Event         // by share: files cut off, held back
 	failed  [][]string        // by share: files told failed on their own
 	shares  []int             // by session: the share it moves now
@@ -552,10 +555,10 @@ type shareTracker struct {
 }
 
 func newShareTracker(n int) *shareTracker {
-	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), settled: make([]map[string]bool, n),
+	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), settled: make([]map[string]bool, n), saved: make([]map[string]bool, n),
 		cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
 	for i := range n {
-		t.done[i], t.settled[i] = map[string]bool{}, map[string]bool{}
+		t.done[i], t.settled[i], t.saved[i] = map[string]bool{}, map[string]bool{}, map[string]bool{}
 		t.shares[i] = i
 	}
 	return t
@@ -566,12 +569,41 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 	t.tell[i] = tell
 	return func(e Event) {
 		t.mu.Lock()
-		e, ok := t.pass(i, e)
+		out := t.passAll(i, e)
 		t.mu.Unlock()
-		if ok && tell != nil {
-			tell(e)
+		if tell != nil {
+			for _, e := range out {
+				tell(e)
+			}
 		}
 	}
+}
+
+// passAll is what of session i's event e is told: pass's word on it,
+// with FileSaved decided here (once a file, for one told done: the
+// session that saved it may be one taking over, whose FileDone pass
+// does not tell), and the FileSaved a file found whole after it was
+// told done unconfirmed gets from no engine.
+func (t *shareTracker) passAll(i int, e Event) []Event {
+	sh := t.shares[i]
+	if e.Kind == FileSaved {
+		if !t.done[sh][e.Name] || t.saved[sh][e.Name] {
+			return nil
+		}
+		t.saved[sh][e.Name] = true
+		return []Event{e}
+	}
+	wasDone := t.done[sh][e.Name]
+	out, ok := t.pass(i, e)
+	var evs []Event
+	if ok {
+		evs = append(evs, out)
+	}
+	if e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name] && !t.saved[sh][e.Name] && (wasDone || ok) && t.isCut(sh, e.Name) {
+		t.saved[sh][e.Name] = true
+		evs = append(evs, Event{Kind: FileSaved, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path})
+	}
+	return evs
 }
 
 // pass returns what of session i's event e is told, and whether any.

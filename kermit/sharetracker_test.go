@@ -10,7 +10,8 @@ import (
 // What the sessions of a take-over tell reaches the command line once a
 // file: the lost session's cut-off files are held until the take-over
 // ends them, what it found whole that the lost session had reported is
-// not told again, and what the lost one moved unconfirmed is told done.
+// not told again, and what the lost one moved unconfirmed is told done,
+// and saved.
 func TestShareTrackerTellsEachFileOnce(t *testing.T) {
 	var told []string
 	tell := func(e Event) { told = append(told, fmt.Sprintf("%d %s", e.Kind, e.Name)) }
@@ -45,7 +46,8 @@ func TestShareTrackerTellsEachFileOnce(t *testing.T) {
 	good(Event{Kind: FileFailed, Name: "i", Err: errors.New("no room")})
 	tr.standIn(1, 1)
 	tr.flush()
-	if want := []string{"2 b", "2 c", "4 d", "4 i", "4 j", "4 e"}; !slices.Equal(told, want) {
+	// b: done, and saved (found whole: nothing else would say so).
+	if want := []string{"2 b", "5 b", "2 c", "4 d", "4 i", "4 j", "4 e"}; !slices.Equal(told, want) {
 		t.Errorf("take-over and flush told %q, want %q", told, want)
 	}
 }

@@ -562,7 +562,11 @@ func (d *Dir) Path() string { return d.root.Name() }
 
 // CleanName checks a name a peer sent and returns it in clean,
 // '/'-separated, relative form.
-func CleanName(name string) (string, error) {
+func CleanName(name string) (string, error) { return cleanName(name, false) }
+
+// cleanName is CleanName; with partsOK a name with elements of the form
+// of kerf's partials is taken too (only to remove it: see resolveToRemove).
+func cleanName(name string, partsOK bool) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: empty", ErrUnsafeName)
 	}
@@ -586,7 +590,7 @@ func CleanName(name string) (string, error) {
 	for el := range strings.SplitSeq(c, "/") {
 		// A directory so named too: its files would be stored where
 		// a partial's name is, and a server's walk passes it over.
-		if IsPartName(el) {
+		if IsPartName(el) && !partsOK {
 			return "", fmt.Errorf("%w: %q is the name of kerf's own partial file (of a transfer not finished), neither served nor stored under that name", ErrUnsafeName, name)
 		}
 	}
@@ -634,7 +638,15 @@ func climbsOut(p string) bool {
 	return false
 }
 
-func (d *Dir) resolve(name string) (string, error) {
+func (d *Dir) resolve(name string) (string, error) { return d.resolveAs(name, false) }
+
+// resolveToRemove is resolve taking names through a directory named as
+// kerf's partials, or of one, which nothing stores or serves any more
+// (CleanName) but which an older kerf may have stored, and its owner may
+// want gone (REMOTE DELETE, RMDIR).
+func (d *Dir) resolveToRemove(name string) (string, error) { return d.resolveAs(name, true) }
+
+func (d *Dir) resolveAs(name string, partsOK bool) (string, error) {
 	if name == "" || name == "." {
 		return d.cwd, nil
 	}
@@ -644,10 +656,10 @@ func (d *Dir) resolve(name string) (string, error) {
 		if name == "" {
 			return ".", nil
 		}
-		c, err := CleanName(name)
+		c, err := cleanName(name, partsOK)
 		return c, err
 	}
-	c, err := CleanName(name)
+	c, err := cleanName(name, partsOK)
 	if err != nil {
 		return "", err
 	}
@@ -2181,7 +2193,7 @@ func (d *Dir) Remove(name string) error {
 	if IsPartName(path.Base(name)) {
 		return d.removePart(name)
 	}
-	rel, err := d.resolve(name)
+	rel, err := d.resolveToRemove(name)
 	if err != nil {
 		return err
 	}
@@ -2221,7 +2233,7 @@ func (d *Dir) Remove(name string) error {
 func (d *Dir) removePart(name string) error {
 	// The directory resolves as any name does (CleanName refuses the
 	// partial's own name); the partial's name goes beside it.
-	rdir, err := d.resolve(path.Dir(name))
+	rdir, err := d.resolveToRemove(path.Dir(name))
 	if err != nil {
 		return err
 	}
@@ -2420,7 +2432,7 @@ func (d *Dir) Rmdir(name string) error {
 	if err := d.writable("rmdir"); err != nil {
 		return err
 	}
-	rel, err := d.resolve(name)
+	rel, err := d.resolveToRemove(name)
 	if err != nil {
 		return err
 	}

@@ -2197,6 +2197,11 @@ func (d *Dir) Remove(name string) error {
 	if err != nil {
 		return err
 	}
+	if IsPartName(path.Base(rel)) {
+		// A partial's name spelt otherwise (".x.kerf-part/."): the
+		// same check of its lock (review).
+		return d.removePartAt(rel)
+	}
 	fi, lerr := d.root.Lstat(rel)
 	if lerr != nil && hasWildcard(path.Base(rel)) {
 		// A pattern (REMOTE DELETE *.bin, as C-Kermit's server takes
@@ -2237,7 +2242,11 @@ func (d *Dir) removePart(name string) error {
 	if err != nil {
 		return err
 	}
-	rel := path.Join(rdir, path.Base(name))
+	return d.removePartAt(path.Join(rdir, path.Base(name)))
+}
+
+// removePartAt removes the partial file rel unless a session holds it.
+func (d *Dir) removePartAt(rel string) error {
 	f, err := d.root.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)

@@ -1642,8 +1642,12 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 			continue
 		}
 		if ok, _ := path.Match(base, e.Name()); ok && !IsPartName(e.Name()) {
-			if fi, err := e.Info(); err == nil {
+			fi, err := e.Info()
+			switch {
+			case err == nil:
 				out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true, fi: fi})
+			case !errors.Is(err, fs.ErrNotExist): // (gone: passed over)
+				return nil, fmt.Errorf("filestore: %w", err)
 			}
 		}
 	}
@@ -2027,8 +2031,12 @@ func (d *Dir) List(spec string) (string, error) {
 		for _, e := range des {
 			// Partial files are listed (their owner may want them
 			// gone: Remove takes them), though GET never serves one.
-			if info, err := e.Info(); err == nil {
+			info, err := e.Info()
+			switch {
+			case err == nil:
 				ents = append(ents, info)
+			case !errors.Is(err, fs.ErrNotExist): // (gone: passed over)
+				return "", fmt.Errorf("filestore: %w", err)
 			}
 		}
 	} else {

@@ -19,10 +19,35 @@ func readDir(root *os.Root, rel string) (ents []fs.DirEntry, done func(), err er
 	if err != nil {
 		return nil, func() {}, err
 	}
-	ents, err = readDirEntries(f)
+	dir := &openDir{f: f, root: root, rel: rel}
+	ents, err = readDirEntries(dir)
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return ents, func() { f.Close() }, err
+	return ents, dir.close, err
 }
+
+// openDir is a directory being read, which its entries' Info may read
+// again while it is open, and through the root (confined, not following
+// a link) once it is closed.
+type openDir struct {
+	f      *os.File
+	root   *os.Root
+	rel    string
+	closed bool
+}
+
+func (d *openDir) close() {
+	if !d.closed {
+		d.closed = true
+		d.f.Close()
+	}
+}
+
+// maxOpenDepth is how many directories a walk keeps open, one a level,
+// for its entries' details: deeper ones are closed once read, and their
+// entries' details read through the root (a walk of a tree thousands of
+// levels deep, made so on purpose, would otherwise take as many
+// descriptors; review).
+const maxOpenDepth = 16
 
 // walkDir walks the tree at top in root as fs.WalkDir walks an fs.FS
 // (lexical order, a directory before what it holds, fn called again
@@ -33,7 +58,7 @@ func walkDir(root *os.Root, top string, fn fs.WalkDirFunc) error {
 	if err != nil {
 		err = fn(top, nil, err)
 	} else {
-		err = walkDirFrom(root, top, fs.FileInfoToDirEntry(info), fn)
+		err = walkDirFrom(root, top, fs.FileInfoToDirEntry(info), fn, 0)
 	}
 	if err == fs.SkipDir || err == fs.SkipAll {
 		return nil
@@ -41,7 +66,7 @@ func walkDir(root *os.Root, top string, fn fs.WalkDirFunc) error {
 	return err
 }
 
-func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) error {
+func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc, depth int) error {
 	if err := fn(name, d, nil); err != nil || !d.IsDir() {
 		if err == fs.SkipDir && d.IsDir() {
 			err = nil
@@ -50,6 +75,9 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) e
 	}
 	ents, done, err := readDir(root, name)
 	defer done()
+	if depth >= maxOpenDepth {
+		done()
+	}
 	if err != nil {
 		// Second call, to report the error; entries read are still walked.
 		if err = fn(name, d, err); err != nil {
@@ -64,7 +92,7 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) e
 		// and a directory of a million entries would otherwise keep all
 		// of theirs until its walk ends.
 		ents[i] = nil
-		if err := walkDirFrom(root, path.Join(name, e.Name()), e, fn); err != nil {
+		if err := walkDirFrom(root, path.Join(name, e.Name()), e, fn, depth+1); err != nil {
 			if err == fs.SkipDir {
 				break
 			}

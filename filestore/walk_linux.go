@@ -3,21 +3,24 @@ package filestore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io/fs"
-	"os"
+	"path"
 
 	"golang.org/x/sys/unix"
 )
 
-// readDirEntries reads the entries of the open directory f: names and
+// readDirEntries reads the entries of the open directory d: names and
 // types from getdents(2), each entry's details only when its Info is
-// asked for, with fstatat on f, which must then still be open.
+// asked for, with fstatat on d while it is open (through the root once
+// it is closed).
 // os.File.ReadDir of a directory opened in an os.Root lstats every entry
 // as it reads it, and the details stay with the entry: a GET's walk
 // held every entry's details of each directory it was in, and each
 // session serving one share of a GET stat'ed the whole directory (QA:
 // one directory of 50,000 files, 140 MB for four sessions).
-func readDirEntries(f *os.File) ([]fs.DirEntry, error) {
+func readDirEntries(d *openDir) ([]fs.DirEntry, error) {
+	f := d.f
 	fd := int(f.Fd())
 	var ents []fs.DirEntry
 	buf := make([]byte, 64<<10)
@@ -45,13 +48,15 @@ func readDirEntries(f *os.File) ([]fs.DirEntry, error) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			e := &lazyEntry{dir: f, name: string(name)}
+			e := &lazyEntry{dir: d, name: string(name)}
 			if t, ok := direntType(typ); ok {
 				e.typ = t
 			} else if _, err := e.Info(); err == nil {
 				e.typ = e.info.Mode().Type() // a file system that does not say
-			} else {
+			} else if errors.Is(err, fs.ErrNotExist) {
 				continue // gone since it was read
+			} else {
+				return ents, err // as os.ReadDir says it
 			}
 			ents = append(ents, e)
 		}
@@ -81,7 +86,7 @@ func direntType(t byte) (fs.FileMode, bool) {
 
 // lazyEntry is a directory entry whose details are read when asked for.
 type lazyEntry struct {
-	dir  *os.File
+	dir  *openDir
 	name string
 	typ  fs.FileMode
 	info fs.FileInfo
@@ -97,11 +102,19 @@ func (e *lazyEntry) Info() (fs.FileInfo, error) {
 	if e.info != nil {
 		return e.info, nil
 	}
+	if e.dir.closed {
+		fi, err := e.dir.root.Lstat(path.Join(e.dir.rel, e.name))
+		if err != nil {
+			return nil, err
+		}
+		e.info = fi
+		return fi, nil
+	}
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error {
-		return unix.Fstatat(int(e.dir.Fd()), e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		return unix.Fstatat(int(e.dir.f.Fd()), e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}); err != nil {
-		return nil, &fs.PathError{Op: "lstat", Path: e.dir.Name() + "/" + e.name, Err: err}
+		return nil, &fs.PathError{Op: "lstat", Path: e.dir.f.Name() + "/" + e.name, Err: err}
 	}
 	e.info = statInfo{name: e.name, st: st}
 	return e.info, nil

@@ -2,10 +2,7 @@
 
 package filestore
 
-import (
-	"io/fs"
-	"os"
-)
+import "io/fs"
 
-// readDirEntries reads the entries of the open directory f.
-func readDirEntries(f *os.File) ([]fs.DirEntry, error) { return f.ReadDir(-1) }
+// readDirEntries reads the entries of the open directory d.
+func readDirEntries(d *openDir) ([]fs.DirEntry, error) { return d.f.ReadDir(-1) }

@@ -14,6 +14,7 @@ import (
 // types from getdents(2), each entry's details only when its Info is
 // asked for, with fstatat on d while it is open (through the root once
 // it is closed).
+//
 // os.File.ReadDir of a directory opened in an os.Root lstats every entry
 // as it reads it, and the details stay with the entry: a GET's walk
 // held every entry's details of each directory it was in, and each

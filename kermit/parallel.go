@@ -569,10 +569,10 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 	t.tell[i] = tell
 	return func(e Event) {
 		t.mu.Lock()
-		out := t.passAll(i, e)
+		out, n := t.passAll(i, e)
 		t.mu.Unlock()
 		if tell != nil {
-			for _, e := range out {
+			for _, e := range out[:n] {
 				tell(e)
 			}
 		}
@@ -584,26 +584,27 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 // session that saved it may be one taking over, whose FileDone pass
 // does not tell), and the FileSaved a file found whole after it was
 // told done unconfirmed gets from no engine.
-func (t *shareTracker) passAll(i int, e Event) []Event {
+// (An array, not a slice: every event, progress too, comes this way.)
+func (t *shareTracker) passAll(i int, e Event) (out [2]Event, n int) {
 	sh := t.shares[i]
 	if e.Kind == FileSaved {
 		if !t.done[sh][e.Name] || t.saved[sh][e.Name] {
-			return nil
+			return out, 0
 		}
 		t.saved[sh][e.Name] = true
-		return []Event{e}
+		out[0] = e
+		return out, 1
 	}
-	wasDone := t.done[sh][e.Name]
-	out, ok := t.pass(i, e)
-	var evs []Event
-	if ok {
-		evs = append(evs, out)
+	if told, ok := t.pass(i, e); ok {
+		out[n] = told
+		n++
 	}
-	if e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name] && !t.saved[sh][e.Name] && (wasDone || ok) && t.isCut(sh, e.Name) {
+	if e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name] && !t.saved[sh][e.Name] && t.isCut(sh, e.Name) {
 		t.saved[sh][e.Name] = true
-		evs = append(evs, Event{Kind: FileSaved, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path})
+		out[n] = Event{Kind: FileSaved, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
+		n++
 	}
-	return evs
+	return out, n
 }
 
 // pass returns what of session i's event e is told, and whether any.

@@ -1,6 +1,10 @@
 package kermit
 
-import "kerf/framing"
+import (
+	"time"
+
+	"kerf/framing"
+)
 
 // AddParity is addParity, for the external tests (FuzzServe's seeds).
 var AddParity = addParity
@@ -45,4 +49,12 @@ func SetSavedEvery(n int) func() {
 	old := savedEvery
 	savedEvery = n
 	return func() { savedEvery = old }
+}
+
+// SetVerdictNoteAfter sets verdictNoteAfter to d and returns what puts
+// it back.
+func SetVerdictNoteAfter(d time.Duration) func() {
+	old := verdictNoteAfter
+	verdictNoteAfter = d
+	return func() { verdictNoteAfter = old }
 }

@@ -288,6 +288,10 @@ func (s *Session) verdictSize() int64 {
 	return max(64<<20, int64(s.rtt.least.Seconds()*1e9))
 }
 
+// verdictNoteAfter is how long a sender waits for the receiver's answer
+// on a file before it says so (Config.Log).
+var verdictNoteAfter = 10 * time.Second
+
 // eagerResumeSize is the largest file that a resuming sender sends
 // whole at once rather than wait a round trip for the receiver's
 // recovery point: one it takes less than a round trip to send at 10 MB/s
@@ -398,7 +402,19 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			if resume {
 				s.peerHashes(max(f.Size, 0), last.seq) // the receiver checks its partial
 			}
-			if err := s.await(ctx, last); err != nil {
+			// A long wait on a reliable link is said, not left silent:
+			// the receiver may be checking a big partial, or holding the
+			// file until the session an earlier transfer left it with is
+			// taken over. (On a serial line retries take the time.)
+			stop := func() bool { return false }
+			if s.cfg.Reliable {
+				stop = time.AfterFunc(verdictNoteAfter, func() {
+					s.cfg.Log.Warn("still waiting for the receiver's answer on this file: it may be checking what it has of it, or waiting to take it over from an earlier transfer cut off (a server does after --take-over-after, a minute by default)", "name", f.Name)
+				}).Stop
+			}
+			err := s.await(ctx, last)
+			stop()
+			if err != nil {
 				return err
 			}
 			reply, peerCRC, havePeerCRC, err = parseAttrReplyExt(last.ackData)

@@ -47,10 +47,9 @@ func (b *syncBuf) String() string {
 }
 
 // A sender waiting long for the receiver's answer on a file (over TCP)
-// says so,
-// naming the file, instead of sitting silent (a resumed send whose
-// server waits a minute to take a partial over); the others, answered
-// at once, say nothing.
+// says so, naming the file, instead of sitting silent (a resumed send
+// whose server waits a minute to take a partial over); the others,
+// answered at once, say nothing.
 func TestSlowVerdictIsSaid(t *testing.T) {
 	defer kermit.SetVerdictNoteAfter(100 * time.Millisecond)()
 	src, dst := t.TempDir(), t.TempDir()

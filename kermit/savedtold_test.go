@@ -22,30 +22,22 @@ import (
 func TestConfirmedFilesAreToldSaved(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	out := numberedFiles(src, "f%d", 10, 30000)
-	var mu sync.Mutex
-	saved := map[string]int{}
-	events := func(e kermit.Event) {
-		if e.Kind == kermit.FileSaved {
-			mu.Lock()
-			saved[e.Name]++
-			mu.Unlock()
-		}
-	}
-	err := sendOneSessionOn(t, false, out, dst, events, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
+	var told doneSaved
+	err := sendOneSessionOn(t, false, out, dst, told.note, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
 	if err == nil {
 		t.Fatal("no error, but f7 was not stored")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for j := range 10 {
-		name := fmt.Sprintf("f%d", j)
-		want := 1
-		if name == "f7" {
-			want = 0
+	var names []string
+	for _, f := range out {
+		if f.Name != "f7" {
+			names = append(names, f.Name)
 		}
-		if saved[name] != want {
-			t.Errorf("%s told saved %d times, want %d", name, saved[name], want)
-		}
+	}
+	told.onceEach(t, names)
+	told.mu.Lock()
+	defer told.mu.Unlock()
+	if n := told.saved["f7"]; n != 0 {
+		t.Errorf("f7, not stored, told saved %d times", n)
 	}
 }
 
@@ -56,18 +48,8 @@ func TestTakenOverFilesAreToldSaved(t *testing.T) {
 	out := numberedFiles(src, "f%d", 60, 20000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	saved, done := map[string]int{}, map[string]int{}
-	events := func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e.Kind {
-		case kermit.FileSaved:
-			saved[e.Name]++
-		case kermit.FileDone:
-			done[e.Name]++
-		}
-	}
+	var told doneSaved
+	events := told.note
 	var cutAt *cutConn
 	senders, wait := sendClients(t, ctx, dst, 2, events, func(i int, a net.Conn, cfg *kermit.Config) net.Conn {
 		if i != 1 {
@@ -85,13 +67,11 @@ func TestTakenOverFilesAreToldSaved(t *testing.T) {
 	if cutAt.n.Load() >= 0 {
 		t.Fatal("session 1's link was not cut")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var names []string
 	for _, f := range out {
-		if done[f.Name] != 1 || saved[f.Name] != 1 {
-			t.Errorf("%s: told done %d times, saved %d times; want once each", f.Name, done[f.Name], saved[f.Name])
-		}
+		names = append(names, f.Name)
 	}
+	told.onceEach(t, names)
 }
 
 // The same for the file the confirming pass sends again, which is
@@ -99,26 +79,18 @@ func TestTakenOverFilesAreToldSaved(t *testing.T) {
 func TestResentInConfirmingPassIsToldSaved(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	out := numberedFiles(src, "f%d", 10, 30000)
-	var mu sync.Mutex
-	saved := map[string]int{}
-	events := func(e kermit.Event) {
-		if e.Kind == kermit.FileSaved {
-			mu.Lock()
-			saved[e.Name]++
-			mu.Unlock()
-		}
-	}
+	var told doneSaved
 	var once bool
-	err := sendOneSessionOn(t, false, out, dst, events, func(dir *filestore.Dir) kermit.Store {
+	err := sendOneSessionOn(t, false, out, dst, told.note, func(dir *filestore.Dir) kermit.Store {
 		return failOnceStore{renameFailStore{dir, dst, "f7"}, &once}
 	})
 	if err != nil {
 		t.Fatalf("%v; want the second pass to have stored f7", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if saved["f7"] != 1 {
-		t.Errorf("f7, stored by the second pass, told saved %d times, want 1", saved["f7"])
+	told.mu.Lock()
+	defer told.mu.Unlock()
+	if n := told.saved["f7"]; n != 1 {
+		t.Errorf("f7, stored by the second pass, told saved %d times, want 1", n)
 	}
 }
 
@@ -135,18 +107,8 @@ func TestGetTakeOverFilesAreToldSaved(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	saved, done := map[string]int{}, map[string]int{}
-	events := func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e.Kind {
-		case kermit.FileSaved:
-			saved[e.Name]++
-		case kermit.FileDone:
-			done[e.Name]++
-		}
-	}
+	var told doneSaved
+	events := told.note
 	clients, stores, cuts := getClients(t, ctx, root, dst, events, 0, 3)
 	if err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores); err != nil {
 		t.Fatal(err)
@@ -154,11 +116,37 @@ func TestGetTakeOverFilesAreToldSaved(t *testing.T) {
 	if cuts[1].n.Load() >= 0 {
 		t.Fatal("session 1's link was not cut")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	told.onceEach(t, names)
+}
+
+// doneSaved counts, by name, the FileDone and FileSaved events told.
+type doneSaved struct {
+	mu          sync.Mutex
+	done, saved map[string]int
+}
+
+func (c *doneSaved) note(e kermit.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done, c.saved = map[string]int{}, map[string]int{}
+	}
+	switch e.Kind {
+	case kermit.FileSaved:
+		c.saved[e.Name]++
+	case kermit.FileDone:
+		c.done[e.Name]++
+	}
+}
+
+// onceEach checks that each of names was told done and saved once.
+func (c *doneSaved) onceEach(t *testing.T, names []string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, n := range names {
-		if done[n] != 1 || saved[n] != 1 {
-			t.Errorf("%s: told done %d times, saved %d times; want once each", n, done[n], saved[n])
+		if c.done[n] != 1 || c.saved[n] != 1 {
+			t.Errorf("%s: told done %d times, saved %d times; want once each", n, c.done[n], c.saved[n])
 		}
 	}
 }

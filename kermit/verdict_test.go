@@ -118,41 +118,6 @@ func (u unreadableDirFS) Match(spec string, recursive bool) ([]kermit.OutgoingFi
 		kermit.OutgoingFile{Name: "tree/ld", Size: -1, Open: func() (kermit.FileReader, error) { return nil, why }}), err
 }
 
-// A directory the server may not read is reported with the server's
-// reason (permission denied), not as the name clash the receiver saw
-// (the directory it had just made, where a "file" of its name came).
-func TestUnreadableServerDirectorySaysWhy(t *testing.T) {
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
-	os.WriteFile(filepath.Join(root, "tree/f"), []byte("f"), 0o644)
-	dir, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	var got fileEndings
-	ccfg := kermit.DefaultConfig()
-	ccfg.Events = got.note
-	cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, unreadableDirFS{dir})
-	dst := t.TempDir()
-	st, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cli.Get(ctx, "tree", true, st)
-	e := got.of("tree/ld")
-	if e.Kind != kermit.FileFailed || e.Err == nil || !strings.Contains(e.Err.Error(), "permission denied") {
-		t.Errorf("tree/ld: %+v; want failed, saying permission denied", e)
-	}
-	if e := got.of("tree/f"); e.Kind != kermit.FileDone {
-		t.Errorf("tree/f: %+v; want done", e)
-	}
-}
-
 // outsideLinkFS serves tree/lo as the walk does a link that leads out
 // of the tree: a file of its name that cannot be opened, saying why.
 type outsideLinkFS struct{ *filestore.Dir }
@@ -163,47 +128,61 @@ func (u outsideLinkFS) Match(spec string, recursive bool) ([]kermit.OutgoingFile
 	return append(files, kermit.OutgoingFile{Name: "tree/lo", Size: -1, Open: func() (kermit.FileReader, error) { return nil, why }}), err
 }
 
-// A file the server could not send, whose name the client has as a
-// directory already (a directory replaced by a link leading out since
-// the last copy), is reported with the server's reason, not as the
-// clash of names the client saw (QA: "exists and is not a regular
-// file").
-func TestUnsendableFileOverADirectorySaysWhy(t *testing.T) {
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "tree"), 0o755)
-	os.WriteFile(filepath.Join(root, "tree/f"), []byte("f"), 0o644)
-	dir, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	var got fileEndings
-	var ends endErrs
-	ccfg := kermit.DefaultConfig()
-	ccfg.Events = func(e kermit.Event) { got.note(e); ends.note(e) }
-	cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, outsideLinkFS{dir})
-	dst := t.TempDir()
-	os.MkdirAll(filepath.Join(dst, "tree/lo/kept"), 0o755)
-	st, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cli.Get(ctx, "tree", true, st)
-	e := got.of("tree/lo")
-	if e.Kind != kermit.FileFailed || e.Err == nil || !strings.Contains(e.Err.Error(), "leads outside") {
-		t.Errorf("tree/lo: %+v; want failed, saying it leads outside", e)
-	}
-	ends.mu.Lock()
-	if n := len(ends.m["tree/lo"]); n != 1 {
-		t.Errorf("tree/lo reported %d times", n)
-	}
-	ends.mu.Unlock()
-	if e := got.of("tree/f"); e.Kind != kermit.FileDone {
-		t.Errorf("tree/f: %+v; want done", e)
+// A file the server could not send is reported with the server's reason,
+// once, not as the clash of names the client saw: a directory the
+// server may not read (the client has just made it, where a "file" of
+// its name came), and a link leading out of the server's tree where the
+// client has a directory of that name from a copy before (QA: "exists
+// and is not a regular file").
+func TestUnsendableFileSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, why string
+		serve           func(*filestore.Dir) kermit.ServerFS
+		there           string // made at the client first
+	}{
+		{"unreadable directory", "tree/ld", "permission denied", func(d *filestore.Dir) kermit.ServerFS { return unreadableDirFS{d} }, ""},
+		{"link out over a directory", "tree/lo", "leads outside", func(d *filestore.Dir) kermit.ServerFS { return outsideLinkFS{d} }, "tree/lo/kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			os.MkdirAll(filepath.Join(root, "tree"), 0o755)
+			os.WriteFile(filepath.Join(root, "tree/f"), []byte("f"), 0o644)
+			dir, err := filestore.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dir.Close()
+			var got fileEndings
+			var ends endErrs
+			ccfg := kermit.DefaultConfig()
+			ccfg.Events = func(e kermit.Event) { got.note(e); ends.note(e) }
+			cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			go srv.Serve(ctx, tc.serve(dir))
+			dst := t.TempDir()
+			if tc.there != "" {
+				os.MkdirAll(filepath.Join(dst, tc.there), 0o755)
+			}
+			st, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			cli.Get(ctx, "tree", true, st)
+			e := got.of(tc.file)
+			if e.Kind != kermit.FileFailed || e.Err == nil || !strings.Contains(e.Err.Error(), tc.why) {
+				t.Errorf("%s: %+v; want failed, saying %s", tc.file, e, tc.why)
+			}
+			ends.mu.Lock()
+			if n := len(ends.m[tc.file]); n != 1 {
+				t.Errorf("%s reported %d times", tc.file, n)
+			}
+			ends.mu.Unlock()
+			if e := got.of("tree/f"); e.Kind != kermit.FileDone {
+				t.Errorf("tree/f: %+v; want done", e)
+			}
+		})
 	}
 }
 

@@ -58,13 +58,19 @@ func TestSendStoppedBeforeZAckClosesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
+	// The receiver ends (its group's flush) before its store closes.
+	received := make(chan struct{})
+	defer func() { <-received }()
 	committing, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
 	store := wrapStore{dir, func(in kermit.Incoming) kermit.Incoming { return heldCommit{in, committing, release} }}
 	send, recv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
 	rctx, rcancel := context.WithCancel(context.Background())
 	defer rcancel()
-	go recv.Receive(rctx, store)
+	go func() {
+		defer close(received)
+		recv.Receive(rctx, store)
+	}()
 	sctx, scancel := context.WithCancel(context.Background())
 	go func() {
 		<-committing // the Z has arrived; its ACK waits on the commit

@@ -560,7 +560,8 @@ func TestSendParallelParentKeepsItsMode(t *testing.T) {
 
 // A session of a GET lost on the way leaves the rest of its share to one
 // that finished: every file arrives, each reported done once (the lost
-// session's own and the take-over's), and the GET succeeds.
+// session's own and the take-over's) and saved once (review: the
+// take-over's FileSaved was swallowed), and the GET succeeds.
 func TestGetParallelSessionLost(t *testing.T) {
 	root, dst := t.TempDir(), t.TempDir()
 	var names []string
@@ -573,8 +574,9 @@ func TestGetParallelSessionLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var ended endLog
+	var told doneSaved
 	// Session 1's link breaks once it has begun its third file.
-	clients, stores, cuts := getClients(t, ctx, root, dst, ended.note, 0, 3)
+	clients, stores, cuts := getClients(t, ctx, root, dst, func(e kermit.Event) { ended.note(e); told.note(e) }, 0, 3)
 	cut := cuts[1]
 	if err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores); err != nil {
 		t.Fatalf("GET with a session lost: %v, want the other to fetch its share", err)
@@ -583,6 +585,7 @@ func TestGetParallelSessionLost(t *testing.T) {
 		t.Fatal("session 1's link was not cut: the test tested nothing")
 	}
 	ended.fetchedOnce(t, root, dst, names)
+	told.onceEach(t, names)
 }
 
 // A send to a kerf receiver tells each file saved once its group's B is

@@ -2,10 +2,7 @@ package kermit_test
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -92,31 +89,6 @@ func TestResentInConfirmingPassIsToldSaved(t *testing.T) {
 	if n := told.saved["f7"]; n != 1 {
 		t.Errorf("f7, stored by the second pass, told saved %d times, want 1", n)
 	}
-}
-
-// The same for a GET over two sessions where one is lost: the files of
-// its share the other fetches are told saved once.
-func TestGetTakeOverFilesAreToldSaved(t *testing.T) {
-	root, dst := t.TempDir(), t.TempDir()
-	var names []string
-	for j := range 60 {
-		name := fmt.Sprintf("tree/f%02d", j)
-		os.MkdirAll(filepath.Join(root, "tree"), 0o755)
-		os.WriteFile(filepath.Join(root, name), randomBytes(150000+j, int64(j)), 0o644)
-		names = append(names, name)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var told doneSaved
-	events := told.note
-	clients, stores, cuts := getClients(t, ctx, root, dst, events, 0, 3)
-	if err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores); err != nil {
-		t.Fatal(err)
-	}
-	if cuts[1].n.Load() >= 0 {
-		t.Fatal("session 1's link was not cut")
-	}
-	told.onceEach(t, names)
 }
 
 // doneSaved counts, by name, the FileDone and FileSaved events told.

@@ -221,11 +221,33 @@ func (s *Session) serveSend(ctx context.Context, seq int, src fileSource) error 
 	return s.sendGroup(ctx, src)
 }
 
+// matchEach is fsys's MatchEach, or, for a ServerFS that is no
+// MatchStreamer, its Match handed out one at a time (and its list left
+// as it was: a ServerFS may keep it).
+func matchEach(fsys ServerFS, spec string, recursive bool, keep func(string) bool, yield func(OutgoingFile) bool) (left int, err error) {
+	if ms, ok := fsys.(MatchStreamer); ok {
+		return ms.MatchEach(spec, recursive, keep, yield)
+	}
+	files, err := fsys.Match(spec, recursive)
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range files {
+		if !f.Dir && keep != nil && !keep(f.Name) {
+			left++
+			continue
+		}
+		if !yield(f) {
+			break
+		}
+	}
+	return left, nil
+}
+
 // getSource is what a GET of spec sends: the files of this session's
 // share sh, less those ex excludes and those the client said it has
-// (kerf-skip). From a MatchStreamer they come one at a time as the walk
-// finds them, so that a GET holds no listing of its tree; stop ends
-// the walk. An error says the GET sends nothing: the spec names
+// (kerf-skip), one at a time as the walk finds them (matchEach), so that
+// a GET holds no listing of its tree; stop ends the walk. An error says the GET sends nothing: the spec names
 // nothing, or nothing that can be sent (share 0 says so; the other
 // shares send an empty group).
 func (s *Session) getSource(fsys ServerFS, spec string, recursive bool, sh share, ex Exclusions) (fileSource, func(), error) {
@@ -244,23 +266,6 @@ func (s *Session) getSource(fsys ServerFS, spec string, recursive bool, sh share
 		}
 		return fileSource{}, nil, err
 	}
-	ms, ok := fsys.(MatchStreamer)
-	if !ok {
-		files, err := fsys.Match(spec, recursive)
-		if err == nil && len(files) == 0 {
-			err = fmt.Errorf("no files match %s", spec)
-		}
-		if err != nil {
-			return none(err)
-		}
-		var out []OutgoingFile // a new list: Match's may be its own to keep
-		for _, f := range files {
-			if wanted(f) {
-				out = append(out, f)
-			}
-		}
-		return sliceSource(out), func() {}, nil
-	}
 	var keep func(string) bool
 	if sh.n > 1 {
 		keep = sh.has
@@ -268,7 +273,7 @@ func (s *Session) getSource(fsys ServerFS, spec string, recursive bool, sh share
 	var left int
 	var merr error
 	next, stop := iter.Pull(func(yield func(OutgoingFile) bool) {
-		left, merr = ms.MatchEach(spec, recursive, keep, yield)
+		left, merr = matchEach(fsys, spec, recursive, keep, yield)
 	})
 	// The first file, or the walk's end, says whether there is anything
 	// to send, before the S.
@@ -552,9 +557,9 @@ func (s *Session) serveTree(ctx context.Context, seq int, tl TreeLister, spec st
 
 // serveGetListing answers REMOTE DIRECTORY kerf-get(-r): the files a
 // GET of spec would send, one listing line each (what a resuming GET's
-// quick check compares). From a MatchStreamer the lines go as its walk
-// finds the files, as serveTree's do, so that the listing of a big tree
-// is never held whole.
+// quick check compares). The lines go as the walk finds the files
+// (matchEach), as serveTree's do, so that the listing of a big tree is
+// never held whole.
 func (s *Session) serveGetListing(ctx context.Context, seq int, fsys ServerFS, spec string, recursive bool) error {
 	line := func(b []byte, f OutgoingFile) []byte {
 		if f.Dir || f.Open == nil || f.Size < 0 {
@@ -562,23 +567,11 @@ func (s *Session) serveGetListing(ctx context.Context, seq int, fsys ServerFS, s
 		}
 		return framing.AppendListingLineExact(b, framing.ListingEntry{Mode: f.Mode.Perm(), Size: f.Size, ModTime: f.ModTime, Name: f.Name})
 	}
-	ms, ok := fsys.(MatchStreamer)
-	if !ok {
-		files, err := fsys.Match(spec, recursive)
-		if err != nil {
-			return err
-		}
-		var text []byte
-		for _, f := range files {
-			text = line(text, f)
-		}
-		return s.reply(ctx, seq, text, nil)
-	}
 	return s.serveTree(ctx, seq, treeListerFunc(func(spec string, w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 32<<10)
 		var b []byte
 		var werr error
-		_, err := ms.MatchEach(spec, recursive, nil, func(f OutgoingFile) bool {
+		_, err := matchEach(fsys, spec, recursive, nil, func(f OutgoingFile) bool {
 			b = line(b[:0], f)
 			_, werr = bw.Write(b)
 			return werr == nil

@@ -3,6 +3,8 @@ package kermit
 import (
 	"io"
 	"io/fs"
+	"iter"
+	"slices"
 	"time"
 )
 
@@ -47,6 +49,53 @@ type OutgoingFile struct {
 	// Path, if set, is where the file is on this side (for logs; see
 	// Event.Path).
 	Path string
+}
+
+// FileList is what SendParallelList sends: a listing whose entries need
+// not be held in memory at once (a tree walked again as it is sent), so
+// that a sender's memory does not grow with the files it sends.
+type FileList struct {
+	// All yields every entry to send, in order: a directory before what
+	// is under it, one file of a name. It may be walked more than once
+	// (once by the sessions, again to name the files not begun).
+	All iter.Seq[OutgoingFile]
+	// Dirs yields the directories of All alone, in All's order and as
+	// All gives them (Filled too): several sessions make them all before
+	// any file goes. It may come from a walk of its own.
+	Dirs iter.Seq[OutgoingFile]
+	// Late are sent after All: a second file of a name, announced as not
+	// sent, which on another session could overtake the first and
+	// disturb its partial or its receipt.
+	Late []OutgoingFile
+}
+
+// ListOf is the FileList of files held in memory: a second file of a
+// name goes to Late.
+func ListOf(files []OutgoingFile) FileList {
+	var all, late []OutgoingFile
+	seen := map[string]bool{}
+	for _, f := range files {
+		switch {
+		case f.Dir:
+		case seen[f.Name]:
+			late = append(late, f)
+			continue
+		default:
+			seen[f.Name] = true
+		}
+		all = append(all, f)
+	}
+	return FileList{
+		All: slices.Values(all),
+		Dirs: func(yield func(OutgoingFile) bool) {
+			for _, f := range all {
+				if f.Dir && !yield(f) {
+					return
+				}
+			}
+		},
+		Late: late,
+	}
 }
 
 // DirReceiver is an optional extension of a Store: ReceiveDir creates the

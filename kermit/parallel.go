@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"path"
 	"slices"
 	"strings"
@@ -35,23 +36,38 @@ import (
 // no session took because all of them failed are reported as not begun
 // (ErrNotBegun).
 func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile) error {
+	return SendParallelList(ctx, sessions, ListOf(files))
+}
+
+// SendParallelList is SendParallel of a FileList, which it walks as the
+// sessions take its files: what it keeps of a file is dropped once the
+// receiver says it saved it (the directories are kept, for the last
+// group).
+func SendParallelList(ctx context.Context, sessions []*Session, list FileList) error {
 	if len(sessions) == 1 {
-		return sendConfirming(ctx, sessions[0], files)
+		return sendConfirming(ctx, sessions[0], list)
 	}
-	var dirs, regular, late []OutgoingFile
-	seen := map[string]bool{}
-	for _, f := range files {
-		switch {
-		case f.Dir:
-			dirs = append(dirs, f)
-		case seen[f.Name]:
-			// A second file of a name (announced as not sent) goes
-			// last: on another session it could overtake the first and
-			// disturb its partial or its receipt.
-			late = append(late, f)
-		default:
-			seen[f.Name] = true
-			regular = append(regular, f)
+	var dirs []OutgoingFile
+	for d := range list.Dirs {
+		dirs = append(dirs, d)
+	}
+	late := list.Late
+	// The files yet to go, with their directories passed over: pulled
+	// by one session at a time.
+	files, stop := iter.Pull(func(yield func(OutgoingFile) bool) {
+		for f := range list.All {
+			if !f.Dir && !yield(f) {
+				return
+			}
+		}
+	})
+	defer stop()
+	rest := func(yield func(OutgoingFile) bool) {
+		for {
+			f, ok := files()
+			if !ok || !yield(f) {
+				return
+			}
 		}
 	}
 	var res outcome
@@ -122,7 +138,8 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			}
 		}
 		if len(good) == 0 || ctx.Err() != nil {
-			sessions[0].notBegun(slices.Values(append(regular, late...)), nil)
+			sessions[0].notBegun(rest, nil)
+			sessions[0].notBegun(slices.Values(late), nil)
 			return cmp.Or(lost, context.Cause(ctx))
 		}
 		if len(again) > 0 {
@@ -130,7 +147,8 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 			if err := good[0].Send(ctx, again); errors.As(err, &ge) {
 				notMade = append(notMade, ge.Failed...)
 			} else if err != nil {
-				sessions[0].notBegun(slices.Values(append(regular, late...)), nil)
+				sessions[0].notBegun(rest, nil)
+				sessions[0].notBegun(slices.Values(late), nil)
 				return err
 			}
 		}
@@ -139,14 +157,13 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		dirAttrs = sessions[0].neg.dirAttrs
 	}
 
-	tr := newShareTracker(len(sessions))
+	tr := newSendTracker(len(sessions))
 	saved := make([]func(Event), len(sessions))
 	for i, s := range sessions {
 		saved[i] = s.cfg.Events
 		s.cfg.Events = tr.events(i, s.cfg.Events)
 	}
 	var mu sync.Mutex
-	taken := 0
 	took := make([]int, len(sessions))
 	ended := make([]time.Time, len(sessions))
 	errs := inParallel(len(sessions), func(i int) error {
@@ -154,19 +171,15 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		return sessions[i].SendFrom(ctx, func() (OutgoingFile, bool) {
 			mu.Lock()
 			defer mu.Unlock()
-			if taken >= len(regular) {
-				return OutgoingFile{}, false
+			f, ok := files()
+			if ok {
+				took[i]++
+				tr.hand(i, f)
 			}
-			taken++
-			took[i]++
-			return regular[taken-1], true
+			return f, ok
 		})
 	})
 	good := finishedWell(errs, ended) // the last to finish first
-	byName := make(map[string]OutgoingFile, len(regular))
-	for _, f := range regular {
-		byName[f.Name] = f
-	}
 	for i, err := range errs {
 		var ge *GroupError
 		if err == nil || errors.As(err, &ge) || len(good) == 0 || ctx.Err() != nil {
@@ -188,12 +201,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 		sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutNames(i)), "err", err)
 		errs[i] = nil
 		for len(good) > 0 {
-			var again []OutgoingFile
-			for _, name := range tr.cutNames(i) {
-				if f, ok := byName[name]; ok {
-					again = append(again, f)
-				}
-			}
+			again := tr.cutFiles(i)
 			if len(again) == 0 {
 				break
 			}
@@ -220,9 +228,7 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 	for _, err := range errs {
 		res.add(err)
 	}
-	if taken < len(regular) {
-		sessions[0].notBegun(slices.Values(regular[taken:]), nil)
-	}
+	sessions[0].notBegun(rest, nil) // what no session took
 
 	// The last group: what must come after every file, on a session that
 	// is still good. Not after a failure: as in one group, directories
@@ -253,34 +259,59 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 // failed. (A receiver that could not give one file its final name
 // failed the group, and every file of it was told "not confirmed".) As
 // SendParallel's take-over, with the session standing in for itself.
-func sendConfirming(ctx context.Context, s *Session, files []OutgoingFile) error {
-	tr := newShareTracker(1)
+func sendConfirming(ctx context.Context, s *Session, list FileList) error {
+	tr := newSendTracker(1)
 	tell := s.cfg.Events
 	s.cfg.Events = tr.events(0, tell)
 	defer func() { s.cfg.Events = tell }()
-	err := s.Send(ctx, files)
+	var dirs []OutgoingFile // those sent, for the second pass
+	next, stop := iter.Pull(list.All)
+	defer stop()
+	late := list.Late
+	src := fileSource{
+		next: func() (OutgoingFile, bool) {
+			f, ok := next()
+			if !ok && len(late) > 0 {
+				f, late, ok = late[0], late[1:], true
+			}
+			switch {
+			case !ok:
+			case f.Dir:
+				dirs = append(dirs, f)
+			case s.neg.peerKerf:
+				// (A classic receiver never says a file is saved:
+				// there is no second pass to keep it for.)
+				tr.hand(0, f)
+			}
+			return f, ok
+		},
+		rest: func(yield func(OutgoingFile) bool) {
+			for f, ok := next(); ok; f, ok = next() {
+				if !yield(f) {
+					return
+				}
+			}
+			for _, f := range late {
+				if !yield(f) {
+					return
+				}
+			}
+		},
+	}
+	err := s.sendFrom(ctx, src)
 	var pe *PeerError
 	// Only when every file it left was sent whole and not yet confirmed
 	// (the E came at the group's end, not while data moved: a server
 	// shutting down, a disk full, which a second try would only meet
 	// again).
 	if err != nil && errors.As(err, &pe) && s.neg.peerKerf && ctx.Err() == nil && tr.allNotSaved(0) {
-		cut := map[string]bool{}
-		for _, name := range tr.cutNames(0) {
-			cut[name] = true
-		}
-		// In the order sent: the directories too, since the receiver
-		// that failed the group gave none its mode and time (it does at
-		// a group's good end); of a name, only its first file (a second
-		// is the stub that says it was not sent).
-		var again []OutgoingFile
-		for _, f := range files {
-			if f.Dir || cut[f.Name] {
-				again = append(again, f)
-				delete(cut, f.Name)
-			}
-		}
-		if slices.ContainsFunc(again, func(f OutgoingFile) bool { return !f.Dir }) {
+		// The directories first, since the receiver that failed the
+		// group gave none its mode and time (it does at a group's good
+		// end), then the files cut off; of a name, only its first file
+		// (a second is the stub that says it was not sent).
+		cut := tr.cutFiles(0)
+		again := append(dirs, cut...)
+		if len(cut) > 0 {
 			// What failed on its own in the first pass (a file refused,
 			// the stub of a second file of a name) stays failed, whatever
 			// the second pass tells of another file of its name.
@@ -541,27 +572,91 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 // unconfirmed that the take-over finds whole is told done. Each file
 // told done is told saved once, when it is: by the engine's FileSaved
 // in whichever session, or, for a file a take-over finds whole, here.
+//
+// In a send (forget), a file told saved is done with: what the tracker
+// knew of it is dropped then, so that its memory follows the files not
+// yet saved (a kerf receiver saves a long group in parts), not all of a
+// transfer; a take-over sends only the files cut off. A GET's take-over
+// asks for the whole share again, and what the server sends of it that
+// was told already must be known to be passed over.
 type shareTracker struct {
 	mu      sync.Mutex
+	forget  bool              // a send's: files told saved are dropped
 	told    map[string]bool   // directories reported failed or skipped
-	done    []map[string]bool // by share: files told done
-	settled []map[string]bool // by share: files whose end was told for good
-	saved   []map[string]bool // by share: files told saved
-	cut     [][]Event         // by share: files cut off, held back
-	failed  [][]string        // by share: files told failed on their own
-	shares  []int             // by session: the share it moves now
-	over    []bool            // by session: it takes over a share (another's, or its own again)
-	tell    []func(Event)     // by session: its own Events, nil or not
+	done    []map[string]bool // by share: files told done (in a send, not yet saved)
+	settled []map[string]bool // by share: files whose end was told for good (in a send, not yet saved)
+	saved   []map[string]bool // by share: files told saved (not in a send)
+	// handed, by share: the files a send handed its sessions, not yet
+	// saved (the first of a name), for a take-over to send again.
+	handed []map[string]OutgoingFile
+	cut    [][]Event     // by share: files cut off, held back
+	failed [][]string    // by share: files told failed on their own
+	shares []int         // by session: the share it moves now
+	over   []bool        // by session: it takes over a share (another's, or its own again)
+	tell   []func(Event) // by session: its own Events, nil or not
 }
 
 func newShareTracker(n int) *shareTracker {
 	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), settled: make([]map[string]bool, n), saved: make([]map[string]bool, n),
-		cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
+		handed: make([]map[string]OutgoingFile, n), cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
 	for i := range n {
-		t.done[i], t.settled[i], t.saved[i] = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		t.done[i], t.settled[i], t.saved[i], t.handed[i] = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]OutgoingFile{}
 		t.shares[i] = i
 	}
 	return t
+}
+
+// newSendTracker is the shareTracker of a send: files told saved are
+// dropped.
+func newSendTracker(n int) *shareTracker {
+	t := newShareTracker(n)
+	t.forget = true
+	return t
+}
+
+// hand records that session i was handed f to send (a file of a send:
+// what a take-over of its share would send again).
+func (t *shareTracker) hand(i int, f OutgoingFile) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sh := t.shares[i]
+	if _, ok := t.handed[sh][f.Name]; !ok {
+		t.handed[sh][f.Name] = f
+	}
+}
+
+// cutFiles returns the files handed to share sh that its sessions were
+// cut off in, in the order they were cut off.
+func (t *shareTracker) cutFiles(sh int) []OutgoingFile {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var files []OutgoingFile
+	for _, e := range t.cut[sh] {
+		if f, ok := t.handed[sh][e.Name]; ok {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// tellSaved tells the FileSaved e of share sh, once a file for a file
+// told done; a send forgets the file then.
+func (t *shareTracker) tellSaved(sh int, e Event) (out [2]Event, n int) {
+	if !t.done[sh][e.Name] || t.saved[sh][e.Name] {
+		return out, 0
+	}
+	out[0] = e
+	if !t.forget {
+		t.saved[sh][e.Name] = true
+		return out, 1
+	}
+	delete(t.done[sh], e.Name)
+	delete(t.settled[sh], e.Name)
+	delete(t.handed[sh], e.Name)
+	// Cut off no more (a take-over saved it): flush, which tells what
+	// is cut off and not settled, passes it over.
+	t.cut[sh] = slices.DeleteFunc(t.cut[sh], func(c Event) bool { return c.Name == e.Name })
+	return out, 1
 }
 
 // events returns session i's Events, which reports to tell.
@@ -588,21 +683,17 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 func (t *shareTracker) passAll(i int, e Event) (out [2]Event, n int) {
 	sh := t.shares[i]
 	if e.Kind == FileSaved {
-		if !t.done[sh][e.Name] || t.saved[sh][e.Name] {
-			return out, 0
-		}
-		t.saved[sh][e.Name] = true
-		out[0] = e
-		return out, 1
+		return t.tellSaved(sh, e)
 	}
 	if told, ok := t.pass(i, e); ok {
 		out[n] = told
 		n++
 	}
-	if e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name] && !t.saved[sh][e.Name] && t.isCut(sh, e.Name) {
-		t.saved[sh][e.Name] = true
-		out[n] = Event{Kind: FileSaved, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
-		n++
+	if e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name] && t.isCut(sh, e.Name) {
+		// A take-over's "found whole" of a file told done is its
+		// saving.
+		saved, m := t.tellSaved(sh, Event{Kind: FileSaved, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path})
+		n += copy(out[n:], saved[:m])
 	}
 	return out, n
 }

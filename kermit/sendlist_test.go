@@ -1,0 +1,106 @@
+package kermit_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// A send of a FileList takes its files as its sessions go, and keeps
+// nothing of a file once the receiver said it saved it (a long group is
+// saved in parts): its memory follows the files under way, not the
+// files sent. Each file's Open holds a watched object; by the time the
+// list hands out its last file, most of those before it must have been
+// collected. One session (with its confirming pass) and three.
+func TestSendListForgetsSavedFiles(t *testing.T) {
+	defer kermit.SetSavedEvery(8)()
+	for _, sessions := range []int{1, 3} {
+		t.Run(fmt.Sprint(sessions, " sessions"), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			const n = 400
+			for j := range n {
+				os.WriteFile(filepath.Join(src, fmt.Sprint(j)), randomBytes(100+j, int64(j)), 0o644)
+			}
+			var freed atomic.Int64
+			var freedAtLast int64 = -1
+			list := kermit.FileList{
+				All: func(yield func(kermit.OutgoingFile) bool) {
+					for j := range n {
+						if j == n-1 {
+							// What is still held now is under way.
+							for range 3 {
+								runtime.GC()
+								time.Sleep(10 * time.Millisecond)
+							}
+							freedAtLast = freed.Load()
+						}
+						p := filepath.Join(src, fmt.Sprint(j))
+						fi, err := os.Stat(p)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						watched := new([256]byte)
+						runtime.SetFinalizer(watched, func(*[256]byte) { freed.Add(1) })
+						f := kermit.OutgoingFile{Name: fmt.Sprintf("d%d/f%03d", j%4, j), Size: fi.Size(), ModTime: fi.ModTime(),
+							Open: func() (kermit.FileReader, error) { _ = watched[0]; return os.Open(p) }}
+						if !yield(f) {
+							return
+						}
+					}
+				},
+				Dirs: func(func(kermit.OutgoingFile) bool) {},
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var senders []*kermit.Session
+			var wg sync.WaitGroup
+			for range sessions {
+				scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+				scfg.Reliable, rcfg.Reliable = true, true
+				scfg.Streaming, rcfg.Streaming = true, true
+				scfg.Dual, rcfg.Dual = dualPair(t)
+				a, b := link(t, 0, 1)
+				send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+				t.Cleanup(func() { send.Close(); recv.Close() })
+				senders = append(senders, send)
+				store, err := filestore.Open(dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { store.Close() })
+				wg.Go(func() {
+					for recv.Receive(ctx, store) == nil {
+					}
+				})
+			}
+			if err := kermit.SendParallelList(ctx, senders, list); err != nil {
+				t.Fatal(err)
+			}
+			cancel() // ends the receivers
+			wg.Wait()
+			for j := range n {
+				want, _ := os.ReadFile(filepath.Join(src, fmt.Sprint(j)))
+				got, err := os.ReadFile(filepath.Join(dst, fmt.Sprintf("d%d/f%03d", j%4, j)))
+				if err != nil || string(got) != string(want) {
+					t.Fatalf("file %d: %d bytes, %v", j, len(got), err)
+				}
+			}
+			// Under way at most: a part per session and what its window
+			// holds beyond it.
+			t.Logf("held %d", int64(n-1)-freedAtLast)
+			if held := int64(n-1) - freedAtLast; held > 120 {
+				t.Errorf("%d of the %d files handed out still held when the last was taken", held, n-1)
+			}
+		})
+	}
+}

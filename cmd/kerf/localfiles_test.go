@@ -17,8 +17,16 @@ import (
 // missing source stopped the whole send; "send -r .." sent names
 // beginning "../"; a directory holding only a fifo was not made.)
 // FIFOs and links to directories inside a tree are passed over, as a
-// kerf server's GET -r passes them over.
+// kerf server's GET -r passes them over. The same whether the listing
+// is kept or, past keepListed entries, walked again as it is sent.
 func TestLocalFiles(t *testing.T) {
+	t.Run("kept", testLocalFiles)
+	defer func(n int) { keepListed = n }(keepListed)
+	keepListed = 1
+	t.Run("walked again", testLocalFiles)
+}
+
+func testLocalFiles(t *testing.T) {
 	dir := t.TempDir()
 	mk := func(name, data string) {
 		p := filepath.Join(dir, name)
@@ -32,6 +40,7 @@ func TestLocalFiles(t *testing.T) {
 	mk("tree/a.txt", "a")
 	mk("tree/sub/b.txt", "b")
 	mk("other/a.txt", "second a")
+	mk("tree2/sub/b.txt", "second sub/b")
 	mk("tree/.d.kerf-part/inner", "under a directory named as a partial")
 	for _, d := range []string{"tree/emptydir/inner", "tree/onlyfifo"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -134,6 +143,13 @@ func TestLocalFiles(t *testing.T) {
 	t.Run("missing source and two of one name", func(t *testing.T) {
 		check(t, []string{filepath.Join(dir, "tree/a.txt"), filepath.Join(dir, "missing"), filepath.Join(dir, "other/a.txt")},
 			want{sent: []string{"a.txt"}, failed: []string{"missing", "a.txt"}})
+	})
+	t.Run("two trees' contents with a name in both", func(t *testing.T) {
+		// A second file of a name deep in the trees, the directories
+		// of both sent.
+		w := want{sent: []string{"a.txt", "sub/b.txt", "filelink"}, dirs: []string{"emptydir/inner", "onlyfifo"},
+			filled: []string{"emptydir", "sub", "sub"}, failed: []string{"deadlink", "sub/b.txt"}, skipped: []string{"dirlink", "fifo", ".d.kerf-part"}}
+		check(t, []string{filepath.Join(dir, "tree") + "/.", filepath.Join(dir, "tree2") + "/."}, w)
 	})
 	t.Run("a FIFO named", func(t *testing.T) {
 		check(t, []string{filepath.Join(dir, "tree/a.txt"), filepath.Join(dir, "tree/onlyfifo/fifo")},

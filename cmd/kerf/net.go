@@ -508,171 +508,6 @@ func serverIdentity(c *cli.Context) (*auth.Identity, error) {
 	return id, nil
 }
 
-// localFiles turns command-line paths into files to send, with scp's
-// naming: a directory sent with -r keeps its own name as the top, except
-// "." and ".." (or a path ending in them), whose contents go, as cp -r
-// copies them. A symlink named on the command line is followed; inside a
-// tree, links to files send the file, and links to directories, FIFOs,
-// sockets and devices are passed over with a note, as a kerf server's
-// GET -r passes them over. What cannot be sent (a missing path, an
-// unreadable directory, a dangling link, a special file named on the
-// command line, a second file of the same name) goes as a file whose
-// Open fails: the engine reports it as not sent, tells a kerf receiver,
-// and sends the rest. Only when nothing at all can be sent is that an
-// error here.
-func localFiles(args []string, recursive bool, ex kermit.Exclusions) ([]kermit.OutgoingFile, int64, []localSkip, error) {
-	var skipped []localSkip
-	var out []kermit.OutgoingFile
-	var total int64
-	var unsendable []error
-	from := map[string]string{} // name sent: local path, to catch two of one name
-	add := func(p, name string, fi fs.FileInfo) {
-		if first, dup := from[name]; dup {
-			unsent(&out, &unsendable, name, fmt.Errorf("%s: same name as %s, sent already", p, first))
-			return
-		}
-		from[name] = p
-		out = append(out, kermit.OutgoingFile{
-			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
-			Mode: fi.Mode().Perm(), ModeKnown: true, Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
-		})
-		total += fi.Size()
-	}
-	for _, a := range args {
-		fi, err := os.Stat(a)
-		if err != nil {
-			unsent(&out, &unsendable, filepath.Base(a), err)
-			continue
-		}
-		if top := filepath.Base(filepath.Clean(a)); top != "." && top != ".." && ex.Excludes(top, fi.IsDir()) {
-			continue // --exclude takes names given too, as rsync's does
-		}
-		switch {
-		case fi.Mode().IsRegular():
-			add(a, filepath.Base(a), fi)
-		case fi.IsDir() && recursive:
-			top := filepath.Base(filepath.Clean(a))
-			if b := filepath.Base(a); b == "." || b == ".." {
-				top = "" // the contents
-			}
-			start := len(out)
-			walkTree(a, top, ex, add, func(name string, err error) { unsent(&out, &unsendable, name, err) },
-				func(name string, fi fs.FileInfo) {
-					out = append(out, kermit.OutgoingFile{Name: name, Dir: true,
-						ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true})
-				},
-				func(p, why string) { skipped = append(skipped, localSkip{p, why}) })
-			filestore.MarkFilled(out[start:])
-		case fi.IsDir():
-			return nil, 0, nil, usageErr("%s is a directory (use -r)", a)
-		default:
-			unsent(&out, &unsendable, filepath.Base(a), fmt.Errorf("%s: not a regular file (%s)", a, filestore.EntryKind(fi.Mode())))
-		}
-	}
-	if len(unsendable) == len(out) && len(out) > 0 {
-		// One line: the message goes out through printable, which would
-		// show errors.Join's newlines as \x0a.
-		msgs := make([]string, len(unsendable))
-		for i, e := range unsendable {
-			msgs[i] = e.Error()
-		}
-		// Not a usage error: the command line was right, the files
-		// are not there (a missing one beside others is exit 4 too).
-		return nil, 0, nil, transferErr(errors.New(strings.Join(msgs, "; ")))
-	}
-	return out, total, skipped, nil
-}
-
-// unsent adds to out a file that cannot be sent, for why.
-func unsent(out *[]kermit.OutgoingFile, errs *[]error, name string, why error) {
-	*errs = append(*errs, why)
-	*out = append(*out, kermit.OutgoingFile{Name: name, Size: 0,
-		Open: func() (kermit.FileReader, error) { return nil, why }})
-}
-
-// walkTree walks the directory root for localFiles, naming what it finds
-// top/relative-path: regular files (and links to them) go to add, what
-// cannot be sent to fail, what is passed over to skip, and every
-// directory but the top of a "." (its contents) to dir, before what is
-// in it, with its details (for a kerf peer; Kermit has no directories).
-// The caller marks the directories with something under them
-// (filestore.MarkFilled).
-func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, fi fs.FileInfo), fail func(name string, err error), dir func(name string, fi fs.FileInfo), skip func(p, why string)) {
-	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
-		root += string(filepath.Separator) // WalkDir follows only "link/"
-	}
-	nameOf := func(p string) string {
-		rel, _ := filepath.Rel(root, p)
-		return path.Join(top, filepath.ToSlash(rel))
-	}
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		name := nameOf(p)
-		if d != nil && name != "." && ex.Excludes(name, d.IsDir()) {
-			// Left out, and a directory all that is under it: not walked.
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if err != nil {
-			// An unreadable directory (its contents unknown), a path too
-			// long: not sent, and the walk goes on.
-			fail(name, err)
-			if d != nil && d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if filestore.IsPartName(d.Name()) {
-				// Named as kerf's partials are: a receiver refuses
-				// everything under it.
-				skip(p, "a directory named as kerf's own partial files (.NAME.kerf-part)")
-				return fs.SkipDir
-			}
-			if name != "." {
-				if info, err := d.Info(); err == nil {
-					dir(name, info)
-				}
-			}
-			return nil
-		}
-		if filestore.IsPartName(d.Name()) {
-			// kerf's own partial (an interrupted transfer's): a
-			// receiver refuses the name, and a server never serves it.
-			skip(p, "kerf's own partial file (.NAME.kerf-part)")
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			fail(name, err)
-			return nil
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			target, err := os.Stat(p)
-			switch {
-			case err != nil:
-				fail(name, fmt.Errorf("%s: symbolic link to nothing readable: %w", p, err))
-				return nil
-			case target.Mode().IsRegular():
-				info = target // as scp -r does, a link to a file sends the file
-			case target.IsDir():
-				skip(p, "a symbolic link to a directory (not followed: no loops)")
-				return nil
-			default:
-				skip(p, "not a regular file (a symbolic link to "+filestore.EntryKind(target.Mode())+")")
-				return nil
-			}
-		}
-		if !info.Mode().IsRegular() {
-			skip(p, fmt.Sprintf("not a regular file (%s)", filestore.EntryKind(info.Mode())))
-			return nil
-		}
-		add(p, name, info)
-		return nil
-	})
-}
-
 // noteRefused says on stderr when --compress or --quic was asked for
 // but the server did not agree: it refuses compression
 // (--no-compression), does not listen for QUIC (no --quic), or is an
@@ -700,10 +535,6 @@ func noteRefused(c *cli.Context, clients []*control.Client) {
 		fmt.Fprintln(os.Stderr, "kerf: the server does not allow --plain-data (kerf serve --plain-data): the data went over TLS")
 	}
 }
-
-// localSkip is a file a local walk passed over (a FIFO, a link to a
-// directory), and why.
-type localSkip struct{ path, why string }
 
 // takeOverAfter maps --take-over-after to ServerConfig.TakeOverAfter,
 // where 0 is the default and never is negative (checkServeLimits
@@ -765,14 +596,13 @@ func sendCommand() *cli.Command {
 			// Walk the local files while connecting and logging in: for
 			// a large tree each takes a few milliseconds.
 			type walked struct {
-				files   []kermit.OutgoingFile
-				skipped []localSkip
-				err     error
+				list *localList
+				err  error
 			}
 			walk := make(chan walked, 1)
 			go func() {
-				files, _, skipped, err := localFiles(args[:len(args)-1], c.Bool("recursive"), ex)
-				walk <- walked{files, skipped, err}
+				l, err := listLocal(args[:len(args)-1], c.Bool("recursive"), ex)
+				walk <- walked{l, err}
 			}()
 			cl, cfg, dialErr := dialConfig(c, addr)
 			w := <-walk
@@ -786,9 +616,9 @@ func sendCommand() *cli.Command {
 				return dialErr
 			}
 			defer cl.Close()
-			files := w.files
-			rep := newReporter(c, files)
-			rep.skippedLocal(w.skipped)
+			local := w.list
+			rep := newSendReporter(c, local.bytes)
+			rep.skippedLocal(local.skipped)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			cwd := "" // the remote directory the session went into
@@ -805,7 +635,7 @@ func sendCommand() *cli.Command {
 					}()
 				}
 			}
-			if len(args) == 2 && !c.Bool("recursive") && oneFile(files) && remoteAsName(rdir) {
+			if len(args) == 2 && !c.Bool("recursive") && oneFile(local.files) && remoteAsName(rdir) {
 				// One file to a name: into it if it is a directory,
 				// else stored as that name (asname.go).
 				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
@@ -814,7 +644,7 @@ func sendCommand() *cli.Command {
 					}
 					var base string
 					rdir, base = path.Dir(rdir), path.Base(rdir)
-					files[0].Name = base
+					local.files[0].Name = base
 				} else {
 					cwd, rdir = rdir, ""
 				}
@@ -828,24 +658,32 @@ func sendCommand() *cli.Command {
 				}
 				cwd = rdir
 			}
+			list := local.list(rep.listed)
+			regular := local.regular
 			if c.Bool("resume") && !cfg.Classic {
 				// What the server has whole is found in one listing, not
 				// file by file (Session.SkipWhole): a rerun of a
 				// tree sends only what is missing, and opens sessions
-				// for that alone.
+				// for that alone. (The listing is held then, as the
+				// server's is.)
 				partial := func(name string) string {
 					dir, base := path.Split(name)
 					return dir + filestore.TempName(base)
 				}
+				files := local.all()
+				for _, f := range files {
+					rep.listed(f)
+				}
 				if files, err = cl.Session().SkipWhole(c.Context, files, partial); err != nil {
 					return rep.end(err, false)
 				}
+				list, regular = kermit.ListOf(files), regularFiles(files)
 			}
 			clients := []*control.Client{cl}
 			// More sessions only to a kerf server (a C-Kermit server
 			// takes one connection at a time), and only for enough files
 			// to repay a login each.
-			if want := sessionsWithin(min(sessionsFor(c, cl), regularFiles(files)/minFilesPerSession)); want > 1 && !cfg.Classic {
+			if want := sessionsWithin(min(sessionsFor(c, cl), regular/minFilesPerSession)); want > 1 && !cfg.Classic {
 				more, err := moreSessions(c.Context, cfg, cl, want-1, cwd)
 				for _, m := range more {
 					defer m.Close()
@@ -857,7 +695,7 @@ func sendCommand() *cli.Command {
 				clients = append(clients, more...)
 			}
 			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.BytesSent })
-			sendErr := kermit.SendParallel(c.Context, sessionsOf(clients), files)
+			sendErr := kermit.SendParallelList(c.Context, sessionsOf(clients), list)
 			noteRefused(c, clients)
 			return rep.end(sendErr, false)
 		}),

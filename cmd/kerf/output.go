@@ -81,18 +81,28 @@ type reporter struct {
 // newReporter returns the reporter of a send of files, or with nil of
 // a receiving command, whose total is not known.
 func newReporter(c *cli.Context, files []kermit.OutgoingFile) *reporter {
-	totalBytes := int64(-1)
-	r := &reporter{out: os.Stderr, start: time.Now(), current: map[string]int64{}, ctx: c.Context}
-	if files != nil {
-		totalBytes = 0
-		r.planned = map[string]int64{}
-		for _, f := range files {
-			if _, dup := r.planned[f.Name]; !f.Dir && !dup {
-				r.planned[f.Name] = f.Size
-				totalBytes += f.Size
-			}
+	if files == nil {
+		r := newSendReporter(c, -1)
+		r.planned, r.seen = nil, map[string]bool{}
+		return r
+	}
+	var total int64
+	for _, f := range files {
+		if !f.Dir {
+			total += max(f.Size, 0)
 		}
 	}
+	r := newSendReporter(c, total)
+	for _, f := range files {
+		r.listed(f)
+	}
+	return r
+}
+
+// newSendReporter returns the reporter of a send of total bytes, told
+// of each file as it is taken (listed).
+func newSendReporter(c *cli.Context, totalBytes int64) *reporter {
+	r := &reporter{out: os.Stderr, start: time.Now(), current: map[string]int64{}, ctx: c.Context, planned: map[string]int64{}}
 	r.total = totalBytes
 	r.json = jsonOutput(c)
 	switch {
@@ -158,10 +168,9 @@ func (r *reporter) event(e kermit.Event) {
 	size := e.Size
 	switch e.Kind {
 	case kermit.FileStart, kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
-		if r.seen == nil {
-			r.seen = map[string]bool{}
+		if r.seen != nil {
+			r.seen[e.Name] = true
 		}
-		r.seen[e.Name] = true
 	}
 	switch e.Kind {
 	case kermit.FileStart:
@@ -234,7 +243,10 @@ func (r *reporter) event(e kermit.Event) {
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
 	case kermit.FileSaved:
+		// Done with: a send's memory follows the files not yet saved.
 		delete(r.unsaved, e.Name)
+		delete(r.finished, e.Name)
+		delete(r.planned, e.Name)
 		if r.json != nil {
 			// For scripts that act on files once they are safe: sooner
 			// than done, every 4,096 files of a long group.
@@ -329,6 +341,20 @@ func (r *reporter) event(e kermit.Event) {
 
 // maxErrLines is how many failed files get a line of their own.
 const maxErrLines = 50
+
+// listed tells a send's reporter of f, taken to be sent: its size is
+// its part of the total (that of the first file of a name), until the
+// transfer says otherwise (replan).
+func (r *reporter) listed(f kermit.OutgoingFile) {
+	if f.Dir {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.planned[f.Name]; !dup {
+		r.planned[f.Name] = max(f.Size, 0)
+	}
+}
 
 // replan makes name's part of a send's total n bytes.
 func (r *reporter) replan(name string, n int64) {

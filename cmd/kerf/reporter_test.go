@@ -132,7 +132,7 @@ func TestReporterBarEndsAtItsTotal(t *testing.T) {
 // came: not one that came under a classic Kermit's converted name, nor
 // one given in braces (C-Kermit's way with spaces), nor a wildcard.
 func TestMissingNames(t *testing.T) {
-	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}, seen: map[string]bool{}}
 	for _, n := range []string{"with space.txt", "mixedcase.txt", "dir/inside.bin"} {
 		r.event(kermit.Event{Kind: kermit.FileDone, Name: n})
 	}

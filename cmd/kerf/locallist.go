@@ -1,0 +1,408 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// localSkip is a file a local walk passed over (a FIFO, a link to a
+// directory), and why.
+type localSkip struct{ path, why string }
+
+// keepListed is how many entries a send's listing keeps in memory; a
+// larger tree is walked again as it is sent (localList), so that the
+// client's memory does not grow with the files it sends. A variable for
+// tests.
+var keepListed = 50_000
+
+// localList is what a send's command line names: its entries, or, past
+// keepListed of them, a walk of them again; and what the first walk
+// counted.
+type localList struct {
+	args      []string
+	recursive bool
+	ex        kermit.Exclusions
+	overlap   map[string]bool // top elements named by more than one path (walkLocal)
+	// files are the entries in order, if there are at most keepListed
+	// (nil: walked again).
+	files   []kermit.OutgoingFile
+	entries int   // entries, directories too
+	regular int   // files (not directories) among them
+	bytes   int64 // the files' sizes
+	// late are the second files of a name (walked again: each is sent
+	// after the rest, announced as not sent).
+	late []kermit.OutgoingFile
+	// dirs are the directories (walked again: several sessions make
+	// them before any file, and a send keeps them for their attributes
+	// at its end anyway).
+	dirs    []kermit.OutgoingFile
+	skipped []localSkip
+}
+
+// listLocal lists what args name for a send, with scp's naming: a
+// directory sent with -r keeps its own name as the top, except "." and
+// ".." (or a path ending in them), whose contents go, as cp -r copies
+// them. A symlink named on the command line is followed; inside a
+// tree, links to files send the file, and links to directories, FIFOs,
+// sockets and devices are passed over with a note, as a kerf server's
+// GET -r passes them over. What cannot be sent (a missing path, an
+// unreadable directory, a dangling link, a special file named on the
+// command line, a second file of the same name) goes as a file whose
+// Open fails: the engine reports it as not sent, tells a kerf receiver,
+// and sends the rest. Only when nothing at all can be sent is that an
+// error here.
+//
+// Past keepListed entries the list keeps only its counts, and the tree
+// is walked again as it is sent (list): a tree changed in between is
+// sent as it is then (counts and totals are of the first walk).
+func listLocal(args []string, recursive bool, ex kermit.Exclusions) (*localList, error) {
+	l := &localList{args: args, recursive: recursive, ex: ex, overlap: overlappingTops(args, recursive)}
+	var unsendable []error
+	seen := map[string]bool{}
+	keep := true
+	err := walkLocal(args, recursive, ex, l.overlap, func(f kermit.OutgoingFile, why error) bool {
+		l.entries++
+		if why != nil {
+			unsendable = append(unsendable, why)
+		}
+		if !f.Dir {
+			l.regular++
+			l.bytes += max(f.Size, 0)
+		}
+		if keep && l.entries > keepListed {
+			keep, l.files = false, nil
+		}
+		if keep {
+			l.files = append(l.files, f)
+		}
+		if l.second(seen, f) {
+			l.late = append(l.late, f)
+		}
+		if f.Dir {
+			l.dirs = append(l.dirs, f)
+		}
+		return true
+	}, func(p, why string) { l.skipped = append(l.skipped, localSkip{p, why}) })
+	if err != nil {
+		return nil, err
+	}
+	if len(unsendable) == l.entries && l.entries > 0 {
+		// One line: the message goes out through printable, which would
+		// show errors.Join's newlines as \x0a.
+		msgs := make([]string, len(unsendable))
+		for i, e := range unsendable {
+			msgs[i] = e.Error()
+		}
+		// Not a usage error: the command line was right, the files
+		// are not there (a missing one beside others is exit 4 too).
+		return nil, transferErr(errors.New(strings.Join(msgs, "; ")))
+	}
+	if keep {
+		l.late, l.dirs = nil, nil // ListOf finds them in files
+	}
+	return l, nil
+}
+
+// second reports whether f is a second file of a name, which seen (the
+// names so far, of top elements that overlap) says.
+func (l *localList) second(seen map[string]bool, f kermit.OutgoingFile) bool {
+	if f.Dir {
+		return false
+	}
+	top, _, _ := strings.Cut(f.Name, "/")
+	if !l.overlap[top] {
+		return false // one path alone names what is under top
+	}
+	if seen[f.Name] {
+		return true
+	}
+	seen[f.Name] = true
+	return false
+}
+
+// walk walks the list's paths again: each entry but a second file of a
+// name the first walk found (l.late) to yield.
+func (l *localList) walk(yield func(kermit.OutgoingFile) bool) {
+	seen := map[string]bool{}
+	late := map[string]bool{}
+	for _, f := range l.late {
+		late[f.Name] = true
+	}
+	walkLocal(l.args, l.recursive, l.ex, l.overlap, func(f kermit.OutgoingFile, _ error) bool {
+		if l.second(seen, f) && late[f.Name] {
+			return true // in Late
+		}
+		return yield(f)
+	}, nil)
+}
+
+// list is what the send sends; listed, if not nil, is told of each
+// entry as it is taken (the reporter's plan of the bytes to come).
+func (l *localList) list(listed func(kermit.OutgoingFile)) kermit.FileList {
+	var fl kermit.FileList
+	if l.files != nil {
+		fl = kermit.ListOf(l.files)
+	} else {
+		fl = kermit.FileList{All: l.walk, Dirs: slices.Values(l.dirs), Late: l.late}
+	}
+	if listed != nil {
+		all := fl.All
+		fl.All = func(yield func(kermit.OutgoingFile) bool) {
+			for f := range all {
+				listed(f)
+				if !yield(f) {
+					return
+				}
+			}
+		}
+	}
+	return fl
+}
+
+// all returns every entry, in order (walked again if need be).
+func (l *localList) all() []kermit.OutgoingFile {
+	if l.files != nil {
+		return l.files
+	}
+	var files []kermit.OutgoingFile
+	for f := range l.walk {
+		files = append(files, f)
+	}
+	return append(files, l.late...)
+}
+
+// localFiles is listLocal's entries in a slice, their total bytes and
+// what was passed over.
+func localFiles(args []string, recursive bool, ex kermit.Exclusions) ([]kermit.OutgoingFile, int64, []localSkip, error) {
+	l, err := listLocal(args, recursive, ex)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return l.all(), l.bytes, l.skipped, nil
+}
+
+// overlappingTops returns the top elements of the names sent that more
+// than one of args may give (a file and a tree of one name, two trees'
+// contents): only names under these can be given twice, and only these
+// are remembered to catch a second one (memory independent of the
+// files otherwise).
+func overlappingTops(args []string, recursive bool) map[string]bool {
+	count := map[string]int{}
+	for _, a := range args {
+		tops := map[string]bool{filepath.Base(a): true, filepath.Base(filepath.Clean(a)): true}
+		if b := filepath.Base(a); recursive && (b == "." || b == "..") {
+			// The contents go: each entry of the directory is a top.
+			if entries, err := os.ReadDir(a); err == nil {
+				for _, e := range entries {
+					tops[e.Name()] = true
+				}
+			}
+		}
+		for t := range tops {
+			count[t]++
+		}
+	}
+	over := map[string]bool{}
+	for t, n := range count {
+		if n > 1 {
+			over[t] = true
+		}
+	}
+	return over
+}
+
+// walkLocal walks what args name (listLocal), handing each entry to
+// emit in order, a directory before what is under it and marked Filled
+// when something follows under it, with, for a file that cannot be
+// sent, why; what is passed over goes to skip (nil: not told). It stops
+// when emit returns false. The error is a directory named without -r.
+// Names whose top element is in overlap are remembered to catch a
+// second file of a name (sent as a file that cannot be sent).
+func walkLocal(args []string, recursive bool, ex kermit.Exclusions, overlap map[string]bool, emit func(f kermit.OutgoingFile, why error) bool, skip func(p, why string)) error {
+	if skip == nil {
+		skip = func(string, string) {}
+	}
+	// One entry held back: a directory's Filled is known from the next.
+	var held kermit.OutgoingFile
+	var heldWhy error
+	has, stopped := false, false
+	put := func(f kermit.OutgoingFile, why error) bool {
+		if stopped {
+			return false
+		}
+		if has {
+			if held.Dir {
+				held.Filled = f.Name == held.Name || strings.HasPrefix(f.Name, held.Name+"/")
+			}
+			has = false
+			if !emit(held, heldWhy) {
+				stopped = true
+				return false
+			}
+		}
+		held, heldWhy, has = f, why, true
+		return true
+	}
+	flush := func() bool {
+		if has && !stopped {
+			has = false
+			stopped = !emit(held, heldWhy)
+		}
+		return !stopped
+	}
+	unsent := func(name string, why error) bool {
+		return put(kermit.OutgoingFile{Name: name, Size: 0,
+			Open: func() (kermit.FileReader, error) { return nil, why }}, why)
+	}
+	from := map[string]string{} // name sent: local path, to catch two of one name
+	add := func(p, name string, fi fs.FileInfo) bool {
+		top, _, _ := strings.Cut(name, "/")
+		if overlap[top] {
+			if first, dup := from[name]; dup {
+				return unsent(name, fmt.Errorf("%s: same name as %s, sent already", p, first))
+			}
+			from[name] = p
+		}
+		return put(kermit.OutgoingFile{
+			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
+			Mode: fi.Mode().Perm(), ModeKnown: true, Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
+		}, nil)
+	}
+	for _, a := range args {
+		fi, err := os.Stat(a)
+		if err != nil {
+			if !unsent(filepath.Base(a), err) {
+				return nil
+			}
+			continue
+		}
+		if top := filepath.Base(filepath.Clean(a)); top != "." && top != ".." && ex.Excludes(top, fi.IsDir()) {
+			continue // --exclude takes names given too, as rsync's does
+		}
+		switch {
+		case fi.Mode().IsRegular():
+			if !add(a, filepath.Base(a), fi) {
+				return nil
+			}
+		case fi.IsDir() && recursive:
+			top := filepath.Base(filepath.Clean(a))
+			if b := filepath.Base(a); b == "." || b == ".." {
+				top = "" // the contents
+			}
+			walkTree(a, top, ex, add, unsent,
+				func(name string, fi fs.FileInfo) bool {
+					return put(kermit.OutgoingFile{Name: name, Dir: true,
+						ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true}, nil)
+				}, skip)
+			// Filled is of one tree: its last directory has nothing
+			// under it, whatever the next path gives.
+			if !flush() {
+				return nil
+			}
+		case fi.IsDir():
+			return usageErr("%s is a directory (use -r)", a)
+		default:
+			if !unsent(filepath.Base(a), fmt.Errorf("%s: not a regular file (%s)", a, filestore.EntryKind(fi.Mode()))) {
+				return nil
+			}
+		}
+	}
+	flush()
+	return nil
+}
+
+// walkTree walks the directory root for walkLocal, naming what it finds
+// top/relative-path: regular files (and links to them) go to add, what
+// cannot be sent to fail, what is passed over to skip, and every
+// directory but the top of a "." (its contents) to dir, before what is
+// in it, with its details (for a kerf peer; Kermit has no directories).
+// It stops when add, fail or dir returns false.
+func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, fi fs.FileInfo) bool, fail func(name string, err error) bool, dir func(name string, fi fs.FileInfo) bool, skip func(p, why string)) {
+	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+		root += string(filepath.Separator) // WalkDir follows only "link/"
+	}
+	nameOf := func(p string) string {
+		rel, _ := filepath.Rel(root, p)
+		return path.Join(top, filepath.ToSlash(rel))
+	}
+	goOn := func(ok bool) error {
+		if !ok {
+			return filepath.SkipAll
+		}
+		return nil
+	}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		name := nameOf(p)
+		if d != nil && name != "." && ex.Excludes(name, d.IsDir()) {
+			// Left out, and a directory all that is under it: not walked.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if err != nil {
+			// An unreadable directory (its contents unknown), a path too
+			// long: not sent, and the walk goes on.
+			if !fail(name, err) {
+				return filepath.SkipAll
+			}
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if filestore.IsPartName(d.Name()) {
+				// Named as kerf's partials are: a receiver refuses
+				// everything under it.
+				skip(p, "a directory named as kerf's own partial files (.NAME.kerf-part)")
+				return fs.SkipDir
+			}
+			if name != "." {
+				if info, err := d.Info(); err == nil {
+					return goOn(dir(name, info))
+				}
+			}
+			return nil
+		}
+		if filestore.IsPartName(d.Name()) {
+			// kerf's own partial (an interrupted transfer's): a
+			// receiver refuses the name, and a server never serves it.
+			skip(p, "kerf's own partial file (.NAME.kerf-part)")
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return goOn(fail(name, err))
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Stat(p)
+			switch {
+			case err != nil:
+				return goOn(fail(name, fmt.Errorf("%s: symbolic link to nothing readable: %w", p, err)))
+			case target.Mode().IsRegular():
+				info = target // as scp -r does, a link to a file sends the file
+			case target.IsDir():
+				skip(p, "a symbolic link to a directory (not followed: no loops)")
+				return nil
+			default:
+				skip(p, "not a regular file (a symbolic link to "+filestore.EntryKind(target.Mode())+")")
+				return nil
+			}
+		}
+		if !info.Mode().IsRegular() {
+			skip(p, fmt.Sprintf("not a regular file (%s)", filestore.EntryKind(info.Mode())))
+			return nil
+		}
+		return goOn(add(p, name, info))
+	})
+}

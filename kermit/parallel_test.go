@@ -751,6 +751,13 @@ func getClients(t *testing.T, ctx context.Context, root, dst string, events func
 // i's link and its Config (Events). wait waits for the receivers.
 func sendClients(t *testing.T, ctx context.Context, dst string, n int, events func(kermit.Event), wrap func(i int, a net.Conn, cfg *kermit.Config) net.Conn) (senders []*kermit.Session, wait func()) {
 	t.Helper()
+	return sendClientsWith(t, ctx, dst, n, events, wrap, nil)
+}
+
+// sendClientsWith is sendClients with both sides' Configs of each pair
+// given to both, if set, first.
+func sendClientsWith(t *testing.T, ctx context.Context, dst string, n int, events func(kermit.Event), wrap func(i int, a net.Conn, cfg *kermit.Config) net.Conn, both func(scfg, rcfg *kermit.Config)) (senders []*kermit.Session, wait func()) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i := range n {
 		scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
@@ -758,6 +765,9 @@ func sendClients(t *testing.T, ctx context.Context, dst string, n int, events fu
 		a, b := link(t, 0, 1)
 		scfg.Dual, rcfg.Dual = dualPair(t)
 		scfg.Streaming, rcfg.Streaming = true, true
+		if both != nil {
+			both(&scfg, &rcfg)
+		}
 		if wrap != nil {
 			a = wrap(i, a, &scfg)
 		}

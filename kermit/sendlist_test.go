@@ -6,12 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"kerf/filestore"
 	"kerf/kermit"
 )
 
@@ -62,32 +60,14 @@ func TestSendListForgetsSavedFiles(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			var senders []*kermit.Session
-			var wg sync.WaitGroup
-			for range sessions {
-				scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-				scfg.Reliable, rcfg.Reliable = true, true
-				scfg.Streaming, rcfg.Streaming = true, true
-				scfg.Dual, rcfg.Dual = dualPair(t)
-				a, b := link(t, 0, 1)
-				send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-				t.Cleanup(func() { send.Close(); recv.Close() })
-				senders = append(senders, send)
-				store, err := filestore.Open(dst)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { store.Close() })
-				wg.Go(func() {
-					for recv.Receive(ctx, store) == nil {
-					}
-				})
-			}
+			senders, wait := sendClientsWith(t, ctx, dst, sessions, nil, nil, func(scfg, rcfg *kermit.Config) {
+				scfg.Reliable, rcfg.Reliable = true, true // the receiver says what it saved
+			})
 			if err := kermit.SendParallelList(ctx, senders, list); err != nil {
 				t.Fatal(err)
 			}
 			cancel() // ends the receivers
-			wg.Wait()
+			wait()
 			for j := range n {
 				want, _ := os.ReadFile(filepath.Join(src, fmt.Sprint(j)))
 				got, err := os.ReadFile(filepath.Join(dst, fmt.Sprintf("d%d/f%03d", j%4, j)))

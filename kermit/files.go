@@ -61,12 +61,25 @@ type FileList struct {
 	All iter.Seq[OutgoingFile]
 	// Dirs yields the directories of All alone, in All's order and as
 	// All gives them (Filled too): several sessions make them all before
-	// any file goes. It may come from a walk of its own.
+	// any file goes. It may come from a walk of its own. Nil: none.
 	Dirs iter.Seq[OutgoingFile]
-	// Late are sent after All: a second file of a name, announced as not
-	// sent, which on another session could overtake the first and
-	// disturb its partial or its receipt.
-	Late []OutgoingFile
+	// Late yields what is sent after All, and is read once All is used
+	// up (a walk may find them as it goes): a second file of a name,
+	// announced as not sent, which on another session could overtake
+	// the first and disturb its partial or its receipt. Nil: none.
+	Late iter.Seq[OutgoingFile]
+}
+
+// orNone is l with Dirs and Late that yield nothing when nil.
+func (l FileList) orNone() FileList {
+	none := func(func(OutgoingFile) bool) {}
+	if l.Dirs == nil {
+		l.Dirs = none
+	}
+	if l.Late == nil {
+		l.Late = none
+	}
+	return l
 }
 
 // ListOf is the FileList of files held in memory: a second file of a
@@ -94,7 +107,7 @@ func ListOf(files []OutgoingFile) FileList {
 				}
 			}
 		},
-		Late: late,
+		Late: slices.Values(late),
 	}
 }
 

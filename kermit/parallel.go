@@ -44,20 +44,29 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 // receiver says it saved it (the directories are kept, for the last
 // group).
 func SendParallelList(ctx context.Context, sessions []*Session, list FileList) error {
+	list = list.orNone()
 	if len(sessions) == 1 {
 		return sendConfirming(ctx, sessions[0], list)
 	}
 	var dirs []OutgoingFile
+	listed := map[string]bool{}
 	for d := range list.Dirs {
 		dirs = append(dirs, d)
+		listed[d.Name] = true
 	}
-	late := list.Late
-	// The files yet to go, with their directories passed over: pulled
-	// by one session at a time.
+	// The files yet to go, pulled by one session at a time. Their
+	// directories were made; one that was not listed in Dirs (a walk
+	// found it since) goes in the last group.
+	var unlisted []OutgoingFile
 	files, stop := iter.Pull(func(yield func(OutgoingFile) bool) {
 		for f := range list.All {
-			if !f.Dir && !yield(f) {
-				return
+			switch {
+			case !f.Dir:
+				if !yield(f) {
+					return
+				}
+			case !listed[f.Name]:
+				unlisted = append(unlisted, f)
 			}
 		}
 	})
@@ -139,7 +148,7 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 		}
 		if len(good) == 0 || ctx.Err() != nil {
 			sessions[0].notBegun(rest, nil)
-			sessions[0].notBegun(slices.Values(late), nil)
+			sessions[0].notBegun(list.Late, nil)
 			return cmp.Or(lost, context.Cause(ctx))
 		}
 		if len(again) > 0 {
@@ -148,7 +157,7 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 				notMade = append(notMade, ge.Failed...)
 			} else if err != nil {
 				sessions[0].notBegun(rest, nil)
-				sessions[0].notBegun(slices.Values(late), nil)
+				sessions[0].notBegun(list.Late, nil)
 				return err
 			}
 		}
@@ -229,6 +238,7 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 		res.add(err)
 	}
 	sessions[0].notBegun(rest, nil) // what no session took
+	late := slices.Collect(list.Late)
 
 	// The last group: what must come after every file, on a session that
 	// is still good. Not after a failure: as in one group, directories
@@ -243,6 +253,7 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 				}
 			}
 		}
+		last = append(last, unlisted...)
 		if len(last) > 0 {
 			res.add(sessions[good[0]].Send(ctx, last))
 		}
@@ -267,12 +278,21 @@ func sendConfirming(ctx context.Context, s *Session, list FileList) error {
 	var dirs []OutgoingFile // those sent, for the second pass
 	next, stop := iter.Pull(list.All)
 	defer stop()
-	late := list.Late
+	var late []OutgoingFile
+	lateRead := false
+	readLate := func() {
+		if !lateRead {
+			late, lateRead = slices.Collect(list.Late), true
+		}
+	}
 	src := fileSource{
 		next: func() (OutgoingFile, bool) {
 			f, ok := next()
-			if !ok && len(late) > 0 {
-				f, late, ok = late[0], late[1:], true
+			if !ok {
+				readLate()
+				if len(late) > 0 {
+					f, late, ok = late[0], late[1:], true
+				}
 			}
 			switch {
 			case !ok:
@@ -291,6 +311,7 @@ func sendConfirming(ctx context.Context, s *Session, list FileList) error {
 					return
 				}
 			}
+			readLate()
 			for _, f := range late {
 				if !yield(f) {
 					return

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,7 +57,6 @@ func TestSendListForgetsSavedFiles(t *testing.T) {
 						}
 					}
 				},
-				Dirs: func(func(kermit.OutgoingFile) bool) {},
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -82,5 +82,31 @@ func TestSendListForgetsSavedFiles(t *testing.T) {
 				t.Errorf("%d of the %d files handed out still held when the last was taken", held, n-1)
 			}
 		})
+	}
+}
+
+// A directory the list's walk finds that its Dirs did not give (made
+// since it was listed) is sent in the last group of several sessions,
+// made and given its mode there, not lost.
+func TestSendListDirNotListed(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files := numberedFiles(src, "top/f%02d", 12, 100)
+	when := time.Date(2022, 5, 6, 7, 8, 9, 0, time.UTC)
+	top := kermit.OutgoingFile{Name: "top", Dir: true, Filled: true, Mode: 0o755, ModeKnown: true}
+	late := kermit.OutgoingFile{Name: "top/new", Dir: true, Mode: 0o750, ModeKnown: true, ModTime: when}
+	all := append([]kermit.OutgoingFile{top}, files...)
+	all = append(all, late)
+	list := kermit.FileList{All: slices.Values(all), Dirs: slices.Values([]kermit.OutgoingFile{top})}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	senders, wait := sendClients(t, ctx, dst, 2, nil, nil)
+	if err := kermit.SendParallelList(ctx, senders, list); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	wait()
+	fi, err := os.Stat(filepath.Join(dst, "top/new"))
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(when) {
+		t.Errorf("top/new: %v, %v; want a directory, mode 0750, its time", fi, err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,9 +39,11 @@ type localList struct {
 	entries int   // entries, directories too
 	regular int   // files (not directories) among them
 	bytes   int64 // the files' sizes
-	// late are the second files of a name (walked again: each is sent
-	// after the rest, announced as not sent).
-	late []kermit.OutgoingFile
+	// ctx, if set, stops a walk again (interrupted, the files it did
+	// not reach are counted, not named: stoppedEarly, pulled).
+	ctx          context.Context
+	stoppedEarly bool
+	pulled       int // files (not directories) the send took from the list
 	// dirs are the directories (walked again: several sessions make
 	// them before any file, and a send keeps them for their attributes
 	// at its end anyway).
@@ -74,18 +77,21 @@ func listLocal(args []string, recursive bool, ex kermit.Exclusions) (*localList,
 		if why != nil {
 			unsendable = append(unsendable, why)
 		}
+		second := l.second(seen, f)
 		if !f.Dir {
 			l.regular++
-			l.bytes += max(f.Size, 0)
+			if !second {
+				// The total is of the first file of a name, as the
+				// reporter plans it (listed): a second one that goes
+				// is replanned when it starts.
+				l.bytes += max(f.Size, 0)
+			}
 		}
 		if keep && l.entries > keepListed {
 			keep, l.files = false, nil
 		}
 		if keep {
 			l.files = append(l.files, f)
-		}
-		if l.second(seen, f) {
-			l.late = append(l.late, f)
 		}
 		if f.Dir {
 			l.dirs = append(l.dirs, f)
@@ -107,7 +113,7 @@ func listLocal(args []string, recursive bool, ex kermit.Exclusions) (*localList,
 		return nil, transferErr(errors.New(strings.Join(msgs, "; ")))
 	}
 	if keep {
-		l.late, l.dirs = nil, nil // ListOf finds them in files
+		l.dirs = nil // ListOf finds them in files
 	}
 	return l, nil
 }
@@ -129,17 +135,21 @@ func (l *localList) second(seen map[string]bool, f kermit.OutgoingFile) bool {
 	return false
 }
 
-// walk walks the list's paths again: each entry but a second file of a
-// name the first walk found (l.late) to yield.
-func (l *localList) walk(yield func(kermit.OutgoingFile) bool) {
+// walk walks the list's paths again, each entry to yield but the
+// second files of a name, which it hands to late (the walk decides, as
+// the tree is then).
+func (l *localList) walk(yield func(kermit.OutgoingFile) bool, late func(kermit.OutgoingFile)) {
 	seen := map[string]bool{}
-	late := map[string]bool{}
-	for _, f := range l.late {
-		late[f.Name] = true
-	}
 	walkLocal(l.args, l.recursive, l.ex, l.overlap, func(f kermit.OutgoingFile, _ error) bool {
-		if l.second(seen, f) && late[f.Name] {
-			return true // in Late
+		if l.ctx != nil && l.ctx.Err() != nil {
+			// Interrupted: what is left of a large tree is not walked
+			// to name each file not begun.
+			l.stoppedEarly = true
+			return false
+		}
+		if l.second(seen, f) {
+			late(f)
+			return true
 		}
 		return yield(f)
 	}, nil)
@@ -152,32 +162,60 @@ func (l *localList) list(listed func(kermit.OutgoingFile)) kermit.FileList {
 	if l.files != nil {
 		fl = kermit.ListOf(l.files)
 	} else {
-		fl = kermit.FileList{All: l.walk, Dirs: slices.Values(l.dirs), Late: l.late}
-	}
-	if listed != nil {
-		all := fl.All
-		fl.All = func(yield func(kermit.OutgoingFile) bool) {
-			for f := range all {
-				listed(f)
-				if !yield(f) {
-					return
+		var late []kermit.OutgoingFile // of the last walk of All
+		fl = kermit.FileList{
+			All: func(yield func(kermit.OutgoingFile) bool) {
+				late = nil
+				l.walk(yield, func(f kermit.OutgoingFile) { late = append(late, f) })
+			},
+			Dirs: slices.Values(l.dirs),
+			Late: func(yield func(kermit.OutgoingFile) bool) {
+				for _, f := range late {
+					if !yield(f) {
+						return
+					}
 				}
+			},
+		}
+	}
+	all := fl.All
+	fl.All = func(yield func(kermit.OutgoingFile) bool) {
+		for f := range all {
+			if !f.Dir {
+				l.pulled++
+			}
+			if listed != nil {
+				listed(f)
+			}
+			if !yield(f) {
+				return
 			}
 		}
 	}
 	return fl
 }
 
-// all returns every entry, in order (walked again if need be).
+// notWalked is how many files the first walk counted that a send
+// interrupted did not take or name (its walk again stopped early).
+func (l *localList) notWalked() int {
+	if !l.stoppedEarly {
+		return 0
+	}
+	return max(l.regular-l.pulled, 0)
+}
+
+// all returns every entry, in order (walked again if need be; second
+// files of a name last).
 func (l *localList) all() []kermit.OutgoingFile {
 	if l.files != nil {
 		return l.files
 	}
-	var files []kermit.OutgoingFile
-	for f := range l.walk {
+	var files, late []kermit.OutgoingFile
+	l.walk(func(f kermit.OutgoingFile) bool {
 		files = append(files, f)
-	}
-	return append(files, l.late...)
+		return true
+	}, func(f kermit.OutgoingFile) { late = append(late, f) })
+	return append(files, late...)
 }
 
 // localFiles is listLocal's entries in a slice, their total bytes and

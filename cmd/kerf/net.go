@@ -658,6 +658,7 @@ func sendCommand() *cli.Command {
 				}
 				cwd = rdir
 			}
+			local.ctx = c.Context
 			list := local.list(rep.listed)
 			regular := local.regular
 			if c.Bool("resume") && !cfg.Classic {
@@ -696,6 +697,7 @@ func sendCommand() *cli.Command {
 			}
 			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.BytesSent })
 			sendErr := kermit.SendParallelList(c.Context, sessionsOf(clients), list)
+			rep.notWalked(local.notWalked())
 			noteRefused(c, clients)
 			return rep.end(sendErr, false)
 		}),

@@ -44,9 +44,12 @@ type reporter struct {
 	// them (kermit.ErrNotBegun), named on one line at the end rather than
 	// a line each (with --json, an event each).
 	notBegun []string
-	start    time.Time
-	last     time.Time
-	current  map[string]int64
+	// unnamed are the files of an interrupted send not named at all (a
+	// large tree is not walked again to the end to name them).
+	unnamed int
+	start   time.Time
+	last    time.Time
+	current map[string]int64
 	// planned is, for a send, what each file adds to total: its size
 	// less what a resume found there. A file refused, failed or found
 	// whole takes its part out, so that the bar ends at its end.
@@ -87,8 +90,10 @@ func newReporter(c *cli.Context, files []kermit.OutgoingFile) *reporter {
 		return r
 	}
 	var total int64
+	first := map[string]bool{}
 	for _, f := range files {
-		if !f.Dir {
+		if !f.Dir && !first[f.Name] {
+			first[f.Name] = true
 			total += max(f.Size, 0)
 		}
 	}
@@ -488,6 +493,14 @@ func (r *reporter) countHidden() {
 	fmt.Fprintf(os.Stderr, "kerf: %d more file(s) failed, not shown one by one (--json tells each)\n", r.errHidden)
 }
 
+// notWalked tells of n files of an interrupted send that were not
+// named (localList.notWalked).
+func (r *reporter) notWalked(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unnamed += n
+}
+
 // namesNotBegun names, on one line, the files a send stopped before it
 // began (the engine reports each: kermit.ErrNotBegun), the first ones
 // if there are many.
@@ -495,13 +508,21 @@ func (r *reporter) namesNotBegun() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rest := r.notBegun
-	if len(rest) == 0 {
-		return
-	}
-	if r.bar != nil {
+	if r.bar != nil && (len(rest) > 0 || r.unnamed > 0) {
 		r.bar.Clear()
 	}
-	fmt.Fprintf(os.Stderr, "kerf: %d file(s) not sent, the transfer having ended first: %s\n", len(rest), printable(kermit.NameList(rest)))
+	if len(rest) > 0 {
+		fmt.Fprintf(os.Stderr, "kerf: %d file(s) not sent, the transfer having ended first: %s\n", len(rest), printable(kermit.NameList(rest)))
+	}
+	if r.unnamed == 0 {
+		return
+	}
+	if r.json != nil {
+		n := r.unnamed
+		r.json.Encode(jsonEvent{Event: "files_not_begun", Files: &n})
+		return
+	}
+	fmt.Fprintf(os.Stderr, "kerf: about %d more file(s) of the tree not sent, not named: interrupted, the rest of the tree was not walked\n", r.unnamed)
 }
 
 // finish prints the total line, or the closing JSON event; it returns

@@ -787,6 +787,7 @@ func getCommand() *cli.Command {
 			}
 			defer cl.Close()
 			rep := newReporter(c, nil)
+			rep.expectNames(specs)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude")}
@@ -848,7 +849,7 @@ func getCommand() *cli.Command {
 			if err == nil && !renamed && !cl.Session().PeerIsKerf() {
 				// A kerf server names what it has not; a classic one
 				// is silent.
-				rep.missingNames(specs)
+				rep.missingNames()
 			}
 			var pe *kermit.PeerError
 			if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {

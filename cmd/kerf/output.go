@@ -71,8 +71,10 @@ type reporter struct {
 	// skipped are files skipped or failed, whose late progress events,
 	// from the data path, are not counted.
 	skipped map[string]bool
-	// seen are the names the transfer spoke of (missingNames).
-	seen map[string]bool
+	// wanted are the names a GET asked for plainly, unfound how many of
+	// them the transfer has not spoken of yet (missingNames).
+	wanted  []wantedName
+	unfound int
 	// wire counts the bytes the data blocks took on the data
 	// connections, and says whether they travelled compressed (it is
 	// known once the data connections are open).
@@ -86,7 +88,7 @@ type reporter struct {
 func newReporter(c *cli.Context, files []kermit.OutgoingFile) *reporter {
 	if files == nil {
 		r := newSendReporter(c, -1)
-		r.planned, r.seen = nil, map[string]bool{}
+		r.planned = nil
 		return r
 	}
 	var total int64
@@ -173,9 +175,7 @@ func (r *reporter) event(e kermit.Event) {
 	size := e.Size
 	switch e.Kind {
 	case kermit.FileStart, kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
-		if r.seen != nil {
-			r.seen[e.Name] = true
-		}
+		r.spokenOf(e.Name)
 	}
 	switch e.Kind {
 	case kermit.FileStart:
@@ -386,39 +386,66 @@ func (r *reporter) showBar() {
 	r.bar.ChangeMax64(max(r.total, 1)) // 0 would make it a spinner
 }
 
-// missingNames reports, as failed, each name of a GET from a classic
-// Kermit server given plainly (no wildcard) of which nothing arrived,
-// not even a refusal: asked for several names, such a server sends
-// those it finds and says nothing of the others (a kerf server
-// announces them, so the caller asks only of a classic one). Names are
-// compared as a classic server may convert them (case, and what is not
-// a letter, digit or dot), so that a file that came under its
-// converted name is not taken for missing.
-func (r *reporter) missingNames(specs []string) {
+// wantedName is a name a GET asked for plainly (expectNames), in the
+// form a classic Kermit's conversion gives it (convertedForm).
+type wantedName struct {
+	base, form string
+	found      bool // a file of it was spoken of
+}
+
+// expectNames makes the reporter watch, for missingNames, for the names
+// of specs given plainly (no wildcard): it notes which of them the
+// transfer speaks of as it goes, rather than keeping every name it
+// hears (memory independent of the files of a GET).
+func (r *reporter) expectNames(specs []string) {
 	r.mu.Lock()
-	seen := make([]string, 0, len(r.seen))
-	for n := range r.seen {
-		seen = append(seen, convertedForm(n))
-	}
-	r.mu.Unlock()
+	defer r.mu.Unlock()
 	for _, spec := range specs {
 		base := specBase(spec)
 		if base == "." || base == "/" || base == "" || strings.ContainsAny(base, "*?[") {
 			continue
 		}
-		want := convertedForm(base)
-		found := false
-		for _, n := range seen {
-			// The name itself, a tree under it, or (from a classic
-			// server that sends paths) a path ending in it.
-			if n == want || strings.HasPrefix(n, want+"/") || strings.HasSuffix(n, "/"+want) || strings.Contains(n, "/"+want+"/") {
-				found = true
-				break
-			}
+		r.wanted = append(r.wanted, wantedName{base: base, form: convertedForm(base)})
+		r.unfound++
+	}
+}
+
+// spokenOf marks the wanted names a file the transfer speaks of
+// satisfies: the name itself, a tree under it, or (from a classic
+// server that sends paths) a path ending in it, compared as a classic
+// server may convert names (case, and what is not a letter, digit or
+// dot), so that a file that came under its converted name is not taken
+// for missing.
+func (r *reporter) spokenOf(name string) {
+	if r.unfound == 0 {
+		return
+	}
+	n := convertedForm(name)
+	for i := range r.wanted {
+		w := &r.wanted[i]
+		if !w.found && (n == w.form || strings.HasPrefix(n, w.form+"/") || strings.HasSuffix(n, "/"+w.form) || strings.Contains(n, "/"+w.form+"/")) {
+			w.found = true
+			r.unfound--
 		}
-		if !found {
-			r.event(kermit.Event{Kind: kermit.FileFailed, Name: base, Err: errors.New("not sent by the server (it has no such file?)")})
+	}
+}
+
+// missingNames reports, as failed, each name expectNames was given of
+// which nothing arrived, not even a refusal: asked for several names, a
+// classic Kermit server sends those it finds and says nothing of the
+// others (a kerf server announces them, so the caller asks only of a
+// classic one).
+func (r *reporter) missingNames() {
+	r.mu.Lock()
+	var missing []string
+	for _, w := range r.wanted {
+		if !w.found {
+			missing = append(missing, w.base)
 		}
+	}
+	r.mu.Unlock()
+	for _, base := range missing {
+		r.event(kermit.Event{Kind: kermit.FileFailed, Name: base, Err: errors.New("not sent by the server (it has no such file?)")})
 	}
 }
 

@@ -200,13 +200,14 @@ func serialCommand() *cli.Command {
 					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
 						// As a network get without -r.
+						rep.expectNames(c.Args().Slice())
 						store.Flat = !c.Bool("resume")
 						store.UniqueNames = c.NArg() > 1 || store.Flat
 						err := getEach(specGroups(c.Args().Slice(), true), func(spec string) error {
 							return s.GetWith(c.Context, spec, kermit.GetOptions{Resume: c.Bool("resume")}, store)
 						}, rep.refusedSpec)
 						if err == nil && !s.PeerIsKerf() {
-							rep.missingNames(c.Args().Slice())
+							rep.missingNames()
 						}
 						return err
 					})

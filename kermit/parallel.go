@@ -601,12 +601,12 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 // asks for the whole share again, and what the server sends of it that
 // was told already must be known to be passed over.
 type shareTracker struct {
-	mu      sync.Mutex
-	forget  bool              // a send's: files told saved are dropped
-	told    map[string]bool   // directories reported failed or skipped
-	done    []map[string]bool // by share: files told done (in a send, not yet saved)
-	settled []map[string]bool // by share: files whose end was told for good (in a send, not yet saved)
-	saved   []map[string]bool // by share: files told saved (not in a send)
+	mu     sync.Mutex
+	forget bool            // a send's: files told saved are dropped
+	told   map[string]bool // directories reported failed or skipped
+	// files, by share: what was told of each file (one small map: a
+	// GET keeps it for every file of the transfer).
+	files []fileStates
 	// handed, by share: the files a send handed its sessions, not yet
 	// saved (the first of a name), for a take-over to send again.
 	handed []map[string]OutgoingFile
@@ -618,13 +618,43 @@ type shareTracker struct {
 }
 
 func newShareTracker(n int) *shareTracker {
-	t := &shareTracker{told: map[string]bool{}, done: make([]map[string]bool, n), settled: make([]map[string]bool, n), saved: make([]map[string]bool, n),
+	t := &shareTracker{told: map[string]bool{}, files: make([]fileStates, n),
 		handed: make([]map[string]OutgoingFile, n), cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
 	for i := range n {
-		t.done[i], t.settled[i], t.saved[i], t.handed[i] = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]OutgoingFile{}
+		t.files[i], t.handed[i] = fileStates{}, map[string]OutgoingFile{}
 		t.shares[i] = i
 	}
 	return t
+}
+
+// fileState is what a shareTracker's sessions told of a file.
+type fileState uint8
+
+const (
+	toldDone    fileState = 1 << iota // told done (in a send, not yet saved)
+	toldForGood                       // its end told for good: settled (in a send, not yet saved)
+	toldSaved                         // told saved (not in a send)
+)
+
+// fileStates is a share's fileState by file name; a file of no state
+// has no entry.
+type fileStates map[string]fileState
+
+func (m fileStates) is(name string, s fileState) bool { return m[name]&s != 0 }
+
+// set turns the states s of name on or off.
+func (m fileStates) set(name string, s fileState, on bool) {
+	v := m[name]
+	if on {
+		v |= s
+	} else {
+		v &^= s
+	}
+	if v == 0 {
+		delete(m, name)
+		return
+	}
+	m[name] = v
 }
 
 // newSendTracker is the shareTracker of a send: files told saved are
@@ -663,16 +693,15 @@ func (t *shareTracker) cutFiles(sh int) []OutgoingFile {
 // tellSaved tells the FileSaved e of share sh, once a file for a file
 // told done; a send forgets the file then.
 func (t *shareTracker) tellSaved(sh int, e Event) (out [2]Event, n int) {
-	if !t.done[sh][e.Name] || t.saved[sh][e.Name] {
+	if !t.files[sh].is(e.Name, toldDone) || t.files[sh].is(e.Name, toldSaved) {
 		return out, 0
 	}
 	out[0] = e
 	if !t.forget {
-		t.saved[sh][e.Name] = true
+		t.files[sh].set(e.Name, toldSaved, true)
 		return out, 1
 	}
-	delete(t.done[sh], e.Name)
-	delete(t.settled[sh], e.Name)
+	delete(t.files[sh], e.Name)
 	delete(t.handed[sh], e.Name)
 	// Cut off no more (a take-over saved it): flush, which tells what
 	// is cut off and not settled, passes it over.
@@ -710,7 +739,7 @@ func (t *shareTracker) passAll(i int, e Event) (out [2]Event, n int) {
 		out[n] = told
 		n++
 	}
-	if e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.done[sh][e.Name] && t.isCut(sh, e.Name) {
+	if e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere) && t.files[sh].is(e.Name, toldDone) && t.isCut(sh, e.Name) {
 		// A take-over's "found whole" of a file told done is its
 		// saving.
 		saved, m := t.tellSaved(sh, Event{Kind: FileSaved, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path})
@@ -733,15 +762,15 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 		// lost session's word).
 		t.cut[sh] = slices.DeleteFunc(t.cut[sh], func(c Event) bool { return c.Name == e.Name })
 		t.cut[sh] = append(t.cut[sh], e)
-		t.settled[sh][e.Name] = false
+		t.files[sh].set(e.Name, toldForGood, false)
 		return e, false
 	}
 	if t.over[i] {
 		// A take-over, of share sh.
-		if t.settled[sh][e.Name] {
+		if t.files[sh].is(e.Name, toldForGood) {
 			return e, false // the lost session told its end for good
 		}
-		if t.done[sh][e.Name] {
+		if t.files[sh].is(e.Name, toldDone) {
 			// Told done by the lost session, not confirmed saved: the
 			// take-over only confirms it (found whole, or sent again),
 			// unless it fails or is refused, which is told.
@@ -749,10 +778,10 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 			case e.Kind == FileSaved:
 				return e, true
 			case e.Kind == FileDone, e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere):
-				t.settled[sh][e.Name] = true
+				t.files[sh].set(e.Name, toldForGood, true)
 				return e, false
 			case e.Kind == FileFailed, e.Kind == FileSkipped:
-				t.settled[sh][e.Name] = true
+				t.files[sh].set(e.Name, toldForGood, true)
 				return e, true
 			}
 			return e, false // its start and progress
@@ -760,16 +789,16 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 	}
 	switch e.Kind {
 	case FileDone:
-		t.done[sh][e.Name], t.settled[sh][e.Name] = true, true
+		t.files[sh].set(e.Name, toldDone|toldForGood, true)
 	case FileSkipped:
 		if errors.Is(e.Err, ErrAlreadyThere) && t.isCut(sh, e.Name) {
 			// Moved whole by the lost session, unconfirmed: done.
 			e = Event{Kind: FileDone, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
-			t.done[sh][e.Name] = true
+			t.files[sh].set(e.Name, toldDone, true)
 		}
-		t.settled[sh][e.Name] = true
+		t.files[sh].set(e.Name, toldForGood, true)
 	case FileFailed:
-		t.settled[sh][e.Name] = true
+		t.files[sh].set(e.Name, toldForGood, true)
 		t.failed[sh] = append(t.failed[sh], e.Name)
 	}
 	return e, true
@@ -782,7 +811,7 @@ func (t *shareTracker) failedOf(sh int) []string {
 	defer t.mu.Unlock()
 	var names []string
 	for _, n := range t.failed[sh] {
-		if t.settled[sh][n] && !t.done[sh][n] {
+		if t.files[sh].is(n, toldForGood) && !t.files[sh].is(n, toldDone) {
 			names = append(names, n)
 		}
 	}
@@ -848,7 +877,7 @@ func (t *shareTracker) flush() {
 	defer t.mu.Unlock()
 	for sh, cut := range t.cut {
 		for _, e := range cut {
-			if !t.settled[sh][e.Name] && t.tell[sh] != nil {
+			if !t.files[sh].is(e.Name, toldForGood) && t.tell[sh] != nil {
 				t.tell[sh](e)
 			}
 		}

@@ -43,7 +43,7 @@ type localList struct {
 	// not reach are counted, not named: stoppedEarly, pulled).
 	ctx          context.Context
 	stoppedEarly bool
-	pulled       int // files (not directories) the send took from the list
+	pulled       int // files (not directories) the send took from the list, Late's too
 	// dirs are the directories (walked again: several sessions make
 	// them before any file, and a send keeps them for their attributes
 	// at its end anyway).
@@ -166,7 +166,12 @@ func (l *localList) list(listed func(kermit.OutgoingFile)) kermit.FileList {
 		fl = kermit.FileList{
 			All: func(yield func(kermit.OutgoingFile) bool) {
 				late = nil
-				l.walk(yield, func(f kermit.OutgoingFile) { late = append(late, f) })
+				l.walk(yield, func(f kermit.OutgoingFile) {
+					// Named or sent from Late once All is used up: not
+					// among the files not walked.
+					late = append(late, f)
+					l.pulled++
+				})
 			},
 			Dirs: slices.Values(l.dirs),
 			Late: func(yield func(kermit.OutgoingFile) bool) {

@@ -180,3 +180,53 @@ func TestWalkedAgainStopsWhenInterrupted(t *testing.T) {
 		t.Errorf("uninterrupted: %d files, %d not walked; want 30 and 0", n, l.notWalked())
 	}
 }
+
+// An interrupted send of a tree walked again names what it took from All
+// and, once All is done, the second files of a name its walk found
+// (Late, named not begun or sent); notWalked must count only what is
+// left: taken + named late + notWalked == the files the first walk
+// counted (review: the seconds found before the stop were counted
+// twice).
+func TestWalkedAgainInterruptedCountsEachFileOnce(t *testing.T) {
+	defer func(n int) { keepListed = n }(keepListed)
+	keepListed = 1
+	dir := t.TempDir()
+	for _, tree := range []string{"a", "b"} {
+		os.MkdirAll(filepath.Join(dir, tree, "sub"), 0o755)
+		for i := range 10 {
+			os.WriteFile(filepath.Join(dir, tree, "sub", fmt.Sprintf("f%02d", i)), []byte("x"), 0o644)
+		}
+	}
+	for i := range 10 { // b's own files, after its seconds in the walk
+		os.WriteFile(filepath.Join(dir, "b", "sub", fmt.Sprintf("g%02d", i)), []byte("x"), 0o644)
+	}
+	l, err := listLocal([]string{filepath.Join(dir, "a") + "/.", filepath.Join(dir, "b") + "/."}, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.regular != 30 {
+		t.Fatalf("regular %d, want 30", l.regular)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l.ctx = ctx
+	fl := l.list(nil)
+	taken := 0
+	for f := range fl.All { // as the sessions and rest pull it
+		if f.Dir {
+			continue
+		}
+		taken++
+		if taken == 15 { // sub/f00..f09 of a, then sub/g00..g04 of b
+			cancel()
+		}
+	}
+	late := 0
+	for range fl.Late { // read once All is used up: named not begun
+		late++
+	}
+	if taken+late+l.notWalked() != l.regular {
+		t.Errorf("taken %d + named late %d + counted not walked %d = %d; want the %d files listed (the %d seconds found are named and counted)",
+			taken, late, l.notWalked(), taken+late+l.notWalked(), l.regular, late)
+	}
+}

@@ -62,13 +62,18 @@ func runKerfLink(t *testing.T, lc serialfallback.LinkConfig, cfg kermit.Config, 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	s := kermit.NewSession(link, cfg)
 	done := make(chan error, 1)
+	ended := make(chan struct{})
 	go func() {
+		defer close(ended)
 		err := fn(ctx, s)
 		s.Close()
 		link.Close()
 		cancel()
 		done <- err
 	}()
+	// A test that fails before it waits for kerf stops it before its
+	// other clean-ups (a store's Close) run: they raced with its end.
+	t.Cleanup(func() { cancel(); link.Close(); <-ended })
 	return done
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -163,6 +164,16 @@ func testLocalFiles(t *testing.T) {
 		_, _, _, err := localFiles([]string{filepath.Join(dir, "missing"), filepath.Join(dir, "missing2")}, false, nil)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "missing2") {
 			t.Errorf("two unsendable sources: %q; want one line naming both", err)
+		}
+		// Many: the first reasons and a count (a tree of a million
+		// unreadable files makes no million-reason line).
+		var many []string
+		for i := range 12 {
+			many = append(many, filepath.Join(dir, fmt.Sprintf("gone%02d", i)))
+		}
+		_, _, _, err = localFiles(many, false, nil)
+		if err == nil || !strings.Contains(err.Error(), "gone09") || strings.Contains(err.Error(), "gone10") || !strings.HasSuffix(err.Error(), "; and 2 more") {
+			t.Errorf("twelve unsendable sources: %q; want the first ten and \"and 2 more\"", err)
 		}
 	})
 }

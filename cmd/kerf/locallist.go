@@ -25,6 +25,10 @@ type localSkip struct{ path, why string }
 // tests.
 var keepListed = 50_000
 
+// maxReasons is how many reasons the error of a send with nothing to
+// send gives, the rest counted.
+const maxReasons = 10
+
 // localList is what a send's command line names: its entries, or, past
 // keepListed of them, a walk of them again; and what the first walk
 // counted.
@@ -69,13 +73,18 @@ type localList struct {
 // sent as it is then (counts and totals are of the first walk).
 func listLocal(args []string, recursive bool, ex kermit.Exclusions) (*localList, error) {
 	l := &localList{args: args, recursive: recursive, ex: ex, overlap: overlappingTops(args, recursive)}
-	var unsendable []error
+	// What cannot be sent: how many, and the first reasons (the error
+	// when nothing can be).
+	unsendable := 0
+	var reasons []string
 	seen := map[string]bool{}
 	keep := true
 	err := walkLocal(args, recursive, ex, l.overlap, func(f kermit.OutgoingFile, why error) bool {
 		l.entries++
 		if why != nil {
-			unsendable = append(unsendable, why)
+			if unsendable++; len(reasons) < maxReasons {
+				reasons = append(reasons, why.Error())
+			}
 		}
 		second := l.second(seen, f)
 		if !f.Dir {
@@ -101,16 +110,16 @@ func listLocal(args []string, recursive bool, ex kermit.Exclusions) (*localList,
 	if err != nil {
 		return nil, err
 	}
-	if len(unsendable) == l.entries && l.entries > 0 {
+	if unsendable == l.entries && l.entries > 0 {
 		// One line: the message goes out through printable, which would
 		// show errors.Join's newlines as \x0a.
-		msgs := make([]string, len(unsendable))
-		for i, e := range unsendable {
-			msgs[i] = e.Error()
+		msg := strings.Join(reasons, "; ")
+		if more := unsendable - len(reasons); more > 0 {
+			msg += fmt.Sprintf("; and %d more", more)
 		}
 		// Not a usage error: the command line was right, the files
 		// are not there (a missing one beside others is exit 4 too).
-		return nil, transferErr(errors.New(strings.Join(msgs, "; ")))
+		return nil, transferErr(errors.New(msg))
 	}
 	if keep {
 		l.dirs = nil // ListOf finds them in files

@@ -594,19 +594,34 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 // told done is told saved once, when it is: by the engine's FileSaved
 // in whichever session, or, for a file a take-over finds whole, here.
 //
-// In a send (forget), a file told saved is done with: what the tracker
-// knew of it is dropped then, so that its memory follows the files not
-// yet saved (a kerf receiver saves a long group in parts), not all of a
-// transfer; a take-over sends only the files cut off. A GET's take-over
-// asks for the whole share again, and what the server sends of it that
-// was told already must be known to be passed over.
+// A file told saved is done with: what the tracker knew of it is
+// dropped then, so that its memory follows the files not yet saved (a
+// kerf receiver saves a long group in parts), not all of a transfer. A
+// send's take-over sends only the files cut off. A GET's take-over
+// (refetch) asks the server for the whole share again, which comes in
+// the order the share's first pass had: the tracker counts the files
+// each pass was told of (a file counts at its first event), and a
+// take-over passes over what comes within that count that it no longer
+// knows (told, saved, forgotten; or skipped, which a GET does not keep).
+// Exact for a tree unchanged in between; otherwise off by the files
+// added or removed before that point, in what is told only (the share
+// is fetched whole either way).
 type shareTracker struct {
-	mu     sync.Mutex
-	forget bool            // a send's: files told saved are dropped
-	told   map[string]bool // directories reported failed or skipped
-	// files, by share: what was told of each file (one small map: a
-	// GET keeps it for every file of the transfer).
+	mu      sync.Mutex
+	refetch bool            // a GET's: a take-over gets the whole share again
+	told    map[string]bool // directories reported failed or skipped
+	// files, by share: what was told of each file not yet saved, and of
+	// each that failed.
 	files []fileStates
+	// reached, by share: the most files one pass over it was told of.
+	reached []int
+	// By session, its pass now: the files it was told of (count), those
+	// begun and not ended (under), of those the ones passed over (quiet),
+	// and, taking a share over, how many of the share's files came
+	// before (limit).
+	count        []int
+	under, quiet []map[string]bool
+	limit        []int
 	// handed, by share: the files a send handed its sessions, not yet
 	// saved (the first of a name), for a take-over to send again.
 	handed []map[string]OutgoingFile
@@ -617,23 +632,62 @@ type shareTracker struct {
 	tell   []func(Event) // by session: its own Events, nil or not
 }
 
+// newShareTracker is the shareTracker of a GetParallel's n sessions.
 func newShareTracker(n int) *shareTracker {
-	t := &shareTracker{told: map[string]bool{}, files: make([]fileStates, n),
+	t := newSendTracker(n)
+	t.refetch = true
+	return t
+}
+
+// newSendTracker is the shareTracker of a send over n sessions.
+func newSendTracker(n int) *shareTracker {
+	t := &shareTracker{told: map[string]bool{}, files: make([]fileStates, n), reached: make([]int, n),
+		count: make([]int, n), under: make([]map[string]bool, n), quiet: make([]map[string]bool, n), limit: make([]int, n),
 		handed: make([]map[string]OutgoingFile, n), cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
 	for i := range n {
 		t.files[i], t.handed[i] = fileStates{}, map[string]OutgoingFile{}
+		t.under[i], t.quiet[i] = map[string]bool{}, map[string]bool{}
 		t.shares[i] = i
 	}
 	return t
+}
+
+// newPass begins session i's pass over share sh (the lock held).
+func (t *shareTracker) newPass(i, sh int, over bool) {
+	t.shares[i], t.over[i] = sh, over
+	t.count[i], t.limit[i] = 0, t.reached[sh]
+	t.under[i], t.quiet[i] = map[string]bool{}, map[string]bool{}
+}
+
+// counted counts e in session i's pass: whether it begins a file (its
+// first event) and whether it ends one.
+func (t *shareTracker) counted(i int, e Event) (begins, ends bool) {
+	if strings.HasSuffix(e.Name, "/") {
+		return false, false // a directory's
+	}
+	switch e.Kind {
+	case FileStart:
+		begins = !t.under[i][e.Name]
+		t.under[i][e.Name] = true
+	case FileDone, FileSkipped, FileFailed:
+		begins, ends = !t.under[i][e.Name], true
+		delete(t.under[i], e.Name)
+	default:
+		return false, false
+	}
+	if begins {
+		t.count[i]++
+		t.reached[t.shares[i]] = max(t.reached[t.shares[i]], t.count[i])
+	}
+	return begins, ends
 }
 
 // fileState is what a shareTracker's sessions told of a file.
 type fileState uint8
 
 const (
-	toldDone    fileState = 1 << iota // told done (in a send, not yet saved)
-	toldForGood                       // its end told for good: settled (in a send, not yet saved)
-	toldSaved                         // told saved (not in a send)
+	toldDone    fileState = 1 << iota // told done (not yet saved)
+	toldForGood                       // its end told for good: settled (not yet saved)
 )
 
 // fileStates is a share's fileState by file name; a file of no state
@@ -655,14 +709,6 @@ func (m fileStates) set(name string, s fileState, on bool) {
 		return
 	}
 	m[name] = v
-}
-
-// newSendTracker is the shareTracker of a send: files told saved are
-// dropped.
-func newSendTracker(n int) *shareTracker {
-	t := newShareTracker(n)
-	t.forget = true
-	return t
 }
 
 // hand records that session i was handed f to send (a file of a send:
@@ -691,16 +737,12 @@ func (t *shareTracker) cutFiles(sh int) []OutgoingFile {
 }
 
 // tellSaved tells the FileSaved e of share sh, once a file for a file
-// told done; a send forgets the file then.
+// told done, and forgets the file.
 func (t *shareTracker) tellSaved(sh int, e Event) (out [2]Event, n int) {
-	if !t.files[sh].is(e.Name, toldDone) || t.files[sh].is(e.Name, toldSaved) {
+	if !t.files[sh].is(e.Name, toldDone) {
 		return out, 0
 	}
 	out[0] = e
-	if !t.forget {
-		t.files[sh].set(e.Name, toldSaved, true)
-		return out, 1
-	}
 	delete(t.files[sh], e.Name)
 	delete(t.handed[sh], e.Name)
 	// Cut off no more (a take-over saved it): flush, which tells what
@@ -733,7 +775,24 @@ func (t *shareTracker) events(i int, tell func(Event)) func(Event) {
 func (t *shareTracker) passAll(i int, e Event) (out [2]Event, n int) {
 	sh := t.shares[i]
 	if e.Kind == FileSaved {
+		if t.quiet[i][e.Name] {
+			return out, 0
+		}
 		return t.tellSaved(sh, e)
+	}
+	if t.refetch {
+		begins, ends := t.counted(i, e)
+		if t.over[i] && begins && t.count[i] <= t.limit[i] && t.files[sh][e.Name] == 0 && !t.isCut(sh, e.Name) {
+			// Within what the share's earlier pass was told of, and
+			// not kept: told then, and saved or skipped.
+			t.quiet[i][e.Name] = true
+		}
+		if t.quiet[i][e.Name] {
+			if ends {
+				delete(t.quiet[i], e.Name)
+			}
+			return out, 0
+		}
 	}
 	if told, ok := t.pass(i, e); ok {
 		out[n] = told
@@ -794,9 +853,11 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 		if errors.Is(e.Err, ErrAlreadyThere) && t.isCut(sh, e.Name) {
 			// Moved whole by the lost session, unconfirmed: done.
 			e = Event{Kind: FileDone, Name: e.Name, Size: e.Size, Bytes: e.Size, Sending: e.Sending, Path: e.Path}
-			t.files[sh].set(e.Name, toldDone, true)
+			t.files[sh].set(e.Name, toldDone|toldForGood, true)
+		} else if !t.refetch {
+			// (A GET's take-over knows a skipped file by its place.)
+			t.files[sh].set(e.Name, toldForGood, true)
 		}
-		t.files[sh].set(e.Name, toldForGood, true)
 	case FileFailed:
 		t.files[sh].set(e.Name, toldForGood, true)
 		t.failed[sh] = append(t.failed[sh], e.Name)
@@ -860,7 +921,7 @@ func (t *shareTracker) cutNames(i int) []string {
 func (t *shareTracker) standIn(i, sh int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.shares[i], t.over[i] = sh, sh != i
+	t.newPass(i, sh, sh != i)
 }
 
 // takeOver makes session i take share sh over, its own too: what the
@@ -868,7 +929,7 @@ func (t *shareTracker) standIn(i, sh int) {
 func (t *shareTracker) takeOver(i, sh int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.shares[i], t.over[i] = sh, true
+	t.newPass(i, sh, true)
 }
 
 // flush reports the files cut off that no take-over settled.

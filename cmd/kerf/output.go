@@ -262,6 +262,7 @@ func (r *reporter) event(e kermit.Event) {
 		// was thrown away, or the file is not there: its bytes do not
 		// count, and neither does what its late progress says.
 		notSaved := errors.Is(e.Err, kermit.ErrNotSaved) || errors.Is(e.Err, kermit.ErrSaveFailed)
+		_, begun := r.current[e.Name]
 		if n, ok := r.unsaved[e.Name]; ok && notSaved {
 			// Done, then not saved under its name (the group's renames
 			// failed, or a send stopped before the receiver said it
@@ -279,10 +280,14 @@ func (r *reporter) event(e kermit.Event) {
 			r.replan(e.Name, 0)
 			r.showBar()
 		}
-		if r.skipped == nil {
-			r.skipped = map[string]bool{}
+		if begun {
+			// Only a file begun has progress to come (one found whole
+			// at its F, as most of a rerun's are, is not kept).
+			if r.skipped == nil {
+				r.skipped = map[string]bool{}
+			}
+			r.skipped[e.Name] = true
 		}
-		r.skipped[e.Name] = true
 		if errors.Is(e.Err, kermit.ErrPassedOver) {
 			// No file to copy (a FIFO on the server, say): said, as
 			// the sending client says of its own, and not a failure.

@@ -381,6 +381,11 @@ func (s *Session) sendSkip(ctx context.Context, skip []framing.ListingEntry) (to
 	return true, nil
 }
 
+// errListedWhole is ErrAlreadyThere of a file the server left out of a
+// GET for its kerf-skip list, told by the client when the GET is over,
+// not in the server's stream (shareTracker counts the stream's files).
+var errListedWhole = fmt.Errorf("%w", ErrAlreadyThere)
+
 // reportSkipped watches the events of the GET that follows a kerf-skip
 // and returns the function that, once it is over, reports as
 // FileSkipped each file of skip the GET did not bring: the server left
@@ -406,7 +411,7 @@ func (s *Session) reportSkipped(skip []framing.ListingEntry) func() {
 		defer mu.Unlock()
 		for _, e := range skip {
 			if !seen[e.Name] {
-				s.event(Event{Kind: FileSkipped, Name: e.Name, Err: ErrAlreadyThere, Size: e.Size})
+				s.event(Event{Kind: FileSkipped, Name: e.Name, Err: errListedWhole, Size: e.Size})
 			}
 		}
 	}

@@ -622,6 +622,11 @@ type shareTracker struct {
 	count        []int
 	under, quiet []map[string]bool
 	limit        []int
+	// listedTold, by share: its files left out for the client's skip
+	// list were told (at the end of a pass, all at once:
+	// errListedWhole); listedBefore, by session, so at its pass's start.
+	listedTold   []bool
+	listedBefore []bool
 	// handed, by share: the files a send handed its sessions, not yet
 	// saved (the first of a name), for a take-over to send again.
 	handed []map[string]OutgoingFile
@@ -643,6 +648,7 @@ func newShareTracker(n int) *shareTracker {
 func newSendTracker(n int) *shareTracker {
 	t := &shareTracker{told: map[string]bool{}, files: make([]fileStates, n), reached: make([]int, n),
 		count: make([]int, n), under: make([]map[string]bool, n), quiet: make([]map[string]bool, n), limit: make([]int, n),
+		listedTold: make([]bool, n), listedBefore: make([]bool, n),
 		handed: make([]map[string]OutgoingFile, n), cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
 	for i := range n {
 		t.files[i], t.handed[i] = fileStates{}, map[string]OutgoingFile{}
@@ -655,7 +661,7 @@ func newSendTracker(n int) *shareTracker {
 // newPass begins session i's pass over share sh (the lock held).
 func (t *shareTracker) newPass(i, sh int, over bool) {
 	t.shares[i], t.over[i] = sh, over
-	t.count[i], t.limit[i] = 0, t.reached[sh]
+	t.count[i], t.limit[i], t.listedBefore[i] = 0, t.reached[sh], t.listedTold[sh]
 	t.under[i], t.quiet[i] = map[string]bool{}, map[string]bool{}
 }
 
@@ -779,6 +785,16 @@ func (t *shareTracker) passAll(i int, e Event) (out [2]Event, n int) {
 			return out, 0
 		}
 		return t.tellSaved(sh, e)
+	}
+	if t.refetch && e.Kind == FileSkipped && e.Err == errListedWhole {
+		// Not of the stream, and told once a share: a take-over's
+		// pass tells them again.
+		if t.over[i] && t.listedBefore[i] {
+			return out, 0
+		}
+		t.listedTold[sh] = true
+		out[0] = e
+		return out, 1
 	}
 	if t.refetch {
 		begins, ends := t.counted(i, e)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"kerf/filestore"
 	"kerf/kermit"
 )
 
@@ -23,8 +24,9 @@ import (
 func TestGetTakeOverTellsEachEndOnce(t *testing.T) {
 	for _, tc := range []struct {
 		savedEvery, cutAt int
-	}{{0, 3}, {2, 3}, {2, 9}, {3, 14}} {
-		t.Run(fmt.Sprintf("saved every %d, cut at %d", tc.savedEvery, tc.cutAt), func(t *testing.T) {
+		had               int // files the client has whole already (a resume's skip list)
+	}{{0, 3, 0}, {2, 3, 0}, {2, 9, 0}, {3, 14, 0}, {2, 5, 25}} {
+		t.Run(fmt.Sprintf("saved every %d, cut at %d, had %d", tc.savedEvery, tc.cutAt, tc.had), func(t *testing.T) {
 			if tc.savedEvery > 0 {
 				defer kermit.SetSavedEvery(tc.savedEvery)()
 			}
@@ -54,9 +56,35 @@ func TestGetTakeOverTellsEachEndOnce(t *testing.T) {
 					saved[e.Name]++
 				}
 			}
+			for j := range tc.had {
+				name := fmt.Sprintf("tree/f%02d", j)
+				data, _ := os.ReadFile(filepath.Join(root, name))
+				fi, _ := os.Stat(filepath.Join(root, name))
+				os.MkdirAll(filepath.Join(dst, "tree"), 0o755)
+				os.WriteFile(filepath.Join(dst, name), data, fi.Mode())
+				os.Chtimes(filepath.Join(dst, name), fi.ModTime(), fi.ModTime())
+			}
 			clients, stores, cuts := getClients(t, ctx, root, dst, note, 0, tc.cutAt)
 			cut := cuts[1]
-			err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true}, stores)
+			o := kermit.GetOptions{Recursive: true}
+			if tc.had > 0 {
+				// As get --resume: the files whole here go in the skip
+				// list, told skipped by the client at each GET's end.
+				list, err := clients[0].GetListing(ctx, "tree", true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Resume = true
+				for _, e := range list {
+					if stores[0].(*filestore.Dir).HasWhole(e) {
+						o.Skip = append(o.Skip, e)
+					}
+				}
+				if len(o.Skip) != tc.had {
+					t.Fatalf("skip list of %d, want %d", len(o.Skip), tc.had)
+				}
+			}
+			err := kermit.GetParallel(ctx, clients, "tree", o, stores)
 			if cut.n.Load() >= 0 {
 				t.Fatal("session 1's link was not cut: the test tested nothing")
 			}
@@ -78,8 +106,8 @@ func TestGetTakeOverTellsEachEndOnce(t *testing.T) {
 				if len(ended[name]) == 0 {
 					t.Errorf("%s never told", name)
 				}
-				if saved[name] != 1 {
-					t.Errorf("%s told saved %d times", name, saved[name])
+				if want := btoi(j >= tc.had); saved[name] != want {
+					t.Errorf("%s told saved %d times, want %d", name, saved[name], want)
 				}
 			}
 			if len(ended) != 66 {

@@ -507,7 +507,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	}
 
 	held := &heldDirs{}
-	tr := newShareTracker(n)
+	tr := newShareTracker(n, o.Recursive)
 	saved := make([]func(Event), n)
 	for i, s := range sessions {
 		s.holdDirs = held
@@ -608,7 +608,8 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 // is fetched whole either way).
 type shareTracker struct {
 	mu      sync.Mutex
-	refetch bool            // a GET's: a take-over gets the whole share again
+	forget  bool            // a file told saved is dropped (not in a GET that is not recursive)
+	refetch bool            // a recursive GET's: a take-over gets the whole share again
 	told    map[string]bool // directories reported failed or skipped
 	// files, by share: what was told of each file not yet saved, and of
 	// each that failed.
@@ -637,16 +638,21 @@ type shareTracker struct {
 	tell   []func(Event) // by session: its own Events, nil or not
 }
 
-// newShareTracker is the shareTracker of a GetParallel's n sessions.
-func newShareTracker(n int) *shareTracker {
+// newShareTracker is the shareTracker of a GetParallel's n sessions,
+// of a recursive GET or not. A take-over of one that is not recursive
+// asks for its share resuming (REGET), which a kerf server walks
+// recursively: its stream is not the first pass's, and the tracker
+// keeps what it told of every file instead (a GET of names and
+// wildcards, not of a tree).
+func newShareTracker(n int, recursive bool) *shareTracker {
 	t := newSendTracker(n)
-	t.refetch = true
+	t.refetch, t.forget = recursive, recursive
 	return t
 }
 
 // newSendTracker is the shareTracker of a send over n sessions.
 func newSendTracker(n int) *shareTracker {
-	t := &shareTracker{told: map[string]bool{}, files: make([]fileStates, n), reached: make([]int, n),
+	t := &shareTracker{forget: true, told: map[string]bool{}, files: make([]fileStates, n), reached: make([]int, n),
 		count: make([]int, n), under: make([]map[string]bool, n), quiet: make([]map[string]bool, n), limit: make([]int, n),
 		listedTold: make([]bool, n), listedBefore: make([]bool, n),
 		handed: make([]map[string]OutgoingFile, n), cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}
@@ -671,11 +677,18 @@ func (t *shareTracker) counted(i int, e Event) (begins, ends bool) {
 	if strings.HasSuffix(e.Name, "/") {
 		return false, false // a directory's
 	}
-	switch e.Kind {
-	case FileStart:
+	var cut *CutOffError
+	switch {
+	case e.Kind == FileStart:
 		begins = !t.under[i][e.Name]
 		t.under[i][e.Name] = true
-	case FileDone, FileSkipped, FileFailed:
+	case e.Kind == FileFailed && (errors.As(e.Err, &cut) || errors.Is(e.Err, ErrSaveFailed) || errors.Is(e.Err, ErrNotSaved)):
+		// Of a file begun (under way, or done and then not saved):
+		// counted then.
+		ends = t.under[i][e.Name]
+		delete(t.under[i], e.Name)
+		return false, ends
+	case e.Kind == FileDone, e.Kind == FileSkipped, e.Kind == FileFailed:
 		begins, ends = !t.under[i][e.Name], true
 		delete(t.under[i], e.Name)
 	default:
@@ -692,8 +705,9 @@ func (t *shareTracker) counted(i int, e Event) (begins, ends bool) {
 type fileState uint8
 
 const (
-	toldDone    fileState = 1 << iota // told done (not yet saved)
-	toldForGood                       // its end told for good: settled (not yet saved)
+	toldDone    fileState = 1 << iota // told done (not yet saved, where saved files are forgotten)
+	toldForGood                       // its end told for good: settled (idem)
+	toldSaved                         // told saved (where saved files are not forgotten)
 )
 
 // fileStates is a share's fileState by file name; a file of no state
@@ -743,12 +757,16 @@ func (t *shareTracker) cutFiles(sh int) []OutgoingFile {
 }
 
 // tellSaved tells the FileSaved e of share sh, once a file for a file
-// told done, and forgets the file.
+// told done, and forgets the file (forget).
 func (t *shareTracker) tellSaved(sh int, e Event) (out [2]Event, n int) {
-	if !t.files[sh].is(e.Name, toldDone) {
+	if !t.files[sh].is(e.Name, toldDone) || t.files[sh].is(e.Name, toldSaved) {
 		return out, 0
 	}
 	out[0] = e
+	if !t.forget {
+		t.files[sh].set(e.Name, toldSaved, true)
+		return out, 1
+	}
 	delete(t.files[sh], e.Name)
 	delete(t.handed[sh], e.Name)
 	// Cut off no more (a take-over saved it): flush, which tells what

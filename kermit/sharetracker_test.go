@@ -13,9 +13,15 @@ import (
 // not told again, and what the lost one moved unconfirmed is told done,
 // and saved.
 func TestShareTrackerTellsEachFileOnce(t *testing.T) {
+	for _, recursive := range []bool{false, true} {
+		t.Run(fmt.Sprint("recursive ", recursive), func(t *testing.T) { testShareTrackerTellsEachFileOnce(t, recursive) })
+	}
+}
+
+func testShareTrackerTellsEachFileOnce(t *testing.T, recursive bool) {
 	var told []string
 	tell := func(e Event) { told = append(told, fmt.Sprintf("%d %s", e.Kind, e.Name)) }
-	tr := newShareTracker(2)
+	tr := newShareTracker(2, recursive)
 	lost, good := tr.events(0, tell), tr.events(1, tell)
 	cut := &CutOffError{errors.New("link lost")}
 	lost(Event{Kind: FileDone, Name: "a"})
@@ -49,5 +55,28 @@ func TestShareTrackerTellsEachFileOnce(t *testing.T) {
 	// b: done, and saved (found whole: nothing else would say so).
 	if want := []string{"2 b", "5 b", "2 c", "4 d", "4 i", "4 j", "4 e"}; !slices.Equal(told, want) {
 		t.Errorf("take-over and flush told %q, want %q", told, want)
+	}
+}
+
+// A recursive GET's tracker counts each file of a pass once, at its
+// first event: a file done and then not saved (ErrSaveFailed), or cut
+// off, is not counted again (a review: a count too high would let a
+// take-over pass over files the lost pass never told).
+func TestShareTrackerCountsEachFileOnce(t *testing.T) {
+	tr := newShareTracker(2, true)
+	lost := tr.events(0, func(Event) {})
+	lost(Event{Kind: FileStart, Name: "a"})
+	lost(Event{Kind: FileDone, Name: "a"})
+	lost(Event{Kind: FileFailed, Name: "a", Err: ErrSaveFailed})
+	lost(Event{Kind: FileSkipped, Name: "b", Err: ErrAlreadyThere})
+	lost(Event{Kind: FileStart, Name: "c"})
+	lost(Event{Kind: FileStart, Name: "c"}) // begun again
+	lost(Event{Kind: FileFailed, Name: "c", Err: &CutOffError{errors.New("link lost")}})
+	lost(Event{Kind: FileDone, Name: "d"})
+	lost(Event{Kind: FileFailed, Name: "d", Err: &CutOffError{ErrNotSaved}})
+	lost(Event{Kind: FileSkipped, Name: "e", Err: errListedWhole}) // not of the stream
+	lost(Event{Kind: FileSkipped, Name: "dir/", Err: ErrPassedOver})
+	if tr.reached[0] != 4 {
+		t.Errorf("share 0 reached %d files, want 4 (a, b, c, d)", tr.reached[0])
 	}
 }

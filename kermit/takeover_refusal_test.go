@@ -13,7 +13,7 @@ import (
 func TestTakeOverRefusalIsTold(t *testing.T) {
 	var told []string
 	tell := func(e Event) { told = append(told, fmt.Sprintf("%d %s %v", e.Kind, e.Name, e.Err)) }
-	tr := newShareTracker(2)
+	tr := newSendTracker(2)
 	lost, good := tr.events(0, tell), tr.events(1, tell)
 	lost(Event{Kind: FileDone, Name: "x", Sending: true})
 	lost(Event{Kind: FileFailed, Name: "x", Sending: true, Err: &CutOffError{ErrNotSaved}})

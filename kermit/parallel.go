@@ -526,6 +526,16 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		}
 		if sh != i {
 			oi.Resume = true
+			if !o.Recursive && !o.Resume {
+				// Asked resuming (REGET), a kerf server walks into the
+				// directories a plain GET leaves out: not here.
+				oi.Exclude = append(slices.Clone(o.Exclude), "*/")
+				err := sessions[i].GetWith(ctx, spec, oi, stores[i])
+				if !errors.Is(err, ErrNoExclude) {
+					return err
+				}
+				oi.Exclude = o.Exclude // an older kerf: as before
+			}
 		}
 		return sessions[i].GetWith(ctx, spec, oi, stores[i])
 	}

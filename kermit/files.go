@@ -56,8 +56,9 @@ type OutgoingFile struct {
 // that a sender's memory does not grow with the files it sends.
 type FileList struct {
 	// All yields every entry to send, in order: a directory before what
-	// is under it, one file of a name. It may be walked more than once
-	// (once by the sessions, again to name the files not begun).
+	// is under it, one file of a name. It is walked once, as the
+	// sessions take the files (what they did not take, to name it not
+	// begun, on the same walk).
 	All iter.Seq[OutgoingFile]
 	// Dirs yields the directories of All alone, in All's order and as
 	// All gives them (Filled too): several sessions make them all before

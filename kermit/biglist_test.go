@@ -83,15 +83,7 @@ func TestGetAfterLongListing(t *testing.T) {
 	for i := range 600 {
 		os.WriteFile(filepath.Join(root, "big", fmt.Sprintf("file-%05d", i)), []byte(fmt.Sprintf("data %d", i)), 0o644)
 	}
-	dir, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, dir)
+	cli, ctx := servedClient(t, root)
 	list, err := cli.GetListing(ctx, "big", true)
 	if err != nil || len(list) != 600 {
 		t.Fatalf("GetListing: %d, %v", len(list), err)
@@ -118,16 +110,8 @@ func TestTextReplyBounded(t *testing.T) {
 	for i := range 2000 {
 		os.WriteFile(filepath.Join(root, "big", fmt.Sprintf("file-%05d", i)), nil, 0o644)
 	}
-	dir, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
 	defer kermit.SetMaxTextReply(64 << 10)()
-	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, dir)
+	cli, ctx := servedClient(t, root)
 	if _, err := cli.Generic(ctx, 'D', "big"); err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Fatalf("REMOTE DIRECTORY of a reply past the bound: %v, want an error saying it is too long", err)
 	}

@@ -56,6 +56,23 @@ func dualSessions(t *testing.T, scfg, rcfg kermit.Config, wrap func(net.Conn) ne
 	return send, recv
 }
 
+// servedClient is a client session over a data path to a server
+// session serving the directory root, until the test ends, and the
+// context (a minute) to use it in.
+func servedClient(t *testing.T, root string) (*kermit.Session, context.Context) {
+	t.Helper()
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	go srv.Serve(ctx, dir)
+	return cli, ctx
+}
+
 // transferEither sends files into store over a loopback link, with a
 // data path (dual) or classic Kermit on the link alone; the tests of
 // behaviour both paths share run it both ways.

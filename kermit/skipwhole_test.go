@@ -335,15 +335,7 @@ func TestSkipWholeSendsPartialsLast(t *testing.T) {
 	for _, n := range []string{"t/.b.kerf-part", "t/.d.kerf-part"} {
 		os.WriteFile(filepath.Join(remote, n), []byte("x"), 0o644)
 	}
-	dir, err := filestore.Open(remote)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, dir)
+	cli, ctx := servedClient(t, remote)
 	send, err := cli.SkipWhole(ctx, files, func(name string) string {
 		d, b := path.Split(name)
 		return d + filestore.TempName(b)

@@ -246,10 +246,10 @@ func matchEach(fsys ServerFS, spec string, recursive bool, keep func(string) boo
 
 // getSource is what a GET of spec sends: the files of this session's
 // share sh, less those ex excludes and those the client said it has
-// (kerf-skip), one at a time as the walk finds them (matchEach), so that
-// a GET holds no listing of its tree; stop ends the walk. An error says the GET sends nothing: the spec names
-// nothing, or nothing that can be sent (share 0 says so; the other
-// shares send an empty group).
+// (kerf-skip), one at a time as the walk finds them (matchEach), so
+// that a GET holds no listing of its tree; stop ends the walk. An error
+// says the GET sends nothing: the spec names nothing, or nothing that
+// can be sent (share 0 says so; the other shares send an empty group).
 func (s *Session) getSource(fsys ServerFS, spec string, recursive bool, sh share, ex Exclusions) (fileSource, func(), error) {
 	skip := s.skip
 	wanted := func(f OutgoingFile) bool {

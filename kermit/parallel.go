@@ -207,7 +207,7 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 		// found whole (and reported done) and a partial goes on. The
 		// files it had sent and seen confirmed stay done. One lost in
 		// the take-over too leaves what is still cut off to the next.
-		sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutNames(i)), "err", err)
+		sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutFiles(i)), "err", err)
 		errs[i] = nil
 		for len(good) > 0 {
 			again := tr.cutFiles(i)
@@ -947,17 +947,6 @@ func (t *shareTracker) allNotSaved(sh int) bool {
 // isCut says whether share sh's session was cut off in the file name.
 func (t *shareTracker) isCut(sh int, name string) bool {
 	return slices.ContainsFunc(t.cut[sh], func(e Event) bool { return e.Name == name })
-}
-
-// cutNames returns the files session i was cut off in.
-func (t *shareTracker) cutNames(i int) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var names []string
-	for _, e := range t.cut[i] {
-		names = append(names, e.Name)
-	}
-	return names
 }
 
 // standIn makes session i move share sh, taking it over if it is

@@ -655,14 +655,14 @@ type shareTracker struct {
 // keeps what it told of every file instead (a GET of names and
 // wildcards, not of a tree).
 func newShareTracker(n int, recursive bool) *shareTracker {
-	t := newSendTracker(n)
-	t.refetch, t.forget = recursive, recursive
-	return t
+	return newTracker(n, recursive, recursive)
 }
 
 // newSendTracker is the shareTracker of a send over n sessions.
-func newSendTracker(n int) *shareTracker {
-	t := &shareTracker{forget: true, told: map[string]bool{}, files: make([]fileStates, n), reached: make([]int, n),
+func newSendTracker(n int) *shareTracker { return newTracker(n, true, false) }
+
+func newTracker(n int, forget, refetch bool) *shareTracker {
+	t := &shareTracker{forget: forget, refetch: refetch, told: map[string]bool{}, files: make([]fileStates, n), reached: make([]int, n),
 		count: make([]int, n), under: make([]map[string]bool, n), quiet: make([]map[string]bool, n), limit: make([]int, n),
 		listedTold: make([]bool, n), listedBefore: make([]bool, n),
 		handed: make([]map[string]OutgoingFile, n), cut: make([][]Event, n), failed: make([][]string, n), shares: make([]int, n), over: make([]bool, n), tell: make([]func(Event), n)}

@@ -659,9 +659,11 @@ func sendCommand() *cli.Command {
 				cwd = rdir
 			}
 			local.ctx = c.Context
-			list := local.list(rep.listed)
+			var list kermit.FileList
 			regular := local.regular
-			if c.Bool("resume") && !cfg.Classic {
+			if !c.Bool("resume") || cfg.Classic {
+				list = local.list(rep.listed)
+			} else {
 				// What the server has whole is found in one listing, not
 				// file by file (Session.SkipWhole): a rerun of a
 				// tree sends only what is missing, and opens sessions

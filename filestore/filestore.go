@@ -2608,11 +2608,12 @@ func OpenLocal(name string) (*LocalFile, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	if err := mustBeRegular(fd); err != nil {
+	f := &LocalFile{fd: fd, name: name}
+	if err := regularStat(fd, &f.opened); err != nil {
 		unix.Close(fd)
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	return &LocalFile{fd: fd, name: name}, nil
+	return f, nil
 }
 
 // errNotRegular is what opening a file for reading finds in its place
@@ -2624,11 +2625,16 @@ func (e errNotRegular) Error() string { return "no longer a regular file (now " 
 // mustBeRegular fails unless fd is a regular file.
 func mustBeRegular(fd int) error {
 	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	return regularStat(fd, &st)
+}
+
+// regularStat is mustBeRegular, keeping the fstat in st.
+func regularStat(fd int, st *unix.Stat_t) error {
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, st) }); err != nil {
 		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return errNotRegular{EntryKind(statInfo{st: st}.Mode())}
+		return errNotRegular{EntryKind(statInfo{st: *st}.Mode())}
 	}
 	return nil
 }
@@ -2643,6 +2649,7 @@ type LocalFile struct {
 	name   string
 	file   *os.File // made on the first File call; then it owns fd
 	closed bool
+	opened unix.Stat_t // the fstat OpenLocal checked it with (OpenedStat)
 }
 
 func (f *LocalFile) pathErr(op string, err error) error {
@@ -2739,6 +2746,14 @@ func (f *LocalFile) Stat() (fs.FileInfo, error) {
 		return nil, f.pathErr("stat", err)
 	}
 	return statInfo{name: path.Base(f.name), st: st}, nil
+}
+
+// OpenedStat returns the file's status as it was opened (OpenLocal's
+// own fstat, which found it regular), without asking again: a sender
+// compares it with the listing right after the open, one system call a
+// file fewer (many small files are a few calls each). Stat asks afresh.
+func (f *LocalFile) OpenedStat() fs.FileInfo {
+	return statInfo{name: path.Base(f.name), st: f.opened}
 }
 
 // File returns the file as an *os.File, for sendfile(2)

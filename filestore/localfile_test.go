@@ -46,6 +46,18 @@ func TestLocalFile(t *testing.T) {
 	if err != nil || fi.Size() != int64(len(data)) || !fi.ModTime().Equal(when) || fi.Mode() != 0o640 || fi.Name() != "f" {
 		t.Fatalf("Stat: %v %v", fi, err)
 	}
+	// OpenedStat is the file as opened; Stat asks again.
+	later := when.Add(time.Hour)
+	if err := os.WriteFile(p, append(data, 'x'), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(p, later, later)
+	if o := f.OpenedStat(); o.Size() != int64(len(data)) || !o.ModTime().Equal(when) || o.Mode() != 0o640 || o.Name() != "f" {
+		t.Fatalf("OpenedStat after a change: %d bytes, %v, %v, %q", o.Size(), o.ModTime(), o.Mode(), o.Name())
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != int64(len(data))+1 || !fi.ModTime().Equal(later) {
+		t.Fatalf("Stat after a change: %v %v", fi, err)
+	}
 	if f.File() == nil || f.File() != f.File() {
 		t.Fatal("File: not one *os.File")
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"kerf/filestore"
 	"kerf/kermit"
 )
 
@@ -298,29 +299,38 @@ func TestFileLinkedWhileSentIsStored(t *testing.T) {
 // renamed over it) is sent as it is then, with its own size and time, as
 // rsync sends what is there: not failed as changed (QA: a get -r while
 // the tree was being published again failed hundreds of files).
+// With filestore.OpenLocal (the client's opener) the sender takes the
+// status from the open's own fstat (OpenedStat), not a second one.
 func TestFileReplacedBeforeItsTurnIsSentAsItIsThen(t *testing.T) {
+	openers := map[string]func(string) (kermit.FileReader, error){
+		"os.Open":   func(p string) (kermit.FileReader, error) { return os.Open(p) },
+		"OpenLocal": func(p string) (kermit.FileReader, error) { return filestore.OpenLocal(p) },
+	}
 	for _, dual := range []bool{false, true} {
-		t.Run(map[bool]string{false: "classic", true: "dual"}[dual], func(t *testing.T) {
-			src, dst := t.TempDir(), t.TempDir()
-			out := writeFiles(t, src, []testFile{{"pub.bin", randomBytes(100_000, 5)}})
-			p := filepath.Join(src, "pub.bin")
-			fi, err := os.Stat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
-			newer := randomBytes(250_000, 6)
-			if err := os.WriteFile(p+".new", newer, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(p+".new", p); err != nil {
-				t.Fatal(err)
-			}
-			serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
-			if serr != nil || rerr != nil {
-				t.Fatalf("send %v, receive %v; want the new version stored", serr, rerr)
-			}
-			checkFiles(t, dst, []testFile{{"pub.bin", newer}})
-		})
+		for oname, open := range openers {
+			t.Run(map[bool]string{false: "classic", true: "dual"}[dual]+"/"+oname, func(t *testing.T) {
+				src, dst := t.TempDir(), t.TempDir()
+				out := writeFiles(t, src, []testFile{{"pub.bin", randomBytes(100_000, 5)}})
+				p := filepath.Join(src, "pub.bin")
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
+				out[0].Open = func() (kermit.FileReader, error) { return open(p) }
+				newer := randomBytes(250_000, 6)
+				if err := os.WriteFile(p+".new", newer, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(p+".new", p); err != nil {
+					t.Fatal(err)
+				}
+				serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
+				if serr != nil || rerr != nil {
+					t.Fatalf("send %v, receive %v; want the new version stored", serr, rerr)
+				}
+				checkFiles(t, dst, []testFile{{"pub.bin", newer}})
+			})
+		}
 	}
 }

@@ -774,12 +774,21 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 // files). A file changed in place since its listing still fails as
 // changed (changedWhileSent compares with the listing).
 func asOpened(f OutgoingFile, r FileReader) OutgoingFile {
-	st, ok := r.(interface{ Stat() (fs.FileInfo, error) })
-	if !ok || f.Size < 0 || f.ModTime.IsZero() || !f.Status.Known {
+	if f.Size < 0 || f.ModTime.IsZero() || !f.Status.Known {
 		return f
 	}
-	fi, err := st.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	var fi fs.FileInfo
+	if o, ok := r.(interface{ OpenedStat() fs.FileInfo }); ok {
+		fi = o.OpenedStat() // what the open saw: no second fstat
+	} else if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		var err error
+		if fi, err = st.Stat(); err != nil {
+			return f
+		}
+	} else {
+		return f
+	}
+	if !fi.Mode().IsRegular() {
 		return f
 	}
 	now := StatusOf(fi)

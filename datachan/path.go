@@ -148,6 +148,40 @@ type config struct {
 	batch       bool
 	compress    bool
 	limit       *Limiter
+	sendfile    Sendfile
+}
+
+// Sendfile says when blocks go out with sendfile(2) (zerocopy_linux.go).
+type Sendfile int
+
+const (
+	// SendfileAuto: on plaintext TCP to another host, not on a connection
+	// between two addresses of this host (loopback, or its own address).
+	// There the receiver copies out of the sender's page-cache pages,
+	// cold, instead of out of socket buffers the sender just filled,
+	// and the whole transfer costs more: 1 GiB 0.82-0.91 s and 1.32-1.48
+	// CPU-s with sendfile, 0.68-0.71 s and 1.17-1.21 CPU-s without
+	// (docs/benchmarks.md, nineteenth session).
+	SendfileAuto Sendfile = iota
+	// SendfileAlways: on every plaintext TCP connection (tests of the
+	// sendfile path over loopback).
+	SendfileAlways
+	// SendfileNever: blocks are always copied.
+	SendfileNever
+)
+
+// WithSendfile sets when blocks go out with sendfile (default
+// SendfileAuto).
+func WithSendfile(s Sendfile) Option {
+	return func(c *config) { c.sendfile = s }
+}
+
+// sameHost reports whether c joins two addresses of this host: a
+// loopback address, or the host's own address at both ends.
+func sameHost(c net.Conn) bool {
+	r, ok := c.RemoteAddr().(*net.TCPAddr)
+	l, ok2 := c.LocalAddr().(*net.TCPAddr)
+	return ok && ok2 && (r.IP.IsLoopback() || r.IP.Equal(l.IP))
 }
 
 // WithBlockSize sets the payload size of the blocks this side sends
@@ -363,7 +397,8 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		s.tls, _ = c.(*TLSConn)
 		s.in = movingReader{c, &p.stats.moving}
 		p.streams = append(p.streams, s)
-		p.zeroCopy = p.zeroCopy && s.raw != nil
+		p.zeroCopy = p.zeroCopy && s.raw != nil &&
+			(cfg.sendfile == SendfileAlways || cfg.sendfile == SendfileAuto && !sameHost(c))
 	}
 	p.wg.Go(p.resendLoop)
 	for _, s := range p.streams {

@@ -49,7 +49,7 @@ func TestZeroCopySend(t *testing.T) {
 		{"many blocks", 100*bs + 7, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, r := pathPair(t, 2, nil, WithBlockSize(bs))
+			s, r := pathPair(t, 2, nil, WithBlockSize(bs), WithSendfile(SendfileAlways))
 			data := randomData(uint64(tc.size), tc.size)
 			transferFrom(t, s, r, 1, tempSource(t, data), data)
 			st := s.Stats()
@@ -66,7 +66,7 @@ func TestZeroCopySend(t *testing.T) {
 // A partial range (a resumed file) is sent from its offset.
 func TestZeroCopyPartialRange(t *testing.T) {
 	const bs = 128 << 10
-	s, r := pathPair(t, 1, nil, WithBlockSize(bs))
+	s, r := pathPair(t, 1, nil, WithBlockSize(bs), WithSendfile(SendfileAlways))
 	data := randomData(9, 5*bs+333)
 	src := tempSource(t, data)
 	ctx := testContext(t)
@@ -98,7 +98,7 @@ func TestZeroCopyPartialRange(t *testing.T) {
 func TestZeroCopyDamagedBlockResent(t *testing.T) {
 	dmg := new(damage)
 	wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 3, damage: dmg} }
-	s, r := pathPair(t, 2, wrap, WithBlockSize(zeroCopyMin))
+	s, r := pathPair(t, 2, wrap, WithBlockSize(zeroCopyMin), WithSendfile(SendfileAlways))
 	data := randomData(5, 20*zeroCopyMin)
 	transferFrom(t, s, r, 1, tempSource(t, data), data)
 	if !dmg.didDamage() {
@@ -130,7 +130,7 @@ func (c *countingSource) File() *os.File { return c.f }
 // read through it once (progress reporting relies on it).
 func TestZeroCopyFileSource(t *testing.T) {
 	const bs = 128 << 10
-	s, r := pathPair(t, 2, nil, WithBlockSize(bs))
+	s, r := pathPair(t, 2, nil, WithBlockSize(bs), WithSendfile(SendfileAlways))
 	data := randomData(6, 7*bs+100)
 	src := &countingSource{f: tempSource(t, data)}
 	transferFrom(t, s, r, 1, src, data)
@@ -155,7 +155,7 @@ func TestZeroCopyOnlyOnBareTCP(t *testing.T) {
 	if rawSocket(plainWrapper{cc[0]}) != nil || rawSocket(tls.Client(cc[0], &tls.Config{})) != nil {
 		t.Fatal("raw socket for a wrapped connection")
 	}
-	s, r := NewPath([]net.Conn{plainWrapper{cc[0]}}, WithBlockSize(128<<10)), NewPath(sc)
+	s, r := NewPath([]net.Conn{plainWrapper{cc[0]}}, WithBlockSize(128<<10), WithSendfile(SendfileAlways)), NewPath(sc)
 	t.Cleanup(func() { s.Close(); r.Close() })
 	data := randomData(7, 1<<20)
 	transferFrom(t, s, r, 1, tempSource(t, data), data)
@@ -166,7 +166,7 @@ func TestZeroCopyOnlyOnBareTCP(t *testing.T) {
 
 // SendFile of a file shorter than the range it was given fails clearly.
 func TestZeroCopyShortFile(t *testing.T) {
-	s, _ := pathPair(t, 1, nil, WithBlockSize(128<<10))
+	s, _ := pathPair(t, 1, nil, WithBlockSize(128<<10), WithSendfile(SendfileAlways))
 	data := randomData(10, 1<<20)
 	src := tempSource(t, data)
 	_, err := s.SendFile(testContext(t), 1, src, 0, 2<<20)
@@ -219,7 +219,7 @@ func TestSendfileRefusedFallsBackToCopy(t *testing.T) {
 	}
 	t.Cleanup(func() { sendfile = unix.Sendfile })
 	const bs = 512 << 10
-	s, r := pathPair(t, 1, nil, WithBlockSize(bs))
+	s, r := pathPair(t, 1, nil, WithBlockSize(bs), WithSendfile(SendfileAlways))
 	data := randomData(15, 3*bs+777)
 	transferFrom(t, s, r, 1, tempSource(t, data), data)
 	// The file's later blocks do not try sendfile again.
@@ -249,7 +249,7 @@ func (c *gateConn) Read(p []byte) (int, error) {
 func TestZeroCopyCancelledSendFileClosesItsFile(t *testing.T) {
 	gate := make(chan struct{})
 	wrap := func(i int, c net.Conn) net.Conn { return &gateConn{Conn: c, gate: gate} }
-	s, r := pathPair(t, 1, wrap, WithBlockSize(1<<20))
+	s, r := pathPair(t, 1, wrap, WithBlockSize(1<<20), WithSendfile(SendfileAlways))
 	data := randomData(16, 64<<20) // far more than the socket buffers hold
 	src := tempSource(t, data)
 	ctx, cancel := context.WithCancel(testContext(t))
@@ -271,5 +271,60 @@ func TestZeroCopyCancelledSendFileClosesItsFile(t *testing.T) {
 	transferFrom(t, s, r, 2, tempSource(t, data2), data2)
 	if err := s.Err(); err != nil {
 		t.Fatalf("the Path failed: %v", err)
+	}
+}
+
+// By default a connection between two addresses of this host (here
+// loopback) copies its blocks: sendfile only pays towards another host.
+// SendfileAlways and SendfileNever override that.
+func TestSendfileOnlyToAnotherHost(t *testing.T) {
+	const bs = 128 << 10
+	for _, tc := range []struct {
+		name     string
+		opts     []Option
+		wantZero int64
+	}{
+		{"auto on loopback", nil, 0},
+		{"always", []Option{WithSendfile(SendfileAlways)}, 8},
+		{"never", []Option{WithSendfile(SendfileNever)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, r := pathPair(t, 2, nil, append([]Option{WithBlockSize(bs)}, tc.opts...)...)
+			data := randomData(3, 8*bs)
+			transferFrom(t, s, r, 1, tempSource(t, data), data)
+			if st := s.Stats(); st.ZeroCopyBlocks != tc.wantZero || st.BlocksSent != 8 {
+				t.Fatalf("%d of %d blocks sent with sendfile, want %d", st.ZeroCopyBlocks, st.BlocksSent, tc.wantZero)
+			}
+		})
+	}
+}
+
+// addrConn is a connection that only has addresses.
+type addrConn struct {
+	net.Conn
+	local, remote net.Addr
+}
+
+func (c addrConn) LocalAddr() net.Addr  { return c.local }
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }
+
+func TestSameHost(t *testing.T) {
+	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 1649} }
+	for _, tc := range []struct {
+		local, remote net.Addr
+		want          bool
+	}{
+		{tcp("127.0.0.1"), tcp("127.0.0.1"), true},
+		{tcp("127.0.0.1"), tcp("127.3.4.5"), true},
+		{tcp("::1"), tcp("::1"), true},
+		{tcp("192.0.2.7"), tcp("192.0.2.7"), true}, // the host's own address
+		{tcp("::ffff:192.0.2.7"), tcp("192.0.2.7"), true},
+		{tcp("192.0.2.7"), tcp("192.0.2.8"), false},
+		{tcp("2001:db8::1"), tcp("2001:db8::2"), false},
+		{&net.UnixAddr{Name: "a"}, &net.UnixAddr{Name: "b"}, false},
+	} {
+		if got := sameHost(addrConn{local: tc.local, remote: tc.remote}); got != tc.want {
+			t.Errorf("sameHost(%v -> %v) = %v, want %v", tc.local, tc.remote, got, tc.want)
+		}
 	}
 }

@@ -52,11 +52,11 @@ func IsAnonymous(name string) bool {
 	return false
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`) })
 
 // CheckName reports whether name may be a user's name.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) || IsAnonymous(name) {
+	if !nameRE().MatchString(name) || IsAnonymous(name) {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
 	return nil

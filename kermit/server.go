@@ -12,6 +12,7 @@ import (
 	"iter"
 	"regexp"
 	"strings"
+	"sync"
 
 	"kerf/framing"
 )
@@ -77,13 +78,15 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 // goOps are the words Go's file errors put before a path ("removeat
 // x: no such file or directory"), and the prefix of kerf's file store:
 // implementation detail in a message a remote user reads.
-var goOps = regexp.MustCompile(`(^|: )(?:filestore: )?(?:openat2?|statat|fstatat|lstat|stat|open|removeat|unlinkat|remove|mkdirat|mkdir|renameat2?|rename|fchmodat|chmod|readdirent|readdir|readlinkat) `)
+var goOps = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|: )(?:filestore: )?(?:openat2?|statat|fstatat|lstat|stat|open|removeat|unlinkat|remove|mkdirat|mkdir|renameat2?|rename|fchmodat|chmod|readdirent|readdir|readlinkat) `)
+})
 
 // peerText is err as a server command's E packet says it: the cause and
 // the name, without the names of system calls ("nonexist.txt: no such
 // file or directory", where the log has "removeat nonexist.txt: ...").
 func peerText(err error) string {
-	msg := goOps.ReplaceAllString(err.Error(), "$1")
+	msg := goOps().ReplaceAllString(err.Error(), "$1")
 	return strings.ReplaceAll(msg, "filestore: ", "")
 }
 

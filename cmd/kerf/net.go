@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -297,7 +298,7 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 
 // throttleWaitRE finds the wait a kerf server names when it throttles
 // logins from an address ("... from your address: wait 500ms").
-var throttleWaitRE = regexp.MustCompile(`login throttled: .*wait (\S+)$`)
+var throttleWaitRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`login throttled: .*wait (\S+)$`) })
 
 // throttled reports whether err is a kerf server's refusal to check a
 // login so soon after a failed one, and how long it asked to wait (at
@@ -306,7 +307,7 @@ func throttled(err error) (time.Duration, bool) {
 	if err == nil || !errors.Is(err, control.ErrLogin) {
 		return 0, false
 	}
-	m := throttleWaitRE.FindStringSubmatch(err.Error())
+	m := throttleWaitRE().FindStringSubmatch(err.Error())
 	if m == nil {
 		return 0, false
 	}

@@ -13,6 +13,7 @@ import (
 
 	"kerf/auth"
 	"kerf/control"
+	"kerf/datachan"
 	"kerf/filestore"
 )
 
@@ -63,6 +64,9 @@ func startServerWith(t testing.TB, root string, mod func(*control.ServerConfig))
 	cfg := control.ServerConfig{
 		Root: root, Addr: "127.0.0.1:0", Identity: testIdentity(t), Users: testUsers(t),
 		Throttle: &auth.Throttle{Base: time.Millisecond, Max: 10 * time.Millisecond, Forget: time.Minute},
+		// Loopback copies by default: plaintext data paths of these
+		// tests take sendfile, e2e's the default.
+		PathOpts: []datachan.Option{datachan.WithSendfile(datachan.SendfileAlways)},
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -93,7 +97,8 @@ func pin(fp string) func(addr, got string) error {
 
 // clientConfig is a client of srv logged in as the test user.
 func clientConfig(srv *control.Server, mod func(*control.ClientConfig)) control.ClientConfig {
-	c := control.ClientConfig{Addr: srv.Addr().String(), User: testUser, Password: testPass, VerifyHost: pin(srv.Fingerprint())}
+	c := control.ClientConfig{Addr: srv.Addr().String(), User: testUser, Password: testPass, VerifyHost: pin(srv.Fingerprint()),
+		PathOpts: []datachan.Option{datachan.WithSendfile(datachan.SendfileAlways)}}
 	if mod != nil {
 		mod(&c)
 	}

@@ -299,6 +299,20 @@ func TestSendfileOnlyToAnotherHost(t *testing.T) {
 	}
 }
 
+// Auto sends with sendfile on a connection to another host (here a
+// loopback connection that sameHost is made to call another host's).
+func TestSendfileAutoToAnotherHost(t *testing.T) {
+	defer func(f func(net.Conn) bool) { onSameHost = f }(onSameHost)
+	onSameHost = func(net.Conn) bool { return false }
+	const bs = 128 << 10
+	s, r := pathPair(t, 2, nil, WithBlockSize(bs))
+	data := randomData(4, 8*bs)
+	transferFrom(t, s, r, 1, tempSource(t, data), data)
+	if st := s.Stats(); st.ZeroCopyBlocks != 8 {
+		t.Fatalf("%d of %d blocks sent with sendfile, want all 8", st.ZeroCopyBlocks, st.BlocksSent)
+	}
+}
+
 // addrConn is a connection that only has addresses.
 type addrConn struct {
 	net.Conn

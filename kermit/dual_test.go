@@ -24,8 +24,26 @@ type pipeDual struct {
 
 func (d *pipeDual) Offer(string) string { return "test" }
 func (d *pipeDual) Open(context.Context, string) (kermit.DataPath, error) {
-	d.path = datachan.NewPath([]net.Conn{d.conn})
+	d.path = datachan.NewPath([]net.Conn{d.conn}, datachan.WithSendfile(dualSendfile))
 	return d.path, nil
+}
+
+// dualSendfile is when the tests' data paths send with sendfile. Their
+// connections are loopback, where the default copies: they force
+// sendfile, whose path (a block padded for a file that shrank, the
+// doomed re-read) only these tests take through the engine; tests that
+// matter on both paths run with each (eitherSendfile), and e2e and
+// cmd/kerf run the default.
+var dualSendfile = datachan.SendfileAlways
+
+// eitherSendfile runs f as two subtests: data paths sending with
+// sendfile, and copying.
+func eitherSendfile(t *testing.T, f func(t *testing.T)) {
+	defer func(s datachan.Sendfile) { dualSendfile = s }(dualSendfile)
+	for _, s := range []datachan.Sendfile{datachan.SendfileAlways, datachan.SendfileNever} {
+		dualSendfile = s
+		t.Run(map[datachan.Sendfile]string{datachan.SendfileAlways: "sendfile", datachan.SendfileNever: "copied"}[s], f)
+	}
 }
 
 func dualPair(t *testing.T) (*pipeDual, *pipeDual) {

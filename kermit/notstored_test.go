@@ -2,7 +2,9 @@ package kermit_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -182,4 +184,90 @@ func closingStore(dir *filestore.Dir, suffix string, c net.Conn) wrapStore {
 		}
 		return in
 	}}
+}
+
+// changingReader serves data on the first read of each offset and
+// changed on later ones: a file written to after the sender's last check
+// of it, whose block is then read again for a resend.
+type changingReader struct {
+	mu            sync.Mutex
+	data, changed []byte
+	seen          map[int64]bool
+	pos           int64
+}
+
+func (r *changingReader) ReadAt(p []byte, off int64) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	src := r.data
+	if r.seen[off] {
+		src = r.changed
+	}
+	r.seen[off] = true
+	if off >= int64(len(src)) {
+		return 0, io.EOF
+	}
+	n := copy(p, src[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *changingReader) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.pos)
+	r.pos += int64(n)
+	return n, err
+}
+
+func (r *changingReader) Close() error { return nil }
+
+// A file whose whole-file check fails at the receiver (it changed after
+// the sender's last look at it, and a damaged block's resend read the
+// new bytes: each block checks, the whole does not) fails alone between
+// kerf peers; before, the receiver ended the session, and with it the
+// files after it (QA: one file written to during a send over a slow
+// link lost the other twenty).
+func TestWholeFileMismatchFailsAlone(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	data, changed := randomBytes(300_000, 4), randomBytes(300_000, 5)
+	out := writeFiles(t, src, []testFile{{"b.bin", data}, {"c.bin", randomBytes(5000, 3)}})
+	out[0].Open = func() (kermit.FileReader, error) {
+		return &changingReader{data: data, changed: changed, seen: map[int64]bool{}}, nil
+	}
+	var mu sync.Mutex
+	var said string
+	scfg := kermit.DefaultConfig()
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed && e.Name == "b.bin" {
+			mu.Lock()
+			said = e.Err.Error()
+			mu.Unlock()
+		}
+	}
+	// A bit flipped in b.bin's first payload: it is asked for again.
+	send, recv := dualSessions(t, scfg, kermit.DefaultConfig(), func(c net.Conn) net.Conn { return &flipConn{Conn: c, at: 1000} })
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	serr := send.Send(ctx, out)
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b.bin" {
+		t.Fatalf("send: %v; want a group error naming only b.bin", serr)
+	}
+	if err := <-rerr; err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	mu.Lock()
+	if !strings.Contains(said, "CRC-32C mismatch") {
+		t.Errorf("the sender was told %q, want the whole-file check named", said)
+	}
+	mu.Unlock()
+	checkFiles(t, dst, []testFile{{"c.bin", randomBytes(5000, 3)}})
 }

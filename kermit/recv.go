@@ -940,7 +940,16 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		want, err := strconv.ParseUint(string(zdata[1:]), 16, 32)
 		if err != nil || uint32(want) != whole {
 			inc.Abort(false)
-			return fmt.Errorf("kermit: %s: whole-file CRC-32C mismatch (sender %s, received %08x)", cur.name, zdata[1:], whole)
+			err := fmt.Errorf("kermit: %s: whole-file CRC-32C mismatch (sender %s, received %08x): changed while it was sent?", cur.name, zdata[1:], whole)
+			if s.neg.notStored {
+				// Every block checked and the whole did not: the file
+				// changed after the sender's last look at it (a block
+				// read again for a resend, or sent with sendfile from
+				// pages written since). This file fails, not the
+				// session.
+				return &notStoredError{err}
+			}
+			return err
 		}
 		cur.off = cur.attrs.Length
 		done.CRC32C = whole

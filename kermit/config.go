@@ -180,4 +180,8 @@ type Event struct {
 	// receiving Store gave it (Incoming.Name), a sent file's
 	// OutgoingFile.Path.
 	Path string
+	// Again, on a FileDone: the file was told failed before, and a
+	// take-over of a GET, which fetches the lost session's whole share
+	// again, got it whole this time: the failure is withdrawn.
+	Again bool
 }

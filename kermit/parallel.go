@@ -870,6 +870,22 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 	}
 	if t.over[i] {
 		// A take-over, of share sh.
+		if t.refetch && t.files[sh].is(e.Name, toldForGood) && !t.files[sh].is(e.Name, toldDone) && slices.Contains(t.failed[sh], e.Name) {
+			// Told failed on its own by the lost pass, and fetched
+			// again (a GET's take-over gets the whole share): whole
+			// this time, it is told done and its failure withdrawn;
+			// failed again, it was told so already.
+			switch e.Kind {
+			case FileDone:
+				t.failed[sh] = slices.DeleteFunc(t.failed[sh], func(n string) bool { return n == e.Name })
+				t.files[sh].set(e.Name, toldDone, true)
+				e.Again = true
+				return e, true
+			case FileFailed, FileSkipped:
+				return e, false
+			}
+			return e, true // its start and progress
+		}
 		if t.files[sh].is(e.Name, toldForGood) {
 			return e, false // the lost session told its end for good
 		}

@@ -80,3 +80,47 @@ func TestShareTrackerCountsEachFileOnce(t *testing.T) {
 		t.Errorf("share 0 reached %d files, want 4 (a, b, c, d)", tr.reached[0])
 	}
 }
+
+// A file a GET's lost pass told failed on its own (its whole-file check
+// failed, say) that the take-over, fetching the whole share again, gets
+// whole is told done, marked Again, and saved, and is not among the
+// share's failures; one that fails again is not told twice. (QA: a GET
+// said a file failed, exit 4, that the take-over had stored.)
+func TestShareTrackerGetRetriedFailureWithdrawn(t *testing.T) {
+	type told struct {
+		kind  EventKind
+		name  string
+		again bool
+	}
+	var got []told
+	tell := func(e Event) { got = append(got, told{e.Kind, e.Name, e.Again}) }
+	tr := newShareTracker(2, true)
+	lost, good := tr.events(0, tell), tr.events(1, tell)
+	lost(Event{Kind: FileStart, Name: "a"})
+	lost(Event{Kind: FileFailed, Name: "a", Err: errors.New("whole-file CRC-32C mismatch")})
+	lost(Event{Kind: FileStart, Name: "b"})
+	lost(Event{Kind: FileFailed, Name: "b", Err: errors.New("no room")})
+	lost(Event{Kind: FileStart, Name: "c"})
+	lost(Event{Kind: FileFailed, Name: "c", Err: &CutOffError{errors.New("link lost")}})
+	got = nil
+	tr.standIn(1, 0)
+	for _, n := range []string{"a", "b", "c"} {
+		good(Event{Kind: FileStart, Name: n})
+		if n == "b" {
+			good(Event{Kind: FileFailed, Name: n, Err: errors.New("no room")})
+			continue
+		}
+		good(Event{Kind: FileDone, Name: n})
+		good(Event{Kind: FileSaved, Name: n})
+	}
+	tr.standIn(1, 1)
+	tr.flush()
+	want := []told{{FileStart, "a", false}, {FileDone, "a", true}, {FileSaved, "a", false}, {FileStart, "b", false},
+		{FileStart, "c", false}, {FileDone, "c", false}, {FileSaved, "c", false}}
+	if !slices.Equal(got, want) {
+		t.Errorf("take-over told %v, want %v", got, want)
+	}
+	if f := tr.failedOf(0); !slices.Equal(f, []string{"b"}) {
+		t.Errorf("share 0's failures %q, want only b", f)
+	}
+}

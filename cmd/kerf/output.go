@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -215,6 +216,11 @@ func (r *reporter) event(e kermit.Event) {
 			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &e.Bytes})
 		}
 	case kermit.FileDone:
+		if e.Again {
+			// Told failed before, and got whole by a take-over: not a
+			// failure after all.
+			r.failed = slices.DeleteFunc(r.failed, func(n string) bool { return n == e.Name })
+		}
 		kept := min(r.earlier[e.Name], max(e.Offset, 0))
 		delete(r.earlier, e.Name)
 		r.done += e.Bytes - r.current[e.Name] + kept

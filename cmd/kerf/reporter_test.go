@@ -162,3 +162,29 @@ func TestReporterDuplicateNameKeepsTheFirst(t *testing.T) {
 		t.Errorf("files %d, done %d bytes, total %d; want 1 file, 1000 bytes of 1000", r.files, r.done, r.total)
 	}
 }
+
+// A file told failed, then done Again (a GET's take-over fetched it
+// whole), is no longer among the files not received, and counts once.
+func TestReporterFailureWithdrawn(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "a", Size: 10},
+		{Kind: kermit.FileFailed, Name: "a", Err: errors.New("whole-file CRC-32C mismatch")},
+		{Kind: kermit.FileStart, Name: "b", Size: 10},
+		{Kind: kermit.FileFailed, Name: "b", Err: errors.New("no room")},
+		{Kind: kermit.FileStart, Name: "a", Size: 10},
+		{Kind: kermit.FileDone, Name: "a", Size: 10, Bytes: 10, Again: true},
+		{Kind: kermit.FileSaved, Name: "a", Size: 10, Bytes: 10},
+	} {
+		r.event(e)
+	}
+	if err := r.notReceived(); err == nil || !strings.HasPrefix(err.Error(), "1 file(s) not received") {
+		t.Errorf("notReceived: %v; want b alone", err)
+	}
+	if !slices.Equal(r.failed, []string{"b"}) {
+		t.Errorf("failed %q, want [b]", r.failed)
+	}
+	if r.done != 10 || r.files != 1 {
+		t.Errorf("done %d bytes, %d files; want 10, 1", r.done, r.files)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -808,5 +809,68 @@ func TestFinishedFilesAreForgotten(t *testing.T) {
 	}
 	if err := p.Expect(5, newMemFile(10), 0, 10); err == nil {
 		t.Fatal("file 5 expected again")
+	}
+}
+
+// shrinkingSource serves data on the first read of each offset; later
+// reads come short, at half, as from a file cut after it was read.
+type shrinkingSource struct {
+	mu   sync.Mutex
+	data []byte
+	seen map[int64]bool
+}
+
+func (s *shrinkingSource) ReadAt(p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := int64(len(s.data))
+	if s.seen[off] {
+		end /= 2
+	}
+	s.seen[off] = true
+	if off >= end {
+		return 0, io.EOF
+	}
+	n := copy(p, s.data[off:end])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// A damaged block whose re-read comes short (its file was cut after
+// the sender read it, and perhaps after its engine ended it, so that the
+// receiver waits for that block) goes out padded with zeros under a
+// check of what it carries: it arrives, and the whole file's check (the
+// CRC SendFile returned, of what was read first) fails at the receiver,
+// which refuses the file alone. Before, the block was never sent, and
+// the receiver waited until the Path failed, 20 s later.
+func TestShortReReadGoesPadded(t *testing.T) {
+	const bs = 64 << 10
+	wrap := func(i int, c net.Conn) net.Conn { return &damageConn{Conn: c, block: 2, damage: new(damage)} }
+	s, r := pathPair(t, 1, wrap, WithBlockSize(bs))
+	data := randomData(23, 3*bs)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dst := newMemFile(len(data))
+	if err := r.Expect(1, dst, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := s.SendFile(ctx, 1, &shrinkingSource{data: data, seen: map[int64]bool{}}, 0, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Wait(ctx, 1)
+	if err != nil {
+		t.Fatalf("Wait: %v; want the padded block received", err)
+	}
+	if got == sent {
+		t.Fatal("the whole-file CRCs agree; want the padded block to show")
+	}
+	// The second block was asked for again: what is left of it (the
+	// file now ends at 1.5 blocks), then zeros.
+	want := slices.Concat(data[:bs+bs/2], make([]byte, bs/2), data[2*bs:])
+	if !bytes.Equal(dst.bytes(), want) {
+		t.Error("received: not the first read with the re-read block padded")
 	}
 }

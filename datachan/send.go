@@ -324,28 +324,45 @@ func (p *Path) resendLoop() {
 			continue // its file was let go since it was asked for
 		}
 		f := p.getFrame(int(r.Length))
-		if err := readFullAt(next.src, f.payload, int64(r.Offset)); err != nil {
-			p.putFrame(f)
+		n, err := next.src.ReadAt(f.payload, int64(r.Offset))
+		if n == len(f.payload) {
+			err = nil
+		} else if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
 			if p.isReleased(r.FileID) {
 				// Released (and its file closed) while being read.
+				p.putFrame(f)
 				continue
 			}
 			err = fmt.Errorf("datachan: re-reading file %d at %d: %w", r.FileID, r.Offset, err)
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				// The file shrank while it was sent: its engine finds
-				// that out (the file's size changed) and ends the file
-				// with a Z that discards it, whose ACK releases it.
-				p.doom(r.FileID, err)
-				continue
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				p.putFrame(f)
+				p.fail(err)
+				return
 			}
-			p.fail(err)
-			return
+			// The file shrank while it was sent. Its engine finds that
+			// out (the file's size changed) and ends the file with a Z
+			// that discards it, whose ACK releases it; but if the
+			// engine had ended it already (cut after its last look),
+			// the receiver waits for this block. It goes padded with
+			// zeros, under a check of what it carries: the whole file's
+			// check then fails at the receiver, which refuses that file
+			// alone (a kerf peer; an older one ends the session). The
+			// file stays doomed: unreleased, it fails the Path later.
+			clear(f.payload[max(n, 0):])
+			p.doom(r.FileID, err)
 		}
 		f, _ = p.sealBlock(f, r.FileID, int64(r.Offset))
+		// Counted before it is queued: a writer may send it, and the
+		// peer take it, before this goroutine runs again (tests read
+		// the count once the file has arrived).
+		p.stats.blocksResent.Add(1)
 		select {
 		case p.sendq <- f:
-			p.stats.blocksResent.Add(1)
 		case <-p.failed:
+			p.stats.blocksResent.Add(-1)
 			p.putFrame(f)
 			return
 		}

@@ -41,8 +41,10 @@ func rawSocket(c net.Conn) syscall.RawConn {
 
 // zeroPad is written in place of bytes a file lost between its read and
 // its sendfile, so that the stream keeps its framing; the receiver sees
-// a bad payload and asks again, and the re-read comes short: the file is
-// doomed (Path.doom) until its engine, seeing it changed, discards it.
+// a bad payload and asks again, and the re-read comes short: that block
+// goes again padded with zeros under its own check (resendLoop), and
+// either the engine, seeing the file changed, discards it, or the
+// receiver finds the whole file's check wrong and refuses it.
 var zeroPad [64 << 10]byte
 
 // sendfileState is a stream's frame in progress with sendfile. It lives

@@ -57,6 +57,25 @@ func failStore(t *testing.T, dst, bad string, how failingFile) kermit.Store {
 	}}
 }
 
+// failureOf makes cfg's Events keep the error a FileFailed of name
+// says; the function returns it.
+func failureOf(cfg *kermit.Config, name string) func() string {
+	var mu sync.Mutex
+	var said string
+	cfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed && e.Name == name {
+			mu.Lock()
+			said = e.Err.Error()
+			mu.Unlock()
+		}
+	}
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return said
+	}
+}
+
 // A file the receiver cannot store (its disk filled mid-file, its
 // rename failed) fails alone between kerf peers (capas2NotStored): the
 // sender hears why in the Z's ACK and names it, the files after it
@@ -77,26 +96,16 @@ func TestFileNotStoredFailsAlone(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
 			out := writeFiles(t, src, files)
 			store := failStore(t, dst, "b.bin", tc.how)
-			var mu sync.Mutex
-			var said string
 			scfg := kermit.DefaultConfig()
-			scfg.Events = func(e kermit.Event) {
-				if e.Kind == kermit.FileFailed && e.Name == "b.bin" {
-					mu.Lock()
-					said = e.Err.Error()
-					mu.Unlock()
-				}
-			}
+			said := failureOf(&scfg, "b.bin")
 			serr, rerr := transferEither(t, tc.dual, scfg, kermit.DefaultConfig(), out, store)
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b.bin" || rerr != nil {
 				t.Fatalf("send %v (want a group error naming only b.bin), receive %v", serr, rerr)
 			}
-			mu.Lock()
-			if !strings.Contains(said, "not stored by the receiver") || !strings.Contains(said, tc.want) {
+			if said := said(); !strings.Contains(said, "not stored by the receiver") || !strings.Contains(said, tc.want) {
 				t.Errorf("the sender was told %q, want the receiver's reason (%q)", said, tc.want)
 			}
-			mu.Unlock()
 			for _, f := range []testFile{files[0], files[2]} {
 				if got, err := os.ReadFile(filepath.Join(dst, f.name)); err != nil || !bytes.Equal(got, f.data) {
 					t.Errorf("%s: %v", f.name, err)
@@ -250,16 +259,8 @@ func wholeFileMismatchFailsAlone(t *testing.T, data, changed []byte) {
 	out[0].Open = func() (kermit.FileReader, error) {
 		return &changingReader{data: data, changed: changed, seen: map[int64]bool{}}, nil
 	}
-	var mu sync.Mutex
-	var said string
 	scfg := kermit.DefaultConfig()
-	scfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileFailed && e.Name == "b.bin" {
-			mu.Lock()
-			said = e.Err.Error()
-			mu.Unlock()
-		}
-	}
+	said := failureOf(&scfg, "b.bin")
 	// A bit flipped in b.bin's first payload: it is asked for again.
 	send, recv := dualSessions(t, scfg, kermit.DefaultConfig(), func(c net.Conn) net.Conn { return &flipConn{Conn: c, at: 1000} })
 	store, err := filestore.Open(dst)
@@ -279,10 +280,8 @@ func wholeFileMismatchFailsAlone(t *testing.T, data, changed []byte) {
 	if err := <-rerr; err != nil {
 		t.Fatalf("receive: %v", err)
 	}
-	mu.Lock()
-	if !strings.Contains(said, "CRC-32C mismatch") {
+	if said := said(); !strings.Contains(said, "CRC-32C mismatch") {
 		t.Errorf("the sender was told %q, want the whole-file check named", said)
 	}
-	mu.Unlock()
 	checkFiles(t, dst, []testFile{{"c.bin", randomBytes(5000, 3)}})
 }

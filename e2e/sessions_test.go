@@ -56,15 +56,26 @@ func TestDefaultSessionsFollowThePath(t *testing.T) {
 		delay  time.Duration
 		logins int
 	}{{0, 2}, {10 * time.Millisecond, 4}} {
-		fs := startFaultServer(t, t.TempDir(), false)
-		fs.ctl.delayDown.Store(int64(tc.delay))
-		mustRun(t, fs.server, src, nil, "send", "-r", "tree", fs.addr())
-		if n := strings.Count(fs.stderr.String(), "msg=login "); n != tc.logins {
-			t.Errorf("round trip %v more: %d logins, want %d", tc.delay, n, tc.logins)
+		// The round trip is measured: on loopback under the race
+		// detector with other packages' tests on both cores, one send
+		// measured 5 ms and more and opened four (CI, once). Three tries
+		// for the fast path, whose answer must be two at least once.
+		var n int
+		for try := 0; try < 3; try++ {
+			fs := startFaultServer(t, t.TempDir(), false)
+			fs.ctl.delayDown.Store(int64(tc.delay))
+			mustRun(t, fs.server, src, nil, "send", "-r", "tree", fs.addr())
+			n = strings.Count(fs.stderr.String(), "msg=login ")
+			for i := 0; i < 40; i++ {
+				name := filepath.Join("tree", fmt.Sprintf("f%d", i))
+				sameFile(t, filepath.Join(src, name), filepath.Join(fs.root, name))
+			}
+			if n == tc.logins || tc.delay > 0 {
+				break
+			}
 		}
-		for i := 0; i < 40; i++ {
-			name := filepath.Join("tree", fmt.Sprintf("f%d", i))
-			sameFile(t, filepath.Join(src, name), filepath.Join(fs.root, name))
+		if n != tc.logins {
+			t.Errorf("round trip %v more: %d logins, want %d", tc.delay, n, tc.logins)
 		}
 	}
 }

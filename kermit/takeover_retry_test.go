@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,14 +28,12 @@ func TestGetTakeOverRetriesOwnFailure(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	ended := map[string][]kermit.Event{}
+	var ended endLog
+	var again sync.Map // names told done Again
 	note := func(e kermit.Event) {
-		switch e.Kind {
-		case kermit.FileDone, kermit.FileFailed, kermit.FileSkipped:
-			mu.Lock()
-			ended[e.Name] = append(ended[e.Name], e)
-			mu.Unlock()
+		ended.note(e)
+		if e.Again {
+			again.Store(e.Name, true)
 		}
 	}
 	clients, stores, cuts := getClients(t, ctx, root, dst, note, 0, 6)
@@ -56,19 +55,13 @@ func TestGetTakeOverRetriesOwnFailure(t *testing.T) {
 	if err != nil {
 		t.Errorf("GetParallel: %v; want success (the failed file came whole in the take-over)", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	var name string
-	for n, evs := range ended {
-		if len(evs) > 0 && evs[0].Kind == kermit.FileFailed && n == failed {
-			name = n
-		}
+	ended.mu.Lock()
+	defer ended.mu.Unlock()
+	if got := ended.ended[failed]; !slices.Equal(got, []kermit.EventKind{kermit.FileFailed, kermit.FileDone}) {
+		t.Errorf("%s ended %v; want failed, then done", failed, got)
 	}
-	if name == "" {
-		t.Fatalf("no file told failed first (the one made to fail: %s); ends %v", failed, ended)
-	}
-	if evs := ended[name]; len(evs) != 2 || evs[1].Kind != kermit.FileDone || !evs[1].Again {
-		t.Errorf("%s ended %v; want failed, then done Again", name, evs)
+	if _, ok := again.Load(failed); !ok {
+		t.Errorf("%s not told done Again", failed)
 	}
 	for j := range 30 {
 		n := fmt.Sprintf("tree/f%02d", j)

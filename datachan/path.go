@@ -560,12 +560,19 @@ func (p *Path) putFrame(f *frame) {
 
 // readFullAt fills b from src at off; a short file is an error.
 func readFullAt(src io.ReaderAt, b []byte, off int64) error {
+	_, err := readAt(src, b, off)
+	return err
+}
+
+// readAt is readFullAt that also returns how much of b it filled (a
+// short file's ErrUnexpectedEOF).
+func readAt(src io.ReaderAt, b []byte, off int64) (int, error) {
 	n, err := src.ReadAt(b, off)
 	if n == len(b) {
-		return nil
+		return n, nil
 	}
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return err
+	return n, err
 }

@@ -324,12 +324,7 @@ func (p *Path) resendLoop() {
 			continue // its file was let go since it was asked for
 		}
 		f := p.getFrame(int(r.Length))
-		n, err := next.src.ReadAt(f.payload, int64(r.Offset))
-		if n == len(f.payload) {
-			err = nil
-		} else if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+		n, err := readAt(next.src, f.payload, int64(r.Offset))
 		if err != nil {
 			if p.isReleased(r.FileID) {
 				// Released (and its file closed) while being read.

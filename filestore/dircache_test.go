@@ -1,10 +1,12 @@
 package filestore_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,6 +306,50 @@ func TestBatchBackgroundFlushErrorGoesToEndBatch(t *testing.T) {
 	}
 	for i := range 600 {
 		checkFile(t, filepath.Join(root, "x", fmt.Sprintf("f%d", i)), "y")
+	}
+}
+
+// A directory that takes a file's final name while the file is received
+// fails the file, and takes its temporary copy with it: no later try
+// could rename it there, and a verified copy under kerf's temporary name
+// would be left for nothing (the sender still has the file). Both with
+// the rename at Commit and deferred to a batch's flush.
+func TestFinalNameTakenByDirectoryLeavesNoPartial(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			root := t.TempDir()
+			d, _ := filestore.Open(root)
+			defer d.Close()
+			if batch {
+				d.BeginBatch()
+			}
+			in, err := d.Create("x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.WriteAt([]byte("data"), 0)
+			if err := os.MkdirAll(filepath.Join(root, "x", "y"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			err = in.Commit(time.Time{}, 0o644)
+			if batch {
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = d.EndBatch()
+			} else {
+				in.Abort(true) // as the engine does after a failed Commit
+			}
+			if !errors.Is(err, syscall.EISDIR) {
+				t.Fatalf("got %v, want the rename's EISDIR", err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, ".x"+filestore.PartSuffix)); !os.IsNotExist(err) {
+				t.Fatalf("temporary file left behind: %v", err)
+			}
+			if fi, err := os.Stat(filepath.Join(root, "x", "y")); err != nil || !fi.IsDir() {
+				t.Fatalf("the directory in the way was touched: %v", err)
+			}
+		})
 	}
 }
 

@@ -509,7 +509,16 @@ func (h *dirHandle) renameOurs(d *Dir, from, to string, f *tempFile) error {
 	if !h.isOurs(d, from, f) {
 		return errNotOurs
 	}
-	return h.rename(d, from, to)
+	err := h.rename(d, from, to)
+	if errors.Is(err, unix.EISDIR) {
+		// A directory holds the final name (two paths of one transfer
+		// met as a file and a directory, or one was made meanwhile): no
+		// later try can store the file there, so its copy would stay
+		// under kerf's temporary name for nothing; the sender still
+		// has it. Checked as ours just above, and still held open.
+		h.root.Remove(from)
+	}
+	return err
 }
 
 // openRead opens name in this directory for reading, as openTemp opens

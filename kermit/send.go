@@ -292,6 +292,42 @@ func (s *Session) verdictSize() int64 {
 // on a file before it says so (Config.Log).
 var verdictNoteAfter = 10 * time.Second
 
+// verdictChunk is how much of a file goes out on the data path while
+// the receiver's answer to its A is awaited (pipelined, verdictSize):
+// the engine reads the replies that came between chunks, so a refused
+// file (its name a directory there, a directory not writable) stops
+// after the chunk under way, not after all its data crossed in vain.
+const verdictChunk = 8 << 20
+
+// sendUntilVerdict sends bytes [off, off+n) of file id on the data path,
+// as SendFile does, in chunks of verdictChunk until verdict (the A's
+// slot, nil if answered already) is answered. It returns the CRC-32C of
+// what it sent and how much that was: less than n if the answer set
+// *refused.
+func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.ReaderAt, off, n int64, verdict *slot, refused *bool) (uint32, int64, error) {
+	var crc uint32
+	pos, end := off, off+n
+	for verdict != nil && !verdict.acked && end-pos > verdictChunk {
+		c, err := s.data.SendFile(ctx, id, src, pos, verdictChunk)
+		if err != nil {
+			return 0, pos - off, err
+		}
+		crc = framing.CombineCRC32C(crc, c, verdictChunk)
+		pos += verdictChunk
+		if err := s.pollReplies(); err != nil {
+			return 0, pos - off, err
+		}
+		if *refused {
+			return crc, pos - off, nil
+		}
+	}
+	c, err := s.data.SendFile(ctx, id, src, pos, end-pos)
+	if err != nil {
+		return 0, pos - off, err
+	}
+	return framing.CombineCRC32C(crc, c, end-pos), n, nil
+}
+
 // eagerResumeSize is the largest file that a resuming sender sends
 // whole at once rather than wait a round trip for the receiver's
 // recovery point: one it takes less than a round trip to send at 10 MB/s
@@ -364,6 +400,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	// whole at once, asking only to be skipped if already there
 	// (protocol.md §6).
 	eager := resume && dual && s.neg.unlessThere && f.Size >= 0 && f.Size <= s.eagerResumeSize()
+	var verdict *slot // a pipelined A's slot, its answer not read yet
 	var reply framing.AttrReply
 	reply.Accept = true
 	reply.ResumeAt = -1
@@ -436,6 +473,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				return &skipError{err}
 			}
 		} else if last != nil {
+			verdict = last
 			last.onAck = func(data []byte) error {
 				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
 					refused = true
@@ -517,8 +555,18 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			}
 		}
 		waited := s.waitingOnPeer()
-		crc, err := s.data.SendFile(ctx, id, src, off, n)
+		crc, sent, err := s.sendUntilVerdict(ctx, id, src, off, n, verdict, &refused)
 		waited()
+		if err == nil && sent < n {
+			// Refused while its data went (a pipelined A): the rest
+			// stays here, and a Z discards what went. The refusal
+			// was reported as it came.
+			if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
+				return err
+			}
+			s.data.Release(id)
+			return nil
+		}
 		if err != nil && src.failed.Load() && !s.dataFailed() {
 			// Reading the file failed, not the data path (the file
 			// shrank while it was sent, say): that file is dropped, as a

@@ -91,6 +91,47 @@ func TestRefusedBigFileSendsNoData(t *testing.T) {
 	checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(2<<20, 3)}})
 }
 
+// A file under verdictSize does not wait for the answer to its A, but
+// its data goes in chunks until that answer is read: refused (no room,
+// a directory of its name there), it stops after the chunk under way
+// rather than crossing whole to be thrown away (QA: a 15 MB file into a
+// name taken by a directory took its full 3 s at 5 MB/s), and the files
+// after it go as usual.
+func TestRefusedPipelinedFileStopsEarly(t *testing.T) {
+	eitherSendfile(t, func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		const size = 48 << 20
+		files := writeFiles(t, src, []testFile{{"big.bin", randomBytes(size, 1)}, {"ok.bin", randomBytes(3<<20, 3)}})
+		var mu sync.Mutex
+		moved := map[string]int64{}
+		scfg := kermit.DefaultConfig()
+		scfg.Events = func(e kermit.Event) {
+			if e.Kind == kermit.FileProgress {
+				mu.Lock()
+				moved[e.Name] = max(moved[e.Name], e.Bytes)
+				mu.Unlock()
+			}
+		}
+		dir, err := filestore.Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dir.Close()
+		_, serr, rerr := dualTransferTo(t, scfg, kermit.DefaultConfig(), files, noRoomStore{dir, 4 << 20})
+		var ge *kermit.GroupError
+		if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" || rerr != nil {
+			t.Fatalf("send %v (want big.bin failed), receive %v", serr, rerr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("%d of the refused file's bytes were read to be sent", moved["big.bin"])
+		if moved["big.bin"] > size/2 {
+			t.Errorf("%d of the refused file's %d bytes were read to be sent", moved["big.bin"], size)
+		}
+		checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(3<<20, 3)}})
+	})
+}
+
 // smallRefused refuses small.bin for room too (a limit below its size),
 // so that a refusal of a file that did not wait is seen as well.
 type smallRefused struct{ noRoomStore }

@@ -28,7 +28,7 @@ var (
 // Defaults of a Path.
 const (
 	DefaultBlockSize   = 1 << 20 // 256 KiB cost 10% more time for 1 GiB (docs/benchmarks.md)
-	DefaultReadAhead   = 4       // blocks read and queued beyond those being written
+	DefaultReadAhead   = 4       // blocks queued beyond those being read and written
 	DefaultWriteBehind = 0       // verified blocks queued per connection for a separate disk writer
 	DefaultParkLimit   = 32 << 20
 
@@ -53,11 +53,14 @@ const (
 // Path implements kermit.DataPath over paired data connections. Either side may
 // send and receive; blocks of a file are striped over all connections.
 //
-// Sending: SendFile reads the file in blocks (DefaultBlockSize) on the
-// caller's goroutine, at most DefaultReadAhead blocks ahead of the
-// connections' writer goroutines, which take whichever block is next and
-// write header and payload, which sit back to back in one buffer, with
-// one Write (one syscall; on TLS, no record of its own for the header). A resend request
+// Sending: SendFile cuts the file into blocks (DefaultBlockSize) and
+// queues them, at most DefaultReadAhead ahead of the connections' writer
+// goroutines; the writer that takes a block reads it, checks it and
+// writes header and payload, which sit back to back in one buffer, with
+// one Write (one syscall; on TLS, no record of its own for the header),
+// so that a block's bytes stay on one goroutine and in one core's cache
+// from the file to the socket. A file of one block is read, and if a
+// connection is free written, by SendFile's caller. A resend request
 // from the peer is served from the src that SendFile was given, until
 // Release.
 //
@@ -195,8 +198,9 @@ func WithBlockSize(n int) Option {
 	return func(c *config) { c.blockSize = min(max(n, 1), framing.MaxBlockLen) }
 }
 
-// WithReadAhead sets how many blocks SendFile may have read and queued
-// beyond those the connections are writing (default DefaultReadAhead).
+// WithReadAhead sets how many blocks SendFile may have queued beyond
+// those the connections are reading and writing (default
+// DefaultReadAhead).
 func WithReadAhead(blocks int) Option {
 	return func(c *config) { c.readAhead = max(blocks, 0) }
 }
@@ -316,6 +320,10 @@ type frame struct {
 	payload []byte // buf[framing.BlockHeaderLen:][:n]
 	job     *sendJob
 	file    *recvFile
+
+	// unread: a block of job still to be read, the one at srcOff; the
+	// writer that takes it reads it (sendJob).
+	unread bool
 
 	// A block sent with sendfile carries no payload: its n bytes are
 	// read by the kernel from src at srcOff.
@@ -549,7 +557,7 @@ func (p *Path) getFrame(n int) *frame {
 func (f *frame) payloadCap() int { return cap(f.buf) - framing.BlockHeaderLen }
 
 func (p *Path) putFrame(f *frame) {
-	f.payload, f.job, f.file, f.src = nil, nil, nil, nil
+	f.payload, f.job, f.file, f.src, f.unread = nil, nil, nil, nil, false
 	n := f.payloadCap()
 	c := frameClass(n)
 	if n != 1<<(minFrameBufShift+c) {

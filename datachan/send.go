@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,27 +20,108 @@ type source struct {
 	ranges [][2]int64 // [off, end) passed to SendFile
 }
 
-// sendJob counts one SendFile's blocks not yet written.
+// sendJob is one SendFile of several blocks. SendFile queues the blocks
+// unread; the connection's writer that takes one reads it, checks it and
+// writes it, so that its bytes go from the file to the socket on one
+// goroutine, through one cache: handed from a reading goroutine to a
+// writing one, every block crossed cores (on a two-core machine a 1 GiB
+// send cost a quarter more CPU on each side; docs/benchmarks.md).
 type sendJob struct {
 	pending atomic.Int64 // blocks queued or being written, +1 while SendFile is queueing
 	done    chan struct{}
 
 	// abandoned: SendFile returned early (cancelled, or the Path
-	// failed), and the caller may have closed the file that queued
-	// sendfile blocks refer to; such blocks are dropped unsent.
+	// failed), and the caller may have closed src; its blocks are
+	// dropped unread and unsent.
 	abandoned atomic.Bool
 	// noSendfile: sendfile refused this file; its blocks are copied.
 	noSendfile atomic.Bool
+
+	// What every block of the job shares; set before the first is queued.
+	src io.ReaderAt
+	zc  *os.File // large blocks go with sendfile from here; nil: copied
+	id  uint32
+	off int64 // where the first block starts
+	end int64
+	bs  int64 // block length (the last may be shorter)
+
+	mu   sync.Mutex
+	crc  uint32           // CRC-32C of the blocks before next
+	next int64            // the first block whose CRC is not in crc
+	held map[int64]uint32 // CRCs of blocks read out of order, by index
+	err  error            // the first block that could not be read
 }
 
 // errNotSent is a writer's report that it wrote nothing of a block and
 // that this is not the connection's fault (the block's SendFile was
-// abandoned).
+// abandoned, or an earlier block of its file could not be read).
 var errNotSent = errors.New("datachan: block not sent")
 
 func (j *sendJob) finish() {
 	if j.pending.Add(-1) == 0 {
 		close(j.done)
+	}
+}
+
+// blockLen is the length of the job's block that starts at pos.
+func (j *sendJob) blockLen(pos int64) int64 { return min(j.bs, j.end-pos) }
+
+// read reads, checks and frames the job's block at pos, for a writer;
+// nil if it is not to be sent (the job was abandoned or failed: a read
+// error is kept for SendFile).
+func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
+	if j.abandoned.Load() || j.failed() {
+		return nil
+	}
+	zc := j.zc
+	if zc != nil && j.noSendfile.Load() {
+		// sendfile refused this file: its later blocks are read once
+		// into frames, not read for the CRC and again by the copier.
+		zc = nil
+	}
+	f, c, err := p.readBlock(j.src, zc, j.id, pos, j.blockLen(pos))
+	if err != nil {
+		j.fail(fmt.Errorf("datachan: reading file %d at %d: %w", j.id, pos, err))
+		return nil
+	}
+	j.add(pos, c)
+	f.job = j
+	return f
+}
+
+// failed reports whether a block of the job could not be read.
+func (j *sendJob) failed() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err != nil
+}
+
+func (j *sendJob) fail(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = err
+	}
+}
+
+// add records the CRC c of the block at pos, combining it into the
+// file's CRC as soon as every block before it has been.
+func (j *sendJob) add(pos int64, c uint32) {
+	i := (pos - j.off) / j.bs
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if i != j.next {
+		if j.held == nil {
+			j.held = make(map[int64]uint32)
+		}
+		j.held[i] = c
+		return
+	}
+	for ok := true; ok; c, ok = j.held[j.next] {
+		delete(j.held, j.next)
+		start := j.off + j.next*j.bs
+		j.crc = framing.CombineCRC32C(j.crc, c, j.blockLen(start))
+		j.next++
 	}
 }
 
@@ -58,103 +140,99 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	if p.cfg.batch && n > 0 && n <= min(maxBatched, bs) {
 		return p.sendBatched(id, src, off, n)
 	}
-	job := &sendJob{done: make(chan struct{})}
+	job := &sendJob{done: make(chan struct{}), src: src, id: id, off: off, end: off + n, bs: bs}
 	job.pending.Store(1)
-	var zc *zeroCopy
 	if file := p.zeroCopySource(src); file != nil && n >= zeroCopyMin {
-		zc = &zeroCopy{file: file, scratch: p.getFrame(int(min(bs, n)))}
-		defer p.putFrame(zc.scratch)
+		job.zc = file
 	}
-	var crc uint32
-	for pos, end := off, off+n; pos < end; {
-		if zc != nil && job.noSendfile.Load() {
-			// sendfile refused this file: its later blocks are read
-			// once into frames, not read for the CRC and again by the
-			// copier.
-			zc = nil
-		}
-		l := min(bs, end-pos)
-		f, c, err := p.readBlock(src, zc, id, pos, l)
+	if n > 0 && n <= bs {
+		// One block: read here, and written here too if a connection
+		// is free (no hand-off to a writer and back).
+		f, c, err := p.readBlock(src, job.zc, id, off, n)
 		if err != nil {
-			// The file, not the path, failed (it shrank, say): the
-			// blocks already queued go out first, so that the engine's
-			// next packets (a Z that discards the file) follow them.
-			err = fmt.Errorf("datachan: reading file %d at %d: %w", id, pos, err)
-			job.finish()
-			select {
-			case <-job.done:
-			case <-ctx.Done():
-				job.abandoned.Store(true)
-			case <-p.failed:
-				job.abandoned.Store(true)
-			}
-			return 0, err
+			return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, off, err)
 		}
-		crc = framing.CombineCRC32C(crc, c, l)
-		if pos == off && l == n && p.writeInline(f) {
-			// A file of one block went out on this goroutine: no
-			// hand-off to a writer and back.
+		if p.writeInline(f) {
 			if err := p.Err(); err != nil {
 				return 0, err
 			}
-			return crc, nil
+			return c, nil
 		}
+		job.add(off, c)
 		f.job = job
-		job.pending.Add(1)
-		select {
-		case p.sendq <- f:
-		case <-ctx.Done():
-			job.abandoned.Store(true)
-			p.putFrame(f)
-			return 0, ctx.Err()
-		case <-p.failed:
-			job.abandoned.Store(true)
-			p.putFrame(f)
-			return 0, p.Err()
+		if err := p.queue(ctx, job, f); err != nil {
+			return 0, err
 		}
-		pos += l
+	} else {
+		for pos := off; pos < job.end; pos += bs {
+			// A block to be read by the writer that takes it.
+			t := p.getFrame(1)
+			t.payload = t.payload[:0]
+			t.job, t.unread, t.srcOff = job, true, pos
+			if err := p.queue(ctx, job, t); err != nil {
+				return 0, err
+			}
+		}
 	}
 	job.finish()
 	select {
 	case <-job.done:
-		return crc, nil
 	case <-ctx.Done():
 		job.abandoned.Store(true)
 		return 0, ctx.Err()
 	case <-p.failed:
 		select {
 		case <-job.done: // everything was written before the failure
-			return crc, nil
 		default:
 			job.abandoned.Store(true)
 			return 0, p.Err()
 		}
 	}
+	if job.err != nil {
+		// The file, not the path, failed (it shrank, say): the blocks
+		// read before went out first, so that the engine's next packets
+		// (a Z that discards the file) follow them.
+		return 0, job.err
+	}
+	return job.crc, nil
 }
 
-// zeroCopy is a SendFile's state for sending with sendfile.
-type zeroCopy struct {
-	file    *os.File
-	scratch *frame // the bytes are read here for their CRC only
+// queue hands f, a block of job, to the connections' writers.
+func (p *Path) queue(ctx context.Context, job *sendJob, f *frame) error {
+	job.pending.Add(1)
+	select {
+	case p.sendq <- f:
+		return nil
+	case <-ctx.Done():
+		job.abandoned.Store(true)
+		p.putFrame(f)
+		return ctx.Err()
+	case <-p.failed:
+		job.abandoned.Store(true)
+		p.putFrame(f)
+		return p.Err()
+	}
 }
 
 // readBlock returns the block of bytes [pos, pos+l) of file id read
 // from src, its header put, and the CRC-32C of those bytes: with zc and a
-// large block, a header-only frame that sendfile fills from the file,
-// else a frame holding the bytes (compressed, if the Path compresses).
-func (p *Path) readBlock(src io.ReaderAt, zc *zeroCopy, id uint32, pos, l int64) (*frame, uint32, error) {
+// large block, a header-only frame that sendfile fills from zc, else a
+// frame holding the bytes (compressed, if the Path compresses).
+func (p *Path) readBlock(src io.ReaderAt, zc *os.File, id uint32, pos, l int64) (*frame, uint32, error) {
 	if zc != nil && l >= zeroCopyMin {
-		// The CRC needs the bytes, so they are read anyway, but into one
-		// buffer that stays in cache; the socket gets them from the page
-		// cache, not from a copy.
-		b := zc.scratch.payload[:l]
-		if err := readFullAt(src, b, pos); err != nil {
+		// The CRC needs the bytes, so they are read anyway, but into a
+		// buffer the pool gives back warm; the socket gets them from
+		// the page cache, not from a copy.
+		scratch := p.getFrame(int(l))
+		if err := readFullAt(src, scratch.payload, pos); err != nil {
+			p.putFrame(scratch)
 			return nil, 0, err
 		}
-		c := framing.CRC32C(b)
+		c := framing.CRC32C(scratch.payload)
+		p.putFrame(scratch)
 		f := p.getFrame(1)
 		f.payload = f.payload[:0]
-		f.src, f.srcOff, f.n = zc.file, pos, int(l)
+		f.src, f.srcOff, f.n = zc, pos, int(l)
 		framing.BlockHeader{FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
 		return f, c, nil
 	}
@@ -414,6 +492,16 @@ func (s *stream) writeLoop() {
 		case f = <-p.sendq:
 		case <-p.failed:
 			return
+		}
+		if f.unread {
+			t := f
+			f = p.readJobBlock(t.job, t.srcOff)
+			if f == nil {
+				t.job.finish()
+				p.putFrame(t)
+				continue
+			}
+			p.putFrame(t)
 		}
 		err := s.writeFrame(f)
 		if err == errNotSent {

@@ -179,13 +179,13 @@ func WithSendfile(s Sendfile) Option {
 	return func(c *config) { c.sendfile = s }
 }
 
-// onSameHost is sameHost (a test has a loopback connection stand for
+// onSameHost is SameHost (a test has a loopback connection stand for
 // one to another host).
-var onSameHost = sameHost
+var onSameHost = SameHost
 
-// sameHost reports whether c joins two addresses of this host: a
+// SameHost reports whether c joins two addresses of this host: a
 // loopback address, or the host's own address at both ends.
-func sameHost(c net.Conn) bool {
+func SameHost(c net.Conn) bool {
 	r, ok := c.RemoteAddr().(*net.TCPAddr)
 	l, ok2 := c.LocalAddr().(*net.TCPAddr)
 	return ok && ok2 && (r.IP.IsLoopback() || r.IP.Equal(l.IP))

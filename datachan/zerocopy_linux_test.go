@@ -337,8 +337,8 @@ func TestSameHost(t *testing.T) {
 		{tcp("2001:db8::1"), tcp("2001:db8::2"), false},
 		{&net.UnixAddr{Name: "a"}, &net.UnixAddr{Name: "b"}, false},
 	} {
-		if got := sameHost(addrConn{local: tc.local, remote: tc.remote}); got != tc.want {
-			t.Errorf("sameHost(%v -> %v) = %v, want %v", tc.local, tc.remote, got, tc.want)
+		if got := SameHost(addrConn{local: tc.local, remote: tc.remote}); got != tc.want {
+			t.Errorf("SameHost(%v -> %v) = %v, want %v", tc.local, tc.remote, got, tc.want)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,24 +95,12 @@ func dataFlags(hidden bool) []cli.Flag {
 	bs, wb, cc, lr := *blockSizeFlag, *writeBehindFlag, *congestionFlag, *limitRateFlag
 	bs.Hidden, wb.Hidden, cc.Hidden, lr.Hidden = hidden, hidden, hidden, hidden
 	return []cli.Flag{
-		&cli.IntFlag{Name: "streams", Hidden: hidden, Value: defaultStreams(), Usage: fmt.Sprintf("parallel data connections, 1-%d (2 where there is more than one core: a connection's receiver reads, checks and writes on one core)", datachan.MaxStreams)},
+		&cli.IntFlag{Name: "streams", Hidden: hidden, DefaultText: "auto", Usage: fmt.Sprintf("parallel data connections, 1-%d (auto: 2 where there is more than one core, as a connection's receiver reads, checks and writes on one core; 1 to this host's own addresses, where both ends share the cores)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
 		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: there TCP with --congestion bbr is several times faster"},
 		&bs, &wb, &cc, &lr,
 	}
-}
-
-// defaultStreams is 2 where there is more than one core: one data
-// connection's receiver (read, CRC-32C, pwrite) runs on one core, and a
-// second connection spreads that over two (1 GiB on loopback: 0.847 s
-// against 0.907 s, medians of 11; TLS about 4% faster; 2,000 small files
-// no slower). See docs/benchmarks.md.
-func defaultStreams() int {
-	if runtime.NumCPU() > 1 {
-		return 2
-	}
-	return 1
 }
 
 // Data-path tuning, for both ends.
@@ -211,8 +198,8 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	fail := func(err error) (*control.Client, control.ClientConfig, error) {
 		return nil, control.ClientConfig{}, err
 	}
-	streams := c.Int("streams")
-	if err := checkStreams("streams", streams); err != nil {
+	streams := c.Int("streams") // 0, not given: control.AutoStreams
+	if err := checkStreams("streams", streams); c.IsSet("streams") && err != nil {
 		return fail(err)
 	}
 	user := c.String("user")

@@ -589,7 +589,13 @@ func cleanName(name string, partsOK bool) (string, error) {
 	}
 	for el := range strings.SplitSeq(name, "/") {
 		if el == ".." {
-			return "", fmt.Errorf("%w: %q leaves the tree", ErrUnsafeName, name)
+			if climbsOut(name) {
+				return "", fmt.Errorf("%w: %q leaves the tree", ErrUnsafeName, name)
+			}
+			// Never taken, even where it would stay inside: what
+			// "a/.." is depends on what a is (a link?), and a name
+			// means what it says.
+			return "", fmt.Errorf("%w: %q has a \"..\" in it: give the path without it", ErrUnsafeName, name)
 		}
 	}
 	c := path.Clean(name)

@@ -28,6 +28,7 @@ func TestCleanName(t *testing.T) {
 		{"../x", "", true},
 		{"a/../../x", "", true},
 		{"a/..", "", true},
+		{"a/../b", "", true},
 		{"tab\there", "", true},
 		{"nl\n", "", true},
 		{"del\x7f", "", true},
@@ -42,6 +43,9 @@ func TestCleanName(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := filestore.CleanName(c.in)
+		if err != nil && strings.Contains(err.Error(), "leaves the tree") && !strings.HasPrefix(c.in, "..") && !strings.Contains(c.in, "../..") {
+			t.Errorf("CleanName(%q): %v; it does not leave the tree (QA: a/../b was said to)", c.in, err)
+		}
 		if c.bad {
 			if !errors.Is(err, filestore.ErrUnsafeName) {
 				t.Errorf("CleanName(%q) = %q, %v; want ErrUnsafeName", c.in, got, err)

@@ -346,15 +346,19 @@ func plainName(name string) error {
 }
 
 // regularOrAbsent reports whether name (one path element, not followed
-// if a symlink) is a regular file or does not exist. It asks fstatat on
+// if a symlink) is a regular file or does not exist, and if not, what it
+// is (EntryKind). It asks fstatat on
 // the directory's descriptor: os.Root's Lstat walks the name afresh at
 // several syscalls, a tenth of the cost of receiving a small file.
-func (h *dirHandle) regularOrAbsent(d *Dir, name string) bool {
+func (h *dirHandle) regularOrAbsent(d *Dir, name string) (kind string, ok bool) {
 	if plainName(name) != nil {
-		return false
+		return "not a plain name", false
 	}
 	st, err := h.lstat(d, name)
-	return err != nil || st.Mode&unix.S_IFMT == unix.S_IFREG
+	if err != nil || st.Mode&unix.S_IFMT == unix.S_IFREG {
+		return "", true
+	}
+	return EntryKind(statInfo{st: st}.Mode()), false
 }
 
 // lstat is fstatat of name (one plain element, not followed if a
@@ -725,9 +729,11 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 		if h, err = d.openDir(dir, true); err != nil {
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
-		if !h.regularOrAbsent(d, base) {
+		if kind, ok := h.regularOrAbsent(d, base); !ok {
 			d.putDir(h)
-			return nil, fmt.Errorf("filestore: %s exists and is not a regular file", rel)
+			// Not replaced (a link is not written through, as cp would:
+			// the rename would put a file in its place).
+			return nil, fmt.Errorf("filestore: %s exists and is not a regular file (%s)", rel, kind)
 		}
 		// A new temporary file is known to be empty, so the engine's
 		// Truncate(0) costs nothing; a leftover partial is opened as it

@@ -243,14 +243,15 @@ func TestCreateOverExisting(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ok   bool
-	}{{"plain", true}, {"link", false}, {"fifo", false}, {"dir", false}, {"new", true}} {
+		kind string
+	}{{"plain", true, ""}, {"link", false, "a symbolic link"}, {"fifo", false, "a named pipe"}, {"dir", false, "a directory"}, {"new", true, ""}} {
 		in, err := d.Create(tc.name)
 		if (err == nil) != tc.ok {
 			t.Errorf("Create(%q): err %v, want ok=%v", tc.name, err, tc.ok)
 			continue
 		}
 		if err != nil {
-			if !strings.Contains(err.Error(), "not a regular file") {
+			if !strings.Contains(err.Error(), "not a regular file ("+tc.kind+")") {
 				t.Errorf("Create(%q): unclear error %v", tc.name, err)
 			}
 			continue

@@ -24,8 +24,8 @@ type source struct {
 // unread; the connection's writer that takes one reads it, checks it and
 // writes it, so that its bytes go from the file to the socket on one
 // goroutine, through one cache: handed from a reading goroutine to a
-// writing one, every block crossed cores (on a two-core machine a 1 GiB
-// send cost a quarter more CPU on each side; docs/benchmarks.md).
+// writing one, every block crossed cores (1 GiB to a server on the same
+// two-core host: 13% more CPU on the sending side; docs/benchmarks.md).
 type sendJob struct {
 	pending atomic.Int64 // blocks queued or being written, +1 while SendFile is queueing
 	done    chan struct{}
@@ -54,7 +54,7 @@ type sendJob struct {
 
 // errNotSent is a writer's report that it wrote nothing of a block and
 // that this is not the connection's fault (the block's SendFile was
-// abandoned, or an earlier block of its file could not be read).
+// abandoned).
 var errNotSent = errors.New("datachan: block not sent")
 
 func (j *sendJob) finish() {
@@ -66,9 +66,9 @@ func (j *sendJob) finish() {
 // blockLen is the length of the job's block that starts at pos.
 func (j *sendJob) blockLen(pos int64) int64 { return min(j.bs, j.end-pos) }
 
-// read reads, checks and frames the job's block at pos, for a writer;
-// nil if it is not to be sent (the job was abandoned or failed: a read
-// error is kept for SendFile).
+// readJobBlock reads, checks and frames job j's block at pos, for a
+// writer; nil if it is not to be sent (the job was abandoned or failed:
+// a read error is kept for SendFile).
 func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	if j.abandoned.Load() || j.failed() {
 		return nil

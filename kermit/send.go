@@ -571,7 +571,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			// Reading the file failed, not the data path (the file
 			// shrank while it was sent, say): that file is dropped, as a
 			// changed one is, and the group goes on.
-			why := changedWhileSent(r, f)
+			why := changedWhileSent(r, f, notStoredTail)
 			if why == nil {
 				why = fmt.Errorf("%s could not be read while it was being sent: %w; not stored", f.Name, err)
 			}
@@ -598,11 +598,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			whole = framing.CombineCRC32C(prefixCRC, crc, n)
 		}
 		zdata = []byte("C" + strconv.FormatUint(uint64(whole), 16))
-		changed := changedWhileSent(r, f)
+		changed := changedWhileSent(r, f, notStoredTail)
 		if changed == nil && src.failed.Load() {
 			// A block read again for the receiver came short: the file
 			// shrank, whatever its size says now.
-			changed = fmt.Errorf("%s changed while it was being sent (a part read again came short); not stored: transfer it again for the new version", f.Name)
+			changed = fmt.Errorf("%s changed while it was being sent (a part read again came short); %s", f.Name, notStoredTail)
 		}
 		if changed != nil && !refused {
 			gaveUp = true
@@ -650,7 +650,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	if err != nil {
 		return err
 	}
-	changed := changedWhileSent(r, f)
+	changed := changedWhileSent(r, f, s.discardedTail())
 	if canceled {
 		zdata = []byte("D")
 	} else if changed != nil {
@@ -767,13 +767,31 @@ func (s *Session) attrsOf(f OutgoingFile) framing.Attributes {
 	return a
 }
 
+// What a file found changed after it was sent comes to (changedWhileSent):
+// a kerf receiver discards it for certain; a classic Kermit is told to,
+// but C-Kermit keeps an incomplete file unless told otherwise (SET FILE
+// INCOMPLETE DISCARD), so what came of it may stand under its name (QA).
+const (
+	notStoredTail        = "not stored: transfer it again for the new version"
+	classicDiscardedTail = "the receiver was told to discard it (a Kermit that keeps incomplete files, as C-Kermit does by default, keeps what came of it under its name): transfer it again for the new version"
+)
+
+// discardedTail is what a file this side discarded after sending comes
+// to at this session's receiver.
+func (s *Session) discardedTail() string {
+	if s.neg.peerKerf {
+		return notStoredTail
+	}
+	return classicDiscardedTail
+}
+
 // changedWhileSent says how the file f, open as r and read to the end,
 // differs from what was announced for it (its size and modification
 // time), or nil. A file written to while it is sent arrives as a mix of
 // old and new bytes whose checks all pass, so it is discarded, not
 // stored (tar warns "file changed as we read it"; kerf does not keep
-// such a copy).
-func changedWhileSent(r FileReader, f OutgoingFile) error {
+// such a copy). tail ends the words: what came of the file there.
+func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 	st, ok := r.(interface{ Stat() (fs.FileInfo, error) })
 	if !ok || f.ModTime.IsZero() || f.Size < 0 {
 		return nil
@@ -792,7 +810,7 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 			// before it went.
 			// (A file renamed over it, as a republished file is,
 			// removes it just the same: the name now has a newer one.)
-			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; not stored: transfer it again for the new version", f.Name)
+			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; %s", f.Name, tail)
 		}
 		if was, now := f.Status, StatusOf(fi); was.Known && now.Known && now.Links > was.Links &&
 			now.Mode == was.Mode && now.UID == was.UID && now.GID == was.GID {
@@ -808,10 +826,10 @@ func changedWhileSent(r FileReader, f OutgoingFile) error {
 		// Written, and given back its size and time (touch -r, cp -p);
 		// or its mode, owner or extended attributes changed, which move
 		// the ctime too and cannot be told apart from a write.
-		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size and modification time the same: written to and its time put back, or its mode, owner or extended attributes changed); not stored: transfer it again for the new version", f.Name)
+		return fmt.Errorf("%s changed while it was being sent (its change time moved, its size and modification time the same: written to and its time put back, or its mode, owner or extended attributes changed); %s", f.Name, tail)
 	}
-	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); not stored: transfer it again for the new version",
-		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano))
+	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); %s",
+		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano), tail)
 }
 
 // asOpened is f with the size, times and status of the file as opened,

@@ -528,6 +528,59 @@ func TestCKermitCollisionUpdateIsNotAFailure(t *testing.T) {
 	peertest.CheckFiles(t, dst, []peertest.File{{Name: "a.txt", Data: newer}, {Name: "b.bin", Data: fresh}})
 }
 
+// A file that grows while kerf sends it to C-Kermit is discarded with
+// its Z, but C-Kermit keeps an incomplete file by default: the failure
+// says the receiver was told to discard it and may keep what came, not
+// that it is not stored (QA: C-Kermit kept 131,072 bytes under the
+// name kerf had said was not stored).
+func TestChangedFileToCKermitSaysWhatItGot(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	data := peertest.RandomBytes(200_000, 42)
+	p := filepath.Join(src, "grows.log")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(p)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	ck := peertest.CKermit(t, b, "cd "+dst+"\nreceive", dst)
+	cfg := kerfConfig(setting{31, 4096, 2}, fastBaud)
+	var why []string
+	cfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			why = append(why, e.Err.Error())
+		}
+	}
+	files := []kermit.OutgoingFile{{Name: "grows.log", Size: fi.Size(), ModTime: fi.ModTime(),
+		Open: func() (kermit.FileReader, error) {
+			r, err := openFile(p)
+			if err == nil {
+				f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Error(err)
+				} else {
+					f.Write([]byte("a line written while the file was sent\n"))
+					f.Close()
+				}
+			}
+			return r, err
+		}}}
+	done := runKerf(t, a, fastBaud, cfg, sendKerf(files))
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("kerf send: still running")
+	}
+	var ge *kermit.GroupError
+	if !errors.As(err, &ge) || len(ge.Failed) != 1 {
+		t.Fatalf("send: %v; want grows.log failed", err)
+	}
+	ck.Wait(time.Minute)
+	if len(why) != 1 || strings.Contains(why[0], "not stored") || !strings.Contains(why[0], "told to discard") {
+		t.Errorf("failure reported: %q; want the receiver told to discard it, not \"not stored\"", why)
+	}
+}
+
 // G-Kermit sending in binary mode converts names to capitals (DATA.BIN
 // for data.bin); kerf stores them in small letters, as C-Kermit's
 // receiver does, and keeps a name with any small letter as it is.

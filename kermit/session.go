@@ -57,6 +57,7 @@ type Session struct {
 	rtt        rttEstimator
 	adapt      lengthAdapter
 	retries    int
+	damage     int // NAKs and damaged packets since the last progress: not silence
 	sendFileID uint32
 	decodeBuf  []byte
 	// groupFailed names files refused after their data was already sent

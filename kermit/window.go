@@ -460,6 +460,7 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 
 func (s *Session) handleReply(p inPacket) error {
 	if p.bad {
+		s.damage++
 		return nil
 	}
 	switch p.Type {
@@ -480,6 +481,7 @@ func (s *Session) handleReply(p inPacket) error {
 			if lo := s.sw.slots[s.sw.lo]; !s.cfg.Reliable && s.sw.size == 1 && s.sw.count > 0 && lo != nil && !lo.acked &&
 				(p.Seq+1)%64 == lo.seq && time.Since(lo.sentAt) >= s.rtt.srtt/2 {
 				s.stats.NAKsReceived++
+				s.damage++
 				return s.retransmitLost(lo)
 			}
 			return nil // duplicate or stray
@@ -494,6 +496,7 @@ func (s *Session) handleReply(p inPacket) error {
 		return s.acked(sl, p.Data)
 	case 'N':
 		s.stats.NAKsReceived++
+		s.damage++
 		if sl := s.sw.inFlight(p.Seq); sl != nil {
 			if sl.acked {
 				return nil
@@ -531,7 +534,7 @@ func (s *Session) handleReply(p inPacket) error {
 				}
 				// Counted as a retry: a peer that answers every copy with
 				// this NAK must not keep the exchange going for ever.
-				if err := s.retry(); err != nil {
+				if err := s.retryNAK(); err != nil {
 					return err
 				}
 				return s.retransmitLost(prev)
@@ -581,7 +584,7 @@ func (s *Session) restarted(p inPacket) bool {
 func (s *Session) acked(sl *slot, data []byte) error {
 	sl.acked = true
 	sl.ackData = data
-	s.retries = 0
+	s.retries, s.damage = 0, 0
 	s.lastProgress = time.Now()
 	if sl.sends == 1 {
 		s.rtt.sample(max(time.Since(sl.expect), 0))
@@ -654,12 +657,23 @@ func (s *Session) nak(seq int) error {
 }
 
 // retry counts one more try without progress (a timeout, or a NAK that
-// makes a packet go again), failing past MaxRetries.
+// makes a packet go again), failing past MaxRetries with words for what
+// the tries met: only silence (the peer stopped, or never heard this
+// side), or damage too.
 func (s *Session) retry() error {
 	if s.retries++; s.retries > s.cfg.MaxRetries {
-		return fmt.Errorf("%w (%d timeouts or NAKs in a row)", ErrTooManyRetries, s.retries)
+		if s.damage == 0 {
+			return fmt.Errorf("%w (%d timeouts in a row: the peer stopped answering; one that never answered may want another speed, parity or start-of-packet)", ErrTooManyRetries, s.retries)
+		}
+		return fmt.Errorf("%w (%d timeouts or NAKs in a row: the line damages too many packets)", ErrTooManyRetries, s.retries)
 	}
 	return nil
+}
+
+// retryNAK is retry for a try a NAK caused.
+func (s *Session) retryNAK() error {
+	s.damage++
+	return s.retry()
 }
 
 // dataMoved reports whether the data path moved file data since it was
@@ -716,6 +730,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			continue
 		}
 		if in.bad {
+			s.damage++
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
 			}
@@ -724,7 +739,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			}
 			continue
 		}
-		s.retries = 0
+		s.retries, s.damage = 0, 0
 		if in.Type == 'E' {
 			msg, _ := s.decodeString(in.Data)
 			return framing.Packet{}, &PeerError{Msg: msg}

@@ -77,6 +77,29 @@ func TestOneFileTakesTheDestinationName(t *testing.T) {
 	sameFile(t, src, filepath.Join(back, "pat", "new.txt"))
 }
 
+// A get to /dev/null fetches and checks the file and stores nothing, as
+// curl -o /dev/null does (QA: refused as "not a regular file", after
+// all its data had come).
+func TestGetToDevNull(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "big.bin"), randomBytes(3<<20, 12))
+	r := run(t, srv, local, nil, "get", target(srv.addr, "big.bin"), os.DevNull)
+	if r.code != 0 {
+		t.Fatalf("get big.bin /dev/null: %s", r)
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer the null device: %v %v", os.DevNull, fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(os.DevNull), "."+filepath.Base(os.DevNull)+".kerf-part")); !os.IsNotExist(err) {
+		t.Errorf("a partial was made beside %s: %v", os.DevNull, err)
+	}
+	// A missing remote file still fails.
+	if r := run(t, srv, local, nil, "get", target(srv.addr, "missing.bin"), os.DevNull); r.code == 0 {
+		t.Errorf("get of a missing file to /dev/null: %s", r)
+	}
+}
+
 // Several names in one get, one with braces inside it: each is fetched
 // whole. (Regression: "a{b}c" was split at its braces into "ab" and "c".)
 func TestGetSeveralNamesWithBraces(t *testing.T) {

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"kerf/filestore"
 	"kerf/kermit"
@@ -55,8 +57,9 @@ func localAsName(specs []string, dest string, recursive bool) (dir, as string, o
 // whole); a file of another name is refused, since one was asked for.
 type asNameStore struct {
 	*filestore.Dir
-	as   string
-	sent string // the peer's name for the file, once seen
+	as      string
+	sent    string // the peer's name for the file, once seen
+	discard bool   // as is the null device: the bytes go nowhere
 }
 
 func (s *asNameStore) Create(name string) (kermit.Incoming, error) {
@@ -66,8 +69,36 @@ func (s *asNameStore) Create(name string) (kermit.Incoming, error) {
 	if name != s.sent {
 		return nil, fmt.Errorf("%s: refused: one file was asked for, to be stored as %s, and %s came first", name, s.as, s.sent)
 	}
+	if s.discard {
+		return discarded{s.as}, nil
+	}
 	return s.Dir.Create(s.as)
 }
+
+// isNullDevice reports whether path is the null device (/dev/null, or
+// another name for it): `kerf get host/big /dev/null` measures a fetch
+// and checks it end to end, as `curl -o /dev/null` does, storing
+// nothing (QA: it was refused, a character device in the name's place,
+// after the whole file had come).
+func isNullDevice(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
+}
+
+// discarded is a received file that goes to the null device: every
+// check is made, nothing is kept.
+type discarded struct{ name string }
+
+func (d discarded) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+func (d discarded) Name() string                           { return d.name }
+func (d discarded) Partial() (int64, uint32, error)        { return 0, 0, nil }
+func (d discarded) Truncate(int64) error                   { return nil }
+func (d discarded) Commit(time.Time, fs.FileMode) error    { return nil }
+func (d discarded) Abort(bool) error                       { return nil }
 
 // oneFile reports whether a send is of one regular file.
 func oneFile(files []kermit.OutgoingFile) bool {

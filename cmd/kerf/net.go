@@ -804,7 +804,7 @@ func getCommand() *cli.Command {
 			clients := []*control.Client{cl}
 			stores := []kermit.Store{store}
 			if renamed {
-				stores[0] = &asNameStore{Dir: store, as: asName}
+				stores[0] = &asNameStore{Dir: store, as: asName, discard: isNullDevice(dest)}
 			} else if want := sessionsWithin(fetchSessions(sessionsFor(c, cl), toFetch)); want > 1 && !cfg.Classic && (opts.Recursive || c.IsSet("sessions")) {
 				// A tree (or many files asked for so): shares of it
 				// over more sessions, each into its own store.

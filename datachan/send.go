@@ -32,8 +32,10 @@ type sendJob struct {
 
 	// abandoned: SendFile returned early (cancelled, or the Path
 	// failed), and the caller may have closed src; its blocks are
-	// dropped unread and unsent.
+	// dropped unread and unsent. Set by abandon, which waits for the
+	// reads under way (reading) to end first.
 	abandoned atomic.Bool
+	reading   sync.WaitGroup
 	// noSendfile: sendfile refused this file; its blocks are copied.
 	noSendfile atomic.Bool
 
@@ -70,9 +72,14 @@ func (j *sendJob) blockLen(pos int64) int64 { return min(j.bs, j.end-pos) }
 // writer; nil if it is not to be sent (the job was abandoned or failed:
 // a read error is kept for SendFile).
 func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
-	if j.abandoned.Load() || j.failed() {
+	j.mu.Lock()
+	if j.abandoned.Load() || j.err != nil {
+		j.mu.Unlock()
 		return nil
 	}
+	j.reading.Add(1)
+	j.mu.Unlock()
+	defer j.reading.Done()
 	zc := j.zc
 	if zc != nil && j.noSendfile.Load() {
 		// sendfile refused this file: its later blocks are read once
@@ -87,6 +94,16 @@ func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	j.add(pos, c)
 	f.job = j
 	return f
+}
+
+// abandon marks the job abandoned and waits for the reads of its src
+// under way: once it returns, no writer reads src again (SendFile's
+// caller may close it).
+func (j *sendJob) abandon() {
+	j.mu.Lock()
+	j.abandoned.Store(true)
+	j.mu.Unlock()
+	j.reading.Wait()
 }
 
 // failed reports whether a block of the job could not be read.
@@ -164,8 +181,9 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 			return 0, err
 		}
 	} else {
-		for pos := off; pos < job.end; pos += bs {
-			// A block to be read by the writer that takes it.
+		for pos := off; pos < job.end && !job.failed(); pos += bs {
+			// A block to be read by the writer that takes it (none
+			// more once one could not be read).
 			t := p.getFrame(1)
 			t.payload = t.payload[:0]
 			t.job, t.unread, t.srcOff = job, true, pos
@@ -178,13 +196,13 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	select {
 	case <-job.done:
 	case <-ctx.Done():
-		job.abandoned.Store(true)
+		job.abandon()
 		return 0, ctx.Err()
 	case <-p.failed:
 		select {
 		case <-job.done: // everything was written before the failure
 		default:
-			job.abandoned.Store(true)
+			job.abandon()
 			return 0, p.Err()
 		}
 	}
@@ -204,11 +222,11 @@ func (p *Path) queue(ctx context.Context, job *sendJob, f *frame) error {
 	case p.sendq <- f:
 		return nil
 	case <-ctx.Done():
-		job.abandoned.Store(true)
+		job.abandon()
 		p.putFrame(f)
 		return ctx.Err()
 	case <-p.failed:
-		job.abandoned.Store(true)
+		job.abandon()
 		p.putFrame(f)
 		return p.Err()
 	}

@@ -305,6 +305,9 @@ const verdictChunk = 8 << 20
 // what it sent and how much that was: less than n if the answer set
 // *refused.
 func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.ReaderAt, off, n int64, verdict *slot, refused *bool) (uint32, int64, error) {
+	if *refused && n > 0 {
+		return 0, 0, nil // the answer came already
+	}
 	var crc uint32
 	pos, end := off, off+n
 	for verdict != nil && !verdict.acked && end-pos > verdictChunk {

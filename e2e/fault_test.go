@@ -141,7 +141,9 @@ func TestResumeTakesOverACutOffSession(t *testing.T) {
 			fs.data.rateUp.Store(8 << 20)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			args := []string{"big.bin", fs.addr()}
+			// Two data connections, as to another host (loopback
+			// gets one by default): their blocks land out of order.
+			args := []string{"--streams", "2", "big.bin", fs.addr()}
 			if c.resumeSecond {
 				args = append([]string{"--resume"}, args...)
 			}
@@ -457,7 +459,7 @@ func startSendMidFile(t *testing.T) midFile {
 	fs.data.rateUp.Store(8 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	t.Cleanup(cancel)
-	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "k.bin", fs.addr())
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "--streams", "2", "k.bin", fs.addr())
 	out := new(bytes.Buffer)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -665,7 +665,7 @@ func (s *Session) retry() error {
 		if s.damage == 0 {
 			return fmt.Errorf("%w (%d timeouts in a row: the peer stopped answering; one that never answered may want another speed, parity or start-of-packet)", ErrTooManyRetries, s.retries)
 		}
-		return fmt.Errorf("%w (%d timeouts or NAKs in a row: the line damages too many packets)", ErrTooManyRetries, s.retries)
+		return fmt.Errorf("%w (%d timeouts or NAKs in a row: the line damages too many packets, or the two ends differ in speed or parity)", ErrTooManyRetries, s.retries)
 	}
 	return nil
 }

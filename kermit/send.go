@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -1241,10 +1242,19 @@ func indexField(data []byte, tag byte) int {
 // safe for concurrent use and reports at most every 256 KiB.
 func (s *Session) progress(name string, size int64, sending bool) func(n int64) {
 	var done, last atomic.Int64
+	var mu sync.Mutex // reports one at a time, never going back
 	events := s.cfg.Events
 	return func(n int64) {
 		d := done.Add(n)
-		if l := last.Load(); d-l >= 256<<10 && last.CompareAndSwap(l, d) {
+		if d-last.Load() < 256<<10 {
+			return
+		}
+		// Several connections' writers count at once (each reads the
+		// block it sends): only the largest count so far is reported.
+		mu.Lock()
+		defer mu.Unlock()
+		if d = done.Load(); d-last.Load() >= 256<<10 {
+			last.Store(d)
 			events(Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Sending: sending})
 		}
 	}

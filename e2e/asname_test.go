@@ -49,8 +49,8 @@ func TestOneFileTakesTheDestinationName(t *testing.T) {
 	if err := os.Symlink(t.TempDir(), filepath.Join(root, "out")); err != nil {
 		t.Fatal(err)
 	}
-	if r := run(t, srv, local, nil, "send", "a.txt", target(srv.addr, "out")); r.code != 4 || !strings.Contains(r.stderr, "leads outside") {
-		t.Errorf("send a.txt to a link leading out: want exit 4 saying so, got %s", r)
+	if r := run(t, srv, local, nil, "send", "a.txt", target(srv.addr, "out")); r.code != 4 || !strings.Contains(r.stderr, "destination out: ") || !strings.Contains(r.stderr, "leads outside") {
+		t.Errorf("send a.txt to a link leading out: want exit 4 saying so of the destination, got %s", r)
 	}
 
 	back := t.TempDir()

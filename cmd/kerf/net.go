@@ -628,7 +628,7 @@ func sendCommand() *cli.Command {
 				// else stored as that name (asname.go).
 				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
 					if !notADirectory(err) {
-						return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
+						return transferErr(fmt.Errorf("destination %s: %w", rdir, err))
 					}
 					var base string
 					rdir, base = path.Dir(rdir), path.Base(rdir)
@@ -639,10 +639,10 @@ func sendCommand() *cli.Command {
 			}
 			if rdir != "" && rdir != "/" && rdir != "." {
 				if _, err := cl.Generic(c.Context, 'm', rdir); err != nil {
-					return transferErr(fmt.Errorf("remote mkdir %s: %w", rdir, err))
+					return transferErr(fmt.Errorf("destination %s: making it: %w", rdir, err))
 				}
 				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
-					return transferErr(fmt.Errorf("remote cd %s: %w", rdir, err))
+					return transferErr(fmt.Errorf("destination %s: %w", rdir, err))
 				}
 				cwd = rdir
 			}

@@ -69,7 +69,7 @@ func moreSessions(ctx context.Context, cfg control.ClientConfig, to *control.Cli
 			if err == nil && dir != "" {
 				if _, err = cl.Generic(ctx, 'C', dir); err != nil {
 					cl.Close()
-					err = fmt.Errorf("remote cd %s: %w", dir, err)
+					err = fmt.Errorf("destination %s: %w", dir, err)
 				}
 			}
 			mu.Lock()

@@ -685,8 +685,27 @@ func (d *Dir) resolveAs(name string, partsOK bool) (string, error) {
 	return path.Join(d.cwd, c), nil
 }
 
+// ErrLeadsOutside is a path refused because it would leave the tree:
+// through a symbolic link leading out, or "..". (os.Root's own words,
+// "mkdirat x: statat x: path escapes from parent", said it once for
+// every file under such a link.)
+var ErrLeadsOutside = errors.New("refused: the path leads outside the directory (through a symbolic link or ..)")
+
+// leadsOutside rewords os.Root's refusal of a path leaving the tree.
+func leadsOutside(err error, name string) error {
+	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("filestore: %s: %w", name, ErrLeadsOutside)
+	}
+	return err
+}
+
 // Create begins receiving a file.
 func (d *Dir) Create(name string) (kermit.Incoming, error) {
+	in, err := d.create(name)
+	return in, leadsOutside(err, name)
+}
+
+func (d *Dir) create(name string) (kermit.Incoming, error) {
 	if d.ReadOnly {
 		return nil, fmt.Errorf("filestore: %s: read-only access", name)
 	}
@@ -2298,7 +2317,7 @@ func (d *Dir) ReceiveDir(name string) error {
 	if d.Flat {
 		return nil
 	}
-	return d.Mkdir(name)
+	return leadsOutside(d.Mkdir(name), name)
 }
 
 // MakeDir creates a directory a kerf peer sent with its attributes
@@ -2307,6 +2326,10 @@ func (d *Dir) ReceiveDir(name string) error {
 // while the group arrives and its files can go in; SetDirAttrs gives the
 // exact permissions at the group's end. Nothing in a flat store.
 func (d *Dir) MakeDir(name string, perm fs.FileMode, havePerm bool) error {
+	return leadsOutside(d.makeDir(name, perm, havePerm), name)
+}
+
+func (d *Dir) makeDir(name string, perm fs.FileMode, havePerm bool) error {
 	if d.Flat {
 		return nil
 	}

@@ -422,3 +422,31 @@ func TestUniqueNamesFileThenDirectory(t *testing.T) {
 		t.Errorf("a partial is left: %v", err)
 	}
 }
+
+// A name under a symbolic link that leads out of the tree is refused in
+// words that say so, for files and directories alike (QA: os.Root's
+// "mkdirat odd: statat odd: path escapes from parent", once per file).
+func TestLinkLeadingOutRefusedClearly(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "odd")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, cerr := d.Create("odd/f1")
+	for what, err := range map[string]error{
+		"Create":     cerr,
+		"MakeDir":    d.MakeDir("odd/sub", 0o755, true),
+		"ReceiveDir": d.ReceiveDir("odd/sub2"),
+	} {
+		if !errors.Is(err, filestore.ErrLeadsOutside) || !strings.Contains(err.Error(), "odd") || strings.Contains(err.Error(), "escapes from parent") {
+			t.Errorf("%s under a link leading out: %v; want ErrLeadsOutside naming the path", what, err)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written outside the tree: %v", entries)
+	}
+}

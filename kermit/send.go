@@ -293,32 +293,37 @@ func (s *Session) verdictSize() int64 {
 // on a file before it says so (Config.Log).
 var verdictNoteAfter = 10 * time.Second
 
-// verdictChunk is how much of a file goes out on the data path while
-// the receiver's answer to its A is awaited (pipelined, verdictSize):
-// the engine reads the replies that came between chunks, so a refused
-// file (its name a directory there, a directory not writable) stops
-// after the chunk under way, not after all its data crossed in vain.
+// verdictChunk is how much of a file goes out on the data path before
+// the receiver's answer to its A is awaited, for a file that did not
+// wait for it first (under verdictSize): a refused file (its name a
+// directory there, a directory not writable) stops after this much
+// rather than crossing whole. Sending it takes a round trip or more on
+// all but the fastest paths, so the answer is most often in by then;
+// if not, the receiver is still busy with the files before this one,
+// and the link with their data.
 const verdictChunk = 8 << 20
 
 // sendUntilVerdict sends bytes [off, off+n) of file id on the data path,
-// as SendFile does, in chunks of verdictChunk until verdict (the A's
-// slot, nil if answered already) is answered. It returns the CRC-32C of
-// what it sent and how much that was: less than n if the answer set
-// *refused.
+// as SendFile does: while verdict (the A's slot, nil if answered
+// already) is unanswered, verdictChunk of them, and the rest once the
+// answer came and accepted the file. It returns the CRC-32C of what it
+// sent and how much that was: less than n if the answer set *refused.
 func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.ReaderAt, off, n int64, verdict *slot, refused *bool) (uint32, int64, error) {
 	if *refused && n > 0 {
 		return 0, 0, nil // the answer came already
 	}
 	var crc uint32
 	pos, end := off, off+n
-	for verdict != nil && !verdict.acked && end-pos > verdictChunk {
+	if verdict != nil && !verdict.acked && n > verdictChunk {
 		c, err := s.data.SendFile(ctx, id, src, pos, verdictChunk)
 		if err != nil {
-			return 0, pos - off, err
+			return 0, 0, err
 		}
-		crc = framing.CombineCRC32C(crc, c, verdictChunk)
-		pos += verdictChunk
-		if err := s.pollReplies(); err != nil {
+		crc, pos = c, pos+verdictChunk
+		// Not more before the answer (QA: a get -r whose client
+		// answered a refused file's A only after the file before it
+		// had come pushed two chunks, on a slow link more).
+		if err := s.await(ctx, verdict); err != nil {
 			return 0, pos - off, err
 		}
 		if *refused {

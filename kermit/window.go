@@ -365,30 +365,6 @@ func (s *Session) drain(ctx context.Context) error {
 	return nil
 }
 
-// pollReplies handles the replies that have arrived, without waiting
-// for more (nor counting a timeout).
-func (s *Session) pollReplies() error {
-	for {
-		var p inPacket
-		if s.again != nil {
-			p, s.again = *s.again, nil
-		} else {
-			select {
-			case in := <-s.c.in:
-				var err error
-				if p, _, err = s.got(in); err != nil {
-					return err
-				}
-			default:
-				return nil
-			}
-		}
-		if err := s.handleReply(p); err != nil {
-			return err
-		}
-	}
-}
-
 // pump handles one reply or one timeout.
 func (s *Session) pump(ctx context.Context, block bool) error {
 	var oldest *slot

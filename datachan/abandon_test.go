@@ -59,3 +59,16 @@ func TestNoReadAfterCancelledSendFile(t *testing.T) {
 		t.Errorf("%d reads of a closed src after SendFile returned", late)
 	}
 }
+
+// Of blocks that could not be read (writers read in parallel, so not
+// in order), the first in the file is the one told (QA: a sysfs file
+// shorter than its size was said to fail at its last block).
+func TestFirstUnreadableBlockTold(t *testing.T) {
+	j := &sendJob{}
+	j.fail(3072, errors.New("at 3072"))
+	j.fail(1024, errors.New("at 1024"))
+	j.fail(2048, errors.New("at 2048"))
+	if j.err == nil || j.err.Error() != "at 1024" {
+		t.Errorf("told %v, want the block at 1024", j.err)
+	}
+}

@@ -47,11 +47,12 @@ type sendJob struct {
 	end int64
 	bs  int64 // block length (the last may be shorter)
 
-	mu   sync.Mutex
-	crc  uint32           // CRC-32C of the blocks before next
-	next int64            // the first block whose CRC is not in crc
-	held map[int64]uint32 // CRCs of blocks read out of order, by index
-	err  error            // the first block that could not be read
+	mu    sync.Mutex
+	crc   uint32           // CRC-32C of the blocks before next
+	next  int64            // the first block whose CRC is not in crc
+	held  map[int64]uint32 // CRCs of blocks read out of order, by index
+	err   error            // why the block at errAt could not be read
+	errAt int64            // the first block in the file that could not be
 }
 
 // errNotSent is a writer's report that it wrote nothing of a block and
@@ -88,7 +89,7 @@ func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	}
 	f, c, err := p.readBlock(j.src, zc, j.id, pos, j.blockLen(pos))
 	if err != nil {
-		j.fail(fmt.Errorf("datachan: reading file %d at %d: %w", j.id, pos, err))
+		j.fail(pos, fmt.Errorf("datachan: reading file %d at %d: %w", j.id, pos, err))
 		return nil
 	}
 	j.add(pos, c)
@@ -113,11 +114,13 @@ func (j *sendJob) failed() bool {
 	return j.err != nil
 }
 
-func (j *sendJob) fail(err error) {
+// fail records that the block at pos could not be read: of several
+// (writers read in parallel), the first in the file is the one told.
+func (j *sendJob) fail(pos int64, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.err == nil {
-		j.err = err
+	if j.err == nil || pos < j.errAt {
+		j.err, j.errAt = err, pos
 	}
 }
 

@@ -529,7 +529,7 @@ func clearErr(err error, name string) error {
 	if err == nil {
 		return nil // before errors.As, whose targets escape: no allocation per file
 	}
-	if errors.Is(err, filestore.ErrLeadsOutside) || strings.Contains(err.Error(), "path escapes from parent") {
+	if filestore.LeadsOutside(err) {
 		return fmt.Errorf("kerf: %s: refused: the path leads outside your directory (through a symbolic link or ..)", name)
 	}
 	// A client (C-Kermit shows it as "Protocol Error: ...") needs the

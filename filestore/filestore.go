@@ -691,9 +691,16 @@ func (d *Dir) resolveAs(name string, partsOK bool) (string, error) {
 // every file under such a link.)
 var ErrLeadsOutside = errors.New("refused: the path leads outside the directory (through a symbolic link or ..)")
 
+// LeadsOutside reports whether err refuses a path for leaving the tree:
+// ErrLeadsOutside, or os.Root's own refusal (which has no sentinel), as
+// the methods that do not reword it return it.
+func LeadsOutside(err error) bool {
+	return err != nil && (errors.Is(err, ErrLeadsOutside) || strings.Contains(err.Error(), "path escapes from parent"))
+}
+
 // leadsOutside rewords os.Root's refusal of a path leaving the tree.
 func leadsOutside(err error, name string) error {
-	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+	if LeadsOutside(err) && !errors.Is(err, ErrLeadsOutside) {
 		return fmt.Errorf("filestore: %s: %w", name, ErrLeadsOutside)
 	}
 	return err

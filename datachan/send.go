@@ -515,14 +515,12 @@ func (s *stream) writeLoop() {
 			return
 		}
 		if f.unread {
-			t := f
-			f = p.readJobBlock(t.job, t.srcOff)
-			if f == nil {
-				t.job.finish()
-				p.putFrame(t)
+			job, at := f.job, f.srcOff
+			p.putFrame(f)
+			if f = p.readJobBlock(job, at); f == nil {
+				job.finish()
 				continue
 			}
-			p.putFrame(t)
 		}
 		err := s.writeFrame(f)
 		if err == errNotSent {

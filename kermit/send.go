@@ -305,9 +305,9 @@ const verdictChunk = 8 << 20
 
 // sendUntilVerdict sends bytes [off, off+n) of file id on the data path,
 // as SendFile does: while verdict (the A's slot, nil if answered
-// already) is unanswered, verdictChunk of them, and the rest once the
-// answer came and accepted the file. It returns the CRC-32C of what it
-// sent and how much that was: less than n if the answer set *refused.
+// already) is unanswered, verdictChunk of them at most, and the rest once
+// the answer came and accepted the file. It returns the CRC-32C of what
+// it sent and how much that was: less than n if the answer set *refused.
 func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.ReaderAt, off, n int64, verdict *slot, refused *bool) (uint32, int64, error) {
 	if *refused && n > 0 {
 		return 0, 0, nil // the answer came already
@@ -315,20 +315,38 @@ func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.Reader
 	var crc uint32
 	pos, end := off, off+n
 	if verdict != nil && !verdict.acked && n > verdictChunk {
-		c, err := s.data.SendFile(ctx, id, src, pos, verdictChunk)
+		// The chunk goes while the answer is awaited, and a refusal
+		// stops it where it is: on a slow link the whole chunk would
+		// take long after the answer came (QA: about a minute at
+		// 1 Mbit/s). Not more before the answer (QA: a get -r whose
+		// client answered a refused file's A only after the file
+		// before it had come pushed two chunks, on a slow link more).
+		chunkCtx, stop := context.WithCancel(ctx)
+		type result struct {
+			crc uint32
+			err error
+		}
+		chunk := make(chan result, 1)
+		go func() {
+			c, err := s.data.SendFile(chunkCtx, id, src, pos, verdictChunk)
+			chunk <- result{c, err}
+		}()
+		err := s.await(ctx, verdict)
+		if err != nil || *refused {
+			stop()
+		}
+		r := <-chunk // src is not read once this returns
+		stop()
 		if err != nil {
 			return 0, 0, err
 		}
-		crc, pos = c, pos+verdictChunk
-		// Not more before the answer (QA: a get -r whose client
-		// answered a refused file's A only after the file before it
-		// had come pushed two chunks, on a slow link more).
-		if err := s.await(ctx, verdict); err != nil {
-			return 0, pos - off, err
-		}
 		if *refused {
-			return crc, pos - off, nil
+			return 0, 0, nil // what went is discarded
 		}
+		if r.err != nil {
+			return 0, 0, r.err
+		}
+		crc, pos = r.crc, pos+verdictChunk
 	}
 	c, err := s.data.SendFile(ctx, id, src, pos, end-pos)
 	if err != nil {

@@ -134,6 +134,62 @@ func TestRefusedPipelinedFileStopsEarly(t *testing.T) {
 	})
 }
 
+// A refusal that comes while the chunk before the verdict is still
+// going stops it there: on a slow link (here a slow disk: 200 ms a
+// block) the whole 8 MiB chunk would go first, about a minute at
+// 1 Mbit/s (QA).
+func TestRefusalStopsTheChunkUnderWay(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	const size = 24 << 20
+	files := writeFiles(t, src, []testFile{{"big.bin", randomBytes(size, 1)}, {"ok.bin", randomBytes(100_000, 3)}})
+	open := files[0].Open
+	files[0].Open = func() (kermit.FileReader, error) {
+		r, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return slowReader{r}, nil
+	}
+	var mu sync.Mutex
+	var read int64
+	scfg := kermit.DefaultConfig()
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress && e.Name == "big.bin" {
+			mu.Lock()
+			read = max(read, e.Bytes)
+			mu.Unlock()
+		}
+	}
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	_, serr, rerr := dualTransferTo(t, scfg, kermit.DefaultConfig(), files, noRoomStore{dir, 4 << 20})
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" || rerr != nil {
+		t.Fatalf("send %v (want big.bin failed), receive %v", serr, rerr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d of the refused file's bytes were read to be sent", read)
+	if read > 4<<20 {
+		t.Errorf("%d of the refused file's bytes were read to be sent: the chunk went on after the refusal", read)
+	}
+	checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(100_000, 3)}})
+}
+
+// slowReader reads a block of a MiB in 200 ms, as a slow disk or link
+// would send it.
+type slowReader struct{ kermit.FileReader }
+
+func (r slowReader) ReadAt(b []byte, off int64) (int, error) {
+	if len(b) >= 1<<20 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return r.FileReader.ReadAt(b, off)
+}
+
 // slowAnswer takes its time over big.bin's A.
 type slowAnswer struct{ noRoomStore }
 

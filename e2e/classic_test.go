@@ -290,6 +290,23 @@ func TestKerfResumeWithCKermitServer(t *testing.T) {
 	sameFile(t, filepath.Join(ckdir, "down.bin"), filepath.Join(local, "down.bin"))
 }
 
+// kerf --resume to a C-Kermit server that has a longer file of the name
+// (a copy replaced by a bigger version, a local file that shrank): that
+// is no partial of it. C-Kermit opens it to append, so kerf discards
+// and sends the file afresh; it stored the old bytes and then the whole
+// file, and said done (QA).
+func TestKerfResumeOverLongerFileAtCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "r.bin"), randomBytes(3000000, 95))
+	writeFile(t, filepath.Join(ckdir, "r.bin"), randomBytes(4000000, 96))
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, []string{"--json"}, "send", "--classic", "--resume", "r.bin", addr)
+	if r.code != 0 {
+		t.Fatalf("kerf send --classic --resume over a longer file: %s", r)
+	}
+	sameFile(t, filepath.Join(local, "r.bin"), filepath.Join(ckdir, "r.bin"))
+}
+
 // A get of several names from a C-Kermit server, some with spaces: each
 // arrives (C-Kermit's server takes a braced name alone, so kerf asks for
 // each in its own GET), and a missing one, even first, fails only itself.

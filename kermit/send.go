@@ -540,14 +540,20 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	var prefixCRC uint32
 	if reply.ResumeAt > 0 {
 		off = reply.ResumeAt
-		if f.Size >= 0 && off > f.Size {
-			off = 0
-		}
-		if off > 0 && havePeerCRC {
+		// A partial longer than the file is no prefix of it (the file
+		// shrank, or the copy there is another one). A classic
+		// receiver has opened it to append at its end whatever comes:
+		// sending from 0 stored the old bytes and then the whole file
+		// (QA, C-Kermit), so it is discarded, as a partial that
+		// differs.
+		longer := f.Size >= 0 && off > f.Size
+		if longer || havePeerCRC {
 			var c uint32
 			var err error
-			s.working(func() { c, err = crcOfPrefix(r, off) })
-			if err != nil || c != peerCRC {
+			if !longer {
+				s.working(func() { c, err = crcOfPrefix(r, off) })
+			}
+			if longer || err != nil || c != peerCRC {
 				// The partial is not a prefix of this file: have the
 				// receiver discard it and send the file afresh.
 				s.cfg.Log.Info("partial file differs, sending whole file", "name", f.Name)

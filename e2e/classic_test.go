@@ -307,6 +307,25 @@ func TestKerfResumeOverLongerFileAtCKermitServer(t *testing.T) {
 	sameFile(t, filepath.Join(local, "r.bin"), filepath.Join(ckdir, "r.bin"))
 }
 
+// One file sent to a name on a C-Kermit server is stored under it, as
+// on a kerf server: C-Kermit refuses the cd into it with "Can't change
+// directory" whether it is missing or a file (QA: always failed).
+func TestKerfSendAsNameToCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "a.txt"), randomBytes(5000, 97))
+	if err := os.Mkdir(filepath.Join(ckdir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ckdir, "old.bin"), randomBytes(100, 98))
+	for _, as := range []string{"top.txt", "sub/b.txt", "old.bin"} {
+		_, addr := ckermitServer(t, ckdir)
+		if r := run(t, nil, local, nil, "send", "--classic", "a.txt", target(addr, as)); r.code != 0 {
+			t.Fatalf("send a.txt to %s: %s", as, r)
+		}
+		sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(ckdir, as))
+	}
+}
+
 // A get of several names from a C-Kermit server, some with spaces: each
 // arrives (C-Kermit's server takes a braced name alone, so kerf asks for
 // each in its own GET), and a missing one, even first, fails only itself.

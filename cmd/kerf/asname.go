@@ -28,13 +28,21 @@ func hasWildcard(name string) bool { return strings.ContainsAny(name, "*?[{") }
 // notADirectory reports whether a refused remote cd says the path is
 // missing or not a directory, so that a file may take its name; any
 // other refusal (a link leading out, no permission, CD disabled) stands.
+// C-Kermit says "Can't change directory" whatever the cause: taken as
+// missing, or a one-file send to a new name on it always failed (QA);
+// a directory it may not enter then refuses the file of its name.
 func notADirectory(err error) bool {
 	var pe *kermit.PeerError
 	if !errors.As(err, &pe) {
 		return false
 	}
 	m := strings.ToLower(pe.Msg)
-	return strings.Contains(m, "no such file") || strings.Contains(m, "not a directory") || strings.Contains(m, "not found") || strings.Contains(m, "does not exist")
+	for _, s := range []string{"no such file", "not a directory", "not found", "does not exist", "can't change directory"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // localAsName says whether a get of specs into dest stores its one file

@@ -326,6 +326,25 @@ func TestKerfSendAsNameToCKermitServer(t *testing.T) {
 	}
 }
 
+// Names in capitals from a C-Kermit server (README, a Unix Kermit's
+// names are literal) keep them, as C-Kermit's own client keeps them: kerf
+// stored readme (QA).
+func TestKerfGetCapitalNamesFromCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "README"), []byte("read me\n"))
+	writeFile(t, filepath.Join(ckdir, "Makefile"), []byte("all:\n"))
+	_, addr := ckermitServer(t, ckdir)
+	if r := run(t, nil, local, nil, "get", "--classic", target(addr, "README"), target(addr, "Makefile"), "."); r.code != 0 {
+		t.Fatalf("get README Makefile: %s", r)
+	}
+	for _, n := range []string{"README", "Makefile"} {
+		sameFile(t, filepath.Join(ckdir, n), filepath.Join(local, n))
+	}
+	if _, err := os.Stat(filepath.Join(local, "readme")); err == nil {
+		t.Error("README stored as readme")
+	}
+}
+
 // A get of several names from a C-Kermit server, some with spaces: each
 // arrives (C-Kermit's server takes a braced name alone, so kerf asks for
 // each in its own GET), and a missing one, even first, fails only itself.

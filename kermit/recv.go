@@ -233,7 +233,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return err
 			}
 			var clash error
-			if p.Type == 'F' && !s.neg.peerKerf {
+			if p.Type == 'F' && !s.neg.peerKerf && !s.peerLiteralNames() {
 				sent := name
 				name = convertedName(name)
 				if first, ok := converted[name]; ok && first != sent {
@@ -672,14 +672,25 @@ type ExistingKeeper interface {
 	KeepExisting(perm fs.FileMode) error
 }
 
-// convertedName is a classic Kermit peer's file name as kerf stores it:
-// a name whose letters are all capitals comes from a sender that
-// converts names to Kermit's "normal form" (G-Kermit's -i sends DATA.BIN
-// for data.bin) and is lowered, as C-Kermit's receiver does by default
-// (SET FILE NAMES CONVERTED); a name with any small letter is kept as
-// it is. Only ASCII letters count and change, byte by byte, as in
-// C-Kermit's C locale: other bytes (UTF-8 or not) are left alone. A kerf
-// peer's names are always literal.
+// peerLiteralNames reports whether the classic peer is a Unix Kermit
+// (system ID "U1", as kerf's own), whose names are taken as they are:
+// C-Kermit's receiver does so between like systems (its automatic
+// transfer mode), and so stores even G-Kermit's DATA.BIN as it came
+// (seen with C-Kermit 10 and G-Kermit 2.01 over a line). A README from a
+// C-Kermit server was stored as readme (QA). (WHATAMI's file-name bit
+// cannot tell: C-Kermit sets it when it converts, G-Kermit when it does
+// not; framing.WhatLiteral.)
+func (s *Session) peerLiteralNames() bool { return s.neg.peer.SysID == "U1" }
+
+// convertedName is a classic Kermit peer's file name as kerf stores it
+// when the peer is not a Unix Kermit (peerLiteralNames): a name whose
+// letters are all capitals comes from a system whose names are (MS-DOS
+// Kermit's DATA.BIN) or from a sender that converts names to Kermit's
+// "normal form", and is lowered, as C-Kermit's receiver does between
+// unlike systems (SET FILE NAMES CONVERTED); a name with any small
+// letter is kept as it is. Only ASCII letters count and change, byte by
+// byte, as in C-Kermit's C locale: other bytes (UTF-8 or not) are left
+// alone. A kerf peer's names are always literal.
 func convertedName(name string) string {
 	upper := false
 	for i := 0; i < len(name); i++ {

@@ -582,22 +582,35 @@ func TestChangedFileToCKermitSaysWhatItGot(t *testing.T) {
 }
 
 // G-Kermit sending in binary mode converts names to capitals (DATA.BIN
-// for data.bin); kerf stores them in small letters, as C-Kermit's
-// receiver does, and keeps a name with any small letter as it is.
-func TestGKermitCapitalNamesLowered(t *testing.T) {
-	files := []peertest.File{{Name: "data.bin", Data: peertest.RandomBytes(2000, 51)}, {Name: "notes.txt", Data: []byte("x\n")}}
-	src, dst := t.TempDir(), t.TempDir()
+// for data.bin); a Unix Kermit's names are stored as they come, as
+// C-Kermit 10's receiver stores G-Kermit's (its automatic mode between
+// like systems): DATA.BIN, not data.bin. With -P (literal) G-Kermit
+// sends the names as they are. (kerf lowered them, and so a README from
+// a C-Kermit server became readme.)
+func TestGKermitNamesStoredAsSent(t *testing.T) {
+	data := peertest.RandomBytes(2000, 51)
+	files := []peertest.File{{Name: "data.bin", Data: data}, {Name: "README", Data: []byte("x\n")}}
+	src := t.TempDir()
 	peertest.WriteFiles(t, src, files)
-	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-	done := runKerf(t, a, fastBaud, kerfConfig(setting{1, 94, 1}, fastBaud), receiveKerf(t, dst))
-	gk := peertest.GKermitIn(t, b, src, "-i", "-s", "data.bin", "notes.txt")
-	if err := gk.Wait(time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	waitKerf(t, done, "receive")
-	peertest.CheckFiles(t, dst, files)
-	if _, err := os.Stat(filepath.Join(dst, "DATA.BIN")); err == nil {
-		t.Error("DATA.BIN stored as G-Kermit sent it")
+	for _, tc := range []struct {
+		flags []string
+		want  []peertest.File
+	}{
+		{[]string{"-i"}, []peertest.File{{Name: "DATA.BIN", Data: data}, {Name: "README", Data: []byte("x\n")}}},
+		{[]string{"-i", "-P"}, files},
+	} {
+		dst := t.TempDir()
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		done := runKerf(t, a, fastBaud, kerfConfig(setting{1, 94, 1}, fastBaud), receiveKerf(t, dst))
+		gk := peertest.GKermitIn(t, b, src, append(tc.flags, "-s", "data.bin", "README")...)
+		if err := gk.Wait(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		waitKerf(t, done, "receive")
+		peertest.CheckFiles(t, dst, tc.want)
+		if ents, _ := os.ReadDir(dst); len(ents) != 2 {
+			t.Errorf("gkermit %v: %d files stored, want 2", tc.flags, len(ents))
+		}
 	}
 }
 

@@ -123,7 +123,9 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 		if err != nil {
 			// The error may name another file (the one whose data
 			// failed): say it is the transfer's.
-			why := fmt.Errorf("not sent, the transfer having stopped: %w", err)
+			// (Part of it may have gone, and the receiver keep it:
+			// "not sent" misled, QA.)
+			why := fmt.Errorf("not sent whole, the transfer having stopped (a receiver that keeps partials lets --resume go on from what came): %w", err)
 			unsure := fmt.Errorf("not confirmed: its data and end went out, but the transfer stopped before the receiver answered (it may or may not have stored it; --resume finds out): %w", err)
 			// Files are sent one after another, and each that stays
 			// under way had its Z queued before the next began; only the

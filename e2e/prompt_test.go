@@ -7,10 +7,12 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // A password typed wrong at the prompt is asked for again, as ssh does:
@@ -83,4 +85,93 @@ func readUntil(r *bufio.Reader, s string) error {
 		seen = append(seen, b)
 	}
 	return nil
+}
+
+// Ctrl-C at a prompt (the password, an unknown server's key) ends kerf
+// at once with 130 and gives the terminal its echo back: the prompt's
+// read held the command until Enter, and a SIGTERM did nothing (QA).
+func TestInterruptAtPrompt(t *testing.T) {
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for _, c := range []struct {
+		name, prompt string
+		edit         func(argv, env []string) ([]string, []string)
+	}{
+		{"password", "Password for ", func(argv, env []string) ([]string, []string) {
+			return argv, append(env, "KERF_PASSWORD=")
+		}},
+		{"host key", "Trust it and remember it? [y/N] ", func(argv, env []string) ([]string, []string) {
+			return slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" }), env
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+			argv, env = c.edit(argv, env)
+			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, kerfBin, argv...)
+			cmd.Env = env
+			tty, err := pty.Start(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tty.Close()
+			var out bytes.Buffer
+			r := bufio.NewReader(io.TeeReader(tty, &out))
+			if err := readUntil(r, c.prompt); err != nil {
+				t.Fatalf("no prompt (%v):\n%s", err, out.String())
+			}
+			tty.Write([]byte{3}) // Ctrl-C, as the terminal's INTR
+			io.Copy(io.Discard, r)
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Fatalf("exit %v, want 130 (the command's timeout is %v):\n%s", err, commandTimeout, out.String())
+			}
+			if !strings.Contains(out.String(), "interrupted (interrupt) at a prompt") {
+				t.Errorf("output does not say it was interrupted at the prompt:\n%s", out.String())
+			}
+			tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tio.Lflag&unix.ECHO == 0 {
+				t.Error("the terminal's echo is left off")
+			}
+		})
+	}
+}
+
+// "n" to an unknown server's key ends the command (exit 3) after one
+// question: it was asked twice (QA), the retry being meant for a "y"
+// that came after the server's handshake timeout.
+func TestNoToUnknownHostAsksOnce(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	argv = slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" })
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kerfBin, argv...)
+	cmd.Env = env
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var out bytes.Buffer
+	r := bufio.NewReader(io.TeeReader(tty, &out))
+	const prompt = "Trust it and remember it? [y/N] "
+	if err := readUntil(r, prompt); err != nil {
+		t.Fatalf("no prompt (%v):\n%s", err, out.String())
+	}
+	tty.Write([]byte("n\n"))
+	io.Copy(io.Discard, r)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3:\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), prompt); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, out.String())
+	}
 }

@@ -216,9 +216,15 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		return fail(err)
 	}
 	kh := &auth.KnownHosts{Path: c.String("known-hosts"), AcceptNew: c.Bool("accept-new-host-key"), AcceptChanged: c.Bool("accept-changed-host-key")}
-	asked := false
+	asked, atPrompt := false, false
 	if term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
-		kh.Ask = func(addr, fp string) bool { asked = true; return askTrust(addr, fp) }
+		kh.Ask = func(addr, fp string) bool {
+			// Asked again only if trusted: a question that outlasted
+			// the server's handshake timeout (a no was asked twice, QA).
+			asked = askTrust(c.Context, addr, fp)
+			atPrompt = c.Context.Err() != nil
+			return asked
+		}
 	}
 	if c.Bool("classic") {
 		fmt.Fprintln(os.Stderr, "kerf: classic mode: no TLS; the password and the data cross the network in clear")
@@ -247,6 +253,9 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		cfg.ClientCert = &key.Cert
 	}
 	cl, err := dialAfterThrottle(c.Context, cfg)
+	if err != nil && atPrompt {
+		return fail(errAtPrompt)
+	}
 	if err != nil && asked {
 		// The question may have outlasted the server's handshake
 		// timeout; the key is pinned now, so try once more.
@@ -262,7 +271,7 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 				"to authorize it, run on the server: kerf user key add %s %s", err, key.Fingerprint, keyDir, user, user, key.Fingerprint)))
 		}
 		fmt.Fprintf(os.Stderr, "kerf: the server did not accept the client key %s for %s\n", key.Fingerprint, user)
-		if cfg.Password, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
+		if cfg.Password, err = promptPassword(c.Context, fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
 			return fail(err)
 		}
 		prompted = true
@@ -272,7 +281,7 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	// ssh and sudo do; a password from a file or the environment is not.
 	for try := 1; err != nil && prompted && try < 3 && errors.Is(err, control.ErrCredentials); try++ {
 		fmt.Fprintln(os.Stderr, "kerf: login refused, try again")
-		if cfg.Password, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
+		if cfg.Password, err = promptPassword(c.Context, fmt.Sprintf("Password for %s@%s: ", user, addr)); err != nil {
 			return fail(err)
 		}
 		cl, err = dialAfterThrottle(c.Context, cfg)
@@ -349,16 +358,16 @@ func password(c *cli.Context, user, addr string, haveKey bool) (pw string, promp
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		return "", false, usageErr("no password for %s: use --password-file or KERF_PASSWORD, or log in with a client key (kerf key)", user)
 	}
-	pw, err = promptPassword(fmt.Sprintf("Password for %s@%s: ", user, addr))
+	pw, err = promptPassword(c.Context, fmt.Sprintf("Password for %s@%s: ", user, addr))
 	return pw, err == nil, err
 }
 
 // askTrust asks on the terminal whether to pin a server seen for the
 // first time.
-func askTrust(addr, fp string) bool {
+func askTrust(ctx context.Context, addr, fp string) bool {
 	fmt.Fprintf(os.Stderr, "kerf: the server at %s is not known. Its key fingerprint is\n    %s\n"+
 		"Compare it with the one `kerf serve` printed. Trust it and remember it? [y/N] ", addr, fp)
-	line, _ := readLine(os.Stdin)
+	line, _ := fromTerminal(ctx, func() (string, error) { return readLine(os.Stdin) })
 	return strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -358,11 +359,11 @@ func newPassword(c *cli.Context, name string) (string, error) {
 		}
 		pw = line
 	case term.IsTerminal(int(os.Stdin.Fd())):
-		a, err := promptPassword(fmt.Sprintf("New password for %s: ", name))
+		a, err := promptPassword(c.Context, fmt.Sprintf("New password for %s: ", name))
 		if err != nil {
 			return "", err
 		}
-		b, err := promptPassword("Again: ")
+		b, err := promptPassword(c.Context, "Again: ")
 		if err != nil {
 			return "", err
 		}
@@ -400,12 +401,50 @@ func readLine(r io.Reader) (string, error) {
 }
 
 // promptPassword asks on the terminal without echo.
-func promptPassword(prompt string) (string, error) {
+func promptPassword(ctx context.Context, prompt string) (string, error) {
 	fmt.Fprint(os.Stderr, prompt)
-	b, err := term.ReadPassword(int(os.Stdin.Fd()))
+	pw, err := fromTerminal(ctx, func() (string, error) {
+		b, err := term.ReadPassword(int(os.Stdin.Fd()))
+		return string(b), err
+	})
 	fmt.Fprintln(os.Stderr)
+	if errors.Is(err, errAtPrompt) {
+		return "", err
+	}
 	if err != nil {
 		return "", usageErr("reading the password: %v", err)
 	}
-	return string(b), nil
+	return pw, nil
+}
+
+// errAtPrompt is a prompt's error when a signal (Ctrl-C, SIGTERM) came
+// while it waited.
+var errAtPrompt = errors.New("interrupted at a prompt")
+
+// fromTerminal runs read, a prompt's read of the terminal, until it
+// returns or ctx ends: the read blocks in the kernel, and Ctrl-C at a
+// prompt did nothing until Enter (QA). The terminal's mode is put back
+// then (a password prompt turns echo off), and the read is left to the
+// process's exit.
+func fromTerminal(ctx context.Context, read func() (string, error)) (string, error) {
+	fd := int(os.Stdin.Fd())
+	state, _ := term.GetState(fd)
+	type result struct {
+		line string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		line, err := read()
+		done <- result{line, err}
+	}()
+	select {
+	case r := <-done:
+		return r.line, r.err
+	case <-ctx.Done():
+		if state != nil {
+			term.Restore(fd, state)
+		}
+		return "", errAtPrompt
+	}
 }

@@ -29,6 +29,8 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "13"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "0"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "65"},
+		{"ls", "--streams", "x", "127.0.0.1:1/x"},
+		{"ls", "--streams", "0", "127.0.0.1:1/x"},
 	} {
 		cmd := exec.Command(kerfBin, args...)
 		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
@@ -151,5 +153,19 @@ func TestFlagsAfterArguments(t *testing.T) {
 	sameFile(t, filepath.Join(local, "tree", "x"), filepath.Join(back, "x"))
 	if _, err := os.Stat(filepath.Join(back, "--resume")); err == nil {
 		t.Error("get made a directory called --resume")
+	}
+}
+
+// --streams takes "auto", the default its help names (it was refused
+// as not a number, QA), as well as a number.
+func TestStreamsAuto(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "a.bin"), randomBytes(3<<20, 5))
+	for _, v := range []string{"auto", "AUTO", "3"} {
+		if r := run(t, srv, local, nil, "send", "--streams", v, "a.bin", target(srv.addr, v+".bin")); r.code != 0 {
+			t.Fatalf("send --streams %s: %s", v, r)
+		}
+		sameFile(t, filepath.Join(local, "a.bin"), filepath.Join(root, v+".bin"))
 	}
 }

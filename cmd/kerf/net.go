@@ -95,7 +95,7 @@ func dataFlags(hidden bool) []cli.Flag {
 	bs, wb, cc, lr := *blockSizeFlag, *writeBehindFlag, *congestionFlag, *limitRateFlag
 	bs.Hidden, wb.Hidden, cc.Hidden, lr.Hidden = hidden, hidden, hidden, hidden
 	return []cli.Flag{
-		&cli.IntFlag{Name: "streams", Hidden: hidden, DefaultText: "auto", Usage: fmt.Sprintf("parallel data connections, 1-%d (auto: 2 where there is more than one core, as a connection's receiver reads, checks and writes on one core; 1 to this host's own addresses, where both ends share the cores)", datachan.MaxStreams)},
+		&cli.StringFlag{Name: "streams", Hidden: hidden, Value: "auto", Usage: fmt.Sprintf("parallel data connections, 1-%d (auto: 2 where there is more than one core, as a connection's receiver reads, checks and writes on one core; 1 to this host's own addresses, where both ends share the cores)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
 		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: there TCP with --congestion bbr is several times faster"},
@@ -187,6 +187,20 @@ func checkStreams(flag string, n int) error {
 	return nil
 }
 
+// streamsFlag is --streams: a number, or "auto" (0: control.AutoStreams
+// decides; the help's default said auto, and auto was refused, QA).
+func streamsFlag(c *cli.Context) (int, error) {
+	v := strings.TrimSpace(c.String("streams"))
+	if v == "" || strings.EqualFold(v, "auto") {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, usageErr("--streams %q: a number of connections, 1-%d, or auto", v, datachan.MaxStreams)
+	}
+	return n, checkStreams("streams", n)
+}
+
 func dial(c *cli.Context, addr string) (*control.Client, error) {
 	cl, _, err := dialConfig(c, addr)
 	return cl, err
@@ -198,8 +212,8 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	fail := func(err error) (*control.Client, control.ClientConfig, error) {
 		return nil, control.ClientConfig{}, err
 	}
-	streams := c.Int("streams") // 0, not given: control.AutoStreams
-	if err := checkStreams("streams", streams); c.IsSet("streams") && err != nil {
+	streams, err := streamsFlag(c)
+	if err != nil {
 		return fail(err)
 	}
 	user := c.String("user")

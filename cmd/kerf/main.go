@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -149,13 +150,21 @@ func interrupted(ctx context.Context, err error) error {
 // error (exit 2), printed once and, with --json, as an error event,
 // instead of cli's "Incorrect Usage" and the whole help on stdout.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	uerr := usageErr("%v (see %s --help)", err, strings.Join(commandPath(c), " "))
+	uerr := usageErr("%s (see %s --help)", longFlags(err.Error()), strings.Join(commandPath(c), " "))
 	if enc := jsonOutput(c); enc != nil {
 		enc.Encode(jsonEvent{Event: "error", Error: uerr.Error()})
 		return &jsonReported{uerr}
 	}
 	return uerr
 }
+
+// oneDashFlag is a long flag's name as Go's flag package writes it in its
+// errors ("flag provided but not defined: -bogus").
+var oneDashFlag = regexp.MustCompile(`(^|[ :])-([a-z][a-z0-9-]+)`)
+
+// longFlags writes the long flags in a flag error with two dashes, as
+// the help and the README do (QA); one-letter ones keep one.
+func longFlags(msg string) string { return oneDashFlag.ReplaceAllString(msg, "$1--$2") }
 
 func setUsageErrors(cmds []*cli.Command) {
 	for _, cmd := range cmds {

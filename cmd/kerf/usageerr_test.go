@@ -1,0 +1,20 @@
+package main
+
+import "testing"
+
+// Go's flag package names a long flag with one dash in its errors; kerf
+// says it as the help does.
+func TestLongFlagsInErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"flag provided but not defined: -bogus", "flag provided but not defined: --bogus"},
+		{`invalid value "x" for flag -block-size: parse error`, `invalid value "x" for flag --block-size: parse error`},
+		{`invalid boolean value "maybe" for -resume: parse error`, `invalid boolean value "maybe" for --resume: parse error`},
+		{"flag provided but not defined: -Q", "flag provided but not defined: -Q"},
+		{"flag needs an argument: --idle-timeout", "flag needs an argument: --idle-timeout"},
+		{`invalid value "-5" for flag --speed`, `invalid value "-5" for flag --speed`},
+	} {
+		if got := longFlags(tc.in); got != tc.want {
+			t.Errorf("longFlags(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -169,3 +169,25 @@ func TestStreamsAuto(t *testing.T) {
 		sameFile(t, filepath.Join(local, "a.bin"), filepath.Join(root, v+".bin"))
 	}
 }
+
+// user add says how the user logs in as user list says it: a token is
+// not "a password" (QA).
+func TestUserAddSaysHowTheUserLogsIn(t *testing.T) {
+	state := t.TempDir()
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{[]string{"user", "add", "tok", "--token", "--state", state, "--root", state}, "", "(logs in with a token)"},
+		{[]string{"user", "add", "pw", "--password-stdin", "--state", state, "--root", state}, "secret one\n", "(logs in with a password)"},
+	} {
+		cmd := exec.Command(kerfBin, c.args...)
+		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+		cmd.Stdin = strings.NewReader(c.stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("kerf %q: %v, output %q; want it to say %s", c.args, err, out, c.want)
+		}
+	}
+}

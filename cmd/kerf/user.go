@@ -121,11 +121,14 @@ func userCommand() *cli.Command {
 					}
 					showToken(name, token)
 					how := "a password"
+					if token != "" {
+						how = "a token" // as user list says
+					}
 					switch {
 					case secret == "":
 						how = plural(len(keys), "key")
 					case len(keys) > 0:
-						how = "a password and " + plural(len(keys), "key")
+						how += " and " + plural(len(keys), "key")
 					}
 					fmt.Fprintf(os.Stderr, "kerf: added %s (logs in with %s) to %s\n", name, how, u.Path())
 					if fi, err := os.Stat(root); root != "" && (err != nil || !fi.IsDir()) {

@@ -167,7 +167,7 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 var ErrServerSilent = errors.New("the server sent nothing and took no data")
 
 // clientHandshakeTimeout bounds the TLS handshake.
-const clientHandshakeTimeout = 15 * time.Second
+var clientHandshakeTimeout = 15 * time.Second
 
 // DefaultLoginTimeout is ClientConfig.LoginTimeout's default: more than
 // a server's longest delay of a login after failed ones (auth.Throttle,
@@ -254,8 +254,14 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			// answered something else, or nothing in time. (Not for a
 			// local cause: an unreadable known_hosts, an interrupt.)
 			var rh tls.RecordHeaderError
-			if errors.As(err, &rh) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			if errors.As(err, &rh) {
 				return nil, fmt.Errorf("control: TLS handshake with %s: %w (is it a kerf server? a plain Kermit peer needs --classic)", addr, err)
+			}
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				// Silence: a plain Kermit peer waits for a packet, but
+				// so does a kerf server that is stopped or swamped (QA:
+				// only the first was said).
+				return nil, fmt.Errorf("control: TLS handshake with %s: no answer in %v: the server is not answering (stopped, overloaded) or is not a kerf server (a plain Kermit peer needs --classic): %w", addr, clientHandshakeTimeout, err)
 			}
 			return nil, fmt.Errorf("control: TLS handshake with %s: %w", addr, err)
 		}

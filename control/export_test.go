@@ -38,3 +38,11 @@ func CloseQUIC(s *Server) { s.ql.Close() }
 // RefuseQUIC makes the server's QUIC listener refuse every connection,
 // as one at its limits does.
 func RefuseQUIC(s *Server) { s.ql.SetAdmit(func(net.IP) bool { return false }, 0) }
+
+// SetClientHandshakeTimeout shortens the client's TLS handshake bound
+// for a test; the returned func puts it back.
+func SetClientHandshakeTimeout(d time.Duration) func() {
+	old := clientHandshakeTimeout
+	clientHandshakeTimeout = d
+	return func() { clientHandshakeTimeout = old }
+}

@@ -48,3 +48,20 @@ func TestHandshakeHintOnlyForNonTLSPeers(t *testing.T) {
 		t.Fatalf("dial given up on by this side: %v, want no hint", err)
 	}
 }
+
+// A server that accepts and never answers the handshake (stopped with
+// SIGSTOP, swamped) is said to be not answering, not only perhaps not a
+// kerf server (QA).
+func TestSilentServerSaidNotAnswering(t *testing.T) {
+	defer control.SetClientHandshakeTimeout(300 * time.Millisecond)()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // the kernel accepts; nobody reads
+	cfg := control.ClientConfig{Addr: ln.Addr().String(), User: "u", Password: "p", VerifyHost: pin("sha256:none")}
+	_, err = control.Dial(ctxT(t), cfg)
+	if err == nil || !strings.Contains(err.Error(), "not answering") {
+		t.Fatalf("dial of a silent server: %v, want it said not answering", err)
+	}
+}

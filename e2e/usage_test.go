@@ -191,3 +191,16 @@ func TestUserAddSaysHowTheUserLogsIn(t *testing.T) {
 		}
 	}
 }
+
+// user passwd of a user that does not exist says so before it reads a
+// password (it said "reading the password: EOF", QA).
+func TestUserPasswdOfNobody(t *testing.T) {
+	cmd := exec.Command(kerfBin, "user", "passwd", "nobody", "--password-stdin", "--state", t.TempDir())
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "no such user: nobody") {
+		t.Errorf("user passwd nobody: %v, output %q; want exit 2, no such user", err, out)
+	}
+}

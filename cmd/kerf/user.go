@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -145,6 +146,11 @@ func userCommand() *cli.Command {
 				ArgsUsage: "NAME",
 				Flags:     secretFlags,
 				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
+					// Said before the password is read: "reading the
+					// password: EOF" hid it (QA).
+					if users, err := u.List(); err == nil && !slices.ContainsFunc(users, func(x auth.User) bool { return x.Name == name }) {
+						return usageErr("%v: %s", auth.ErrNoSuchUser, name)
+					}
 					secret, token, err := newSecret(c, name)
 					if err != nil {
 						return err

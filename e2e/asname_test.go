@@ -98,6 +98,11 @@ func TestGetToDevNull(t *testing.T) {
 	if r := run(t, srv, local, nil, "get", target(srv.addr, "missing.bin"), os.DevNull); r.code == 0 {
 		t.Errorf("get of a missing file to /dev/null: %s", r)
 	}
+	// A tree cannot go there: a usage error, before connecting (it was
+	// exit 4, after).
+	if r := run(t, srv, local, nil, "get", "-r", target(srv.addr, "/"), os.DevNull); r.code != 2 {
+		t.Errorf("get -r to /dev/null: %s; want exit 2", r)
+	}
 }
 
 // Several names in one get, one with braces inside it: each is fetched

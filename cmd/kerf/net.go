@@ -756,6 +756,11 @@ func getCommand() *cli.Command {
 			dest := args[len(args)-1]
 			openDir, asName, renamed := localAsName(specs, dest, c.Bool("recursive"))
 			if !renamed {
+				if isNullDevice(dest) {
+					// Checked here, not found out after the connection
+					// when the directory cannot be made (exit 4, QA).
+					return usageErr("%s takes one file (fetched, checked and not stored); -r, several files or a wildcard need a directory", dest)
+				}
 				openDir = dest
 			}
 			made := missingDirs(openDir)

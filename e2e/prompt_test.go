@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/creack/pty"
@@ -93,16 +94,19 @@ func readUntil(r *bufio.Reader, s string) error {
 func TestInterruptAtPrompt(t *testing.T) {
 	root := t.TempDir()
 	srv := startServer(t, root, serverOpts{})
+	password := func(argv, env []string) ([]string, []string) { return argv, append(env, "KERF_PASSWORD=") }
+	hostKey := func(argv, env []string) ([]string, []string) {
+		return slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" }), env
+	}
 	for _, c := range []struct {
 		name, prompt string
 		edit         func(argv, env []string) ([]string, []string)
+		term         bool // SIGTERM, not Ctrl-C
 	}{
-		{"password", "Password for ", func(argv, env []string) ([]string, []string) {
-			return argv, append(env, "KERF_PASSWORD=")
-		}},
-		{"host key", "Trust it and remember it? [y/N] ", func(argv, env []string) ([]string, []string) {
-			return slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" }), env
-		}},
+		{"password", "Password for ", password, false},
+		{"host key", "Trust it and remember it? [y/N] ", hostKey, false},
+		{"password SIGTERM", "Password for ", password, true},
+		{"host key SIGTERM", "Trust it and remember it? [y/N] ", hostKey, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
@@ -121,14 +125,20 @@ func TestInterruptAtPrompt(t *testing.T) {
 			if err := readUntil(r, c.prompt); err != nil {
 				t.Fatalf("no prompt (%v):\n%s", err, out.String())
 			}
-			tty.Write([]byte{3}) // Ctrl-C, as the terminal's INTR
+			code, sig := 130, "interrupt"
+			if c.term {
+				code, sig = 143, "terminated"
+				cmd.Process.Signal(syscall.SIGTERM)
+			} else {
+				tty.Write([]byte{3}) // Ctrl-C, as the terminal's INTR
+			}
 			io.Copy(io.Discard, r)
 			err = cmd.Wait()
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-				t.Fatalf("exit %v, want 130 (the command's timeout is %v):\n%s", err, commandTimeout, out.String())
+			if !errors.As(err, &ee) || ee.ExitCode() != code {
+				t.Fatalf("exit %v, want %d (the command's timeout is %v):\n%s", err, code, commandTimeout, out.String())
 			}
-			if !strings.Contains(out.String(), "interrupted (interrupt) at a prompt") {
+			if !strings.Contains(out.String(), "interrupted ("+sig+") at a prompt") {
 				t.Errorf("output does not say it was interrupted at the prompt:\n%s", out.String())
 			}
 			tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"kerf/auth"
@@ -409,13 +410,28 @@ func readLine(r io.Reader) (string, error) {
 	return strings.TrimRight(line, "\r\n"), nil
 }
 
-// promptPassword asks on the terminal without echo.
+// promptPassword asks on the terminal without echo. Echo goes off here,
+// before the read starts, and comes back when this returns: a read that
+// turned it off itself (term.ReadPassword) could do so after a Ctrl-C
+// had put the terminal back, and leave it off (review).
 func promptPassword(ctx context.Context, prompt string) (string, error) {
+	fd := int(os.Stdin.Fd())
 	fmt.Fprint(os.Stderr, prompt)
-	pw, err := fromTerminal(ctx, func() (string, error) {
-		b, err := term.ReadPassword(int(os.Stdin.Fd()))
-		return string(b), err
-	})
+	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		fmt.Fprintln(os.Stderr)
+		return "", usageErr("reading the password: %v", err)
+	}
+	quiet := *saved
+	quiet.Lflag &^= unix.ECHO
+	quiet.Lflag |= unix.ICANON | unix.ISIG
+	quiet.Iflag |= unix.ICRNL
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &quiet); err != nil {
+		fmt.Fprintln(os.Stderr)
+		return "", usageErr("reading the password: %v", err)
+	}
+	pw, err := fromTerminal(ctx, func() (string, error) { return readLine(os.Stdin) })
+	unix.IoctlSetTermios(fd, unix.TCSETS, saved)
 	fmt.Fprintln(os.Stderr)
 	if errors.Is(err, errAtPrompt) {
 		return "", err
@@ -432,12 +448,12 @@ var errAtPrompt = errors.New("interrupted at a prompt")
 
 // fromTerminal runs read, a prompt's read of the terminal, until it
 // returns or ctx ends: the read blocks in the kernel, and Ctrl-C at a
-// prompt did nothing until Enter (QA). The terminal's mode is put back
-// then (a password prompt turns echo off), and the read is left to the
-// process's exit.
+// prompt did nothing until Enter (QA). The read is then left to the
+// process's exit; the caller puts back any terminal mode it changed.
 func fromTerminal(ctx context.Context, read func() (string, error)) (string, error) {
-	fd := int(os.Stdin.Fd())
-	state, _ := term.GetState(fd)
+	if ctx.Err() != nil {
+		return "", errAtPrompt
+	}
 	type result struct {
 		line string
 		err  error
@@ -451,9 +467,6 @@ func fromTerminal(ctx context.Context, read func() (string, error)) (string, err
 	case r := <-done:
 		return r.line, r.err
 	case <-ctx.Done():
-		if state != nil {
-			term.Restore(fd, state)
-		}
 		return "", errAtPrompt
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -183,5 +184,38 @@ func TestNoToUnknownHostAsksOnce(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), prompt); n != 1 {
 		t.Errorf("asked %d times, want once:\n%s", n, out.String())
+	}
+}
+
+// A "no" given after the TLS handshake's 15 s bound is still said as a
+// refused key (exit 3), not as a server that did not answer (review).
+func TestLateNoToUnknownHost(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	argv = slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" })
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kerfBin, argv...)
+	cmd.Env = env
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var out bytes.Buffer
+	r := bufio.NewReader(io.TeeReader(tty, &out))
+	if err := readUntil(r, "Trust it and remember it? [y/N] "); err != nil {
+		t.Fatalf("no prompt (%v):\n%s", err, out.String())
+	}
+	time.Sleep(16 * time.Second) // past the client's handshake bound
+	tty.Write([]byte("n\n"))
+	io.Copy(io.Discard, r)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3:\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "unknown server") || strings.Contains(out.String(), "not answering") {
+		t.Errorf("a late no is not said as a refused key:\n%s", out.String())
 	}
 }

@@ -261,7 +261,15 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	cfg := control.ClientConfig{
 		PathOpts: opts, RateLimit: limit, IdleTimeout: idle, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 		Addr: addr, Streams: streams, Classic: c.Bool("classic"), Log: logger(c),
-		Kermit: kermitConfig(c), User: user, Password: pw, VerifyHost: kh.Check, PlainData: c.Bool("plain-data"),
+		Kermit: kermitConfig(c), User: user, Password: pw, PlainData: c.Bool("plain-data"),
+	}
+	var hostErr error // the server's key refused (a "no" at the prompt, say)
+	cfg.VerifyHost = func(addr, fp string) error {
+		err := kh.Check(addr, fp)
+		if err != nil {
+			hostErr = err
+		}
+		return err
 	}
 	if key != nil {
 		cfg.ClientCert = &key.Cert
@@ -269,6 +277,12 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	cl, err := dialAfterThrottle(c.Context, cfg)
 	if err != nil && atPrompt {
 		return fail(errAtPrompt)
+	}
+	if err != nil && hostErr != nil {
+		// Said as such, whatever the handshake then ran into: a "no"
+		// given after the handshake's 15 s was said to be a silent
+		// server (review).
+		err = hostErr
 	}
 	if err != nil && asked {
 		// The question may have outlasted the server's handshake

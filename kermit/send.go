@@ -114,6 +114,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	s.cancelGroup.Store(false)
 	s.groupFailed = nil
 	s.sending = s.sending[:0]
+	s.openedOf = ""
 	s.unsavedSent = s.unsavedSent[:0]
 	defer s.closeAwaitingZ()
 	defer func() {
@@ -123,9 +124,11 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 		if err != nil {
 			// The error may name another file (the one whose data
 			// failed): say it is the transfer's.
-			// (Part of it may have gone, and the receiver keep it:
-			// "not sent" misled, QA.)
-			why := fmt.Errorf("not sent whole, the transfer having stopped (a receiver that keeps partials lets --resume go on from what came): %w", err)
+			why := fmt.Errorf("not sent, the transfer having stopped: %w", err)
+			// Part of one the receiver took (its F answered) may have
+			// come, and be kept: "not sent" alone misled (QA), and said
+			// of one refused at its F the rest would (review).
+			partly := fmt.Errorf("not sent whole, the transfer having stopped (a receiver that keeps partials lets --resume go on from what came): %w", err)
 			unsure := fmt.Errorf("not confirmed: its data and end went out, but the transfer stopped before the receiver answered (it may or may not have stored it; --resume finds out): %w", err)
 			// Files are sent one after another, and each that stays
 			// under way had its Z queued before the next began; only the
@@ -143,6 +146,8 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 				e := Event{Kind: FileFailed, Name: f.name, Err: &CutOffError{why}, Sending: true, Path: f.path}
 				if i < len(sending)-1 || s.lastZQueued {
 					e.Err = &CutOffError{unsure}
+				} else if s.openedOf == f.name {
+					e.Err = &CutOffError{partly}
 				}
 				s.event(e)
 			}
@@ -412,12 +417,17 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 		return &skipError{err}
 	}
-	if _, err := s.queue(ctx, 'F', name, 0); err != nil {
+	fs, err := s.queue(ctx, 'F', name, 0)
+	if err != nil {
 		// Taken from the group's list but never begun: no one else
 		// reports it. Cut off, so that with several sessions another
 		// takes it over.
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: &CutOffError{ErrNotBegun}, Sending: true, Path: f.Path})
 		return err
+	}
+	fs.onAck = func([]byte) error {
+		s.openedOf = f.Name // the receiver took it: part may be kept
+		return nil
 	}
 	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true, Path: f.Path})
 

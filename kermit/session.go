@@ -112,6 +112,7 @@ type Session struct {
 	// had its Z (not a discarding one) queued: if the transfer stops
 	// before its ACK, the receiver may have stored it.
 	sending     []sentFile
+	openedOf    string // the file whose F the receiver answered last
 	lastZQueued bool
 	// staleInitAck is the ACK data of an I that went more than once: a
 	// late copy of it is no answer to the command after (handleReply).

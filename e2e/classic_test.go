@@ -522,3 +522,59 @@ func TestKerfSendToCKermitServerDirLeavesItsDirectory(t *testing.T) {
 	mustRun(t, nil, local, nil, "get", "--classic", target(addr, "top.txt"), ".")
 	sameFile(t, filepath.Join(ckdir, "top.txt"), filepath.Join(local, "top.txt"))
 }
+
+// A one-file send to an existing directory C-Kermit may not enter: its
+// "Can't change directory" reads as a missing one, so the file goes as
+// a file of that name and is refused; kerf then says the server would
+// not change into it (review: only "Write access denied" was said).
+// C-Kermit runs as nobody, for whom the directory is closed.
+func TestSendIntoClosedDirectoryAtCKermitServer(t *testing.T) {
+	bin := peertest.RequirePeer(t, "kermit")
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to run C-Kermit as nobody: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run C-Kermit as another user") // CI runs as root
+	}
+	local := t.TempDir()
+	// Not under t.TempDir, whose parent only root may enter.
+	top, err := os.MkdirTemp("", "kerf-closed-dir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	ckdir := filepath.Join(top, "srv")
+	for _, d := range []string{top, ckdir} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o777)
+	}
+	if err := os.Mkdir(filepath.Join(ckdir, "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(local, "a.txt"), []byte("hello\n"))
+	port := freePort(t)
+	ksc := filepath.Join(top, "s.ksc")
+	writeFile(t, ksc, []byte(fmt.Sprintf("set host * %d\nset file type binary\nset file collision overwrite\nserver\nexit 0\n", port)))
+	os.Chmod(ksc, 0o644)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, ksc, "-Y")
+	cmd.Dir = ckdir
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); !listening(port); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("C-Kermit does not listen:\n%s", out.String())
+		}
+	}
+	r := run(t, nil, local, nil, "send", "--classic", "a.txt", target(fmt.Sprintf("127.0.0.1:%d", port), "locked"))
+	if r.code != 4 || !strings.Contains(r.stderr, "would not change into locked") {
+		t.Fatalf("want exit 4 saying the server would not change into locked: %s", r)
+	}
+}

@@ -647,6 +647,12 @@ func sendCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			cwd := "" // the remote directory the session went into
+			// A destination the server would not enter, taken as a
+			// file's name: said if the file then fails, since C-Kermit
+			// refuses an existing directory it may not enter in the same
+			// words as a missing one (review).
+			var asFileOf string
+			var cdErr error
 			if cfg.Classic && (rdir != "" && rdir != "/" && rdir != ".") {
 				// A classic server (C-Kermit) keeps its directory from
 				// one client to the next: it is taken back to where it
@@ -667,6 +673,7 @@ func sendCommand() *cli.Command {
 					if !notADirectory(err) {
 						return transferErr(fmt.Errorf("destination %s: %w", rdir, err))
 					}
+					asFileOf, cdErr = rdir, err
 					var base string
 					rdir, base = path.Dir(rdir), path.Base(rdir)
 					local.files[0].Name = base
@@ -726,6 +733,9 @@ func sendCommand() *cli.Command {
 			sendErr := kermit.SendParallelList(c.Context, sessionsOf(clients), list)
 			rep.notWalked(local.notWalked())
 			noteRefused(c, clients)
+			if sendErr != nil && cdErr != nil {
+				fmt.Fprintf(os.Stderr, "kerf: note: the server would not change into %s (%s), so the file was sent as a file of that name\n", printable(asFileOf), printable(cdErr.Error()))
+			}
 			return rep.end(sendErr, false)
 		}),
 	}

@@ -181,6 +181,8 @@ func TestUserAddSaysHowTheUserLogsIn(t *testing.T) {
 	}{
 		{[]string{"user", "add", "tok", "--token", "--state", state, "--root", state}, "", "(logs in with a token)"},
 		{[]string{"user", "add", "pw", "--password-stdin", "--state", state, "--root", state}, "secret one\n", "(logs in with a password)"},
+		{[]string{"user", "passwd", "tok", "--token", "--state", state}, "", "changed the token of tok"},
+		{[]string{"user", "passwd", "pw", "--password-stdin", "--state", state}, "secret two\n", "changed the password of pw"},
 	} {
 		cmd := exec.Command(kerfBin, c.args...)
 		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())

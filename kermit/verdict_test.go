@@ -135,9 +135,9 @@ func TestRefusedPipelinedFileStopsEarly(t *testing.T) {
 }
 
 // A refusal that comes while the chunk before the verdict is still
-// going stops it there: on a slow link (here a slow disk: 200 ms a
-// block) the whole 8 MiB chunk would go first, about a minute at
-// 1 Mbit/s (QA).
+// going stops it there: on a slow link (here a slow disk: 500 ms a
+// block, so that the refusal has seconds to come under load) the whole
+// 8 MiB chunk would go first, about a minute at 1 Mbit/s (QA).
 func TestRefusalStopsTheChunkUnderWay(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	const size = 24 << 20
@@ -179,13 +179,13 @@ func TestRefusalStopsTheChunkUnderWay(t *testing.T) {
 	checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(100_000, 3)}})
 }
 
-// slowReader reads a block of a MiB in 200 ms, as a slow disk or link
+// slowReader reads a block of a MiB in 500 ms, as a slow disk or link
 // would send it.
 type slowReader struct{ kermit.FileReader }
 
 func (r slowReader) ReadAt(b []byte, off int64) (int, error) {
 	if len(b) >= 1<<20 {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 	}
 	return r.FileReader.ReadAt(b, off)
 }

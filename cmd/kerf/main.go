@@ -160,7 +160,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 
 // oneDashFlag is a long flag's name as Go's flag package writes it in its
 // errors ("flag provided but not defined: -bogus").
-var oneDashFlag = regexp.MustCompile(`(^|[ :])-([a-z][a-z0-9-]+)`)
+var oneDashFlag = regexp.MustCompile(`(defined: |flag |for |argument: )-([a-z][a-z0-9-]+)`)
 
 // longFlags writes the long flags in a flag error with two dashes, as
 // the help and the README do (QA); one-letter ones keep one.

@@ -95,7 +95,7 @@ func dataFlags(hidden bool) []cli.Flag {
 	bs, wb, cc, lr := *blockSizeFlag, *writeBehindFlag, *congestionFlag, *limitRateFlag
 	bs.Hidden, wb.Hidden, cc.Hidden, lr.Hidden = hidden, hidden, hidden, hidden
 	return []cli.Flag{
-		&cli.StringFlag{Name: "streams", Hidden: hidden, Value: "auto", Usage: fmt.Sprintf("parallel data connections, 1-%d (auto: 2 where there is more than one core, as a connection's receiver reads, checks and writes on one core; 1 to this host's own addresses, where both ends share the cores)", datachan.MaxStreams)},
+		&cli.StringFlag{Name: "streams", Hidden: hidden, Value: "auto", DefaultText: "auto", Usage: fmt.Sprintf("parallel data connections, 1-%d (auto: 2 where there is more than one core, as a connection's receiver reads, checks and writes on one core; 1 to this host's own addresses, where both ends share the cores)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
 		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: there TCP with --congestion bbr is several times faster"},

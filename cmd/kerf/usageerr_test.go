@@ -12,6 +12,7 @@ func TestLongFlagsInErrors(t *testing.T) {
 		{"flag provided but not defined: -Q", "flag provided but not defined: -Q"},
 		{"flag needs an argument: --idle-timeout", "flag needs an argument: --idle-timeout"},
 		{`invalid value "-5" for flag --speed`, `invalid value "-5" for flag --speed`},
+		{`invalid value "a -b" for flag -exclude: bad`, `invalid value "a -b" for flag --exclude: bad`},
 	} {
 		if got := longFlags(tc.in); got != tc.want {
 			t.Errorf("longFlags(%q) = %q, want %q", tc.in, got, tc.want)

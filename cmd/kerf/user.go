@@ -160,7 +160,11 @@ func userCommand() *cli.Command {
 						return usageErr("%v", err)
 					}
 					showToken(name, token)
-					fmt.Fprintf(os.Stderr, "kerf: changed the password of %s\n", name)
+					what := "password"
+					if token != "" {
+						what = "token"
+					}
+					fmt.Fprintf(os.Stderr, "kerf: changed the %s of %s\n", what, name)
 					return nil
 				}),
 			},

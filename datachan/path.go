@@ -464,6 +464,15 @@ func (p *Path) Stats() Stats {
 }
 
 // Err returns the error the Path failed with, or nil.
+// RateLimit returns the rate, in bytes per second, that the path's
+// connections are held to (WithRateLimit), or 0 (kermit.RateLimited).
+func (p *Path) RateLimit() int64 {
+	if p.cfg.limit == nil {
+		return 0
+	}
+	return p.cfg.limit.Rate()
+}
+
 func (p *Path) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

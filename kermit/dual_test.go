@@ -24,7 +24,7 @@ type pipeDual struct {
 
 func (d *pipeDual) Offer(string) string { return "test" }
 func (d *pipeDual) Open(context.Context, string) (kermit.DataPath, error) {
-	d.path = datachan.NewPath([]net.Conn{d.conn}, datachan.WithSendfile(dualSendfile))
+	d.path = datachan.NewPath([]net.Conn{d.conn}, append([]datachan.Option{datachan.WithSendfile(dualSendfile)}, dualOpts...)...)
 	return d.path, nil
 }
 
@@ -35,6 +35,9 @@ func (d *pipeDual) Open(context.Context, string) (kermit.DataPath, error) {
 // matter on both paths run with each (eitherSendfile), and e2e and
 // cmd/kerf run the default.
 var dualSendfile = datachan.SendfileAlways
+
+// dualOpts are more options for the tests' data paths (both ends).
+var dualOpts []datachan.Option
 
 // eitherSendfile runs f as two subtests: data paths sending with
 // sendfile, and copying.

@@ -310,9 +310,23 @@ var verdictNoteAfter = 10 * time.Second
 // and the link with their data.
 const verdictChunk = 8 << 20
 
+// verdictChunkSize is how much of a file goes before its verdict:
+// verdictChunk, and on a path held to a rate (--limit-rate) what the
+// rate carries in two round trips, 64 KiB at least: at 1 Mbit/s a
+// refused file cost seconds for the block under way (a MiB), and a file
+// under 8 MiB crossed whole (QA).
+func (s *Session) verdictChunkSize() int64 {
+	rl, ok := s.data.(RateLimited)
+	if !ok || rl.RateLimit() <= 0 {
+		return verdictChunk
+	}
+	n := int64(float64(rl.RateLimit()) * 2 * max(s.rtt.least, 10*time.Millisecond).Seconds())
+	return min(max(n, 64<<10), verdictChunk)
+}
+
 // sendUntilVerdict sends bytes [off, off+n) of file id on the data path,
 // as SendFile does: while verdict (the A's slot, nil if answered
-// already) is unanswered, verdictChunk of them at most, and the rest once
+// already) is unanswered, verdictChunkSize of them at most, and the rest once
 // the answer came and accepted the file. It returns the CRC-32C of what
 // it sent and how much that was: less than n if the answer set *refused.
 func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.ReaderAt, off, n int64, verdict *slot, refused *bool) (uint32, int64, error) {
@@ -321,7 +335,7 @@ func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.Reader
 	}
 	var crc uint32
 	pos, end := off, off+n
-	if verdict != nil && !verdict.acked && n > verdictChunk {
+	if chunk := s.verdictChunkSize(); verdict != nil && !verdict.acked && n > chunk {
 		// The chunk goes while the answer is awaited, and a refusal
 		// stops it where it is: on a slow link the whole chunk would
 		// take long after the answer came (QA: about a minute at
@@ -333,16 +347,16 @@ func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.Reader
 			crc uint32
 			err error
 		}
-		chunk := make(chan result, 1)
+		sent := make(chan result, 1)
 		go func() {
-			c, err := s.data.SendFile(chunkCtx, id, src, pos, verdictChunk)
-			chunk <- result{c, err}
+			c, err := s.data.SendFile(chunkCtx, id, src, pos, chunk)
+			sent <- result{c, err}
 		}()
 		err := s.await(ctx, verdict)
 		if err != nil || *refused {
 			stop()
 		}
-		r := <-chunk // src is not read once this returns
+		r := <-sent // src is not read once this returns
 		stop()
 		if err != nil {
 			return 0, 0, err
@@ -353,7 +367,7 @@ func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.Reader
 		if r.err != nil {
 			return 0, 0, r.err
 		}
-		crc, pos = r.crc, pos+verdictChunk
+		crc, pos = r.crc, pos+chunk
 	}
 	c, err := s.data.SendFile(ctx, id, src, pos, end-pos)
 	if err != nil {

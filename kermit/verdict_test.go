@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"kerf/datachan"
 	"kerf/filestore"
 	"kerf/framing"
 	"kerf/kermit"
@@ -365,4 +366,42 @@ func TestReceivePassesOverStaleError(t *testing.T) {
 		t.Fatalf("send %v, receive %v", serr, rerr)
 	}
 	checkFiles(t, dst, files)
+}
+
+// On a path held to a rate (--limit-rate), what goes before a file's
+// verdict is what the rate carries in about two round trips, not 8 MiB:
+// a refused 6 MiB file at 256 KiB/s crossed whole (24 s), and a bigger
+// one cost the block under way, seconds at such rates (QA).
+func TestRateLimitedChunkBeforeVerdict(t *testing.T) {
+	defer func(o []datachan.Option) { dualOpts = o }(dualOpts)
+	dualOpts = []datachan.Option{datachan.WithRateLimit(datachan.NewLimiter(256 << 10))}
+	src, dst := t.TempDir(), t.TempDir()
+	files := writeFiles(t, src, []testFile{{"big.bin", randomBytes(6<<20, 1)}, {"ok.bin", randomBytes(100_000, 3)}})
+	var mu sync.Mutex
+	var read int64
+	scfg := kermit.DefaultConfig()
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress && e.Name == "big.bin" {
+			mu.Lock()
+			read = max(read, e.Bytes)
+			mu.Unlock()
+		}
+	}
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	_, serr, rerr := dualTransferTo(t, scfg, kermit.DefaultConfig(), files, noRoomStore{dir, 1 << 20})
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" || rerr != nil {
+		t.Fatalf("send %v (want big.bin failed), receive %v", serr, rerr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d of the refused file's bytes were read to be sent", read)
+	if read > 1<<20 {
+		t.Errorf("%d of the refused file's bytes were read to be sent at 256 KiB/s; want what two round trips carry", read)
+	}
+	checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(100_000, 3)}})
 }

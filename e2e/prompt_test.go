@@ -139,7 +139,7 @@ func TestInterruptAtPrompt(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != code {
 				t.Fatalf("exit %v, want %d (the command's timeout is %v):\n%s", err, code, commandTimeout, out.String())
 			}
-			if !strings.Contains(out.String(), "interrupted ("+sig+") at a prompt") {
+			if !strings.Contains(out.String(), "\nkerf: interrupted ("+sig+") at a prompt") {
 				t.Errorf("output does not say it was interrupted at the prompt:\n%s", out.String())
 			}
 			tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)

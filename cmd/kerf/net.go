@@ -395,7 +395,10 @@ func password(c *cli.Context, user, addr string, haveKey bool) (pw string, promp
 func askTrust(ctx context.Context, addr, fp string) bool {
 	fmt.Fprintf(os.Stderr, "kerf: the server at %s is not known. Its key fingerprint is\n    %s\n"+
 		"Compare it with the one `kerf serve` printed. Trust it and remember it? [y/N] ", addr, fp)
-	line, _ := fromTerminal(ctx, func() (string, error) { return readLine(os.Stdin) })
+	line, err := fromTerminal(ctx, func() (string, error) { return readLine(os.Stdin) })
+	if errors.Is(err, errAtPrompt) {
+		fmt.Fprintln(os.Stderr) // the message after it on a line of its own
+	}
 	return strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 }
 

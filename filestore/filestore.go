@@ -820,7 +820,11 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 			if pe == nil {
 				return nil, err // openTemp's own words, which say whose
 			}
-			return nil, fmt.Errorf("filestore: %w", err)
+			// Said of the file, not of kerf's temporary name for it
+			// (QA: ".big.bin.kerf-part: permission denied").
+			named := *pe
+			named.Path = rel
+			return nil, fmt.Errorf("filestore: %w", &named)
 		}
 		reopened = true
 	}

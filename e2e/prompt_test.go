@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -89,6 +90,64 @@ func readUntil(r *bufio.Reader, s string) error {
 	return nil
 }
 
+// ptyRun is kerf run on a terminal (a pty), for its prompts.
+type ptyRun struct {
+	cmd *exec.Cmd
+	tty *os.File
+	r   *bufio.Reader
+	out bytes.Buffer // everything it printed so far
+}
+
+// onPty starts kerf with argv and env on a pty; it ends with t, or
+// after commandTimeout.
+func onPty(t *testing.T, argv, env []string) *ptyRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	t.Cleanup(cancel)
+	p := &ptyRun{cmd: exec.CommandContext(ctx, kerfBin, argv...)}
+	p.cmd.Env = env
+	tty, err := pty.Start(p.cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	p.tty = tty
+	p.r = bufio.NewReader(io.TeeReader(tty, &p.out))
+	return p
+}
+
+// prompt waits for kerf to print s.
+func (p *ptyRun) prompt(t *testing.T, s string) {
+	t.Helper()
+	if err := readUntil(p.r, s); err != nil {
+		t.Fatalf("no prompt %q (%v):\n%s", s, err, p.out.String())
+	}
+}
+
+// exit reads what kerf prints to its end and returns its exit status
+// (-1 if a signal ended it: the command's timeout).
+func (p *ptyRun) exit(t *testing.T) int {
+	t.Helper()
+	io.Copy(io.Discard, p.r)
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+// withoutAcceptNew is argv without --accept-new-host-key: the unknown
+// server's key is asked about.
+func withoutAcceptNew(argv []string) []string {
+	return slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" })
+}
+
+const trustPrompt = "Trust it and remember it? [y/N] "
+
 // Ctrl-C at a prompt (the password, an unknown server's key) ends kerf
 // at once with 130 and gives the terminal its echo back: the prompt's
 // read held the command until Enter, and a SIGTERM did nothing (QA).
@@ -96,53 +155,35 @@ func TestInterruptAtPrompt(t *testing.T) {
 	root := t.TempDir()
 	srv := startServer(t, root, serverOpts{})
 	password := func(argv, env []string) ([]string, []string) { return argv, append(env, "KERF_PASSWORD=") }
-	hostKey := func(argv, env []string) ([]string, []string) {
-		return slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" }), env
-	}
+	hostKey := func(argv, env []string) ([]string, []string) { return withoutAcceptNew(argv), env }
 	for _, c := range []struct {
 		name, prompt string
 		edit         func(argv, env []string) ([]string, []string)
 		term         bool // SIGTERM, not Ctrl-C
 	}{
 		{"password", "Password for ", password, false},
-		{"host key", "Trust it and remember it? [y/N] ", hostKey, false},
+		{"host key", trustPrompt, hostKey, false},
 		{"password SIGTERM", "Password for ", password, true},
-		{"host key SIGTERM", "Trust it and remember it? [y/N] ", hostKey, true},
+		{"host key SIGTERM", trustPrompt, hostKey, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
-			argv, env = c.edit(argv, env)
-			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, kerfBin, argv...)
-			cmd.Env = env
-			tty, err := pty.Start(cmd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tty.Close()
-			var out bytes.Buffer
-			r := bufio.NewReader(io.TeeReader(tty, &out))
-			if err := readUntil(r, c.prompt); err != nil {
-				t.Fatalf("no prompt (%v):\n%s", err, out.String())
-			}
+			argv, env := c.edit(clientInvocation(t, srv, nil, "ls", target(srv.addr, "/")))
+			p := onPty(t, argv, env)
+			p.prompt(t, c.prompt)
 			code, sig := 130, "interrupt"
 			if c.term {
 				code, sig = 143, "terminated"
-				cmd.Process.Signal(syscall.SIGTERM)
+				p.cmd.Process.Signal(syscall.SIGTERM)
 			} else {
-				tty.Write([]byte{3}) // Ctrl-C, as the terminal's INTR
+				p.tty.Write([]byte{3}) // Ctrl-C, as the terminal's INTR
 			}
-			io.Copy(io.Discard, r)
-			err = cmd.Wait()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != code {
-				t.Fatalf("exit %v, want %d (the command's timeout is %v):\n%s", err, code, commandTimeout, out.String())
+			if got := p.exit(t); got != code {
+				t.Fatalf("exit %d, want %d (the command's timeout is %v):\n%s", got, code, commandTimeout, p.out.String())
 			}
-			if !strings.Contains(out.String(), "\nkerf: interrupted ("+sig+") at a prompt") {
-				t.Errorf("output does not say it was interrupted at the prompt:\n%s", out.String())
+			if !strings.Contains(p.out.String(), "\nkerf: interrupted ("+sig+") at a prompt") {
+				t.Errorf("output does not say it was interrupted at the prompt:\n%s", p.out.String())
 			}
-			tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+			tio, err := unix.IoctlGetTermios(int(p.tty.Fd()), unix.TCGETS)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,31 +200,14 @@ func TestInterruptAtPrompt(t *testing.T) {
 func TestNoToUnknownHostAsksOnce(t *testing.T) {
 	srv := startServer(t, t.TempDir(), serverOpts{})
 	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
-	argv = slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" })
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kerfBin, argv...)
-	cmd.Env = env
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
+	p := onPty(t, withoutAcceptNew(argv), env)
+	p.prompt(t, trustPrompt)
+	p.tty.Write([]byte("n\n"))
+	if code := p.exit(t); code != 3 {
+		t.Fatalf("exit %d, want 3:\n%s", code, p.out.String())
 	}
-	defer tty.Close()
-	var out bytes.Buffer
-	r := bufio.NewReader(io.TeeReader(tty, &out))
-	const prompt = "Trust it and remember it? [y/N] "
-	if err := readUntil(r, prompt); err != nil {
-		t.Fatalf("no prompt (%v):\n%s", err, out.String())
-	}
-	tty.Write([]byte("n\n"))
-	io.Copy(io.Discard, r)
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("exit %v, want 3:\n%s", err, out.String())
-	}
-	if n := strings.Count(out.String(), prompt); n != 1 {
-		t.Errorf("asked %d times, want once:\n%s", n, out.String())
+	if n := strings.Count(p.out.String(), trustPrompt); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, p.out.String())
 	}
 }
 
@@ -192,30 +216,14 @@ func TestNoToUnknownHostAsksOnce(t *testing.T) {
 func TestLateNoToUnknownHost(t *testing.T) {
 	srv := startServer(t, t.TempDir(), serverOpts{})
 	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
-	argv = slices.DeleteFunc(argv, func(a string) bool { return a == "--accept-new-host-key" })
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kerfBin, argv...)
-	cmd.Env = env
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var out bytes.Buffer
-	r := bufio.NewReader(io.TeeReader(tty, &out))
-	if err := readUntil(r, "Trust it and remember it? [y/N] "); err != nil {
-		t.Fatalf("no prompt (%v):\n%s", err, out.String())
-	}
+	p := onPty(t, withoutAcceptNew(argv), env)
+	p.prompt(t, trustPrompt)
 	time.Sleep(16 * time.Second) // past the client's handshake bound
-	tty.Write([]byte("n\n"))
-	io.Copy(io.Discard, r)
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("exit %v, want 3:\n%s", err, out.String())
+	p.tty.Write([]byte("n\n"))
+	if code := p.exit(t); code != 3 {
+		t.Fatalf("exit %d, want 3:\n%s", code, p.out.String())
 	}
-	if !strings.Contains(out.String(), "unknown server") || strings.Contains(out.String(), "not answering") {
-		t.Errorf("a late no is not said as a refused key:\n%s", out.String())
+	if !strings.Contains(p.out.String(), "unknown server") || strings.Contains(p.out.String(), "not answering") {
+		t.Errorf("a late no is not said as a refused key:\n%s", p.out.String())
 	}
 }

@@ -151,6 +151,16 @@ func TestRefusalStopsTheChunkUnderWay(t *testing.T) {
 		}
 		return slowReader{r}, nil
 	}
+	if read := sendRefusingBig(t, files, dst, 4<<20); read > 4<<20 {
+		t.Errorf("%d of the refused file's bytes were read to be sent: the chunk went on after the refusal", read)
+	}
+}
+
+// sendRefusingBig sends files (big.bin, refused for room over limit
+// bytes, and ok.bin: randomBytes(100_000, 3)) into dst and returns how
+// much of big.bin was read to be sent, as its progress events said.
+func sendRefusingBig(t *testing.T, files []kermit.OutgoingFile, dst string, limit int64) int64 {
+	t.Helper()
 	var mu sync.Mutex
 	var read int64
 	scfg := kermit.DefaultConfig()
@@ -166,18 +176,16 @@ func TestRefusalStopsTheChunkUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	_, serr, rerr := dualTransferTo(t, scfg, kermit.DefaultConfig(), files, noRoomStore{dir, 4 << 20})
+	_, serr, rerr := dualTransferTo(t, scfg, kermit.DefaultConfig(), files, noRoomStore{dir, limit})
 	var ge *kermit.GroupError
 	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" || rerr != nil {
 		t.Fatalf("send %v (want big.bin failed), receive %v", serr, rerr)
 	}
+	checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(100_000, 3)}})
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("%d of the refused file's bytes were read to be sent", read)
-	if read > 4<<20 {
-		t.Errorf("%d of the refused file's bytes were read to be sent: the chunk went on after the refusal", read)
-	}
-	checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(100_000, 3)}})
+	return read
 }
 
 // slowReader reads a block of a MiB in 500 ms, as a slow disk or link
@@ -377,31 +385,7 @@ func TestRateLimitedChunkBeforeVerdict(t *testing.T) {
 	dualOpts = []datachan.Option{datachan.WithRateLimit(datachan.NewLimiter(256 << 10))}
 	src, dst := t.TempDir(), t.TempDir()
 	files := writeFiles(t, src, []testFile{{"big.bin", randomBytes(6<<20, 1)}, {"ok.bin", randomBytes(100_000, 3)}})
-	var mu sync.Mutex
-	var read int64
-	scfg := kermit.DefaultConfig()
-	scfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileProgress && e.Name == "big.bin" {
-			mu.Lock()
-			read = max(read, e.Bytes)
-			mu.Unlock()
-		}
-	}
-	dir, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	_, serr, rerr := dualTransferTo(t, scfg, kermit.DefaultConfig(), files, noRoomStore{dir, 1 << 20})
-	var ge *kermit.GroupError
-	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" || rerr != nil {
-		t.Fatalf("send %v (want big.bin failed), receive %v", serr, rerr)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	t.Logf("%d of the refused file's bytes were read to be sent", read)
-	if read > 1<<20 {
+	if read := sendRefusingBig(t, files, dst, 1<<20); read > 1<<20 {
 		t.Errorf("%d of the refused file's bytes were read to be sent at 256 KiB/s; want what two round trips carry", read)
 	}
-	checkFiles(t, dst, []testFile{{"ok.bin", randomBytes(100_000, 3)}})
 }

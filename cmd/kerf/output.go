@@ -35,6 +35,9 @@ type reporter struct {
 	done   int64
 	files  int
 	failed []string // names of files skipped or failed, in order
+	// failedNow are the names in failed: a directory that fails in two
+	// sessions (each sends it for its share's files) is told once (QA).
+	failedNow map[string]bool
 	// errLines counts the failed files given a line; errHidden those
 	// past maxErrLines, told as a count at the end.
 	errLines, errHidden int
@@ -220,6 +223,7 @@ func (r *reporter) event(e kermit.Event) {
 			// Told failed before, and got whole by a take-over: not a
 			// failure after all.
 			r.failed = slices.DeleteFunc(r.failed, func(n string) bool { return n == e.Name })
+			delete(r.failedNow, e.Name)
 		}
 		kept := min(r.earlier[e.Name], max(e.Offset, 0))
 		delete(r.earlier, e.Name)
@@ -326,6 +330,13 @@ func (r *reporter) event(e kermit.Event) {
 			}
 			break
 		}
+		if r.failedNow[e.Name] {
+			break // told already
+		}
+		if r.failedNow == nil {
+			r.failedNow = map[string]bool{}
+		}
+		r.failedNow[e.Name] = true
 		r.failed = append(r.failed, e.Name)
 		if errors.Is(e.Err, kermit.ErrNotBegun) && r.json == nil {
 			r.notBegun = append(r.notBegun, e.Name)

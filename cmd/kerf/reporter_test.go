@@ -188,3 +188,24 @@ func TestReporterFailureWithdrawn(t *testing.T) {
 		t.Errorf("done %d bytes, %d files; want 10, 1", r.done, r.files)
 	}
 }
+
+// A directory that fails in two sessions (each sends it for its share
+// of the files under it) is told once (QA: its file_error came twice).
+func TestReporterFailureToldOnce(t *testing.T) {
+	var out bytes.Buffer
+	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
+	why := errors.New("not made by the receiver: read-only access")
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileFailed, Name: "src", Err: why, Sending: true},
+		{Kind: kermit.FileFailed, Name: "src/a", Err: why, Sending: true},
+		{Kind: kermit.FileFailed, Name: "src", Err: why, Sending: true},
+	} {
+		r.event(e)
+	}
+	if n := strings.Count(out.String(), `"event":"file_error","name":"src",`); n != 1 {
+		t.Errorf("%d file_error events for src, want 1:\n%s", n, out.String())
+	}
+	if !slices.Equal(r.failed, []string{"src", "src/a"}) {
+		t.Errorf("failed %q, want [src src/a]", r.failed)
+	}
+}

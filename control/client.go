@@ -64,6 +64,11 @@ type ClientConfig struct {
 	// ClientCert and an empty Password, a kerf server checks the key
 	// instead (public-key login).
 	User, Password string
+	// AskPassword, if set, gives the password when Password is empty,
+	// once the server's key has been checked and just before the login
+	// (a prompt: the server's key is asked about first, as ssh does,
+	// and an unreachable server is found before anyone types).
+	AskPassword func() (string, error)
 	// ClientCert, if set, is presented to the server in the TLS
 	// handshake when it asks (auth.LoadClientIdentity); it is sent only
 	// after the server's key has passed VerifyHost, and never in
@@ -302,6 +307,15 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cl.conn = wc
 	cl.sess = kermit.NewSession(cl.conn, kc)
 	if !cfg.Classic || cfg.User != "" {
+		if cfg.Password == "" && cfg.AskPassword != nil {
+			pw, err := cfg.AskPassword()
+			if err != nil {
+				cl.sess.Close()
+				cl.conn.Close()
+				return nil, err
+			}
+			cfg.Password = pw
+		}
 		lt := cfg.LoginTimeout
 		if lt <= 0 {
 			lt = DefaultLoginTimeout

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -225,5 +226,55 @@ func TestLateNoToUnknownHost(t *testing.T) {
 	}
 	if !strings.Contains(p.out.String(), "unknown server") || strings.Contains(p.out.String(), "not answering") {
 		t.Errorf("a late no is not said as a refused key:\n%s", p.out.String())
+	}
+}
+
+// The password is asked once the server is reached and its key checked,
+// as ssh asks: not for a server that is not there, and after the
+// question about an unknown server's key (QA: it was asked first).
+func TestPasswordAskedAfterTheServersKey(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	p := onPty(t, withoutAcceptNew(argv), append(env, "KERF_PASSWORD="))
+	p.prompt(t, trustPrompt)
+	if strings.Contains(p.out.String(), "Password for ") {
+		t.Fatalf("the password was asked before the server's key:\n%s", p.out.String())
+	}
+	p.tty.Write([]byte("y\n"))
+	p.prompt(t, "Password for ")
+	p.tty.Write([]byte(testPassword + "\n"))
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, p.out.String())
+	}
+
+	// Nobody there: no password asked.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	ln.Close()
+	argv, env = clientInvocation(t, srv, nil, "ls", target(gone, "/"))
+	p = onPty(t, argv, append(env, "KERF_PASSWORD="))
+	if code := p.exit(t); code != 3 || strings.Contains(p.out.String(), "Password for ") {
+		t.Fatalf("exit %d, want 3 without a password asked:\n%s", code, p.out.String())
+	}
+}
+
+// A password typed after the server's time from connect to login
+// (serve --handshake-timeout) still logs in: the server has closed that
+// connection, and kerf connects again with what was typed.
+func TestSlowPasswordLogsIn(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{args: []string{"--handshake-timeout", "1s"}})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	p := onPty(t, argv, append(env, "KERF_PASSWORD="))
+	p.prompt(t, "Password for ")
+	time.Sleep(2 * time.Second)
+	p.tty.Write([]byte(testPassword + "\n"))
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, p.out.String())
+	}
+	if n := strings.Count(p.out.String(), "Password for "); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, p.out.String())
 	}
 }

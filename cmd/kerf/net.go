@@ -225,10 +225,11 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 			return fail(err)
 		}
 	}
-	pw, prompted, err := password(c, user, addr, key != nil)
+	pw, ask, err := password(c, user, addr, key != nil)
 	if err != nil {
 		return fail(err)
 	}
+	prompted := false // a password was typed at the prompt
 	kh := &auth.KnownHosts{Path: c.String("known-hosts"), AcceptNew: c.Bool("accept-new-host-key"), AcceptChanged: c.Bool("accept-changed-host-key")}
 	asked, atPrompt := false, false
 	if term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
@@ -274,7 +275,27 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	if key != nil {
 		cfg.ClientCert = &key.Cert
 	}
+	if ask {
+		// Asked once the server is reached and its key checked, then
+		// kept for the dials after (a throttled login, more sessions).
+		cfg.AskPassword = func() (string, error) {
+			pw, err := promptPassword(c.Context, fmt.Sprintf("Password for %s@%s: ", user, addr))
+			if err == nil {
+				prompted, cfg.Password = true, pw
+			}
+			return pw, err
+		}
+	}
 	cl, err := dialAfterThrottle(c.Context, cfg)
+	if errors.Is(err, errAtPrompt) {
+		return fail(err)
+	}
+	if err != nil && prompted && !errors.Is(err, control.ErrCredentials) && c.Context.Err() == nil {
+		// The typing may have outlasted the server's time from connect
+		// to login (serve --handshake-timeout); the password is known
+		// now, so try once more.
+		cl, err = dialAfterThrottle(c.Context, cfg)
+	}
 	if err != nil && atPrompt {
 		return fail(errAtPrompt)
 	}
@@ -361,10 +382,10 @@ func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.
 
 // password finds the password for user: --password-file, then
 // $KERF_PASSWORD (if not empty), then none if there is a client key
-// (haveKey: the key logs in), then a prompt on the terminal. Anonymous
-// needs none.
-// prompted says it was typed at the prompt.
-func password(c *cli.Context, user, addr string, haveKey bool) (pw string, prompted bool, err error) {
+// (haveKey: the key logs in), then a prompt on the terminal, which ask
+// says is to be made once the server is reached (ClientConfig.AskPassword).
+// Anonymous needs none.
+func password(c *cli.Context, user, addr string, haveKey bool) (pw string, ask bool, err error) {
 	if f := c.String("password-file"); f != "" {
 		fh, err := os.Open(f)
 		if err != nil {
@@ -386,8 +407,7 @@ func password(c *cli.Context, user, addr string, haveKey bool) (pw string, promp
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		return "", false, usageErr("no password for %s: use --password-file or KERF_PASSWORD, or log in with a client key (kerf key)", user)
 	}
-	pw, err = promptPassword(c.Context, fmt.Sprintf("Password for %s@%s: ", user, addr))
-	return pw, err == nil, err
+	return "", true, nil
 }
 
 // askTrust asks on the terminal whether to pin a server seen for the

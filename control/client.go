@@ -198,6 +198,10 @@ func AutoStreams(c net.Conn) int {
 	return 2
 }
 
+// errLoginTooLong: what REMOTE LOGIN's one packet cannot carry, said
+// here rather than refused there as a wrong password.
+var errLoginTooLong = fmt.Errorf("%w: user name and password are too long for REMOTE LOGIN (at most about %d bytes together)", ErrLogin, maxLoginField)
+
 // Dial connects to a server, checks its key and logs in.
 func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	addr := cfg.Addr
@@ -205,7 +209,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		addr = net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
 	}
 	if loginLen(cfg.User, cfg.Password) > maxLoginField {
-		return nil, fmt.Errorf("%w: user name and password are too long for REMOTE LOGIN (at most about %d bytes together)", ErrLogin, maxLoginField)
+		return nil, errLoginTooLong
 	}
 	if !cfg.Classic && cfg.VerifyHost == nil {
 		return nil, errors.New("control: no way to check the server's key (ClientConfig.VerifyHost)")
@@ -309,6 +313,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if !cfg.Classic || cfg.User != "" {
 		if cfg.Password == "" && cfg.AskPassword != nil {
 			pw, err := cfg.AskPassword()
+			if err == nil && loginLen(cfg.User, pw) > maxLoginField {
+				err = errLoginTooLong
+			}
 			if err != nil {
 				cl.sess.Close()
 				cl.conn.Close()

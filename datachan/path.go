@@ -463,7 +463,6 @@ func (p *Path) Stats() Stats {
 	}
 }
 
-// Err returns the error the Path failed with, or nil.
 // RateLimit returns the rate, in bytes per second, that the path's
 // connections are held to (WithRateLimit), or 0 (kermit.RateLimited).
 func (p *Path) RateLimit() int64 {
@@ -472,6 +471,8 @@ func (p *Path) RateLimit() int64 {
 	}
 	return p.cfg.limit.Rate()
 }
+
+// Err returns the error the Path failed with, or nil.
 
 func (p *Path) Err() error {
 	p.mu.Lock()

@@ -278,3 +278,37 @@ func TestSlowPasswordLogsIn(t *testing.T) {
 		t.Errorf("asked %d times, want once:\n%s", n, p.out.String())
 	}
 }
+
+// A password typed once is used for the dial after a throttled login
+// (the address failed one just before), not asked again (review), and
+// one too long for REMOTE LOGIN is said to be so, not refused as wrong
+// three times.
+func TestTypedPasswordAskedOnce(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	// A failed login first: the server throttles the next from here.
+	bad := exec.Command(kerfBin, argv...)
+	bad.Env = append(slices.Clone(env), "KERF_PASSWORD=wrong")
+	if out, err := bad.CombinedOutput(); err == nil {
+		t.Fatalf("a wrong password logged in:\n%s", out)
+	}
+	p := onPty(t, argv, append(env, "KERF_PASSWORD="))
+	p.prompt(t, "Password for ")
+	p.tty.Write([]byte(testPassword + "\n"))
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, p.out.String())
+	}
+	if n := strings.Count(p.out.String(), "Password for "); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, p.out.String())
+	}
+
+	p = onPty(t, argv, append(env, "KERF_PASSWORD="))
+	p.prompt(t, "Password for ")
+	p.tty.Write([]byte(strings.Repeat("p", 300) + "\n"))
+	if code := p.exit(t); code != 3 || !strings.Contains(p.out.String(), "too long") {
+		t.Errorf("exit %d, want 3 saying the password is too long:\n%s", code, p.out.String())
+	}
+	if n := strings.Count(p.out.String(), "Password for "); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, p.out.String())
+	}
+}

@@ -821,10 +821,14 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 				return nil, err // openTemp's own words, which say whose
 			}
 			// Said of the file, not of kerf's temporary name for it
-			// (QA: ".big.bin.kerf-part: permission denied").
-			named := *pe
-			named.Path = rel
-			return nil, fmt.Errorf("filestore: %w", &named)
+			// (QA: ".big.bin.kerf-part: permission denied"); an error
+			// about the directory stays its own.
+			if path.Base(pe.Path) == tmp {
+				named := *pe
+				named.Path = rel
+				return nil, fmt.Errorf("filestore: %w", &named)
+			}
+			return nil, fmt.Errorf("filestore: %w", err)
 		}
 		reopened = true
 	}

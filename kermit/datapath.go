@@ -14,12 +14,6 @@ import (
 // File ids are assigned by the sending engine, one per file, in order,
 // starting at 1 for each session; the receiving engine learns a file's id
 // from the F packet sequence (the n-th file of the session has id n).
-// RateLimited is a DataPath held to a rate (--limit-rate): RateLimit
-// returns it in bytes per second, 0 for none.
-type RateLimited interface {
-	RateLimit() int64
-}
-
 type DataPath interface {
 	// SendFile transmits bytes [off, off+n) of src as file id and returns
 	// their CRC-32C (Castagnoli). It returns once every byte has been
@@ -71,4 +65,10 @@ type DataProgress interface {
 type DataFailure interface {
 	Failed() <-chan struct{}
 	LocalFailure() error
+}
+
+// RateLimited is a DataPath held to a rate (--limit-rate): RateLimit
+// returns it in bytes per second, 0 for none.
+type RateLimited interface {
+	RateLimit() int64
 }

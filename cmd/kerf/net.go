@@ -278,7 +278,12 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	if ask {
 		// Asked once the server is reached and its key checked, then
 		// kept for the dials after (a throttled login, more sessions).
+		// (Each dial gets a copy of cfg: what was typed is returned from
+		// here to the dials after, not asked again, review.)
 		cfg.AskPassword = func() (string, error) {
+			if prompted {
+				return cfg.Password, nil
+			}
 			pw, err := promptPassword(c.Context, fmt.Sprintf("Password for %s@%s: ", user, addr))
 			if err == nil {
 				prompted, cfg.Password = true, pw
@@ -290,12 +295,6 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	if errors.Is(err, errAtPrompt) {
 		return fail(err)
 	}
-	if err != nil && prompted && !errors.Is(err, control.ErrCredentials) && c.Context.Err() == nil {
-		// The typing may have outlasted the server's time from connect
-		// to login (serve --handshake-timeout); the password is known
-		// now, so try once more.
-		cl, err = dialAfterThrottle(c.Context, cfg)
-	}
 	if err != nil && atPrompt {
 		return fail(errAtPrompt)
 	}
@@ -305,9 +304,19 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		// server (review).
 		err = hostErr
 	}
-	if err != nil && asked {
+	if err != nil && asked && !errors.Is(err, control.ErrCredentials) {
 		// The question may have outlasted the server's handshake
 		// timeout; the key is pinned now, so try once more.
+		cl, err = dialAfterThrottle(c.Context, cfg)
+		if errors.Is(err, errAtPrompt) {
+			return fail(err)
+		}
+	}
+	if err != nil && prompted && !errors.Is(err, control.ErrLogin) && c.Context.Err() == nil {
+		// The link failed after the password was typed: the typing may
+		// have outlasted the server's time from connect to login
+		// (serve --handshake-timeout). What was typed is known now, so
+		// try once more; a refused login is not tried again (review).
 		cl, err = dialAfterThrottle(c.Context, cfg)
 	}
 	if err != nil && key != nil && pw == "" && errors.Is(err, control.ErrCredentials) {
@@ -338,6 +347,7 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	if err != nil {
 		return fail(connectErr(err))
 	}
+	cfg.AskPassword = nil // more sessions use what was typed, and ask nothing
 	return cl, cfg, nil
 }
 

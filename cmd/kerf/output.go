@@ -35,9 +35,11 @@ type reporter struct {
 	done   int64
 	files  int
 	failed []string // names of files skipped or failed, in order
-	// failedNow are the names in failed: a directory that fails in two
-	// sessions (each sends it for its share's files) is told once (QA).
-	failedNow map[string]bool
+	// failedNow are the names in failed and what was said of them: a
+	// directory that fails in two sessions (each sends it for its
+	// share's files) is told once (QA); another failure of a name, in
+	// other words, is told too (review), and a server tells every one.
+	failedNow map[string]string
 	// errLines counts the failed files given a line; errHidden those
 	// past maxErrLines, told as a count at the end.
 	errLines, errHidden int
@@ -330,13 +332,17 @@ func (r *reporter) event(e kermit.Event) {
 			}
 			break
 		}
-		if r.failedNow[e.Name] {
+		said := ""
+		if e.Err != nil {
+			said = e.Err.Error()
+		}
+		if was, ok := r.failedNow[e.Name]; ok && was == said && !r.serving {
 			break // told already
 		}
 		if r.failedNow == nil {
-			r.failedNow = map[string]bool{}
+			r.failedNow = map[string]string{}
 		}
-		r.failedNow[e.Name] = true
+		r.failedNow[e.Name] = said
 		r.failed = append(r.failed, e.Name)
 		if errors.Is(e.Err, kermit.ErrNotBegun) && r.json == nil {
 			r.notBegun = append(r.notBegun, e.Name)

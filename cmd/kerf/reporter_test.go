@@ -209,3 +209,24 @@ func TestReporterFailureToldOnce(t *testing.T) {
 		t.Errorf("failed %q, want [src src/a]", r.failed)
 	}
 }
+
+// A name that fails again in other words (another file of the name, a
+// take-over that failed otherwise) is told again, and a server tells
+// every failure, whatever it said before (review).
+func TestReporterOtherFailureTold(t *testing.T) {
+	var out bytes.Buffer
+	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
+	r.event(kermit.Event{Kind: kermit.FileFailed, Name: "x", Err: errors.New("a/x: permission denied")})
+	r.event(kermit.Event{Kind: kermit.FileFailed, Name: "x", Err: errors.New("b/x: no space left on device")})
+	if n := strings.Count(out.String(), `"event":"file_error","name":"x",`); n != 2 {
+		t.Errorf("%d file_error events for x, want 2:\n%s", n, out.String())
+	}
+	var lines bytes.Buffer
+	s := &reporter{out: &lines, serving: true, start: time.Now(), current: map[string]int64{}}
+	for range 2 {
+		s.event(kermit.Event{Kind: kermit.FileFailed, Name: "up.bin", Err: errors.New("permission denied")})
+	}
+	if n := strings.Count(lines.String(), "up.bin: permission denied"); n != 2 {
+		t.Errorf("a server told %d of two failures:\n%s", n, lines.String())
+	}
+}

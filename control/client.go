@@ -199,7 +199,7 @@ func AutoStreams(c net.Conn) int {
 }
 
 // errLoginTooLong: what REMOTE LOGIN's one packet cannot carry, said
-// here rather than refused there as a wrong password.
+// here rather than refused by the server as a wrong password.
 var errLoginTooLong = fmt.Errorf("%w: user name and password are too long for REMOTE LOGIN (at most about %d bytes together)", ErrLogin, maxLoginField)
 
 // Dial connects to a server, checks its key and logs in.
@@ -207,9 +207,6 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	addr := cfg.Addr
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
-	}
-	if loginLen(cfg.User, cfg.Password) > maxLoginField {
-		return nil, errLoginTooLong
 	}
 	if !cfg.Classic && cfg.VerifyHost == nil {
 		return nil, errors.New("control: no way to check the server's key (ClientConfig.VerifyHost)")
@@ -311,24 +308,26 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cl.conn = wc
 	cl.sess = kermit.NewSession(cl.conn, kc)
 	if !cfg.Classic || cfg.User != "" {
+		var err error
 		if cfg.Password == "" && cfg.AskPassword != nil {
-			pw, err := cfg.AskPassword()
-			if err == nil && loginLen(cfg.User, pw) > maxLoginField {
-				err = errLoginTooLong
-			}
-			if err != nil {
-				cl.sess.Close()
-				cl.conn.Close()
-				return nil, err
-			}
-			cfg.Password = pw
+			cfg.Password, err = cfg.AskPassword()
+		}
+		if err == nil && loginLen(cfg.User, cfg.Password) > maxLoginField {
+			// Checked once the password is known (it may be typed only
+			// now), before the packet that could not carry it.
+			err = errLoginTooLong
+		}
+		if err != nil {
+			cl.sess.Close()
+			cl.conn.Close()
+			return nil, err
 		}
 		lt := cfg.LoginTimeout
 		if lt <= 0 {
 			lt = DefaultLoginTimeout
 		}
 		lctx, cancel := context.WithTimeout(ctx, lt)
-		_, err := cl.sess.Generic(lctx, 'I', cfg.User, cfg.Password)
+		_, err = cl.sess.Generic(lctx, 'I', cfg.User, cfg.Password)
 		cancel()
 		if err != nil {
 			cl.sess.Close()

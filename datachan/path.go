@@ -473,7 +473,6 @@ func (p *Path) RateLimit() int64 {
 }
 
 // Err returns the error the Path failed with, or nil.
-
 func (p *Path) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

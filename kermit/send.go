@@ -337,9 +337,9 @@ func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.Reader
 	pos, end := off, off+n
 	if chunk := s.verdictChunkSize(); verdict != nil && !verdict.acked && n > chunk {
 		// The chunk goes while the answer is awaited, and a refusal
-		// stops it where it is: on a slow link the whole chunk would
-		// take long after the answer came (QA: about a minute at
-		// 1 Mbit/s). Not more before the answer (QA: a get -r whose
+		// stops it after the blocks under way: on a slow link the
+		// whole chunk would take long after the answer came (QA:
+		// about a minute at 1 Mbit/s). Not more before the answer (QA: a get -r whose
 		// client answered a refused file's A only after the file
 		// before it had come pushed two chunks, on a slow link more).
 		chunkCtx, stop := context.WithCancel(ctx)

@@ -292,11 +292,8 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		}
 	}
 	cl, err := dialAfterThrottle(c.Context, cfg)
-	if errors.Is(err, errAtPrompt) {
-		return fail(err)
-	}
-	if err != nil && atPrompt {
-		return fail(errAtPrompt)
+	if errors.Is(err, errAtPrompt) || err != nil && atPrompt {
+		return fail(errAtPrompt) // at the password's prompt, or the key's
 	}
 	if err != nil && hostErr != nil {
 		// Said as such, whatever the handshake then ran into: a "no"

@@ -422,15 +422,14 @@ func promptPassword(ctx context.Context, prompt string) (string, error) {
 	fd := int(os.Stdin.Fd())
 	fmt.Fprint(os.Stderr, prompt)
 	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		fmt.Fprintln(os.Stderr)
-		return "", usageErr("reading the password: %v", err)
+	if err == nil {
+		quiet := *saved
+		quiet.Lflag &^= unix.ECHO
+		quiet.Lflag |= unix.ICANON | unix.ISIG
+		quiet.Iflag |= unix.ICRNL
+		err = unix.IoctlSetTermios(fd, unix.TCSETS, &quiet)
 	}
-	quiet := *saved
-	quiet.Lflag &^= unix.ECHO
-	quiet.Lflag |= unix.ICANON | unix.ISIG
-	quiet.Iflag |= unix.ICRNL
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &quiet); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr)
 		return "", usageErr("reading the password: %v", err)
 	}

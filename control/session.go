@@ -376,7 +376,7 @@ func (f *sessionFS) spec(spec string) (*filestore.Dir, error) {
 	if err := checkName(strings.ReplaceAll(spec, " ", "/")); err != nil && !errors.Is(err, errTooLong) {
 		return nil, err // a control character anywhere
 	}
-	return f.named(filestore.SplitSpec(spec)...)
+	return f.named(framing.SplitSpec(spec)...)
 }
 
 func (f *sessionFS) Create(name string) (kermit.Incoming, error) {

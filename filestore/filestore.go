@@ -1612,26 +1612,7 @@ type specName struct {
 // wildcard found and that is gone since its directory was read is left
 // out.
 func (d *Dir) specNames(spec string) ([]specName, error) {
-	pats := SplitSpec(spec)
-	whole := []string{spec}
-	if len(spec) > 2 && spec[0] == '{' && spec[len(spec)-1] == '}' {
-		// One brace-quoted name: braces inside it ("{a {b}.txt}",
-		// "{c{d e}") would split it wrongly.
-		whole = append(whole, spec[1:len(spec)-1])
-	}
-	for _, w := range whole {
-		if len(pats) == 1 && pats[0] == w {
-			break
-		}
-		// C-Kermit 10 sends a GET of {a b} as "a b": a name that exists
-		// whole wins over splitting it at spaces.
-		if rel, err := d.resolve(w); err == nil {
-			if _, err := d.root.Lstat(rel); err == nil {
-				pats = []string{w}
-				break
-			}
-		}
-	}
+	pats := d.specPatterns(spec)
 	var out []specName
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
@@ -1657,6 +1638,32 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 		}
 	}
 	return out, nil
+}
+
+// specPatterns splits spec into its names (framing.SplitSpec), unless
+// spec, or spec without its outer braces, names an existing entry
+// whole: C-Kermit 10 sends a GET of {a b} as "a b", and a name such as
+// "a} {b" cannot be quoted so that it splits back (framing.JoinSpec),
+// so clients send it alone.
+func (d *Dir) specPatterns(spec string) []string {
+	pats := framing.SplitSpec(spec)
+	whole := []string{spec}
+	if len(spec) > 2 && spec[0] == '{' && spec[len(spec)-1] == '}' {
+		// One brace-quoted name: braces inside it ("{a {b}.txt}",
+		// "{c{d e}") would split it wrongly.
+		whole = append(whole, spec[1:len(spec)-1])
+	}
+	for _, w := range whole {
+		if len(pats) == 1 && pats[0] == w {
+			break
+		}
+		if rel, err := d.resolve(w); err == nil {
+			if _, err := d.root.Lstat(rel); err == nil {
+				return []string{w}
+			}
+		}
+	}
+	return pats
 }
 
 // hasWildcard reports whether a name element has path.Match's wildcards.
@@ -2007,63 +2014,6 @@ func (m listed) is(f *os.File) bool {
 	return ok && id == m.id
 }
 
-// SplitSpec splits a Kermit filespec at spaces, honouring {braces}: a
-// word that begins with "{" runs to its closing "}" (groupEnd), and is
-// taken without them ("{my file} b" is "my file" and "b"; "{{x}}" is
-// "{x}"). Braces elsewhere are part of the name ("a{b}c"), as C-Kermit
-// takes them.
-func SplitSpec(spec string) []string {
-	var out []string
-	for i := 0; i < len(spec); {
-		if spec[i] == ' ' {
-			i++
-			continue
-		}
-		if spec[i] == '{' {
-			if k := groupEnd(spec, i+1); k >= 0 {
-				if k > i+1 {
-					out = append(out, spec[i+1:k])
-				}
-				i = k + 1
-				continue
-			}
-		}
-		j := strings.IndexByte(spec[i:], ' ')
-		if j < 0 {
-			j = len(spec) - i
-		}
-		out = append(out, spec[i:i+j])
-		i += j
-	}
-	return out
-}
-
-// groupEnd is the index of the "}" that closes a group opened just
-// before from: the first that ends a word (followed by a space or the
-// end) with the braces inside the group balanced ("{my {odd} file}");
-// failing that, the first that ends a word ("{c{d e}"); else -1.
-func groupEnd(spec string, from int) int {
-	depth, first := 1, -1
-	for k := from; k < len(spec); k++ {
-		switch spec[k] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if k+1 < len(spec) && spec[k+1] != ' ' {
-				continue
-			}
-			if depth <= 0 {
-				return k
-			}
-			if first < 0 {
-				first = k
-			}
-		}
-	}
-	return first
-}
-
 // List describes the entries matching spec (a directory or a pattern),
 // one per line: type and permissions, size, modification time, name.
 func (d *Dir) List(spec string) (string, error) {
@@ -2154,7 +2104,7 @@ func (d *Dir) ListTree(spec string, w io.Writer) error {
 		_, err := w.Write(line)
 		return err
 	}
-	pats := SplitSpec(spec)
+	pats := d.specPatterns(spec)
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
 		if err != nil {

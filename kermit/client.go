@@ -276,14 +276,16 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 	for len(tops) > 0 {
 		// A spec of at most about a kilobyte, which any packet length a
 		// kerf peer agrees to carries.
-		var spec []string
+		var batch []string
 		size := 0
-		for len(tops) > 0 && (len(spec) == 0 || size+len(tops[0]) < 1000) {
-			spec = append(spec, SpecWord(tops[0]))
+		// A name that cannot be quoted among others goes alone.
+		for len(tops) > 0 && (len(batch) == 0 || size+len(tops[0]) < 1000 && joins(append(batch, tops[0]))) {
+			batch = append(batch, tops[0])
 			size += len(tops[0]) + 3
 			tops = tops[1:]
 		}
-		entries, err := s.ListTree(ctx, strings.Join(spec, " "))
+		spec, _ := framing.JoinSpec(batch)
+		entries, err := s.ListTree(ctx, spec)
 		if isLinkError(err) || ctx.Err() != nil {
 			return files, err
 		}
@@ -324,13 +326,10 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 	return append(send, later...), nil
 }
 
-// SpecWord is name as one word of a filespec (filestore.SplitSpec): in
-// braces if it has a space or begins with one.
-func SpecWord(name string) string {
-	if strings.Contains(name, " ") || strings.HasPrefix(name, "{") {
-		return "{" + name + "}"
-	}
-	return name
+// joins reports whether names go as one filespec (framing.JoinSpec).
+func joins(names []string) bool {
+	_, ok := framing.JoinSpec(names)
+	return ok
 }
 
 // GetListing asks a kerf server for the regular files a GET of spec

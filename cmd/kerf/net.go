@@ -971,16 +971,19 @@ func missingDirs(dir string) []string {
 }
 
 // specGroups is how the names of a get go to a server: all in one GET,
-// or, to a classic Kermit, a GET each when one of several has a space:
-// C-Kermit's server takes a braced name alone, not among others (it sent
-// the others and said nothing of it).
+// or a GET each where one name cannot be quoted among others
+// (framing.JoinSpec: "a} {b"; a server takes it whole when alone) or, to
+// a classic Kermit, where one of several has a space: C-Kermit's server
+// takes a braced name alone, not among others (it sent the others and
+// said nothing of it).
 func specGroups(names []string, classic bool) []string {
-	if !classic || len(names) < 2 || !slices.ContainsFunc(names, func(n string) bool { return strings.ContainsAny(n, " \t") }) {
-		return []string{quoteSpec(names)}
+	spec, ok := framing.JoinSpec(names)
+	if len(names) < 2 || ok && (!classic || !slices.ContainsFunc(names, func(n string) bool { return strings.ContainsAny(n, " \t") })) {
+		return []string{spec}
 	}
 	groups := make([]string, len(names))
 	for i, n := range names {
-		groups[i] = quoteSpec([]string{n})
+		groups[i], _ = framing.JoinSpec([]string{n})
 	}
 	return groups
 }
@@ -1011,15 +1014,10 @@ func getEach(groups []string, get func(spec string) error, refused func(spec str
 	return nil
 }
 
-// quoteSpec joins GET names into one Kermit filespec, brace-quoting
-// names with spaces and those that begin with "{" (filestore.SplitSpec:
-// braces elsewhere are part of a name).
+// quoteSpec joins GET names into one Kermit filespec (framing.JoinSpec).
 func quoteSpec(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = kermit.SpecWord(n)
-	}
-	return strings.Join(q, " ")
+	spec, _ := framing.JoinSpec(names)
+	return spec
 }
 
 func remoteCommand(name, usage string, cmd byte) *cli.Command {

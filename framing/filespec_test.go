@@ -1,10 +1,8 @@
-package filestore_test
+package framing
 
 import (
 	"slices"
 	"testing"
-
-	"kerf/filestore"
 )
 
 func TestSplitSpec(t *testing.T) {
@@ -24,7 +22,7 @@ func TestSplitSpec(t *testing.T) {
 		{"{} a", []string{"a"}},
 		{"", nil},
 	} {
-		if got := filestore.SplitSpec(c.in); !slices.Equal(got, c.want) {
+		if got := SplitSpec(c.in); !slices.Equal(got, c.want) {
 			t.Errorf("SplitSpec(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
@@ -38,7 +36,7 @@ func FuzzSplitSpec(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
 		n := 0
-		for _, w := range filestore.SplitSpec(spec) {
+		for _, w := range SplitSpec(spec) {
 			if w == "" {
 				t.Fatalf("SplitSpec(%q): an empty word", spec)
 			}
@@ -48,4 +46,27 @@ func FuzzSplitSpec(f *testing.F) {
 			t.Fatalf("SplitSpec(%q): %d bytes of words", spec, n)
 		}
 	})
+}
+
+// JoinSpec says whether the names come back whole from SplitSpec; the
+// ones it accepts do.
+func TestJoinSpec(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		ok    bool
+	}{
+		{[]string{"plain", "a{b}c", "{x}", "my file", "{a b}", "br{ace}s[x].bin", "d/{e}", "x}", "my {odd} file"}, true},
+		{[]string{"a} {b", "{x}"}, false}, // "{a} {b}" splits as "a", "b"
+		{[]string{"a} {b"}, false},
+		{[]string{"x} y", "a"}, false},
+		{[]string{"one"}, true},
+	} {
+		spec, ok := JoinSpec(c.names)
+		if ok != c.ok {
+			t.Errorf("JoinSpec(%q) = %q, %v; want ok %v", c.names, spec, ok, c.ok)
+		}
+		if ok && !slices.Equal(SplitSpec(spec), c.names) {
+			t.Errorf("SplitSpec(%q) = %q, want %q", spec, SplitSpec(spec), c.names)
+		}
+	}
 }

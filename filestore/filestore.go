@@ -458,13 +458,30 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 			// else that might).
 			fd, err = unix.Openat(dirfd, name, flags|unix.O_NONBLOCK, 0o600)
 			if err == nil {
-				if rerr := mustBeRegular(fd); rerr != nil {
+				var st unix.Stat_t
+				if rerr := regularStat(fd, &st); rerr != nil {
 					unix.Close(fd)
 					var nr errNotRegular
 					if errors.As(rerr, &nr) {
 						return fmt.Errorf("filestore: %s is %s where kerf keeps the file's partial; remove it to receive the file", path.Join(h.rel, name), nr.kind)
 					}
 					return &fs.PathError{Op: "fstat", Path: path.Join(h.rel, name), Err: rerr}
+				}
+				if st.Nlink != 1 || st.Uid != uint32(os.Geteuid()) {
+					// Not a partial this side made: another user's file
+					// (whose owner could read what is written), or a
+					// second name of another file (a hard link), which
+					// writing would change. Its name goes (a file
+					// linked elsewhere stays as it is) and the partial
+					// is made afresh.
+					unix.Close(fd)
+					if err = unix.Unlinkat(dirfd, name, 0); err == unix.EPERM || err == unix.EACCES {
+						return &stalePartialError{path.Join(h.rel, name)}
+					}
+					if err == nil || err == unix.ENOENT {
+						fd, err = unix.Openat(dirfd, name, flags|unix.O_EXCL, 0o600)
+						fresh = err == nil
+					}
 				}
 			}
 		}

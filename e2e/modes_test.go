@@ -72,3 +72,49 @@ func TestResumeSkipKeepsNewMode(t *testing.T) {
 		t.Fatalf("fetched other after get --resume: %v %v, want mode 0640", fi.Mode(), err)
 	}
 }
+
+// Where the file there has other names (hard links), its mode is not
+// changed in place (that would change the other names' file too): the
+// file is sent again and renamed over its name, as any replaced file
+// is, so the new mode arrives and the other name keeps its own. (QA:
+// `send --resume` said "already there", exit 0, and left mode 0644.)
+// Both directions.
+func TestResumeLinkedFileTakesNewMode(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	key := filepath.Join(local, "km", "f")
+	writeFile(t, key, randomBytes(5000, 3))
+	os.Chmod(key, 0o644)
+	mustRun(t, srv, local, nil, "send", "-r", "km", srv.addr)
+	if err := os.Link(filepath.Join(root, "km", "f"), filepath.Join(root, "km-other")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(key, 0o600)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "-r", "km", srv.addr)
+	if n := len(eventsNamed(parseEvents(t, r.stdout), "file_done")); n != 1 {
+		t.Errorf("send --resume: %d files sent, want f again:\n%s", n, r.stdout)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "km", "f")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("server's f after send --resume: %v %v, want mode 0600", fi.Mode(), err)
+	}
+	sameFile(t, key, filepath.Join(root, "km", "f"))
+	if fi, err := os.Stat(filepath.Join(root, "km-other")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the other link after send --resume: %v %v, want its mode 0644 kept", fi.Mode(), err)
+	}
+
+	mustRun(t, srv, back, nil, "get", "-r", target(srv.addr, "km"), ".")
+	if err := os.Link(filepath.Join(back, "km", "f"), filepath.Join(back, "km-other")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(root, "km", "f"), 0o640)
+	r = mustRun(t, srv, back, []string{"--json"}, "get", "--resume", "-r", target(srv.addr, "km"), ".")
+	if n := len(eventsNamed(parseEvents(t, r.stdout), "file_done")); n != 1 {
+		t.Errorf("get --resume: %d files fetched, want f again:\n%s", n, r.stdout)
+	}
+	if fi, err := os.Stat(filepath.Join(back, "km", "f")); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("fetched f after get --resume: %v %v, want mode 0640", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(back, "km-other")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the local other link after get --resume: %v %v, want its mode 0600 kept", fi.Mode(), err)
+	}
+}

@@ -471,15 +471,10 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			cur.inc.Abort(true)
 			return s.refuse(cur, "+", errTextRecovery)
 		}
-		if (s.neg.skipWhole || recovery) && s.alreadyThere(cur) {
+		if (s.neg.skipWhole || recovery) && s.alreadyThere(cur) && s.keepExisting(cur) {
 			// A resumed tree re-sends no file that arrived whole before:
 			// the file there is kept as it is, with the sender's
 			// permissions if it gave them.
-			if k, ok := cur.inc.(ExistingKeeper); ok && cur.attrs.Perm >= 0 {
-				if err := k.KeepExisting(fs.FileMode(cur.attrs.Perm) & fs.ModePerm); err != nil {
-					s.cfg.Log.Warn("could not set the mode of a file already there", "name", cur.name, "err", err)
-				}
-			}
 			cur.inc.Abort(false)
 			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
 			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
@@ -656,6 +651,25 @@ func (s *Session) refusalText(why error) []byte {
 		msg = msg[n:]
 	}
 	return out
+}
+
+// keepExisting gives the file a resume found whole the sender's
+// permission bits, if it gave them, and reports whether it is kept so.
+// Where the mode cannot be changed in place (a file with other links,
+// which ExistingKeeper leaves alone), the file is received again, and
+// renamed over the name as any replaced file is: the mode arrives, and
+// the other names keep the file they had. (QA: the mode was left and
+// the file counted as there, so a file made private stayed readable.)
+func (s *Session) keepExisting(cur *recvFile) bool {
+	k, ok := cur.inc.(ExistingKeeper)
+	if !ok || cur.attrs.Perm < 0 {
+		return true
+	}
+	if err := k.KeepExisting(fs.FileMode(cur.attrs.Perm) & fs.ModePerm); err != nil {
+		s.cfg.Log.Info("a file already there is received again: its mode could not be set in place", "name", cur.name, "err", err)
+		return false
+	}
+	return true
 }
 
 // ExistingFile is an optional extension of Incoming: the file already

@@ -264,9 +264,10 @@ func TestFileLinkedWhileSentIsStored(t *testing.T) {
 				if !out[0].Status.Known {
 					t.Fatal("no file status on this system: the test tests nothing")
 				}
-				open := out[0].Open
 				out[0].Open = func() (kermit.FileReader, error) {
-					r, err := open()
+					// The client's opener: the status as opened comes
+					// from the open's own fstat, before the change.
+					r, err := filestore.OpenLocal(p)
 					if err == nil {
 						time.Sleep(20 * time.Millisecond) // a ctime the change moves
 						if err := tc.change(p); err != nil {
@@ -333,6 +334,52 @@ func TestFileReplacedBeforeItsTurnIsSentAsItIsThen(t *testing.T) {
 					t.Fatalf("send %v, receive %v; want the new version stored", serr, rerr)
 				}
 				checkFiles(t, dst, []testFile{{"pub.bin", newer}})
+			})
+		}
+	}
+}
+
+// A file changed in place between its listing and its turn (a log
+// appended to, its mode changed) is sent as it is then too; only what
+// changes once it is open fails it. (QA: a send -r of a live tree
+// failed every log appended to after the walk, "changed while it was
+// being sent", though it was not.)
+func TestFileAppendedBeforeItsTurnIsSentAsItIsThen(t *testing.T) {
+	openers := map[string]func(string) (kermit.FileReader, error){
+		"os.Open":   func(p string) (kermit.FileReader, error) { return os.Open(p) },
+		"OpenLocal": func(p string) (kermit.FileReader, error) { return filestore.OpenLocal(p) },
+	}
+	for _, dual := range []bool{false, true} {
+		for oname, open := range openers {
+			t.Run(map[bool]string{false: "classic", true: "dual"}[dual]+"/"+oname, func(t *testing.T) {
+				src, dst := t.TempDir(), t.TempDir()
+				first := randomBytes(100_000, 7)
+				out := writeFiles(t, src, []testFile{{"app.log", first}})
+				p := filepath.Join(src, "app.log")
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
+				out[0].Mode, out[0].ModeKnown = fi.Mode().Perm(), true
+				out[0].Open = func() (kermit.FileReader, error) { return open(p) }
+				time.Sleep(20 * time.Millisecond) // a modification time the append moves
+				more := randomBytes(50_000, 8)
+				f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Write(more)
+				f.Close()
+				os.Chmod(p, 0o640)
+				serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
+				if serr != nil || rerr != nil {
+					t.Fatalf("send %v, receive %v; want the file stored as it is now", serr, rerr)
+				}
+				checkFiles(t, dst, []testFile{{"app.log", append(first, more...)}})
+				if fi, err := os.Stat(filepath.Join(dst, "app.log")); err != nil || fi.Mode().Perm() != 0o640 {
+					t.Errorf("stored with mode %v (%v), want the file's mode now, 0640", fi.Mode(), err)
+				}
 			})
 		}
 	}

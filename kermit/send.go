@@ -892,12 +892,14 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 }
 
 // asOpened is f with the size, times and status of the file as opened,
-// where r is another file than the one listed: a file replaced between
-// its listing and its turn (a new version renamed over it, as files are
-// published; a big tree takes long) is sent as it is then, as rsync
-// does (QA: get -r during sends of the same tree failed hundreds of
-// files). A file changed in place since its listing still fails as
-// changed (changedWhileSent compares with the listing).
+// where they differ from its listing: a file replaced between its
+// listing and its turn (a new version renamed over it, as files are
+// published; a big tree takes long) or changed in place meanwhile (a log
+// appended to) is sent as it is then, as rsync does (QA: get -r during
+// sends of the same tree failed hundreds of files; a send -r of a live
+// tree failed every log written to after the walk, as "changed while it
+// was being sent"). What changes after the open still fails the file
+// (changedWhileSent compares with this).
 func asOpened(f OutgoingFile, r FileReader) OutgoingFile {
 	if f.Size < 0 || f.ModTime.IsZero() || !f.Status.Known {
 		return f
@@ -917,11 +919,12 @@ func asOpened(f OutgoingFile, r FileReader) OutgoingFile {
 		return f
 	}
 	now := StatusOf(fi)
-	if !now.Known || now.Dev == f.Status.Dev && now.Ino == f.Status.Ino {
+	ct := ChangeTimeOf(fi)
+	if !now.Known || now == f.Status && fi.Size() == f.Size && fi.ModTime().Equal(f.ModTime) && ct.Equal(f.ChangeTime) {
 		return f
 	}
 	f.Size, f.ModTime = fi.Size(), fi.ModTime()
-	f.ChangeTime, f.Status = ChangeTimeOf(fi), now
+	f.ChangeTime, f.Status = ct, now
 	if f.ModeKnown || f.Mode != 0 {
 		f.Mode = fi.Mode().Perm()
 	}

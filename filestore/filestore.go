@@ -1818,12 +1818,19 @@ func (d *Dir) walk(top string, keep func(string) bool, dropped *int, yield func(
 			return nil
 		}
 		var info fs.FileInfo
-		switch {
-		case e.Type().IsRegular():
+		linked := e.Type()&fs.ModeSymlink != 0
+		if e.Type().IsRegular() {
 			info, err = e.Info()
-		case e.Type()&fs.ModeSymlink != 0 && d.linksToPart(p):
+			err = asNamed(err, p)
+			// Made a link since its directory was read (QA: said to be
+			// "a link to a symbolic link", and one leading out of the
+			// tree passed over, not refused): taken as the link it is.
+			linked = err == nil && info.Mode()&fs.ModeSymlink != 0
+		}
+		switch {
+		case linked && d.linksToPart(p):
 			return nil // a partial is never served
-		case e.Type()&fs.ModeSymlink != 0:
+		case linked:
 			// As the sending client does (scp -r): a link to a file in
 			// the tree sends the file; os.Root refuses one leading out.
 			info, err = d.root.Stat(p)
@@ -1833,10 +1840,14 @@ func (d *Dir) walk(top string, keep func(string) bool, dropped *int, yield func(
 			// files to copy (rsync -r skips them too), but the client
 			// hears of them, as the sending client warns of its own.
 			what := EntryKind(e.Type())
-			if info != nil && info.IsDir() {
+			switch {
+			case info == nil:
+			case linked && info.IsDir():
 				what = "a link to a directory"
-			} else if info != nil {
+			case linked:
 				what = "a link to " + EntryKind(info.Mode())
+			default: // no longer the file its directory listed
+				what = EntryKind(info.Mode())
 			}
 			add(kermit.OutgoingFile{Name: name(p), Size: -1,
 				Open: func() (kermit.FileReader, error) { return nil, kermit.PassedOver(what) }})
@@ -1854,7 +1865,7 @@ func (d *Dir) walk(top string, keep func(string) bool, dropped *int, yield func(
 			*dropped++
 			return nil
 		}
-		add(d.outgoing(p, name(p), info, !e.Type().IsRegular()))
+		add(d.outgoing(p, name(p), info, linked))
 		return nil
 	})
 	if dir != nil && !stopped {
@@ -1882,6 +1893,17 @@ func MarkFilled(files []kermit.OutgoingFile) {
 
 // unreadable is an entry of a GET that could not be read, for err
 // (already saying "filestore:").
+// asNamed is err, a DirEntry.Info's error, with the entry's path in the
+// tree, rel, in place of the path the system used (the root's own path
+// in front: a client must not see where its tree is on the server).
+func asNamed(err error, rel string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: rel, Err: pe.Err}
+	}
+	return err
+}
+
 func unreadable(name string, err error) kermit.OutgoingFile {
 	return kermit.OutgoingFile{
 		Name: name, Size: -1,
@@ -2058,7 +2080,7 @@ func (d *Dir) List(spec string) (string, error) {
 			case err == nil:
 				ents = append(ents, info)
 			case !errors.Is(err, fs.ErrNotExist): // (gone: passed over)
-				return "", fmt.Errorf("filestore: %w", err)
+				return "", fmt.Errorf("filestore: %w", asNamed(err, path.Join(names[0].rel, e.Name())))
 			}
 		}
 	} else {

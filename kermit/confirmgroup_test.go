@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,11 +61,18 @@ func TestOneSessionGroupFailureConfirmsTheRest(t *testing.T) {
 			out := numberedFiles(src, "f%d", 20, 30000)
 			var log endLog
 			err := sendOneSessionOn(t, tc.reliable, out, dst, log.note, func(dir *filestore.Dir) kermit.Store { return renameFailStore{dir, dst, "f7"} })
-			if err == nil {
-				t.Fatal("no error, but f7 was not stored")
+			// f7 alone fails, in the receiver's words, not the transfer
+			// (QA: "the transfer stopped before it said the file was
+			// saved", and the E as the command's last word).
+			var ge *kermit.GroupError
+			if !errors.As(err, &ge) || !slices.Equal(ge.Failed, []string{"f7"}) {
+				t.Fatalf("error %v; want f7 alone named failed", err)
 			}
 			log.mu.Lock()
 			defer log.mu.Unlock()
+			if why := fmt.Sprint(log.errs["f7"]); !strings.Contains(why, "receiver failed while saving") || !strings.Contains(why, "operation not permitted") || strings.Contains(why, "transfer stopped") {
+				t.Errorf("f7 told failed as %q; want the receiver's failure to save it, in its words", why)
+			}
 			for j := range 20 {
 				name := fmt.Sprintf("f%d", j)
 				want := []kermit.EventKind{kermit.FileDone}

@@ -337,7 +337,7 @@ func sendConfirming(ctx context.Context, s *Session, list FileList) error {
 			// the stub of a second file of a name) stays failed, whatever
 			// the second pass tells of another file of its name.
 			own := tr.failedNames(0)
-			s.cfg.Log.Warn("the receiver failed the group; its files under way are sent again, resuming, to confirm them", "files", len(again), "err", err)
+			s.cfg.Log.Info("the receiver failed the group; its files under way are sent again, resuming, to confirm them", "files", len(again), "err", err)
 			resume := s.cfg.Resume
 			s.cfg.Resume = true
 			tr.takeOver(0, 0)
@@ -359,6 +359,18 @@ func sendConfirming(ctx context.Context, s *Session, list FileList) error {
 					failed = slices.DeleteFunc(failed, func(n string) bool { return slices.Contains(ge.Failed, n) })
 				}
 				err = withFailed(err2, failed)
+			case errors.As(err2, &pe) && tr.allNotSaved(0):
+				// Failed again while saving (a name the receiver cannot
+				// rename into): those files fail, each told with the
+				// receiver's words (savingFailedError), not the transfer
+				// (QA: its E was the command's last word).
+				failed := own
+				for _, f := range tr.cutFiles(0) {
+					if !slices.Contains(failed, f.Name) {
+						failed = append(failed, f.Name)
+					}
+				}
+				err = withFailed(nil, failed)
 			case errors.As(err2, &pe):
 				err = err2 // the receiver's word on what failed again
 			}

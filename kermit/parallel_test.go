@@ -804,6 +804,7 @@ func sendClientsWith(t *testing.T, ctx context.Context, dst string, n int, event
 type endLog struct {
 	mu    sync.Mutex
 	ended map[string][]kermit.EventKind
+	errs  map[string]error // the last FileFailed's
 }
 
 func (l *endLog) note(e kermit.Event) {
@@ -816,6 +817,12 @@ func (l *endLog) note(e kermit.Event) {
 		l.ended = map[string][]kermit.EventKind{}
 	}
 	l.ended[e.Name] = append(l.ended[e.Name], e.Kind)
+	if e.Kind == kermit.FileFailed {
+		if l.errs == nil {
+			l.errs = map[string]error{}
+		}
+		l.errs[e.Name] = e.Err
+	}
 }
 
 // fetchedOnce checks that each of names came from root to dst whole,

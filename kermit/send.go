@@ -116,6 +116,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	s.sending = s.sending[:0]
 	s.openedOf = ""
 	s.unsavedSent = s.unsavedSent[:0]
+	atEnd := false // the B sent: an E now is the receiver failing to save
 	defer s.closeAwaitingZ()
 	defer func() {
 		// Files begun and not ended when the group fails did not get
@@ -136,9 +137,13 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			// Files the receiver verified whole, not yet saved under
 			// their names when the group stopped (a kerf receiver saves
 			// them at its end): told, so that none counts as there.
+			unsaved := fmt.Errorf("%w: %w", ErrNotSaved, err)
+			if pe := (*PeerError)(nil); atEnd && errors.As(err, &pe) {
+				unsaved = &savingFailedError{err}
+			}
 			for _, f := range s.unsavedSent {
 				s.event(Event{Kind: FileFailed, Name: f.name, Size: f.size, Sending: true, Path: f.path,
-					Err: &CutOffError{fmt.Errorf("%w: %w", ErrNotSaved, err)}})
+					Err: &CutOffError{unsaved}})
 			}
 			s.unsavedSent = s.unsavedSent[:0]
 			sending := slices.Clone(s.sending)
@@ -185,6 +190,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	if err != nil {
 		return err
 	}
+	atEnd = true
 	if err := s.await(ctx, sl); err != nil {
 		return err
 	}
@@ -217,6 +223,20 @@ type sentFile struct {
 // is most likely there, complete, under its temporary name; a resume
 // confirms it without sending it again.
 var ErrNotSaved = errors.New("not confirmed saved: the receiver had it whole, but the transfer stopped before it said the file was saved under its name (--resume confirms it)")
+
+// savingFailedError is ErrNotSaved where the receiver said why: it
+// failed the group at its end, when it saves the group's files under
+// their names (a rename refused, a disk's error). Its words may name
+// another file of the group; a second pass (sendConfirming) confirms
+// those it did save. (QA: said "the transfer stopped before it said
+// the file was saved", of a file the server could not rename.)
+type savingFailedError struct{ err error }
+
+func (e *savingFailedError) Error() string {
+	return "not saved: the receiver failed while saving the group's files under their names: " + e.err.Error()
+}
+
+func (e *savingFailedError) Unwrap() []error { return []error{ErrNotSaved, e.err} }
 
 // ErrNotBegun is why a file of a send that stopped before it began was
 // not sent (a FileFailed event each, so that no file goes unnamed).

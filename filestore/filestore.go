@@ -1531,13 +1531,13 @@ func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool
 		case target != nil && target.Mode().IsRegular():
 			more = yield(d.outgoing(n.rel, path.Base(n.rel), target, true))
 		case fi.IsDir() && recursive:
-			more = d.walk(n.rel, keep, &left, yield)
+			more = d.walk(n.rel, n.contents, keep, &left, yield)
 		case target != nil && target.IsDir() && recursive && !n.pattern:
 			// A link to a directory named plainly: its tree, under the
 			// link's name, as send -r does with a local one and as
 			// "link/" is (the walk itself follows no link to a
 			// directory, so there is no loop).
-			more = d.walk(n.rel, keep, &left, yield)
+			more = d.walk(n.rel, false, keep, &left, yield)
 		case n.pattern:
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():
@@ -1618,10 +1618,11 @@ func (d *Dir) linksToPart(rel string) bool {
 // and its entry (not following a link); pattern reports that a wildcard
 // found it rather than the spec naming it.
 type specName struct {
-	rel     string
-	pattern bool
-	fi      fs.FileInfo
-	err     error // of one of several names, that names nothing usable
+	rel      string
+	pattern  bool
+	contents bool // named as "dir/." or "dir/..": a walk names entries from within it
+	fi       fs.FileInfo
+	err      error // of one of several names, that names nothing usable
 }
 
 // specNames splits spec into names (see Match) and resolves each to its
@@ -1636,6 +1637,10 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 		if err == nil {
 			var more []specName
 			more, err = d.glob(nil, rel)
+			if e := path.Base(pat); len(more) == 1 && (e == "." || e == "..") {
+				// Its contents, as send -r has "dir/." (cp's rule).
+				more[0].contents = true
+			}
 			if len(more) == 1 && more[0].fi.Mode()&fs.ModeSymlink != 0 && strings.HasSuffix(pat, "/") {
 				// "link/" is the directory the link leads to, as for
 				// ls(1); os.Root follows it only within the tree.
@@ -1734,15 +1739,21 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 }
 
 // walk hands yield the regular files under directory top, named
-// relative to its parent, and says whether yield wanted them all. An
+// relative to its parent (to top itself with contents), and says whether yield wanted them all. An
 // entry that cannot be read (a directory without permission, a file
 // whose details cannot be had) does not end the walk: it becomes a file
 // whose Open returns the error, so that the sending engine sends the
 // rest and reports that one as failed, by name.
-func (d *Dir) walk(top string, keep func(string) bool, dropped *int, yield func(kermit.OutgoingFile) bool) bool {
+func (d *Dir) walk(top string, contents bool, keep func(string) bool, dropped *int, yield func(kermit.OutgoingFile) bool) bool {
 	parent := path.Dir(top)
+	if contents {
+		parent = top // named from within: top itself is "."
+	}
 	name := func(p string) string {
-		if parent == "." {
+		switch {
+		case p == parent:
+			return "."
+		case parent == ".":
 			return p
 		}
 		return strings.TrimPrefix(p, parent+"/")
@@ -2158,7 +2169,7 @@ func (d *Dir) ListTree(spec string, w io.Writer) error {
 		}
 		// Each entry under its name from the current directory: the
 		// pattern's own directory part and the entry's last element.
-		dir := path.Dir(strings.TrimSuffix(pat, "/"))
+		dir := path.Dir(path.Clean(pat)) // "photos/." is photos
 		for _, n := range names {
 			top := path.Join(dir, path.Base(n.rel))
 			if rel == d.cwd {

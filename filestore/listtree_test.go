@@ -63,6 +63,7 @@ func TestListTree(t *testing.T) {
 		// A name that exists whole, as clients send one that cannot
 		// be quoted among others (framing.JoinSpec), not br/a and b.
 		{"{br/a} {b}", []string{"br/a} {b"}},
+		{"top/sub/deeper/.", []string{"top/sub/deeper/", "top/sub/deeper/c.txt"}}, // not top/sub/deeper/deeper
 	} {
 		got, err := list(c.spec)
 		if err != nil || !slices.Equal(got, c.want) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,5 +60,34 @@ func TestWalkTakesEntriesAsTheyAreThen(t *testing.T) {
 	err = open("race/d")
 	if err == nil || !strings.Contains(err.Error(), "race/d") || strings.Contains(err.Error(), root) {
 		t.Errorf("race/d, removed: %v; want an error naming race/d, not %s", err, root)
+	}
+}
+
+// A GET of "dir/." walks dir's contents, named from within it, as
+// send -r has "dir/." (cp's rule); "dir" keeps its name. (QA: get -r
+// host/dst/. made out/dst/..., where send -r dst/. sends the contents.)
+func TestMatchDotNamesFromWithin(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "top/sub/b.txt", "top/sub/deeper/c.txt")
+	d := openTree(t, root)
+	for spec, want := range map[string][]string{
+		"top/sub/.": {"b.txt", "deeper/", "deeper/c.txt"},
+		"top/sub":   {"sub/", "sub/b.txt", "sub/deeper/", "sub/deeper/c.txt"},
+	} {
+		files, err := d.Match(spec, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range files {
+			n := f.Name
+			if f.Dir {
+				n += "/"
+			}
+			got = append(got, n)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Match(%q) = %q, want %q", spec, got, want)
+		}
 	}
 }

@@ -140,13 +140,16 @@ func (l *XferLog) format(e XferEntry) string {
 		typ, dir, mode, field(user), field(service), status)
 }
 
-// field makes s one space-free xferlog field.
+// field makes s one space-free xferlog field, with nothing that would
+// change how a terminal shows the line: format characters such as
+// U+202E (right-to-left override) would let a name show reversed or
+// hide what follows it (QA).
 func field(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar {
 			return '_'
 		}
 		return r

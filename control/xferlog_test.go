@@ -32,6 +32,22 @@ func TestXferLogGoldenLine(t *testing.T) {
 	}
 }
 
+// Format characters (bidirectional overrides, zero-width ones) are
+// replaced as spaces and controls are: a log reader's terminal shows
+// the name as it is.
+func TestXferLogFieldFormatCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		"invoice\u202Efdp.exe": "invoice_fdp.exe",
+		"a\u200Bb":             "a_b",
+		"tab\there":            "tab_here",
+		"naïve.txt":            "naïve.txt",
+	} {
+		if got := field(in); got != want {
+			t.Errorf("field(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestXferLogRecordEvents(t *testing.T) {
 	var buf bytes.Buffer
 	l := NewXferLog(&buf)

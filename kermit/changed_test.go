@@ -2,8 +2,10 @@ package kermit_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -300,87 +302,70 @@ func TestFileLinkedWhileSentIsStored(t *testing.T) {
 }
 
 // A file replaced between its listing and its turn (a new version
-// renamed over it) is sent as it is then, with its own size and time, as
-// rsync sends what is there: not failed as changed (QA: a get -r while
-// the tree was being published again failed hundreds of files).
-// With filestore.OpenLocal (the client's opener) the sender takes the
-// status from the open's own fstat (OpenedStat), not a second one.
-func TestFileReplacedBeforeItsTurnIsSentAsItIsThen(t *testing.T) {
+// renamed over it), or changed in place meanwhile (a log appended to,
+// its mode changed), is sent as it is then, with its own size, time and
+// mode, as rsync sends what is there: not failed as changed (QA: a get
+// -r while the tree was being published again failed hundreds of
+// files; a send -r of a live tree every log appended to after the
+// walk). Only what changes once it is open fails it. With
+// filestore.OpenLocal (the client's opener) the sender takes the status
+// from the open's own fstat (OpenedStat), not a second one.
+func TestFileChangedBeforeItsTurnIsSentAsItIsThen(t *testing.T) {
 	openers := map[string]func(string) (kermit.FileReader, error){
 		"os.Open":   func(p string) (kermit.FileReader, error) { return os.Open(p) },
 		"OpenLocal": func(p string) (kermit.FileReader, error) { return filestore.OpenLocal(p) },
 	}
-	for _, dual := range []bool{false, true} {
-		for oname, open := range openers {
-			t.Run(map[bool]string{false: "classic", true: "dual"}[dual]+"/"+oname, func(t *testing.T) {
-				src, dst := t.TempDir(), t.TempDir()
-				out := writeFiles(t, src, []testFile{{"pub.bin", randomBytes(100_000, 5)}})
-				p := filepath.Join(src, "pub.bin")
-				fi, err := os.Stat(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
-				out[0].Open = func() (kermit.FileReader, error) { return open(p) }
-				newer := randomBytes(250_000, 6)
-				if err := os.WriteFile(p+".new", newer, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Rename(p+".new", p); err != nil {
-					t.Fatal(err)
-				}
-				serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
-				if serr != nil || rerr != nil {
-					t.Fatalf("send %v, receive %v; want the new version stored", serr, rerr)
-				}
-				checkFiles(t, dst, []testFile{{"pub.bin", newer}})
-			})
-		}
-	}
-}
-
-// A file changed in place between its listing and its turn (a log
-// appended to, its mode changed) is sent as it is then too; only what
-// changes once it is open fails it. (QA: a send -r of a live tree
-// failed every log appended to after the walk, "changed while it was
-// being sent", though it was not.)
-func TestFileAppendedBeforeItsTurnIsSentAsItIsThen(t *testing.T) {
-	openers := map[string]func(string) (kermit.FileReader, error){
-		"os.Open":   func(p string) (kermit.FileReader, error) { return os.Open(p) },
-		"OpenLocal": func(p string) (kermit.FileReader, error) { return filestore.OpenLocal(p) },
-	}
-	for _, dual := range []bool{false, true} {
-		for oname, open := range openers {
-			t.Run(map[bool]string{false: "classic", true: "dual"}[dual]+"/"+oname, func(t *testing.T) {
-				src, dst := t.TempDir(), t.TempDir()
-				first := randomBytes(100_000, 7)
-				out := writeFiles(t, src, []testFile{{"app.log", first}})
-				p := filepath.Join(src, "app.log")
-				fi, err := os.Stat(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
-				out[0].Mode, out[0].ModeKnown = fi.Mode().Perm(), true
-				out[0].Open = func() (kermit.FileReader, error) { return open(p) }
-				time.Sleep(20 * time.Millisecond) // a modification time the append moves
-				more := randomBytes(50_000, 8)
-				f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.Write(more)
-				f.Close()
-				os.Chmod(p, 0o640)
-				serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
-				if serr != nil || rerr != nil {
-					t.Fatalf("send %v, receive %v; want the file stored as it is now", serr, rerr)
-				}
-				checkFiles(t, dst, []testFile{{"app.log", append(first, more...)}})
-				if fi, err := os.Stat(filepath.Join(dst, "app.log")); err != nil || fi.Mode().Perm() != 0o640 {
-					t.Errorf("stored with mode %v (%v), want the file's mode now, 0640", fi.Mode(), err)
-				}
-			})
+	first, more := randomBytes(100_000, 5), randomBytes(250_000, 6)
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, p string) // after the listing
+		want   []byte
+		mode   fs.FileMode
+	}{
+		{"replaced", func(t *testing.T, p string) {
+			if err := os.WriteFile(p+".new", more, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}, more, 0o644},
+		{"appended", func(t *testing.T, p string) {
+			time.Sleep(20 * time.Millisecond) // a modification time the append moves
+			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(more)
+			f.Close()
+			os.Chmod(p, 0o640)
+		}, append(slices.Clone(first), more...), 0o640},
+	} {
+		for _, dual := range []bool{false, true} {
+			for oname, open := range openers {
+				t.Run(tc.name+"/"+map[bool]string{false: "classic", true: "dual"}[dual]+"/"+oname, func(t *testing.T) {
+					src, dst := t.TempDir(), t.TempDir()
+					out := writeFiles(t, src, []testFile{{"pub.bin", first}})
+					p := filepath.Join(src, "pub.bin")
+					os.Chmod(p, 0o644)
+					fi, err := os.Stat(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
+					out[0].Mode, out[0].ModeKnown = fi.Mode().Perm(), true
+					out[0].Open = func() (kermit.FileReader, error) { return open(p) }
+					tc.change(t, p)
+					serr, rerr := transferEitherInto(t, dual, kermit.DefaultConfig(), kermit.DefaultConfig(), out, dst)
+					if serr != nil || rerr != nil {
+						t.Fatalf("send %v, receive %v; want the file stored as it is now", serr, rerr)
+					}
+					checkFiles(t, dst, []testFile{{"pub.bin", tc.want}})
+					if fi, err := os.Stat(filepath.Join(dst, "pub.bin")); err != nil || fi.Mode().Perm() != tc.mode {
+						t.Errorf("stored with mode %v (%v), want the file's mode now, %v", fi.Mode(), err, tc.mode)
+					}
+				})
+			}
 		}
 	}
 }

@@ -261,7 +261,7 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	}
 	cfg := control.ClientConfig{
 		PathOpts: opts, RateLimit: limit, IdleTimeout: idle, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
-		Addr: addr, Streams: streams, Classic: c.Bool("classic"), Log: logger(c),
+		Addr: addr, Streams: streams, Classic: c.Bool("classic"), Log: clientLogger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, PlainData: c.Bool("plain-data"),
 	}
 	var hostErr error // the server's key refused (a "no" at the prompt, say)
@@ -432,7 +432,7 @@ func askTrust(ctx context.Context, addr, fp string) bool {
 func kermitConfig(c *cli.Context) *kermit.Config {
 	k := kermit.DefaultConfig()
 	k.Resume = c.Bool("resume")
-	k.Log = logger(c)
+	k.Log = clientLogger(c)
 	return &k
 }
 

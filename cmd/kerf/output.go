@@ -692,3 +692,17 @@ func logger(c *cli.Context) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 }
+
+// clientLogger is a client command's logger: at warn and above its
+// records are notes in kerf's words (noteHandler); asked for info or
+// debug, slog's records as a server writes them.
+func clientLogger(c *cli.Context) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		lvl = slog.LevelWarn
+	}
+	if lvl < slog.LevelWarn {
+		return logger(c)
+	}
+	return slog.New(&noteHandler{level: lvl, out: func(s string) { os.Stderr.WriteString(s) }})
+}

@@ -139,7 +139,7 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	if lc.Speed > 0 && !lc.Stdio {
 		k.LineSpeed = lc.Speed
 	}
-	k.Log = logger(c)
+	k.Log = clientLogger(c)
 	link, err := serialfallback.Open(lc)
 	if err != nil {
 		return nil, nil, connectErr(err)

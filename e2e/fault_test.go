@@ -387,6 +387,11 @@ func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
 	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
+	// Said to be kept for --resume, as a send says (QA: a get said only
+	// what cut it off).
+	if fe := eventsNamed(parseEvents(t, r.stdout), "file_error"); len(fe) != 1 || !strings.Contains(fe[0].Error, "kept for --resume") {
+		t.Errorf("want one file_error for g.bin saying what came is kept for --resume:\n%s", r.stdout)
+	}
 	noFile(t, dst)
 	kept := fileSize(partName(dst))
 	if kept <= 0 || kept >= size {

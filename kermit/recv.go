@@ -156,14 +156,23 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		if cur != nil && cur.inc != nil {
 			// Cut off (the link, an E, a cancel): the file is not here.
 			path := cur.inc.Name()
+			kept := false
 			if cur.text {
 				cur.inc.Abort(false)
 			} else {
-				s.keepPartial(cur, cur.inc)
+				kept = s.keepPartial(cur, cur.inc)
+				if k, ok := cur.inc.(NothingKept); ok && k.KeepsNothing() {
+					kept = false
+				}
 			}
 			why := err
 			if why == nil {
 				why = errors.New("the transfer ended before the file did")
+			}
+			if kept {
+				// As a sender says "not sent whole" (QA: a get cut off
+				// said only what cut it).
+				why = fmt.Errorf("not received whole, what came is kept for --resume to go on from: %w", why)
 			}
 			s.event(Event{Kind: FileFailed, Name: cur.name, Err: &CutOffError{why}, Path: path})
 		}
@@ -672,6 +681,13 @@ func (s *Session) keepExisting(cur *recvFile) bool {
 	return true
 }
 
+// NothingKept is an optional extension of Incoming: one that keeps
+// nothing of what it is given (the null device) has no partial for a
+// resume to go on from.
+type NothingKept interface {
+	KeepsNothing() bool
+}
+
 // ExistingFile is an optional extension of Incoming: the file already
 // under the final name, if any (a regular file).
 type ExistingFile interface {
@@ -1062,17 +1078,18 @@ func (s *Session) saved(batch groupBatcher, err error) {
 // recovery. Data that came through the data path is cut to its gap-free
 // prefix first: with several data connections blocks land out of order,
 // and recovery resumes from the partial file's length.
-func (s *Session) keepPartial(cur *recvFile, inc Incoming) {
+func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 	cur.cutOff = true
 	if s.dualActive() && cur.expected {
 		n := s.data.Abandon(cur.id)
 		if err := inc.Truncate(cur.start + n); err != nil {
 			s.cfg.Log.Warn("cutting partial file", "name", cur.name, "err", err)
 			inc.Abort(false)
-			return
+			return false
 		}
 	}
 	inc.Abort(true)
+	return true
 }
 
 // refusalAck is the data of a Z's ACK saying this side did not keep

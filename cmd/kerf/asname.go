@@ -107,6 +107,7 @@ func (d discarded) Partial() (int64, uint32, error)        { return 0, 0, nil }
 func (d discarded) Truncate(int64) error                   { return nil }
 func (d discarded) Commit(time.Time, fs.FileMode) error    { return nil }
 func (d discarded) Abort(bool) error                       { return nil }
+func (d discarded) KeepsNothing() bool                     { return true }
 
 // oneFile reports whether a send is of one regular file.
 func oneFile(files []kermit.OutgoingFile) bool {

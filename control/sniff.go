@@ -24,6 +24,10 @@ type peekConn struct {
 	buf []byte // bytes read ahead, returned first
 }
 
+// NetConn returns the connection underneath (datachan reaches the
+// socket through it: a fetching client's congestion control).
+func (c *peekConn) NetConn() net.Conn { return c.Conn }
+
 // peek reads and keeps the first byte.
 func (c *peekConn) peek() (byte, error) {
 	if len(c.buf) == 0 {

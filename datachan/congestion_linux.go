@@ -134,3 +134,40 @@ func congestionOf(c syscall.RawConn) (string, error) {
 	}
 	return strings.TrimRight(name, "\x00"), gerr
 }
+
+// SetCongestion sets the TCP congestion control of the path's data
+// connections, as the side that sends on them would have chosen it: a
+// client fetching asks its server for its --congestion (REMOTE SET
+// kerf-congestion), since the sender's choice is the one that counts
+// (QA: get --congestion bbr changed nothing). QUIC streams have
+// quic-go's own and refuse.
+func (p *Path) SetCongestion(name string) error {
+	if err := CheckCongestion(name); err != nil {
+		return err
+	}
+	n := 0
+	for _, st := range p.streams {
+		tc, ok := bareTCP(st.conn)
+		if !ok {
+			continue
+		}
+		raw, err := tc.SyscallConn()
+		if err != nil {
+			return fmt.Errorf("datachan: congestion control: %w", err)
+		}
+		var serr error
+		if err := raw.Control(func(fd uintptr) {
+			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
+		}); err != nil {
+			return fmt.Errorf("datachan: congestion control: %w", err)
+		}
+		if serr != nil {
+			return fmt.Errorf("datachan: TCP congestion control %q: %w", name, serr)
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("datachan: congestion control %q: the data connections are not TCP (QUIC has its own)", name)
+	}
+	return nil
+}

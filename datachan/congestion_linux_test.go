@@ -83,6 +83,38 @@ func TestSocketControl(t *testing.T) {
 	}
 }
 
+// A path's connections take a congestion control chosen after they are
+// made (a fetching client's, told to the sending server), through TLS
+// too; an unknown one is refused with the choices named.
+func TestPathSetCongestion(t *testing.T) {
+	cc := notDefaultCongestion(t)
+	l, err := Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	conns := pairTwo(t, l)
+	server := NewPath(conns[2:])
+	defer server.Close()
+	defer conns[0].Close()
+	defer conns[1].Close()
+	if err := server.SetCongestion(cc); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range conns[2:] {
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name, err := congestionOf(rc); err != nil || name != cc {
+			t.Errorf("server connection %d: congestion control %q, %v; want %q", i, name, err, cc)
+		}
+	}
+	if err := server.SetCongestion("no-such-cc"); err == nil || !strings.Contains(err.Error(), "reno") {
+		t.Errorf("SetCongestion(no-such-cc): %v; want refused, the choices named", err)
+	}
+}
+
 // Data connections cap their retransmission timeout (RTOMax), dialled
 // and accepted alike, without any option given.
 func TestDataConnectionsCapRTO(t *testing.T) {

@@ -31,3 +31,6 @@ func SocketControl(congestion string) func(network, address string, c syscall.Ra
 	}
 	return func(string, string, syscall.RawConn) error { return CheckCongestion(congestion) }
 }
+
+// SetCongestion refuses (see CheckCongestion).
+func (p *Path) SetCongestion(name string) error { return CheckCongestion(name) }

@@ -11,14 +11,7 @@ import (
 // connection or any wrapper with a NetConn method; connections that are
 // not TCP (net.Pipe, say) are left alone.
 func Tune(c net.Conn, bufBytes int) error {
-	for {
-		u, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		c = u.NetConn()
-	}
-	tc, ok := c.(*net.TCPConn)
+	tc, ok := bareTCP(c)
 	if !ok {
 		return nil
 	}
@@ -34,4 +27,18 @@ func Tune(c net.Conn, bufBytes int) error {
 		}
 	}
 	return nil
+}
+
+// bareTCP is the TCP connection under c's wrappers (TLS, rate limits),
+// if it is one.
+func bareTCP(c net.Conn) (*net.TCPConn, bool) {
+	for {
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = u.NetConn()
+	}
+	tc, ok := c.(*net.TCPConn)
+	return tc, ok
 }

@@ -29,6 +29,14 @@ type GetOptions struct {
 	// Exclude are patterns (Exclusions) of files a kerf server leaves
 	// out; a server that does not take them fails the GET.
 	Exclude []string
+	// Congestion is the TCP congestion control a kerf server is asked to
+	// send the files with (REMOTE SET kerf-congestion): on a fetch the
+	// sender's is what counts. A server that will not is noted in the
+	// log, and sends with its own.
+	Congestion string
+	// congestionTold, shared by the sessions of one GetParallel, makes
+	// a refusal of Congestion noted once, not once a session.
+	congestionTold *sync.Once
 }
 
 // ErrNoExclude is why a GET with exclusions failed: the server does not
@@ -57,6 +65,22 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 				return fmt.Errorf("%w: %v", ErrNoExclude, err)
 			}
 			return err
+		}
+	}
+	if o.Congestion != "" {
+		if _, err := s.Generic(ctx, 'S', congestionParam, o.Congestion); err != nil {
+			var pe *PeerError
+			if !errors.As(err, &pe) {
+				return err
+			}
+			note := func() {
+				s.cfg.Log.Warn("the server sends with its own TCP congestion control", "asked", o.Congestion, "why", pe.Msg)
+			}
+			if o.congestionTold != nil {
+				o.congestionTold.Do(note)
+			} else {
+				note()
+			}
 		}
 	}
 	if err := s.initServer(ctx); err != nil {

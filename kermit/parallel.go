@@ -492,6 +492,7 @@ var ErrNoShares = errors.New("the server does not split a GET into shares")
 // the result is that GET's. Otherwise the error is the first that ended
 // a session, or a *GroupError naming every file not transferred.
 func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOptions, stores []Store) error {
+	o.congestionTold = new(sync.Once)
 	if len(sessions) == 1 {
 		return sessions[0].GetWith(ctx, spec, o, stores[0])
 	}

@@ -479,6 +479,15 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 				return err
 			}
 			s.exclude = append(s.exclude, e)
+		case congestionParam:
+			cs, ok := s.data.(interface{ SetCongestion(string) error })
+			if !s.dualActive() || !ok {
+				return errors.New("no data connections to set the congestion control of")
+			}
+			if err := cs.SetCongestion(arg(1)); err != nil {
+				return err
+			}
+			s.cfg.Log.Info("data connections' congestion control set, as the client asked", "congestion", arg(1))
 		default:
 			return fmt.Errorf("unimplemented REMOTE SET parameter %q", arg(0))
 		}
@@ -804,6 +813,11 @@ func typeFiles(fsys ServerFS, spec string) ([]byte, error) {
 	}
 	return text, nil
 }
+
+// congestionParam is kerf's REMOTE SET parameter asking a server to send
+// on the session's data connections with the named TCP congestion
+// control (protocol.md §8): a fetching client's --congestion.
+const congestionParam = "kerf-congestion"
 
 // shareParam is kerf's REMOTE SET parameter asking for a share of the
 // next GET: value "k/n", share k of n (protocol.md §8).

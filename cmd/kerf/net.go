@@ -106,7 +106,7 @@ func dataFlags(hidden bool) []cli.Flag {
 // Data-path tuning, for both ends.
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
-	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); QUIC data streams use quic-go's own"}
+	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); a get asks the server to send with it, the sender's being what counts; QUIC data streams use quic-go's own"}
 	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take on the wire (compressed, with -z), all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k). On a server: all sessions together"}
 	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
 )
@@ -863,6 +863,10 @@ func getCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude")}
+			if !cfg.Classic && !cfg.QUIC {
+				// The server sends: its congestion control is what counts.
+				opts.Congestion = c.String("congestion")
+			}
 			toFetch := -1 // files the GET will bring, where a listing told
 			if opts.Resume && !cfg.Classic && !renamed && !severalSpecs && hasEntries(openDir) {
 				// What is here whole is found from one listing of the

@@ -1,0 +1,84 @@
+package kermit_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// A fetching client's congestion control is the server's for what it
+// sends (the sender's is what counts: QA, get --congestion bbr changed
+// nothing); one the server will not use is noted once, and the GET goes
+// on with the server's own.
+func TestGetAsksForCongestion(t *testing.T) {
+	def, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	cc := "reno" // always built in
+	if strings.TrimSpace(string(def)) == cc {
+		cc = "cubic"
+	}
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "f.bin"), randomBytes(100_000, 4), 0o644)
+	for _, asked := range []string{cc, "no-such-cc"} {
+		t.Run(asked, func(t *testing.T) {
+			var clog syncBuf
+			ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+			ccfg.Log = slog.New(slog.NewTextHandler(&clog, nil))
+			a, b := link(t, 0, 1)
+			da, db := dualPair(t)
+			ccfg.Dual, scfg.Dual = da, db
+			ccfg.Streaming, scfg.Streaming = true, true
+			cli, srv := kermit.NewSession(a, ccfg), kermit.NewSession(b, scfg)
+			t.Cleanup(func() { cli.Close(); srv.Close() })
+			dir, err := filestore.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dir.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			go srv.Serve(ctx, dir)
+			dst := t.TempDir()
+			store, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if err := cli.GetWith(ctx, "f.bin", kermit.GetOptions{Congestion: asked}, store); err != nil {
+				t.Fatal(err)
+			}
+			checkFiles(t, dst, []testFile{{"f.bin", randomBytes(100_000, 4)}})
+			refused := strings.Contains(clog.String(), "own TCP congestion control")
+			if got := congestionOfConn(t, db.conn); asked == cc && (got != cc || refused) {
+				t.Errorf("the server sends with %q (client log %q), want %q", got, clog.String(), cc)
+			}
+			if asked != cc && !refused {
+				t.Errorf("an unknown congestion control was not noted: %q", clog.String())
+			}
+		})
+	}
+}
+
+func congestionOfConn(t *testing.T, c net.Conn) string {
+	t.Helper()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	var gerr error
+	raw.Control(func(fd uintptr) { name, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return strings.TrimRight(name, "\x00")
+}

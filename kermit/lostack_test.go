@@ -1,38 +1,56 @@
 package kermit_test
 
 import (
+	"context"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"kerf/filestore"
 	"kerf/kermit"
 )
 
-// ackDropper is a receiver's end of a line that loses every ACK ('Y')
-// of one sequence number, as a noisy line may lose a data packet's ACK
-// and its repeat.
-type ackDropper struct {
+// dropper is one end of a line that loses packets of one type and
+// sequence number it writes: the first times of them (every one when
+// times is 0), as a noisy line may lose a packet and its repeats.
+type dropper struct {
 	net.Conn
+	typ     byte
 	seq     int
+	seqOf   func() int // if set, the sequence number, asked at each write
+	times   int
 	mu      sync.Mutex
 	dropped int
+	sent    map[byte]int // the last sequence number written of each type
 }
 
-func (d *ackDropper) Write(b []byte) (int, error) {
+func (d *dropper) Write(b []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	out := make([]byte, 0, len(b))
+	seq := d.seq
+	if d.seqOf != nil {
+		seq = d.seqOf()
+	}
 	for i := 0; i < len(b); {
-		// A short packet: SOH LEN SEQ TYPE ... (LEN counts from SEQ),
-		// then the end-of-line character.
-		if b[i] == 1 && i+3 < len(b) && b[i+1] >= 35 {
+		// A packet: SOH LEN SEQ TYPE ... (LEN counts from SEQ; 0 for a
+		// long one: LENX1 LENX2 HCHECK follow TYPE and count from
+		// after them), then the end-of-line character.
+		if b[i] == 1 && i+3 < len(b) && b[i+1] >= 32 {
 			end := i + 2 + int(b[i+1]-32)
-			if end < len(b) && b[i+3] == 'Y' && int(b[i+2]-32) == d.seq {
-				if b[end] == '\r' {
+			if b[i+1] == 32 && i+6 < len(b) {
+				end = i + 7 + int(b[i+4]-32)*95 + int(b[i+5]-32)
+			}
+			if d.sent == nil {
+				d.sent = map[byte]int{}
+			}
+			d.sent[b[i+3]] = int(b[i+2] - 32)
+			if end <= len(b) && b[i+3] == d.typ && int(b[i+2]-32) == seq && (d.times == 0 || d.dropped < d.times) {
+				if end < len(b) && b[end] == '\r' {
 					end++
 				}
-				d.mu.Lock()
 				d.dropped++
-				d.mu.Unlock()
 				i = end
 				continue
 			}
@@ -44,6 +62,23 @@ func (d *ackDropper) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// lastSent is the sequence number of the last packet of type typ
+// written through d (-1: none).
+func (d *dropper) lastSent(typ byte) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n, ok := d.sent[typ]; ok {
+		return n
+	}
+	return -1
+}
+
+func (d *dropper) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dropped
 }
 
 // The ACK of a data packet lost for good (and of its repeat) is no
@@ -58,7 +93,7 @@ func TestLostDataACKSettledByZ(t *testing.T) {
 	out := writeFiles(t, src, []testFile{{"one.bin", randomBytes(500, 3)}})
 	a, b := link(t, 0, 0)
 	// S 0, F 1, A 2, the one D 3, Z 4, B 5.
-	drop := &ackDropper{Conn: b, seq: 3}
+	drop := &dropper{Conn: b, typ: 'Y', seq: 3}
 	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
 	scfg.Timeout, scfg.MinTimeout, scfg.MaxRetries = 200*time.Millisecond, 100*time.Millisecond, 4
 	serr, rerr, _ := transfer(t, a, drop, scfg, rcfg, out, dst)
@@ -69,9 +104,54 @@ func TestLostDataACKSettledByZ(t *testing.T) {
 		t.Fatalf("send: %v; the file was stored, its Z and B answered", serr)
 	}
 	checkFiles(t, dst, []testFile{{"one.bin", randomBytes(500, 3)}})
-	drop.mu.Lock()
-	defer drop.mu.Unlock()
-	if drop.dropped == 0 {
+	if drop.count() == 0 {
 		t.Fatal("no ACK of packet 3 was dropped: the test tests nothing")
 	}
+}
+
+// The B's ACK lost on a line that damaged packets: the receiver, done,
+// answers the B's repeat for a while (AnswerLateRepeats), and the
+// sender ends well. (QA: lineem at BER 3e-4, the receiver stored the
+// file and exited 0, the sender sent the B 21 times and exited 4.)
+func TestLostBACKAnsweredLate(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	data := randomBytes(500, 4)
+	out := writeFiles(t, src, []testFile{{"one.bin", data}})
+	a, b := link(t, 0, 0)
+	// The first D lost once (the line is noisy: the receiver asks for
+	// it again), the B's first ACK lost.
+	lossyData := &dropper{Conn: a, typ: 'D', seq: 3, times: 1}
+	lostAck := &dropper{Conn: b, typ: 'Y', seqOf: func() int { return lossyData.lastSent('B') }, times: 1}
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Timeout, scfg.MinTimeout, scfg.MaxRetries = 300*time.Millisecond, 100*time.Millisecond, 4
+	rcfg.Timeout, rcfg.MinTimeout = 300*time.Millisecond, 100*time.Millisecond
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recv, send := kermit.NewSession(lostAck, rcfg), kermit.NewSession(lossyData, scfg)
+	defer recv.Close()
+	defer send.Close()
+	rerr := make(chan error, 1)
+	go func() {
+		err := recv.Receive(ctx, store)
+		if err == nil {
+			recv.AnswerLateRepeats(ctx)
+		}
+		rerr <- err
+	}()
+	serr := send.Send(ctx, out)
+	if err := <-rerr; err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	if lossyData.count() == 0 || lostAck.count() == 0 {
+		t.Fatalf("dropped %d data packets and %d ACKs: the test tests nothing", lossyData.count(), lostAck.count())
+	}
+	if serr != nil {
+		t.Fatalf("send: %v; the receiver stored the file and answered the B", serr)
+	}
+	checkFiles(t, dst, []testFile{{"one.bin", data}})
 }

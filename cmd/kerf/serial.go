@@ -188,7 +188,11 @@ func serialCommand() *cli.Command {
 				Name: "receive", Usage: "receive files into --dir", Flags: serialReceiveFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, _ *reporter) error {
-						return s.Receive(c.Context, store)
+						err := s.Receive(c.Context, store)
+						if err == nil {
+							s.AnswerLateRepeats(c.Context) // a noisy line may lose the B's ACK
+						}
+						return err
 					})
 				}),
 			},
@@ -208,6 +212,9 @@ func serialCommand() *cli.Command {
 						}, rep.refusedSpec)
 						if err == nil && !s.PeerIsKerf() {
 							rep.missingNames()
+						}
+						if err == nil {
+							s.AnswerLateRepeats(c.Context)
 						}
 						return err
 					})

@@ -354,6 +354,11 @@ func (r *reporter) event(e kermit.Event) {
 			var ie *interruptError
 			if errors.As(interrupted(r.ctx, e.Err), &ie) && errors.Is(e.Err, context.Canceled) {
 				msg = "interrupted: what came is kept for --resume"
+				if e.Sending {
+					// Nothing came here: what the receiver keeps is
+					// its own (QA: said by a sender).
+					msg = "interrupted: a receiver that keeps partials lets --resume go on from what it got"
+				}
 			}
 		}
 		if r.json != nil {

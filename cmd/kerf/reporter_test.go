@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,5 +230,22 @@ func TestReporterOtherFailureTold(t *testing.T) {
 	}
 	if n := strings.Count(lines.String(), "up.bin: permission denied"); n != 2 {
 		t.Errorf("a server told %d of two failures:\n%s", n, lines.String())
+	}
+}
+
+// A file cut off by Ctrl-C is said to be kept for --resume where this
+// side received it, and left to the receiver where it sent it (QA: a
+// sender said "what came is kept").
+func TestReporterInterruptedWords(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&signalCause{syscall.SIGINT})
+	for _, sending := range []bool{false, true} {
+		var out bytes.Buffer
+		r := &reporter{ctx: ctx, out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
+		r.event(kermit.Event{Kind: kermit.FileFailed, Name: "big.bin", Err: context.Canceled, Sending: sending})
+		kept := strings.Contains(out.String(), "what came is kept for --resume")
+		if kept == sending || !strings.Contains(out.String(), "interrupted") {
+			t.Errorf("sending %v: %s", sending, out.String())
+		}
 	}
 }

@@ -458,30 +458,13 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 			// else that might).
 			fd, err = unix.Openat(dirfd, name, flags|unix.O_NONBLOCK, 0o600)
 			if err == nil {
-				var st unix.Stat_t
-				if rerr := regularStat(fd, &st); rerr != nil {
+				if rerr := mustBeRegular(fd); rerr != nil {
 					unix.Close(fd)
 					var nr errNotRegular
 					if errors.As(rerr, &nr) {
 						return fmt.Errorf("filestore: %s is %s where kerf keeps the file's partial; remove it to receive the file", path.Join(h.rel, name), nr.kind)
 					}
 					return &fs.PathError{Op: "fstat", Path: path.Join(h.rel, name), Err: rerr}
-				}
-				if st.Nlink != 1 || st.Uid != uint32(os.Geteuid()) {
-					// Not a partial this side made: another user's file
-					// (whose owner could read what is written), or a
-					// second name of another file (a hard link), which
-					// writing would change. Its name goes (a file
-					// linked elsewhere stays as it is) and the partial
-					// is made afresh.
-					unix.Close(fd)
-					if err = unix.Unlinkat(dirfd, name, 0); err == unix.EPERM || err == unix.EACCES {
-						return &stalePartialError{path.Join(h.rel, name)}
-					}
-					if err == nil || err == unix.ENOENT {
-						fd, err = unix.Openat(dirfd, name, flags|unix.O_EXCL, 0o600)
-						fresh = err == nil
-					}
 				}
 			}
 		}
@@ -500,6 +483,39 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 		return nil, false, err
 	}
 	return &tempFile{fd: fd, dir: h.rel, base: name}, fresh, nil
+}
+
+// foreign reports whether the partial f, locked and identified, is not
+// one this side made: it has other names (a hard link), or its owner is
+// neither this process's user nor the directory's. (A server running as
+// root on NFS with root_squash makes files owned by nobody, as its
+// directories are: those are its own.)
+func (h *dirHandle) foreign(d *Dir, f *tempFile) bool {
+	if f.links != 1 {
+		return true
+	}
+	if f.uid == uint32(os.Geteuid()) {
+		return false
+	}
+	owner := ^uint32(0)
+	h.atDir(d, func(dirfd int) error {
+		var st unix.Stat_t
+		if err := unix.Fstat(dirfd, &st); err == nil {
+			owner = st.Uid
+		}
+		return nil
+	})
+	return f.uid != owner
+}
+
+// unlink removes the entry name of this directory.
+func (h *dirHandle) unlink(d *Dir, name string) error {
+	return h.atDir(d, func(dirfd int) error {
+		if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+			return &fs.PathError{Op: "unlinkat", Path: path.Join(h.rel, name), Err: err}
+		}
+		return nil
+	})
 }
 
 // stillNamed records which file f, locked, is, and reports whether it
@@ -817,6 +833,27 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 				}
 				return nil, d.busy(rel)
 			}
+			if !fresh && h.foreign(d, f) {
+				// Not a partial this side made: a second name of another
+				// file (a hard link), which writing would change, or
+				// another user's file, who could read what is written
+				// (QA). Locked, and still the file named so: its name
+				// goes (a file linked elsewhere stays as it is), and the
+				// partial is made afresh.
+				err := h.unlink(d, tmp)
+				f.close()
+				d.putDir(h)
+				switch {
+				case errors.Is(err, fs.ErrPermission):
+					return nil, &stalePartialError{path.Join(dir, tmp)}
+				case err != nil && !errors.Is(err, fs.ErrNotExist):
+					return nil, fmt.Errorf("filestore: %w", err)
+				}
+				if renamed++; renamed < 100 {
+					continue
+				}
+				return nil, d.busy(rel)
+			}
 			d.register(f)
 			break
 		}
@@ -980,11 +1017,10 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 	if err := in.d.writable("chmod"); err != nil {
 		return err
 	}
-	in.d.noteCommitted(in.final) // kept: as good as received, for UniqueNames
 	if err := plainName(in.base); err != nil {
 		return err
 	}
-	return in.h.atDir(in.d, func(dirfd int) error {
+	err := in.h.atDir(in.d, func(dirfd int) error {
 		fd, err := unix.Openat(dirfd, in.base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return &fs.PathError{Op: "open", Path: in.final, Err: err}
@@ -1009,6 +1045,12 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 		}
 		return nil
 	})
+	if err == nil {
+		// Kept: as good as received, for UniqueNames. (Not before: one
+		// that fails is received again, and noted then; review.)
+		in.d.noteCommitted(in.final)
+	}
+	return err
 }
 
 func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
@@ -1537,7 +1579,7 @@ func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool
 			// link's name, as send -r does with a local one and as
 			// "link/" is (the walk itself follows no link to a
 			// directory, so there is no loop).
-			more = d.walk(n.rel, false, keep, &left, yield)
+			more = d.walk(n.rel, n.contents, keep, &left, yield)
 		case n.pattern:
 			// A wildcard passes over directories and special files.
 		case fi.IsDir():

@@ -122,3 +122,33 @@ func writeFile(t *testing.T, p string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// A partial owned as its directory is (a server running as root on NFS
+// with root_squash makes both nobody's) is this side's own: resumed
+// from, not made afresh (review).
+func TestPartialOwnedAsItsDirectoryIsResumed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make files of another user's")
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "squashed")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(dir, filestore.TempName("big.bin"))
+	writeFile(t, part, bytes.Repeat([]byte("x"), 5000))
+	for _, p := range []string{dir, part} {
+		if err := os.Chown(p, testproc.Nobody, testproc.Nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := openTree(t, root)
+	in, err := d.Create("squashed/big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Abort(true)
+	if n, _, err := in.Partial(); err != nil || n != 5000 {
+		t.Errorf("Partial = %d, %v; want the 5000 bytes kept", n, err)
+	}
+}

@@ -24,6 +24,8 @@ type tempFile struct {
 	// (identify): what the temporary name must still be when the file
 	// is renamed to its final name or removed.
 	dev, ino uint64
+	links    uint64 // its link count and owner then (foreign)
+	uid      uint32
 	holder   Holder // registered for it (register), or nil
 	once     sync.Once
 	closeErr error
@@ -146,6 +148,7 @@ func (t *tempFile) identify() error {
 		return t.err("fstat", err)
 	}
 	t.dev, t.ino = uint64(st.Dev), uint64(st.Ino)
+	t.links, t.uid = uint64(st.Nlink), st.Uid
 	return nil
 }
 

@@ -69,9 +69,13 @@ func TestWalkTakesEntriesAsTheyAreThen(t *testing.T) {
 func TestMatchDotNamesFromWithin(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, "top/sub/b.txt", "top/sub/deeper/c.txt")
+	if err := os.Symlink("top/sub", filepath.Join(root, "lnk")); err != nil {
+		t.Fatal(err)
+	}
 	d := openTree(t, root)
 	for spec, want := range map[string][]string{
 		"top/sub/.": {"b.txt", "deeper/", "deeper/c.txt"},
+		"lnk/.":     {"b.txt", "deeper/", "deeper/c.txt"}, // a link to a directory: the same (review)
 		"top/sub":   {"sub/", "sub/b.txt", "sub/deeper/", "sub/deeper/c.txt"},
 	} {
 		files, err := d.Match(spec, true)

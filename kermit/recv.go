@@ -697,7 +697,10 @@ func (s *Session) AnswerLateRepeats(ctx context.Context) {
 		return
 	}
 	quiet := min(max(s.neg.timeout, s.cfg.Timeout)*3/2, 15*time.Second)
-	for {
+	// However the line goes on (a peer repeating for ever, noise that
+	// looks like packets), the command ends within a few quiet spells.
+	deadline := time.Now().Add(4 * quiet)
+	for time.Now().Before(deadline) {
 		p, ok, err := s.readWatching(ctx, quiet, false)
 		switch {
 		case err != nil || !ok:
@@ -1115,6 +1118,7 @@ func (s *Session) saved(batch groupBatcher, err error) {
 // and recovery resumes from the partial file's length.
 func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 	cur.cutOff = true
+	size := cur.off
 	if s.dualActive() && cur.expected {
 		n := s.data.Abandon(cur.id)
 		if err := inc.Truncate(cur.start + n); err != nil {
@@ -1122,9 +1126,12 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 			inc.Abort(false)
 			return false
 		}
+		size = cur.start + n
 	}
 	inc.Abort(true)
-	return true
+	// An empty partial is not kept (filestore removes it): nothing for a
+	// resume to go on from (review).
+	return size > 0
 }
 
 // refusalAck is the data of a Z's ACK saying this side did not keep

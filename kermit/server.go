@@ -482,7 +482,7 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		case congestionParam:
 			cs, ok := s.data.(interface{ SetCongestion(string) error })
 			if !s.dualActive() || !ok {
-				return errors.New("no data connections to set the congestion control of")
+				return errors.New("no TCP data connections to set the congestion control of")
 			}
 			if err := cs.SetCongestion(arg(1)); err != nil {
 				return err

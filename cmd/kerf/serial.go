@@ -140,6 +140,9 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 		k.LineSpeed = lc.Speed
 	}
 	k.Log = clientLogger(c)
+	if c.Command.Name == "server" {
+		k.Log = logger(c) // a server's records, as kerf serve writes them (review)
+	}
 	link, err := serialfallback.Open(lc)
 	if err != nil {
 		return nil, nil, connectErr(err)

@@ -429,7 +429,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if err := s.ackRecv(p.Seq, nil); err != nil {
 				return err
 			}
-			s.endSeq, s.ended = p.Seq, true
+			s.ended = true
 			if s.cancelGroup.Load() {
 				return ErrCanceled
 			}
@@ -683,11 +683,12 @@ func (s *Session) keepExisting(cur *recvFile) bool {
 	return true
 }
 
-// AnswerLateRepeats keeps answering the group's last packet, the B, for
-// a while after a receive that ends the command, where the line damaged
-// packets during it: the B's ACK may be lost too, and a sender that
-// never hears it sends the B again and again and fails, its file
-// delivered (QA: lineem at BER 3e-4, exit 4 after 87 s). It returns
+// AnswerLateRepeats keeps answering repeats of the group's packets (the
+// B, or a Z or data packet a sender sends again before its B) for a
+// while after a receive that ends the command, where the line damaged
+// packets during it: their ACKs may be lost too, and a sender that
+// never hears them sends again and again and fails, its file delivered
+// (QA: lineem at BER 3e-4, exit 4 after 87 s). It returns
 // once the line is quiet for about the sender's timeout (or at once on
 // a clean line, a reliable link, or after no B), or when the sender
 // begins something else, which is kept for the next read.
@@ -707,9 +708,18 @@ func (s *Session) AnswerLateRepeats(ctx context.Context) {
 			return
 		case p.bad:
 			continue
-		case p.Type == 'B' && p.Seq == s.endSeq:
-			s.cfg.Log.Debug("the B again: its ACK was lost", "seq", p.Seq)
-			if err := s.c.send(p.Seq, 'Y', nil); err != nil {
+		case strings.IndexByte("FAXDZB", p.Type) >= 0 && s.rw.hasAck[p.Seq]:
+			// A packet of the group just ended, again: its ACK was lost
+			// (the B's; or a Z's or a data packet's, which a sender
+			// sends again before its B).
+			s.cfg.Log.Debug("a packet of the group again: its ACK was lost", "seq", p.Seq, "type", string(p.Type))
+			var err error
+			if s.rw.rawAck[p.Seq] {
+				err = s.c.writeRaw(s.rw.acks[p.Seq])
+			} else {
+				err = s.c.send(p.Seq, 'Y', s.rw.acks[p.Seq])
+			}
+			if err != nil {
 				return
 			}
 		default:

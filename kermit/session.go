@@ -43,10 +43,8 @@ type Session struct {
 	// again is a packet read and handed back (ErrPeerRestarted): the
 	// next read returns it.
 	again *inPacket
-	// endSeq is the sequence number of the B that ended the last group
-	// received (ended says there was one), for AnswerLateRepeats.
-	endSeq int
-	ended  bool
+	// ended says a group was received to its B (AnswerLateRepeats).
+	ended bool
 	// initRefusal is the E a server answered the last I exchange with
 	// (nil: none), for the command that follows.
 	initRefusal *PeerError

@@ -1,10 +1,11 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kerf/internal/testproc"
 )
 
 // A get's --congestion is asked of the server, which sends: over TLS
@@ -12,19 +13,7 @@ import (
 // data connections. (QA: it changed nothing on a pull; then, at first,
 // the server found its accepted connections "not TCP".)
 func TestGetAsksServerForCongestion(t *testing.T) {
-	// One a client may choose (tcp_allowed_congestion_control) that is
-	// not the default, so that the choice shows.
-	def, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
-	allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-	cc := ""
-	for _, a := range strings.Fields(string(allowed)) {
-		if a != strings.TrimSpace(string(def)) {
-			cc = a
-		}
-	}
-	if cc == "" {
-		t.Skipf("no congestion control allowed here but the default (%s): nothing to see change", allowed)
-	}
+	cc := testproc.AllowedCongestion(t)
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "f.bin"), randomBytes(200_000, 5))
 	for _, plain := range []bool{false, true} {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kerf/filestore"
+	"kerf/internal/testproc"
 	"kerf/kermit"
 )
 
@@ -21,19 +22,7 @@ import (
 // nothing); one the server will not use is noted once, and the GET goes
 // on with the server's own.
 func TestGetAsksForCongestion(t *testing.T) {
-	// One a client may choose (tcp_allowed_congestion_control) that is
-	// not the default, so that the choice shows.
-	def, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
-	allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-	cc := ""
-	for _, a := range strings.Fields(string(allowed)) {
-		if a != strings.TrimSpace(string(def)) {
-			cc = a
-		}
-	}
-	if cc == "" {
-		t.Skipf("no congestion control allowed here but the default (%s): nothing to see change", allowed)
-	}
+	cc := testproc.AllowedCongestion(t)
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "f.bin"), randomBytes(100_000, 4), 0o644)
 	for _, asked := range []string{cc, "no-such-cc"} {

@@ -688,16 +688,20 @@ func (s *Session) keepExisting(cur *recvFile) bool {
 // while after a receive that ends the command, where the line damaged
 // packets during it: their ACKs may be lost too, and a sender that
 // never hears them sends again and again and fails, its file delivered
-// (QA: lineem at BER 3e-4, exit 4 after 87 s). It returns
-// once the line is quiet for about the sender's timeout (or at once on
-// a clean line, a reliable link, or after no B), or when the sender
-// begins something else, which is kept for the next read.
+// (QA: lineem at BER 3e-4, exit 4 after 87 s). It returns once the
+// line is quiet for one and a half of the sender's timeout (15 s at
+// most; at once on a clean line, a reliable link, or after no B), or
+// when the sender begins something else, which is kept for the next
+// read.
 func (s *Session) AnswerLateRepeats(ctx context.Context) {
 	st := s.stats
 	if s.cfg.Reliable || !s.ended || st.BadPackets+st.NAKsSent+st.Timeouts == 0 {
 		return
 	}
-	quiet := min(max(s.neg.timeout, s.cfg.Timeout)*3/2, 15*time.Second)
+	// The sender waits for an answer as long as this side asked in its
+	// Send-Init (TIME: cfg.Timeout) before it sends again; a kerf sender
+	// less, its timer following the round trip.
+	quiet := min(s.cfg.Timeout*3/2, 15*time.Second)
 	// However the line goes on (a peer repeating for ever, noise that
 	// looks like packets), the command ends within a few quiet spells.
 	deadline := time.Now().Add(4 * quiet)

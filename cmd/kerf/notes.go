@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 )
 
 // noteHandler writes a client's log records as it writes its other
@@ -68,3 +70,27 @@ func (h *noteHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 // WithGroup is not used by kerf's loggers; the names stay unqualified.
 func (h *noteHandler) WithGroup(string) slog.Handler { return h }
+
+// The progress bar on the terminal, if one is shown: a note clears it
+// first, as the reporter's own lines do, rather than being written on
+// after it (review). The bar draws itself again at its next update.
+var (
+	liveBarMu sync.Mutex
+	liveBar   interface{ Clear() error }
+)
+
+func setLiveBar(b interface{ Clear() error }) {
+	liveBarMu.Lock()
+	liveBar = b
+	liveBarMu.Unlock()
+}
+
+// writeNote writes a note to stderr, the progress bar cleared first.
+func writeNote(s string) {
+	liveBarMu.Lock()
+	defer liveBarMu.Unlock()
+	if liveBar != nil {
+		liveBar.Clear()
+	}
+	os.Stderr.WriteString(s)
+}

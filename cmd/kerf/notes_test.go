@@ -29,3 +29,19 @@ func TestNoteHandler(t *testing.T) {
 		}
 	}
 }
+
+type fakeBar struct{ clears int }
+
+func (b *fakeBar) Clear() error { b.clears++; return nil }
+
+// A note clears the progress bar before it is written, as the
+// reporter's own lines do (review: it was written on after the bar).
+func TestNoteClearsTheBar(t *testing.T) {
+	b := &fakeBar{}
+	setLiveBar(b)
+	defer setLiveBar(nil)
+	writeNote("kerf: a note from TestNoteClearsTheBar\n")
+	if b.clears != 1 {
+		t.Errorf("the bar was cleared %d times for one note, want 1", b.clears)
+	}
+}

@@ -135,6 +135,7 @@ func newSendReporter(c *cli.Context, totalBytes int64) *reporter {
 		// Its clock would start at the first progress, and the first
 		// frame show that block over microseconds (hundreds of GiB/s).
 		r.bar.StartWithoutRender()
+		setLiveBar(r.bar)
 	}
 	return r
 }
@@ -709,5 +710,5 @@ func clientLogger(c *cli.Context) *slog.Logger {
 	if lvl < slog.LevelWarn {
 		return logger(c)
 	}
-	return slog.New(&noteHandler{level: lvl, out: func(s string) { os.Stderr.WriteString(s) }})
+	return slog.New(&noteHandler{level: lvl, out: writeNote})
 }

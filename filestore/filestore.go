@@ -821,33 +821,29 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 				}
 				return nil, d.busy(rel)
 			}
-			if !h.stillNamed(d, tmp, f) {
-				// The holder we waited for renamed the file to its
-				// final name (or removed it) before letting go: this
-				// descriptor is that file, not the temporary name's.
-				// Writing it would change a committed file in place.
-				f.close()
-				d.putDir(h)
-				if renamed++; renamed < 100 {
-					continue
-				}
-				return nil, d.busy(rel)
+			// The holder we waited for may have renamed the file to its
+			// final name (or removed it) before letting go: this
+			// descriptor is that file then, not the temporary name's,
+			// and writing it would change a committed file in place.
+			// Or the partial is not one this side made: a second name
+			// of another file (a hard link), which writing would change,
+			// or another user's file, who could read what is written
+			// (QA); locked, and still the file named so, its name goes
+			// (a file linked elsewhere stays as it is). Either way the
+			// temporary name is opened again.
+			again := !h.stillNamed(d, tmp, f)
+			var unlinkErr error
+			if !again && !fresh && h.foreign(d, f) {
+				again, unlinkErr = true, h.unlink(d, tmp)
 			}
-			if !fresh && h.foreign(d, f) {
-				// Not a partial this side made: a second name of another
-				// file (a hard link), which writing would change, or
-				// another user's file, who could read what is written
-				// (QA). Locked, and still the file named so: its name
-				// goes (a file linked elsewhere stays as it is), and the
-				// partial is made afresh.
-				err := h.unlink(d, tmp)
+			if again {
 				f.close()
 				d.putDir(h)
 				switch {
-				case errors.Is(err, fs.ErrPermission):
+				case errors.Is(unlinkErr, fs.ErrPermission):
 					return nil, &stalePartialError{path.Join(dir, tmp)}
-				case err != nil && !errors.Is(err, fs.ErrNotExist):
-					return nil, fmt.Errorf("filestore: %w", err)
+				case unlinkErr != nil && !errors.Is(unlinkErr, fs.ErrNotExist):
+					return nil, fmt.Errorf("filestore: %w", unlinkErr)
 				}
 				if renamed++; renamed < 100 {
 					continue
@@ -1781,11 +1777,12 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 }
 
 // walk hands yield the regular files under directory top, named
-// relative to its parent (to top itself with contents), and says whether yield wanted them all. An
-// entry that cannot be read (a directory without permission, a file
-// whose details cannot be had) does not end the walk: it becomes a file
-// whose Open returns the error, so that the sending engine sends the
-// rest and reports that one as failed, by name.
+// relative to its parent (to top itself with contents), and says
+// whether yield wanted them all. An entry that cannot be read (a
+// directory without permission, a file whose details cannot be had)
+// does not end the walk: it becomes a file whose Open returns the
+// error, so that the sending engine sends the rest and reports that one
+// as failed, by name.
 func (d *Dir) walk(top string, contents bool, keep func(string) bool, dropped *int, yield func(kermit.OutgoingFile) bool) bool {
 	parent := path.Dir(top)
 	if contents {
@@ -1944,8 +1941,6 @@ func MarkFilled(files []kermit.OutgoingFile) {
 	}
 }
 
-// unreadable is an entry of a GET that could not be read, for err
-// (already saying "filestore:").
 // asNamed is err, a DirEntry.Info's error, with the entry's path in the
 // tree, rel, in place of the path the system used (the root's own path
 // in front: a client must not see where its tree is on the server).
@@ -1957,6 +1952,8 @@ func asNamed(err error, rel string) error {
 	return err
 }
 
+// unreadable is an entry of a GET that could not be read, for err
+// (already saying "filestore:").
 func unreadable(name string, err error) kermit.OutgoingFile {
 	return kermit.OutgoingFile{
 		Name: name, Size: -1,

@@ -162,9 +162,6 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				cur.inc.Abort(false)
 			} else {
 				kept = s.keepPartial(cur, cur.inc)
-				if k, ok := cur.inc.(NothingKept); ok && k.KeepsNothing() {
-					kept = false
-				}
 			}
 			why := err
 			if why == nil {
@@ -717,13 +714,7 @@ func (s *Session) AnswerLateRepeats(ctx context.Context) {
 			// (the B's; or a Z's or a data packet's, which a sender
 			// sends again before its B).
 			s.cfg.Log.Debug("a packet of the group again: its ACK was lost", "seq", p.Seq, "type", string(p.Type))
-			var err error
-			if s.rw.rawAck[p.Seq] {
-				err = s.c.writeRaw(s.rw.acks[p.Seq])
-			} else {
-				err = s.c.send(p.Seq, 'Y', s.rw.acks[p.Seq])
-			}
-			if err != nil {
+			if err := s.repeatAck(p.Seq); err != nil {
 				return
 			}
 		default:
@@ -1143,9 +1134,11 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 		size = cur.start + n
 	}
 	inc.Abort(true)
-	// An empty partial is not kept (filestore removes it): nothing for a
-	// resume to go on from (review).
-	return size > 0
+	// An empty partial is not kept (filestore removes it), nor anything
+	// by a store that keeps nothing: nothing for a resume to go on from
+	// (review).
+	nothing, _ := inc.(NothingKept)
+	return size > 0 && (nothing == nil || !nothing.KeepsNothing())
 }
 
 // refusalAck is the data of a Z's ACK saying this side did not keep

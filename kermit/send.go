@@ -912,7 +912,7 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 }
 
 // asOpened is f with the size, times and status of the file as opened,
-// where they differ from its listing: a file replaced between its
+// not as listed: a file replaced between its
 // listing and its turn (a new version renamed over it, as files are
 // published; a big tree takes long) or changed in place meanwhile (a log
 // appended to) is sent as it is then, as rsync does (QA: get -r during
@@ -939,12 +939,11 @@ func asOpened(f OutgoingFile, r FileReader) OutgoingFile {
 		return f
 	}
 	now := StatusOf(fi)
-	ct := ChangeTimeOf(fi)
-	if !now.Known || now == f.Status && fi.Size() == f.Size && fi.ModTime().Equal(f.ModTime) && ct.Equal(f.ChangeTime) {
+	if !now.Known {
 		return f
 	}
 	f.Size, f.ModTime = fi.Size(), fi.ModTime()
-	f.ChangeTime, f.Status = ct, now
+	f.ChangeTime, f.Status = ChangeTimeOf(fi), now
 	if f.ModeKnown || f.Mode != 0 {
 		f.Mode = fi.Mode().Perm()
 	}

@@ -640,6 +640,15 @@ func (s *Session) ackRecv(seq int, data []byte) error {
 	return s.c.send(seq, 'Y', data)
 }
 
+// repeatAck sends again the ACK this side gave packet seq (its ACK was
+// lost: the packet came again).
+func (s *Session) repeatAck(seq int) error {
+	if s.rw.rawAck[seq] {
+		return s.c.writeRaw(s.rw.acks[seq])
+	}
+	return s.c.send(seq, 'Y', s.rw.acks[seq])
+}
+
 func (s *Session) nak(seq int) error {
 	s.stats.NAKsSent++
 	s.rw.naked[seq] = true
@@ -767,13 +776,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		case prevWindow:
 			// From the previous window: our ACK was lost; repeat it.
 			if w.hasAck[in.Seq] {
-				var err error
-				if w.rawAck[in.Seq] {
-					err = s.c.writeRaw(w.acks[in.Seq])
-				} else {
-					err = s.c.send(in.Seq, 'Y', w.acks[in.Seq])
-				}
-				if err != nil {
+				if err := s.repeatAck(in.Seq); err != nil {
 					return framing.Packet{}, err
 				}
 			}

@@ -151,6 +151,7 @@ func (p *Path) SetCongestion(name string) error {
 		return fmt.Errorf("datachan: congestion control %q is not one this server lets clients choose", name)
 	}
 	n := 0
+	set := SocketControl(name) // as on a dialled or accepted socket
 	for _, st := range p.streams {
 		tc, ok := bareTCP(st.conn)
 		if !ok {
@@ -160,14 +161,8 @@ func (p *Path) SetCongestion(name string) error {
 		if err != nil {
 			return fmt.Errorf("datachan: congestion control: %w", err)
 		}
-		var serr error
-		if err := raw.Control(func(fd uintptr) {
-			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
-		}); err != nil {
-			return fmt.Errorf("datachan: congestion control: %w", err)
-		}
-		if serr != nil {
-			return fmt.Errorf("datachan: TCP congestion control %q: %w", name, serr)
+		if err := set("tcp", "", raw); err != nil {
+			return err // its words say what
 		}
 		n++
 	}

@@ -692,23 +692,24 @@ func humanBytes(n int64) string {
 func humanRate(r float64) string { return humanBytes(int64(r)) + "/s" }
 
 func logger(c *cli.Context) *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c)}))
+}
+
+// logLevel is --log-level's (checked by checkGlobalFlags), warn if unset.
+func logLevel(c *cli.Context) slog.Level {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		lvl = slog.LevelWarn
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	return lvl
 }
 
 // clientLogger is a client command's logger: at warn and above its
 // records are notes in kerf's words (noteHandler); asked for info or
 // debug, slog's records as a server writes them.
 func clientLogger(c *cli.Context) *slog.Logger {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		lvl = slog.LevelWarn
+	if lvl := logLevel(c); lvl >= slog.LevelWarn {
+		return slog.New(&noteHandler{level: lvl, out: writeNote})
 	}
-	if lvl < slog.LevelWarn {
-		return logger(c)
-	}
-	return slog.New(&noteHandler{level: lvl, out: writeNote})
+	return logger(c)
 }

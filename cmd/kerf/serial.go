@@ -139,9 +139,10 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	if lc.Speed > 0 && !lc.Stdio {
 		k.LineSpeed = lc.Speed
 	}
-	k.Log = clientLogger(c)
 	if c.Command.Name == "server" {
 		k.Log = logger(c) // a server's records, as kerf serve writes them (review)
+	} else {
+		k.Log = clientLogger(c)
 	}
 	link, err := serialfallback.Open(lc)
 	if err != nil {

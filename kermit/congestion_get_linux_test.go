@@ -28,14 +28,10 @@ func TestGetAsksForCongestion(t *testing.T) {
 	for _, asked := range []string{cc, "no-such-cc"} {
 		t.Run(asked, func(t *testing.T) {
 			var clog syncBuf
-			ccfg, scfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+			ccfg := kermit.DefaultConfig()
 			ccfg.Log = slog.New(slog.NewTextHandler(&clog, nil))
-			a, b := link(t, 0, 1)
-			da, db := dualPair(t)
-			ccfg.Dual, scfg.Dual = da, db
-			ccfg.Streaming, scfg.Streaming = true, true
-			cli, srv := kermit.NewSession(a, ccfg), kermit.NewSession(b, scfg)
-			t.Cleanup(func() { cli.Close(); srv.Close() })
+			var srvData net.Conn // the server's end of the data connection
+			cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), func(c net.Conn) net.Conn { srvData = c; return c })
 			dir, err := filestore.Open(root)
 			if err != nil {
 				t.Fatal(err)
@@ -55,7 +51,7 @@ func TestGetAsksForCongestion(t *testing.T) {
 			}
 			checkFiles(t, dst, []testFile{{"f.bin", randomBytes(100_000, 4)}})
 			refused := strings.Contains(clog.String(), "own TCP congestion control")
-			if got := congestionOfConn(t, db.conn); asked == cc && (got != cc || refused) {
+			if got := congestionOfConn(t, srvData); asked == cc && (got != cc || refused) {
 				t.Errorf("the server sends with %q (client log %q), want %q", got, clog.String(), cc)
 			}
 			if asked != cc && !refused {

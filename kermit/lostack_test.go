@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -34,34 +35,43 @@ func (d *dropper) Write(b []byte) (int, error) {
 		seq = d.seqOf()
 	}
 	for i := 0; i < len(b); {
-		// A packet: SOH LEN SEQ TYPE ... (LEN counts from SEQ; 0 for a
-		// long one: LENX1 LENX2 HCHECK follow TYPE and count from
-		// after them), then the end-of-line character.
-		if b[i] == 1 && i+3 < len(b) && b[i+1] >= 32 {
-			end := i + 2 + int(b[i+1]-32)
-			if b[i+1] == 32 && i+6 < len(b) {
-				end = i + 7 + int(b[i+4]-32)*95 + int(b[i+5]-32)
-			}
-			if d.sent == nil {
-				d.sent = map[byte]int{}
-			}
-			d.sent[b[i+3]] = int(b[i+2] - 32)
-			if end <= len(b) && b[i+3] == d.typ && int(b[i+2]-32) == seq && (d.times == 0 || d.dropped < d.times) {
-				if end < len(b) && b[end] == '\r' {
-					end++
-				}
-				d.dropped++
-				i = end
-				continue
-			}
+		p, n, ok := parsePacketAnyCheck(b[i:])
+		if !ok {
+			out = append(out, b[i])
+			i++
+			continue
 		}
-		out = append(out, b[i])
-		i++
+		end := i + n
+		if end < len(b) && b[end] == '\r' {
+			end++ // its end-of-line goes with it
+		}
+		if d.sent == nil {
+			d.sent = map[byte]int{}
+		}
+		d.sent[p.Type] = p.Seq
+		if p.Type == d.typ && p.Seq == seq && (d.times == 0 || d.dropped < d.times) {
+			d.dropped++
+		} else {
+			out = append(out, b[i:end]...)
+		}
+		i = end
 	}
 	if _, err := d.Conn.Write(out); err != nil {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// parsePacketAnyCheck parses the packet at the start of b with whichever
+// block check it was sent with (an S and its ACK type 1, then the one
+// agreed).
+func parsePacketAnyCheck(b []byte) (framing.Packet, int, bool) {
+	for _, chk := range []framing.CheckType{3, 1, 2} {
+		if p, n, err := (framing.Frame{Mark: framing.SOH, Check: chk}).ParsePacket(b); err == nil {
+			return p, n, true
+		}
+	}
+	return framing.Packet{}, 0, false
 }
 
 // lastSent is the sequence number of the last packet of type typ

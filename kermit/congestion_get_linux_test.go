@@ -1,14 +1,12 @@
 package kermit_test
 
 import (
-	"context"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -31,15 +29,7 @@ func TestGetAsksForCongestion(t *testing.T) {
 			ccfg := kermit.DefaultConfig()
 			ccfg.Log = slog.New(slog.NewTextHandler(&clog, nil))
 			var srvData net.Conn // the server's end of the data connection
-			cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), func(c net.Conn) net.Conn { srvData = c; return c })
-			dir, err := filestore.Open(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dir.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			go srv.Serve(ctx, dir)
+			cli, ctx := servedClientWith(t, root, ccfg, func(c net.Conn) net.Conn { srvData = c; return c })
 			dst := t.TempDir()
 			store, err := filestore.Open(dst)
 			if err != nil {

@@ -81,13 +81,19 @@ func dualSessions(t *testing.T, scfg, rcfg kermit.Config, wrap func(net.Conn) ne
 // session serving the directory root, until the test ends, and the
 // context (a minute) to use it in.
 func servedClient(t *testing.T, root string) (*kermit.Session, context.Context) {
+	return servedClientWith(t, root, kermit.DefaultConfig(), nil)
+}
+
+// servedClientWith is servedClient with the client's configuration, and
+// wrap, if set, wrapping the server's data connection (dualSessions).
+func servedClientWith(t *testing.T, root string, ccfg kermit.Config, wrap func(net.Conn) net.Conn) (*kermit.Session, context.Context) {
 	t.Helper()
 	dir, err := filestore.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+	cli, srv := dualSessions(t, ccfg, kermit.DefaultConfig(), wrap)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	go srv.Serve(ctx, dir)

@@ -55,29 +55,15 @@ func TestSessionLostIsTakenOver(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 			defer cancel()
 			cmd := kerfCmd(t, ctx, srv, c.dir, []string{"--json"}, c.args[0], c.args[1:]...)
-			var stdout, stderr bytes.Buffer
-			pipe, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
 			// Once a few files are done (both sessions under way), reset
 			// one session's control connection.
-			sc := bufio.NewScanner(pipe)
-			done, killed := 0, ""
-			for sc.Scan() {
-				line := sc.Text()
-				stdout.WriteString(line + "\n")
+			done := 0
+			stdout, stderr, killed, err := runResetting(t, cmd, func(line string) bool {
 				if strings.Contains(line, `"file_done"`) {
-					if done++; done == 4 {
-						killed = resetOneConnection(t, c.port)
-					}
+					done++
 				}
-			}
-			err = cmd.Wait()
+				return done == 4
+			}, func() string { return resetOneConnection(t, c.port) })
 			if killed == "" {
 				t.Fatalf("no connection was reset (%d files done):\n%s", done, stdout.String())
 			}
@@ -124,4 +110,30 @@ func resetOneConnection(t *testing.T, port string) string {
 		t.Fatalf("ss -K %s: %v %q (the kernel needs CONFIG_INET_DIAG_DESTROY, and the test CAP_NET_ADMIN)", local, err, out)
 	}
 	return local
+}
+
+// runResetting runs cmd, reading its --json events from stdout; at the
+// first line for which when says so, reset resets a connection (and
+// says which). It returns what cmd printed, which connection was reset
+// ("" if none), and how cmd ended.
+func runResetting(t *testing.T, cmd *exec.Cmd, when func(line string) bool, reset func() string) (stdout, stderr *bytes.Buffer, killed string, err error) {
+	t.Helper()
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		line := sc.Text()
+		stdout.WriteString(line + "\n")
+		if killed == "" && when(line) {
+			killed = reset()
+		}
+	}
+	return stdout, stderr, killed, cmd.Wait()
 }

@@ -34,6 +34,10 @@ type GetOptions struct {
 	// sender's is what counts. A server that will not is noted in the
 	// log, and sends with its own.
 	Congestion string
+	// Reconnect, if set, follows a session lost on the way with a
+	// successor, which asks for the files again, resuming (with one
+	// session; several take each other's shares over).
+	Reconnect *Reconnect
 	// congestionTold, shared by the sessions of one GetParallel, makes
 	// a refusal of Congestion noted once, not once a session.
 	congestionTold *sync.Once

@@ -44,9 +44,21 @@ func SendParallel(ctx context.Context, sessions []*Session, files []OutgoingFile
 // receiver says it saved it (the directories are kept, for the last
 // group).
 func SendParallelList(ctx context.Context, sessions []*Session, list FileList) error {
+	return SendParallelWith(ctx, sessions, list, SendOptions{})
+}
+
+// SendOptions are the options of SendParallelWith.
+type SendOptions struct {
+	// Reconnect, if set, follows a session lost on the way (every
+	// session, when there are several) with a successor.
+	Reconnect *Reconnect
+}
+
+// SendParallelWith is SendParallelList with options.
+func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o SendOptions) error {
 	list = list.orNone()
 	if len(sessions) == 1 {
-		return sendConfirming(ctx, sessions[0], list)
+		return sendConfirming(ctx, sessions[0], list, o.Reconnect)
 	}
 	var dirs []OutgoingFile
 	listed := map[string]bool{}
@@ -175,9 +187,8 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 	var mu sync.Mutex
 	took := make([]int, len(sessions))
 	ended := make([]time.Time, len(sessions))
-	errs := inParallel(len(sessions), func(i int) error {
-		defer func() { ended[i] = time.Now() }()
-		return sessions[i].SendFrom(ctx, func() (OutgoingFile, bool) {
+	take := func(i int) func() (OutgoingFile, bool) {
+		return func() (OutgoingFile, bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			f, ok := files()
@@ -186,9 +197,29 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 				tr.hand(i, f)
 			}
 			return f, ok
-		})
+		}
+	}
+	errs := inParallel(len(sessions), func(i int) error {
+		defer func() { ended[i] = time.Now() }()
+		return sessions[i].SendFrom(ctx, take(i))
 	})
 	good := finishedWell(errs, ended) // the last to finish first
+	began := slices.Clone(sessions)   // before successors take places
+	var restore []func()
+	if re := newReconnecting(o.Reconnect); re != nil && len(good) == 0 {
+		// Every session lost: a successor takes the place of the
+		// first, sends again the files it was cut off in, then those
+		// no session took; once it ends well, it takes the other lost
+		// sessions' files over, as one that finished well does.
+		sessions = slices.Clone(sessions) // the caller's stay as they were
+		for i, s := range sessions {
+			if s.lostBy(ctx, errs[i]) {
+				errs[i] = reconnectAfter(ctx, errs[i], &sessions[i], i, tr, re, fileSource{next: take(i)}, func() []OutgoingFile { return nil }, &restore)
+				good = finishedWell(errs, nil)
+				break
+			}
+		}
+	}
 	for i, err := range errs {
 		var ge *GroupError
 		if err == nil || errors.As(err, &ge) || len(good) == 0 || ctx.Err() != nil {
@@ -230,8 +261,11 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 		// What the lost session failed on its own stays failed.
 		errs[i] = withFailed(errs[i], tr.failedOf(i))
 	}
-	for i, s := range sessions {
+	for i, s := range began {
 		s.cfg.Events = saved[i]
+	}
+	for _, f := range restore {
+		f()
 	}
 	tr.flush()
 	for _, err := range errs {
@@ -270,11 +304,15 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 // failed. (A receiver that could not give one file its final name
 // failed the group, and every file of it was told "not confirmed".) As
 // SendParallel's take-over, with the session standing in for itself.
-func sendConfirming(ctx context.Context, s *Session, list FileList) error {
+//
+// With rc, a session lost on the way is followed by a successor
+// (Reconnect), which sends the directories and the files cut off again,
+// resuming, then the files not yet begun, as one group.
+func sendConfirming(ctx context.Context, s *Session, list FileList, rc *Reconnect) error {
 	tr := newSendTracker(1)
 	tell := s.cfg.Events
 	s.cfg.Events = tr.events(0, tell)
-	defer func() { s.cfg.Events = tell }()
+	defer func(s *Session) { s.cfg.Events = tell }(s)
 	var dirs []OutgoingFile // those sent, for the second pass
 	next, stop := iter.Pull(list.All)
 	defer stop()
@@ -319,7 +357,23 @@ func sendConfirming(ctx context.Context, s *Session, list FileList) error {
 			}
 		},
 	}
-	err := s.sendFrom(ctx, src)
+	re := newReconnecting(rc)
+	rest := src.rest
+	if re != nil {
+		// Those never taken are the successor's, if the session is
+		// lost; said not begun at the end if none goes on.
+		src.rest = nil
+	}
+	var restore []func()
+	defer func() {
+		for _, f := range restore {
+			f()
+		}
+	}()
+	err := sendOn(ctx, &s, 0, tr, re, src, func() []OutgoingFile { return dirs }, &restore)
+	if re != nil && err != nil {
+		s.notBegun(rest, nil)
+	}
 	var pe *PeerError
 	// Only when every file it left was sent whole and not yet confirmed
 	// (the E came at the group's end, not while data moved: a server
@@ -379,6 +433,46 @@ func sendConfirming(ctx context.Context, s *Session, list FileList) error {
 		}
 	}
 	tr.flush()
+	return err
+}
+
+// sendOn sends src's files as one group on *s, session i of tr. With
+// re, a loss of *s is followed by a successor, which becomes *s (its
+// Events wrapped by tr, restored by the functions added to restore) and
+// sends as one group pre's files (directories whose attributes the lost
+// group's end did not give), the files share i was cut off in, resuming,
+// then the rest of src. The error is the last group's.
+func sendOn(ctx context.Context, s **Session, i int, tr *shareTracker, re *reconnecting, src fileSource, pre func() []OutgoingFile, restore *[]func()) error {
+	return reconnectAfter(ctx, (*s).sendFrom(ctx, src), s, i, tr, re, src, pre, restore)
+}
+
+// reconnectAfter is sendOn after *s's group ended with err.
+func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shareTracker, re *reconnecting, src fileSource, pre func() []OutgoingFile, restore *[]func()) error {
+	for re != nil && (*s).lostBy(ctx, err) {
+		succ, derr := re.successor(ctx, *s, err)
+		if derr != nil {
+			return fmt.Errorf("%w (not reconnected: %w)", err, derr)
+		}
+		tell := succ.cfg.Events
+		succ.cfg.Events = tr.events(i, tell)
+		*restore = append(*restore, func() { succ.cfg.Events = tell })
+		*s = succ
+		again := append(slices.Clone(pre()), tr.cutFiles(i)...)
+		resume := succ.cfg.Resume
+		tr.takeOver(i, i)
+		err = succ.sendFrom(ctx, fileSource{next: func() (OutgoingFile, bool) {
+			if len(again) > 0 {
+				f := again[0]
+				again = again[1:]
+				succ.cfg.Resume = true
+				return f, true
+			}
+			succ.cfg.Resume = resume
+			return src.next()
+		}})
+		succ.cfg.Resume = resume
+		tr.standIn(i, i)
+	}
 	return err
 }
 
@@ -494,6 +588,9 @@ var ErrNoShares = errors.New("the server does not split a GET into shares")
 func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOptions, stores []Store) error {
 	o.congestionTold = new(sync.Once)
 	if len(sessions) == 1 {
+		if re := newReconnecting(o.Reconnect); re != nil {
+			return getReconnecting(ctx, sessions[0], spec, o, stores[0], re)
+		}
 		return sessions[0].GetWith(ctx, spec, o, stores[0])
 	}
 	n := len(sessions)
@@ -527,7 +624,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		saved[i] = s.cfg.Events
 		s.cfg.Events = tr.events(i, s.cfg.Events)
 	}
-	get := func(i, sh int) error {
+	get := func(i, sh int, again bool) error {
 		oi := o
 		// Each session tells the server of the skipped files of its
 		// own share only.
@@ -537,22 +634,12 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 				oi.Skip = append(oi.Skip, e)
 			}
 		}
-		if sh != i {
-			oi.Resume = true
-			if !o.Recursive && !o.Resume {
-				// Asked resuming (REGET), a kerf server walks into the
-				// directories a plain GET leaves out: not here.
-				oi.Exclude = append(slices.Clone(o.Exclude), "*/")
-				err := sessions[i].GetWith(ctx, spec, oi, stores[i])
-				if !errors.Is(err, ErrNoExclude) {
-					return err
-				}
-				oi.Exclude = o.Exclude // an older kerf: as before
-			}
+		if again {
+			return sessions[i].getAgain(ctx, spec, oi, stores[i])
 		}
 		return sessions[i].GetWith(ctx, spec, oi, stores[i])
 	}
-	errs := inParallel(n, func(i int) error { return get(i, i) })
+	errs := inParallel(n, func(i int) error { return get(i, i, false) })
 	// A session lost on the way (its link, its server's end of it)
 	// leaves the rest of its share to one that finished well, which asks
 	// for that share again, resuming: the files the lost one fetched are
@@ -560,6 +647,40 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	// goes on from its partial. One lost in the take-over too leaves it
 	// to the next, while there is one.
 	good := finishedWell(errs, nil)
+	began := slices.Clone(sessions) // before successors take places
+	var restore []func()
+	if re := newReconnecting(o.Reconnect); re != nil && len(good) == 0 {
+		// Every session lost: a successor takes the place of the
+		// first, asks for its share again, resuming, and once it ends
+		// well takes the others' over, as one that finished well does.
+		sessions = slices.Clone(sessions) // the caller's stay as they were
+		for i, err := range errs {
+			if !lostGet(err) || !sessions[i].lostBy(ctx, err) {
+				continue
+			}
+			for lostGet(err) && sessions[i].lostBy(ctx, err) {
+				succ, derr := re.successor(ctx, sessions[i], err)
+				if derr != nil {
+					err = fmt.Errorf("%w (not reconnected: %w)", err, derr)
+					break
+				}
+				tell := succ.cfg.Events
+				succ.cfg.Events = tr.events(i, tell)
+				succ.holdDirs = held
+				restore = append(restore, func() { succ.cfg.Events, succ.holdDirs = tell, nil })
+				sessions[i] = succ
+				if _, err = succ.Generic(ctx, 'S', shareParam, share{i, n}.String()); err != nil {
+					continue
+				}
+				tr.takeOver(i, i)
+				err = withFailed(get(i, i, true), tr.failedOf(i))
+				tr.standIn(i, i)
+			}
+			errs[i] = err
+			good = finishedWell(errs, nil)
+			break
+		}
+	}
 	for i, err := range errs {
 		var ge *GroupError
 		if !lostGet(err) || ctx.Err() != nil {
@@ -575,7 +696,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 				continue
 			}
 			tr.standIn(j, i)
-			errs[i] = withFailed(get(j, i), tr.failedOf(i))
+			errs[i] = withFailed(get(j, i, true), tr.failedOf(i))
 			tr.standIn(j, j)
 			if errors.As(errs[i], &ge) || errs[i] == nil || ctx.Err() != nil {
 				// Its own share again, for whatever it is asked next.
@@ -587,9 +708,12 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 			good = slices.Delete(good, k, k+1)
 		}
 	}
-	for i, s := range sessions {
+	for i, s := range began {
 		s.holdDirs = nil
 		s.cfg.Events = saved[i]
+	}
+	for _, f := range restore {
+		f()
 	}
 	tr.flush()
 	var res outcome
@@ -603,6 +727,54 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		sessions[0].finishDirs(stores[0])
 	}
 	return res.err()
+}
+
+// getAgain is GetWith asking for spec again, resuming, to take over
+// what a lost session fetched of it: the files it got whole are found
+// so, and a partial goes on.
+func (s *Session) getAgain(ctx context.Context, spec string, o GetOptions, store Store) error {
+	resume := o.Resume
+	o.Resume = true
+	if !o.Recursive && !resume {
+		// Asked resuming (REGET), a kerf server walks into the
+		// directories a plain GET leaves out: not here.
+		exclude := o.Exclude
+		o.Exclude = append(slices.Clone(exclude), "*/")
+		err := s.GetWith(ctx, spec, o, store)
+		if !errors.Is(err, ErrNoExclude) {
+			return err
+		}
+		o.Exclude = exclude // an older kerf: as before
+	}
+	return s.GetWith(ctx, spec, o, store)
+}
+
+// getReconnecting is GetWith on one session that a loss does not end
+// (GetOptions.Reconnect): a successor asks for spec again, resuming,
+// and what the lost session told of its files is not told again, as in
+// GetParallel's take-over of a share.
+func getReconnecting(ctx context.Context, s *Session, spec string, o GetOptions, store Store, re *reconnecting) error {
+	tr := newShareTracker(1, o.Recursive)
+	tell := s.cfg.Events
+	s.cfg.Events = tr.events(0, tell)
+	defer func(s *Session) { s.cfg.Events = tell }(s)
+	err := s.GetWith(ctx, spec, o, store)
+	for lostGet(err) && s.lostBy(ctx, err) {
+		succ, derr := re.successor(ctx, s, err)
+		if derr != nil {
+			err = fmt.Errorf("%w (not reconnected: %w)", err, derr)
+			break
+		}
+		tell := succ.cfg.Events
+		succ.cfg.Events = tr.events(0, tell)
+		defer func() { succ.cfg.Events = tell }()
+		s = succ
+		tr.takeOver(0, 0)
+		err = withFailed(s.getAgain(ctx, spec, o, store), tr.failedOf(0))
+		tr.standIn(0, 0)
+	}
+	tr.flush()
+	return err
 }
 
 // shareTracker sits between the sessions of a SendParallel or

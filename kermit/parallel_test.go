@@ -564,13 +564,7 @@ func TestSendParallelParentKeepsItsMode(t *testing.T) {
 // take-over's FileSaved was swallowed), and the GET succeeds.
 func TestGetParallelSessionLost(t *testing.T) {
 	root, dst := t.TempDir(), t.TempDir()
-	var names []string
-	for j := range 60 {
-		name := fmt.Sprintf("tree/f%02d", j)
-		os.MkdirAll(filepath.Join(root, "tree"), 0o755)
-		os.WriteFile(filepath.Join(root, name), randomBytes(150000+j, int64(j)), 0o644)
-		names = append(names, name)
-	}
+	names := writeTree(t, root, 60, 150000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var ended endLog
@@ -840,4 +834,22 @@ func (l *endLog) fetchedOnce(t *testing.T, root, dst string, names []string) {
 			t.Errorf("%s ended %v, want done once", n, k)
 		}
 	}
+}
+
+// writeTree writes n files of about size bytes (size+j for the jth) as
+// tree/f00, tree/f01, ... under root and returns their names.
+func writeTree(t *testing.T, root string, n, size int) []string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(root, "tree"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for j := range n {
+		name := fmt.Sprintf("tree/f%02d", j)
+		if err := os.WriteFile(filepath.Join(root, name), randomBytes(size+j, int64(j)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	return names
 }

@@ -631,6 +631,7 @@ func sendCommand() *cli.Command {
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
 			sendSessionsFlag,
+			reconnectFlag,
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 2 {
@@ -759,8 +760,10 @@ func sendCommand() *cli.Command {
 				}
 				clients = append(clients, more...)
 			}
-			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.BytesSent })
-			sendErr := kermit.SendParallelList(c.Context, sessionsOf(clients), list)
+			rep.wire = wireBytes(&clients, func(st datachan.Stats) int64 { return st.BytesSent })
+			defer closeAll(&clients, len(clients))
+			reconnect := successors(c, cfg, cl, cwd, rep.event, &clients)
+			sendErr := kermit.SendParallelWith(c.Context, sessionsOf(clients), list, kermit.SendOptions{Reconnect: reconnect})
 			rep.notWalked(local.notWalked())
 			noteRefused(c, clients)
 			if sendErr != nil && cdErr != nil {
@@ -782,6 +785,7 @@ func getCommand() *cli.Command {
 			excludeFlag,
 			sparseFlag,
 			getSessionsFlag,
+			reconnectFlag,
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) (err error) {
 			if c.NArg() < 2 {
@@ -918,7 +922,9 @@ func getCommand() *cli.Command {
 					noteFewerSessions(c, 1+len(more), want, err)
 				}
 			}
-			rep.wire = wireBytes(clients, func(st datachan.Stats) int64 { return st.WireBytesReceived })
+			rep.wire = wireBytes(&clients, func(st datachan.Stats) int64 { return st.WireBytesReceived })
+			defer closeAll(&clients, len(clients))
+			opts.Reconnect = successors(c, cfg, cl, "", rep.event, &clients)
 			err = getEach(specGroups(specs, cfg.Classic), func(spec string) error {
 				return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
 			}, rep.refusedSpec)

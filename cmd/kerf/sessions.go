@@ -87,6 +87,45 @@ func moreSessions(ctx context.Context, cfg control.ClientConfig, to *control.Cli
 	return out, first
 }
 
+// reconnectFlag is send's and get's --reconnect.
+var reconnectFlag = &cli.IntFlag{Name: "reconnect", Value: defaultReconnects,
+	Usage: fmt.Sprintf("when the connection to the server is lost mid-transfer (reset, server restarted), dial it again up to this many times (after %v, then twice as long each time, at most 30 s) and go on where the transfer stopped, resuming the files cut off (a kerf server; 0: fail at once, --resume goes on later)", reconnectWait)}
+
+// defaultReconnects and reconnectWait: five dials over about 30 s, the
+// time a server takes to restart or a NAT path to come back.
+const (
+	defaultReconnects = 5
+	reconnectWait     = time.Second
+)
+
+// successors returns the kermit.Reconnect of a send or get whose first
+// session is first, logged in as cfg: a successor logs in again, to the
+// machine first reached, goes into dir (if set), tells events, and joins
+// *clients (closed, and counted, by the command). Nil with --reconnect 0
+// or to a classic server (one connection at a time; no resume of kerf's).
+func successors(c *cli.Context, cfg control.ClientConfig, first *control.Client, dir string, events func(kermit.Event), clients *[]*control.Client) *kermit.Reconnect {
+	n := c.Int("reconnect")
+	if n <= 0 || cfg.Classic {
+		return nil
+	}
+	cfg.DialAddr = first.RemoteAddr().String()
+	return &kermit.Reconnect{Tries: n, Wait: reconnectWait, Dial: func(ctx context.Context) (*kermit.Session, error) {
+		cl, err := control.Dial(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if dir != "" {
+			if _, err := cl.Generic(ctx, 'C', dir); err != nil {
+				cl.Close()
+				return nil, fmt.Errorf("destination %s: %w", dir, err)
+			}
+		}
+		cl.Session().SetEvents(events)
+		*clients = append(*clients, cl)
+		return cl.Session(), nil
+	}}
+}
+
 // regularFiles counts the files of files that are not directories.
 func regularFiles(files []kermit.OutgoingFile) int {
 	n := 0
@@ -157,11 +196,19 @@ func sessionsOf(clients []*control.Client) []*kermit.Session {
 // wireBytes is a reporter's wire function over every session's data
 // connections: the sum of the count of their Stats, and whether the
 // first's data travelled compressed.
-func wireBytes(clients []*control.Client, count func(datachan.Stats) int64) func() (int64, bool) {
+func wireBytes(clients *[]*control.Client, count func(datachan.Stats) int64) func() (int64, bool) {
 	return func() (n int64, compressed bool) {
-		for _, cl := range clients {
+		for _, cl := range *clients {
 			n += count(cl.DataStats())
 		}
-		return n, clients[0].DataCompressed()
+		return n, (*clients)[0].DataCompressed()
+	}
+}
+
+// closeAll closes the clients of *clients from the first'th on: those
+// that joined after the command's own were deferred (successors).
+func closeAll(clients *[]*control.Client, first int) {
+	for _, cl := range (*clients)[first:] {
+		cl.Close()
 	}
 }

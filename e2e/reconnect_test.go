@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A single-session send or get whose connection is reset mid-file (a
+// middlebox, a flapping path: `ss -K` here, a real socket killed under a
+// running kerf) dials the server again and goes on from what the
+// receiver kept: the command ends well, the copy is exact, and the bytes
+// are counted once. With --reconnect 0 the loss ends the command, as
+// before, and --resume is left to finish it.
+func TestLostConnectionIsRedialled(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Fatal("this test needs ss (iproute2) to reset a connection: apt-get install iproute2")
+	}
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	const size = 24 << 20
+	writeFile(t, filepath.Join(local, "up.bin"), randomBytes(size, 71))
+	writeFile(t, filepath.Join(root, "down.bin"), randomBytes(size, 72))
+	_, cport, _ := net.SplitHostPort(srv.addr)
+	_, dport, _ := net.SplitHostPort(srv.dataAddr)
+	for _, c := range []struct {
+		what     string
+		port     string
+		args     []string
+		from, to string
+		fail     bool
+		server   bool // the server's end is reset, not the client's
+	}{
+		{"send, data connection", dport, []string{"send", "--limit-rate", "8M", "up.bin", srv.addr}, filepath.Join(local, "up.bin"), filepath.Join(root, "up.bin"), false, false},
+		{"send, control connection", cport, []string{"send", "--limit-rate", "8M", "up.bin", target(srv.addr, "up2.bin")}, filepath.Join(local, "up.bin"), filepath.Join(root, "up2.bin"), false, false},
+		{"get, data connection", dport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down.bin"), false, false},
+		{"get, control connection", cport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down2.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down2.bin"), false, false},
+		// The server's end: its data path fails first, and it says so
+		// in an E before this side sees the connection go.
+		{"get, server's end of the data connection", dport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down3.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down3.bin"), false, true},
+		{"send, server's end of the data connection", dport, []string{"send", "--limit-rate", "8M", "up.bin", target(srv.addr, "up4.bin")}, filepath.Join(local, "up.bin"), filepath.Join(root, "up4.bin"), false, true},
+		{"send, --reconnect 0", dport, []string{"send", "--reconnect", "0", "--limit-rate", "8M", "up.bin", target(srv.addr, "up3.bin")}, "", "", true, false},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+			defer cancel()
+			cmd := kerfCmd(t, ctx, srv, local, []string{"--json"}, c.args[0], c.args[1:]...)
+			// At the first progress (a second or so into the file),
+			// reset the connection.
+			stdout, stderr, killed, err := runResetting(t, cmd, func(line string) bool {
+				return strings.Contains(line, `"progress"`)
+			}, func() string {
+				if c.server {
+					return resetServerEnd(t, c.port)
+				}
+				return resetOneConnection(t, c.port)
+			})
+			if killed == "" {
+				t.Fatalf("no connection was reset:\n%s", stdout.String())
+			}
+			if c.fail {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+					t.Fatalf("kerf %s: %v, want exit status 4 (the loss ends it)\nstderr:\n%s", c.what, err, stderr.String())
+				}
+				if strings.Contains(stderr.String(), "reconnecting") {
+					t.Errorf("--reconnect 0 reconnected:\n%s", stderr.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("kerf %s with its connection reset (%s): %v\nstdout:\n%s\nstderr:\n%s", c.what, killed, err, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "reconnecting") {
+				t.Errorf("no word of the reconnection on stderr:\n%s", stderr.String())
+			}
+			evs := parseEvents(t, stdout.String())
+			last := evs[len(evs)-1]
+			if last.Event != "done" || last.Bytes != size || last.Files == nil || *last.Files != 1 {
+				t.Errorf("last event %+v, want done with 1 file, %d bytes", last, size)
+			}
+			if n := len(eventsNamed(evs, "file_done")); n != 1 {
+				t.Errorf("%d file_done events, want 1", n)
+			}
+			if n := len(eventsNamed(evs, "file_error")); n != 0 {
+				t.Errorf("%d file_error events, want none:\n%s", n, stdout.String())
+			}
+			sameFile(t, c.from, c.to)
+		})
+	}
+}
+
+// resetServerEnd resets (ss -K) the server's end of the established
+// connections on its port, and returns which.
+func resetServerEnd(t *testing.T, port string) string {
+	t.Helper()
+	out, err := exec.Command("ss", "-K", "-tnH", "state", "established", "src", "127.0.0.1", "sport", "=", port).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ":"+port) {
+		t.Fatalf("ss -K sport %s: %v %q (the kernel needs CONFIG_INET_DIAG_DESTROY, and the test CAP_NET_ADMIN)", port, err, out)
+	}
+	return "127.0.0.1:" + port
+}

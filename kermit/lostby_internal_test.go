@@ -1,0 +1,65 @@
+package kermit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// failingPath is a data path that fails after a delay (never: negative).
+type failingPath struct {
+	DataPath
+	failed chan struct{}
+}
+
+func newFailingPath(after time.Duration) *failingPath {
+	p := &failingPath{failed: make(chan struct{})}
+	switch {
+	case after == 0:
+		close(p.failed)
+	case after > 0:
+		time.AfterFunc(after, func() { close(p.failed) })
+	}
+	return p
+}
+
+func (p *failingPath) Failed() <-chan struct{} { return p.failed }
+func (p *failingPath) LocalFailure() error     { return nil }
+
+// A session is lost (Reconnect dials a successor) when its link or data
+// path broke, even where the peer's E came before this side saw its
+// data connection close; not for a group with files failed, a cancel, a
+// refused GET, or an E from a peer whose session lives on.
+func TestLostBy(t *testing.T) {
+	peer := fmt.Errorf("%w (%v)", &PeerError{Msg: "datachan: data connection lost"}, errors.New("x"))
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		what string
+		ctx  context.Context
+		err  error
+		path time.Duration // the data path fails after this (-1: never)
+		lost bool
+	}{
+		{"no error", nil, nil, -1, false},
+		{"files failed", nil, &GroupError{Failed: []string{"a"}}, -1, false},
+		{"canceled group", nil, fmt.Errorf("x: %w", ErrCanceled), -1, false},
+		{"interrupted", canceled, errors.New("read: connection reset"), 0, false},
+		{"refused GET", nil, &RefusedGetError{&PeerError{Msg: "no such file"}}, -1, false},
+		{"link reset", nil, &LinkError{Op: "reading", Err: errors.New("connection reset by peer")}, -1, true},
+		{"E, data path failed", nil, peer, 0, true},
+		{"E, data path fails just after", nil, peer, 100 * time.Millisecond, true},
+		{"E, data path well (disk full)", nil, &PeerError{Msg: "disk full"}, -1, false},
+	} {
+		ctx := tc.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		s := &Session{data: newFailingPath(tc.path)}
+		if got := s.lostBy(ctx, tc.err); got != tc.lost {
+			t.Errorf("%s: lostBy(%v) = %v, want %v", tc.what, tc.err, got, tc.lost)
+		}
+	}
+}

@@ -276,9 +276,11 @@ func TestCorruptedBlockIsResent(t *testing.T) {
 	}
 }
 
-// The data connection dies mid-file: the client says so and fails with
-// exit 4, the server keeps the partial file for a resume and never puts
-// anything under the final name; the resume then completes the file.
+// The data connection dies mid-file, and the client does not dial again
+// (--reconnect 0; TestLostConnectionIsRedialled has it dial): the client
+// says so and fails with exit 4, the server keeps the partial file for a
+// resume and never puts anything under the final name; the resume then
+// completes the file.
 // The client's --json names the file that failed, and the server's
 // xferlog has a line for the failed transfer and then the complete one.
 func TestDataConnectionDropped(t *testing.T) {
@@ -293,7 +295,7 @@ func TestDataConnectionDropped(t *testing.T) {
 	// One data connection, so that the cut point is a point in the file
 	// (with several, see TestGetResumeTwoStreamsKeepsOnlyAPrefix).
 	fs.data.cutAfter.Store(5 << 20)
-	r := run(t, fs.server, local, []string{"--json"}, "send", "--streams", "1", "d.bin", fs.addr())
+	r := run(t, fs.server, local, []string{"--json"}, "send", "--reconnect", "0", "--streams", "1", "d.bin", fs.addr())
 	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
@@ -383,7 +385,7 @@ func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
 	// One data connection: blocks arrive in order, so the kept partial
 	// is everything that arrived (with several, see the next test).
 	fs.data.cutDown.Store(3 << 20)
-	r := run(t, fs.server, local, []string{"--json"}, "get", "--streams", "1", target(fs.addr(), "g.bin"), ".")
+	r := run(t, fs.server, local, []string{"--json"}, "get", "--reconnect", "0", "--streams", "1", target(fs.addr(), "g.bin"), ".")
 	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
@@ -464,7 +466,9 @@ func startSendMidFile(t *testing.T) midFile {
 	fs.data.rateUp.Store(8 << 20)
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	t.Cleanup(cancel)
-	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "--streams", "2", "k.bin", fs.addr())
+	// (Not dialling again: these tests see how a lost server ends a
+	// transfer; reconnect_test.go dials.)
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "send", "--reconnect", "0", "--streams", "2", "k.bin", fs.addr())
 	out := new(bytes.Buffer)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -562,8 +566,10 @@ func TestDataPortUnreachable(t *testing.T) {
 }
 
 // With TLS on the data connection (the default), a damaged byte is not a
-// resend: TLS rejects the record and the connection, so the transfer
-// fails, saying so, keeps its partial file, and a resume completes it.
+// resend: TLS rejects the record and the connection. Without
+// reconnecting (--reconnect 0) the transfer fails, saying so, keeps its
+// partial file, and a resume completes it; by default the client dials
+// again and completes it itself, resuming.
 func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 	if !features.serveState {
 		t.Skip("this kerf has no TLS")
@@ -576,7 +582,7 @@ func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 	dst := filepath.Join(root, "t.bin")
 	// The proxy's flip offset counts the bytes of one connection.
 	fs.data.flipUpAt.Store(3 << 20)
-	r := run(t, fs.server, local, nil, "send", "--streams", "1", "t.bin", fs.addr())
+	r := run(t, fs.server, local, nil, "send", "--reconnect", "0", "--streams", "1", "t.bin", fs.addr())
 	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
@@ -598,6 +604,23 @@ func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 		t.Errorf("the resume sent the whole file again")
 	}
 	sameFile(t, src, dst)
+
+	// Dialling again: the command goes on from the partial by itself.
+	src2, dst2 := filepath.Join(local, "t2.bin"), filepath.Join(root, "t2.bin")
+	writeFile(t, src2, randomBytes(size, 18))
+	fs.data.flipUpAt.Store(fs.data.upBytes.Load() + 3<<20)
+	r = mustRun(t, fs.server, local, []string{"--json"}, "send", "--streams", "1", "t2.bin", fs.addr())
+	if fs.data.flipUpAt.Load() != 0 {
+		t.Fatal("the proxy flipped no bit: the test tested nothing")
+	}
+	if !strings.Contains(r.stderr, "reconnecting") {
+		t.Errorf("no word of dialling again:\n%s", r.stderr)
+	}
+	done = eventsNamed(parseEvents(t, r.stdout), "file_done")
+	if len(done) != 1 || done[0].Offset == 0 {
+		t.Errorf("want one file_done, resumed:\n%s", r.stdout)
+	}
+	sameFile(t, src2, dst2)
 }
 
 // With two data connections blocks land out of order; when one
@@ -614,7 +637,7 @@ func TestGetResumeTwoStreamsKeepsOnlyAPrefix(t *testing.T) {
 	dst := filepath.Join(local, "g.bin")
 
 	fs.data.cutDown.Store(3 << 20)
-	r := run(t, fs.server, local, []string{"--json"}, "get", "--streams", "2", target(fs.addr(), "g.bin"), ".")
+	r := run(t, fs.server, local, []string{"--json"}, "get", "--reconnect", "0", "--streams", "2", target(fs.addr(), "g.bin"), ".")
 	if r.code != 4 {
 		t.Fatalf("want exit 4, got %s", r)
 	}
@@ -979,7 +1002,9 @@ func startTreeSend(t *testing.T, fs *faultServer, local string) (cmd *exec.Cmd, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	t.Cleanup(cancel)
-	cmd = kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "-r", "t", fs.addr())
+	// (Not dialling again: these tests see how a lost server ends a
+	// transfer.)
+	cmd = kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "send", "--reconnect", "0", "-r", "t", fs.addr())
 	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -1031,7 +1056,7 @@ func TestXferLogFailedGet(t *testing.T) {
 	fs := startFaultServer(t, root, false, "--xferlog", xferlog)
 	writeFile(t, filepath.Join(root, "sub/d.bin"), randomBytes(16<<20, 13))
 	fs.data.cutDown.Store(5 << 20)
-	r := run(t, fs.server, local, nil, "get", "--streams", "1", target(fs.addr(), "sub/d.bin"), ".")
+	r := run(t, fs.server, local, nil, "get", "--reconnect", "0", "--streams", "1", target(fs.addr(), "sub/d.bin"), ".")
 	if r.code != 4 {
 		t.Fatalf("want exit 4, got %s", r)
 	}

@@ -40,7 +40,9 @@ func TestClientGivesUpOnFrozenServer(t *testing.T) {
 		t.Run(c.what, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 			defer cancel()
-			args := append([]string{c.args[0], "--limit-rate", "8M", "--idle-timeout", "2s"}, c.args[1:]...)
+			// Not dialling again: a frozen server takes the TLS
+			// handshake's 15 s each try (reconnect_test.go dials).
+			args := append([]string{c.args[0], "--limit-rate", "8M", "--idle-timeout", "2s", "--reconnect", "0"}, c.args[1:]...)
 			cmd := kerfCmd(t, ctx, srv, c.dir, nil, args[0], args[1:]...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr

@@ -108,7 +108,7 @@ func TestQUICInterrupted(t *testing.T) {
 	os.Remove(dst)
 	kctx, kcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer kcancel()
-	cmd = kerfCmd(t, kctx, srv, local, nil, "send", "--quic", "big.bin", srv.addr)
+	cmd = kerfCmd(t, kctx, srv, local, nil, "send", "--quic", "--reconnect", "0", "big.bin", srv.addr)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -86,6 +87,9 @@ func TestLostConnectionIsRedialled(t *testing.T) {
 			if n := len(eventsNamed(evs, "file_done")); n != 1 {
 				t.Errorf("%d file_done events, want 1", n)
 			}
+			if n := len(eventsNamed(evs, "reconnecting")); n != 1 {
+				t.Errorf("%d reconnecting events, want 1:\n%s", n, stdout.String())
+			}
 			if n := len(eventsNamed(evs, "file_error")); n != 0 {
 				t.Errorf("%d file_error events, want none:\n%s", n, stdout.String())
 			}
@@ -103,4 +107,61 @@ func resetServerEnd(t *testing.T, port string) string {
 		t.Fatalf("ss -K sport %s: %v %q (the kernel needs CONFIG_INET_DIAG_DESTROY, and the test CAP_NET_ADMIN)", port, err, out)
 	}
 	return "127.0.0.1:" + port
+}
+
+// A GET of two names that cannot share one filespec goes as two GETs;
+// a successor that finished the first takes the lost session's place for
+// the second (review: it was added beside it, and the second GET ran
+// over both with one store: a panic).
+func TestGetSecondSpecGroupAfterReconnect(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	const size = 24 << 20
+	odd := "a} {b"
+	writeFile(t, filepath.Join(root, odd), randomBytes(size, 72))
+	writeFile(t, filepath.Join(root, "c.bin"), randomBytes(1000, 73))
+	_, dport, _ := net.SplitHostPort(srv.dataAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, local, []string{"--json"}, "get", "--limit-rate", "8M", target(srv.addr, odd), target(srv.addr, "c.bin"), "out")
+	stdout, stderr, killed, err := runResetting(t, cmd, func(line string) bool {
+		return strings.Contains(line, `"progress"`)
+	}, func() string { return resetOneConnection(t, dport) })
+	if killed == "" {
+		t.Fatalf("nothing reset:\n%s", stdout.String())
+	}
+	if err != nil {
+		t.Fatalf("get: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	sameFile(t, filepath.Join(root, odd), filepath.Join(local, "out", odd))
+	sameFile(t, filepath.Join(root, "c.bin"), filepath.Join(local, "out", "c.bin"))
+}
+
+// A GET over --sessions 16 (the server's limit from one address) whose
+// every data connection fails gets a successor: the lost session is
+// closed before it is dialled (review: it was kept open, and the
+// successor, a 17th, was refused "too many sessions" every try).
+func TestGetSixteenSessionsDataLost(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for j := range 64 {
+		writeFile(t, filepath.Join(root, "tree", fmt.Sprintf("f%02d", j)), randomBytes(256<<10, uint64(100+j)))
+	}
+	_, dport, _ := net.SplitHostPort(srv.dataAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, local, []string{"--json"}, "get", "-r", "--sessions", "16", "--limit-rate", "4M", target(srv.addr, "tree"), "out")
+	stdout, stderr, killed, err := runResetting(t, cmd, func(line string) bool {
+		return strings.Contains(line, `"progress"`)
+	}, func() string { return resetServerEnd(t, dport) })
+	if killed == "" {
+		t.Fatalf("nothing reset:\n%s", stdout.String())
+	}
+	if err != nil {
+		t.Fatalf("get: %v\nstderr:\n%s", err, stderr.String())
+	}
+	for j := range 64 {
+		name := fmt.Sprintf("f%02d", j)
+		sameFile(t, filepath.Join(root, "tree", name), filepath.Join(local, "out", "tree", name))
+	}
 }

@@ -78,7 +78,7 @@ func TestSparseGetResumesAfterTheHoles(t *testing.T) {
 	dst := filepath.Join(local, "disk.img")
 
 	fs.data.cutDown.Store(12 << 20)
-	r := run(t, fs.server, local, []string{"--json"}, "get", "--sparse", "--streams", "1", target(fs.addr(), "disk.img"), ".")
+	r := run(t, fs.server, local, []string{"--json"}, "get", "--reconnect", "0", "--sparse", "--streams", "1", target(fs.addr(), "disk.img"), ".")
 	if r.code != 4 {
 		t.Fatalf("want exit 4 from the cut get, got %s", r)
 	}

@@ -163,6 +163,10 @@ const (
 	// follows the file's FileDone, with its fields (a sent file's: its
 	// name, path and size).
 	FileSaved
+	// Reconnecting: the session was lost (Err says why: the loss, or
+	// the last dial's failure) and a successor is dialled (Reconnect)
+	// after Duration. Of no file: Name is empty.
+	Reconnecting
 )
 
 // Event reports transfer progress to the command line.

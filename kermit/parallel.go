@@ -205,27 +205,43 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 	})
 	good := finishedWell(errs, ended) // the last to finish first
 	began := slices.Clone(sessions)   // before successors take places
+	sessions = slices.Clone(sessions) // the caller's stay as they were
 	var restore []func()
-	if re := newReconnecting(o.Reconnect); re != nil && len(good) == 0 {
-		// Every session lost: a successor takes the place of the
-		// first, sends again the files it was cut off in, then those
-		// no session took; once it ends well, it takes the other lost
-		// sessions' files over, as one that finished well does.
-		sessions = slices.Clone(sessions) // the caller's stay as they were
+	re := newReconnecting(o.Reconnect)
+	then := time.Now().Add(peerDataCloseWait) // for every session's E
+	// replace puts a successor (Reconnect) in the place of session i,
+	// lost with err: it sends again what i was cut off in, resuming,
+	// then the files no session took, and is a good session if it ends
+	// well.
+	tried := make([]bool, len(sessions))
+	replace := func(i int, err error) {
+		if tried[i] {
+			return // its successors are spent
+		}
+		tried[i] = true
+		errs[i] = reconnectAfter(ctx, err, &sessions[i], i, tr, re, fileSource{next: take(i)}, func() []OutgoingFile { return nil }, &restore)
+		var ge *GroupError
+		if errs[i] == nil || errors.As(errs[i], &ge) {
+			good = append(good, i)
+		}
+	}
+	if re != nil && len(good) == 0 {
+		// Every session lost: a successor takes the first's place;
+		// once it ends well, it takes the others' files over, as one
+		// that finished well does.
 		for i, s := range sessions {
-			if s.lostBy(ctx, errs[i]) {
-				errs[i] = reconnectAfter(ctx, errs[i], &sessions[i], i, tr, re, fileSource{next: take(i)}, func() []OutgoingFile { return nil }, &restore)
-				good = finishedWell(errs, nil)
+			if s.lostByThen(ctx, errs[i], then) {
+				replace(i, errs[i])
 				break
 			}
 		}
 	}
 	for i, err := range errs {
 		var ge *GroupError
-		if err == nil || errors.As(err, &ge) || len(good) == 0 || ctx.Err() != nil {
+		if err == nil || errors.As(err, &ge) || len(good) == 0 && re == nil || ctx.Err() != nil {
 			continue
 		}
-		if took[i] == 0 {
+		if took[i] == 0 && len(good) > 0 {
 			// It failed before it took a file (its server dropped it
 			// while idle, say): the others sent its share, as if it had
 			// never opened.
@@ -237,12 +253,18 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 		// again, resuming, so that what the receiver stored of them is
 		// found whole (and reported done) and a partial goes on. The
 		// files it had sent and seen confirmed stay done. One lost in
-		// the take-over too leaves what is still cut off to the next.
-		sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutFiles(i)), "err", err)
-		errs[i] = nil
-		for len(good) > 0 {
-			again := tr.cutFiles(i)
-			if len(again) == 0 {
+		// the take-over too leaves what is still cut off to the next;
+		// when none is left (the server restarted, say), a successor
+		// takes the lost one's place.
+		if len(good) > 0 {
+			sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutFiles(i)), "err", err)
+			errs[i] = nil
+		}
+		for len(tr.cutFiles(i)) > 0 || len(good) == 0 {
+			if len(good) == 0 {
+				if re != nil && sessions[i].lostByThen(ctx, err, then) {
+					replace(i, err)
+				}
 				break
 			}
 			j := good[0]
@@ -250,7 +272,9 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			resume := s.cfg.Resume
 			s.cfg.Resume = true
 			tr.standIn(j, i)
-			errs[i] = s.Send(ctx, again)
+			// (Those it does not begin stay cut off, for the next: not
+			// told not begun.)
+			errs[i] = s.sendFrom(ctx, fileSource{next: sliceSource(tr.cutFiles(i)).next})
 			tr.standIn(j, j)
 			s.cfg.Resume = resume
 			if errs[i] == nil || errors.As(errs[i], &ge) || ctx.Err() != nil {
@@ -448,6 +472,7 @@ func sendOn(ctx context.Context, s **Session, i int, tr *shareTracker, re *recon
 
 // reconnectAfter is sendOn after *s's group ended with err.
 func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shareTracker, re *reconnecting, src fileSource, pre func() []OutgoingFile, restore *[]func()) error {
+	reconnected := false
 	for re != nil && (*s).lostBy(ctx, err) {
 		succ, derr := re.successor(ctx, *s, err)
 		if derr != nil {
@@ -456,7 +481,7 @@ func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shar
 		tell := succ.cfg.Events
 		succ.cfg.Events = tr.events(i, tell)
 		*restore = append(*restore, func() { succ.cfg.Events = tell })
-		*s = succ
+		*s, reconnected = succ, true
 		again := append(slices.Clone(pre()), tr.cutFiles(i)...)
 		resume := succ.cfg.Resume
 		tr.takeOver(i, i)
@@ -472,6 +497,11 @@ func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shar
 		}})
 		succ.cfg.Resume = resume
 		tr.standIn(i, i)
+	}
+	if reconnected {
+		// What failed on its own before the loss stays failed, whatever
+		// the successor's group says.
+		err = withFailed(err, tr.failedOf(i))
 	}
 	return err
 }
@@ -515,7 +545,13 @@ func withFailed(err error, failed []string) error {
 	case err == nil:
 		return &GroupError{Failed: failed}
 	case errors.As(err, &ge):
-		return &GroupError{Failed: append(slices.Clone(ge.Failed), failed...)}
+		all := slices.Clone(ge.Failed)
+		for _, n := range failed {
+			if !slices.Contains(all, n) {
+				all = append(all, n)
+			}
+		}
+		return &GroupError{Failed: all}
 	}
 	return err
 }
@@ -647,38 +683,54 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	// goes on from its partial. One lost in the take-over too leaves it
 	// to the next, while there is one.
 	good := finishedWell(errs, nil)
-	began := slices.Clone(sessions) // before successors take places
+	began := slices.Clone(sessions)   // before successors take places
+	sessions = slices.Clone(sessions) // the caller's stay as they were
 	var restore []func()
-	if re := newReconnecting(o.Reconnect); re != nil && len(good) == 0 {
-		// Every session lost: a successor takes the place of the
-		// first, asks for its share again, resuming, and once it ends
-		// well takes the others' over, as one that finished well does.
-		sessions = slices.Clone(sessions) // the caller's stay as they were
-		for i, err := range errs {
-			if !lostGet(err) || !sessions[i].lostBy(ctx, err) {
-				continue
+	re := newReconnecting(o.Reconnect)
+	then := time.Now().Add(peerDataCloseWait) // for every session's E
+	tried := make([]bool, n)
+	// replace puts a successor (Reconnect) in the place of session i,
+	// lost with err: it asks for share i again, resuming, and is a good
+	// session if it ends well.
+	replace := func(i int, err error) {
+		if tried[i] {
+			return // its successors are spent
+		}
+		tried[i] = true
+		lost := sessions[i].lostByThen(ctx, err, then)
+		for lostGet(err) && lost {
+			succ, derr := re.successor(ctx, sessions[i], err)
+			if derr != nil {
+				err = fmt.Errorf("%w (not reconnected: %w)", err, derr)
+				break
 			}
-			for lostGet(err) && sessions[i].lostBy(ctx, err) {
-				succ, derr := re.successor(ctx, sessions[i], err)
-				if derr != nil {
-					err = fmt.Errorf("%w (not reconnected: %w)", err, derr)
-					break
-				}
-				tell := succ.cfg.Events
-				succ.cfg.Events = tr.events(i, tell)
-				succ.holdDirs = held
-				restore = append(restore, func() { succ.cfg.Events, succ.holdDirs = tell, nil })
-				sessions[i] = succ
-				if _, err = succ.Generic(ctx, 'S', shareParam, share{i, n}.String()); err != nil {
-					continue
-				}
+			tell := succ.cfg.Events
+			succ.cfg.Events = tr.events(i, tell)
+			succ.holdDirs = held
+			restore = append(restore, func() { succ.cfg.Events, succ.holdDirs = tell, nil })
+			sessions[i] = succ
+			if _, err = succ.Generic(ctx, 'S', shareParam, share{i, n}.String()); err == nil {
 				tr.takeOver(i, i)
 				err = withFailed(get(i, i, true), tr.failedOf(i))
 				tr.standIn(i, i)
 			}
-			errs[i] = err
-			good = finishedWell(errs, nil)
-			break
+			lost = sessions[i].lostBy(ctx, err)
+		}
+		errs[i] = err
+		var ge *GroupError
+		if err == nil || errors.As(err, &ge) {
+			good = append(good, i)
+		}
+	}
+	if re != nil && len(good) == 0 {
+		// Every session lost: a successor takes the first's place;
+		// once it ends well, it takes the others' shares over, as one
+		// that finished well does.
+		for i, err := range errs {
+			if lostGet(err) && sessions[i].lostByThen(ctx, err, then) {
+				replace(i, err)
+				break
+			}
 		}
 	}
 	for i, err := range errs {
@@ -706,6 +758,11 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 			// Lost in the take-over too: the next tries, from what
 			// is there now.
 			good = slices.Delete(good, k, k+1)
+		}
+		if re != nil && len(good) == 0 && lostGet(errs[i]) && ctx.Err() == nil {
+			// None left that finished well (the server restarted,
+			// say): a successor takes the lost one's place.
+			replace(i, err)
 		}
 	}
 	for i, s := range began {

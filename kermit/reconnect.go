@@ -1,6 +1,7 @@
 package kermit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,33 +12,50 @@ import (
 // Reconnect is how a client goes on when its session is lost (its
 // control link or its data path broken: a reset, a server restarted): it
 // dials a successor, which takes the lost session's place and moves what
-// it had under way again, resuming, then the rest. Dial must return a
-// session logged in to the same server, in the same directory, its
-// Events set as the lost one's were.
+// it had under way again, resuming, then the rest. Dial is given the
+// lost session, which the engine is done with (Dial should close its
+// connections first: a server counts a client's sessions), and must
+// return a session logged in to the same server, in the same directory,
+// its Events set as the lost one's were.
 //
 // Tries is how many dials a loss gets, the first after Wait, each next
 // after twice the wait before, at most maxReconnectWait. A successor lost
-// before it moved anything counts as a failed dial of the same loss, so
-// that a server that takes the login and drops the session again is not
-// dialled for ever.
+// again before the peer confirmed anything it moved (a file saved or
+// found whole, bytes received), and within settledAfter, counts as a
+// failed dial of the same loss, so that a server that takes the login
+// and loses the session again is not dialled for ever.
 type Reconnect struct {
-	Dial  func(ctx context.Context) (*Session, error)
+	Dial  func(ctx context.Context, lost *Session) (*Session, error)
 	Tries int
 	Wait  time.Duration
 }
 
+// ErrNoRedial marks an error of Reconnect.Dial that another dial would
+// meet again (the server's key changed, the login refused, the
+// directory gone): the loss is given up at once.
+var ErrNoRedial = errors.New("not dialled again")
+
 // maxReconnectWait caps the wait between two dials of a loss.
 const maxReconnectWait = 30 * time.Second
+
+// settledAfter is how long a successor must last for its loss to be a
+// new one, with all its tries, though the peer confirmed nothing: a
+// sender's own progress counts what went into its socket, not what
+// arrived, and a big file is confirmed only at its end, so a link that
+// drops every few minutes under a long file is followed each time.
+const settledAfter = 30 * time.Second
 
 // reconnecting is one loss-and-successor history of a Reconnect: the
 // dials spent on the loss under way.
 type reconnecting struct {
-	rc    *Reconnect
-	spent int
-	wait  time.Duration
-	// moved is set by a successor's events (FileProgress, FileDone,
-	// FileSaved, a file found whole): it moved something, and its loss
-	// is a new one, with all its tries.
+	rc      *Reconnect
+	spent   int
+	wait    time.Duration
+	dialled time.Time // when the last successor was
+	gaveUp  error     // why the dials of a loss were spent in vain: no more
+	// moved is set by a successor's events that say the peer took
+	// something (FileDone, FileSaved, a file found whole, bytes
+	// received): its loss is a new one, with all its tries.
 	moved atomic.Bool
 }
 
@@ -52,8 +70,12 @@ func newReconnecting(rc *Reconnect) *reconnecting {
 func (r *reconnecting) watch(tell func(Event)) func(Event) {
 	return func(e Event) {
 		switch e.Kind {
-		case FileProgress, FileDone, FileSaved:
+		case FileDone, FileSaved:
 			r.moved.Store(true)
+		case FileProgress:
+			if !e.Sending {
+				r.moved.Store(true)
+			}
 		case FileSkipped:
 			if errors.Is(e.Err, ErrAlreadyThere) {
 				r.moved.Store(true)
@@ -69,7 +91,10 @@ func (r *reconnecting) watch(tell func(Event)) func(Event) {
 // it with its Events watched, or the last dial's error (or the lost
 // error, said so, when its tries are spent). why is lost's error.
 func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) (*Session, error) {
-	if r.moved.Swap(false) {
+	if r.gaveUp != nil {
+		return nil, r.gaveUp
+	}
+	if r.moved.Swap(false) || !r.dialled.IsZero() && time.Since(r.dialled) >= settledAfter {
 		r.spent, r.wait = 0, 0 // a new loss
 	}
 	var last error
@@ -80,7 +105,12 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 		} else {
 			r.wait = min(2*r.wait, maxReconnectWait)
 		}
-		lost.cfg.Log.Warn("the session was lost; reconnecting", "in", r.wait.Round(time.Millisecond), "try", fmt.Sprintf("%d of %d", r.spent, r.rc.Tries), "err", why)
+		if last == nil {
+			lost.cfg.Log.Warn("the session was lost; reconnecting", "in", r.wait.Round(time.Millisecond), "try", fmt.Sprintf("%d of %d", r.spent, r.rc.Tries), "err", why)
+		} else {
+			lost.cfg.Log.Warn("reconnecting failed; trying again", "in", r.wait.Round(time.Millisecond), "try", fmt.Sprintf("%d of %d", r.spent, r.rc.Tries), "err", last)
+		}
+		lost.event(Event{Kind: Reconnecting, Err: cmp.Or(last, why), Duration: r.wait, Size: -1})
 		t := time.NewTimer(r.wait)
 		select {
 		case <-ctx.Done():
@@ -88,40 +118,53 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 			return nil, context.Cause(ctx)
 		case <-t.C:
 		}
-		s, err := r.rc.Dial(ctx)
+		s, err := r.rc.Dial(ctx, lost)
 		if err == nil {
 			s.cfg.Events = r.watch(s.cfg.Events)
+			r.dialled = time.Now()
 			return s, nil
 		}
 		last = err
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
+		if errors.Is(err, ErrNoRedial) {
+			break
+		}
 	}
 	if last == nil {
-		return nil, fmt.Errorf("lost again before it moved anything, %d times", r.spent)
+		r.gaveUp = fmt.Errorf("lost again before it moved anything, %d times", r.spent)
+	} else {
+		r.gaveUp = fmt.Errorf("after %d dial(s): %w", r.spent, last)
 	}
-	return nil, fmt.Errorf("%d tries: %w", r.spent, last)
+	return nil, r.gaveUp
 }
 
 // lostBy reports whether err, which ended a group or a command of s,
 // means that s itself is gone: its link ended, its data path failed, or
 // it failed in a way that is no answer of its peer's (a reset, a
 // timeout). Not a file group that ended with files failed, a cancel,
-// or an E from a peer whose session lives on (its disk full, a refusal):
-// a successor would meet those again.
+// a data path that could not be opened (its port refused or silent), or
+// an E from a peer whose session lives on (its disk full, a refusal): a
+// successor would meet those again.
 func (s *Session) lostBy(ctx context.Context, err error) bool {
+	return s.lostByThen(ctx, err, time.Now().Add(peerDataCloseWait))
+}
+
+// lostByThen is lostBy waiting for a data path's close until then (a
+// deadline several sessions share, which wait for it one after another).
+func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) bool {
 	var ge *GroupError
 	var pe *PeerError
 	var rg *RefusedGetError
 	switch {
-	case err == nil, ctx.Err() != nil, errors.As(err, &ge), errors.As(err, &rg), errors.Is(err, ErrCanceled):
+	case err == nil, ctx.Err() != nil, errors.As(err, &ge), errors.As(err, &rg), errors.Is(err, ErrCanceled), errors.Is(err, errOpeningData):
 		return false
 	case errors.As(err, &pe):
 		// A server whose data path failed says so in an E and closes
 		// its data connections: this side's may not have seen the
 		// close yet.
-		return s.linkErr != nil || s.dataFailsWithin(ctx, peerDataCloseWait)
+		return s.linkErr != nil || s.dataFailsWithin(ctx, time.Until(then))
 	}
 	return true
 }
@@ -137,7 +180,10 @@ func (s *Session) dataFailsWithin(ctx context.Context, d time.Duration) bool {
 	if !ok {
 		return false
 	}
-	t := time.NewTimer(d)
+	if s.dataFailed() {
+		return true
+	}
+	t := time.NewTimer(max(d, 0))
 	defer t.Stop()
 	select {
 	case <-df.Failed():

@@ -297,6 +297,11 @@ func (s *Session) RoundTrip() time.Duration { return s.rtt.least }
 // DataPath returns the dual-channel data path, or nil in classic mode.
 func (s *Session) DataPath() DataPath { return s.data }
 
+// errOpeningData is why a session failed to connect its data path (the
+// server's data port refused or silent: a firewall, a wrong
+// --data-listen), which another login would meet again (lostBy).
+var errOpeningData = errors.New("kermit: opening the data channel")
+
 // openDual connects the data path once both sides agreed to it.
 func (s *Session) openDual(ctx context.Context) error {
 	if !s.neg.dual || s.data != nil || s.cfg.Dual == nil {
@@ -308,7 +313,7 @@ func (s *Session) openDual(ctx context.Context) error {
 	}
 	d, err := s.cfg.Dual.Open(ctx, s.neg.peer.Ext)
 	if err != nil {
-		return fmt.Errorf("kermit: opening the data channel: %w", err)
+		return fmt.Errorf("%w: %w", errOpeningData, err)
 	}
 	s.data = d
 	if d != nil {

@@ -760,9 +760,10 @@ func sendCommand() *cli.Command {
 				}
 				clients = append(clients, more...)
 			}
-			rep.wire = wireBytes(&clients, func(st datachan.Stats) int64 { return st.BytesSent })
-			defer closeAll(&clients, len(clients))
-			reconnect := successors(c, cfg, cl, cwd, rep.event, &clients)
+			var gone []*control.Client // replaced by successors
+			rep.wire = wireBytes(&clients, &gone, func(st datachan.Stats) int64 { return st.BytesSent })
+			defer closeSuccessors(&clients, &gone, slices.Clone(clients))
+			reconnect := successors(c, cfg, cl, cwd, rep.event, &clients, &gone)
 			sendErr := kermit.SendParallelWith(c.Context, sessionsOf(clients), list, kermit.SendOptions{Reconnect: reconnect})
 			rep.notWalked(local.notWalked())
 			noteRefused(c, clients)
@@ -922,9 +923,10 @@ func getCommand() *cli.Command {
 					noteFewerSessions(c, 1+len(more), want, err)
 				}
 			}
-			rep.wire = wireBytes(&clients, func(st datachan.Stats) int64 { return st.WireBytesReceived })
-			defer closeAll(&clients, len(clients))
-			opts.Reconnect = successors(c, cfg, cl, "", rep.event, &clients)
+			var gone []*control.Client // replaced by successors
+			rep.wire = wireBytes(&clients, &gone, func(st datachan.Stats) int64 { return st.WireBytesReceived })
+			defer closeSuccessors(&clients, &gone, slices.Clone(clients))
+			opts.Reconnect = successors(c, cfg, cl, "", rep.event, &clients, &gone)
 			err = getEach(specGroups(specs, cfg.Classic), func(spec string) error {
 				return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
 			}, rep.refusedSpec)

@@ -260,6 +260,15 @@ func (r *reporter) event(e kermit.Event) {
 			r.bar.Clear()
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
+	case kermit.Reconnecting:
+		// Said on stderr by the log; a script reading --json gets it too.
+		if r.json != nil {
+			msg := ""
+			if e.Err != nil {
+				msg = e.Err.Error()
+			}
+			r.json.Encode(jsonEvent{Event: "reconnecting", Error: msg, Seconds: e.Duration.Seconds()})
+		}
 	case kermit.FileSaved:
 		// Done with: a send's memory follows the files not yet saved.
 		delete(r.unsaved, e.Name)

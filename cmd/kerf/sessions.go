@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"kerf/auth"
 	"kerf/control"
 	"kerf/datachan"
 	"kerf/kermit"
@@ -100,28 +103,51 @@ const (
 
 // successors returns the kermit.Reconnect of a send or get whose first
 // session is first, logged in as cfg: a successor logs in again, to the
-// machine first reached, goes into dir (if set), tells events, and joins
-// *clients (closed, and counted, by the command). Nil with --reconnect 0
-// or to a classic server (one connection at a time; no resume of kerf's).
-func successors(c *cli.Context, cfg control.ClientConfig, first *control.Client, dir string, events func(kermit.Event), clients *[]*control.Client) *kermit.Reconnect {
+// machine first reached, goes into dir (if set), tells events, and takes
+// the place in *clients of the client it follows, which is closed (the
+// server counts a client's sessions) and kept in *gone (its data still
+// counted). Nil with --reconnect 0 or to a classic server (one
+// connection at a time; no resume of kerf's).
+func successors(c *cli.Context, cfg control.ClientConfig, first *control.Client, dir string, events func(kermit.Event), clients, gone *[]*control.Client) *kermit.Reconnect {
 	n := c.Int("reconnect")
 	if n <= 0 || cfg.Classic {
 		return nil
 	}
 	cfg.DialAddr = first.RemoteAddr().String()
-	return &kermit.Reconnect{Tries: n, Wait: reconnectWait, Dial: func(ctx context.Context) (*kermit.Session, error) {
+	return &kermit.Reconnect{Tries: n, Wait: reconnectWait, Dial: func(ctx context.Context, lost *kermit.Session) (*kermit.Session, error) {
+		// The lost one is closed, but keeps its place until a successor
+		// takes it: a later command (the next GET of getEach) fails on
+		// it at once, and is followed in its turn.
+		at := slices.IndexFunc(*clients, func(cl *control.Client) bool { return cl.Session() == lost })
+		if at >= 0 {
+			(*clients)[at].Close()
+		}
 		cl, err := control.Dial(ctx, cfg)
+		if errors.Is(err, control.ErrLogin) || errors.Is(err, auth.ErrHostKeyChanged) || errors.Is(err, auth.ErrHostUnknown) {
+			// Refused for what a second try would bring again.
+			return nil, fmt.Errorf("%w: %w", kermit.ErrNoRedial, err)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if dir != "" {
 			if _, err := cl.Generic(ctx, 'C', dir); err != nil {
 				cl.Close()
+				var pe *kermit.PeerError
+				if errors.As(err, &pe) {
+					// The directory is gone, or not ours any more.
+					err = fmt.Errorf("%w: %w", kermit.ErrNoRedial, err)
+				}
 				return nil, fmt.Errorf("destination %s: %w", dir, err)
 			}
 		}
 		cl.Session().SetEvents(events)
-		*clients = append(*clients, cl)
+		if at >= 0 {
+			*gone = append(*gone, (*clients)[at])
+			(*clients)[at] = cl
+		} else {
+			*gone = append(*gone, cl) // (not one of ours: counted, and closed at the end)
+		}
 		return cl.Session(), nil
 	}}
 }
@@ -196,19 +222,23 @@ func sessionsOf(clients []*control.Client) []*kermit.Session {
 // wireBytes is a reporter's wire function over every session's data
 // connections: the sum of the count of their Stats, and whether the
 // first's data travelled compressed.
-func wireBytes(clients *[]*control.Client, count func(datachan.Stats) int64) func() (int64, bool) {
+func wireBytes(clients, gone *[]*control.Client, count func(datachan.Stats) int64) func() (int64, bool) {
 	return func() (n int64, compressed bool) {
-		for _, cl := range *clients {
+		for _, cl := range append(slices.Clone(*clients), *gone...) {
 			n += count(cl.DataStats())
 		}
 		return n, (*clients)[0].DataCompressed()
 	}
 }
 
-// closeAll closes the clients of *clients from the first'th on: those
-// that joined after the command's own were deferred (successors).
-func closeAll(clients *[]*control.Client, first int) {
-	for _, cl := range (*clients)[first:] {
-		cl.Close()
+// closeSuccessors closes, at a command's end, the clients of clients
+// and gone that are not among orig (the command's own, which it closes
+// itself after what it still has to say on them, such as a classic
+// server's directory put back).
+func closeSuccessors(clients, gone *[]*control.Client, orig []*control.Client) {
+	for _, cl := range append(slices.Clone(*clients), *gone...) {
+		if !slices.Contains(orig, cl) {
+			cl.Close()
+		}
 	}
 }

@@ -27,6 +27,17 @@
 # rerun's time, after heal the same.
 #
 #   MODE=rerun OUTAGES=2 RATE=200mbit SIZE_MB=400 KERF=./new KERF_B=./old bench/outage.sh
+#
+# MODE=restart: no cut; CUT_AT seconds in, the server is killed (kill -9)
+# and started again OUTAGES seconds later, as an upgrade or a crash and
+# its service manager would. A client that dials again by itself
+# (--reconnect, the default since the twenty-third session) finishes
+# on its own; one that exits with the loss (an older build, or
+# KERF_B_ARGS="--reconnect 0") is run again with --resume at once, as a
+# retrying script would, and its row's "rerun" says so. total s counts
+# from the first start to the end of the last run.
+#
+#   MODE=restart OUTAGES="2 10" KERF=./new KERF_B=./old bench/outage.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 OUTAGES=${OUTAGES:-"60 120"} RATE=${RATE:-100mbit} DELAY=${DELAY:-20ms} SIZE_MB=${SIZE_MB:-200} CUT_AT=${CUT_AT:-4}
@@ -86,13 +97,20 @@ for outage in $OUTAGES; do
 			ip netns exec wanB ss -Hltn 'sport = :1649' | grep -q . || break
 			sleep 0.1
 		done
-		ip netns exec wanB "$bin" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" >"$OUT/logs/$row-$outage-serve.log" 2>&1 &
-		SRV=$!
+		serve() {
+			ip netns exec wanB "$bin" serve --root "$DST" --listen 10.77.0.2:1649 --state "$WORK/state" >>"$OUT/logs/$row-$outage-serve.log" 2>&1 &
+			SRV=$!
+		}
+		serve
 		sleep 0.5
 		rm -rf "$DST/data.bin" "$DST/tree"
 		log=$OUT/logs/$row-$outage.log
 		t0=$(date +%s.%N)
 		send=("$bin" -q send --identity "$WORK/id" --accept-new-host-key)
+		if [ "$row" = kerf-b ] && [ -n "${KERF_B_ARGS:-}" ]; then
+			read -r -a extra <<<"$KERF_B_ARGS"
+			send+=("${extra[@]}")
+		fi
 		if [ "$MODE" = rerun ]; then
 			send+=(--sessions "$SESSIONS" -r "$SRC/tree")
 		else
@@ -108,10 +126,16 @@ for outage in $OUTAGES; do
 			# sessions end at once.
 			ports=$(ip netns exec wanA ss -Htnp state established | grep "pid=$CL," | awk '{split($3,a,":"); print a[length(a)]}' | paste -sd, -)
 		fi
-		cut
-		[ "$MODE" = rerun ] && { kill -9 "$CL"; wait "$CL" 2>/dev/null || true; }
-		sleep "$outage"
-		heal
+		if [ "$MODE" = restart ]; then
+			kill -9 "$SRV"; wait "$SRV" 2>/dev/null || true
+			sleep "$outage"
+			serve
+		else
+			cut
+			[ "$MODE" = rerun ] && { kill -9 "$CL"; wait "$CL" 2>/dev/null || true; }
+			sleep "$outage"
+			heal
+		fi
 		if [ "$MODE" = rerun ] && [ -n "$ports" ]; then
 			ip netns exec wanA nft -f - <<-EOF
 				table inet kerfcut {
@@ -122,28 +146,32 @@ for outage in $OUTAGES; do
 		fi
 		th=$(date +%s.%N)
 		ok=0
+		rerun=no
 		if [ "$MODE" = rerun ]; then
 			t0=$th
 			ip netns exec wanA env KERF_USER=bench "${send[@]:0:${#send[@]}-1}" --resume "$SRC/tree" 10.77.0.2 >>"$log" 2>&1 && ok=1
-		else
-			wait "$CL" && ok=1
+		elif wait "$CL"; then
+			ok=1
+		elif [ "$MODE" = restart ]; then
+			rerun=yes
+			ip netns exec wanA env KERF_USER=bench "${send[@]:0:${#send[@]}-1}" --resume "$SRC/data.bin" 10.77.0.2 >>"$log" 2>&1 && ok=1
 		fi
 		t1=$(date +%s.%N)
 		heal
 		same() { if [ "$MODE" = rerun ]; then diff -r "$SRC/tree" "$DST/tree" >/dev/null; else cmp -s "$SRC/data.bin" "$DST/data.bin"; fi; }
 		if [ $ok = 1 ] && same; then
-			echo -e "$row\t$outage\t$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')\t$(awk -v a="$th" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')" >>"$res"
+			echo -e "$row\t$outage\t$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')\t$(awk -v a="$th" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')\t$rerun" >>"$res"
 		else
-			echo -e "$row\t$outage\tFAIL\tFAIL" >>"$res"
+			echo -e "$row\t$outage\tFAIL\tFAIL\t$rerun" >>"$res"
 		fi
 		kill "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true; SRV=
 	done
 done
 
 {
-	echo "| outage (s) | row | total s | after heal s |"
-	echo "|---:|---|---:|---:|"
-	awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $2, $1, $3, $4}' "$res"
+	echo "| outage (s) | row | total s | after heal s | rerun |"
+	echo "|---:|---|---:|---:|---|"
+	awk -F'\t' '{printf "| %s | %s | %s | %s | %s |\n", $2, $1, $3, $4, $5}' "$res"
 	echo
 	echo "link: RATE=$RATE DELAY=$DELAY (one way); SIZE_MB=$SIZE_MB; cut at ${CUT_AT}s; $(date -u +%FT%RZ); kerf $KERF${KERF_B:+, kerf-b $KERF_B}"
 	echo "a rest at full rate takes about $(awk -v m="$SIZE_MB" -v r="$RATE" 'BEGIN{sub(/mbit/,"",r); printf "%.0f", m*8.39/r}') s less what moved before the cut"

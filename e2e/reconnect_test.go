@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,19 +35,31 @@ func TestLostConnectionIsRedialled(t *testing.T) {
 		args     []string
 		from, to string
 		fail     bool
-		server   bool // the server's end is reset, not the client's
+		server   bool  // the server's end is reset, not the client's
+		partial  int64 // a partial of this many bytes is there first (--resume)
 	}{
-		{"send, data connection", dport, []string{"send", "--limit-rate", "8M", "up.bin", srv.addr}, filepath.Join(local, "up.bin"), filepath.Join(root, "up.bin"), false, false},
-		{"send, control connection", cport, []string{"send", "--limit-rate", "8M", "up.bin", target(srv.addr, "up2.bin")}, filepath.Join(local, "up.bin"), filepath.Join(root, "up2.bin"), false, false},
-		{"get, data connection", dport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down.bin"), false, false},
-		{"get, control connection", cport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down2.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down2.bin"), false, false},
+		{"send, data connection", dport, []string{"send", "--limit-rate", "8M", "up.bin", srv.addr}, filepath.Join(local, "up.bin"), filepath.Join(root, "up.bin"), false, false, 0},
+		{"send, control connection", cport, []string{"send", "--limit-rate", "8M", "up.bin", target(srv.addr, "up2.bin")}, filepath.Join(local, "up.bin"), filepath.Join(root, "up2.bin"), false, false, 0},
+		{"get, data connection", dport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down.bin"), false, false, 0},
+		{"get, control connection", cport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down2.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down2.bin"), false, false, 0},
 		// The server's end: its data path fails first, and it says so
 		// in an E before this side sees the connection go.
-		{"get, server's end of the data connection", dport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down3.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down3.bin"), false, true},
-		{"send, server's end of the data connection", dport, []string{"send", "--limit-rate", "8M", "up.bin", target(srv.addr, "up4.bin")}, filepath.Join(local, "up.bin"), filepath.Join(root, "up4.bin"), false, true},
-		{"send, --reconnect 0", dport, []string{"send", "--reconnect", "0", "--limit-rate", "8M", "up.bin", target(srv.addr, "up3.bin")}, "", "", true, false},
+		{"get, server's end of the data connection", dport, []string{"get", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down3.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down3.bin"), false, true, 0},
+		{"send, server's end of the data connection", dport, []string{"send", "--limit-rate", "8M", "up.bin", target(srv.addr, "up4.bin")}, filepath.Join(local, "up.bin"), filepath.Join(root, "up4.bin"), false, true, 0},
+		// Resumed, then cut: the bytes counted are those moved, the
+		// first partial not among them, nor what went twice.
+		{"send --resume, data connection", dport, []string{"send", "--resume", "--limit-rate", "8M", "up.bin", target(srv.addr, "up5.bin")}, filepath.Join(local, "up.bin"), filepath.Join(root, "up5.bin"), false, false, 5 << 20},
+		{"get --resume, data connection", dport, []string{"get", "--resume", "--limit-rate", "8M", target(srv.addr, "down.bin"), "down5.bin"}, filepath.Join(root, "down.bin"), filepath.Join(local, "down5.bin"), false, false, 5 << 20},
+		{"send, --reconnect 0", dport, []string{"send", "--reconnect", "0", "--limit-rate", "8M", "up.bin", target(srv.addr, "up3.bin")}, "", "", true, false, 0},
 	} {
 		t.Run(c.what, func(t *testing.T) {
+			if c.partial > 0 {
+				whole, err := os.ReadFile(c.from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, partName(c.to), whole[:c.partial])
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 			defer cancel()
 			cmd := kerfCmd(t, ctx, srv, local, []string{"--json"}, c.args[0], c.args[1:]...)
@@ -81,8 +94,8 @@ func TestLostConnectionIsRedialled(t *testing.T) {
 			}
 			evs := parseEvents(t, stdout.String())
 			last := evs[len(evs)-1]
-			if last.Event != "done" || last.Bytes != size || last.Files == nil || *last.Files != 1 {
-				t.Errorf("last event %+v, want done with 1 file, %d bytes", last, size)
+			if last.Event != "done" || last.Bytes != size-c.partial || last.Files == nil || *last.Files != 1 {
+				t.Errorf("last event %+v, want done with 1 file, %d bytes", last, size-c.partial)
 			}
 			if n := len(eventsNamed(evs, "file_done")); n != 1 {
 				t.Errorf("%d file_done events, want 1", n)

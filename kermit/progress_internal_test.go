@@ -16,7 +16,7 @@ func TestProgressNeverGoesBack(t *testing.T) {
 		got = append(got, e.Bytes)
 		mu.Unlock()
 	}}}
-	report := s.progress("f", 1<<30, true)
+	report := s.progress("f", 1<<30, 0, true)
 	const workers, blocks, block = 8, 400, 64 << 10
 	var wg sync.WaitGroup
 	for range workers {

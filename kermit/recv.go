@@ -542,7 +542,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		}
 		var dst io.WriterAt = cur.inc
 		if s.cfg.Events != nil {
-			dst = &progressWriterAt{w: cur.inc, report: s.progress(cur.name, cur.attrs.Length, false)}
+			dst = &progressWriterAt{w: cur.inc, report: s.progress(cur.name, cur.attrs.Length, cur.start, false)}
 		}
 		if err := s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start); err != nil {
 			return nil, err

@@ -622,7 +622,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		n := f.Size - off
 		src := &sourceAt{r: r}
 		if s.cfg.Events != nil {
-			src.report = s.progress(f.Name, f.Size, true)
+			src.report = s.progress(f.Name, f.Size, off, true)
 		}
 		if n >= eagerFlushSize {
 			// Let the receiver Expect the file before its blocks come,
@@ -1317,7 +1317,7 @@ func indexField(data []byte, tag byte) int {
 // progress returns a function that reports FileProgress for a file whose
 // bytes move outside the engine's goroutine (the data channel): it is
 // safe for concurrent use and reports at most every 256 KiB.
-func (s *Session) progress(name string, size int64, sending bool) func(n int64) {
+func (s *Session) progress(name string, size, off int64, sending bool) func(n int64) {
 	var done, last atomic.Int64
 	var mu sync.Mutex // reports one at a time, never going back
 	events := s.cfg.Events
@@ -1332,7 +1332,7 @@ func (s *Session) progress(name string, size int64, sending bool) func(n int64) 
 		defer mu.Unlock()
 		if d = done.Load(); d-last.Load() >= 256<<10 {
 			last.Store(d)
-			events(Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Sending: sending})
+			events(Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Offset: off, Sending: sending})
 		}
 	}
 }

@@ -63,6 +63,10 @@ type reporter struct {
 	// earlier are the bytes moved of files begun again before they
 	// were (FileStart again): what the receiver kept of them counts.
 	earlier map[string]int64
+	// startAt is where each file under way began, its resume point (from
+	// its FileStart or first progress): of what a begun-again file moved
+	// before, the receiver kept at most its last offset less this.
+	startAt map[string]int64
 	// unsaved are files done (counted) but not yet saved under their
 	// names: a failed rename at the group's end, or a send that stopped
 	// before the receiver said it saved them (kermit.ErrNotSaved), takes
@@ -203,6 +207,7 @@ func (r *reporter) event(e kermit.Event) {
 			break
 		}
 		r.current[e.Name] = 0
+		r.noteStart(e.Name, e.Offset)
 		if e.Size >= 0 {
 			r.replan(e.Name, e.Size-e.Offset) // the offset was there
 		}
@@ -213,6 +218,9 @@ func (r *reporter) event(e kermit.Event) {
 	case kermit.FileProgress:
 		if r.skipped[e.Name] {
 			break
+		}
+		if _, again := r.earlier[e.Name]; !again {
+			r.noteStart(e.Name, e.Offset) // a sender learns it after its FileStart
 		}
 		r.done += e.Bytes - r.current[e.Name]
 		r.current[e.Name] = e.Bytes
@@ -228,8 +236,9 @@ func (r *reporter) event(e kermit.Event) {
 			r.failed = slices.DeleteFunc(r.failed, func(n string) bool { return n == e.Name })
 			delete(r.failedNow, e.Name)
 		}
-		kept := min(r.earlier[e.Name], max(e.Offset, 0))
+		kept := min(r.earlier[e.Name], max(e.Offset-r.startAt[e.Name], 0))
 		delete(r.earlier, e.Name)
+		delete(r.startAt, e.Name)
 		r.done += e.Bytes - r.current[e.Name] + kept
 		delete(r.current, e.Name)
 		r.files++
@@ -285,6 +294,7 @@ func (r *reporter) event(e kermit.Event) {
 		// count, and neither does what its late progress says.
 		notSaved := errors.Is(e.Err, kermit.ErrNotSaved) || errors.Is(e.Err, kermit.ErrSaveFailed)
 		_, begun := r.current[e.Name]
+		delete(r.startAt, e.Name)
 		if n, ok := r.unsaved[e.Name]; ok && notSaved {
 			// Done, then not saved under its name (the group's renames
 			// failed, or a send stopped before the receiver said it
@@ -384,6 +394,20 @@ func (r *reporter) event(e kermit.Event) {
 		} else {
 			r.errHidden++
 		}
+	}
+}
+
+// noteStart records off as where name began, the first time it is told
+// (its first attempt's).
+func (r *reporter) noteStart(name string, off int64) {
+	if off <= 0 {
+		return
+	}
+	if r.startAt == nil {
+		r.startAt = map[string]int64{}
+	}
+	if _, ok := r.startAt[name]; !ok {
+		r.startAt[name] = off
 	}
 }
 

@@ -242,6 +242,11 @@ func DialQUICWithin(ctx context.Context, addr string, tok Token, streams int, tl
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
+		if why, ok := quicRefusal(err); ok {
+			// Refused as soon as the handshake ended, before Dial
+			// returned.
+			return nil, fmt.Errorf("datachan: QUIC connection to %s refused (%s): %w", addr, why, ErrQUICUnreachable)
+		}
 		return nil, fmt.Errorf("datachan: QUIC connection to %s: %w: %w", addr, ErrQUICUnreachable, err)
 	}
 	// The transport (and its socket) goes with the connection.
@@ -255,11 +260,20 @@ func DialQUICWithin(ctx context.Context, addr string, tok Token, streams int, tl
 		}
 		return clientHello(ctx, qc.stream(st), tok, i, nil)
 	})
-	var ae *quic.ApplicationError
-	if err != nil && errors.As(err, &ae) && ae.Remote && ae.ErrorCode == quicRefused {
-		return nil, fmt.Errorf("datachan: QUIC connection to %s refused (%s): %w", addr, ae.ErrorMessage, ErrQUICUnreachable)
+	if why, ok := quicRefusal(err); ok {
+		return nil, fmt.Errorf("datachan: QUIC connection to %s refused (%s): %w", addr, why, ErrQUICUnreachable)
 	}
 	return conns, err
+}
+
+// quicRefusal reports whether err is a QUICListener's refusal of the
+// connection (quicRefused), and its words.
+func quicRefusal(err error) (string, bool) {
+	var ae *quic.ApplicationError
+	if err != nil && errors.As(err, &ae) && ae.Remote && ae.ErrorCode == quicRefused {
+		return ae.ErrorMessage, true
+	}
+	return "", false
 }
 
 // QUICListener accepts QUIC connections and hands out every stream their

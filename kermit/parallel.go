@@ -262,8 +262,10 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 		}
 		for len(tr.cutFiles(i)) > 0 || len(good) == 0 {
 			if len(good) == 0 {
-				if re != nil && sessions[i].lostByThen(ctx, err, then) {
-					replace(i, err)
+				// (Said with the last loss's words: the taker's, if
+				// it was lost taking over.)
+				if last := cmp.Or(errs[i], err); re != nil && sessions[i].lostByThen(ctx, last, then) {
+					replace(i, last)
 				}
 				break
 			}
@@ -761,8 +763,10 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		}
 		if re != nil && len(good) == 0 && lostGet(errs[i]) && ctx.Err() == nil {
 			// None left that finished well (the server restarted,
-			// say): a successor takes the lost one's place.
-			replace(i, err)
+			// say): a successor takes the lost one's place, said
+			// with the last loss's words (the taker's, if it was lost
+			// taking over).
+			replace(i, errs[i])
 		}
 	}
 	for i, s := range began {

@@ -18,15 +18,17 @@ import (
 // return a session logged in to the same server, in the same directory,
 // its Events set as the lost one's were.
 //
-// Tries is how many dials a loss gets, the first after Wait, each next
-// after twice the wait before, at most maxReconnectWait. A successor lost
-// again before the peer confirmed anything it moved (a file saved or
-// found whole, bytes received), and within settledAfter, counts as a
-// failed dial of the same loss, so that a server that takes the login
-// and loses the session again is not dialled for ever.
+// A loss gets dials until Tries of them were made or For has passed
+// since it (either unset: no such bound; one at least), the first after
+// Wait, each next after twice the wait before, at most maxReconnectWait.
+// A successor lost again before the peer confirmed anything it moved (a
+// file saved or found whole, bytes received), and within settledAfter,
+// counts as a failed dial of the same loss, so that a server that takes
+// the login and loses the session again is not dialled for ever.
 type Reconnect struct {
 	Dial  func(ctx context.Context, lost *Session) (*Session, error)
 	Tries int
+	For   time.Duration
 	Wait  time.Duration
 }
 
@@ -35,8 +37,11 @@ type Reconnect struct {
 // directory gone): the loss is given up at once.
 var ErrNoRedial = errors.New("not dialled again")
 
-// maxReconnectWait caps the wait between two dials of a loss.
-const maxReconnectWait = 30 * time.Second
+// maxReconnectWait caps the wait between two dials of a loss: a server
+// back from a restart is found within this (bench/outage.sh
+// MODE=restart: with waits doubling to 30 s, one back after 10 s was
+// found 5 s late, after 15).
+const maxReconnectWait = 5 * time.Second
 
 // settledAfter is how long a successor must last for its loss to be a
 // new one, with all its tries, though the peer confirmed nothing: a
@@ -50,6 +55,7 @@ const settledAfter = 30 * time.Second
 type reconnecting struct {
 	rc      *Reconnect
 	spent   int
+	since   time.Time // the loss under way
 	wait    time.Duration
 	dialled time.Time // when the last successor was
 	gaveUp  error     // why the dials of a loss were spent in vain: no more
@@ -60,7 +66,7 @@ type reconnecting struct {
 }
 
 func newReconnecting(rc *Reconnect) *reconnecting {
-	if rc == nil || rc.Dial == nil || rc.Tries <= 0 {
+	if rc == nil || rc.Dial == nil || rc.Tries <= 0 && rc.For <= 0 {
 		return nil
 	}
 	return &reconnecting{rc: rc}
@@ -94,21 +100,27 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 	if r.gaveUp != nil {
 		return nil, r.gaveUp
 	}
-	if r.moved.Swap(false) || !r.dialled.IsZero() && time.Since(r.dialled) >= settledAfter {
-		r.spent, r.wait = 0, 0 // a new loss
+	if r.since.IsZero() || r.moved.Swap(false) || !r.dialled.IsZero() && time.Since(r.dialled) >= settledAfter {
+		r.spent, r.wait, r.since = 0, 0, time.Now() // a new loss
 	}
 	var last error
-	for r.spent < r.rc.Tries {
-		r.spent++
-		if r.wait == 0 {
-			r.wait = max(r.rc.Wait, time.Millisecond)
-		} else {
-			r.wait = min(2*r.wait, maxReconnectWait)
+	for {
+		next := max(r.rc.Wait, time.Millisecond)
+		if r.wait > 0 {
+			next = min(2*r.wait, maxReconnectWait)
+		}
+		if r.spent > 0 && (r.rc.Tries > 0 && r.spent >= r.rc.Tries || r.rc.For > 0 && time.Since(r.since)+next > r.rc.For) {
+			break
+		}
+		r.spent, r.wait = r.spent+1, next
+		try := fmt.Sprint(r.spent)
+		if r.rc.Tries > 0 {
+			try += fmt.Sprintf(" of %d", r.rc.Tries)
 		}
 		if last == nil {
-			lost.cfg.Log.Warn("the session was lost; reconnecting", "in", r.wait.Round(time.Millisecond), "try", fmt.Sprintf("%d of %d", r.spent, r.rc.Tries), "err", why)
+			lost.cfg.Log.Warn("the session was lost; reconnecting", "in", r.wait.Round(time.Millisecond), "try", try, "err", why)
 		} else {
-			lost.cfg.Log.Warn("reconnecting failed; trying again", "in", r.wait.Round(time.Millisecond), "try", fmt.Sprintf("%d of %d", r.spent, r.rc.Tries), "err", last)
+			lost.cfg.Log.Warn("reconnecting failed; trying again", "in", r.wait.Round(time.Millisecond), "try", try, "err", last)
 		}
 		lost.event(Event{Kind: Reconnecting, Err: cmp.Or(last, why), Duration: r.wait, Size: -1})
 		t := time.NewTimer(r.wait)
@@ -135,7 +147,7 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 	if last == nil {
 		r.gaveUp = fmt.Errorf("lost again before it moved anything, %d times", r.spent)
 	} else {
-		r.gaveUp = fmt.Errorf("after %d dial(s): %w", r.spent, last)
+		r.gaveUp = fmt.Errorf("after %d dial(s) in %v: %w", r.spent, time.Since(r.since).Round(time.Second), last)
 	}
 	return nil, r.gaveUp
 }

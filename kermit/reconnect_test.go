@@ -98,18 +98,25 @@ func TestSendReconnects(t *testing.T) {
 // key, a refused login).
 func TestSendReconnectGivesUp(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		err   error
-		dials int
+		name        string
+		err         error
+		tries       int
+		budget      time.Duration
+		least, most int32 // dials
 	}{
-		{"refused", errors.New("connection refused"), 3},
-		{"for good", fmt.Errorf("%w: login refused", kermit.ErrNoRedial), 1},
+		{"refused", errors.New("connection refused"), 3, 0, 3, 3},
+		{"for good", fmt.Errorf("%w: login refused", kermit.ErrNoRedial), 3, 0, 1, 1},
+		// Waits of 1, 2, 4 ... 32 ms fit in 100 ms, the next does not
+		// (fewer if the timers run late).
+		{"for a time", errors.New("connection refused"), 0, 100 * time.Millisecond, 1, 6},
 	} {
-		t.Run(tc.name, func(t *testing.T) { reconnectGivesUp(t, tc.err, tc.dials) })
+		t.Run(tc.name, func(t *testing.T) {
+			reconnectGivesUp(t, tc.err, &kermit.Reconnect{Tries: tc.tries, For: tc.budget, Wait: time.Millisecond}, tc.least, tc.most)
+		})
 	}
 }
 
-func reconnectGivesUp(t *testing.T, refused error, want int) {
+func reconnectGivesUp(t *testing.T, refused error, rc *kermit.Reconnect, least, most int32) {
 	src, dst := t.TempDir(), t.TempDir()
 	out, names := reconnectFiles(t, src, 20, 50_000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -121,18 +128,19 @@ func reconnectGivesUp(t *testing.T, refused error, want int) {
 		return cut
 	})
 	var dials atomic.Int32
-	rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
+	rc.Dial = func(context.Context, *kermit.Session) (*kermit.Session, error) {
 		dials.Add(1)
 		return nil, refused
-	}}
+	}
 	err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
 	cancel()
 	wait()
-	if err == nil || !errors.Is(err, refused) || !strings.Contains(err.Error(), fmt.Sprintf("after %d dial(s)", want)) {
-		t.Fatalf("error %v, want the loss with the %d refused dials", err, want)
+	n := dials.Load()
+	if err == nil || !errors.Is(err, refused) || !strings.Contains(err.Error(), fmt.Sprintf("after %d dial(s)", n)) {
+		t.Fatalf("error %v, want the loss with the %d refused dials", err, n)
 	}
-	if n := dials.Load(); int(n) != want {
-		t.Errorf("%d dials, want %d", n, want)
+	if n < least || n > most {
+		t.Errorf("%d dials, want %d to %d", n, least, most)
 	}
 	ended.mu.Lock()
 	defer ended.mu.Unlock()

@@ -91,14 +91,15 @@ func moreSessions(ctx context.Context, cfg control.ClientConfig, to *control.Cli
 }
 
 // reconnectFlag is send's and get's --reconnect.
-var reconnectFlag = &cli.IntFlag{Name: "reconnect", Value: defaultReconnects,
-	Usage: fmt.Sprintf("when the connection to the server is lost mid-transfer (reset, server restarted), dial it again up to this many times (after %v, then twice as long each time, at most 30 s) and go on where the transfer stopped, resuming the files cut off (a kerf server; 0: fail at once, --resume goes on later)", reconnectWait)}
+var reconnectFlag = &cli.DurationFlag{Name: "reconnect", Value: defaultReconnect,
+	Usage: fmt.Sprintf("when the connection to the server is lost mid-transfer (reset, server restarted), keep dialling it for up to this long (after %v, then twice as long each time, at most 5 s apart) and go on where the transfer stopped, resuming the files cut off (a kerf server; 0: fail at once, --resume goes on later)", reconnectWait)}
 
-// defaultReconnects and reconnectWait: five dials over about 30 s, the
-// time a server takes to restart or a NAT path to come back.
+// defaultReconnect and reconnectWait: dials over two minutes, long
+// enough for a server to restart or a NAT path to come back, 1 s, 2 s,
+// 4 s and then every 5 s (kermit.Reconnect).
 const (
-	defaultReconnects = 5
-	reconnectWait     = time.Second
+	defaultReconnect = 2 * time.Minute
+	reconnectWait    = time.Second
 )
 
 // successors returns the kermit.Reconnect of a send or get whose first
@@ -109,12 +110,12 @@ const (
 // counted). Nil with --reconnect 0 or to a classic server (one
 // connection at a time; no resume of kerf's).
 func successors(c *cli.Context, cfg control.ClientConfig, first *control.Client, dir string, events func(kermit.Event), clients, gone *[]*control.Client) *kermit.Reconnect {
-	n := c.Int("reconnect")
-	if n <= 0 || cfg.Classic {
+	budget := c.Duration("reconnect")
+	if budget <= 0 || cfg.Classic {
 		return nil
 	}
 	cfg.DialAddr = first.RemoteAddr().String()
-	return &kermit.Reconnect{Tries: n, Wait: reconnectWait, Dial: func(ctx context.Context, lost *kermit.Session) (*kermit.Session, error) {
+	return &kermit.Reconnect{For: budget, Wait: reconnectWait, Dial: func(ctx context.Context, lost *kermit.Session) (*kermit.Session, error) {
 		// The lost one is closed, but keeps its place until a successor
 		// takes it: a later command (the next GET of getEach) fails on
 		// it at once, and is followed in its turn.

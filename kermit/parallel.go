@@ -260,11 +260,13 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutFiles(i)), "err", err)
 			errs[i] = nil
 		}
+		judge := sessions[i] // whose session the last error is
 		for len(tr.cutFiles(i)) > 0 || len(good) == 0 {
 			if len(good) == 0 {
 				// (Said with the last loss's words: the taker's, if
-				// it was lost taking over.)
-				if last := cmp.Or(errs[i], err); re != nil && sessions[i].lostByThen(ctx, last, then) {
+				// it was lost taking over; not if the taker failed
+				// for its server's word, a disk full, say.)
+				if last := cmp.Or(errs[i], err); re != nil && judge.lostByThen(ctx, last, then) {
 					replace(i, last)
 				}
 				break
@@ -282,6 +284,7 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			if errs[i] == nil || errors.As(errs[i], &ge) || ctx.Err() != nil {
 				break
 			}
+			judge = s
 			good = good[1:]
 		}
 		// What the lost session failed on its own stays failed.
@@ -636,11 +639,19 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		_, err := sessions[i].Generic(ctx, 'S', shareParam, share{i, n}.String())
 		return err
 	})
-	for _, err := range asked {
+	dead := make([]error, n)
+	for i, err := range asked {
 		if err == nil {
 			continue
 		}
 		var pe *PeerError
+		if newReconnecting(o.Reconnect) != nil && ctx.Err() == nil && sessions[i].lostBy(ctx, err) {
+			// Lost already (an earlier GET of the command lost it, and
+			// another took its share over): its share is taken over
+			// below as any lost session's is.
+			dead[i] = err
+			continue
+		}
 		if ctx.Err() != nil || !errors.As(err, &pe) {
 			return err // not a refusal: the link failed
 		}
@@ -677,7 +688,12 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		}
 		return sessions[i].GetWith(ctx, spec, oi, stores[i])
 	}
-	errs := inParallel(n, func(i int) error { return get(i, i, false) })
+	errs := inParallel(n, func(i int) error {
+		if dead[i] != nil {
+			return dead[i]
+		}
+		return get(i, i, false)
+	})
 	// A session lost on the way (its link, its server's end of it)
 	// leaves the rest of its share to one that finished well, which asks
 	// for that share again, resuming: the files the lost one fetched are
@@ -740,6 +756,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		if !lostGet(err) || ctx.Err() != nil {
 			continue
 		}
+		judge := sessions[i] // whose session the last error is
 		for len(good) > 0 {
 			k := i % len(good)
 			j := good[k]
@@ -759,9 +776,10 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 			}
 			// Lost in the take-over too: the next tries, from what
 			// is there now.
+			judge = sessions[j]
 			good = slices.Delete(good, k, k+1)
 		}
-		if re != nil && len(good) == 0 && lostGet(errs[i]) && ctx.Err() == nil {
+		if re != nil && len(good) == 0 && lostGet(errs[i]) && ctx.Err() == nil && judge.lostByThen(ctx, errs[i], then) {
 			// None left that finished well (the server restarted,
 			// say): a successor takes the lost one's place, said
 			// with the last loss's words (the taker's, if it was lost

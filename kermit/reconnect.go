@@ -132,6 +132,7 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 		}
 		s, err := r.rc.Dial(ctx, lost)
 		if err == nil {
+			s.successor = true
 			s.cfg.Events = r.watch(s.cfg.Events)
 			r.dialled = time.Now()
 			return s, nil
@@ -170,8 +171,13 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 	var pe *PeerError
 	var rg *RefusedGetError
 	switch {
-	case err == nil, ctx.Err() != nil, errors.As(err, &ge), errors.As(err, &rg), errors.Is(err, ErrCanceled), errors.Is(err, errOpeningData):
+	case err == nil, ctx.Err() != nil, errors.As(err, &ge), errors.As(err, &rg), errors.Is(err, ErrCanceled):
 		return false
+	case errors.Is(err, errOpeningData):
+		// Every login would meet it (a firewall, a wrong --data-listen),
+		// unless the first's opened: then a successor's failure is the
+		// path or the server not back yet, a failed try.
+		return s.successor
 	case errors.As(err, &pe):
 		// A server whose data path failed says so in an E and closes
 		// its data connections: this side's may not have seen the

@@ -389,3 +389,88 @@ func TestSendReconnectKeepsOwnFailure(t *testing.T) {
 		})
 	}
 }
+
+// The command line runs a second GetParallel over the same sessions (a
+// name that goes in a GET of its own); a lost session left among them
+// (every session lost and one replaced, or one lost and taken over with
+// no dial) is taken over there too (review: its share request failed
+// the GET, with no reconnect).
+func TestGetSecondGroupAfterLoss(t *testing.T) {
+	for _, cutAt := range [][]int{{3, 4}, {1000, 3}} {
+		t.Run(fmt.Sprint(cutAt), func(t *testing.T) {
+			root, dst := t.TempDir(), t.TempDir()
+			writeTree(t, root, 40, 150_000)
+			if err := os.WriteFile(filepath.Join(root, "other.bin"), randomBytes(100_000, 5), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			events := func(kermit.Event) {}
+			clients, stores, _ := getClients(t, ctx, root, dst, events, cutAt...)
+			cur := slices.Clone(clients) // as the CLI's *clients
+			var dials atomic.Int32
+			rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(_ context.Context, lost *kermit.Session) (*kermit.Session, error) {
+				dials.Add(1)
+				c, _, _ := getClients(t, ctx, root, dst, events, 0)
+				if at := slices.Index(cur, lost); at >= 0 {
+					cur[at] = c[0]
+				}
+				return c[0], nil
+			}}
+			if err := kermit.GetParallel(ctx, slices.Clone(cur), "tree", kermit.GetOptions{Recursive: true, Reconnect: rc}, stores); err != nil {
+				t.Fatalf("first GET: %v", err)
+			}
+			if err := kermit.GetParallel(ctx, slices.Clone(cur), "other.bin", kermit.GetOptions{Reconnect: rc}, stores); err != nil {
+				t.Errorf("second GET (next spec group) over the command's sessions: %v", err)
+			}
+		})
+	}
+}
+
+// failingDual is a Dual whose Open fails (a data port that did not
+// answer this once: a flapping path, a server not yet listening).
+type failingDual struct{ kermit.Dual }
+
+func (failingDual) Open(context.Context, string) (kermit.DataPath, error) {
+	return nil, errors.New("dial tcp 127.0.0.1:1: i/o timeout")
+}
+
+// A successor whose data channel fails to open (the path or the server
+// not back yet) is a failed try, and the next dial goes on (review: it
+// ended the send, as a first session's unopenable data port does).
+func TestSuccessorDataOpenFailsOnce(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out, _ := reconnectFiles(t, src, 20, 200_000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	events := func(kermit.Event) {}
+	senders, wait := sendClients(t, ctx, dst, 1, events, func(i int, a net.Conn, cfg *kermit.Config) net.Conn {
+		c, ev := cutAtFileStart(a, 3, events)
+		cfg.Events = ev
+		return c
+	})
+	var dials atomic.Int32
+	var waits []func()
+	rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
+		n := dials.Add(1)
+		s, w := sendClientsWith(t, ctx, dst, 1, events, nil, func(scfg, rcfg *kermit.Config) {
+			if n == 1 {
+				scfg.Dual = failingDual{scfg.Dual}
+			}
+		})
+		waits = append(waits, w)
+		return s[0], nil
+	}}
+	err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
+	cancel()
+	wait()
+	for _, w := range waits {
+		w()
+	}
+	if err != nil {
+		t.Errorf("send: %v after %d dial(s) of 3; want the next dial to finish it", err, dials.Load())
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d dials, want 2", n)
+	}
+}

@@ -50,6 +50,9 @@ type Session struct {
 	initRefusal *PeerError
 	// linkErr is the end of the link, once the reader has delivered it.
 	linkErr error
+	// successor: the session was dialled to follow a lost one
+	// (Reconnect).
+	successor bool
 	// lastDataProgress is the data path's Progress when nextPacket last
 	// timed out (dataMoved).
 	lastDataProgress int64

@@ -249,3 +249,25 @@ func TestReporterInterruptedWords(t *testing.T) {
 		}
 	}
 }
+
+// A GET --resume whose partial (40 bytes) is not the start of the
+// server's file is received whole (FileStart at 40, then again at 0),
+// cut at 70 and resumed there by a successor: every one of the 100 bytes
+// moved once and counts once (review: the first attempt's 40 stayed its
+// start, and 40 bytes went uncounted).
+func TestReporterPartialDiffersThenResumed(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "f", Size: 100, Offset: 40},
+		{Kind: kermit.FileStart, Name: "f", Size: 100, Offset: 0}, // not its start: whole
+		{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 70, Offset: 0},
+		{Kind: kermit.FileStart, Name: "f", Size: 100, Offset: 70}, // the successor resumes
+		{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 30, Offset: 70},
+		{Kind: kermit.FileDone, Name: "f", Size: 100, Bytes: 30, Offset: 70},
+	} {
+		r.event(e)
+	}
+	if r.done != 100 {
+		t.Errorf("%d bytes counted, want 100", r.done)
+	}
+}

@@ -124,8 +124,9 @@ func successors(c *cli.Context, cfg control.ClientConfig, first *control.Client,
 			(*clients)[at].Close()
 		}
 		cl, err := control.Dial(ctx, cfg)
-		if errors.Is(err, control.ErrLogin) || errors.Is(err, auth.ErrHostKeyChanged) || errors.Is(err, auth.ErrHostUnknown) {
-			// Refused for what a second try would bring again.
+		if errors.Is(err, control.ErrCredentials) || errors.Is(err, auth.ErrHostKeyChanged) || errors.Is(err, auth.ErrHostUnknown) {
+			// Refused for what a second try would bring again (not a
+			// login throttled or a server's root unreadable for now).
 			return nil, fmt.Errorf("%w: %w", kermit.ErrNoRedial, err)
 		}
 		if err != nil {

@@ -43,6 +43,18 @@ var ErrNoRedial = errors.New("not dialled again")
 // found 5 s late, after 15).
 const maxReconnectWait = 5 * time.Second
 
+// minDialTime is the least time a dial of a successor is given when
+// Reconnect.For bounds it.
+const minDialTime = 20 * time.Second
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // settledAfter is how long a successor must last for its loss to be a
 // new one, with all its tries, though the peer confirmed nothing: a
 // sender's own progress counts what went into its socket, not what
@@ -130,7 +142,16 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 			return nil, context.Cause(ctx)
 		case <-t.C:
 		}
-		s, err := r.rc.Dial(ctx, lost)
+		// A dial is bounded by the budget too (a blackholed connect
+		// waits out the kernel's SYN retries, about two minutes), though
+		// never to less than minDialTime, the time a login takes on a
+		// slow path.
+		dctx, cancel := ctx, context.CancelFunc(func() {})
+		if r.rc.For > 0 {
+			dctx, cancel = context.WithDeadline(ctx, later(r.since.Add(r.rc.For), time.Now().Add(minDialTime)))
+		}
+		s, err := r.rc.Dial(dctx, lost)
+		cancel()
 		if err == nil {
 			s.successor = true
 			s.cfg.Events = r.watch(s.cfg.Events)

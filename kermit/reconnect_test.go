@@ -128,8 +128,13 @@ func reconnectGivesUp(t *testing.T, refused error, rc *kermit.Reconnect, least, 
 		return cut
 	})
 	var dials atomic.Int32
-	rc.Dial = func(context.Context, *kermit.Session) (*kermit.Session, error) {
+	rc.Dial = func(ctx context.Context, _ *kermit.Session) (*kermit.Session, error) {
 		dials.Add(1)
+		if d, _ := ctx.Deadline(); rc.For > 0 && d.After(time.Now().Add(30*time.Second)) {
+			// (The test's own deadline is a minute away.) A
+			// blackholed connect would outlast the budget.
+			t.Errorf("a dial within a 100 ms budget may last until %v", d)
+		}
 		return nil, refused
 	}
 	err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})

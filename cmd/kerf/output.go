@@ -202,10 +202,11 @@ func (r *reporter) event(e kermit.Event) {
 			}
 			r.earlier[e.Name] += n
 			r.current[e.Name] = 0
-			if at, ok := r.startAt[e.Name]; ok && e.Offset < at {
+			if at, ok := r.startAt[e.Name]; ok && !e.Sending && e.Offset < at {
 				// Begun again from before where it began (a receiver's
 				// partial that was not the start of the file): what
-				// came since counts from here.
+				// came since counts from here. (A sender's FileStart
+				// has no offset: it learns it later.)
 				r.startAt[e.Name] = max(e.Offset, 0)
 			}
 			r.replan(e.Name, e.Size)

@@ -271,3 +271,24 @@ func TestReporterPartialDiffersThenResumed(t *testing.T) {
 		t.Errorf("%d bytes counted, want 100", r.done)
 	}
 }
+
+// A send --resume from a 40-byte partial moves 30 bytes, is cut with 60
+// kept, and a successor sends the last 40: 60 bytes count (20 kept of
+// the first 30, and 40). The successor's FileStart, which a sender
+// sends before it knows the offset, does not move where the file began
+// (it did, and 70 counted).
+func TestReporterResumedSendBegunAgain(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "f", Size: 100, Sending: true},
+		{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 30, Offset: 40, Sending: true},
+		{Kind: kermit.FileStart, Name: "f", Size: 100, Sending: true}, // the successor
+		{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 40, Offset: 60, Sending: true},
+		{Kind: kermit.FileDone, Name: "f", Size: 100, Bytes: 40, Offset: 60, Sending: true},
+	} {
+		r.event(e)
+	}
+	if r.done != 60 {
+		t.Errorf("%d bytes counted, want 60", r.done)
+	}
+}

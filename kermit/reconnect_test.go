@@ -57,24 +57,11 @@ func TestSendReconnects(t *testing.T) {
 				cuts[i], cfg.Events = cutAtFileStart(a, cutAt[i], events)
 				return cuts[i]
 			})
-			var dials atomic.Int32
-			var waits []func()
-			rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
-				dials.Add(1)
-				s, w := sendClients(t, ctx, dst, 1, events, nil)
-				waits = append(waits, w)
-				return s[0], nil
-			}}
-			err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
-			cancel()
-			wait()
-			for _, w := range waits {
-				w()
-			}
+			dials, err := sendReconnecting(t, ctx, cancel, dst, senders, wait, out, events)
 			if err != nil {
 				t.Fatalf("send with every session lost: %v, want a successor to finish it", err)
 			}
-			cutOnceDialled(t, cuts, &dials)
+			cutOnceDialled(t, cuts, dials)
 			for j, n := range names {
 				want, _ := os.ReadFile(filepath.Join(src, fmt.Sprint(j)))
 				if got, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(got) != string(want) {
@@ -279,20 +266,7 @@ func TestSendReconnectsAfterOneFinished(t *testing.T) {
 		}
 		return cuts[1]
 	})
-	var dials atomic.Int32
-	var waits []func()
-	rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
-		dials.Add(1)
-		s, w := sendClients(t, ctx, dst, 1, events, nil)
-		waits = append(waits, w)
-		return s[0], nil
-	}}
-	err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
-	cancel()
-	wait()
-	for _, w := range waits {
-		w()
-	}
+	dials, err := sendReconnecting(t, ctx, cancel, dst, senders, wait, out, events)
 	if err != nil {
 		t.Fatalf("send: %v (dials %d), want a successor to finish it", err, dials.Load())
 	}
@@ -478,4 +452,27 @@ func TestSuccessorDataOpenFailsOnce(t *testing.T) {
 	if n := dials.Load(); n != 2 {
 		t.Errorf("%d dials, want 2", n)
 	}
+}
+
+// sendReconnecting sends out over senders with a Reconnect (3 tries)
+// whose successors are new sender sessions into dst telling events, then
+// cancels ctx and waits for every receiver, wait being the senders'. It
+// returns the successors dialled and the send's error.
+func sendReconnecting(t *testing.T, ctx context.Context, cancel func(), dst string, senders []*kermit.Session, wait func(), out []kermit.OutgoingFile, events func(kermit.Event)) (*atomic.Int32, error) {
+	t.Helper()
+	dials := new(atomic.Int32)
+	var waits []func()
+	rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
+		dials.Add(1)
+		s, w := sendClients(t, ctx, dst, 1, events, nil)
+		waits = append(waits, w)
+		return s[0], nil
+	}}
+	err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
+	cancel()
+	wait()
+	for _, w := range waits {
+		w()
+	}
+	return dials, err
 }

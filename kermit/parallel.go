@@ -479,13 +479,11 @@ func sendOn(ctx context.Context, s **Session, i int, tr *shareTracker, re *recon
 func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shareTracker, re *reconnecting, src fileSource, pre func() []OutgoingFile, restore *[]func()) error {
 	reconnected := false
 	for re != nil && (*s).lostBy(ctx, err) {
-		succ, derr := re.successor(ctx, *s, err)
-		if derr != nil {
-			return fmt.Errorf("%w (not reconnected: %w)", err, derr)
+		succ, undo, ferr := re.follow(ctx, *s, err, tr, i)
+		if ferr != nil {
+			return ferr
 		}
-		tell := succ.cfg.Events
-		succ.cfg.Events = tr.events(i, tell)
-		*restore = append(*restore, func() { succ.cfg.Events = tell })
+		*restore = append(*restore, undo)
 		*s, reconnected = succ, true
 		again := append(slices.Clone(pre()), tr.cutFiles(i)...)
 		resume := succ.cfg.Resume
@@ -717,15 +715,13 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		tried[i] = true
 		lost := sessions[i].lostByThen(ctx, err, then)
 		for lostGet(err) && lost {
-			succ, derr := re.successor(ctx, sessions[i], err)
-			if derr != nil {
-				err = fmt.Errorf("%w (not reconnected: %w)", err, derr)
+			succ, undo, ferr := re.follow(ctx, sessions[i], err, tr, i)
+			if ferr != nil {
+				err = ferr
 				break
 			}
-			tell := succ.cfg.Events
-			succ.cfg.Events = tr.events(i, tell)
 			succ.holdDirs = held
-			restore = append(restore, func() { succ.cfg.Events, succ.holdDirs = tell, nil })
+			restore = append(restore, func() { undo(); succ.holdDirs = nil })
 			sessions[i] = succ
 			if _, err = succ.Generic(ctx, 'S', shareParam, share{i, n}.String()); err == nil {
 				tr.takeOver(i, i)
@@ -839,14 +835,12 @@ func getReconnecting(ctx context.Context, s *Session, spec string, o GetOptions,
 	defer func(s *Session) { s.cfg.Events = tell }(s)
 	err := s.GetWith(ctx, spec, o, store)
 	for lostGet(err) && s.lostBy(ctx, err) {
-		succ, derr := re.successor(ctx, s, err)
-		if derr != nil {
-			err = fmt.Errorf("%w (not reconnected: %w)", err, derr)
+		succ, undo, ferr := re.follow(ctx, s, err, tr, 0)
+		if ferr != nil {
+			err = ferr
 			break
 		}
-		tell := succ.cfg.Events
-		succ.cfg.Events = tr.events(0, tell)
-		defer func() { succ.cfg.Events = tell }()
+		defer undo()
 		s = succ
 		tr.takeOver(0, 0)
 		err = withFailed(s.getAgain(ctx, spec, o, store), tr.failedOf(0))
@@ -854,6 +848,19 @@ func getReconnecting(ctx context.Context, s *Session, spec string, o GetOptions,
 	}
 	tr.flush()
 	return err
+}
+
+// follow dials the successor of lost, session i of tr, lost with why,
+// and has tr tell its Events; undo gives it back its own. Without one,
+// err is why, saying that the dials failed.
+func (r *reconnecting) follow(ctx context.Context, lost *Session, why error, tr *shareTracker, i int) (succ *Session, undo func(), err error) {
+	succ, err = r.successor(ctx, lost, why)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (not reconnected: %w)", why, err)
+	}
+	tell := succ.cfg.Events
+	succ.cfg.Events = tr.events(i, tell)
+	return succ, func() { succ.cfg.Events = tell }, nil
 }
 
 // shareTracker sits between the sessions of a SendParallel or

@@ -344,18 +344,7 @@ func TestSendReconnectKeepsOwnFailure(t *testing.T) {
 				cuts[i], cfg.Events = cutAtFileStart(a, 6, ended.note)
 				return cuts[i]
 			})
-			var waits []func()
-			rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
-				s, w := sendClients(t, ctx, dst, 1, ended.note, nil)
-				waits = append(waits, w)
-				return s[0], nil
-			}}
-			err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
-			cancel()
-			wait()
-			for _, w := range waits {
-				w()
-			}
+			_, err := sendReconnecting(t, ctx, cancel, dst, senders, wait, out, ended.note)
 			for i, c := range cuts {
 				if c.n.Load() >= 0 {
 					t.Fatalf("session %d not cut", i)
@@ -428,24 +417,11 @@ func TestSuccessorDataOpenFailsOnce(t *testing.T) {
 		cfg.Events = ev
 		return c
 	})
-	var dials atomic.Int32
-	var waits []func()
-	rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
-		n := dials.Add(1)
-		s, w := sendClientsWith(t, ctx, dst, 1, events, nil, func(scfg, rcfg *kermit.Config) {
-			if n == 1 {
-				scfg.Dual = failingDual{scfg.Dual}
-			}
-		})
-		waits = append(waits, w)
-		return s[0], nil
-	}}
-	err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
-	cancel()
-	wait()
-	for _, w := range waits {
-		w()
-	}
+	dials, err := sendReconnectingWith(t, ctx, cancel, dst, senders, wait, out, events, func(n int32, scfg, _ *kermit.Config) {
+		if n == 1 {
+			scfg.Dual = failingDual{scfg.Dual}
+		}
+	})
 	if err != nil {
 		t.Errorf("send: %v after %d dial(s) of 3; want the next dial to finish it", err, dials.Load())
 	}
@@ -460,11 +436,22 @@ func TestSuccessorDataOpenFailsOnce(t *testing.T) {
 // returns the successors dialled and the send's error.
 func sendReconnecting(t *testing.T, ctx context.Context, cancel func(), dst string, senders []*kermit.Session, wait func(), out []kermit.OutgoingFile, events func(kermit.Event)) (*atomic.Int32, error) {
 	t.Helper()
+	return sendReconnectingWith(t, ctx, cancel, dst, senders, wait, out, events, nil)
+}
+
+// sendReconnectingWith is sendReconnecting with each, if set, given the
+// nth successor's Configs (both ends) first.
+func sendReconnectingWith(t *testing.T, ctx context.Context, cancel func(), dst string, senders []*kermit.Session, wait func(), out []kermit.OutgoingFile, events func(kermit.Event), each func(n int32, scfg, rcfg *kermit.Config)) (*atomic.Int32, error) {
+	t.Helper()
 	dials := new(atomic.Int32)
 	var waits []func()
 	rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
-		dials.Add(1)
-		s, w := sendClients(t, ctx, dst, 1, events, nil)
+		n := dials.Add(1)
+		var both func(scfg, rcfg *kermit.Config)
+		if each != nil {
+			both = func(scfg, rcfg *kermit.Config) { each(n, scfg, rcfg) }
+		}
+		s, w := sendClientsWith(t, ctx, dst, 1, events, nil, both)
 		waits = append(waits, w)
 		return s[0], nil
 	}}

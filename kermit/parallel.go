@@ -219,7 +219,7 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			return // its successors are spent
 		}
 		tried[i] = true
-		errs[i] = reconnectAfter(ctx, err, &sessions[i], i, tr, re, fileSource{next: take(i)}, func() []OutgoingFile { return nil }, &restore)
+		errs[i] = reconnectAfter(ctx, err, &sessions[i], i, tr, re, fileSource{next: take(i)}, nil, &restore)
 		var ge *GroupError
 		if errs[i] == nil || errors.As(errs[i], &ge) {
 			good = append(good, i)
@@ -399,7 +399,7 @@ func sendConfirming(ctx context.Context, s *Session, list FileList, rc *Reconnec
 			f()
 		}
 	}()
-	err := sendOn(ctx, &s, 0, tr, re, src, func() []OutgoingFile { return dirs }, &restore)
+	err := reconnectAfter(ctx, s.sendFrom(ctx, src), &s, 0, tr, re, src, func() []OutgoingFile { return dirs }, &restore)
 	if re != nil && err != nil {
 		s.notBegun(rest, nil)
 	}
@@ -465,17 +465,13 @@ func sendConfirming(ctx context.Context, s *Session, list FileList, rc *Reconnec
 	return err
 }
 
-// sendOn sends src's files as one group on *s, session i of tr. With
-// re, a loss of *s is followed by a successor, which becomes *s (its
-// Events wrapped by tr, restored by the functions added to restore) and
-// sends as one group pre's files (directories whose attributes the lost
-// group's end did not give), the files share i was cut off in, resuming,
-// then the rest of src. The error is the last group's.
-func sendOn(ctx context.Context, s **Session, i int, tr *shareTracker, re *reconnecting, src fileSource, pre func() []OutgoingFile, restore *[]func()) error {
-	return reconnectAfter(ctx, (*s).sendFrom(ctx, src), s, i, tr, re, src, pre, restore)
-}
-
-// reconnectAfter is sendOn after *s's group ended with err.
+// reconnectAfter goes on after *s, session i of tr, ended its group
+// of src's files with err. With re, a loss of *s is followed by a
+// successor, which becomes *s (its Events wrapped by tr, restored by the
+// functions added to restore) and sends as one group pre's files, if
+// pre is set (directories whose attributes the lost group's end did not give), the
+// files share i was cut off in, resuming, then the rest of src. The
+// error is the last group's.
 func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shareTracker, re *reconnecting, src fileSource, pre func() []OutgoingFile, restore *[]func()) error {
 	reconnected := false
 	for re != nil && (*s).lostBy(ctx, err) {
@@ -485,7 +481,11 @@ func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shar
 		}
 		*restore = append(*restore, undo)
 		*s, reconnected = succ, true
-		again := append(slices.Clone(pre()), tr.cutFiles(i)...)
+		var again []OutgoingFile
+		if pre != nil {
+			again = slices.Clone(pre())
+		}
+		again = append(again, tr.cutFiles(i)...)
 		resume := succ.cfg.Resume
 		tr.takeOver(i, i)
 		err = succ.sendFrom(ctx, fileSource{next: func() (OutgoingFile, bool) {

@@ -637,13 +637,14 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		_, err := sessions[i].Generic(ctx, 'S', shareParam, share{i, n}.String())
 		return err
 	})
+	re := newReconnecting(o.Reconnect)
 	dead := make([]error, n)
 	for i, err := range asked {
 		if err == nil {
 			continue
 		}
 		var pe *PeerError
-		if newReconnecting(o.Reconnect) != nil && ctx.Err() == nil && sessions[i].lostBy(ctx, err) {
+		if re != nil && ctx.Err() == nil && sessions[i].lostBy(ctx, err) {
 			// Lost already (an earlier GET of the command lost it, and
 			// another took its share over): its share is taken over
 			// below as any lost session's is.
@@ -702,7 +703,6 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 	began := slices.Clone(sessions)   // before successors take places
 	sessions = slices.Clone(sessions) // the caller's stay as they were
 	var restore []func()
-	re := newReconnecting(o.Reconnect)
 	then := time.Now().Add(peerDataCloseWait) // for every session's E
 	tried := make([]bool, n)
 	// replace puts a successor (Reconnect) in the place of session i,

@@ -130,6 +130,12 @@ type Dir struct {
 	// space of their data. Off by default, since a file whose zeros were
 	// allocated on purpose (to reserve the space) would lose that.
 	Sparse bool
+	// UnnamedMax is the largest file, by its announced size, received
+	// as an unnamed file linked into place once complete (unnamed.go):
+	// cheaper than a temporary name, but a crash of this process keeps
+	// nothing of it. 0: never (a slow line, where a partial is worth
+	// keeping and a system call costs nothing beside the line).
+	UnnamedMax int64
 
 	// Directories files are being received into, kept open so that each
 	// file costs one-name operations (openat, renameat, fsync of the
@@ -175,6 +181,15 @@ type dirHandle struct {
 		free int64
 		at   time.Time // zero: never read
 	}
+
+	// The directory's entries as read once (list), with what this Dir
+	// has put there since (note): where neither a file's name nor its
+	// partial's is among them, the file may be received unnamed
+	// (unnamed.go).
+	lmu       sync.Mutex
+	listing   map[string]struct{}
+	listState int8        // listNotYet, listDone or listUnknown
+	noTmpfile atomic.Bool // its file system refused O_TMPFILE
 }
 
 // Open opens (creating if needed) the directory at dir.
@@ -780,19 +795,63 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		// failure there is another file's, for EndBatch to report.
 		d.flushPending()
 	}
-	var f *tempFile
-	var h *dirHandle
-	var fresh bool
+	if d.UnnamedMax > 0 {
+		// Where the directory, as listed, holds neither the name nor a
+		// partial of it, the file is received unnamed (unnamed.go),
+		// unless its size, once known (WillHold), says otherwise.
+		if in, err := d.createUnnamed(rel, dir, base, tmp); in != nil || err != nil {
+			return in, err
+		}
+	}
+	h, f, fresh, err := d.openTempFile(rel, dir, base, tmp)
+	if err != nil {
+		return nil, err
+	}
+	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse}
+	// No directory of this name from now on; and none made meanwhile
+	// (by another session of the transfer: checked and noted at once).
+	if err := d.names().begin(rel, func() bool {
+		fi, err := d.root.Lstat(rel)
+		return err == nil && fi.IsDir()
+	}); err != nil {
+		in.prepared = fresh
+		in.empty.Store(fresh)
+		in.Abort(true) // a partial kept from before stays
+		return nil, err
+	}
+	in.prepare(fresh)
+	return in, nil
+}
+
+// prepare sets what the opened temporary file is: new (fresh), or a
+// partial kept from before.
+func (in *incoming) prepare(fresh bool) {
+	in.prepared = fresh
+	in.empty.Store(fresh)
+	if !fresh {
+		// The record covers the file as it was kept; whatever this
+		// session does to it, it is not on the file any more.
+		in.recorded, in.hasRecorded = in.f.takePrefix()
+		// A leftover partial may hold data anywhere until it is
+		// truncated: no write into it may be skipped before then.
+		in.zeroFrom.Store(math.MaxInt64)
+	}
+}
+
+// openTempFile opens (creating it if need be) the temporary file tmp of the
+// file rel, named base in the directory dir, and locks it: the
+// directory handle it returns is held for the file.
+func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFile, fresh bool, err error) {
 	var reopened bool
 	for renamed := 0; ; {
 		if h, err = d.openDir(dir, true); err != nil {
-			return nil, fmt.Errorf("filestore: %w", err)
+			return nil, nil, false, fmt.Errorf("filestore: %w", err)
 		}
 		if kind, ok := h.regularOrAbsent(d, base); !ok {
 			d.putDir(h)
 			// Not replaced (a link is not written through, as cp would:
 			// the rename would put a file in its place).
-			return nil, fmt.Errorf("filestore: %s exists and is not a regular file (%s)", rel, kind)
+			return nil, nil, false, fmt.Errorf("filestore: %s exists and is not a regular file (%s)", rel, kind)
 		}
 		// A new temporary file is known to be empty, so the engine's
 		// Truncate(0) costs nothing; a leftover partial is opened as it
@@ -810,7 +869,7 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 				f.close()
 				d.putDir(h)
 				if lerr != nil {
-					return nil, fmt.Errorf("filestore: locking %s: %w", rel, lerr)
+					return nil, nil, false, fmt.Errorf("filestore: locking %s: %w", rel, lerr)
 				}
 				// Most often a session whose client just died (or was cut
 				// off) and whose end the server has not seen yet. Open
@@ -819,7 +878,7 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 				if d.waitForHolder(holder, rel) {
 					continue
 				}
-				return nil, d.busy(rel)
+				return nil, nil, false, d.busy(rel)
 			}
 			// The holder we waited for may have renamed the file to its
 			// final name (or removed it) before letting go: this
@@ -841,17 +900,20 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 				d.putDir(h)
 				switch {
 				case errors.Is(unlinkErr, fs.ErrPermission):
-					return nil, &stalePartialError{path.Join(dir, tmp)}
+					return nil, nil, false, &stalePartialError{path.Join(dir, tmp)}
 				case unlinkErr != nil && !errors.Is(unlinkErr, fs.ErrNotExist):
-					return nil, fmt.Errorf("filestore: %w", unlinkErr)
+					return nil, nil, false, fmt.Errorf("filestore: %w", unlinkErr)
 				}
 				if renamed++; renamed < 100 {
 					continue
 				}
-				return nil, d.busy(rel)
+				return nil, nil, false, d.busy(rel)
 			}
 			d.register(f)
-			break
+			if fresh {
+				h.note(tmp)
+			}
+			return h, f, fresh, nil
 		}
 		var pe *fs.PathError
 		stale := errors.As(err, &pe) && errors.Is(err, fs.ErrPermission) && h.exists(d, tmp)
@@ -863,12 +925,12 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 			// find out (kerf rm cannot either), so it leaves it, but
 			// says what to do. (Not a PathError: the words must reach
 			// the sender, who sees 94 characters.)
-			return nil, &stalePartialError{path.Join(dir, tmp)}
+			return nil, nil, false, &stalePartialError{path.Join(dir, tmp)}
 		}
 		// A cached directory may have been removed since: open it afresh once.
 		if reopened || !errors.Is(err, fs.ErrNotExist) {
 			if pe == nil {
-				return nil, err // openTemp's own words, which say whose
+				return nil, nil, false, err // openTemp's own words, which say whose
 			}
 			// Said of the file, not of kerf's temporary name for it
 			// (QA: ".big.bin.kerf-part: permission denied"); an error
@@ -876,34 +938,12 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 			if path.Base(pe.Path) == tmp {
 				named := *pe
 				named.Path = rel
-				return nil, fmt.Errorf("filestore: %w", &named)
+				return nil, nil, false, fmt.Errorf("filestore: %w", &named)
 			}
-			return nil, fmt.Errorf("filestore: %w", err)
+			return nil, nil, false, fmt.Errorf("filestore: %w", err)
 		}
 		reopened = true
 	}
-	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse, prepared: fresh}
-	in.empty.Store(fresh)
-	// No directory of this name from now on; and none made meanwhile
-	// (by another session of the transfer: checked and noted at once).
-	if err := d.names().begin(rel, func() bool {
-		fi, err := d.root.Lstat(rel)
-		return err == nil && fi.IsDir()
-	}); err != nil {
-		in.Abort(true) // a partial kept from before stays
-		return nil, err
-	}
-	if !fresh {
-		// The record covers the file as it was kept; whatever this
-		// session does to it, it is not on the file any more.
-		in.recorded, in.hasRecorded = f.takePrefix()
-	}
-	// A leftover partial may hold data anywhere until it is truncated:
-	// no write into it may be skipped before then.
-	if !fresh {
-		in.zeroFrom.Store(math.MaxInt64)
-	}
-	return in, nil
 }
 
 // Room reports an error if the file system cannot take n more bytes for
@@ -919,7 +959,8 @@ func (in *incoming) Room(n int64) error {
 	defer r.Unlock()
 	if r.at.IsZero() || time.Since(r.at) > time.Second || n > r.free/2 {
 		var st unix.Statfs_t
-		if err := unix.Fstatfs(in.f.fd, &st); err != nil || st.Bsize <= 0 {
+		err := in.h.atDir(in.d, func(dirfd int) error { return unix.Fstatfs(dirfd, &st) })
+		if err != nil || st.Bsize <= 0 {
 			return nil // unknown: let the writes tell
 		}
 		r.free, r.at = math.MaxInt64, time.Now()
@@ -943,6 +984,8 @@ type incoming struct {
 	dir       string     // h's directory, relative to the tree's top
 	base, tmp string     // names in h
 	f         *tempFile
+	unnamed   bool // f is an unnamed file, linked under base once complete (unnamed.go)
+	told      bool // WillHold was called
 	released  bool
 	batched   bool // committed in a batch, not flushed yet
 	// recorded is the gap-free length a receiver that stopped cleanly
@@ -1050,6 +1093,9 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 }
 
 func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
+	if err := in.settle(); err != nil {
+		return 0, err
+	}
 	in.empty.Store(false)
 	in.touched.Store(true)
 	if in.sparse && len(b) >= sparseMin && off >= in.zeroFrom.Load() && allZero(b) {
@@ -1086,6 +1132,9 @@ func allZero(b []byte) bool {
 // end; the CRC of the whole would then never match the sender's and
 // recovery would start again from 0. The file is cut at its first hole.
 func (in *incoming) Partial() (int64, uint32, error) {
+	if err := in.settle(); err != nil {
+		return 0, 0, err
+	}
 	size, err := in.f.size()
 	if err != nil {
 		return 0, 0, err
@@ -1116,6 +1165,9 @@ func (in *incoming) Partial() (int64, uint32, error) {
 }
 
 func (in *incoming) Truncate(size int64) error {
+	if err := in.settle(); err != nil {
+		return err
+	}
 	in.prepared = true
 	if in.hasRecorded && in.recorded > size {
 		in.hasRecorded = false // the recorded range is cut
@@ -1141,6 +1193,9 @@ func (in *incoming) Truncate(size int64) error {
 func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if in.released {
 		return errors.New("filestore: commit of a finished file")
+	}
+	if err := in.settle(); err != nil {
+		return err
 	}
 	if end := in.holeEnd.Load(); end > 0 {
 		// The file ends in a hole: give it its length.
@@ -1190,7 +1245,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	}
 	// Rename while still holding the file (and its lock), so that no
 	// other session can open this temporary name in between.
-	if err := in.h.renameOurs(d, in.tmp, in.base, in.f); err != nil {
+	if err := in.name(); err != nil {
 		if err == errNotOurs {
 			return fmt.Errorf("filestore: %s: %w", in.final, err)
 		}
@@ -1453,7 +1508,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 	dirty := make(map[*dirHandle]bool)
 	for i, in := range files {
 		if errs[i] == nil {
-			if errs[i] = in.h.renameOurs(d, in.tmp, in.base, in.f); errs[i] == nil {
+			if errs[i] = in.name(); errs[i] == nil {
 				dirty[in.h] = true
 			}
 		}
@@ -1496,6 +1551,9 @@ func (in *incoming) Abort(keep bool) error {
 	defer in.release()
 	if in.f.closed {
 		return nil // its descriptor number may be another file's now
+	}
+	if in.unnamed {
+		return in.abortUnnamed()
 	}
 	if keep {
 		if size, err := in.f.size(); err == nil && size > 0 {
@@ -2539,6 +2597,7 @@ func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 		}
 		return "", err
 	}
+	d.noteMade(rel)
 	return rel, nil
 }
 
@@ -2688,6 +2747,11 @@ func (d *Dir) revalidateDirs() {
 		if err != nil || !os.SameFile(now, was) {
 			d.dropDir(h)
 		}
+		// Listed again for this batch: what others put there since is
+		// seen (unnamed.go).
+		h.lmu.Lock()
+		h.listing, h.listState = nil, listNotYet
+		h.lmu.Unlock()
 	}
 }
 

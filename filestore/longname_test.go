@@ -28,17 +28,27 @@ func longNames() []string {
 // tempFiles lists the temporary files in dir.
 func tempFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), filestore.PartSuffix) {
-			out = append(out, e.Name())
+	for _, name := range entries(t, dir) {
+		if strings.HasSuffix(name, filestore.PartSuffix) {
+			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// entries lists dir's names, sorted.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 // Names of 245-255 bytes are received: the temporary name is shortened

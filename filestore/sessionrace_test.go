@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"kerf/filestore"
+	"kerf/kermit"
 )
 
 // Sessions receiving one name at once: the final name only ever holds a
@@ -17,7 +18,14 @@ import (
 // that opened the temporary name just before its holder renamed it, and
 // locked it just after, wrote into the committed file in place, then
 // failed to commit it or renamed a third session's partial over it.)
+// The same with small files received unnamed (unnamed.go), whose
+// commits meet each other's files at the final name.
 func TestConcurrentReceiversOfOneName(t *testing.T) {
+	t.Run("temporary name", func(t *testing.T) { concurrentReceivers(t, 0) })
+	t.Run("unnamed", func(t *testing.T) { concurrentReceivers(t, filestore.NetUnnamedMax) })
+}
+
+func concurrentReceivers(t *testing.T, unnamedMax int64) {
 	dir := t.TempDir()
 	const size = 64 << 10
 	var stop atomic.Bool
@@ -32,11 +40,19 @@ func TestConcurrentReceiversOfOneName(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				d.UnnamedMax = unnamedMax
+				if unnamedMax > 0 {
+					// Gone from the listing, so that the file is
+					// unnamed, and its commit most often finds the
+					// others' x there again.
+					os.Remove(filepath.Join(dir, "x"))
+				}
 				in, err := d.Create("x")
 				if err != nil {
 					d.Close() // busy: another holds it
 					continue
 				}
+				in.(kermit.SizeHinted).WillHold(size, false)
 				in.Truncate(0)
 				in.WriteAt(data, 0)
 				if err := in.Commit(time.Time{}, 0o644); err != nil {

@@ -176,6 +176,16 @@ type Incoming interface {
 	Abort(keep bool) error
 }
 
+// SizeHinted is an optional extension of an Incoming: told, once the
+// file's attributes are in and before any data or recovery question,
+// the size its sender announced (-1: none) and whether it asks to
+// resume, so that the store can choose how to hold it (filestore keeps
+// a small file unnamed until it is complete). An error refuses the
+// file.
+type SizeHinted interface {
+	WillHold(size int64, resume bool) error
+}
+
 // MatchStreamer is an optional extension of a ServerFS: Match handing
 // the files to yield one at a time as its walk finds them, until yield
 // returns false, keeping of the trees it walks only the entries keep

@@ -502,6 +502,14 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
 	}
+	if sh, ok := cur.inc.(SizeHinted); ok && !cur.expected {
+		var err error
+		s.working(func() { err = sh.WillHold(cur.attrs.Length, recovery) })
+		if err != nil {
+			cur.inc.Abort(true) // a partial already there is kept
+			return s.refuse(cur, "+", err)
+		}
+	}
 	if recovery && !cur.expected {
 		var size int64
 		var crc uint32

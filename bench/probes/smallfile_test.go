@@ -80,3 +80,63 @@ func BenchmarkDirect(b *testing.B) {
 		unix.Close(fd)
 	}
 }
+
+// The whole sequence kerf's receiver makes for a new small file (the
+// final name's lstat, O_EXCL create, lock, identity, still-named check,
+// write, mode, time, fsync, still-ours check, rename, close: 12 calls),
+// against the same file received unnamed and linked into place, where
+// nobody else can reach it, so that no lock or name check is needed (7
+// calls and, where the directory may hold the name, the lstat: 8).
+func BenchmarkKerfSequence(b *testing.B) {
+	d := dir(b)
+	var st unix.Stat_t
+	ts := []unix.Timespec{{Sec: 1e9}, {Sec: 1e9}}
+	for i := 0; i < b.N; i++ {
+		n := "f" + strconv.Itoa(i)
+		t := "." + n + ".kerf-part"
+		unix.Fstatat(d, n, &st, unix.AT_SYMLINK_NOFOLLOW)
+		fd, err := unix.Openat(d, t, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		unix.Fstat(fd, &st)
+		unix.Fstatat(d, t, &st, unix.AT_SYMLINK_NOFOLLOW)
+		unix.Pwrite(fd, buf, 0)
+		unix.Fchmod(fd, 0644)
+		unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+		unix.Fsync(fd)
+		unix.Fstatat(d, t, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err := unix.Renameat(d, t, d, n); err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+}
+
+func benchUnnamedSequence(b *testing.B, lstat bool) {
+	d := dir(b)
+	var st unix.Stat_t
+	ts := []unix.Timespec{{Sec: 1e9}, {Sec: 1e9}}
+	for i := 0; i < b.N; i++ {
+		n := "f" + strconv.Itoa(i)
+		if lstat {
+			unix.Fstatat(d, n, &st, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		fd, err := unix.Openat(d, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Pwrite(fd, buf, 0)
+		unix.Fchmod(fd, 0644)
+		unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+		unix.Fsync(fd)
+		if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), d, n, unix.AT_SYMLINK_FOLLOW); err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+}
+
+func BenchmarkUnnamedSequence(b *testing.B)      { benchUnnamedSequence(b, false) }
+func BenchmarkUnnamedSequenceLstat(b *testing.B) { benchUnnamedSequence(b, true) }

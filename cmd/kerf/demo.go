@@ -111,6 +111,7 @@ func demoCommand() *cli.Command {
 				return err
 			}
 			defer store.Close()
+			store.UnnamedMax = filestore.NetUnnamedMax
 			t0 = time.Now()
 			if err := cl.Get(ctx, "sample", true, store); err != nil {
 				return transferErr(fmt.Errorf("get: %w", err))

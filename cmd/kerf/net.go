@@ -840,6 +840,7 @@ func getCommand() *cli.Command {
 			}()
 			defer store.Close()
 			store.Sparse = c.Bool("sparse")
+			store.UnnamedMax = filestore.NetUnnamedMax
 			// Without -r files land by their own names, as with cp: a
 			// classic server that sends paths (C-Kermit's SET SEND
 			// PATHNAMES) builds no tree here (a kerf server sends bare
@@ -907,7 +908,7 @@ func getCommand() *cli.Command {
 						return transferErr(fmt.Errorf("destination %s: %w", dest, err))
 					}
 					defer st.Close()
-					st.Sparse, st.UniqueNames, st.Flat = store.Sparse, store.UniqueNames, store.Flat
+					st.Sparse, st.UniqueNames, st.Flat, st.UnnamedMax = store.Sparse, store.UniqueNames, store.Flat, store.UnnamedMax
 					if store.UniqueNames {
 						// One transfer: a name taken in one session is
 						// taken for all.

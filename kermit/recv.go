@@ -423,6 +423,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				}
 			}
 			s.finishDirs(store)
+			if s.neg.peerKerf && len(p.Data) > 0 {
+				s.unsentOf(p.Data)
+			}
 			if err := s.ackRecv(p.Seq, nil); err != nil {
 				return err
 			}
@@ -1178,3 +1181,21 @@ const defaultPerm fs.FileMode = 0o644
 type discardAt struct{}
 
 func (discardAt) WriteAt(b []byte, _ int64) (int, error) { return len(b), nil }
+
+// unsentOf reports the files a kerf sender's B says it could not name
+// (unnameableReport) as failed: they were in the group but never came.
+func (s *Session) unsentOf(data []byte) {
+	text, err := s.decodeString(data)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(text, "\n")
+	if lines[0] != unsentTag {
+		return
+	}
+	for _, name := range lines[1:] {
+		if name != "" {
+			s.event(Event{Kind: FileFailed, Name: name, Err: ErrNameTooLong})
+		}
+	}
+}

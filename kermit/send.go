@@ -186,7 +186,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			return err
 		}
 	}
-	sl, err := s.queue(ctx, 'B', nil, 0)
+	sl, err := s.queue(ctx, 'B', s.unnameableReport(), 0)
 	if err != nil {
 		return err
 	}
@@ -443,14 +443,18 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}()
 	f = asOpened(f, r)
 	s.cancelFile.Store(false)
-	s.sendFileID++
-	id := s.sendFileID
-
+	// Encoded before it takes a file id: one never sent must not put
+	// the ids out of step with the receiver's count (QA: the data of
+	// every later file went unclaimed, and the GET stalled).
 	name, err := s.encodeField([]byte(f.Name))
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
+		s.noteUnnameable(f.Name)
 		return &skipError{err}
 	}
+	s.sendFileID++
+	id := s.sendFileID
+
 	fs, err := s.queue(ctx, 'F', name, 0)
 	if err != nil {
 		// Taken from the group's list but never begun: no one else
@@ -1144,6 +1148,7 @@ func (s *Session) announceUnsent(ctx context.Context, name string, why error) er
 func (s *Session) sendHeaderOnly(ctx context.Context, name string, attrs [][]byte, zdata []byte) (*slot, error) {
 	enc, err := s.encodeField([]byte(name))
 	if err != nil {
+		s.noteUnnameable(name)
 		return nil, &skipError{err}
 	}
 	s.sendFileID++
@@ -1395,4 +1400,61 @@ func (p *progressWriterAt) WriteAt(b []byte, off int64) (int, error) {
 	n, err := p.w.WriteAt(b, off)
 	p.report(int64(n))
 	return n, err
+}
+
+// unsentTag begins the text a kerf sender puts in its B packet for a
+// kerf receiver: the files of the group it could not even name, their
+// paths being longer than a packet holds, one a line, shortened. The
+// receiver reports each as failed (ErrNameTooLong); a receiver that
+// knows nothing of it ignores the B's data (protocol.md §7).
+const unsentTag = "kerf-unsent"
+
+// ErrNameTooLong is a file the sender could not send: its name does not
+// fit one Kermit packet (about 9,000 bytes at most).
+var ErrNameTooLong = errors.New("its path is longer than one Kermit packet holds (about 9,000 bytes): the sender could not name it, not sent")
+
+// noteUnnameable remembers name, which does not fit a packet, for the
+// group's B (to a kerf peer, which otherwise never hears of it).
+func (s *Session) noteUnnameable(name string) {
+	if s.neg.peerKerf {
+		s.unnameable = append(s.unnameable, name)
+	}
+}
+
+// unnameableReport is the B packet's data field: nil, or unsentTag and
+// the shortened names of the files noteUnnameable kept, as many as fit.
+func (s *Session) unnameableReport() []byte {
+	if len(s.unnameable) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(unsentTag)
+	for i, n := range s.unnameable {
+		line := "\n" + shortName(n)
+		if b.Len()+len(line) > 4000 {
+			fmt.Fprintf(&b, "\n(and %d more)", len(s.unnameable)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	s.unnameable = nil
+	limit := max(s.neg.maxData, framing.MaxShortLen-2-s.neg.check.Len())
+	return s.fitText(b.String(), limit)
+}
+
+// shortName is name cut in its middle to at most about 200 bytes, at
+// character boundaries, for a report.
+func shortName(name string) string {
+	const head, tail = 60, 140
+	if len(name) <= head+tail {
+		return name
+	}
+	h, t := head, len(name)-tail
+	for h > 0 && !utf8.RuneStart(name[h]) {
+		h--
+	}
+	for t < len(name) && !utf8.RuneStart(name[t]) {
+		t++
+	}
+	return name[:h] + "…" + name[t:]
 }

@@ -48,6 +48,9 @@ type Session struct {
 	// initRefusal is the E a server answered the last I exchange with
 	// (nil: none), for the command that follows.
 	initRefusal *PeerError
+	// unnameable: files of the group being sent whose names did not fit
+	// a packet, told to a kerf receiver in the B (unnameableReport).
+	unnameable []string
 	// linkErr is the end of the link, once the reader has delivered it.
 	linkErr error
 	// successor: the session was dialled to follow a lost one
@@ -643,7 +646,11 @@ func (s *Session) encodeField(b []byte) ([]byte, error) {
 	limit := max(s.neg.maxData, framing.MaxShortLen-2-s.neg.check.Len())
 	out, n := s.neg.out.Encode(nil, b, limit)
 	if n < len(b) {
-		return nil, fmt.Errorf("kermit: field of %d bytes does not fit one packet", len(b))
+		return nil, fmt.Errorf("kermit: %w (%d bytes; one holds at most about %d here)", ErrFieldTooLong, len(b), limit)
 	}
 	return out, nil
 }
+
+// ErrFieldTooLong is a name, or a command's argument, that does not fit
+// one packet: nothing the link did, so no reason to dial again.
+var ErrFieldTooLong = errors.New("field does not fit one packet")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -35,6 +36,34 @@ func TestSpecGroups(t *testing.T) {
 	} {
 		if got := specGroups(c.names, c.classic); !slices.Equal(got, c.want) {
 			t.Errorf("specGroups(%q, %v) = %q, want %q", c.names, c.classic, got, c.want)
+		}
+	}
+}
+
+// Names that would not fit one packet together go in several GETs, each
+// within the budget, every name once and in order. (QA: 1,000 names in
+// one GET did not fit a packet, and the client dialled again for 2
+// minutes.)
+func TestSpecGroupsSplitLong(t *testing.T) {
+	var names []string
+	for i := range 1000 {
+		names = append(names, fmt.Sprintf("many/d5/file-%04d", i))
+	}
+	names = append(names, "with space/x")
+	for _, classic := range []bool{false, true} {
+		groups := specGroups(names, classic)
+		if len(groups) < 2 {
+			t.Fatalf("classic=%v: one GET of %d bytes", classic, len(groups[0]))
+		}
+		var back []string
+		for _, g := range groups {
+			if len(g) > specBudget {
+				t.Errorf("classic=%v: a GET of %d bytes", classic, len(g))
+			}
+			back = append(back, framing.SplitSpec(g)...)
+		}
+		if !slices.Equal(back, names) {
+			t.Errorf("classic=%v: the groups name %d names, not the %d asked for in order", classic, len(back), len(names))
 		}
 	}
 }

@@ -489,6 +489,11 @@ func (h *dirHandle) openTemp(d *Dir, name string) (f *tempFile, fresh bool, err 
 			// not say what to do.
 			return fmt.Errorf("filestore: %s is a symbolic link where kerf keeps the file's partial; remove it to receive the file", path.Join(h.rel, name))
 		}
+		if err == unix.EISDIR {
+			// The same for a directory (QA: "openat pf: is a
+			// directory", of a pf that was not one).
+			return fmt.Errorf("filestore: %s is a directory where kerf keeps the file's partial; remove it to receive the file", path.Join(h.rel, name))
+		}
 		if err != nil {
 			return &fs.PathError{Op: "openat", Path: path.Join(h.rel, name), Err: err}
 		}

@@ -164,6 +164,22 @@ func TestLinkWherePartialGoes(t *testing.T) {
 	}
 }
 
+// A directory where a file's partial goes: the refusal names it, not the
+// file, which is no directory (QA: "openat pf: is a directory").
+func TestDirectoryWherePartialGoes(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, ".f"+filestore.PartSuffix), 0o755)
+	d := openTree(t, root)
+	inc, err := d.Create("f")
+	if err == nil {
+		inc.Abort(false)
+		t.Fatal("Create went through a directory where the partial goes")
+	}
+	if !strings.Contains(err.Error(), ".f"+filestore.PartSuffix+" is a directory where kerf keeps") || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("Create: %v; want words saying a directory is in the way", err)
+	}
+}
+
 // A rename refused for want of permission leaves an empty directory at
 // the target alone: only os.Root's refusal of a directory there makes
 // Rename clear an empty one first.

@@ -264,3 +264,20 @@ func TestUserCommands(t *testing.T) {
 		t.Errorf("user list = %q", list)
 	}
 }
+
+// A negative --reconnect is a usage error, said before any dial (QA: it
+// was taken as 0).
+func TestReconnectNegativeRefused(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, []byte("x"), 0o644)
+	for _, cmd := range []string{"send", "get"} {
+		args := []string{cmd, "--reconnect", "-1s", f, "127.0.0.1:1/x"}
+		if cmd == "get" {
+			args = []string{cmd, "--reconnect", "-1s", "127.0.0.1:1/x", t.TempDir()}
+		}
+		code, err := run(t.Context(), args...)
+		if code != exitUsage || err == nil || !strings.Contains(err.Error(), "cannot be negative") {
+			t.Errorf("kerf %s: exit %d (%v), want %d saying it cannot be negative", strings.Join(args, " "), code, err, exitUsage)
+		}
+	}
+}

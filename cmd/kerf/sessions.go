@@ -92,7 +92,13 @@ func moreSessions(ctx context.Context, cfg control.ClientConfig, to *control.Cli
 
 // reconnectFlag is send's and get's --reconnect.
 var reconnectFlag = &cli.DurationFlag{Name: "reconnect", Value: defaultReconnect,
-	Usage: fmt.Sprintf("when the connection to the server is lost mid-transfer (reset, server restarted), keep dialling it for up to this long (after %v, then twice as long each time, at most 5 s apart) and go on where the transfer stopped, resuming the files cut off (a kerf server; 0: fail at once, --resume goes on later)", reconnectWait)}
+	Usage: fmt.Sprintf("when the connection to the server is lost mid-transfer (reset, server restarted), keep dialling it for up to this long (after %v, then twice as long each time, at most 5 s apart) and go on where the transfer stopped, resuming the files cut off (a kerf server; 0: fail at once, --resume goes on later)", reconnectWait),
+	Action: func(_ *cli.Context, d time.Duration) error {
+		if d < 0 {
+			return usageErr("--reconnect %v: a time to keep dialling cannot be negative (0: not at all)", d)
+		}
+		return nil
+	}}
 
 // defaultReconnect and reconnectWait: dials over two minutes, long
 // enough for a server to restart or a NAT path to come back, 1 s, 2 s,

@@ -1724,6 +1724,7 @@ type specName struct {
 	contents bool // named as "dir/." or "dir/..": a walk names entries from within it
 	fi       fs.FileInfo
 	err      error // of one of several names, that names nothing usable
+	nomatch  bool  // err is of a pattern, one of several, that matched nothing
 }
 
 // specNames splits spec into names (see Match) and resolves each to its
@@ -1750,6 +1751,12 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 				}
 			}
 			out = append(out, more...)
+			if err == nil && len(more) == 0 && len(pats) > 1 {
+				// A wildcard among several names that matches
+				// nothing: a GET says so (QA: it was passed over
+				// in silence, exit 0, where alone it fails).
+				out = append(out, specName{rel: pat, pattern: true, nomatch: true, err: fmt.Errorf("filestore: no files match %s", pat)})
+			}
 		}
 		if err != nil {
 			if len(pats) == 1 {
@@ -2198,6 +2205,9 @@ func (d *Dir) List(spec string) (string, error) {
 		}
 	} else {
 		for _, n := range names {
+			if n.nomatch {
+				continue // a listing of what there is, as before
+			}
 			if n.err != nil {
 				return "", n.err
 			}

@@ -165,6 +165,21 @@ func TestMatchSpecs(t *testing.T) {
 	if _, err := d.Match("d", false); err == nil {
 		t.Error("a directory matched without recursion")
 	}
+	// A wildcard among several names that matches nothing is a file
+	// that cannot be sent, saying so (QA: passed over in silence); a
+	// listing of the same names leaves it out.
+	files, err := d.Match("*.txt nothing*", false)
+	if err != nil || len(files) != 4 {
+		t.Fatalf("Match(*.txt nothing*) = %d files, %v; want 3 and nothing*", len(files), err)
+	}
+	if f := files[3]; f.Name != "nothing*" {
+		t.Errorf("the last is %q, want nothing*", f.Name)
+	} else if _, err := f.Open(); err == nil || !strings.Contains(err.Error(), "no files match nothing*") {
+		t.Errorf("opening nothing*: %v, want no files match", err)
+	}
+	if _, err := d.List("*.txt nothing*"); err != nil {
+		t.Errorf("List(*.txt nothing*): %v", err)
+	}
 }
 
 // Truncate(0) is skipped only for a temporary file this Create made: a

@@ -440,7 +440,7 @@ func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, f
 			target, err := os.Stat(p)
 			switch {
 			case err != nil:
-				return goOn(fail(name, fmt.Errorf("%s: symbolic link to nothing readable: %w", p, err)))
+				return goOn(fail(name, fmt.Errorf("symbolic link to nothing readable: %w", err)))
 			case target.Mode().IsRegular():
 				info = target // as scp -r does, a link to a file sends the file
 			case target.IsDir():

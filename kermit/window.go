@@ -323,6 +323,28 @@ func (s *Session) occupyLine(n int) time.Time {
 	return s.linkFree
 }
 
+// lineFasterThanModel corrects the line's model (occupyLine) by an ACK
+// for sl that came at now, before the model had sl across the line: the
+// line is faster than its stated speed (a pty, stdio, a USB adapter or
+// a serial server whose speed is not the one given), so what was
+// written after sl left that much sooner too. Uncorrected, a model run
+// ahead by a fast line put a dead peer's timeout many minutes off (QA:
+// 12 MB through a pty at the default 115200 put it 680 s after the
+// peer was killed; now it is the window's line time at most).
+func (s *Session) lineFasterThanModel(sl *slot, now time.Time) {
+	ahead := sl.expect.Sub(now)
+	if s.cfg.LineSpeed <= 0 || ahead <= 0 {
+		return
+	}
+	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
+		if o := s.sw.slots[seq]; o != nil && !o.acked && o.expect.After(sl.expect) {
+			o.expect = o.expect.Add(-ahead)
+		}
+	}
+	s.linkFree = s.linkFree.Add(-ahead)
+	sl.expect = now
+}
+
 // reencode encodes sl again with check chk.
 func (s *Session) reencode(sl *slot, chk framing.CheckType) error {
 	wire, err := s.c.encode(framing.Packet{Seq: sl.seq, Type: sl.typ, Data: sl.data}, chk)
@@ -565,6 +587,7 @@ func (s *Session) acked(sl *slot, data []byte) error {
 	if sl.sends == 1 {
 		s.rtt.sample(max(time.Since(sl.expect), 0))
 	}
+	s.lineFasterThanModel(sl, s.lastProgress)
 	if sl.sendNo > s.ackedNo {
 		s.ackedNo = sl.sendNo
 	}

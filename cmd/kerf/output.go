@@ -356,6 +356,11 @@ func (r *reporter) event(e kermit.Event) {
 					what = "declined by the receiver"
 				}
 				fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(max(size, 0)), what)
+			} else if errors.Is(e.Err, kermit.ErrDeclined) {
+				// Said without a terminal too: the file is not where it
+				// was sent (QA: silent, exit 0). A rerun's files found
+				// whole, by the thousand, are not.
+				fmt.Fprintf(r.out, "kerf: %s: %s\n", printable(e.Name), e.Err)
 			}
 			break
 		}

@@ -292,3 +292,19 @@ func TestReporterResumedSendBegunAgain(t *testing.T) {
 		t.Errorf("%d bytes counted, want 60", r.done)
 	}
 }
+
+// A file a classic receiver declined (its collision setting keeps its
+// own copy) is said without a terminal too; one a resume found whole is
+// not (a rerun finds thousands). (QA: the decline was silent, exit 0.)
+func TestReporterSaysDeclined(t *testing.T) {
+	var out strings.Builder
+	r := &reporter{out: &out, start: time.Now(), current: map[string]int64{}}
+	r.event(kermit.Event{Kind: kermit.FileSkipped, Name: "kept.txt", Size: 5, Err: kermit.ErrDeclined, Sending: true})
+	r.event(kermit.Event{Kind: kermit.FileSkipped, Name: "whole.txt", Size: 5, Err: kermit.ErrAlreadyThere, Sending: true})
+	if got := out.String(); !strings.Contains(got, "kept.txt: declined by the receiver") || strings.Contains(got, "whole.txt") {
+		t.Errorf("said %q; want the decline, and nothing of the file already there", got)
+	}
+	if len(r.failed) != 0 {
+		t.Errorf("failed %q: a decline is no failure", r.failed)
+	}
+}

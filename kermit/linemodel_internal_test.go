@@ -1,0 +1,44 @@
+package kermit
+
+import (
+	"testing"
+	"time"
+)
+
+// An ACK that comes before the line's model had its packet across (a
+// pty or stdio far faster than the stated speed) pulls the model back:
+// the packets written after it are expected that much sooner, each
+// still its own line time after the one before, and the next packet
+// queues from there. (QA: 12 MB through a pty at the default 115200 put
+// a killed peer's timeout 680 s off.)
+func TestLineModelCorrectedByEarlyACK(t *testing.T) {
+	s := &Session{cfg: Config{LineSpeed: 115200}}
+	const size = 9000 // a long packet: 0.78 s at 115200
+	per := lineTime(size, 115200)
+	t0 := time.Now()
+	s.linkFree = t0.Add(1000 * time.Second) // 12 MB already modelled ahead
+	var sls []*slot
+	for i := range 4 {
+		sl := &slot{seq: i, sends: 1, expect: s.occupyLine(size)}
+		s.sw.slots[i] = sl
+		sls = append(sls, sl)
+	}
+	s.sw.lo, s.sw.count = 0, 4
+	now := time.Now()
+	s.lineFasterThanModel(sls[0], now)
+	for i, sl := range sls[1:] {
+		want := now.Add(time.Duration(i+1) * per)
+		if d := sl.expect.Sub(want); d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("packet %d expected %v after the ACK, want %v", i+1, sl.expect.Sub(now), want.Sub(now))
+		}
+	}
+	if d := s.linkFree.Sub(sls[3].expect); d != 0 {
+		t.Errorf("the line is free %v after the last packet, want when it is across", d)
+	}
+	// An ACK on time (or late) changes nothing.
+	before := sls[2].expect
+	s.lineFasterThanModel(sls[1], sls[1].expect.Add(time.Second))
+	if !sls[2].expect.Equal(before) {
+		t.Errorf("a late ACK moved the model by %v", sls[2].expect.Sub(before))
+	}
+}

@@ -136,6 +136,9 @@ type Dir struct {
 	// nothing of it. 0: never (a slow line, where a partial is worth
 	// keeping and a system call costs nothing beside the line).
 	UnnamedMax int64
+	// listedNames is how many names the directory listings hold, bounded
+	// by listBudget (unnamed.go).
+	listedNames atomic.Int64
 
 	// Directories files are being received into, kept open so that each
 	// file costs one-name operations (openat, renameat, fsync of the
@@ -187,9 +190,9 @@ type dirHandle struct {
 	// partial's is among them, the file may be received unnamed
 	// (unnamed.go).
 	lmu       sync.Mutex
-	listing   map[string]struct{}
-	listState int8        // listNotYet, listDone or listUnknown
-	noTmpfile atomic.Bool // its file system refused O_TMPFILE
+	listing   map[uint64]struct{} // names' hashes (nameHash)
+	listState int8                // listNotYet, listDone or listUnknown
+	noTmpfile atomic.Bool         // its file system refused O_TMPFILE
 }
 
 // Open opens (creating if needed) the directory at dir.
@@ -238,6 +241,7 @@ func (d *Dir) openDir(rel string, create bool) (*dirHandle, error) {
 		if err := d.root.MkdirAll(rel, 0o755); err != nil {
 			return nil, err
 		}
+		d.noteMade(rel) // in its parents' listings (unnamed.go)
 	}
 	r, err := d.root.OpenRoot(rel)
 	if err != nil {
@@ -804,8 +808,10 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		// Where the directory, as listed, holds neither the name nor a
 		// partial of it, the file is received unnamed (unnamed.go),
 		// unless its size, once known (WillHold), says otherwise.
-		if in, err := d.createUnnamed(rel, dir, base, tmp); in != nil || err != nil {
-			return in, err
+		if in, err := d.createUnnamed(rel, dir, base, tmp); err != nil {
+			return nil, err
+		} else if in != nil {
+			return in, nil
 		}
 	}
 	h, f, fresh, err := d.openTempFile(rel, dir, base, tmp)
@@ -916,7 +922,7 @@ func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFil
 			}
 			d.register(f)
 			if fresh {
-				h.note(tmp)
+				h.note(d, tmp)
 			}
 			return h, f, fresh, nil
 		}
@@ -2767,6 +2773,11 @@ func (d *Dir) revalidateDirs() {
 		h.lmu.Lock()
 		h.listing, h.listState = nil, listNotYet
 		h.lmu.Unlock()
+	}
+	if d.UnnamedMax > 0 {
+		// Every listing starts again: the budget too. (Handles evicted
+		// since are gone with theirs.)
+		d.listedNames.Store(0)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path"
 
@@ -44,7 +45,21 @@ const NetUnnamedMax = 256 << 10
 
 // listMax bounds the entries a directory handle keeps: a directory
 // holding more is not listed, and its files take the temporary name.
-const listMax = 4096
+// listBudget bounds the names all of a Dir's listings hold at once (a
+// batch may hold hundreds of directories); past it, directories are not
+// listed until the next batch. A name is kept as a 64-bit hash, about
+// 20 bytes with the map's own: at most about 1.3 MB a Dir (a session).
+// A collision only makes a file take the temporary name.
+const (
+	listMax    = 4096
+	listBudget = 65536
+)
+
+// listSeed seeds nameHash.
+var listSeed = maphash.MakeSeed()
+
+// nameHash is what a listing keeps of name.
+func nameHash(name string) uint64 { return maphash.String(listSeed, name) }
 
 // errNoTmpfile is an O_TMPFILE refused by the file system (or a system
 // without it): the file takes the temporary name instead.
@@ -60,35 +75,44 @@ func (h *dirHandle) absent(d *Dir, base, tmp string) bool {
 	defer h.lmu.Unlock()
 	if h.listState == listNotYet {
 		h.listState = listUnknown
-		if names, ok := h.list(d); ok {
-			h.listing, h.listState = names, listDone
+		if room := listBudget - d.listedNames.Load(); room > 0 {
+			if names, ok := h.list(d, min(listMax, int(room))); ok {
+				h.listing, h.listState = names, listDone
+				d.listedNames.Add(int64(len(names)))
+			}
 		}
 	}
 	if h.listState != listDone {
 		return false
 	}
-	_, b := h.listing[base]
-	_, t := h.listing[tmp]
+	_, b := h.listing[nameHash(base)]
+	_, t := h.listing[nameHash(tmp)]
 	return !b && !t
 }
 
 // note adds name to the directory's listing, if it has one: this Dir
-// put an entry of that name there.
-func (h *dirHandle) note(name string) {
+// put an entry of that name there. A listing that would pass its bounds
+// is dropped.
+func (h *dirHandle) note(d *Dir, name string) {
 	h.lmu.Lock()
 	defer h.lmu.Unlock()
-	if h.listState == listDone {
-		if len(h.listing) >= listMax {
-			h.listing, h.listState = nil, listUnknown
-			return
-		}
-		h.listing[name] = struct{}{}
+	if h.listState != listDone {
+		return
+	}
+	if len(h.listing) >= listMax || d.listedNames.Load() >= listBudget {
+		d.listedNames.Add(-int64(len(h.listing)))
+		h.listing, h.listState = nil, listUnknown
+		return
+	}
+	if _, ok := h.listing[nameHash(name)]; !ok {
+		h.listing[nameHash(name)] = struct{}{}
+		d.listedNames.Add(1)
 	}
 }
 
-// list reads the directory's entries, at most listMax of them.
-func (h *dirHandle) list(d *Dir) (map[string]struct{}, bool) {
-	names := make(map[string]struct{})
+// list reads the directory's entries, if there are at most max of them.
+func (h *dirHandle) list(d *Dir, max int) (map[uint64]struct{}, bool) {
+	names := make(map[uint64]struct{})
 	err := h.atDir(d, func(dirfd int) error {
 		// A descriptor of its own: reading moves the offset.
 		fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -97,6 +121,7 @@ func (h *dirHandle) list(d *Dir) (map[string]struct{}, bool) {
 		}
 		defer unix.Close(fd)
 		buf := make([]byte, 8192)
+		var got []string
 		for {
 			n, err := unix.ReadDirent(fd, buf)
 			if err == unix.EINTR {
@@ -108,12 +133,11 @@ func (h *dirHandle) list(d *Dir) (map[string]struct{}, bool) {
 			if n <= 0 {
 				return nil
 			}
-			var got []string
-			_, _, got = unix.ParseDirent(buf[:n], -1, got)
+			_, _, got = unix.ParseDirent(buf[:n], -1, got[:0])
 			for _, name := range got {
-				names[name] = struct{}{}
+				names[nameHash(name)] = struct{}{}
 			}
-			if len(names) > listMax {
+			if len(names) > max {
 				return errTooMany
 			}
 		}
@@ -131,7 +155,7 @@ func (d *Dir) noteMade(rel string) {
 		h := d.dirs[dir]
 		d.mu.Unlock()
 		if h != nil {
-			h.note(base)
+			h.note(d, base)
 		}
 	}
 }
@@ -167,7 +191,7 @@ func (d *Dir) createUnnamed(rel, dir, base, tmp string) (*incoming, error) {
 	}
 	// Taken: a second file of this name in this Dir takes the temporary
 	// name's way, as before.
-	h.note(base)
+	h.note(d, base)
 	return in, nil
 }
 
@@ -218,7 +242,7 @@ func (in *incoming) name() error {
 		}
 		return err
 	}
-	in.h.note(in.base)
+	in.h.note(in.d, in.base)
 	return nil
 }
 
@@ -230,7 +254,7 @@ func (in *incoming) name() error {
 func (h *dirHandle) linkUnnamed(d *Dir, rel, base string, f *tempFile) error {
 	err := h.linkFD(d, f, base)
 	if err == nil {
-		h.note(base)
+		h.note(d, base)
 		return nil
 	}
 	if !errors.Is(err, unix.EEXIST) {
@@ -264,9 +288,13 @@ func (h *dirHandle) linkUnnamed(d *Dir, rel, base string, f *tempFile) error {
 		h.unlink(d, own)
 		return err
 	}
-	h.note(base)
+	h.note(d, base)
 	return nil
 }
+
+// KeepsNothing reports whether an abort keeps nothing of the file for a
+// resume (kermit.NothingKept): an unnamed one keeps nothing.
+func (in *incoming) KeepsNothing() bool { return in.unnamed }
 
 // abortUnnamed ends an unnamed file not completed: closing it frees it.
 // What arrived is not kept for a resume, as a partial under the

@@ -236,3 +236,28 @@ func TestUnnamedNameTakenMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// A directory this Dir makes for a file's path is in its parent's
+// listing: a file of that name after it is refused at once, as before,
+// not received and failed at the batch's end (review: a classic sender
+// sending paths, "a/b" then "a", failed the whole group).
+func TestUnnamedDirectoryMadeForAPathIsListed(t *testing.T) {
+	root := t.TempDir()
+	d := unnamedDir(t, root)
+	d.BeginBatch()
+	for _, n := range []string{"z", "a/b"} {
+		if err := begin(t, d, n, n, false).Commit(time.Time{}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in, err := d.Create("a"); err == nil {
+		in.Abort(false)
+		t.Error("a file named as the directory a/b made was taken")
+	} else if !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Create(a): %v", err)
+	}
+	if err := d.EndBatch(); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, filepath.Join(root, "a/b"), "a/b")
+}

@@ -170,7 +170,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if kept {
 				// As a sender says "not sent whole" (QA: a get cut off
 				// said only what cut it).
-				why = fmt.Errorf("not received whole, what came is kept for --resume to go on from: %w", why)
+				why = fmt.Errorf("%w: %w", ErrPartialKept, why)
 			}
 			s.event(Event{Kind: FileFailed, Name: cur.name, Err: &CutOffError{why}, Path: path})
 		}
@@ -734,6 +734,11 @@ func (s *Session) AnswerLateRepeats(ctx context.Context) {
 		}
 	}
 }
+
+// ErrPartialKept is part of a cut-off received file's error when what
+// came of it is kept for a resume (not when the store keeps nothing: a
+// small file kept unnamed, the null device).
+var ErrPartialKept = errors.New("not received whole, what came is kept for --resume to go on from")
 
 // NothingKept is an optional extension of Incoming: one that keeps
 // nothing of what it is given (the null device) has no partial for a

@@ -132,7 +132,7 @@ func (e *interruptError) Error() string {
 	if errors.Is(e.err, errAtPrompt) {
 		return fmt.Sprintf("interrupted (%v) at a prompt", e.sig)
 	}
-	return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); files under way are kept for --resume", e.sig)
+	return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); what came of files under way is kept for --resume (but of small ones, sent again whole)", e.sig)
 }
 func (e *interruptError) Unwrap() error { return e.err }
 

@@ -386,6 +386,11 @@ func (r *reporter) event(e kermit.Event) {
 			var ie *interruptError
 			if errors.As(interrupted(r.ctx, e.Err), &ie) && errors.Is(e.Err, context.Canceled) {
 				msg = "interrupted: what came is kept for --resume"
+				if !errors.Is(e.Err, kermit.ErrPartialKept) {
+					// Nothing came, or the store keeps none (a small
+					// file received unnamed): sent again whole (review).
+					msg = "interrupted: nothing of it is kept; --resume sends it again"
+				}
 				if e.Sending {
 					// Nothing came here: what the receiver keeps is
 					// its own (QA: said by a sender).

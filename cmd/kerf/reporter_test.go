@@ -234,18 +234,29 @@ func TestReporterOtherFailureTold(t *testing.T) {
 }
 
 // A file cut off by Ctrl-C is said to be kept for --resume where this
-// side received it, and left to the receiver where it sent it (QA: a
-// sender said "what came is kept").
+// side received it and kept what came, said to be sent again whole
+// where it kept nothing (a small file received unnamed; review), and
+// left to the receiver where it sent it (QA: a sender said "what came
+// is kept").
 func TestReporterInterruptedWords(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(&signalCause{syscall.SIGINT})
-	for _, sending := range []bool{false, true} {
+	keptErr := &kermit.CutOffError{Err: fmt.Errorf("%w: %w", kermit.ErrPartialKept, context.Canceled)}
+	for _, tc := range []struct {
+		what    string
+		err     error
+		sending bool
+		want    string
+	}{
+		{"received, kept", keptErr, false, "what came is kept for --resume"},
+		{"received, nothing kept", context.Canceled, false, "nothing of it is kept"},
+		{"sent", context.Canceled, true, "a receiver that keeps partials"},
+	} {
 		var out bytes.Buffer
 		r := &reporter{ctx: ctx, out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
-		r.event(kermit.Event{Kind: kermit.FileFailed, Name: "big.bin", Err: context.Canceled, Sending: sending})
-		kept := strings.Contains(out.String(), "what came is kept for --resume")
-		if kept == sending || !strings.Contains(out.String(), "interrupted") {
-			t.Errorf("sending %v: %s", sending, out.String())
+		r.event(kermit.Event{Kind: kermit.FileFailed, Name: "big.bin", Err: tc.err, Sending: tc.sending})
+		if !strings.Contains(out.String(), tc.want) || !strings.Contains(out.String(), "interrupted") {
+			t.Errorf("%s: %s; want %q", tc.what, out.String(), tc.want)
 		}
 	}
 }

@@ -1756,6 +1756,11 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 					more[0].fi = fi
 				}
 			}
+			if len(more) == 1 && strings.HasSuffix(pat, "/") && more[0].fi.Mode().IsRegular() && err == nil {
+				// "f/" names a directory, as for ls(1) and rm(1):
+				// never the file f (QA: get host/file/ took the file).
+				more, err = nil, fmt.Errorf("filestore: %s: %w", rel, unix.ENOTDIR)
+			}
 			out = append(out, more...)
 			if err == nil && len(more) == 0 && len(pats) > 1 {
 				// A wildcard among several names that matches

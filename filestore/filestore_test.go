@@ -180,6 +180,14 @@ func TestMatchSpecs(t *testing.T) {
 	if _, err := d.List("*.txt nothing*"); err != nil {
 		t.Errorf("List(*.txt nothing*): %v", err)
 	}
+	// "a.txt/" names a directory, never the file (QA: get host/file/
+	// took the file); "d/" is the directory.
+	if files, err := d.Match("a.txt/", false); err == nil {
+		t.Errorf("Match(a.txt/) = %d files, want not a directory", len(files))
+	}
+	if files, err := d.Match("d/", true); err != nil || len(files) != 2 {
+		t.Errorf("Match(d/) = %d files, %v; want d and its file", len(files), err)
+	}
 }
 
 // Truncate(0) is skipped only for a temporary file this Create made: a

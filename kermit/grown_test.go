@@ -123,28 +123,20 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 	}
 
 	dst = t.TempDir()
-	a, b := link(t, 0, 1)
-	rcv := kermit.NewSession(b, kermit.DefaultConfig())
-	defer rcv.Close()
-	store, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	rerr := make(chan error, 1)
-	go func() { rerr <- rcv.Receive(t.Context(), store) }()
-	r := bufio.NewReader(a)
-	init := framing.DefaultParams()
-	init.Capas |= framing.CapAttrs
-	for i, p := range []framing.Packet{{Type: 'S', Data: init.Marshal()}, {Type: 'F', Data: []byte("grown.log")}, {Type: 'A', Data: attrs.Marshal(90)[0]}, {Type: 'D', Data: []byte("hello, world")}, {Type: 'Z'}} {
-		p.Seq = i
-		writePacket(t, a, p)
-		if ack := readPacket(t, r); ack.Type != 'Y' && p.Type != 'Z' {
-			t.Fatalf("answer to %c: %c %q", p.Type, ack.Type, ack.Data)
+	err = receiveClassic(t, dst, func(a net.Conn) {
+		r := bufio.NewReader(a)
+		init := framing.DefaultParams()
+		init.Capas |= framing.CapAttrs
+		for i, p := range []framing.Packet{{Type: 'S', Data: init.Marshal()}, {Type: 'F', Data: []byte("grown.log")}, {Type: 'A', Data: attrs.Marshal(90)[0]}, {Type: 'D', Data: []byte("hello, world")}, {Type: 'Z'}} {
+			p.Seq = i
+			writePacket(t, a, p)
+			if ack := readPacket(t, r); ack.Type != 'Y' && p.Type != 'Z' {
+				t.Fatalf("answer to %c: %c %q", p.Type, ack.Type, ack.Data)
+			}
 		}
-	}
-	a.Close()
-	if err := <-rerr; err == nil || !strings.Contains(err.Error(), "block check 1") {
+		a.Close()
+	})
+	if err == nil || !strings.Contains(err.Error(), "block check 1") {
 		t.Errorf("receive with block check 1: %v; want the file refused, saying why", err)
 	}
 	if es, _ := os.ReadDir(dst); len(es) != 0 {

@@ -281,3 +281,30 @@ func TestReconnectNegativeRefused(t *testing.T) {
 		}
 	}
 }
+
+// A send of nothing but missing paths says so before any dial (QA: a
+// server that accepted and never answered was waited out first, 15 s).
+func TestSendOfMissingPathsDialsNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	missing := filepath.Join(t.TempDir(), "nonexist")
+	code, err := run(t.Context(), "send", "--identity", t.TempDir(), missing, ln.Addr().String()+"/x")
+	if code != exitTransfer || err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("exit %d (%v), want %d naming the missing file", code, err, exitTransfer)
+	}
+	select {
+	case <-accepted:
+		t.Error("the server was dialled for nothing to send")
+	default:
+	}
+}

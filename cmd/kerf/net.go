@@ -649,6 +649,14 @@ func sendCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if !anyExists(args[:len(args)-1]) {
+				// Nothing to send: said before any dial, not after a
+				// server that does not answer is waited out (QA: 15 s,
+				// then "stat nonexist").
+				if _, err := listLocal(args[:len(args)-1], c.Bool("recursive"), ex); err != nil {
+					return err
+				}
+			}
 			// Walk the local files while connecting and logging in: for
 			// a large tree each takes a few milliseconds.
 			type walked struct {
@@ -981,6 +989,17 @@ func missingDirs(dir string) []string {
 			return out
 		}
 	}
+}
+
+// anyExists reports whether any of the local paths is there (a link to
+// nothing counts: the walk says what it is).
+func anyExists(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // specGroups is how the names of a get go to a server: all in one GET,

@@ -819,12 +819,7 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		return nil, err
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse}
-	// No directory of this name from now on; and none made meanwhile
-	// (by another session of the transfer: checked and noted at once).
-	if err := d.names().begin(rel, func() bool {
-		fi, err := d.root.Lstat(rel)
-		return err == nil && fi.IsDir()
-	}); err != nil {
+	if err := d.beginName(rel); err != nil {
 		in.prepared = fresh
 		in.empty.Store(fresh)
 		in.Abort(true) // a partial kept from before stays
@@ -832,6 +827,16 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 	}
 	in.prepare(fresh)
 	return in, nil
+}
+
+// beginName notes rel as a file under way in the transfer's names: no
+// directory of this name from now on, and none made meanwhile (by
+// another session of the transfer: checked and noted at once).
+func (d *Dir) beginName(rel string) error {
+	return d.names().begin(rel, func() bool {
+		fi, err := d.root.Lstat(rel)
+		return err == nil && fi.IsDir()
+	})
 }
 
 // prepare sets what the opened temporary file is: new (fresh), or a

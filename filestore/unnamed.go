@@ -182,10 +182,7 @@ func (d *Dir) createUnnamed(rel, dir, base, tmp string) (*incoming, error) {
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, unnamed: true, sparse: d.Sparse, prepared: true}
 	in.empty.Store(true)
-	if err := d.names().begin(rel, func() bool {
-		fi, err := d.root.Lstat(rel)
-		return err == nil && fi.IsDir()
-	}); err != nil {
+	if err := d.beginName(rel); err != nil {
 		in.Abort(false)
 		return nil, err
 	}

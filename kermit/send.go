@@ -1438,8 +1438,7 @@ func (s *Session) unnameableReport() []byte {
 		b.WriteString(line)
 	}
 	s.unnameable = nil
-	limit := max(s.neg.maxData, framing.MaxShortLen-2-s.neg.check.Len())
-	return s.fitText(b.String(), limit)
+	return s.fitText(b.String(), s.fieldLimit())
 }
 
 // shortName is name cut in its middle to at most about 200 bytes, at

@@ -639,16 +639,21 @@ func (s *Session) decodeString(data []byte) (string, error) {
 // encodeString encodes b whole into one data field; it fails if the
 // result would not fit one packet.
 func (s *Session) encodeField(b []byte) ([]byte, error) {
-	// Up to a short packet's whole length whatever the peer asked for,
-	// as C-Kermit does for a name: a peer asking for 40-byte packets
-	// still takes 94 (every Kermit's buffer does), and a longer name
-	// could not be sent at all.
-	limit := max(s.neg.maxData, framing.MaxShortLen-2-s.neg.check.Len())
+	limit := s.fieldLimit()
 	out, n := s.neg.out.Encode(nil, b, limit)
 	if n < len(b) {
 		return nil, fmt.Errorf("kermit: %w (%d bytes; one holds at most about %d here)", ErrFieldTooLong, len(b), limit)
 	}
 	return out, nil
+}
+
+// fieldLimit is the most encoded bytes one data field of a name or a
+// report takes: up to a short packet's whole length whatever the peer
+// asked for, as C-Kermit does for a name: a peer asking for 40-byte
+// packets still takes 94 (every Kermit's buffer does), and a longer
+// name could not be sent at all.
+func (s *Session) fieldLimit() int {
+	return max(s.neg.maxData, framing.MaxShortLen-2-s.neg.check.Len())
 }
 
 // ErrFieldTooLong is a name, or a command's argument, that does not fit

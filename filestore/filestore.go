@@ -1569,7 +1569,12 @@ func (in *incoming) Abort(keep bool) error {
 		return nil // its descriptor number may be another file's now
 	}
 	if in.unnamed {
-		return in.abortUnnamed()
+		// Closing it frees it. What arrived is not kept for a resume,
+		// as a partial under the temporary name would be: it is at most
+		// Dir.UnnamedMax bytes, sent again in a moment, and a partial
+		// linked now might be left behind for good by a session that
+		// ends after its successor has the file (unnamed.go).
+		return nil
 	}
 	if keep {
 		if size, err := in.f.size(); err == nil && size > 0 {

@@ -19,7 +19,7 @@ import (
 // a file instead of 12, a good part of a small file's cost where a
 // system call is dear (docs/benchmarks.md, "Twenty-fourth session").
 // What it gives up is the partial an interrupted file leaves for a
-// resume (abortUnnamed). Hence only files announced at most
+// resume (Abort). Hence only files announced at most
 // Dir.UnnamedMax bytes and not to be resumed (WillHold), and only where the
 // directory holds neither the name nor a partial of it (a partial is
 // resumed, or reused, the temporary name's way).
@@ -292,17 +292,3 @@ func (h *dirHandle) linkUnnamed(d *Dir, rel, base string, f *tempFile) error {
 // KeepsNothing reports whether an abort keeps nothing of the file for a
 // resume (kermit.NothingKept): an unnamed one keeps nothing.
 func (in *incoming) KeepsNothing() bool { return in.unnamed }
-
-// abortUnnamed ends an unnamed file not completed: closing it frees it.
-// What arrived is not kept for a resume, as a partial under the
-// temporary name would be: it is at most Dir.UnnamedMax bytes, sent
-// again in a moment, and a partial linked now might be left behind for
-// good by a session that ends after its successor has the file.
-func (in *incoming) abortUnnamed() error {
-	return nil
-}
-
-// linkErr wraps a failed link of the unnamed file as a LinkError.
-func linkErr(h *dirHandle, name string, err error) error {
-	return &os.LinkError{Op: "linkat", Old: "(unnamed file)", New: path.Join(h.rel, name), Err: err}
-}

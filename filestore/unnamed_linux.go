@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"strconv"
 
@@ -52,7 +53,7 @@ func (h *dirHandle) linkFD(d *Dir, f *tempFile, name string) error {
 		return err
 	})
 	if err != nil {
-		return linkErr(h, name, err)
+		return &os.LinkError{Op: "linkat", Old: "(unnamed file)", New: path.Join(h.rel, name), Err: err}
 	}
 	return nil
 }

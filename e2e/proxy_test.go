@@ -57,6 +57,7 @@ type proxy struct {
 	corruptDn  atomic.Int32 // payloads server->client to damage
 	cutAfter   atomic.Int64 // close the connection after this many bytes client->server (0: never)
 	cutDown    atomic.Int64 // close the connection after this many bytes server->client (0: never)
+	cutOnce    atomic.Bool  // cutDown is cleared by its cut: later connections pass (a redial)
 	flipUpAt   atomic.Int64 // flip one bit of the byte at this offset of the client->server bytes (0: never)
 	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
 	holdDownAt atomic.Int64 // file offset + 1 of a server->client block that never arrives: its connection stalls there (0: none)
@@ -295,6 +296,9 @@ func (p *proxy) count(up bool, n int64) (cut bool) {
 		total := p.downBytes.Add(n)
 		if c := p.cutDown.Load(); c > 0 && total >= c {
 			p.cuts.Add(1)
+			if p.cutOnce.Load() {
+				p.cutDown.Store(0)
+			}
 			return true
 		}
 		return false

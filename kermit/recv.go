@@ -542,7 +542,12 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	}
 	if cur.start == 0 && !cur.prepared {
 		if err := cur.inc.Truncate(0); err != nil {
-			return nil, fmt.Errorf("kermit: preparing %s: %w", cur.name, err)
+			// This file cannot be begun (a store that cannot take
+			// back what it has, as standard output): refused, not the
+			// session lost, which would be dialled again to the same
+			// end.
+			cur.inc.Abort(true)
+			return s.refuse(cur, "+", fmt.Errorf("preparing %s: %w", cur.name, err))
 		}
 	}
 	cur.prepared = true

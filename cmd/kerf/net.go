@@ -822,7 +822,22 @@ func getCommand() *cli.Command {
 			}
 			dest := args[len(args)-1]
 			openDir, asName, renamed := localAsName(specs, dest, c.Bool("recursive"))
-			if !renamed {
+			toStdout := isStdout(dest)
+			if toStdout {
+				switch {
+				case !renamed:
+					return usageErr("%v", errStdoutUsage)
+				case c.Bool("resume"):
+					return usageErr("--resume: standard output keeps nothing to resume")
+				case c.Bool("json"):
+					return usageErr("--json writes its events to standard output, where the file would go")
+				case c.Bool("sparse"):
+					return usageErr("--sparse: standard output has no holes")
+				}
+				// Nothing is stored: the store is only what the
+				// session's other calls go to.
+				openDir = os.TempDir()
+			} else if !renamed {
 				if isNullDevice(dest) {
 					// Checked here, not found out after the connection
 					// when the directory cannot be made (exit 4, QA).
@@ -903,7 +918,10 @@ func getCommand() *cli.Command {
 			}
 			clients := []*control.Client{cl}
 			stores := []kermit.Store{store}
-			if renamed {
+			if toStdout {
+				stores[0] = &stdoutStore{sink: newPipeSink(os.Stdout, os.TempDir())}
+				rep.toStdout = true
+			} else if renamed {
 				stores[0] = &asNameStore{Dir: store, as: asName, discard: isNullDevice(dest)}
 			} else if want := sessionsWithin(fetchSessions(sessionsFor(c, cl), toFetch)); want > 1 && !cfg.Classic && (opts.Recursive || c.IsSet("sessions")) {
 				// A tree (or many files asked for so): shares of it

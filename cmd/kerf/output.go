@@ -26,15 +26,18 @@ import (
 // reporter turns engine events into progress lines, JSON events, or
 // nothing (output not a terminal).
 type reporter struct {
-	ctx    context.Context // the command's: a signal's cancel says interrupted
-	mu     sync.Mutex
-	json   *json.Encoder
-	bar    *progressbar.ProgressBar
-	out    io.Writer
-	total  int64
-	done   int64
-	files  int
-	failed []string // names of files skipped or failed, in order
+	ctx  context.Context // the command's: a signal's cancel says interrupted
+	mu   sync.Mutex
+	json *json.Encoder
+	// toStdout: the file fetched goes to standard output (a get to -),
+	// which keeps nothing to resume.
+	toStdout bool
+	bar      *progressbar.ProgressBar
+	out      io.Writer
+	total    int64
+	done     int64
+	files    int
+	failed   []string // names of files skipped or failed, in order
 	// failedNow are the names in failed and what was said of them: a
 	// directory that fails in two sessions (each sends it for its
 	// share's files) is told once (QA); another failure of a name, in
@@ -390,6 +393,9 @@ func (r *reporter) event(e kermit.Event) {
 					// Nothing came, or the store keeps none (a small
 					// file received unnamed): sent again whole (review).
 					msg = "interrupted: nothing of it is kept; --resume sends it again"
+				}
+				if r.toStdout {
+					msg = "interrupted: what went to standard output is not the whole file"
 				}
 				if e.Sending {
 					// Nothing came here: what the receiver keeps is

@@ -246,14 +246,16 @@ func TestReporterInterruptedWords(t *testing.T) {
 		what    string
 		err     error
 		sending bool
+		stdout  bool
 		want    string
 	}{
-		{"received, kept", keptErr, false, "what came is kept for --resume"},
-		{"received, nothing kept", context.Canceled, false, "nothing of it is kept"},
-		{"sent", context.Canceled, true, "a receiver that keeps partials"},
+		{"received, kept", keptErr, false, false, "what came is kept for --resume"},
+		{"received, nothing kept", context.Canceled, false, false, "nothing of it is kept"},
+		{"sent", context.Canceled, true, false, "a receiver that keeps partials"},
+		{"to standard output", context.Canceled, false, true, "what went to standard output is not the whole file"},
 	} {
 		var out bytes.Buffer
-		r := &reporter{ctx: ctx, out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
+		r := &reporter{ctx: ctx, out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}, toStdout: tc.stdout}
 		r.event(kermit.Event{Kind: kermit.FileFailed, Name: "big.bin", Err: tc.err, Sending: tc.sending})
 		if !strings.Contains(out.String(), tc.want) || !strings.Contains(out.String(), "interrupted") {
 			t.Errorf("%s: %s; want %q", tc.what, out.String(), tc.want)

@@ -1655,8 +1655,27 @@ func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool
 			// "link/" is (the walk itself follows no link to a
 			// directory, so there is no loop).
 			more = d.walk(n.rel, n.contents, keep, &left, yield)
+		case n.pattern && fi.Mode()&fs.ModeSymlink != 0 && target == nil && targetErr == nil:
+			// A link to a partial: never served, as in a walk.
+		case n.pattern && targetErr != nil:
+			// A link leading nowhere or out of the tree, found by a
+			// wildcard: named as failed, as a walk names it.
+			more = yield(unreadable(path.Base(n.rel), fmt.Errorf("filestore: %w", targetErr)))
 		case n.pattern:
-			// A wildcard passes over directories and special files.
+			// A wildcard passes over directories (without -r) and
+			// special files, and says so, as a walk does and as rsync
+			// does ("skipping directory"): they went unmentioned (QA).
+			what := EntryKind(fi.Mode())
+			switch {
+			case fi.IsDir():
+				what = "a directory (not copied without -r)"
+			case target != nil && target.IsDir():
+				what = "a link to a directory"
+			case target != nil:
+				what = "a link to " + EntryKind(target.Mode())
+			}
+			more = yield(kermit.OutgoingFile{Name: path.Base(n.rel), Size: -1,
+				Open: func() (kermit.FileReader, error) { return nil, kermit.PassedOver(what) }})
 		case fi.IsDir():
 			bad = fmt.Errorf("filestore: %s is a directory (use -r)", n.rel)
 		case targetErr != nil && !errors.Is(targetErr, fs.ErrNotExist):
@@ -2642,6 +2661,10 @@ func (d *Dir) Rmdir(name string) error {
 	if err := d.writable("rmdir"); err != nil {
 		return err
 	}
+	if b := path.Base(strings.TrimRight(name, "/")); b == "." || b == ".." {
+		// As rmdir(1): "d/." is not d (QA: it removed d).
+		return fmt.Errorf("filestore: %s: cannot remove a directory named by . or ..", name)
+	}
 	rel, err := d.resolveToRemove(name)
 	if err != nil {
 		return err
@@ -2673,6 +2696,11 @@ func (d *Dir) Rename(from, to string) error {
 	afi, err := d.root.Lstat(a)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
+	}
+	if strings.HasSuffix(from, "/") && from != "/" && !afi.IsDir() {
+		// "f/" names a directory, as for mv(1) and for rm: never the
+		// file f (QA: it was renamed).
+		return fmt.Errorf("filestore: cannot move %s: not a directory", from)
 	}
 	if fi, err := d.root.Lstat(b); err == nil && fi.IsDir() && a != b {
 		// Into an existing directory, as mv does.

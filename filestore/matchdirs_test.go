@@ -59,9 +59,47 @@ func fileNames(files []kermit.OutgoingFile) []string {
 	return out
 }
 
+// outcomes says of each entry of a match whether it would be sent
+// ("file"), is passed over ("passed over: why") or would fail ("failed"),
+// by opening it.
+func outcomes(t *testing.T, files []kermit.OutgoingFile) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range files {
+		if f.Dir {
+			out[f.Name] = "directory"
+			continue
+		}
+		r, err := f.Open()
+		switch {
+		case err == nil:
+			r.Close()
+			out[f.Name] = "file"
+		case errors.Is(err, kermit.ErrPassedOver):
+			out[f.Name] = "passed over: " + err.Error()
+		default:
+			out[f.Name] = "failed"
+		}
+	}
+	return out
+}
+
+// sentNames names the entries of a match that would be sent as files.
+func sentNames(t *testing.T, files []kermit.OutgoingFile) []string {
+	var out []string
+	for n, o := range outcomes(t, files) {
+		if o == "file" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // A wildcard that also matches a directory gets the files; the directory
-// is skipped without recursion (and walked with it, an empty one given
-// as a directory entry), and DIR of the pattern lists it.
+// is passed over without recursion, and said to be (it went unmentioned:
+// QA), walked with it (an empty one given as a directory entry), and DIR
+// of the pattern lists it.
 func TestMatchWildcardSkipsDirectories(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, "wc/a.txt", "wc/b.txt", "wc/sub/c.txt", "wc/empty/")
@@ -69,8 +107,14 @@ func TestMatchWildcardSkipsDirectories(t *testing.T) {
 	defer d.Close()
 
 	files, err := d.Match("wc/*", false)
-	if got, want := fileNames(files), []string{"a.txt", "b.txt"}; err != nil || !slices.Equal(got, want) {
+	if got, want := sentNames(t, files), []string{"a.txt", "b.txt"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("Match(wc/*) = %q, %v; want %q", got, err, want)
+	}
+	o := outcomes(t, files)
+	for _, n := range []string{"sub", "empty"} {
+		if !strings.Contains(o[n], "passed over") || !strings.Contains(o[n], "a directory (not copied without -r)") {
+			t.Errorf("Match(wc/*): %s is %q; want passed over as a directory", n, o[n])
+		}
 	}
 	files, err = d.Match("wc/*", true)
 	if got, want := fileNames(files), []string{"a.txt", "b.txt", "empty", "sub/c.txt"}; err != nil || !slices.Equal(got, want) {
@@ -224,6 +268,9 @@ func TestMatchLinkByNameAndPattern(t *testing.T) {
 	root := linkTree(t)
 	os.WriteFile(filepath.Join(root, "t/.p.kerf-part"), []byte("partial"), 0o644)
 	os.Symlink(".p.kerf-part", filepath.Join(root, "t/topart"))
+	if err := syscall.Mkfifo(filepath.Join(root, "t/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := openTree(t, root)
 	if files, err := d.Match("t/topart", false); err == nil {
 		t.Errorf("a link to a partial file matched: %q", fileNames(files))
@@ -245,8 +292,17 @@ func TestMatchLinkByNameAndPattern(t *testing.T) {
 	if string(b[:n]) != "t/real.txt" {
 		t.Errorf("tofile read %q, want real.txt's content", b[:n])
 	}
-	if files, err := d.Match("t/*", false); err != nil || !slices.Equal(fileNames(files), []string{"real.txt", "tofile"}) {
-		t.Errorf("Match(t/*) = %q, %v; want real.txt and tofile", fileNames(files), err)
+	files, err = d.Match("t/*", false)
+	if err != nil || !slices.Equal(sentNames(t, files), []string{"real.txt", "tofile"}) {
+		t.Errorf("Match(t/*) = %q, %v; want real.txt and tofile", sentNames(t, files), err)
+	}
+	// What else it finds is named, as a walk names it: a link to a
+	// partial not at all.
+	o := outcomes(t, files)
+	for n, want := range map[string]string{"dir": "passed over", "todir": "a link to a directory", "fifo": "a named pipe", "out": "failed", "topart": ""} {
+		if got := o[n]; want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("Match(t/*): %s is %q; want %q", n, got, want)
+		}
 	}
 	for _, name := range []string{"t/out", "t/todir"} {
 		if files, err := d.Match(name, false); err == nil {
@@ -408,6 +464,13 @@ func TestRmdirOnlyDirectories(t *testing.T) {
 			t.Errorf("%s after a refused Rmdir: %v", name, err)
 		}
 	}
+	// "empty/." is not a name for empty, as rmdir(1) says (QA: it
+	// removed it).
+	for _, name := range []string{"empty/.", "empty/./", "empty/sub/..", "."} {
+		if err := d.Rmdir(name); err == nil {
+			t.Errorf("Rmdir(%s) succeeded", name)
+		}
+	}
 	if err := d.Rmdir("empty"); err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +496,7 @@ func TestWildcardSkipsDotFiles(t *testing.T) {
 		{"sub/*", nil},
 	} {
 		files, _ := d.Match(c.spec, false)
-		if got := fileNames(files); !slices.Equal(got, c.want) {
+		if got := sentNames(t, files); !slices.Equal(got, c.want) {
 			t.Errorf("Match(%q) = %q; want %q", c.spec, got, c.want)
 		}
 	}
@@ -587,6 +650,7 @@ func TestRenameLikeMv(t *testing.T) {
 	makeTree(t, root, "h", "d3/h/", "d4/", "d5/d4", "k")
 	for _, tc := range []struct{ from, to, want string }{
 		{"k", "nodir/", "not a directory"}, // mv's "to/": a file is not renamed to a mistyped directory
+		{"k/", "k2", "not a directory"},    // "from/" names a directory, never the file (QA)
 		{"h", "d3", "a directory is there"},
 		{"d4", "d5", "a file is there"},
 	} {

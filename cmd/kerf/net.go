@@ -107,7 +107,7 @@ func dataFlags(hidden bool) []cli.Flag {
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); a get asks the server to send with it, the sender's being what counts; QUIC data streams use quic-go's own"}
-	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take on the wire (compressed, with -z), all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k). On a server: all sessions together"}
+	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take on the wire (compressed, with -z), all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k; 0: none). On a server: all sessions together"}
 	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
 )
 
@@ -149,6 +149,9 @@ func rateLimit(c *cli.Context) (*datachan.Limiter, error) {
 	if err != nil {
 		return nil, usageErr("--limit-rate %q: %v", v, err)
 	}
+	if n == 0 {
+		return nil, nil // no limit
+	}
 	return datachan.NewLimiter(n), nil
 }
 
@@ -172,6 +175,11 @@ units:
 		return 0, errors.New("want bytes per second: a number, then k, m, g or t (500k, 20M)")
 	}
 	n := f * mult
+	if n == 0 {
+		// No limit, as rsync's --bwlimit=0 and curl's --limit-rate 0
+		// (QA): a way to lift KERF_LIMIT_RATE for one command.
+		return 0, nil
+	}
 	if n < datachan.MinRate || n > 1<<50 {
 		return 0, fmt.Errorf("want between %d bytes per second (1k) and 1024t", datachan.MinRate)
 	}

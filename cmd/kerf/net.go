@@ -139,6 +139,25 @@ func exclusions(c *cli.Context) (kermit.Exclusions, error) {
 	return x, nil
 }
 
+// ownRoots names the users whose root is not the server's (as
+// "alice (/srv/alice)"), at most a few and then how many more.
+func ownRoots(users []auth.User, root string) []string {
+	var out []string
+	n := 0
+	for _, u := range users {
+		if u.Root == "" || filepath.Clean(u.Root) == filepath.Clean(root) {
+			continue
+		}
+		if n++; n <= 5 {
+			out = append(out, fmt.Sprintf("%s (%s)", printable(u.Name), printable(u.Root)))
+		}
+	}
+	if n > 5 {
+		out = append(out, fmt.Sprintf("and %d more (kerf user list)", n-5))
+	}
+	return out
+}
+
 // rateLimit is the --limit-rate flag's Limiter, or nil without one.
 func rateLimit(c *cli.Context) (*datachan.Limiter, error) {
 	v := c.String("limit-rate")
@@ -501,7 +520,8 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if list, err := users.List(); err == nil && len(list) == 0 && !c.Bool("anonymous") {
+			list, listErr := users.List()
+			if listErr == nil && len(list) == 0 && !c.Bool("anonymous") {
 				fmt.Fprintf(os.Stderr, "kerf: no users in %s: add one with `kerf user add NAME --root DIR`, or serve --anonymous (read-only)\n", users.Path())
 			}
 			var xl *control.XferLog
@@ -530,6 +550,11 @@ func serveCommand() *cli.Command {
 			}
 			fmt.Fprintf(os.Stderr, "kerf: serving %s on %s (data %s), TLS 1.3\nkerf: server key fingerprint %s\n",
 				c.String("root"), srv.Addr(), srv.DataAddr(), id.Fingerprint)
+			if own := ownRoots(list, c.String("root")); len(own) > 0 {
+				// A user's root, from user add --root, is where that
+				// user's files go, not --root (QA: nothing said so).
+				fmt.Fprintf(os.Stderr, "kerf: users with a root of their own, which --root does not change: %s\n", strings.Join(own, ", "))
+			}
 			if q := srv.QUICAddr(); q != nil {
 				fmt.Fprintf(os.Stderr, "kerf: QUIC data channel on udp %s\n", q)
 			}

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"kerf/auth"
+)
 
 func TestParseRate(t *testing.T) {
 	for _, c := range []struct {
@@ -22,5 +27,20 @@ func TestParseRate(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("parseRate(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		}
+	}
+}
+
+// The serve banner names users whose own root is where their files go
+// (QA: --root named another directory, and nothing said so).
+func TestOwnRoots(t *testing.T) {
+	users := []auth.User{{Name: "a"}, {Name: "b", Root: "/srv/x/"}, {Name: "c", Root: "/srv/b"}}
+	if got := ownRoots(users, "/srv/x"); len(got) != 1 || got[0] != "c (/srv/b)" {
+		t.Errorf("ownRoots = %q; want c only", got)
+	}
+	for i := range 7 {
+		users = append(users, auth.User{Name: fmt.Sprint("u", i), Root: "/other"})
+	}
+	if got := ownRoots(users, "/srv/x"); len(got) != 6 || got[5] != "and 3 more (kerf user list)" {
+		t.Errorf("ownRoots of 8 = %q; want 5 and a count", got)
 	}
 }

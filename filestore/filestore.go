@@ -116,6 +116,13 @@ type Dir struct {
 	// Flat keeps only the last element of incoming names, for peers that
 	// send bare names and for receivers that asked for no tree.
 	Flat bool
+	// Expect, if set, is asked of each name a peer sends, a file's (as
+	// it would be stored: cut to its last element when Flat) or a
+	// directory's, before anything is made for it; its error refuses
+	// the name. A client sets it to what it asked for: a server could
+	// otherwise store any name under the destination (.bashrc, .ssh/…),
+	// the hole of scp's CVE-2019-6111.
+	Expect func(name string) error
 	// UniqueNames refuses to receive a file under a name a file was
 	// already committed under through this Dir: a get of several
 	// filespecs whose files share a name (a/x and b/x without -r) would
@@ -780,6 +787,9 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 	}
 	if d.Flat {
 		name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	}
+	if err := d.expected(name); err != nil {
+		return nil, err
 	}
 	rel, err := d.resolve(name)
 	if err != nil {
@@ -1768,7 +1778,13 @@ type specName struct {
 // out.
 func (d *Dir) specNames(spec string) ([]specName, error) {
 	pats := d.specPatterns(spec)
+	if err := checkSpecSize(pats); err != nil {
+		return nil, err
+	}
 	var out []specName
+	// Each entry once, however many names find it: a GET of "* * * …"
+	// held every match once a star (QA: 8 KB of stars, 800 MB).
+	seen := map[string]bool{}
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
 		if err == nil {
@@ -1790,8 +1806,14 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 				// never the file f (QA: get host/file/ took the file).
 				more, err = nil, fmt.Errorf("filestore: %s: %w", rel, unix.ENOTDIR)
 			}
-			out = append(out, more...)
-			if err == nil && len(more) == 0 && len(pats) > 1 {
+			found := len(more)
+			for _, m := range more {
+				if !seen[m.rel] {
+					seen[m.rel] = true
+					out = append(out, m)
+				}
+			}
+			if err == nil && found == 0 && len(pats) > 1 {
 				// A wildcard among several names that matches
 				// nothing: a GET says so (QA: it was passed over
 				// in silence, exit 0, where alone it fails).
@@ -1808,6 +1830,34 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxSpecNames and maxSpecWildcards bound what one request may name:
+// each wildcard reads its directory, so a spec of thousands would make
+// the server read a large directory thousands of times for one packet
+// (QA). A client splits longer lists into several GETs of at most
+// 4,000 bytes, well within these.
+const (
+	maxSpecNames     = 4096
+	maxSpecWildcards = 256
+)
+
+// checkSpecSize refuses a spec of more names, or wildcards, than one
+// request may have.
+func checkSpecSize(pats []string) error {
+	if len(pats) > maxSpecNames {
+		return fmt.Errorf("filestore: %d names in one request: at most %d", len(pats), maxSpecNames)
+	}
+	n := 0
+	for _, p := range pats {
+		if hasWildcard(path.Base(p)) {
+			n++
+		}
+	}
+	if n > maxSpecWildcards {
+		return fmt.Errorf("filestore: %d wildcards in one request: at most %d", n, maxSpecWildcards)
+	}
+	return nil
 }
 
 // specPatterns splits spec into its names (framing.SplitSpec), unless
@@ -2484,7 +2534,21 @@ func (d *Dir) ReceiveDir(name string) error {
 	if d.Flat {
 		return nil
 	}
+	if err := d.expected(name); err != nil {
+		return err
+	}
 	return leadsOutside(d.Mkdir(name), name)
+}
+
+// expected is Expect's word on a name sent, nil without one.
+func (d *Dir) expected(name string) error {
+	if d.Expect == nil {
+		return nil
+	}
+	if err := d.Expect(name); err != nil {
+		return fmt.Errorf("filestore: %s: refused: %w", name, err)
+	}
+	return nil
 }
 
 // MakeDir creates a directory a kerf peer sent with its attributes
@@ -2499,6 +2563,9 @@ func (d *Dir) MakeDir(name string, perm fs.FileMode, havePerm bool) error {
 func (d *Dir) makeDir(name string, perm fs.FileMode, havePerm bool) error {
 	if d.Flat {
 		return nil
+	}
+	if err := d.expected(name); err != nil {
+		return err
 	}
 	mode := fs.FileMode(0o755)
 	if havePerm {

@@ -684,3 +684,26 @@ func TestStalePartialOfAnotherUser(t *testing.T) {
 		}
 	})
 }
+
+// A request naming the same entries many times gets each once, and one
+// of more wildcards than a request may have is refused: a GET of
+// "* * * …" expanded every star (QA: 8 KB of them, 800 MB of server
+// memory).
+func TestSpecRepeatsAndLimits(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "p/a.txt", "p/b.txt", "p/c.log")
+	d := openTree(t, root)
+	files, err := d.Match(strings.Repeat("p/* p/*.txt p/a.txt ", 50), false)
+	if got := fileNames(files); err != nil || !slices.Equal(got, []string{"a.txt", "b.txt", "c.log"}) {
+		t.Errorf("Match of 150 names finding 3 files = %q, %v; want each once", got, err)
+	}
+	if _, err := d.Match(strings.Repeat("p/* ", 257), false); err == nil || !strings.Contains(err.Error(), "wildcards in one request") {
+		t.Errorf("Match of 257 wildcards: %v; want refused", err)
+	}
+	if _, err := d.List(strings.Repeat("p/a.txt ", 4097)); err == nil || !strings.Contains(err.Error(), "names in one request") {
+		t.Errorf("List of 4,097 names: %v; want refused", err)
+	}
+	if l, err := d.List(strings.Repeat("p/a.txt ", 100)); err != nil || strings.Count(l, "a.txt") != 1 {
+		t.Errorf("List of one name 100 times = %q, %v; want it once", l, err)
+	}
+}

@@ -53,6 +53,7 @@ func TestLostBy(t *testing.T) {
 		{"E, data path fails just after", nil, peer, 100 * time.Millisecond, true},
 		{"E, data path well (disk full)", nil, &PeerError{Msg: "disk full"}, -1, false},
 		{"name too long for a packet", nil, fmt.Errorf("kermit: %w (10001 bytes)", ErrFieldTooLong), -1, false},
+		{"data not the length announced", nil, fmt.Errorf("kermit: big.txt: received 16016 bytes, sender announced 16: %w", errLengthMismatch), -1, false},
 		{"data port refused", nil, fmt.Errorf("kermit: send-init: %w: %w", errOpeningData, errors.New("connection refused")), -1, false},
 	} {
 		ctx := tc.ctx

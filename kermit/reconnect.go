@@ -192,7 +192,7 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 	var pe *PeerError
 	var rg *RefusedGetError
 	switch {
-	case err == nil, ctx.Err() != nil, errors.As(err, &ge), errors.As(err, &rg), errors.Is(err, ErrCanceled), errors.Is(err, ErrFieldTooLong):
+	case err == nil, ctx.Err() != nil, errors.As(err, &ge), errors.As(err, &rg), errors.Is(err, ErrCanceled), errors.Is(err, ErrFieldTooLong), errors.Is(err, errLengthMismatch):
 		return false
 	case errors.Is(err, errOpeningData):
 		// Every login would meet it (a firewall, a wrong --data-listen),

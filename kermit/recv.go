@@ -807,6 +807,12 @@ func convertedName(name string) string {
 	return string(b)
 }
 
+// errLengthMismatch is why a file whose data was not the length its
+// sender announced failed: the peer's doing, which dialling it again
+// would not mend (lostBy; QA: a server sending more than it announced
+// was dialled again for two minutes).
+var errLengthMismatch = errors.New("not the length announced")
+
 // ErrAlreadyThere is why a resumed file is not sent again: the receiver
 // has it under its final name, with the sender's length and time.
 var ErrAlreadyThere = errors.New("already there (same size and time)")
@@ -1062,7 +1068,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		// Short, or long from a kerf peer (one from before
 		// changedWhileSent sends a changed file whole): not this file.
 		inc.Abort(true)
-		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d", cur.name, cur.off, cur.attrs.Length)
+		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
 	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length && s.neg.check == 1 {
 		// More than announced, checked only by a 6-bit sum: on a noisy
 		// line a damaged repeat count passes it as easily as a file
@@ -1070,7 +1076,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		// 1: 200,006 bytes of 200,000 stored, 174,615 of them wrong).
 		// Not stored.
 		inc.Abort(false)
-		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: with block check 1 a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3)", cur.name, cur.off, cur.attrs.Length)
+		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: with block check 1 a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3): %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
 	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length {
 		// A file that grew while a classic Kermit sent it (a log being
 		// written): every byte it sent arrived checked, and it says the

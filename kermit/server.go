@@ -221,6 +221,11 @@ func (s *Session) serveSend(ctx context.Context, seq int, src fileSource) error 
 	if err := s.sendInit(ctx, 'S'); err != nil {
 		return err
 	}
+	// What a failed GET never began is not walked to be reported: its
+	// client hears nothing of it, and the walk of the rest of a deep
+	// tree for a client gone held the session, and the server's
+	// shutdown, for minutes (QA).
+	src.rest = nil
 	return s.sendGroup(ctx, src)
 }
 

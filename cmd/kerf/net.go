@@ -949,6 +949,11 @@ func getCommand() *cli.Command {
 					toFetch = len(list) - len(opts.Skip)
 				}
 			}
+			// Only what was asked for is stored (a file under a name
+			// of the user's takes whatever name comes: asNameStore).
+			if !renamed {
+				store.Expect = expectNames(specs, opts.Recursive || opts.Resume, cfg.Classic)
+			}
 			clients := []*control.Client{cl}
 			stores := []kermit.Store{store}
 			if toStdout {
@@ -967,7 +972,7 @@ func getCommand() *cli.Command {
 						return transferErr(fmt.Errorf("destination %s: %w", dest, err))
 					}
 					defer st.Close()
-					st.Sparse, st.UniqueNames, st.Flat, st.UnnamedMax = store.Sparse, store.UniqueNames, store.Flat, store.UnnamedMax
+					st.Sparse, st.UniqueNames, st.Flat, st.UnnamedMax, st.Expect = store.Sparse, store.UniqueNames, store.Flat, store.UnnamedMax, store.Expect
 					if store.UniqueNames {
 						// One transfer: a name taken in one session is
 						// taken for all.

@@ -1,0 +1,50 @@
+package main
+
+import "testing"
+
+// A get stores only names it asked for: the table is what each spec,
+// with and without a tree, lets through.
+func TestExpectNames(t *testing.T) {
+	for _, c := range []struct {
+		specs   []string
+		tree    bool
+		classic bool
+		name    string
+		ok      bool
+	}{
+		{[]string{"docs/report.pdf"}, false, false, "report.pdf", true},
+		{[]string{"docs/report.pdf"}, false, false, ".bashrc", false},
+		{[]string{"docs/report.pdf"}, false, false, "Report.pdf", false},
+		{[]string{"*.txt"}, false, false, "a.txt", true},
+		{[]string{"*.txt"}, false, false, "a.log", false},
+		{[]string{"*"}, false, false, ".profile", false},
+		{[]string{".*"}, false, false, ".profile", true},
+		{[]string{"st*ar"}, false, false, "st*ar", true},
+		{[]string{"a.txt", "b/*.log"}, false, false, "x.log", true},
+		{[]string{"photos"}, true, false, "photos", true},
+		{[]string{"photos"}, true, false, "photos/a/b.jpg", true},
+		{[]string{"photos/"}, true, false, "photos/.hidden", true},
+		{[]string{"photos"}, true, false, ".ssh/authorized_keys", false},
+		{[]string{"photos"}, true, false, ".ssh", false},
+		{[]string{"photos"}, true, false, "photosX/a", false},
+		{[]string{"w/*"}, true, false, "sub/f", true},
+		{[]string{"w/*"}, true, false, ".git/config", false},
+		{[]string{"photos/."}, true, false, ".bashrc", true}, // the contents were asked for
+		{[]string{"."}, true, false, "anything/at/all", true},
+		{[]string{"a", "."}, false, false, "x", true},
+		// A classic Kermit's converted names.
+		{[]string{"report.pdf"}, false, true, "REPORT.PDF", true},
+		{[]string{"my file.tar.gz"}, false, true, "my_file_tar.gz", true},
+		{[]string{"*.txt"}, false, true, "a.txt", true},
+		{[]string{"report.pdf"}, false, true, ".bashrc", false},
+		{[]string{"dir/*"}, true, true, "dir/sub/x", true},
+		{[]string{"dir/*"}, true, true, ".ssh/x", false},
+		{[]string{"{a,b}.txt"}, false, true, "a.txt", true},
+	} {
+		check := expectNames(c.specs, c.tree, c.classic)
+		ok := check == nil || check(c.name) == nil
+		if ok != c.ok {
+			t.Errorf("specs %q (tree %v, classic %v), name %q: taken %v, want %v", c.specs, c.tree, c.classic, c.name, ok, c.ok)
+		}
+	}
+}

@@ -2769,7 +2769,19 @@ func (d *Dir) Rename(from, to string) error {
 		// file f (QA: it was renamed).
 		return fmt.Errorf("filestore: cannot move %s: not a directory", from)
 	}
-	if fi, err := d.root.Lstat(b); err == nil && fi.IsDir() && a != b {
+	fi, err := d.root.Lstat(b)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// A link to a directory is the directory, as for mv(1): what
+		// moves goes into it (QA: the link was replaced), within the
+		// tree; one leading out refuses the move.
+		switch st, serr := d.root.Stat(b); {
+		case serr == nil && st.IsDir():
+			fi = st
+		case serr != nil && !errors.Is(serr, fs.ErrNotExist):
+			return fmt.Errorf("filestore: cannot move %s to %s: %w", from, to, serr)
+		}
+	}
+	if err == nil && fi.IsDir() && a != b {
 		// Into an existing directory, as mv does.
 		b = path.Join(b, path.Base(a))
 	} else if strings.HasSuffix(to, "/") && !afi.IsDir() {

@@ -665,6 +665,26 @@ func TestRenameLikeMv(t *testing.T) {
 	if err := d.Rename("d4", "d6/"); err != nil {
 		t.Errorf("Rename(d4, d6/): %v", err)
 	}
+	// Onto a link to a directory: into the directory, as mv does (QA:
+	// the link was replaced); a link leading out refuses the move.
+	makeTree(t, root, "m1", "m2", "inner/")
+	os.Symlink("inner", filepath.Join(root, "inlink"))
+	os.Symlink(t.TempDir(), filepath.Join(root, "outlink"))
+	if err := d.Rename("m1", "inlink"); err != nil {
+		t.Errorf("Rename(m1, inlink): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "inner/m1")); err != nil {
+		t.Errorf("m1 did not go into inner through the link: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "inlink")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("inlink is no longer the link: %v %v", fi, err)
+	}
+	if err := d.Rename("m2", "outlink"); err == nil {
+		t.Error("Rename(m2, outlink) succeeded")
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "outlink")); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("outlink is no longer the link: %v %v", fi, err)
+	}
 }
 
 // A partial left by a transfer that ran as another user, which this
@@ -705,5 +725,20 @@ func TestSpecRepeatsAndLimits(t *testing.T) {
 	}
 	if l, err := d.List(strings.Repeat("p/a.txt ", 100)); err != nil || strings.Count(l, "a.txt") != 1 {
 		t.Errorf("List of one name 100 times = %q, %v; want it once", l, err)
+	}
+}
+
+// An error of a request names paths in the tree, never where the tree
+// is on the server (QA: "f1/*" of a file said the root's whole path).
+func TestErrorsDoNotShowTheRoot(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "pub/f1")
+	d := openTree(t, root)
+	_, lerr := d.List("pub/f1/*")
+	_, merr := d.Match("pub/f1/*", false)
+	for _, err := range []error{lerr, merr} {
+		if err == nil || strings.Contains(err.Error(), root) || !strings.Contains(err.Error(), "pub/f1") {
+			t.Errorf("error of pub/f1/*: %v; want it to name pub/f1 and not %s", err, root)
+		}
 	}
 }

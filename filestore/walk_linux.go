@@ -28,7 +28,9 @@ func readDirEntries(d *openDir) ([]fs.DirEntry, error) {
 	for {
 		n, err := ignoringEINTRn(func() (int, error) { return unix.Getdents(fd, buf) })
 		if err != nil {
-			return ents, &fs.PathError{Op: "readdirent", Path: f.Name(), Err: err}
+			// The path in the tree: f.Name() begins with the root's own
+			// path, which a client must not see (QA).
+			return ents, &fs.PathError{Op: "readdirent", Path: d.rel, Err: err}
 		}
 		if n <= 0 {
 			return ents, nil
@@ -115,7 +117,7 @@ func (e *lazyEntry) Info() (fs.FileInfo, error) {
 	if err := ignoringEINTR(func() error {
 		return unix.Fstatat(int(e.dir.f.Fd()), e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}); err != nil {
-		return nil, &fs.PathError{Op: "lstat", Path: e.dir.f.Name() + "/" + e.name, Err: err}
+		return nil, &fs.PathError{Op: "lstat", Path: path.Join(e.dir.rel, e.name), Err: err}
 	}
 	e.info = statInfo{name: e.name, st: st}
 	return e.info, nil

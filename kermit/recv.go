@@ -173,6 +173,14 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				why = fmt.Errorf("%w: %w", ErrPartialKept, why)
 			}
 			s.event(Event{Kind: FileFailed, Name: cur.name, Err: &CutOffError{why}, Path: path})
+			if errors.Is(err, ErrPeerRestarted) {
+				// Its sender, run again, may well send it again (a
+				// RESEND): then it is not a failure after all.
+				if s.abandoned == nil {
+					s.abandoned = map[string]bool{}
+				}
+				s.abandoned[cur.name] = true
+			}
 		}
 	}()
 	// A store that batches its fsyncs makes the whole group durable once,
@@ -743,7 +751,7 @@ func (s *Session) AnswerLateRepeats(ctx context.Context) {
 // ErrPartialKept is part of a cut-off received file's error when what
 // came of it is kept for a resume (not when the store keeps nothing: a
 // small file kept unnamed, the null device).
-var ErrPartialKept = errors.New("not received whole, what came is kept for --resume to go on from")
+var ErrPartialKept = errors.New("not received whole, what came is kept for --resume (or a Kermit sender's RESEND) to go on from")
 
 // NothingKept is an optional extension of Incoming: one that keeps
 // nothing of what it is given (the null device) has no partial for a
@@ -999,6 +1007,12 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	inc := cur.inc
 	cur.inc = nil
 	done := Event{Kind: FileDone, Name: cur.name, Path: inc.Name()}
+	if s.abandoned[cur.name] {
+		// Told failed when its sender restarted, and received whole
+		// since (QA: exit 4 after a RESEND completed it).
+		done.Again = true
+		delete(s.abandoned, cur.name)
+	}
 	if discard || s.cancelFile.Load() || s.cancelGroup.Load() {
 		// A canceled file, or a partial the sender found is not a prefix
 		// of its file, is not worth keeping. Its data may still be

@@ -43,6 +43,9 @@ type Session struct {
 	// again is a packet read and handed back (ErrPeerRestarted): the
 	// next read returns it.
 	again *inPacket
+	// abandoned: files told failed when their sender restarted, whose
+	// later FileDone (a RESEND) is Again.
+	abandoned map[string]bool
 	// ended says a group was received to its B (AnswerLateRepeats).
 	ended bool
 	// initRefusal is the E a server answered the last I exchange with

@@ -404,6 +404,8 @@ func (r *reporter) event(e kermit.Event) {
 				}
 			}
 		}
+		// "NAME: kermit: NAME: …" says the name twice (QA).
+		msg = strings.TrimPrefix(msg, "kermit: "+e.Name+": ")
 		if r.json != nil {
 			r.json.Encode(jsonEvent{Event: "file_error", Name: e.Name, Error: msg})
 		} else if r.errLines < maxErrLines || r.serving {
@@ -588,6 +590,7 @@ func (r *reporter) end(err error, receiving bool) error {
 	if err == nil && receiving {
 		err = r.notReceived()
 	}
+	err = r.saidAbove(err)
 	r.countHidden()
 	r.namesNotBegun()
 	if err = r.finish(err); err != nil {
@@ -595,6 +598,40 @@ func (r *reporter) end(err error, receiving bool) error {
 	}
 	return nil
 }
+
+// saidAbove is err, shown as a short line where a file's failure line
+// said it already (the error that ended a transfer is also the failure
+// of the file it ended in: QA saw it twice, in full); errors.Is and As
+// still find err. With --json each event says its own.
+func (r *reporter) saidAbove(err error) error {
+	if err == nil || r.json != nil {
+		return err
+	}
+	var ie *interruptError
+	if errors.As(interrupted(r.ctx, err), &ie) {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	text := err.Error()
+	for _, name := range r.failed {
+		if said := r.failedNow[name]; said != "" && strings.HasSuffix(said, text) {
+			return &saidError{err, name}
+		}
+	}
+	return err
+}
+
+// saidError is an error a file's failure line said already.
+type saidError struct {
+	err  error
+	name string
+}
+
+func (e *saidError) Error() string {
+	return "the transfer ended at " + e.name + ", for the reason said above"
+}
+func (e *saidError) Unwrap() error { return e.err }
 
 // countHidden says how many failed files got no line of their own
 // (past maxErrLines).

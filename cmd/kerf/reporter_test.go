@@ -321,3 +321,25 @@ func TestReporterSaysDeclined(t *testing.T) {
 		t.Errorf("failed %q: a decline is no failure", r.failed)
 	}
 }
+
+// The error that ends a transfer in a file, said on that file's line,
+// is not said again in full after it, nor the file's name twice on its
+// line (QA: "kerf: f: kermit: f: received …" and then the same again).
+func TestReporterSaysAnEndOnce(t *testing.T) {
+	var out bytes.Buffer
+	r := &reporter{ctx: context.Background(), out: &out, start: time.Now(), current: map[string]int64{}}
+	why := errors.New("kermit: all256.bin: received 16385 bytes, sender announced 16384")
+	r.event(kermit.Event{Kind: kermit.FileFailed, Name: "all256.bin", Err: &kermit.CutOffError{Err: why}})
+	if got := out.String(); got != "kerf: all256.bin: received 16385 bytes, sender announced 16384\n" {
+		t.Errorf("the file's line: %q", got)
+	}
+	err := r.end(why, true)
+	if !errors.Is(err, why) || strings.Contains(err.Error(), "16385") || !strings.Contains(err.Error(), "all256.bin") {
+		t.Errorf("end: %v; want a short line naming the file, still the error", err)
+	}
+	// Another error than the file's is said in full.
+	other := errors.New("kermit: the link went")
+	if err := r.end(other, true); !strings.Contains(err.Error(), "the link went") {
+		t.Errorf("end with another error: %v", err)
+	}
+}

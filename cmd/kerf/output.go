@@ -211,6 +211,11 @@ func (r *reporter) event(e kermit.Event) {
 				// came since counts from here. (A sender's FileStart
 				// has no offset: it learns it later.)
 				r.startAt[e.Name] = max(e.Offset, 0)
+				if r.json != nil {
+					// Said again, with where it begins now: the first
+					// file_start's offset was not used (QA).
+					r.json.Encode(jsonEvent{Event: "file_start", Name: e.Name, Size: &size, Offset: e.Offset})
+				}
 			}
 			r.replan(e.Name, e.Size)
 			r.showBar()

@@ -50,8 +50,9 @@ func TestReporterCountsTransferredBytes(t *testing.T) {
 	}
 }
 
-// A file begun again (a partial that was not the file's start) is one
-// file_start, and its bytes count once.
+// A file begun again (a partial that was not the file's start) has a
+// second file_start, saying where it begins now (QA: the first's offset
+// was not used, and nothing said so), and its bytes count once.
 func TestReporterFileBegunAgain(t *testing.T) {
 	var out bytes.Buffer
 	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
@@ -64,8 +65,8 @@ func TestReporterFileBegunAgain(t *testing.T) {
 	} {
 		r.event(e)
 	}
-	if n := strings.Count(out.String(), `"file_start"`); n != 1 || r.done != 100 {
-		t.Errorf("%d file_start events, %d bytes; want 1 and 100:\n%s", n, r.done, out.String())
+	if n := strings.Count(out.String(), `"file_start"`); n != 2 || r.done != 100 || !strings.Contains(out.String(), `{"event":"file_start","name":"f","size":100}`) {
+		t.Errorf("%d file_start events, %d bytes; want 2 (the second without an offset) and 100:\n%s", n, r.done, out.String())
 	}
 	// Taken over by another session from the 40 bytes the receiver
 	// kept of the 70 the lost session moved: 40 + 60 bytes. (A sender

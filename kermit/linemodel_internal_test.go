@@ -42,3 +42,54 @@ func TestLineModelCorrectedByEarlyACK(t *testing.T) {
 		t.Errorf("a late ACK moved the model by %v", sls[2].expect.Sub(before))
 	}
 }
+
+// An ACK that comes later than the model had its packet across, by more
+// than the path's own round trip (a modem line slower than its port),
+// pushes the packets written after it back by as much: they queue
+// behind it on the real line, and timing them by the model sent them
+// again while still queued. (QA: 200 KB over a 9600 bps line at
+// --speed 115200 timed out every few packets.)
+func TestLineModelCorrectedByLateACK(t *testing.T) {
+	s := &Session{cfg: Config{LineSpeed: 115200}}
+	s.rtt.least = 50 * time.Millisecond
+	const size = 1000
+	var sls []*slot
+	for i := range 4 {
+		sl := &slot{seq: i, typ: 'D', sends: 1, expect: s.occupyLine(size)}
+		s.sw.slots[i] = sl
+		sls = append(sls, sl)
+	}
+	s.sw.lo, s.sw.count = 0, 4
+	before := []time.Time{sls[1].expect, sls[2].expect, sls[3].expect}
+	free := s.linkFree
+	const late = 2 * time.Second
+	s.lineSlowerThanModel(sls[0], sls[0].expect.Add(s.rtt.least+late))
+	for i, sl := range sls[1:] {
+		if d := sl.expect.Sub(before[i]); d != late {
+			t.Errorf("packet %d moved %v, want %v", i+1, d, late)
+		}
+	}
+	if d := s.linkFree.Sub(free); d != late {
+		t.Errorf("the line is free %v later, want %v", d, late)
+	}
+
+	// Within the round trip, or for a packet sent twice (whose ACK may
+	// be the first copy's) or not a D (a Z's ACK waits for the receiver's
+	// disk), nothing moves.
+	cases := []struct {
+		name string
+		sl   *slot
+		at   time.Time
+	}{
+		{"on time", sls[1], sls[1].expect.Add(s.rtt.least)},
+		{"sent twice", &slot{seq: 1, typ: 'D', sends: 2, expect: sls[1].expect}, sls[1].expect.Add(time.Minute)},
+		{"a Z", &slot{seq: 1, typ: 'Z', sends: 1, expect: sls[1].expect}, sls[1].expect.Add(time.Minute)},
+	}
+	for _, tc := range cases {
+		was := sls[3].expect
+		s.lineSlowerThanModel(tc.sl, tc.at)
+		if !sls[3].expect.Equal(was) {
+			t.Errorf("%s: the model moved by %v", tc.name, sls[3].expect.Sub(was))
+		}
+	}
+}

@@ -345,6 +345,34 @@ func (s *Session) lineFasterThanModel(sl *slot, now time.Time) {
 	sl.expect = now
 }
 
+// lineSlowerThanModel corrects the line's model by an ACK for sl that
+// came later than the model had sl across plus the path's own round
+// trip (rtt.least): the line is slower than its stated speed (a modem
+// whose line is slower than its port, a serial server pacing below the
+// speed given), so what was written after sl is across that much later
+// too. Uncorrected, the model ran further ahead with every packet and
+// the packets behind timed out while still queued (QA: 200 KB through
+// a 9600 bps line at --speed 115200 timed out every few packets). Only
+// a D packet sent once, whose ACK is unambiguous and is not held up by
+// the receiver's own work (as a Z's waits for the file to be stored).
+func (s *Session) lineSlowerThanModel(sl *slot, now time.Time) {
+	if s.cfg.LineSpeed <= 0 || sl.typ != 'D' || sl.sends != 1 {
+		return
+	}
+	late := now.Sub(sl.expect) - s.rtt.least
+	if late <= 0 {
+		return
+	}
+	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
+		if o := s.sw.slots[seq]; o != nil && !o.acked && o.expect.After(sl.expect) {
+			o.expect = o.expect.Add(late)
+		}
+	}
+	if s.linkFree.After(sl.expect) {
+		s.linkFree = s.linkFree.Add(late)
+	}
+}
+
 // reencode encodes sl again with check chk.
 func (s *Session) reencode(sl *slot, chk framing.CheckType) error {
 	wire, err := s.c.encode(framing.Packet{Seq: sl.seq, Type: sl.typ, Data: sl.data}, chk)
@@ -588,6 +616,7 @@ func (s *Session) acked(sl *slot, data []byte) error {
 		s.rtt.sample(max(time.Since(sl.expect), 0))
 	}
 	s.lineFasterThanModel(sl, s.lastProgress)
+	s.lineSlowerThanModel(sl, s.lastProgress)
 	if sl.sendNo > s.ackedNo {
 		s.ackedNo = sl.sendNo
 	}

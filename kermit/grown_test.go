@@ -28,7 +28,8 @@ type classicFile struct {
 // classicSend plays a classic Kermit sender (no kerf bits, block check 1,
 // no windows) on a, sending files as one group, and returns the data of
 // each file's A ACK. It fails t on anything but ACKs, except that a
-// refused file is ended with Z D, as C-Kermit does.
+// refused file, or one canceled by an X in its D's ACK, is ended with
+// Z D, as C-Kermit does.
 func classicSend(t *testing.T, a net.Conn, files []classicFile) (verdicts []string) {
 	t.Helper()
 	return classicSendCheck(t, a, files, 1)
@@ -72,7 +73,10 @@ func classicSendCheck(t *testing.T, a net.Conn, files []classicFile, chk framing
 			send('Z', []byte("D"))
 			continue
 		}
-		send('D', []byte(f.data))
+		if ack := send('D', []byte(f.data)); string(ack.Data) == "X" {
+			send('Z', []byte("D"))
+			continue
+		}
 		send('Z', nil)
 	}
 	send('B', nil)
@@ -105,7 +109,9 @@ func receiveClassic(t *testing.T, dst string, play func(a net.Conn)) error {
 // goes on (it ended the session). Checked by block check 1 only, the
 // same excess is as likely a damaged packet that passed the 6-bit sum
 // (QA: a noisy line stored a file with most of its bytes wrong): not
-// stored, and the transfer fails.
+// stored, the file canceled on the D that overran (X in its ACK) and
+// reported failed, and the group goes on with the next file (the
+// refusal, at the Z, ended the batch).
 func TestClassicSenderGrownFileIsKept(t *testing.T) {
 	dst := t.TempDir()
 	attrs := framing.NewAttributes()
@@ -123,24 +129,40 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 	}
 
 	dst = t.TempDir()
-	err = receiveClassic(t, dst, func(a net.Conn) {
-		r := bufio.NewReader(a)
-		init := framing.DefaultParams()
-		init.Capas |= framing.CapAttrs
-		for i, p := range []framing.Packet{{Type: 'S', Data: init.Marshal()}, {Type: 'F', Data: []byte("grown.log")}, {Type: 'A', Data: attrs.Marshal(90)[0]}, {Type: 'D', Data: []byte("hello, world")}, {Type: 'Z'}} {
-			p.Seq = i
-			writePacket(t, a, p)
-			if ack := readPacket(t, r); ack.Type != 'Y' && p.Type != 'Z' {
-				t.Fatalf("answer to %c: %c %q", p.Type, ack.Type, ack.Data)
-			}
+	a, b := link(t, 0, 1)
+	rcv := kermit.NewSession(b, kermit.DefaultConfig())
+	defer rcv.Close()
+	var failed []kermit.Event
+	rcv.SetEvents(func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			failed = append(failed, e)
 		}
-		a.Close()
 	})
-	if err == nil || !strings.Contains(err.Error(), "block check 1") {
-		t.Errorf("receive with block check 1: %v; want the file refused, saying why", err)
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if es, _ := os.ReadDir(dst); len(es) != 0 {
-		t.Errorf("with block check 1, %d entries stored, want none", len(es))
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() { rerr <- rcv.Receive(ctx, store) }()
+	classicSendCheck(t, a, []classicFile{{name: "grown.log", data: "hello, world", attrs: attrs}, {name: "next.txt", data: "hello", attrs: attrs}}, 1)
+	a.Close()
+	if err := <-rerr; err != nil {
+		t.Fatalf("receive with block check 1: %v; want the group to go on past the file", err)
+	}
+	if len(failed) != 1 || failed[0].Name != "grown.log" || failed[0].Err == nil || !strings.Contains(failed[0].Err.Error(), "block check 1") {
+		t.Errorf("failures %+v; want grown.log's alone, saying why", failed)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "grown.log")); !os.IsNotExist(err) {
+		t.Errorf("grown.log stored with block check 1 (%v)", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "next.txt")); err != nil || string(got) != "hello" {
+		t.Errorf("next.txt = %q, %v; want it stored after the failed file", got, err)
+	}
+	if es, _ := os.ReadDir(dst); len(es) != 1 {
+		t.Errorf("%d entries stored, want next.txt alone", len(es))
 	}
 }
 

@@ -124,6 +124,9 @@ type recvFile struct {
 	cutOff   bool  // ended before its data did; its partial kept (keepPartial)
 	dir      bool  // a directory (sendDir): F, Z and perhaps A
 	why      error // why it was refused, for a kerf peer
+	// overrun: why its data, more than announced and checked by block
+	// check 1 only, is not stored; the file was canceled (X) on it.
+	overrun error
 	// deferred: the refusal is reported at the Z, whose reason (a
 	// kerf sender's) says better why (dirInGroup).
 	deferred bool
@@ -872,6 +875,19 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	if cur.text {
 		buf = cur.fromCanonical(buf)
 	}
+	if cur.display == nil && !cur.text && cur.attrs.Length >= 0 && s.neg.check == 1 && !s.neg.peerKerf &&
+		cur.off+int64(len(buf)) > cur.attrs.Length {
+		// More than announced, checked only by a 6-bit sum: on a noisy
+		// line a damaged repeat count passes it as easily as a file
+		// that grew (QA: lineem at BER 1e-4, C-Kermit with block check
+		// 1: 200,006 bytes of 200,000 stored, 174,615 of them wrong).
+		// Not stored; the file is canceled at once (X in the ACK), so
+		// that the sender counts it failed and goes on with the next,
+		// where refusing it at its Z took an E, which ended the batch.
+		cur.overrun = fmt.Errorf("kermit: %s: more than the %d bytes announced came: with block check 1 a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3): %w", cur.name, cur.attrs.Length, errLengthMismatch)
+		s.cancelFile.Store(true)
+		return nil
+	}
 	if cur.display == nil && !cur.prepared {
 		// No attributes told us about recovery: start the file afresh.
 		if err := cur.inc.Truncate(0); err != nil {
@@ -1021,6 +1037,10 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			s.data.Abandon(cur.id)
 		}
 		inc.Abort(false)
+		if cur.overrun != nil {
+			s.event(Event{Kind: FileFailed, Name: cur.name, Err: cur.overrun})
+			return nil
+		}
 		why := ErrCanceled
 		if text, ok := s.sendersReason(zdata); ok {
 			if text == errRestart.Error() {
@@ -1083,14 +1103,6 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		// changedWhileSent sends a changed file whole): not this file.
 		inc.Abort(true)
 		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
-	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length && s.neg.check == 1 {
-		// More than announced, checked only by a 6-bit sum: on a noisy
-		// line a damaged repeat count passes it as easily as a file
-		// that grew (QA: lineem at BER 1e-4, C-Kermit with block check
-		// 1: 200,006 bytes of 200,000 stored, 174,615 of them wrong).
-		// Not stored.
-		inc.Abort(false)
-		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: with block check 1 a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3): %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
 	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length {
 		// A file that grew while a classic Kermit sent it (a log being
 		// written): every byte it sent arrived checked, and it says the

@@ -1,3 +1,7 @@
+//go:build linux
+
+// The prompts are tested on Linux, where the terminal ioctls are TCGETS/TCSETS.
+
 package e2e
 
 import (

@@ -1075,8 +1075,8 @@ func (in *incoming) Existing() (int64, time.Time, bool) {
 // file whole does not send it, but a mode changed since still arrives,
 // as with rsync -a. Unlike a Commit, which renames a new file over the
 // name, this changes the file in place, so it acts only on the very
-// file it checked (opened with O_PATH, without following a link, and
-// changed through that descriptor) and only if no other name links to
+// file it checked (opened without following a link, with O_PATH where
+// there is one, and changed through that descriptor) and only if no other name links to
 // it: a hard link planted in the tree must not carry a mode out of it.
 func (in *incoming) KeepExisting(perm fs.FileMode) error {
 	if err := in.d.writable("chmod"); err != nil {
@@ -1086,7 +1086,7 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 		return err
 	}
 	err := in.h.atDir(in.d, func(dirfd int) error {
-		fd, err := unix.Openat(dirfd, in.base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(dirfd, in.base, openToChmod, 0)
 		if err != nil {
 			return &fs.PathError{Op: "open", Path: in.final, Err: err}
 		}
@@ -1103,9 +1103,7 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 		case st.Nlink != 1:
 			return fmt.Errorf("filestore: %s has other links; its mode is left alone", in.final)
 		}
-		// fchmod refuses an O_PATH descriptor; its /proc name reaches
-		// the same inode.
-		if err := unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), uint32(perm.Perm()), 0); err != nil {
+		if err := chmodOpened(fd, uint32(perm.Perm())); err != nil {
 			return &fs.PathError{Op: "chmod", Path: in.final, Err: err}
 		}
 		return nil
@@ -3113,7 +3111,7 @@ func (s statInfo) Sys() any              { return &s.st }
 
 // Status is the file's links, mode and owner (kermit.StatusOf).
 func (s statInfo) Status() kermit.FileStatus {
-	return kermit.FileStatus{Dev: uint64(s.st.Dev), Ino: s.st.Ino, Links: uint64(s.st.Nlink), Mode: s.st.Mode, UID: s.st.Uid, GID: s.st.Gid, Known: true}
+	return kermit.FileStatus{Dev: uint64(s.st.Dev), Ino: s.st.Ino, Links: uint64(s.st.Nlink), Mode: uint32(s.st.Mode), UID: s.st.Uid, GID: s.st.Gid, Known: true}
 }
 
 // Links is the file's link count: 0 once it has been removed while open.

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"fmt"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,4 +16,15 @@ func futimens(fd int, ts *[2]unix.Timespec) error {
 		return e
 	}
 	return nil
+}
+
+// openToChmod opens a file only to check and change its mode: O_PATH
+// needs no read permission (a file of mode 000 gets its mode too).
+const openToChmod = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+
+// chmodOpened changes the mode of the file opened with openToChmod:
+// fchmod refuses an O_PATH descriptor; its /proc name reaches the same
+// inode.
+func chmodOpened(fd int, perm uint32) error {
+	return unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), perm, 0)
 }

@@ -116,13 +116,6 @@ func TestOthersPartialNotWrittenInto(t *testing.T) {
 	testproc.RerunAs(t, sticky, testproc.Nobody, "TestOthersPartialNotWrittenInto", "KERF_TEST_PLANTED_PARTIAL="+sticky)
 }
 
-func writeFile(t *testing.T, p string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A partial owned as its directory is (a server running as root on NFS
 // with root_squash makes both nobody's) is this side's own: resumed
 // from, not made afresh (review).

@@ -95,3 +95,10 @@ func TestMatchDotNamesFromWithin(t *testing.T) {
 		}
 	}
 }
+
+func writeFile(t *testing.T, p string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -421,20 +421,20 @@ func readLine(r io.Reader) (string, error) {
 func promptPassword(ctx context.Context, prompt string) (string, error) {
 	fd := int(os.Stdin.Fd())
 	fmt.Fprint(os.Stderr, prompt)
-	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	saved, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err == nil {
 		quiet := *saved
 		quiet.Lflag &^= unix.ECHO
 		quiet.Lflag |= unix.ICANON | unix.ISIG
 		quiet.Iflag |= unix.ICRNL
-		err = unix.IoctlSetTermios(fd, unix.TCSETS, &quiet)
+		err = unix.IoctlSetTermios(fd, ioctlSetTermios, &quiet)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr)
 		return "", usageErr("reading the password: %v", err)
 	}
 	pw, err := fromTerminal(ctx, func() (string, error) { return readLine(os.Stdin) })
-	unix.IoctlSetTermios(fd, unix.TCSETS, saved)
+	unix.IoctlSetTermios(fd, ioctlSetTermios, saved)
 	fmt.Fprintln(os.Stderr)
 	if errors.Is(err, errAtPrompt) {
 		return "", err

@@ -339,7 +339,7 @@ func parseEvents(t *testing.T, stdout string) []event {
 			t.Fatalf("--json line %q holds more than one value", sc.Text())
 		}
 		switch e.Event {
-		case "file_start", "progress", "file_done", "file_saved", "file_skipped", "file_error", "done", "error", "entry", "listing", "reconnecting":
+		case "file_start", "progress", "file_done", "file_saved", "file_skipped", "file_error", "done", "error", "entry", "listing", "reconnecting", "source_removed", "source_kept":
 		default:
 			t.Fatalf("--json line %q: unknown event %q", sc.Text(), e.Event)
 		}

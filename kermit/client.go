@@ -349,7 +349,7 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 			send = append(send, f)
 			continue
 		}
-		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path})
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime})
 	}
 	return append(send, later...), nil
 }

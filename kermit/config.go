@@ -188,4 +188,13 @@ type Event struct {
 	// take-over of a GET, which fetches the lost session's whole share
 	// again, got it whole this time: the failure is withdrawn.
 	Again bool
+	// Final, on a sent file's FileDone: no FileSaved follows, as a
+	// classic Kermit receiver says nothing more of a file after the ACK
+	// of its Z (which it sends once it has closed the file: what
+	// C-Kermit's SEND /DELETE goes by).
+	Final bool
+	// ModTime, on a sent file's FileStart, and its FileSkipped when the
+	// receiver has it whole (ErrAlreadyThere), is the file's
+	// modification time as listed, the one sent.
+	ModTime time.Time
 }

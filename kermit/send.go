@@ -297,6 +297,10 @@ func (s *Session) event(e Event) {
 		}
 		if e.Kind == FileDone && s.neg.peerKerf {
 			s.unsavedSent = append(s.unsavedSent, sentFile{e.Name, e.Path, e.Size})
+		} else if e.Kind == FileDone {
+			// A classic receiver says nothing more of a file after its
+			// Z's ACK.
+			e.Final = true
 		}
 	}
 	if s.cfg.Events != nil {
@@ -467,7 +471,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		s.openedOf = f.Name // the receiver took it: part may be kept
 		return nil
 	}
-	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true, Path: f.Path})
+	s.event(Event{Kind: FileStart, Name: f.Name, Size: f.Size, Sending: true, Path: f.Path, ModTime: f.ModTime})
 
 	dual := s.dualActive()
 	refused := false // set when a pipelined A is refused
@@ -555,7 +559,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
 					refused = true
 					if eager && strings.HasPrefix(rp.Reasons, reasonAlreadyThere) {
-						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size})
+						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime})
 						return nil
 					}
 					if err := s.declined(rp.Reasons); err != nil {
@@ -575,7 +579,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		if resume && s.neg.skipWhole && strings.HasPrefix(reply.Reasons, reasonAlreadyThere) {
 			// Nothing to resume: the receiver has this file whole.
-			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size})
+			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime})
 			return nil
 		}
 		if err := s.declined(reply.Reasons); err != nil {

@@ -327,6 +327,7 @@ func walkLocal(args []string, recursive bool, ex kermit.Exclusions, overlap map[
 		return put(kermit.OutgoingFile{
 			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
 			Mode: fi.Mode().Perm(), ModeKnown: true, Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
+			Path: p,
 		}, nil)
 	}
 	for _, a := range args {

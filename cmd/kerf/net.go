@@ -663,6 +663,7 @@ func sendCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
+			removeSourceFlag,
 			sendSessionsFlag,
 			reconnectFlag,
 		}, clientFlags...),

@@ -32,12 +32,14 @@ type reporter struct {
 	// toStdout: the file fetched goes to standard output (a get to -),
 	// which keeps nothing to resume.
 	toStdout bool
-	bar      *progressbar.ProgressBar
-	out      io.Writer
-	total    int64
-	done     int64
-	files    int
-	failed   []string // names of files skipped or failed, in order
+	// remover removes the files sent once saved (--remove-source-files).
+	remover *sourceRemover
+	bar     *progressbar.ProgressBar
+	out     io.Writer
+	total   int64
+	done    int64
+	files   int
+	failed  []string // names of files skipped or failed, in order
 	// failedNow are the names in failed and what was said of them: a
 	// directory that fails in two sessions (each sends it for its
 	// share's files) is told once (QA); another failure of a name, in
@@ -144,7 +146,30 @@ func newSendReporter(c *cli.Context, totalBytes int64) *reporter {
 		r.bar.StartWithoutRender()
 		setLiveBar(r.bar)
 	}
+	if c.Bool(removeSourceFlag.Name) {
+		r.remover = newSourceRemover(r.sourceKept, r.sourceRemoved)
+	}
 	return r
+}
+
+// sourceKept says that a file sent stays here, and why (called with
+// r.mu held).
+func (r *reporter) sourceKept(name, path, why string) {
+	if r.json != nil {
+		r.json.Encode(jsonEvent{Event: "source_kept", Name: name, Path: path, Reason: why})
+		return
+	}
+	if r.bar != nil {
+		r.bar.Clear()
+	}
+	fmt.Fprintf(r.out, "kerf: %s: sent, and kept here: %s\n", printable(path), printable(why))
+}
+
+// sourceRemoved tells a script that a file sent was removed here.
+func (r *reporter) sourceRemoved(name, path string) {
+	if r.json != nil {
+		r.json.Encode(jsonEvent{Event: "source_removed", Name: name, Path: path})
+	}
 }
 
 type jsonEvent struct {
@@ -156,7 +181,8 @@ type jsonEvent struct {
 	Seconds float64 `json:"seconds,omitempty"`
 	CRC32C  string  `json:"crc32c,omitempty"`
 	Error   string  `json:"error,omitempty"`
-	Reason  string  `json:"reason,omitempty"` // file_skipped
+	Reason  string  `json:"reason,omitempty"` // file_skipped, source_kept
+	Path    string  `json:"path,omitempty"`   // source_removed, source_kept: the local file
 	Rate    float64 `json:"bytes_per_second,omitempty"`
 	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
 	Files   *int    `json:"files,omitempty"`      // done: files transferred
@@ -186,6 +212,9 @@ func exactName(name string) string {
 func (r *reporter) event(e kermit.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.remover != nil {
+		defer r.remover.event(e) // after the file's own line
+	}
 	size := e.Size
 	switch e.Kind {
 	case kermit.FileStart, kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:

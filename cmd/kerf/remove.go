@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kerf/kermit"
+)
+
+var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole, if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay)"}
+
+// sourceRemover removes each sent file once the receiver has it
+// (send --remove-source-files: rsync's option, Kermit's SEND /DELETE):
+// a kerf receiver's word that it is saved under its name (FileSaved), a
+// classic Kermit's ACK of its Z (FileDone, Final), or a resume's finding
+// it there whole. Only the very file sent goes, unchanged: the same
+// inode, size, modification time and ctime as when it was sent (rsync
+// checks size and time); a changed file, a link, or one that cannot be
+// removed stays, and is named. Directories stay.
+type sourceRemover struct {
+	started map[string]sentSource // by local path, from FileStart
+	// kept is told of each file that stays, and why.
+	kept func(name, path, why string)
+	// removed is told of each file removed.
+	removed func(name, path string)
+}
+
+// sentSource is a file as it was when its sending began.
+type sentSource struct {
+	size       int64
+	mtime      time.Time
+	dev, ino   uint64
+	ctime      time.Time
+	haveCtime  bool
+	notRegular string // why it will stay ("" if it may go)
+}
+
+func newSourceRemover(kept func(name, path, why string), removed func(name, path string)) *sourceRemover {
+	return &sourceRemover{started: map[string]sentSource{}, kept: kept, removed: removed}
+}
+
+// event follows a sending session's events.
+func (m *sourceRemover) event(e kermit.Event) {
+	if !e.Sending || e.Path == "" {
+		return
+	}
+	switch e.Kind {
+	case kermit.FileStart:
+		// The engine fails a file whose size, time or ctime moved
+		// between its listing and the end of its data; what is seen
+		// here, in between, is then the listed file.
+		m.started[e.Path] = look(e.Path, e.Size, e.ModTime)
+	case kermit.FileSaved:
+		if s, ok := m.started[e.Path]; ok {
+			delete(m.started, e.Path)
+			m.remove(e.Name, e.Path, s, true)
+		}
+	case kermit.FileDone:
+		if s, ok := m.started[e.Path]; ok && e.Final {
+			delete(m.started, e.Path)
+			m.remove(e.Name, e.Path, s, true)
+		}
+	case kermit.FileSkipped:
+		delete(m.started, e.Path)
+		if errors.Is(e.Err, kermit.ErrAlreadyThere) {
+			// The receiver has it, of this size and time: gone from
+			// here as a file sent would be (rsync removes these too,
+			// so that a move interrupted and run again completes).
+			m.remove(e.Name, e.Path, sentSource{size: e.Size, mtime: e.ModTime}, false)
+		}
+	case kermit.FileFailed:
+		delete(m.started, e.Path)
+	}
+}
+
+// look records what path is now, to be sent as size bytes of mtime.
+func look(path string, size int64, mtime time.Time) sentSource {
+	s := sentSource{size: size, mtime: mtime}
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		s.notRegular = "not found when its sending began"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		s.notRegular = "a symbolic link (its target was sent)"
+	case !fi.Mode().IsRegular():
+		s.notRegular = "not a regular file"
+	default:
+		if st := kermit.StatusOf(fi); st.Known {
+			s.dev, s.ino = st.Dev, st.Ino
+		}
+		s.ctime = kermit.ChangeTimeOf(fi)
+		s.haveCtime = !s.ctime.IsZero()
+	}
+	return s
+}
+
+// remove removes path if it is still the file s describes.
+func (m *sourceRemover) remove(name, path string, s sentSource, sent bool) {
+	if s.notRegular != "" {
+		m.kept(name, path, s.notRegular)
+		return
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return // gone already (sent under two names, say)
+		}
+		m.kept(name, path, err.Error())
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		m.kept(name, path, "not a regular file now")
+		return
+	}
+	now := look(path, s.size, s.mtime)
+	switch {
+	case fi.Size() != s.size || !fi.ModTime().Equal(s.mtime):
+		m.kept(name, path, "changed since it was sent")
+		return
+	case sent && s.haveCtime && (now.dev != s.dev || now.ino != s.ino || !now.ctime.Equal(s.ctime)):
+		m.kept(name, path, "changed or replaced since it was sent")
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		m.kept(name, path, fmt.Sprintf("not removed: %v", errors.Unwrap(err)))
+		return
+	}
+	if m.removed != nil {
+		m.removed(name, path)
+	}
+}

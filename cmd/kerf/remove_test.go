@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"kerf/kermit"
+)
+
+// The remover takes a file sent only when the receiver has it and only
+// if it is still the file that was sent.
+func TestSourceRemover(t *testing.T) {
+	type change func(t *testing.T, path string)
+	appendTo := func(t *testing.T, p string) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("more")
+		f.Close()
+	}
+	rewriteSameSizeAndTime := func(t *testing.T, p string) {
+		fi, _ := os.Stat(p)
+		if err := os.WriteFile(p, []byte("HELLO"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	}
+	replace := func(t *testing.T, p string) {
+		fi, _ := os.Stat(p)
+		tmp := p + ".new"
+		os.WriteFile(tmp, []byte("hello"), 0o644)
+		os.Chtimes(tmp, fi.ModTime(), fi.ModTime())
+		if err := os.Rename(tmp, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := kermit.Event{Kind: kermit.FileDone}
+	saved := kermit.Event{Kind: kermit.FileSaved}
+	final := kermit.Event{Kind: kermit.FileDone, Final: true}
+	failed := kermit.Event{Kind: kermit.FileFailed}
+	cases := []struct {
+		name   string
+		change change // after the file's start
+		after  []kermit.Event
+		gone   bool
+		kept   string
+	}{
+		{"saved", nil, []kermit.Event{done, saved}, true, ""},
+		{"done only, a kerf receiver", nil, []kermit.Event{done}, false, ""},
+		{"done, a classic receiver", nil, []kermit.Event{final}, true, ""},
+		{"failed, then a stray saved", nil, []kermit.Event{failed, saved}, false, ""},
+		{"appended to", appendTo, []kermit.Event{done, saved}, false, "changed since it was sent"},
+		{"rewritten in place, size and time put back", rewriteSameSizeAndTime, []kermit.Event{done, saved}, false, "changed or replaced since it was sent"},
+		{"replaced by another file of its size and time", replace, []kermit.Event{done, saved}, false, "changed or replaced since it was sent"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "f.txt")
+			if err := os.WriteFile(p, []byte("hello"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-time.Hour).Truncate(time.Second)
+			os.Chtimes(p, old, old)
+			var kept []string
+			m := newSourceRemover(func(_, _, why string) { kept = append(kept, why) }, nil)
+			m.event(kermit.Event{Kind: kermit.FileStart, Name: "f.txt", Path: p, Size: 5, ModTime: old, Sending: true})
+			if tc.change != nil {
+				time.Sleep(10 * time.Millisecond) // a ctime the clock can tell apart
+				tc.change(t, p)
+			}
+			for _, e := range tc.after {
+				e.Name, e.Path, e.Sending = "f.txt", p, true
+				m.event(e)
+			}
+			_, err := os.Stat(p)
+			if gone := os.IsNotExist(err); gone != tc.gone {
+				t.Errorf("removed: %v, want %v", gone, tc.gone)
+			}
+			if tc.kept == "" && len(kept) > 0 || tc.kept != "" && (len(kept) != 1 || kept[0] != tc.kept) {
+				t.Errorf("kept: %q, want %q", kept, tc.kept)
+			}
+		})
+	}
+}
+
+// A file a resume finds there whole goes if it is as listed; one whose
+// size or time differs from what the receiver matched stays.
+func TestSourceRemoverAlreadyThere(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f.txt")
+	os.WriteFile(p, []byte("hello"), 0o644)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	os.Chtimes(p, old, old)
+	var kept []string
+	m := newSourceRemover(func(_, _, why string) { kept = append(kept, why) }, nil)
+	skip := kermit.Event{Kind: kermit.FileSkipped, Err: kermit.ErrAlreadyThere, Name: "f.txt", Path: p, Size: 5, ModTime: old.Add(time.Second), Sending: true}
+	m.event(skip)
+	if _, err := os.Stat(p); err != nil || len(kept) != 1 {
+		t.Fatalf("a file of another time than matched: %v, kept %q", err, kept)
+	}
+	skip.ModTime = old
+	m.event(skip)
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Errorf("a file found there whole stays (%v)", err)
+	}
+	// A receiving session's events are not a send's.
+	q := filepath.Join(t.TempDir(), "g.txt")
+	os.WriteFile(q, []byte("x"), 0o644)
+	m.event(kermit.Event{Kind: kermit.FileStart, Name: "g.txt", Path: q, Size: 1})
+	m.event(kermit.Event{Kind: kermit.FileSaved, Name: "g.txt", Path: q, Size: 1})
+	if _, err := os.Stat(q); err != nil {
+		t.Errorf("a received file was removed: %v", err)
+	}
+}

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// send --remove-source-files moves a tree: each file goes once the
+// kerf server says it is saved, the directories stay, a symbolic link
+// stays (its target was what went), and a rerun with --resume removes
+// what an interrupted move left behind although it is there whole.
+func TestSendRemoveSourceFiles(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	files := map[string][]byte{
+		"spool/a.bin":     randomBytes(300000, 1),
+		"spool/b.txt":     []byte("b\n"),
+		"spool/sub/c.bin": randomBytes(5000, 3),
+		"spool/empty":     nil,
+	}
+	for n, b := range files {
+		writeFile(t, filepath.Join(local, n), b)
+	}
+	if err := os.Symlink("b.txt", filepath.Join(local, "spool/link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--remove-source-files", "-r", "spool", srv.addr)
+	for n, b := range files {
+		if _, err := os.Lstat(filepath.Join(local, n)); !os.IsNotExist(err) {
+			t.Errorf("%s still here after it was sent (%v)", n, err)
+		}
+		got, err := os.ReadFile(filepath.Join(root, n))
+		if err != nil || !slices.Equal(got, b) {
+			t.Errorf("%s at the server: %d bytes, %v; want its %d", n, len(got), err, len(b))
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(local, "spool/link.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was removed (%v)", err)
+	}
+	if fi, err := os.Stat(filepath.Join(local, "spool/sub")); err != nil || !fi.IsDir() {
+		t.Errorf("a directory was removed (%v)", err)
+	}
+	evs := parseEvents(t, r.stdout)
+	if n := len(eventsNamed(evs, "source_removed")); n != len(files) {
+		t.Errorf("%d source_removed events, want %d:\n%s", n, len(files), r.stdout)
+	}
+	if k := eventsNamed(evs, "source_kept"); len(k) != 1 || k[0].Path != "spool/link.txt" {
+		t.Errorf("source_kept events %+v, want the link's alone", k)
+	}
+
+	// Sent before, not removed then (an interrupted move): a --resume
+	// finds it there whole, and removes it.
+	writeFile(t, filepath.Join(local, "again.bin"), randomBytes(70000, 9))
+	mustRun(t, srv, local, nil, "send", "again.bin", srv.addr)
+	mustRun(t, srv, local, nil, "send", "--resume", "--remove-source-files", "again.bin", srv.addr)
+	if _, err := os.Stat(filepath.Join(local, "again.bin")); !os.IsNotExist(err) {
+		t.Errorf("a file found there whole was not removed (%v)", err)
+	}
+	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(70000, 9))
+
+	// One there whole under the same name but different from this one
+	// (another size) is sent, not taken for it; and then removed.
+	writeFile(t, filepath.Join(local, "again.bin"), randomBytes(1000, 10))
+	mustRun(t, srv, local, nil, "send", "--resume", "--remove-source-files", "again.bin", srv.addr)
+	if _, err := os.Stat(filepath.Join(local, "again.bin")); !os.IsNotExist(err) {
+		t.Errorf("not removed after it was sent (%v)", err)
+	}
+	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(1000, 10))
+}
+
+// To a classic Kermit (C-Kermit's server), whose ACK of the file's Z is
+// all it says: the file goes then, as with C-Kermit's SEND /DELETE.
+func TestSendRemoveSourceFilesToCKermit(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "up.bin"), randomBytes(120000, 23))
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, []string{"--json"}, "send", "--classic", "--remove-source-files", "up.bin", addr)
+	if r.code != 0 {
+		t.Fatalf("kerf send --classic --remove-source-files to C-Kermit: %s", r)
+	}
+	sameContent(t, filepath.Join(ckdir, "up.bin"), randomBytes(120000, 23))
+	if _, err := os.Stat(filepath.Join(local, "up.bin")); !os.IsNotExist(err) {
+		t.Errorf("up.bin still here (%v)", err)
+	}
+}
+
+func sameContent(t *testing.T, path string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("%s: %d bytes, %v; want %d", path, len(got), err, len(want))
+	}
+}

@@ -473,6 +473,24 @@ func (f *sessionFS) Remove(name string) error {
 	return clearErr(d.Remove(name), name)
 }
 
+// CanRemoveSent and RemoveSent let a GET remove what it sent once the
+// client has it saved (kermit.SentRemover).
+func (f *sessionFS) CanRemoveSent() error {
+	d, err := f.tree()
+	if err != nil {
+		return err
+	}
+	return d.CanRemoveSent()
+}
+
+func (f *sessionFS) RemoveSent(file kermit.OutgoingFile) error {
+	d, err := f.tree()
+	if err != nil {
+		return err
+	}
+	return clearErr(d.RemoveSent(file), file.Path)
+}
+
 func (f *sessionFS) Mkdir(name string) error {
 	d, err := f.named(name)
 	if err != nil {

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -91,5 +93,103 @@ func sameContent(t *testing.T, path string, want []byte) {
 	got, err := os.ReadFile(path)
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("%s: %d bytes, %v; want %d", path, len(got), err, len(want))
+	}
+}
+
+// get --remove-source-files: the kerf server removes each file once
+// this side has it saved; a link stays (its target was what came), and
+// the directories stay. A --resume run again removes what an interrupted
+// move left on the server, which is here whole, without sending it.
+func TestGetRemoveSourceFiles(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	files := map[string][]byte{
+		"out/a.bin":     randomBytes(400000, 11),
+		"out/b.txt":     []byte("b\n"),
+		"out/sub/c.bin": randomBytes(3000, 13),
+		"out/empty":     nil,
+	}
+	for n, b := range files {
+		writeFile(t, filepath.Join(root, n), b)
+	}
+	if err := os.Symlink("b.txt", filepath.Join(root, "out/link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, sessions := range []string{"1", "4"} {
+		t.Run("sessions="+sessions, func(t *testing.T) {
+			dst := t.TempDir()
+			for n, b := range files {
+				writeFile(t, filepath.Join(root, n), b)
+			}
+			mustRun(t, srv, dst, nil, "get", "--sessions", sessions, "--remove-source-files", "-r", target(srv.addr, "out"), ".")
+			for n, b := range files {
+				sameContent(t, filepath.Join(dst, n), b)
+				if _, err := os.Lstat(filepath.Join(root, n)); !os.IsNotExist(err) {
+					t.Errorf("%s still at the server (%v)", n, err)
+				}
+			}
+			if fi, err := os.Lstat(filepath.Join(root, "out/link.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the server's link was removed (%v)", err)
+			}
+			if fi, err := os.Stat(filepath.Join(root, "out/sub")); err != nil || !fi.IsDir() {
+				t.Errorf("the server's directory was removed (%v)", err)
+			}
+		})
+	}
+
+	// Fetched before and not removed then: a --resume finds it here
+	// whole and the server removes it, sending nothing.
+	writeFile(t, filepath.Join(root, "again.bin"), randomBytes(90000, 17))
+	mustRun(t, srv, local, nil, "get", target(srv.addr, "again.bin"), ".")
+	r := mustRun(t, srv, local, []string{"--json"}, "get", "--resume", "--remove-source-files", target(srv.addr, "again.bin"), ".")
+	if _, err := os.Stat(filepath.Join(root, "again.bin")); !os.IsNotExist(err) {
+		t.Errorf("a file here whole stays at the server (%v)", err)
+	}
+	if d := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(d) != 0 {
+		t.Errorf("a file here whole was fetched again: %+v", d)
+	}
+	sameContent(t, filepath.Join(local, "again.bin"), randomBytes(90000, 17))
+}
+
+// A user who may not delete (read-only) is told so before anything is
+// fetched, and the server's files stay.
+func TestGetRemoveSourceFilesReadOnly(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	if srv.state == "" {
+		t.Fatal("the server has no state directory to add a user to")
+	}
+	add := exec.Command(kerfBin, "user", "add", "--read-only", "--root", root, "--password-stdin", "--state", srv.state, "reader")
+	add.Stdin = strings.NewReader("ReaderPassword12345\n")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("kerf user add: %v\n%s", err, out)
+	}
+	pw := filepath.Join(t.TempDir(), "pw")
+	writeFile(t, pw, []byte("ReaderPassword12345\n"))
+	writeFile(t, filepath.Join(root, "keep.bin"), randomBytes(5000, 19))
+	r := run(t, srv, local, nil, "get", "--user", "reader", "--password-file", pw, "--remove-source-files", target(srv.addr, "keep.bin"), ".")
+	if r.code == 0 || !strings.Contains(r.stderr, "remove") {
+		t.Errorf("a read-only user's get --remove-source-files: %s; want it refused, saying why", r)
+	}
+	if _, err := os.Stat(filepath.Join(root, "keep.bin")); err != nil {
+		t.Errorf("the server's file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(local, "keep.bin")); !os.IsNotExist(err) {
+		t.Errorf("fetched although the move was refused (%v)", err)
+	}
+}
+
+// A classic Kermit server is not asked to remove anything: the get is
+// refused before it begins, and its files stay.
+func TestGetRemoveSourceFilesFromCKermit(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "down.bin"), randomBytes(20000, 29))
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, nil, "get", "--classic", "--remove-source-files", target(addr, "down.bin"), ".")
+	if r.code == 0 || !strings.Contains(r.stderr, "remove") {
+		t.Errorf("get --remove-source-files from C-Kermit: %s; want it refused, saying why", r)
+	}
+	if _, err := os.Stat(filepath.Join(ckdir, "down.bin")); err != nil {
+		t.Errorf("C-Kermit's file: %v", err)
 	}
 }

@@ -2494,6 +2494,45 @@ func (d *Dir) Remove(name string) error {
 	return d.root.Remove(rel)
 }
 
+// CanRemoveSent says why files sent may not be removed (read-only
+// access), or nil (kermit.SentRemover).
+func (d *Dir) CanRemoveSent() error { return d.writable("delete") }
+
+// RemoveSent removes f, a file of the tree a GET sent (f.Path, as the
+// walk listed it), if it is still that file: a regular file, not a link,
+// with the device and inode, size, modification time and ctime it was
+// listed with (the sender fails a file that changes while it is sent,
+// so what was listed is what went). Otherwise it stays, and the error
+// says why.
+func (d *Dir) RemoveSent(f kermit.OutgoingFile) error {
+	if err := d.writable("delete"); err != nil {
+		return err
+	}
+	rel, err := cleanName(f.Path, false)
+	if err != nil {
+		return err
+	}
+	fi, err := d.root.Lstat(rel)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	st := kermit.StatusOf(fi)
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("filestore: %s: not a regular file (a link's target was sent)", rel)
+	case fi.Size() != f.Size || !fi.ModTime().Equal(f.ModTime):
+		return fmt.Errorf("filestore: %s changed since it was sent", rel)
+	case f.Status.Known && st.Known && (st.Dev != f.Status.Dev || st.Ino != f.Status.Ino):
+		return fmt.Errorf("filestore: %s was replaced since it was sent", rel)
+	case !f.ChangeTime.IsZero() && !kermit.ChangeTimeOf(fi).Equal(f.ChangeTime):
+		return fmt.Errorf("filestore: %s changed since it was sent", rel)
+	}
+	if err := d.root.Remove(rel); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	return nil
+}
+
 // removePart deletes a partial file left by a transfer that did not
 // finish (its owner's only way to get the space back without a shell on
 // the server), unless a session is receiving into it now: that session

@@ -34,6 +34,11 @@ type GetOptions struct {
 	// sender's is what counts. A server that will not is noted in the
 	// log, and sends with its own.
 	Congestion string
+	// RemoveSource asks a kerf server to remove each file once this
+	// side has it saved, or had it whole (REMOTE SET
+	// kerf-remove-source-files); a server that will not fails the GET
+	// before it begins (ErrNoRemoveSource).
+	RemoveSource bool
 	// Reconnect, if set, follows a session lost on the way with a
 	// successor, which asks for the files again, resuming (with one
 	// session; several take each other's shares over).
@@ -67,6 +72,16 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 			var pe *PeerError
 			if errors.As(err, &pe) {
 				return fmt.Errorf("%w: %v", ErrNoExclude, err)
+			}
+			return err
+		}
+	}
+	if o.RemoveSource {
+		if _, err := s.Generic(ctx, 'S', removeSourceParam, "on"); err != nil {
+			var pe *PeerError
+			if errors.As(err, &pe) {
+				// Any session would be refused alike: not a loss.
+				return &RefusedGetError{fmt.Errorf("%w: %w", ErrNoRemoveSource, err)}
 			}
 			return err
 		}
@@ -113,6 +128,14 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 	}
 	if err := s.recvGroup(ctx, store, nil, true); err != nil {
 		return s.abort(err)
+	}
+	if o.RemoveSource {
+		// The server removes each file as it hears this side has it
+		// saved (the B's ACK), before it takes the next command: one
+		// more exchange, and the removals are done when the get ends.
+		if _, err := s.Generic(ctx, 'A'); err != nil {
+			s.cfg.Log.Warn("the server's removals after the GET are not confirmed", "err", err)
+		}
 	}
 	return nil
 }

@@ -168,8 +168,8 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.lo = (p.Seq + 1) % 64
 			return s.recvGroup(ctx, store, nil, true)
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
-			sh, ex := s.share, s.exclude
-			s.share, s.exclude = share{}, nil // for this GET only, whatever comes of it
+			sh, ex, rm := s.share, s.exclude, s.removeSent
+			s.share, s.exclude, s.removeSent = share{}, nil, false // for this GET only, whatever comes of it
 			defer s.dropSkip()
 			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err
@@ -183,6 +183,14 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 				return err
 			}
 			defer stop()
+			if rm {
+				// Asked for, so fsys is a SentRemover (REMOTE SET).
+				r := &sentRemoval{fs: fsys.(SentRemover), taken: map[string]OutgoingFile{}, log: s.cfg.Log}
+				src = r.source(src)
+				tell := s.cfg.Events
+				s.cfg.Events = r.event(tell)
+				defer func() { s.cfg.Events = tell }()
+			}
 			if p.Type == 'J' {
 				saved := s.cfg.Resume
 				s.cfg.Resume = true
@@ -484,6 +492,15 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 				return err
 			}
 			s.exclude = append(s.exclude, e)
+		case removeSourceParam:
+			sr, ok := fsys.(SentRemover)
+			if !ok {
+				return errors.New("this server does not remove the files it sends")
+			}
+			if err := sr.CanRemoveSent(); err != nil {
+				return err
+			}
+			s.removeSent = true
 		case congestionParam:
 			cs, ok := s.data.(interface{ SetCongestion(string) error })
 			if !s.dualActive() || !ok {

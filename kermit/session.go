@@ -87,6 +87,10 @@ type Session struct {
 	// exclude are the patterns of files a kerf client asked this server
 	// to leave out of its next GET (REMOTE SET kerf-exclude).
 	exclude Exclusions
+	// removeSent: the client asked this server to remove the files of
+	// its next GET once it has them saved (REMOTE SET
+	// kerf-remove-source-files).
+	removeSent bool
 	// skip holds the files of its next GET a kerf client has whole
 	// (its kerf-skip text), by name as the F packet gives it;
 	// skipPending those of a text not yet ended (skipSink).

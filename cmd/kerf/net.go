@@ -827,6 +827,7 @@ func getCommand() *cli.Command {
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
 			sparseFlag,
+			getRemoveSourceFlag,
 			getSessionsFlag,
 			reconnectFlag,
 		}, clientFlags...),
@@ -867,6 +868,8 @@ func getCommand() *cli.Command {
 					return usageErr("--json writes its events to standard output, where the file would go")
 				case c.Bool("sparse"):
 					return usageErr("--sparse: standard output has no holes")
+				case c.Bool(removeSourceFlag.Name):
+					return usageErr("--remove-source-files: standard output keeps nothing (a pipe's reader may yet fail)")
 				}
 				// Nothing is stored: the store is only what the
 				// session's other calls go to.
@@ -925,13 +928,16 @@ func getCommand() *cli.Command {
 			rep.expectNames(specs)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
-			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude")}
+			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude"), RemoveSource: c.Bool(removeSourceFlag.Name)}
 			if !cfg.Classic && !cfg.QUIC {
 				// The server sends: its congestion control is what counts.
 				opts.Congestion = c.String("congestion")
 			}
 			toFetch := -1 // files the GET will bring, where a listing told
-			if opts.Resume && !cfg.Classic && !renamed && !severalSpecs && hasEntries(openDir) {
+			if opts.Resume && !opts.RemoveSource && !cfg.Classic && !renamed && !severalSpecs && hasEntries(openDir) {
+				// (Not when the server removes what this side has: the
+				// files found here whole must come up in the GET, each
+				// refused at its A, for the server to remove them.)
 				// What is here whole is found from one listing of the
 				// GET's files and left out by the server
 				// (kermit.GetOptions.Skip), not sent to be thrown away.

@@ -104,6 +104,7 @@ func newReporter(c *cli.Context, files []kermit.OutgoingFile) *reporter {
 	if files == nil {
 		r := newSendReporter(c, -1)
 		r.planned = nil
+		r.remover = nil // a get's files are removed by the server
 		return r
 	}
 	var total int64

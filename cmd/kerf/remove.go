@@ -14,6 +14,9 @@ import (
 
 var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole, if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay)"}
 
+// getRemoveSourceFlag is the get's: the server removes each file.
+var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole, if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log)"}
+
 // sourceRemover removes each sent file once the receiver has it
 // (send --remove-source-files: rsync's option, Kermit's SEND /DELETE):
 // a kerf receiver's word that it is saved under its name (FileSaved), a

@@ -1,0 +1,86 @@
+package filestore_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+)
+
+// RemoveSent removes a file a GET sent only while it is still the file
+// listed: not after it changed, was replaced, or for a read-only user.
+func TestRemoveSent(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, p string)
+		want   string // "" removed, else part of the error
+	}{
+		{"unchanged", nil, ""},
+		{"appended to", func(t *testing.T, p string) {
+			f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString("more")
+			f.Close()
+		}, "changed"},
+		{"rewritten, size and time put back", func(t *testing.T, p string) {
+			fi, _ := os.Stat(p)
+			os.WriteFile(p, []byte("HELLO"), 0o644)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}, "changed"},
+		{"replaced by another of its size and time", func(t *testing.T, p string) {
+			fi, _ := os.Stat(p)
+			os.WriteFile(p+".new", []byte("hello"), 0o644)
+			os.Chtimes(p+".new", fi.ModTime(), fi.ModTime())
+			os.Rename(p+".new", p)
+		}, "replaced"},
+		{"a link now", func(t *testing.T, p string) {
+			os.Remove(p)
+			os.Symlink("other", p)
+		}, "not a regular file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			p := filepath.Join(root, "f.txt")
+			os.WriteFile(p, []byte("hello"), 0o644)
+			old := time.Now().Add(-time.Hour).Truncate(time.Second)
+			os.Chtimes(p, old, old)
+			d, err := filestore.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			files, err := d.Match("f.txt", false)
+			if err != nil || len(files) != 1 {
+				t.Fatalf("match: %v %v", files, err)
+			}
+			if tc.change != nil {
+				time.Sleep(10 * time.Millisecond)
+				tc.change(t, p)
+			}
+			err = d.RemoveSent(files[0])
+			_, serr := os.Lstat(p)
+			switch {
+			case tc.want == "" && (err != nil || !os.IsNotExist(serr)):
+				t.Errorf("RemoveSent: %v, file: %v; want it removed", err, serr)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || serr != nil):
+				t.Errorf("RemoveSent: %v, file: %v; want it kept, %q", err, serr, tc.want)
+			}
+		})
+	}
+
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "f.txt"), []byte("x"), 0o644)
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	d.ReadOnly = true
+	files, _ := d.Match("f.txt", false)
+	if err := d.CanRemoveSent(); err == nil {
+		t.Error("a read-only tree may remove what it sends")
+	}
+	if err := d.RemoveSent(files[0]); err == nil {
+		t.Error("a read-only tree removed a file sent")
+	}
+}

@@ -82,6 +82,10 @@ func hashToken(t string) string {
 // for (1 GiB), so a mistyped entry cannot exhaust the server's memory.
 const maxArgon2Memory = 1 << 20
 
+// MaxBcryptCost is the highest bcrypt cost a stored hash may have:
+// 2^14 rounds, about a second on a slow core (the default is 10).
+const MaxBcryptCost = 14
+
 // verifySlots bounds concurrent password hashing: argon2id is made to be
 // expensive, and many logins at once must not exhaust memory or CPU.
 var verifySlots = make(chan struct{}, max(2, runtime.NumCPU()))
@@ -104,6 +108,13 @@ func Verify(stored, secret string) (bool, error) {
 		<-verifySlots
 		return subtle.ConstantTimeCompare(got, key) == 1, nil
 	case strings.HasPrefix(stored, "$2a$") || strings.HasPrefix(stored, "$2b$") || strings.HasPrefix(stored, "$2y$"):
+		// Bounded as argon2's parameters are: each step of the cost
+		// doubles the work, and one hash of cost 31 held a hashing slot
+		// for days, so that two logins stopped every password login
+		// (QA).
+		if c, err := bcrypt.Cost([]byte(stored)); err != nil || c > MaxBcryptCost {
+			return false, fmt.Errorf("%w: bcrypt cost above %d", ErrBadHash, MaxBcryptCost)
+		}
 		verifySlots <- struct{}{}
 		err := bcrypt.CompareHashAndPassword([]byte(stored), []byte(secret))
 		<-verifySlots

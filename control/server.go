@@ -35,6 +35,10 @@ type ServerConfig struct {
 	// Root is the directory of users whose entry names none, and of
 	// anonymous access.
 	Root string
+	// Private are the server's own files and directories (its state
+	// directory, its key): a login whose root holds one is refused
+	// (PrivateWithin).
+	Private []string
 	// XferLog, when set, gets one xferlog line per file sent or received.
 	XferLog  *XferLog
 	Addr     string // control listen address (default ":1649")

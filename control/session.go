@@ -157,6 +157,10 @@ func (f *sessionFS) loggedIn() bool {
 
 // bind makes root the session's tree.
 func (f *sessionFS) bind(user, root string, readOnly bool) error {
+	if p := PrivateWithin(root, f.srv.cfg.Private); p != "" {
+		f.log.Error("refused: the user's root holds the server's own key or users file; move --state (or --key) out of every root", "user", user, "root", root, "private", p)
+		return errors.New("kerf: the server will not serve your directory: it holds the server's own key or users (its administrator must move them out)")
+	}
 	d, err := filestore.OpenExisting(root)
 	if err != nil {
 		f.log.Error("opening the user's root", "user", user, "root", root, "err", err)

@@ -511,6 +511,16 @@ func serveCommand() *cli.Command {
 			if err := checkStreams("max-streams", c.Int("max-streams")); err != nil {
 				return err
 			}
+			// The server's own files must be out of every session's
+			// reach: a root holding them gives its users the key, and
+			// the users file to rewrite (QA).
+			private := []string{c.String("state")}
+			if k := c.String("key"); k != "" {
+				private = append(private, k)
+			}
+			if p := control.PrivateWithin(c.String("root"), private); p != "" {
+				return usageErr("--root %s holds the server's own %s (its key, its users): serve a directory that does not, or move the state (--state)", c.String("root"), p)
+			}
 			log := logger(c)
 			id, err := serverIdentity(c)
 			if err != nil {
@@ -519,6 +529,9 @@ func serveCommand() *cli.Command {
 			users, err := usersFile(c)
 			if err != nil {
 				return err
+			}
+			if err := auth.CheckStateProtected(c.String("state")); err != nil {
+				return usageErr("%v", err)
 			}
 			list, listErr := users.List()
 			if listErr == nil && len(list) == 0 && !c.Bool("anonymous") {
@@ -535,7 +548,7 @@ func serveCommand() *cli.Command {
 			}
 			srv, err := control.NewServer(control.ServerConfig{
 				XferLog: xl, PathOpts: opts, RateLimit: limit,
-				Root: c.String("root"), Addr: c.String("listen"), DataAddr: c.String("data-listen"),
+				Root: c.String("root"), Private: private, Addr: c.String("listen"), DataAddr: c.String("data-listen"),
 				MaxStreams: c.Int("max-streams"), Log: log,
 				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),
 				AllowClassic: c.Bool("allow-classic"), AllowPlainData: c.Bool("plain-data"),
@@ -554,6 +567,13 @@ func serveCommand() *cli.Command {
 				// A user's root, from user add --root, is where that
 				// user's files go, not --root (QA: nothing said so).
 				fmt.Fprintf(os.Stderr, "kerf: users with a root of their own, which --root does not change: %s\n", strings.Join(own, ", "))
+			}
+			for _, u := range list {
+				if u.Root != "" {
+					if p := control.PrivateWithin(u.Root, private); p != "" {
+						fmt.Fprintf(os.Stderr, "kerf: WARNING: %s cannot log in: its root %s holds the server's own %s (move the state out of it, or give the user another root)\n", printable(u.Name), printable(u.Root), p)
+					}
+				}
 			}
 			if q := srv.QUICAddr(); q != nil {
 				fmt.Fprintf(os.Stderr, "kerf: QUIC data channel on udp %s\n", q)

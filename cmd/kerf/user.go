@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"kerf/auth"
+	"kerf/control"
 )
 
 // defaultConfigDir is os.UserConfigDir()/kerf ($XDG_CONFIG_HOME/kerf).
@@ -107,6 +108,13 @@ func userCommand() *cli.Command {
 					keys, err := fingerprints(c.StringSlice("key"))
 					if err != nil {
 						return err
+					}
+					if root != "" {
+						if p := control.PrivateWithin(root, []string{c.String("state")}); p != "" {
+							// Its sessions could read the server's key
+							// and rewrite its users (serve refuses them).
+							return usageErr("--root %s holds the server's state directory %s: give a root outside it, or move the state (--state)", root, p)
+						}
 					}
 					u, err := usersFile(c)
 					if err != nil {

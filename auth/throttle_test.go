@@ -3,6 +3,7 @@ package auth
 import (
 	"net"
 	"testing"
+	"time"
 )
 
 // Limits per host count an IPv6 host by its /64, an IPv4 one by its
@@ -26,5 +27,42 @@ func TestHostKey(t *testing.T) {
 		if a, b := HostKey(net.ParseIP(p[0])), HostKey(net.ParseIP(p[1])); a == b {
 			t.Errorf("HostKey(%s) = HostKey(%s) = %s; want two hosts", p[0], p[1], a)
 		}
+	}
+}
+
+// An address that has failed has one attempt checked at a time: those
+// that come while it is checked wait, though its delay has passed (QA:
+// fifteen guesses checked at once after a 30 s wait). One that never
+// failed is not held to one.
+func TestThrottleOneAttemptAtATime(t *testing.T) {
+	now := time.Unix(1000, 0)
+	th := &Throttle{Base: time.Second, Max: time.Minute, Forget: time.Hour, now: func() time.Time { return now }}
+	ip, other := net.ParseIP("192.0.2.1"), net.ParseIP("192.0.2.2")
+	for range 3 {
+		if _, ok := th.Begin(other); !ok {
+			t.Fatal("an address without failures was held to one attempt")
+		}
+	}
+	th.Fail(ip, "bob")
+	if d, ok := th.Begin(ip); ok || d != time.Second {
+		t.Fatalf("right after a failure: %v, %v; want a wait of 1s", d, ok)
+	}
+	now = now.Add(2 * time.Second)
+	if d, ok := th.Begin(ip); !ok || d != 0 {
+		t.Fatalf("after the wait: %v, %v; want the attempt", d, ok)
+	}
+	for range 5 {
+		if d, ok := th.Begin(ip); ok || d <= 0 {
+			t.Fatalf("a second attempt while one is checked: %v, %v; want a wait", d, ok)
+		}
+	}
+	th.Fail(ip, "bob")
+	th.End(ip)
+	if d, ok := th.Begin(ip); ok || d != 2*time.Second {
+		t.Errorf("after a second failure: %v, %v; want a wait of 2s", d, ok)
+	}
+	now = now.Add(3 * time.Second)
+	if _, ok := th.Begin(ip); !ok {
+		t.Error("the attempt after the wait was refused")
 	}
 }

@@ -207,9 +207,14 @@ func (f *sessionFS) Login(user, password string) error {
 		// wrong one is right.)
 		return nil
 	}
-	if d := cfg.Throttle.Delay(f.ip); d > 0 {
-		// Not even checked: an address that failed recently waits. The
-		// answer is immediate, so that it is not retransmitted.
+	d, reserved := cfg.Throttle.Begin(f.ip)
+	if reserved {
+		defer cfg.Throttle.End(f.ip)
+	}
+	if d > 0 {
+		// Not even checked: an address that failed recently waits, or
+		// has another attempt being checked. The answer is immediate,
+		// so that it is not retransmitted.
 		f.failures++
 		f.log.Warn("login throttled", "user", user, "wait", d)
 		f.hangUpIfTooMany()

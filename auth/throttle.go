@@ -28,7 +28,7 @@ type Throttle struct {
 
 type throttleEntry struct {
 	failures int
-	checking int // attempts being checked now (Begin)
+	checking int            // attempts being checked now (Begin)
 	byUser   map[string]int // of failures, per user name tried (at most maxThrottleUsers, then "")
 	last     time.Time
 }

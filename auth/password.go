@@ -130,6 +130,34 @@ func Verify(stored, secret string) (bool, error) {
 	return false, ErrBadHash
 }
 
+// CheckSecret reports why a stored secret (a users file's "secret") is
+// none Verify can check: a plain password typed into the file, a hash
+// cut short, parameters out of bounds. "" is fine (key login only).
+func CheckSecret(stored string) error {
+	switch {
+	case stored == "":
+		return nil
+	case strings.HasPrefix(stored, prefixToken):
+		if h := stored[len(prefixToken):]; len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return fmt.Errorf("%w: a token hash is %s and 64 hex digits", ErrBadHash, prefixToken)
+		}
+		return nil
+	case strings.HasPrefix(stored, prefixArgon2id):
+		_, _, _, err := parseArgon2(stored)
+		return err
+	case strings.HasPrefix(stored, "$2a$") || strings.HasPrefix(stored, "$2b$") || strings.HasPrefix(stored, "$2y$"):
+		c, err := bcrypt.Cost([]byte(stored))
+		if err != nil || len(stored) != 60 {
+			return fmt.Errorf("%w: not a whole bcrypt hash", ErrBadHash)
+		}
+		if c > MaxBcryptCost {
+			return fmt.Errorf("%w: bcrypt cost above %d", ErrBadHash, MaxBcryptCost)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: not an argon2id, bcrypt or token hash (set passwords with kerf user passwd)", ErrBadHash)
+}
+
 func parseArgon2(s string) (p Argon2Params, salt, key []byte, err error) {
 	// $argon2id$v=19$m=65536,t=3,p=4$salt$key
 	f := strings.Split(s, "$")

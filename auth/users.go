@@ -10,11 +10,13 @@
 package auth
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -133,14 +135,40 @@ func (u *UsersFile) reloadLocked() error {
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
+	// Strictly: a field misspelt by hand ("readonly" for read_only,
+	// "dir" for root) would be dropped without a word, its user given
+	// write access or the server's whole --root; and the next `kerf
+	// user` command would rewrite the file without it (QA).
 	var d usersFileData
-	if err := json.Unmarshal(b, &d); err != nil {
-		return fmt.Errorf("auth: %s: %w", u.path, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return fmt.Errorf("auth: %s: %w", u.path, jsonProblem(b, err))
+	}
+	if dec.More() {
+		return fmt.Errorf("auth: %s: more than one JSON value", u.path)
+	}
+	if d.Version != 1 {
+		return fmt.Errorf("auth: %s: version %d (this kerf reads version 1; is it a users file?)", u.path, d.Version)
 	}
 	m := make(map[string]User, len(d.Users))
 	for _, e := range d.Users {
 		if err := CheckName(e.Name); err != nil {
 			return fmt.Errorf("auth: %s: %w", u.path, err)
+		}
+		if err := CheckSecret(e.Secret); err != nil {
+			// Found here, the server's trouble (logged, not throttled),
+			// not a login that fails like a wrong password (QA).
+			return fmt.Errorf("auth: %s: user %s: %w", u.path, e.Name, err)
+		}
+		if e.Root != "" && !filepath.IsAbs(e.Root) {
+			// Relative to wherever the server was started: not meant.
+			return fmt.Errorf("auth: %s: user %s: root %q is not an absolute path", u.path, e.Name, e.Root)
+		}
+		if _, dup := m[e.Name]; dup {
+			// Which of two entries counts is no choice to make silently
+			// (the last one did: a read-only entry then a writable one).
+			return fmt.Errorf("auth: %s: user %s is listed twice", u.path, e.Name)
 		}
 		if e.Keys, err = checkKeys(e.Keys); err != nil {
 			return fmt.Errorf("auth: %s: user %s: %w", u.path, e.Name, err)
@@ -149,6 +177,35 @@ func (u *UsersFile) reloadLocked() error {
 	}
 	u.users, u.loaded, u.modTime, u.size = m, true, fi.ModTime(), fi.Size()
 	return nil
+}
+
+// jsonProblem is err, a JSON decoding error of b, said with the line
+// it is on and without Go's names for the types.
+func jsonProblem(b []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("line %d: %v", 1+bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n")), se)
+	case errors.As(err, &te):
+		return fmt.Errorf("line %d: %q must be a %s, not a %s", 1+bytes.Count(b[:min(int(te.Offset), len(b))], []byte("\n")), te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	return err
+}
+
+// jsonKind names a Go kind as JSON does.
+func jsonKind(k string) string {
+	switch k {
+	case "bool":
+		return "boolean (true or false)"
+	case "string":
+		return "string"
+	case "slice", "array":
+		return "list"
+	case "struct", "map":
+		return "object"
+	}
+	return "number"
 }
 
 // Authenticate checks a name and password (or token). Any failure,

@@ -378,6 +378,10 @@ func (c *Client) watchIdle(idle time.Duration, wc *watchedConn, raw net.Conn) {
 }
 
 // loginLen estimates the encoded length of the REMOTE LOGIN data field.
+// LoginFits reports whether user and password go in one REMOTE LOGIN
+// (kerf user add and passwd refuse what would never log in).
+func LoginFits(user, pass string) bool { return loginLen(user, pass) <= maxLoginField }
+
 func loginLen(user, pass string) int {
 	n := 3
 	for _, s := range []string{user, pass} {

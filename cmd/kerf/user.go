@@ -354,6 +354,9 @@ func newSecret(c *cli.Context, name string) (stored, token string, err error) {
 			return "", "", usageErr("--token makes the secret: not with --password-stdin or --bcrypt")
 		}
 		tok, stored := auth.NewToken()
+		if !control.LoginFits(name, tok) {
+			return "", "", usageErr("a token (%d characters) and the name %s do not fit in one REMOTE LOGIN: use a shorter name, a password or a key", len(tok), name)
+		}
 		return stored, tok, nil
 	}
 	stored, err = newPassword(c, name)
@@ -402,6 +405,10 @@ func newPassword(c *cli.Context, name string) (string, error) {
 	}
 	if pw == "" {
 		return "", usageErr("empty password")
+	}
+	if !control.LoginFits(name, pw) {
+		// It could never log in (QA: a 100-byte password was taken).
+		return "", usageErr("the name and password are too long for one REMOTE LOGIN (about 80 bytes together, a byte above 127 counting 3): a shorter password, or a key")
 	}
 	if c.Bool("bcrypt") {
 		h, err := auth.HashPasswordBcrypt(pw)

@@ -471,9 +471,14 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 		// data path's goroutines too).
 		var mu sync.Mutex
 		moved := map[string]int64{}
+		began := map[string]time.Time{}
 		kc.Events = func(e kermit.Event) {
 			mu.Lock()
 			switch e.Kind {
+			case kermit.FileStart:
+				began[e.Name] = time.Now()
+				mu.Unlock()
+				return
 			case kermit.FileProgress:
 				moved[e.Name] = e.Bytes
 				mu.Unlock()
@@ -482,9 +487,16 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 				if e.Bytes == 0 {
 					e.Bytes = moved[e.Name]
 				}
+				if t, ok := began[e.Name]; ok && e.Duration == 0 {
+					// A failure carries no time of its own: it was
+					// logged as one second (QA).
+					e.Duration = time.Since(t)
+				}
 				delete(moved, e.Name)
+				delete(began, e.Name)
 			case kermit.FileDone, kermit.FileSaved:
 				delete(moved, e.Name)
+				delete(began, e.Name)
 			}
 			mu.Unlock()
 			if e.Path == "" && e.Name != "" && !e.Sending && (e.Kind == kermit.FileFailed || e.Kind == kermit.FileSkipped) {
@@ -495,7 +507,11 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 				// the log.
 				e.Path = strings.TrimSuffix(fsys.Pwd(), "/") + "/" + e.Name
 			}
-			if err := xl.Record(e, host, fsys.userName()); err != nil {
+			user := fsys.userName()
+			if auth.IsAnonymous(user) {
+				user = "" // access mode a, as the format has it (QA: logged r)
+			}
+			if err := xl.Record(e, host, user); err != nil {
 				log.Warn("xferlog", "err", err)
 			}
 		}

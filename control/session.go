@@ -222,7 +222,13 @@ func (f *sessionFS) Login(user, password string) error {
 	}
 	if auth.IsAnonymous(user) {
 		if !cfg.Anonymous {
-			f.fail(user, "anonymous")
+			// No guess at anything: counted against this connection's
+			// attempts, not the address's throttle, which made a
+			// client that forgot -u wait, and then a user's own next
+			// login (QA).
+			f.failures++
+			f.log.Info("anonymous login refused: not enabled")
+			f.hangUpIfTooMany()
 			return errNoAnonymous
 		}
 		f.log.Info("login", "user", "anonymous", "method", "anonymous", "tls", f.secure)

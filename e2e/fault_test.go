@@ -1068,3 +1068,20 @@ func TestXferLogFailedGet(t *testing.T) {
 		t.Errorf("xferlog after the failed fetch: want an incomplete outgoing line for /sub/d.bin:\n%s", b)
 	}
 }
+
+// An anonymous fetch is logged with access mode a and user anonymous,
+// as the xferlog format has it (QA: logged as a real user's, r).
+func TestXferLogAnonymous(t *testing.T) {
+	root := t.TempDir()
+	xferlog := filepath.Join(t.TempDir(), "xferlog")
+	srv := startServer(t, root, serverOpts{args: []string{"--anonymous", "--xferlog", xferlog}})
+	writeFile(t, filepath.Join(root, "pub.txt"), []byte("public"))
+	mustRun(t, srv, t.TempDir(), nil, "get", "-u", "anonymous", target(srv.addr, "pub.txt"), ".")
+	waitFor(t, "the xferlog line", func() bool {
+		b, _ := os.ReadFile(xferlog)
+		return strings.Contains(string(b), "\n")
+	})
+	if b, _ := os.ReadFile(xferlog); !strings.Contains(string(b), " 6 /pub.txt b _ o a anonymous ") {
+		t.Errorf("xferlog of an anonymous get:\n%s", b)
+	}
+}

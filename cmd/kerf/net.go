@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"net"
@@ -427,6 +428,11 @@ func password(c *cli.Context, user, addr string, haveKey bool) (pw string, ask b
 		}
 		defer fh.Close()
 		line, err := readLine(fh)
+		if errors.Is(err, io.EOF) || err == nil && line == "" {
+			// An empty first line would go as an empty password, and
+			// fail as a wrong one, counted against this address (QA).
+			return "", false, usageErr("%s: its first line, the password, is empty", f)
+		}
 		if err != nil {
 			return "", false, usageErr("reading %s: %v", f, err)
 		}

@@ -281,6 +281,25 @@ func userKeyCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
+				// All or nothing: a key already there (add) or not there
+				// (rm) is said before any is changed, not after the ones
+				// before it were (QA: exit 2, and the file changed).
+				if list, err := u.List(); err == nil {
+					for _, e := range list {
+						if e.Name != name {
+							continue
+						}
+						for _, fp := range keys {
+							has := slices.Contains(e.Keys, fp)
+							if verb == "add" && has {
+								return usageErr("%s already has key %s (nothing changed)", name, fp)
+							}
+							if verb == "rm" && !has {
+								return usageErr("%s has no key %s (nothing changed)", name, fp)
+							}
+						}
+					}
+				}
 				for _, fp := range keys {
 					if err := do(u, name, fp); err != nil {
 						return usageErr("%v", err)

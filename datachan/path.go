@@ -44,6 +44,15 @@ const (
 	// blocks would grow the record for ever).
 	maxDamaged = 4096
 
+	// maxGaps bounds the separate ranges of one file received so far
+	// (recvFile.got): a sender cuts each range from its start, so a
+	// real one leaves a few per connection open (its blocks in flight,
+	// and resends). A peer sending every other byte, last first, made
+	// each block an insert into an ever longer list under the Path's
+	// lock: 60,000 one-byte blocks held it 3 s, 20 MB would have held it
+	// minutes (review).
+	maxGaps = 4096
+
 	// maxDamage is how many times one block may arrive damaged before the
 	// transfer fails (ErrDamaging): occasional damage is asked for again,
 	// a path that damages it every time would be asked forever.

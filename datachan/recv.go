@@ -402,6 +402,13 @@ func (p *Path) admitLocked(f *recvFile, h framing.BlockHeader) (bool, error) {
 	if start < f.off || end > f.end || end < start {
 		return false, fmt.Errorf("block [%d,%d) of file %d is outside the expected [%d,%d)", start, end, h.FileID, f.off, f.end)
 	}
+	if len(f.got) >= maxGaps {
+		// Full: only a block that adds no range may come (its
+		// neighbours' gaps filled, or a duplicate); see maxGaps.
+		if n := len(f.got); !f.got.joins(start, end) {
+			return false, fmt.Errorf("file %d: block [%d,%d) would open more than %d separate ranges (%d now): not how a sender cuts a file", h.FileID, start, end, maxGaps, n)
+		}
+	}
 	dup, err := f.got.add(start, end, h.PayloadCRC)
 	if err != nil {
 		return false, fmt.Errorf("file %d: %w", h.FileID, err)

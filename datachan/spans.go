@@ -59,3 +59,15 @@ func (ss *spans) add(start, end uint64, crc uint32) (dup bool, err error) {
 	*ss = s
 	return false, nil
 }
+
+// joins reports whether [start, end) adds no range of its own: it is
+// within one recorded, or touches one (add then extends it).
+func (ss spans) joins(start, end uint64) bool {
+	i, _ := slices.BinarySearchFunc(ss, start, func(x span, start uint64) int {
+		if x.end < start {
+			return -1
+		}
+		return 1
+	})
+	return i < len(ss) && (ss[i].start <= start && end <= ss[i].end || ss[i].end == start || ss[i].start == end)
+}

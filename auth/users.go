@@ -58,11 +58,25 @@ var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^
 
 // CheckName reports whether name may be a user's name.
 func CheckName(name string) error {
-	if !nameRE().MatchString(name) || IsAnonymous(name) {
+	if IsAnonymous(name) {
+		// It fits the rule below: say why it is refused (QA).
+		return reservedName(name)
+	}
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
 	return nil
 }
+
+// reservedName is a name that fits the rule but means anonymous access:
+// an ErrBadName that says so.
+type reservedName string
+
+func (r reservedName) Error() string {
+	return fmt.Sprintf("auth: user name %q is reserved for anonymous access (serve --anonymous)", string(r))
+}
+
+func (r reservedName) Is(target error) bool { return target == ErrBadName }
 
 // User is one entry of the users file.
 type User struct {

@@ -203,6 +203,10 @@ func userCommand() *cli.Command {
 					if err != nil {
 						return usageErr("%v", err)
 					}
+					if _, err := os.Stat(u.Path()); errors.Is(err, os.ErrNotExist) {
+						// Not an empty list: a mistyped --state says so (QA).
+						fmt.Fprintf(os.Stderr, "kerf: no users file at %s (no users yet: kerf user add)\n", u.Path())
+					}
 					for _, e := range list {
 						root, mode := e.Root, "read-write"
 						if root == "" {

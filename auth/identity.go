@@ -166,12 +166,16 @@ func loadDir(dir string) (*Identity, error) {
 	certPEM := keyPEM
 	if !hasCertificate(keyPEM) {
 		if certPEM, err = os.ReadFile(filepath.Join(dir, CertFileName)); err != nil {
-			return nil, fmt.Errorf("auth: %w", err)
+			// A key.pem of kerf's own holds its certificate too (older
+			// ones kept it in cert.pem): without either it is damaged,
+			// and "open cert.pem" alone sent the user in circles (QA).
+			return nil, fmt.Errorf("auth: %s holds no certificate, and %w (damaged? move it away, and a new key is made)", filepath.Join(dir, KeyFileName), err)
 		}
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("auth: %w", err)
+		// Named: "failed to find any PEM data" said not which file (QA).
+		return nil, fmt.Errorf("auth: %s: %w (damaged? move it away, and a new key is made)", filepath.Join(dir, KeyFileName), err)
 	}
 	return newIdentity(c)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -578,4 +579,69 @@ func TestSendIntoClosedDirectoryAtCKermitServer(t *testing.T) {
 	if r.code != 4 || !strings.Contains(r.stderr, "would not change into locked") {
 		t.Fatalf("want exit 4 saying the server would not change into locked: %s", r)
 	}
+}
+
+// Names a get from C-Kermit asks for are taken as it sends them (QA:
+// the name check refused a[1].txt, the middle of file[1-3].txt, every
+// file of -r HOST//abs/dir/* and those in subdirectories of -r
+// dir/*.txt, and {a,b}.txt was said not sent).
+func TestKerfGetBracketsAndTreesFromCKermitServer(t *testing.T) {
+	ckdir := t.TempDir()
+	files := []string{"a[1].txt", "file1.txt", "file2.txt", "file3.txt", "a.txt", "b.txt", "dir/f1.txt", "dir/sub/f2.txt", "dir/sub/f3.log"}
+	for i, n := range files {
+		writeFile(t, filepath.Join(ckdir, n), randomBytes(1000+i, uint64(80+i)))
+	}
+	cases := []struct {
+		args  []string
+		want  []string // as stored here
+		wantN int      // files here in all
+	}{
+		{[]string{"a[1].txt"}, []string{"a[1].txt"}, 1},
+		{[]string{"file[1-3].txt"}, []string{"file1.txt", "file2.txt", "file3.txt"}, 3},
+		{[]string{"{a,b}.txt"}, []string{"a.txt", "b.txt"}, 2},
+		{[]string{"-r", "dir/*.txt"}, []string{"dir/f1.txt", "dir/sub/f2.txt"}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			local := t.TempDir()
+			_, addr := ckermitServer(t, ckdir)
+			spec := tc.args[len(tc.args)-1]
+			args := append(append([]string{"--classic"}, tc.args[:len(tc.args)-1]...), target(addr, spec), ".")
+			r := run(t, nil, local, nil, "get", args...)
+			if r.code != 0 {
+				t.Fatalf("get %s: %s", spec, r)
+			}
+			for _, n := range tc.want {
+				sameFile(t, filepath.Join(ckdir, n), filepath.Join(local, n))
+			}
+			n := 0
+			filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					n++
+				}
+				return nil
+			})
+			if n != tc.wantN {
+				t.Errorf("%d files stored, want %d", n, tc.wantN)
+			}
+		})
+	}
+	t.Run("absolute", func(t *testing.T) {
+		local := t.TempDir()
+		_, addr := ckermitServer(t, ckdir)
+		r := run(t, nil, local, nil, "get", "--classic", "-r", addr+"/"+filepath.Join(ckdir, "dir/sub")+"/*", ".")
+		if r.code != 0 {
+			t.Fatalf("get -r HOST//abs/dir/*: %s", r)
+		}
+		found := false
+		filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Name() == "f2.txt" {
+				found = true
+			}
+			return nil
+		})
+		if !found {
+			t.Error("f2.txt not stored")
+		}
+	})
 }

@@ -50,23 +50,59 @@ func nameAsked(spec, name string, tree, classic bool) bool {
 	if !tree {
 		return elementNamed(base, path.Base(name), classic)
 	}
-	first, _, _ := strings.Cut(name, "/")
+	// A classic server's paths may be absolute (asked HOST//abs/dir/*,
+	// C-Kermit sends /abs/dir/f), or begin with the spec's directories
+	// (its paths from its own directory): compared from past them too.
+	rel := strings.TrimPrefix(name, "/")
+	dir := strings.Trim(path.Dir(spec), "/")
+	if classic && rel != name && dir != "." && dir != "" && !strings.HasPrefix(fold(rel, true, false), fold(dir, true, true)+"/") {
+		return false // an absolute path, not under what was asked for
+	}
+	if dir != "." && dir != "" {
+		if rest, ok := strings.CutPrefix(fold(rel, classic, false), fold(dir, classic, true)+"/"); ok {
+			if treeUnder(base, rel[len(rel)-len(rest):], classic) {
+				return true
+			}
+			if classic {
+				// Its path from the top: judged from past the spec's
+				// directories only (a wildcard base would name their
+				// first element too).
+				return false
+			}
+		}
+	}
+	return treeUnder(base, rel, classic)
+}
+
+// treeUnder reports whether rel is in the tree a spec's last element,
+// base, asks for: under an entry base names; or, from a classic Kermit,
+// whose GET /RECURSIVE applies a wildcard at every level (C-Kermit's
+// -r dir/*.txt brings dir/sub/f.txt), a file base names at any depth,
+// through no directory with a leading dot the pattern has not.
+func treeUnder(base, rel string, classic bool) bool {
+	first, _, deeper := strings.Cut(rel, "/")
 	if elementNamed(base, first, classic) {
 		return true
 	}
-	// A classic server's paths may begin with the spec's directories.
-	if dir := path.Dir(spec); dir != "." && dir != "/" {
-		dir = strings.TrimPrefix(dir, "/")
-		if rest, ok := strings.CutPrefix(fold(name, classic, false), fold(dir, classic, true)+"/"); ok {
-			first, _, _ := strings.Cut(rest, "/")
-			return elementNamed(fold(base, classic, true), first, false)
+	if !deeper || !classic || !hasWildcard(base) {
+		return false
+	}
+	elems := strings.Split(rel, "/")
+	for _, e := range elems[:len(elems)-1] {
+		if e == "" || e == "." || e == ".." || strings.HasPrefix(e, ".") && !strings.HasPrefix(base, ".") {
+			return false
 		}
 	}
-	return false
+	return elementNamed(base, elems[len(elems)-1], classic)
 }
 
 // elementNamed reports whether pattern (a spec's last element: a name,
-// or a wildcard) names elem.
+// or a wildcard) names elem. From a classic Kermit a name may come in
+// another case (C-Kermit sends HELLO.C for hello.c), and converted
+// (other characters as one); as it was asked for (a Unix Kermit asked
+// for literal names) it is compared as it is first, so that brackets
+// and ranges keep their meaning (QA: a[1].txt and file[1-3].txt were
+// refused).
 func elementNamed(pattern, elem string, classic bool) bool {
 	if elem == "" || elem == "." || elem == ".." {
 		return false
@@ -76,8 +112,7 @@ func elementNamed(pattern, elem string, classic bool) bool {
 		// name of the directory asked for.
 		return true
 	}
-	p, e := fold(pattern, classic, true), fold(elem, classic, false)
-	if p == e {
+	if pattern == elem || classic && (strings.EqualFold(pattern, elem) || fold(pattern, true, true) == fold(elem, true, false)) {
 		return true
 	}
 	if strings.HasPrefix(elem, ".") && !strings.HasPrefix(pattern, ".") {
@@ -85,22 +120,41 @@ func elementNamed(pattern, elem string, classic bool) bool {
 		// shells and servers match it: "*" brings no .bashrc.
 		return false
 	}
-	ok, err := path.Match(p, e)
+	if globMatch(pattern, elem) {
+		return true
+	}
+	return classic && (globMatch(strings.ToUpper(pattern), strings.ToUpper(elem)) || globMatch(fold(pattern, true, true), fold(elem, true, false)))
+}
+
+// globMatch is path.Match, with [!...] as [^...] (as shells and kerf's
+// --exclude have it), false for a malformed pattern.
+func globMatch(pattern, name string) bool {
+	ok, err := path.Match(strings.ReplaceAll(pattern, "[!", "[^"), name)
 	return err == nil && ok
 }
 
 // fold is s as compared with a classic Kermit's converted names: upper
 // case, and every byte other than a letter or digit (or, in a pattern,
-// a wildcard) as "_". Unchanged when not classic.
+// a wildcard, and what a bracket holds) as "_". Unchanged when not
+// classic.
 func fold(s string, classic, pattern bool) string {
 	if !classic {
 		return s
 	}
-	b := []byte(strings.ToUpper(s))
+	b := []byte(s) // byte for byte: a fold is as long as what it folds
+	inBracket := false
 	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+			b[i] = c
+		}
 		switch {
 		case 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '/':
-		case pattern && (c == '*' || c == '?' || c == '[' || c == ']'):
+		case pattern && c == '[':
+			inBracket = true
+		case pattern && c == ']':
+			inBracket = false
+		case pattern && (inBracket || c == '*' || c == '?'):
 		default:
 			b[i] = '_'
 		}

@@ -40,6 +40,28 @@ func TestExpectNames(t *testing.T) {
 		{[]string{"dir/*"}, true, true, "dir/sub/x", true},
 		{[]string{"dir/*"}, true, true, ".ssh/x", false},
 		{[]string{"{a,b}.txt"}, false, true, "a.txt", true},
+		// From a Unix Kermit, names come as asked (QA: refused before).
+		{[]string{"a[1].txt"}, false, true, "a[1].txt", true},
+		{[]string{"brk[et"}, false, true, "brk[et", true},
+		{[]string{"file[1-3].txt"}, false, true, "file2.txt", true},
+		{[]string{"file[1-3].txt"}, false, true, "file4.txt", false},
+		{[]string{"*[1-3].txt"}, false, true, "file2.txt", true},
+		{[]string{"h?llo.txt"}, false, true, "héllo.txt", true},
+		{[]string{"file[!1].txt"}, false, false, "file2.txt", true},
+		{[]string{"file[!1].txt"}, false, false, "file1.txt", false},
+		// C-Kermit's absolute paths for HOST//abs/dir/*.
+		{[]string{"/tmp/ck/dir/*"}, true, true, "/tmp/ck/dir/f1.txt", true},
+		{[]string{"/tmp/ck/dir/*"}, true, true, "/tmp/ck/other/f1.txt", false},
+		{[]string{"/tmp/ck/file"}, true, true, "/tmp/ck/file", true},
+		// C-Kermit's GET /RECURSIVE applies a wildcard at every level.
+		{[]string{"dir/*.txt"}, true, true, "dir/sub/f2.txt", true},
+		{[]string{"*.txt"}, true, true, "sp ace/in side.txt", true},
+		{[]string{"*.txt"}, true, true, "uni/日本.txt", true},
+		{[]string{"*.txt"}, true, true, "dir/f1.log", false},
+		{[]string{"*.txt"}, true, true, ".ssh/x.txt", false},
+		{[]string{"*"}, true, true, "d/.ssh/authorized_keys", true}, // the tree under d, asked for
+		{[]string{"*.txt"}, true, true, "d/.ssh/x.txt", false},
+		{[]string{"*.txt"}, true, false, "dir/f1.txt", false}, // a kerf server sends no such thing
 	} {
 		check := expectNames(c.specs, c.tree, c.classic)
 		ok := check == nil || check(c.name) == nil

@@ -1105,17 +1105,28 @@ func anyExists(paths []string) bool {
 func specGroups(names []string, classic bool) []string {
 	spec, ok := framing.JoinSpec(names)
 	spaced := classic && slices.ContainsFunc(names, func(n string) bool { return strings.ContainsAny(n, " \t") })
-	if len(names) < 2 || ok && !spaced && len(spec) <= specBudget {
+	wild := func(n string) int {
+		if hasWildcard(path.Base(n)) {
+			return 1
+		}
+		return 0
+	}
+	wildcards := 0
+	for _, n := range names {
+		wildcards += wild(n)
+	}
+	if len(names) < 2 || ok && !spaced && len(spec) <= specBudget && wildcards <= specWildcards {
 		return []string{spec}
 	}
 	if ok && !spaced {
 		var groups []string
 		for start := 0; start < len(names); {
-			end := start + 1
+			end, w := start+1, wild(names[start])
 			for end < len(names) {
-				if s, _ := framing.JoinSpec(names[start : end+1]); len(s) > specBudget {
+				if s, _ := framing.JoinSpec(names[start : end+1]); len(s) > specBudget || w+wild(names[end]) > specWildcards {
 					break
 				}
+				w += wild(names[end])
 				end++
 			}
 			g, _ := framing.JoinSpec(names[start:end])
@@ -1133,6 +1144,12 @@ func specGroups(names []string, classic bool) []string {
 
 // specBudget is the most bytes of names one GET carries (specGroups).
 const specBudget = 4000
+
+// specWildcards is the most names with wildcard characters one GET
+// carries: a kerf server takes 256 (filestore's maxSpecWildcards), and
+// counts a name such as "t[1]" that exists literally too (QA: 300 of
+// them in one GET failed it whole).
+const specWildcards = 200
 
 // getEach runs get on each group of specGroups, going on past files that
 // failed and stopping at the first error that ended a transfer. With

@@ -529,7 +529,7 @@ func (r *reporter) expectNames(specs []string) {
 	defer r.mu.Unlock()
 	for _, spec := range specs {
 		base := specBase(spec)
-		if base == "." || base == "/" || base == "" || strings.ContainsAny(base, "*?[") {
+		if base == "." || base == "/" || base == "" || hasWildcard(base) {
 			continue
 		}
 		r.wanted = append(r.wanted, wantedName{base: base, form: convertedForm(base)})

@@ -67,3 +67,30 @@ func TestSpecGroupsSplitLong(t *testing.T) {
 		}
 	}
 }
+
+// Names with wildcard characters go at most specWildcards to a GET: a
+// kerf server takes 256 (QA: 300 names t[1] .. t[300] in one GET failed
+// it whole, though each exists literally).
+func TestSpecGroupsSplitWildcards(t *testing.T) {
+	var names []string
+	for i := range 300 {
+		names = append(names, fmt.Sprintf("br2/t[%d]", i))
+	}
+	groups := specGroups(names, false)
+	var back []string
+	for _, g := range groups {
+		n := 0
+		for _, s := range framing.SplitSpec(g) {
+			if hasWildcard(s) {
+				n++
+			}
+			back = append(back, s)
+		}
+		if n > specWildcards {
+			t.Errorf("a GET of %d names with wildcards", n)
+		}
+	}
+	if len(groups) < 2 || !slices.Equal(back, names) {
+		t.Errorf("%d groups naming %d names; want several, every name once in order", len(groups), len(back))
+	}
+}

@@ -1906,6 +1906,9 @@ func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
 	if fi, err := d.root.Lstat(rel); err == nil {
 		return append(out, specName{rel: rel, fi: fi}), nil
 	}
+	// [!a] as the shell has it (QA: it matched a, as path.Match's
+	// class of '!' and 'a').
+	base = kermit.GlobClasses(base)
 	if _, err := path.Match(base, ""); err != nil {
 		return nil, fmt.Errorf("filestore: %s: %w", rel, err)
 	}

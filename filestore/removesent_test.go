@@ -84,3 +84,27 @@ func TestRemoveSent(t *testing.T) {
 		t.Error("a read-only tree removed a file sent")
 	}
 }
+
+// A GET's [!x] is the shell's negated class (QA: it matched x, as
+// path.Match's class of '!' and 'x').
+func TestMatchNegatedClass(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a.txt", "b.txt", "file1.txt", "file2.txt"} {
+		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
+	}
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for spec, want := range map[string]string{"[!a].txt": "b.txt", "file[!1].txt": "file2.txt", "[^b].txt": "a.txt"} {
+		files, err := d.Match(spec, false)
+		if err != nil || len(files) != 1 || files[0].Name != want {
+			var got []string
+			for _, f := range files {
+				got = append(got, f.Name)
+			}
+			t.Errorf("Match(%s) = %v, %v; want %s alone", spec, got, err, want)
+		}
+	}
+}

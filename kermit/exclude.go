@@ -84,6 +84,11 @@ func parseExclusion(p string) (exclusion, error) {
 	return e, nil
 }
 
+// GlobClasses is a pattern with the shell's negated class "[!...]"
+// written as path.Match has it, "[^...]": what a GET's wildcard and a
+// client's check of the names sent take too.
+func GlobClasses(p string) string { return rsyncClasses(p) }
+
 // rsyncClasses is p with rsync's (and the shell's) negated class "[!...]"
 // written as path.Match has it, "[^...]".
 func rsyncClasses(p string) string {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"path"
 	"strings"
+
+	"kerf/kermit"
 )
 
 // errNotAsked refuses a name a server sent that the get did not ask for.
@@ -129,7 +131,7 @@ func elementNamed(pattern, elem string, classic bool) bool {
 // globMatch is path.Match, with [!...] as [^...] (as shells and kerf's
 // --exclude have it), false for a malformed pattern.
 func globMatch(pattern, name string) bool {
-	ok, err := path.Match(strings.ReplaceAll(pattern, "[!", "[^"), name)
+	ok, err := path.Match(kermit.GlobClasses(pattern), name)
 	return err == nil && ok
 }
 

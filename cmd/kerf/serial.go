@@ -211,6 +211,11 @@ func serialCommand() *cli.Command {
 						rep.expectNames(c.Args().Slice())
 						store.Flat = !c.Bool("resume")
 						store.UniqueNames = c.NArg() > 1 || store.Flat
+						// Only what was asked for (review: a serial get
+						// took any name its peer sent). The peer may be
+						// kerf or a classic Kermit: compared as a
+						// classic's, which takes a name as asked too.
+						store.Expect = expectNames(c.Args().Slice(), c.Bool("resume"), true)
 						err := getEach(specGroups(c.Args().Slice(), true), func(spec string) error {
 							return s.GetWith(c.Context, spec, kermit.GetOptions{Resume: c.Bool("resume")}, store)
 						}, rep.refusedSpec)

@@ -645,3 +645,17 @@ func TestKerfGetBracketsAndTreesFromCKermitServer(t *testing.T) {
 		}
 	})
 }
+
+// A name given twice is asked for once: a classic server would send it
+// twice, and the second copy was refused as another file of that name
+// (QA: exit 4).
+func TestKerfGetSameNameTwiceFromCKermitServer(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "a.txt"), randomBytes(2000, 91))
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, nil, "get", "--classic", target(addr, "a.txt"), target(addr, "a.txt"), ".")
+	if r.code != 0 {
+		t.Fatalf("get of one name twice: %s", r)
+	}
+	sameFile(t, filepath.Join(ckdir, "a.txt"), filepath.Join(local, "a.txt"))
+}

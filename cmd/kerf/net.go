@@ -879,7 +879,12 @@ func getCommand() *cli.Command {
 					rp = "." // get -r host/ dest: the whole tree
 				}
 				addr = ad
-				specs = append(specs, rp)
+				if !slices.Contains(specs, rp) {
+					// Named twice, asked once: a classic server sends
+					// it twice, and the second was refused as a second
+					// file of that name (QA).
+					specs = append(specs, rp)
+				}
 			}
 			dest := args[len(args)-1]
 			openDir, asName, renamed := localAsName(specs, dest, c.Bool("recursive"))

@@ -54,6 +54,10 @@ func localAsName(specs []string, dest string, recursive bool) (dir, as string, o
 	if b := filepath.Base(dest); b == "." || b == ".." {
 		return "", "", false
 	}
+	if dest == "-" {
+		// Standard output, even beside a directory named "-" (QA).
+		return ".", dest, true
+	}
 	if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
 		return "", "", false
 	}

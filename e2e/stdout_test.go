@@ -104,3 +104,21 @@ func TestGetToStdoutChangedWhileCut(t *testing.T) {
 		t.Errorf("%d reconnections, want 1:\n%s", n, r.stderr)
 	}
 }
+
+// "-" is standard output even in a directory holding one named "-" (QA:
+// refused as a directory destination).
+func TestGetToStdoutBesideDirNamedDash(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "s.txt"), []byte("to standard output\n"))
+	if err := os.Mkdir(filepath.Join(local, "-"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, srv, local, nil, "get", target(srv.addr, "s.txt"), "-")
+	if r.stdout != "to standard output\n" {
+		t.Errorf("standard output %q", r.stdout)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(local, "-")); len(ents) != 0 {
+		t.Errorf("stored in the directory named -: %v", ents)
+	}
+}

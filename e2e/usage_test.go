@@ -173,14 +173,14 @@ func TestStreamsAuto(t *testing.T) {
 // user add says how the user logs in as user list says it: a token is
 // not "a password" (QA).
 func TestUserAddSaysHowTheUserLogsIn(t *testing.T) {
-	state := t.TempDir()
+	state, root := t.TempDir(), t.TempDir() // a root holding the state is refused
 	for _, c := range []struct {
 		args  []string
 		stdin string
 		want  string
 	}{
-		{[]string{"user", "add", "tok", "--token", "--state", state, "--root", state}, "", "(logs in with a token)"},
-		{[]string{"user", "add", "pw", "--password-stdin", "--state", state, "--root", state}, "secret one\n", "(logs in with a password)"},
+		{[]string{"user", "add", "tok", "--token", "--state", state, "--root", root}, "", "(logs in with a token)"},
+		{[]string{"user", "add", "pw", "--password-stdin", "--state", state, "--root", root}, "secret one\n", "(logs in with a password)"},
 		{[]string{"user", "passwd", "tok", "--token", "--state", state}, "", "changed the token of tok"},
 		{[]string{"user", "passwd", "pw", "--password-stdin", "--state", state}, "secret two\n", "changed the password of pw"},
 	} {
@@ -204,5 +204,30 @@ func TestUserPasswdOfNobody(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "no such user: nobody") {
 		t.Errorf("user passwd nobody: %v, output %q; want exit 2, no such user", err, out)
+	}
+}
+
+// The server's state (its key, its users) is out of every root: serve
+// with a --root holding it, and user add with such a --root, refuse
+// (QA: `kerf serve` in a home directory served ~/.config/kerf/server,
+// and a user could read the key and rewrite the users file).
+func TestStateOutOfEveryRoot(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, ".config/kerf/server")
+	for _, args := range [][]string{
+		{"serve", "--root", home, "--state", state, "--listen", "127.0.0.1:0"},
+		{"user", "add", "alice", "--password-stdin", "--root", home, "--state", state},
+	} {
+		cmd := exec.Command(kerfBin, args...)
+		cmd.Env = append(cmd.Environ(), "HOME="+home)
+		cmd.Stdin = strings.NewReader("a password\n")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "state") {
+			t.Errorf("kerf %q: %v, output %q; want exit 2 naming the state", args, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, "users.json")); !os.IsNotExist(err) {
+		t.Errorf("a user was added: %v", err)
 	}
 }

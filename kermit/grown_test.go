@@ -87,9 +87,18 @@ func classicSendCheck(t *testing.T, a net.Conn, files []classicFile, chk framing
 // other end, and returns the receiver's error.
 func receiveClassic(t *testing.T, dst string, play func(a net.Conn)) error {
 	t.Helper()
+	return receiveClassicEvents(t, dst, nil, play)
+}
+
+// receiveClassicEvents is receiveClassic telling events its events.
+func receiveClassicEvents(t *testing.T, dst string, events func(kermit.Event), play func(a net.Conn)) error {
+	t.Helper()
 	a, b := link(t, 0, 1)
 	rcv := kermit.NewSession(b, kermit.DefaultConfig())
 	defer rcv.Close()
+	if events != nil {
+		rcv.SetEvents(events)
+	}
 	store, err := filestore.Open(dst)
 	if err != nil {
 		t.Fatal(err)
@@ -129,27 +138,17 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 	}
 
 	dst = t.TempDir()
-	a, b := link(t, 0, 1)
-	rcv := kermit.NewSession(b, kermit.DefaultConfig())
-	defer rcv.Close()
 	var failed []kermit.Event
-	rcv.SetEvents(func(e kermit.Event) {
+	events := func(e kermit.Event) {
 		if e.Kind == kermit.FileFailed {
 			failed = append(failed, e)
 		}
-	})
-	store, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
 	}
-	defer store.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rerr := make(chan error, 1)
-	go func() { rerr <- rcv.Receive(ctx, store) }()
-	classicSendCheck(t, a, []classicFile{{name: "grown.log", data: "hello, world", attrs: attrs}, {name: "next.txt", data: "hello", attrs: attrs}}, 1)
-	a.Close()
-	if err := <-rerr; err != nil {
+	err = receiveClassicEvents(t, dst, events, func(a net.Conn) {
+		classicSendCheck(t, a, []classicFile{{name: "grown.log", data: "hello, world", attrs: attrs}, {name: "next.txt", data: "hello", attrs: attrs}}, 1)
+		a.Close()
+	})
+	if err != nil {
 		t.Fatalf("receive with block check 1: %v; want the group to go on past the file", err)
 	}
 	if len(failed) != 1 || failed[0].Name != "grown.log" || failed[0].Err == nil || !strings.Contains(failed[0].Err.Error(), "block check 1") {

@@ -48,6 +48,10 @@ type pktConn struct {
 	// (Later, a damaged packet that happened to pass a type-3 check must
 	// not be taken for one.)
 	probe3 atomic.Bool
+	// rawIn counts the bytes read; rawAtPacket is what it was at the
+	// end of the last packet found (whole or damaged): what came since
+	// is a packet still arriving, or noise (Session.packetArriving).
+	rawIn, rawAtPacket atomic.Int64
 
 	// outgoing framing, owned by the engine goroutine
 	wchk     framing.CheckType
@@ -150,6 +154,7 @@ func (c *pktConn) readLoop() {
 				return
 			}
 			buf = append(buf[:0], buf[n:]...)
+			c.rawAtPacket.Store(c.rawIn.Load() - int64(len(buf)))
 		}
 		if len(buf) > 2*framing.MaxLongLen+64 {
 			// Cannot happen with a valid LEN; protect memory anyway.
@@ -158,6 +163,7 @@ func (c *pktConn) readLoop() {
 		m, err := c.rw.Read(tmp)
 		if m > 0 {
 			buf = append(buf, tmp[:m]...)
+			c.rawIn.Add(int64(m))
 		}
 		if err != nil {
 			close(c.lost)

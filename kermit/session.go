@@ -91,6 +91,8 @@ type Session struct {
 	// its next GET once it has them saved (REMOTE SET
 	// kerf-remove-source-files).
 	removeSent bool
+	// lastRaw is the link's byte count when packetArriving last looked.
+	lastRaw int64
 	// skip holds the files of its next GET a kerf client has whole
 	// (its kerf-skip text), by name as the F packet gives it;
 	// skipPending those of a text not yet ended (skipSink).

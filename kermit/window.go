@@ -727,6 +727,23 @@ func (s *Session) retryNAK() error {
 	return s.retry()
 }
 
+// packetArriving reports whether, on a serial line, bytes came since it
+// was last asked that are no packet yet, and no more than one packet's
+// worth: a long packet still crossing a line slower than the timer
+// allows for (one slower than its stated speed: QA, 9 KB packets at
+// 9600 bps take 9 s, and were NAKed while they came). More than a
+// packet's worth without one is noise, and times out as silence does.
+func (s *Session) packetArriving() bool {
+	if s.cfg.Reliable {
+		return false
+	}
+	n := s.c.rawIn.Load()
+	moved := n != s.lastRaw
+	s.lastRaw = n
+	pending := n - s.c.rawAtPacket.Load()
+	return moved && pending > 0 && pending <= int64(framing.MaxLongLen+64)
+}
+
 // dataMoved reports whether the data path moved file data since it was
 // last asked (DataProgress).
 func (s *Session) dataMoved() bool {
@@ -764,6 +781,9 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		}
 		if !ok && s.dataMoved() {
 			continue // a file's data still arriving: not silence
+		}
+		if !ok && s.packetArriving() {
+			continue // a long packet still crossing a slow line
 		}
 		if !ok {
 			s.stats.Timeouts++

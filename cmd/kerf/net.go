@@ -896,7 +896,7 @@ func getCommand() *cli.Command {
 				case c.Bool("resume"):
 					return usageErr("--resume: standard output keeps nothing to resume")
 				case c.Bool("json"):
-					return usageErr("--json writes its events to standard output, where the file would go")
+					return &notJSONError{usageErr("--json writes its events to standard output, where the file would go")}
 				case c.Bool("sparse"):
 					return usageErr("--sparse: standard output has no holes")
 				case c.Bool(removeSourceFlag.Name):

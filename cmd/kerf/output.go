@@ -792,11 +792,19 @@ func jsonOutput(c *cli.Context) *json.Encoder {
 // failed transfer, ends its output with an error event, as a failed
 // transfer's does; stderr still has the message and the exit code says
 // which kind it was.
+// notJSONError is an error said on stderr as it is, even with --json:
+// one whose JSON would go where something else must (a get to standard
+// output with --json: QA, the error was written where the file would be).
+type notJSONError struct{ error }
+
+func (e *notJSONError) Unwrap() error { return e.error }
+
 func jsonErrors(action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		err := interrupted(c.Context, action(c))
 		var done *jsonReported
-		if enc := jsonOutput(c); enc != nil && err != nil && !errors.As(err, &done) {
+		var plain *notJSONError
+		if enc := jsonOutput(c); enc != nil && err != nil && !errors.As(err, &done) && !errors.As(err, &plain) {
 			enc.Encode(jsonEvent{Event: "error", Error: err.Error()})
 			err = &jsonReported{err} // once, whatever wraps this
 		}

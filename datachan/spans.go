@@ -26,12 +26,7 @@ type spans []span
 func (ss *spans) add(start, end uint64, crc uint32) (dup bool, err error) {
 	s := *ss
 	// i: first span that ends at or after start.
-	i, _ := slices.BinarySearchFunc(s, start, func(x span, start uint64) int {
-		if x.end < start {
-			return -1
-		}
-		return 1
-	})
+	i := s.firstEndingFrom(start)
 	for k := i; k < len(s) && s[k].start < end; k++ {
 		if s[k].end > start { // overlaps
 			if s[k].start <= start && end <= s[k].end {
@@ -63,11 +58,18 @@ func (ss *spans) add(start, end uint64, crc uint32) (dup bool, err error) {
 // joins reports whether [start, end) adds no range of its own: it is
 // within one recorded, or touches one (add then extends it).
 func (ss spans) joins(start, end uint64) bool {
+	i := ss.firstEndingFrom(start)
+	return i < len(ss) && (ss[i].start <= start && end <= ss[i].end || ss[i].end == start || ss[i].start == end)
+}
+
+// firstEndingFrom is the index of the first span that ends at or after
+// start (len(ss) if none).
+func (ss spans) firstEndingFrom(start uint64) int {
 	i, _ := slices.BinarySearchFunc(ss, start, func(x span, start uint64) int {
 		if x.end < start {
 			return -1
 		}
 		return 1
 	})
-	return i < len(ss) && (ss[i].start <= start && end <= ss[i].end || ss[i].end == start || ss[i].start == end)
+	return i
 }

@@ -3,6 +3,7 @@ package framing
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,5 +275,44 @@ func TestCKermitLen95Bug(t *testing.T) {
 	}
 	if got := strings.Join(lens, ","); got != "~,\x7f,\u0080" {
 		t.Errorf("D packet LEN bytes %q, want ~, 0x7F, 0x80", got)
+	}
+}
+
+// TestCKermitLen96Parity: the same C-Kermit bug on a mark-parity line,
+// where the LEN 96 byte 0x80 reads as 0x00 once parity is stripped.
+// ParsePacket must still take it, with block check 3 (files of 89-91
+// bytes) and 1 (92-93 bytes).
+func TestCKermitLen96Parity(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		check CheckType
+		sizes []int
+		lens  string // the D packets' LEN bytes, 8th bit stripped
+	}{
+		{"ck2gk_len96_mark", 3, []int{89, 90, 91}, "~,\x7f,\x00"},
+		{"ck2gk_len96_mark_bc1", 1, []int{92, 93}, "\x7f,\x00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("testdata", "capture", tc.name+".snd"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkts, wire := splitTranscript(t, raw, tc.check, true)
+			var lens []string
+			for i, p := range pkts {
+				if p.Type != 'D' {
+					continue
+				}
+				if k := len(lens); k >= len(tc.sizes) || len(p.Data) != tc.sizes[k] {
+					t.Errorf("D packet %d: %d data bytes, want sizes %v", k+1, len(p.Data), tc.sizes)
+				} else if want := readTestFile(t, fmt.Sprintf("len%d.txt", tc.sizes[k])); !bytes.Equal(p.Data, want) {
+					t.Errorf("D packet %d: data %q", k+1, p.Data)
+				}
+				lens = append(lens, string(rune(wire[i][1])))
+			}
+			if got := strings.Join(lens, ","); got != tc.lens {
+				t.Errorf("D packet LEN bytes %q, want %q", got, tc.lens)
+			}
+		})
 	}
 }

@@ -218,10 +218,15 @@ func (f Frame) ParsePacket(buf []byte) (p Packet, n int, err error) {
 		switch {
 		case l == ' ':
 			hdr = longHeader
-		case l > ' ' && (l <= '~' || l == 0x7F || l == 0x80):
+		case l > ' ' && (l <= '~' || l == 0x7F || l == 0x80) || l == 0 && f.Parity:
 			// 0x7F and 0x80 (LEN 95, 96) come from C-Kermit 10.0
-			// Beta.05-08, whose long-packet threshold was > 96.
+			// Beta.05-08, whose long-packet threshold was > 96. On a
+			// 7-bit line that 0x80 arrives as 0x00, which is no other
+			// length: C-Kermit sends it so over parity links too.
 			ln := kunchar(l)
+			if l == 0 {
+				ln = 96
+			}
 			if ln < 2+cl {
 				return Packet{}, 1, errLenSmall
 			}
@@ -287,10 +292,16 @@ func (f Frame) ParsePacket(buf []byte) (p Packet, n int, err error) {
 		}
 	}
 	end := total - cl
-	var want [3]byte
-	putCheck(want[:], f.Check, blockCheck(f.Check, pkt[offLen:end], false))
-	for i := range cl {
-		if pkt[end+i] != want[i] {
+	if !checkMatches(f.Check, pkt[offLen:end], pkt[end:total]) {
+		if !(f.Parity && pkt[offLen] == 0) {
+			return Packet{}, total, errCheckMismatch[f.Check]
+		}
+		// LEN 96 from C-Kermit 10.0 on a 7-bit line (above): its check
+		// covers the LEN byte as it was built, 0x80, before parity.
+		pkt[offLen] = 0x80
+		ok := checkMatches(f.Check, pkt[offLen:end], pkt[end:total])
+		pkt[offLen] = 0
+		if !ok {
 			return Packet{}, total, errCheckMismatch[f.Check]
 		}
 	}
@@ -299,6 +310,13 @@ func (f Frame) ParsePacket(buf []byte) (p Packet, n int, err error) {
 		Type: pkt[offType],
 		Data: pkt[hdr:end:end],
 	}, total, nil
+}
+
+// checkMatches reports whether got is check type ct's wire form over b.
+func checkMatches(ct CheckType, b, got []byte) bool {
+	var want [3]byte
+	putCheck(want[:], ct, blockCheck(ct, b, false))
+	return bytes.Equal(want[:ct.Len()], got)
 }
 
 // indexMark returns the index of the first mark in b (with parity, of the

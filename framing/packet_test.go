@@ -279,9 +279,30 @@ func TestParseLen95And96(t *testing.T) {
 			t.Errorf("LEN %d: AppendPacket used LEN %q", l, out[1])
 		}
 	}
-	// On a 7-bit line 0x80 is 0x00, not a length.
-	if _, n, err := (Frame{Check: 3, Parity: true}).ParsePacket([]byte{SOH, 0x80, '!', 'D'}); err != errLenRange || n != 1 {
-		t.Errorf("parity LEN 0x80: n=%d err=%v", n, err)
+	// On a 7-bit line LEN 96 arrives as 0x00 (0x80 with space or even
+	// parity), its check still over the 0x80 C-Kermit built.
+	for _, ct := range []CheckType{1, 2, 3} {
+		data := bytes.Repeat([]byte("e"), 96-2-ct.Len())
+		b := append([]byte{SOH, 0x80, kchar(9), 'D'}, data...)
+		c := make([]byte, ct.Len())
+		putCheck(c, ct, blockCheck(ct, b[1:], false))
+		b = append(b, c...)
+		b[1] = 0
+		for _, parity := range []bool{true, false} {
+			p, n, err := Frame{Check: ct, Parity: parity}.ParsePacket(bytes.Clone(b))
+			if parity && (err != nil || n != len(b) || !bytes.Equal(p.Data, data)) {
+				t.Errorf("check %d, parity LEN 0x00: n=%d err=%v", ct, n, err)
+			}
+			// Without parity 0x00 is no length at all.
+			if !parity && (err != errLenRange || n != 1) {
+				t.Errorf("check %d, 8-bit LEN 0x00: n=%d err=%v", ct, n, err)
+			}
+		}
+		// Damage is still damage.
+		b[len(b)-1] ^= 1
+		if _, _, err := (Frame{Check: ct, Parity: true}).ParsePacket(bytes.Clone(b)); !errors.Is(err, ErrBadCheck) {
+			t.Errorf("check %d, damaged LEN-96 packet: err=%v", ct, err)
+		}
 	}
 }
 
@@ -426,9 +447,9 @@ func FuzzParsePacket(f *testing.F) {
 		if p.Seq < 0 || p.Seq > 63 || p.Type <= ' ' || p.Type > '~' {
 			t.Fatalf("bad packet %+v", p)
 		}
-		// What it can parse it can write back (except LEN 95/96 and
-		// LENX1 DEL, which are accepted but never sent).
-		if l := buf[1]; l == 0x7F || l == 0x80 || l == ' ' && buf[offLenX1] == 0x7F {
+		// What it can parse it can write back (except LEN 95/96, 0x00
+		// with parity, and LENX1 DEL, which are accepted but never sent).
+		if l := buf[1]; l == 0x7F || l == 0x80 || l == 0 || l == ' ' && buf[offLenX1] == 0x7F {
 			return
 		}
 		out, err := fr.AppendPacket(nil, p)

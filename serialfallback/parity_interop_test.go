@@ -2,6 +2,7 @@ package serialfallback_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -112,5 +113,36 @@ func TestParityKerfToKerf(t *testing.T) {
 			waitKerf(t, rdone, "receive")
 			peertest.CheckFiles(t, dst, files)
 		})
+	}
+}
+
+// C-Kermit 10.0 Beta.08 sends a short D packet of LEN 96 where it should
+// go long; on a 7-bit line its LEN byte, 0x80, arrives as 0x00 (even
+// parity) or 0x80 (mark). kerf must read it, for block checks 1 and 3,
+// or the sender retries that packet until it gives up. Files of 89 to
+// 93 printable bytes give LEN 94 to 96 with one check type or the other.
+func TestInteropParityLen96(t *testing.T) {
+	alnum := []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+	alnum = append(alnum, alnum...)
+	var files []peertest.File
+	for n := 89; n <= 93; n++ {
+		files = append(files, peertest.File{Name: fmt.Sprintf("len%d.txt", n), Data: alnum[:n]})
+	}
+	for _, check := range []int{1, 3} {
+		for _, par := range []string{"even", "mark"} {
+			t.Run(fmt.Sprintf("check%d/%s", check, par), func(t *testing.T) {
+				st := setting{31, 4096, check}
+				src, dst := t.TempDir(), t.TempDir()
+				peertest.WriteFiles(t, src, files)
+				a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+				done := runKerfParity(t, a, par, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+				ck := peertest.CKermit(t, b, "set parity "+par+"\n"+ckSettings(st)+"cd "+src+"\n"+sendList(files), src)
+				if err := ck.Wait(time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				waitKerf(t, done, "receive")
+				peertest.CheckFiles(t, dst, files)
+			})
+		}
 	}
 }

@@ -71,6 +71,12 @@ w ck_parity_ls && run ck_parity_ls "$CKS" "$CKR" \
 # C-Kermit -> G-Kermit: 89/90/91-byte files show the 10.0 Beta.08 LEN 95/96 bug.
 w ck2gk_len95 && T=15 run ck2gk_len95 "$CKS" "cd r && gkermit -q -r" \
 	"$(cks 'set block-check 3' 'msend len89.txt len90.txt len91.txt')" ""
+# The same on a mark-parity line: the LEN 96 byte, 0x80, arrives as 0x00
+# (block check 3: 89/90/91 bytes; block check 1: 92/93 bytes).
+w ck2gk_len96_mark && T=15 run ck2gk_len96_mark "$CKS" "cd r && gkermit -q -p m -r" \
+	"$(cks $'set block-check 3\nset parity mark' 'msend len89.txt len90.txt len91.txt')" ""
+w ck2gk_len96_mark_bc1 && T=15 run ck2gk_len96_mark_bc1 "$CKS" "cd r && gkermit -q -p m -r" \
+	"$(cks $'set block-check 1\nset parity mark' 'msend len92.txt len93.txt')" ""
 # G-Kermit -> G-Kermit, binary (-i).
 w gk_bin && run gk_bin "cd s && gkermit -q -i -s all256.bin runs.bin" "cd r && gkermit -q -r" "" ""
 # G-Kermit -> C-Kermit, text mode (-T).

@@ -704,6 +704,7 @@ func (s *Session) repeatAck(seq int) error {
 func (s *Session) nak(seq int) error {
 	s.stats.NAKsSent++
 	s.rw.naked[seq] = true
+	s.cfg.Log.Debug("NAK", "seq", seq, "lo", s.rw.lo)
 	return s.c.send(seq, 'N', nil)
 }
 
@@ -802,6 +803,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		}
 		if in.bad {
 			s.damage++
+			s.cfg.Log.Debug("damaged packet", "wire", in.wireN)
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
 			}

@@ -125,3 +125,55 @@ func TestGetSeveralNamesWithBraces(t *testing.T) {
 		sameFile(t, filepath.Join(root, n), filepath.Join(back, n))
 	}
 }
+
+// A name with wildcard characters, escaped with backslashes, asks for
+// that one file: it may go to standard output or to a name of the
+// user's, which a wildcard may not, and when no file is so named the
+// server's fallback to the pattern brings nothing in its place. (QA:
+// a[1].txt could not be fetched to - or to another name.)
+func TestGetEscapedWildcardName(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "a[1].txt"), []byte("literal\n"))
+	writeFile(t, filepath.Join(root, "a1.txt"), []byte("matched\n"))
+	writeFile(t, filepath.Join(root, "s*.txt"), []byte("star\n"))
+	writeFile(t, filepath.Join(root, "sx.txt"), []byte("other\n"))
+
+	if r := run(t, srv, local, nil, "get", target(srv.addr, `a\[1\].txt`), "-"); r.code != 0 || r.stdout != "literal\n" {
+		t.Errorf("get a\\[1\\].txt -: %s", r)
+	}
+	if r := run(t, srv, local, nil, "get", target(srv.addr, `s\*.txt`), "-"); r.code != 0 || r.stdout != "star\n" {
+		t.Errorf("get s\\*.txt -: %s", r)
+	}
+	if r := run(t, srv, local, nil, "get", target(srv.addr, `a\[1\].txt`), "copy.txt"); r.code != 0 {
+		t.Errorf("get a\\[1\\].txt copy.txt: %s", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(local, "copy.txt")); err != nil || string(b) != "literal\n" {
+		t.Errorf("copy.txt: %q, %v", b, err)
+	}
+	// Into a directory, by its own name.
+	if r := run(t, srv, local, nil, "get", target(srv.addr, `a\[1\].txt`), "d/"); r.code != 0 {
+		t.Errorf("get a\\[1\\].txt d/: %s", r)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(local, "d")); len(ents) != 1 || ents[0].Name() != "a[1].txt" {
+		t.Errorf("d holds %v, want a[1].txt alone", ents)
+	}
+	// Unescaped, it is still a pattern when no directory is named.
+	if r := run(t, srv, local, nil, "get", target(srv.addr, "a[1].txt"), "-"); r.code != 2 {
+		t.Errorf("get a[1].txt - (a wildcard): %s; want exit 2", r)
+	}
+
+	// No file of the name: the pattern's match is refused, not taken.
+	if err := os.Remove(filepath.Join(root, "a[1].txt")); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, srv, local, nil, "get", target(srv.addr, `a\[1\].txt`), "-"); r.code == 0 || r.stdout != "" {
+		t.Errorf("get a\\[1\\].txt - with only a1.txt there: %s", r)
+	}
+	if r := run(t, srv, local, nil, "get", target(srv.addr, `a\[1\].txt`), "e/"); r.code == 0 {
+		t.Errorf("get a\\[1\\].txt e/ with only a1.txt there: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(local, "e", "a1.txt")); err == nil {
+		t.Error("a1.txt was stored for a\\[1\\].txt")
+	}
+}

@@ -21,10 +21,6 @@ import (
 // several files, a tree or a wildcard always go into a directory (made
 // if missing).
 
-// hasWildcard reports whether a GET name may be taken as a pattern (by
-// kerf: * ? [; by C-Kermit also {a,b}).
-func hasWildcard(name string) bool { return strings.ContainsAny(name, "*?[{") }
-
 // notADirectory reports whether a refused remote cd says the path is
 // missing or not a directory, so that a file may take its name; any
 // other refusal (a link leading out, no permission, CD disabled) stands.
@@ -72,9 +68,15 @@ type asNameStore struct {
 	as      string
 	sent    string // the peer's name for the file, once seen
 	discard bool   // as is the null device: the bytes go nowhere
+	// expect, if set, is asked of the name: a name asked for with
+	// escaped wildcards takes that one file only (escape.go).
+	expect func(string) error
 }
 
 func (s *asNameStore) Create(name string) (kermit.Incoming, error) {
+	if err := checkExpected(s.expect, name); err != nil {
+		return nil, err
+	}
 	if s.sent == "" {
 		s.sent = name
 	}
@@ -126,4 +128,15 @@ func remoteAsName(rdir string) bool {
 	}
 	b := path.Base(rdir)
 	return b != "." && b != ".." && b != "/"
+}
+
+// checkExpected is expect's word on a name sent, nil without one.
+func checkExpected(expect func(string) error, name string) error {
+	if expect == nil {
+		return nil
+	}
+	if err := expect(name); err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
+	return nil
 }

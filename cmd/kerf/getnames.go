@@ -109,10 +109,17 @@ func elementNamed(pattern, elem string, classic bool) bool {
 	if elem == "" || elem == "." || elem == ".." {
 		return false
 	}
-	if strings.Contains(pattern, "{") {
+	if hasUnescaped(pattern, "{") {
 		// C-Kermit's {a,b} alternatives, which path.Match has not: any
 		// name of the directory asked for.
 		return true
+	}
+	if hasEscape(pattern) {
+		// Wildcards made literal (escape.go): path.Match reads the
+		// escapes as the user meant them.
+		lit := unescapeName(pattern)
+		return lit == elem || globMatch(pattern, elem) ||
+			classic && (strings.EqualFold(lit, elem) || fold(lit, true, false) == fold(elem, true, false))
 	}
 	if pattern == elem || classic && (strings.EqualFold(pattern, elem) || fold(pattern, true, true) == fold(elem, true, false)) {
 		return true

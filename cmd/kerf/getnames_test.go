@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"kerf/framing"
+)
 
 // A get stores only names it asked for: the table is what each spec,
 // with and without a tree, lets through.
@@ -49,6 +54,16 @@ func TestExpectNames(t *testing.T) {
 		{[]string{"h?llo.txt"}, false, true, "héllo.txt", true},
 		{[]string{"file[!1].txt"}, false, false, "file2.txt", true},
 		{[]string{"file[!1].txt"}, false, false, "file1.txt", false},
+		// Wildcards escaped: that name alone (escape.go).
+		{[]string{`a\[1\].txt`}, false, false, "a[1].txt", true},
+		{[]string{`a\[1\].txt`}, false, false, "a1.txt", false},
+		{[]string{`s\*`}, false, false, "s*", true},
+		{[]string{`s\*`}, false, false, "sx", false},
+		{[]string{`\{a,b\}`}, false, false, "a", false},
+		{[]string{`\{a,b\}`}, false, false, "{a,b}", true},
+		{[]string{`a\[1\].txt`}, false, true, "A[1].TXT", true},
+		{[]string{`d\[1\]`}, true, false, "d[1]/x", true},
+		{[]string{`d\[1\]`}, true, false, "d1/x", false},
 		// C-Kermit's absolute paths for HOST//abs/dir/*.
 		{[]string{"/tmp/ck/dir/*"}, true, true, "/tmp/ck/dir/f1.txt", true},
 		{[]string{"/tmp/ck/dir/*"}, true, true, "/tmp/ck/other/f1.txt", false},
@@ -68,5 +83,33 @@ func TestExpectNames(t *testing.T) {
 		if ok != c.ok {
 			t.Errorf("specs %q (tree %v, classic %v), name %q: taken %v, want %v", c.specs, c.tree, c.classic, c.name, ok, c.ok)
 		}
+	}
+}
+
+// Escapes are this side's: the server is sent the names without them,
+// and an escaped wildcard does not count as one.
+func TestEscapedNamesToServer(t *testing.T) {
+	names := []string{`a\[1\].txt`, `s\*`, "plain", `my\ file`}
+	want := []string{"a[1].txt", "s*", "plain", "my file"}
+	var got []string
+	for _, g := range specGroups(names, false) {
+		got = append(got, framing.SplitSpec(g)...)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("specGroups sent %q, want %q", got, want)
+	}
+	if got := framing.SplitSpec(quoteSpec(names)); !slices.Equal(got, want) {
+		t.Errorf("quoteSpec sent %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		name string
+		wild bool
+	}{{`a\[1\]`, false}, {`a\[1]*`, true}, {"a[1]", true}, {`x\\*`, true}, {`x\`, false}} {
+		if hasWildcard(c.name) != c.wild {
+			t.Errorf("hasWildcard(%q) = %v", c.name, !c.wild)
+		}
+	}
+	if got := unescapeName(`a\[1\]\\b\`); got != `a[1]\b\` {
+		t.Errorf("unescapeName: %q", got)
 	}
 }

@@ -994,11 +994,18 @@ func getCommand() *cli.Command {
 			}
 			clients := []*control.Client{cl}
 			stores := []kermit.Store{store}
+			var expectOne func(string) error
+			if renamed && hasEscape(specs[0]) {
+				// Its wildcards made literal: that file and no other
+				// (a server falls back to the pattern when none is so
+				// named).
+				expectOne = expectNames(specs, false, cfg.Classic)
+			}
 			if toStdout {
-				stores[0] = &stdoutStore{sink: newPipeSink(os.Stdout, os.TempDir())}
+				stores[0] = &stdoutStore{sink: newPipeSink(os.Stdout, os.TempDir()), expect: expectOne}
 				rep.toStdout = true
 			} else if renamed {
-				stores[0] = &asNameStore{Dir: store, as: asName, discard: isNullDevice(dest)}
+				stores[0] = &asNameStore{Dir: store, as: asName, discard: isNullDevice(dest), expect: expectOne}
 			} else if want := sessionsWithin(fetchSessions(sessionsFor(c, cl), toFetch)); want > 1 && !cfg.Classic && (opts.Recursive || c.IsSet("sessions")) {
 				// A tree (or many files asked for so): shares of it
 				// over more sessions, each into its own store.
@@ -1108,17 +1115,23 @@ func anyExists(paths []string) bool {
 // again and again): a Kermit packet holds about 9,000, and quoting may
 // double a name's bytes.
 func specGroups(names []string, classic bool) []string {
-	spec, ok := framing.JoinSpec(names)
-	spaced := classic && slices.ContainsFunc(names, func(n string) bool { return strings.ContainsAny(n, " \t") })
 	wild := func(n string) int {
 		if hasWildcard(path.Base(n)) {
 			return 1
 		}
 		return 0
 	}
+	wilds := make([]int, len(names))
+	for i, n := range names {
+		wilds[i] = wild(n)
+	}
+	// The server is sent names without this side's escapes.
+	names = unescapeNames(names)
+	spec, ok := framing.JoinSpec(names)
+	spaced := classic && slices.ContainsFunc(names, func(n string) bool { return strings.ContainsAny(n, " \t") })
 	wildcards := 0
-	for _, n := range names {
-		wildcards += wild(n)
+	for _, w := range wilds {
+		wildcards += w
 	}
 	if len(names) < 2 || ok && !spaced && len(spec) <= specBudget && wildcards <= specWildcards {
 		return []string{spec}
@@ -1126,12 +1139,12 @@ func specGroups(names []string, classic bool) []string {
 	if ok && !spaced {
 		var groups []string
 		for start := 0; start < len(names); {
-			end, w := start+1, wild(names[start])
+			end, w := start+1, wilds[start]
 			for end < len(names) {
-				if s, _ := framing.JoinSpec(names[start : end+1]); len(s) > specBudget || w+wild(names[end]) > specWildcards {
+				if s, _ := framing.JoinSpec(names[start : end+1]); len(s) > specBudget || w+wilds[end] > specWildcards {
 					break
 				}
-				w += wild(names[end])
+				w += wilds[end]
 				end++
 			}
 			g, _ := framing.JoinSpec(names[start:end])
@@ -1182,10 +1195,20 @@ func getEach(groups []string, get func(spec string) error, refused func(spec str
 	return nil
 }
 
-// quoteSpec joins GET names into one Kermit filespec (framing.JoinSpec).
+// quoteSpec joins GET names into one Kermit filespec (framing.JoinSpec),
+// without this side's escapes.
 func quoteSpec(names []string) string {
-	spec, _ := framing.JoinSpec(names)
+	spec, _ := framing.JoinSpec(unescapeNames(names))
 	return spec
+}
+
+// unescapeNames is names, each without its escapes (escape.go).
+func unescapeNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = unescapeName(n)
+	}
+	return out
 }
 
 func remoteCommand(name, usage string, cmd byte) *cli.Command {

@@ -532,6 +532,7 @@ func (r *reporter) expectNames(specs []string) {
 		if base == "." || base == "/" || base == "" || hasWildcard(base) {
 			continue
 		}
+		base = unescapeName(base)
 		r.wanted = append(r.wanted, wantedName{base: base, form: convertedForm(base)})
 		r.unfound++
 	}

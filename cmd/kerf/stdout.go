@@ -46,9 +46,14 @@ func isStdout(dest string) bool {
 type stdoutStore struct {
 	sink *pipeSink
 	sent string // the peer's name for the file, once seen
+	// expect: as asNameStore's.
+	expect func(string) error
 }
 
 func (s *stdoutStore) Create(name string) (kermit.Incoming, error) {
+	if err := checkExpected(s.expect, name); err != nil {
+		return nil, err
+	}
 	if s.sent == "" {
 		s.sent = name
 	}

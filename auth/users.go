@@ -269,6 +269,18 @@ func (u *UsersFile) AuthenticateKey(name, fingerprint string) (User, error) {
 	return e, nil
 }
 
+// Lookup returns name's entry as the file holds it now (read again if
+// it changed), and whether there is one.
+func (u *UsersFile) Lookup(name string) (User, bool, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := u.reloadLocked(); err != nil {
+		return User{}, false, err
+	}
+	e, ok := u.users[name]
+	return e, ok, nil
+}
+
 // checkKeys checks and normalizes a user's key fingerprints, dropping
 // repeats.
 func checkKeys(keys []string) ([]string, error) {

@@ -533,6 +533,9 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	live := newLiveness(func() int64 { return reads.n.Load() + dual.progress() }, sess.Busy)
 	fsys.setLiveness(live)
 	go watchIdle(ctx, s.cfg.IdleTimeout, live, func() { cancelCause(idleErr) })
+	if users, ok := s.cfg.Users.(AccountLookup); ok {
+		go watchAccount(ctx, fsys, users, time.Second)
+	}
 	// The engine's reader ends with the connection; close it when the
 	// session is cancelled (too many failed logins, idle, shutdown),
 	// after a moment in which the engine tells the client why (an E
@@ -570,6 +573,28 @@ func watchIdle(ctx context.Context, idle time.Duration, live *liveness, cancel f
 		case now := <-tick.C:
 			if now.Sub(live.movedAt(now)) >= idle {
 				cancel()
+				return
+			}
+		}
+	}
+}
+
+// watchAccount ends the session once its login no longer stands
+// (sessionFS.accountGone), checking every period: `kerf user rm`, or a
+// key or password taken away, reaches the sessions already in, not only
+// the next login. A transfer under way stops as a cut one does, its
+// partial kept.
+func watchAccount(ctx context.Context, f *sessionFS, users AccountLookup, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if why := f.accountGone(users); why != "" {
+				f.log.Warn("session ended: the login no longer stands", "user", f.userName(), "why", why)
+				f.cancelCause(fmt.Errorf("kerf: the server ended this session: %s", why))
 				return
 			}
 		}

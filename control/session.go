@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,11 @@ type sessionFS struct {
 	mu   sync.Mutex // dir and user are read by the data-channel offer
 	dir  *filestore.Dir
 	user string
+	// account is the users file's entry as the session logged in with
+	// it, and method how ("password" or "key"): watchAccount ends the
+	// session when the entry no longer lets it in. Unset for anonymous.
+	account *auth.User
+	method  string
 
 	handshakeOver bool
 }
@@ -276,7 +282,51 @@ func (f *sessionFS) Login(user, password string) error {
 	}
 	f.log.Info("login", attrs...)
 	f.lastUser, f.lastPass = user, f.passMAC(password)
-	return f.bind(u.Name, root, u.ReadOnly)
+	if err := f.bind(u.Name, root, u.ReadOnly); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.account, f.method = &u, method
+	f.mu.Unlock()
+	return nil
+}
+
+// AccountLookup is Users that can say what the users file holds for a
+// name now (auth.UsersFile): with it, a session whose user is removed or
+// changed ends (watchAccount).
+type AccountLookup interface {
+	Lookup(name string) (auth.User, bool, error)
+}
+
+// accountGone says why the session's login no longer stands, or "" if it
+// does: the user removed; the root, read-only flag or (for a password
+// login) the secret changed; or (for a key login) the key removed. As a
+// change of a Unix account's password ends no ssh session, a changed
+// password would not have to end one; it does here because changing it
+// is what an administrator does about a password that leaked.
+func (f *sessionFS) accountGone(users AccountLookup) string {
+	f.mu.Lock()
+	was, method := f.account, f.method
+	f.mu.Unlock()
+	if was == nil {
+		return ""
+	}
+	now, ok, err := users.Lookup(was.Name)
+	switch {
+	case err != nil:
+		return "" // the file unreadable: logins fail, sessions stand
+	case !ok:
+		return "your account was removed"
+	case now.Root != was.Root || now.ReadOnly != was.ReadOnly:
+		return "your account was changed (log in again)"
+	case method == "password" && now.Secret != was.Secret:
+		return "your password was changed (log in again)"
+	case method == "key":
+		if fp, err := auth.CheckFingerprint(f.clientKey); err != nil || !slices.Contains(now.Keys, fp) {
+			return "your key was removed from your account"
+		}
+	}
+	return ""
 }
 
 // passMAC is the HMAC-SHA256 of password under the session's own random
@@ -301,7 +351,7 @@ func (f *sessionFS) Logout() {
 		f.dir = nil
 	}
 	user := f.user
-	f.user = ""
+	f.user, f.account = "", nil
 	f.mu.Unlock()
 	f.lastUser, f.lastPass = "", nil
 	f.log.Info("logout", "user", user)

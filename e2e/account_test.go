@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `kerf user rm` reaches the sessions already in, not only the next
+// login: a transfer under way when its user is removed stops, the client
+// told why, and the partial is kept as for any cut. (QA: a removed
+// user's session went on until it ended by itself.)
+func TestRemovedUserSessionEnds(t *testing.T) {
+	if !features.serveState {
+		t.Skip("this kerf has no users")
+	}
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "slow.bin"), randomBytes(4<<20, 31))
+
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, local, nil, "send", "--limit-rate", "256K", "--reconnect", "0", "slow.bin", srv.addr)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitLogLine(t, srv, "login")
+	waitFor(t, "the file's partial to grow", func() bool { return fileSize(partName(filepath.Join(root, "slow.bin"))) > 0 })
+
+	rm := exec.Command(kerfBin, "user", "rm", "--state", srv.state, testUser)
+	if out, err := rm.CombinedOutput(); err != nil {
+		t.Fatalf("kerf user rm: %v\n%s", err, out)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("the send finished after its user was removed:\n%s", errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the send went on 30 s after its user was removed:\n%s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "your account was removed") {
+		t.Errorf("the client was not told why:\n%s", errb.String())
+	}
+	waitLogLine(t, srv, "the login no longer stands")
+	noFile(t, filepath.Join(root, "slow.bin"))
+	if fileSize(partName(filepath.Join(root, "slow.bin"))) <= 0 {
+		t.Error("the partial was not kept")
+	}
+	// And the next login fails.
+	if r := run(t, srv, local, nil, "send", "slow.bin", srv.addr); r.code == 0 {
+		t.Errorf("a removed user logged in again: %s", r)
+	}
+}

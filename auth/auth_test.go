@@ -485,3 +485,35 @@ func TestUsersFileKeepsItsOwner(t *testing.T) {
 		t.Fatalf("rewritten users file owned by %d:%d, want 65534:0 as before", uid, gid)
 	}
 }
+
+// A wrong token costs a password hash, as an unknown name does, so the
+// time of a failure does not tell which names have tokens (QA). Counted,
+// not timed: verifyDummy is what costs the hash.
+func TestWrongTokenCostsAHash(t *testing.T) {
+	u, err := OpenUsers(filepath.Join(t.TempDir(), UsersFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, stored := NewToken()
+	if err := u.Add(User{Name: "robot", Secret: stored}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, password string
+		ok             bool
+		dummies        int64
+	}{
+		{"robot", token, true, 0},
+		{"robot", "wrong", false, 1},
+		{"nobody", "wrong", false, 1},
+	} {
+		before := dummyVerifies.Load()
+		_, err := u.Authenticate(c.name, c.password)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err %v", c.name, err)
+		}
+		if got := dummyVerifies.Load() - before; got != c.dummies {
+			t.Errorf("%s with %q: %d dummy hashes, want %d", c.name, c.password, got, c.dummies)
+		}
+	}
+}

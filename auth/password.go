@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
@@ -187,3 +188,14 @@ func parseArgon2(s string) (p Argon2Params, salt, key []byte, err error) {
 // dummyHash is verified against when the user does not exist, so that an
 // unknown name costs as much time as a wrong password.
 var dummyHash = sync.OnceValue(func() string { return HashPassword("kerf-no-such-user", DefaultArgon2) })
+
+// dummyVerifies counts verifyDummy's calls, for tests (time is not
+// measured in tests).
+var dummyVerifies atomic.Int64
+
+// verifyDummy spends on password what checking a real password hash
+// costs, for a login that fails without one.
+func verifyDummy(password string) {
+	dummyVerifies.Add(1)
+	Verify(dummyHash(), password)
+}

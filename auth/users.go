@@ -236,11 +236,17 @@ func (u *UsersFile) Authenticate(name, password string) (User, error) {
 	if !ok || e.Secret == "" {
 		// An unknown user, or one who logs in only with a key: no
 		// password matches, at the cost of a wrong one.
-		Verify(dummyHash(), password)
+		verifyDummy(password)
 		return User{}, ErrLoginFailed
 	}
 	match, err := Verify(e.Secret, password)
 	if err != nil || !match {
+		if strings.HasPrefix(e.Secret, prefixToken) {
+			// A token is checked in microseconds, an unknown name at
+			// the cost of a password hash: a wrong token takes as long,
+			// or the time would tell which names have tokens (QA).
+			verifyDummy(password)
+		}
 		return User{}, ErrLoginFailed
 	}
 	return e, nil

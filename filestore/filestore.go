@@ -2519,16 +2519,11 @@ func (d *Dir) RemoveSent(f kermit.OutgoingFile) error {
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	st := kermit.StatusOf(fi)
-	switch {
-	case !fi.Mode().IsRegular():
+	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("filestore: %s: not a regular file (a link's target was sent)", rel)
-	case fi.Size() != f.Size || !fi.ModTime().Equal(f.ModTime):
-		return fmt.Errorf("filestore: %s changed since it was sent", rel)
-	case f.Status.Known && st.Known && (st.Dev != f.Status.Dev || st.Ino != f.Status.Ino):
-		return fmt.Errorf("filestore: %s was replaced since it was sent", rel)
-	case !f.ChangeTime.IsZero() && !kermit.ChangeTimeOf(fi).Equal(f.ChangeTime):
-		return fmt.Errorf("filestore: %s changed since it was sent", rel)
+	}
+	if why := kermit.ChangedSinceSent(fi, f.Size, f.ModTime, f.Status, f.ChangeTime); why != "" {
+		return fmt.Errorf("filestore: %s %s", rel, why)
 	}
 	if err := d.root.Remove(rel); err != nil {
 		return fmt.Errorf("filestore: %w", err)

@@ -46,3 +46,24 @@ func removedWhileOpen(fi fs.FileInfo) bool {
 	}
 	return sysLinks(fi) == 0
 }
+
+// ChangedSinceSent says why fi, found at a sent file's name, is not
+// that file unchanged, or "" if it is: a send's and a server's
+// --remove-source-files remove only the very file sent. It was size
+// bytes of mtime, and, where known (non-zero), the file st and of
+// change time ctime.
+func ChangedSinceSent(fi fs.FileInfo, size int64, mtime time.Time, st FileStatus, ctime time.Time) string {
+	switch {
+	case !fi.Mode().IsRegular():
+		return "not a regular file now"
+	case fi.Size() != size || !fi.ModTime().Equal(mtime):
+		return "changed since it was sent"
+	}
+	if now := StatusOf(fi); st.Known && now.Known && (now.Dev != st.Dev || now.Ino != st.Ino) {
+		return "replaced since it was sent"
+	}
+	if !ctime.IsZero() && !ChangeTimeOf(fi).Equal(ctime) {
+		return "changed since it was sent"
+	}
+	return ""
+}

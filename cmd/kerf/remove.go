@@ -37,10 +37,9 @@ type sourceRemover struct {
 type sentSource struct {
 	size       int64
 	mtime      time.Time
-	dev, ino   uint64
-	ctime      time.Time
-	haveCtime  bool
-	notRegular string // why it will stay ("" if it may go)
+	status     kermit.FileStatus // which file (not Known: not checked)
+	ctime      time.Time         // zero: not checked
+	notRegular string            // why it will stay ("" if it may go)
 }
 
 func newSourceRemover(kept func(name, path, why string), removed func(name, path string)) *sourceRemover {
@@ -93,11 +92,7 @@ func look(path string, size int64, mtime time.Time) sentSource {
 	case !fi.Mode().IsRegular():
 		s.notRegular = "not a regular file"
 	default:
-		if st := kermit.StatusOf(fi); st.Known {
-			s.dev, s.ino = st.Dev, st.Ino
-		}
-		s.ctime = kermit.ChangeTimeOf(fi)
-		s.haveCtime = !s.ctime.IsZero()
+		s.status, s.ctime = kermit.StatusOf(fi), kermit.ChangeTimeOf(fi)
 	}
 	return s
 }
@@ -116,17 +111,13 @@ func (m *sourceRemover) remove(name, path string, s sentSource, sent bool) {
 		m.kept(name, path, err.Error())
 		return
 	}
-	if !fi.Mode().IsRegular() {
-		m.kept(name, path, "not a regular file now")
-		return
+	if !sent {
+		// Found there whole by a resume, never opened here: the size
+		// and time it was listed with are all there is to compare.
+		s.status, s.ctime = kermit.FileStatus{}, time.Time{}
 	}
-	now := look(path, s.size, s.mtime)
-	switch {
-	case fi.Size() != s.size || !fi.ModTime().Equal(s.mtime):
-		m.kept(name, path, "changed since it was sent")
-		return
-	case sent && s.haveCtime && (now.dev != s.dev || now.ino != s.ino || !now.ctime.Equal(s.ctime)):
-		m.kept(name, path, "changed or replaced since it was sent")
+	if why := kermit.ChangedSinceSent(fi, s.size, s.mtime, s.status, s.ctime); why != "" {
+		m.kept(name, path, why)
 		return
 	}
 	if err := os.Remove(path); err != nil {

@@ -53,8 +53,8 @@ func TestSourceRemover(t *testing.T) {
 		{"done, a classic receiver", nil, []kermit.Event{final}, true, ""},
 		{"failed, then a stray saved", nil, []kermit.Event{failed, saved}, false, ""},
 		{"appended to", appendTo, []kermit.Event{done, saved}, false, "changed since it was sent"},
-		{"rewritten in place, size and time put back", rewriteSameSizeAndTime, []kermit.Event{done, saved}, false, "changed or replaced since it was sent"},
-		{"replaced by another file of its size and time", replace, []kermit.Event{done, saved}, false, "changed or replaced since it was sent"},
+		{"rewritten in place, size and time put back", rewriteSameSizeAndTime, []kermit.Event{done, saved}, false, "changed since it was sent"},
+		{"replaced by another file of its size and time", replace, []kermit.Event{done, saved}, false, "replaced since it was sent"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

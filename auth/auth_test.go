@@ -517,3 +517,47 @@ func TestWrongTokenCostsAHash(t *testing.T) {
 		}
 	}
 }
+
+// A users file that is a symbolic link stays one: a change replaces the
+// file it leads to. (QA: `kerf user add` replaced the link by a file.)
+func TestUsersFileLinkStaysALink(t *testing.T) {
+	state, elsewhere := t.TempDir(), t.TempDir()
+	real := filepath.Join(elsewhere, "users.json")
+	link := filepath.Join(state, UsersFileName)
+	if err := os.WriteFile(real, []byte(`{"version": 1, "users": []}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	u, err := OpenUsers(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stored := NewToken()
+	if err := u.Add(User{Name: "robot", Secret: stored}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the users file is no longer a link: %v, %v", fi.Mode(), err)
+	}
+	b, err := os.ReadFile(real)
+	if err != nil || !strings.Contains(string(b), `"robot"`) {
+		t.Errorf("the file the link leads to: %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 1 {
+		t.Errorf("left beside the file: %v", ents)
+	}
+	// A link to nowhere is an error that says so, not a file made.
+	dangling := filepath.Join(t.TempDir(), UsersFileName)
+	if err := os.Symlink(filepath.Join(t.TempDir(), "missing", "users.json"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	u, err = OpenUsers(dangling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Add(User{Name: "x", Secret: stored}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("adding through a dangling link: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -11,6 +12,16 @@ import (
 // writeFileAtomic writes data to a temporary file beside path and
 // renames it into place, creating the directory (0700) if needed.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// A link stays a link (a users file kept elsewhere, say under
+		// configuration management): the file it leads to is replaced,
+		// beside itself (QA: the link was replaced by a file).
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("auth: %s is a symbolic link to nothing that can be written: %w", path, err)
+		}
+		path = target
+	}
 	tmp, err := writeTemp(path, data, perm)
 	if err != nil {
 		return err

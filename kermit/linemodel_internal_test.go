@@ -93,3 +93,52 @@ func TestLineModelCorrectedByLateACK(t *testing.T) {
 		}
 	}
 }
+
+// ACKs of D packets that queued behind one another, coming a 9600 bps
+// line time apart on a link stated as 115200, teach the model the
+// line's speed: the packets written next are timed at 9600, not only
+// shifted. Gaps after an idle line or a packet sent again teach nothing,
+// and a line faster than stated leaves the stated speed.
+func TestLineModelLearnsSlowerSpeed(t *testing.T) {
+	const stated, real, size = 115200, 9600, 1000
+	per := lineTime(size, real)
+	s := &Session{cfg: Config{LineSpeed: stated}}
+	t0 := time.Now()
+	ack := func(sl *slot, at time.Time) { s.observeLineSpeed(sl, at) }
+	// Packets all written at t0, acknowledged one real line time apart.
+	for i := range 12 {
+		ack(&slot{typ: 'D', sends: 1, sentAt: t0, wire: make([]byte, size)}, t0.Add(time.Duration(i+1)*per))
+	}
+	if got := s.lineSpeed(); got < real*95/100 || got > real*105/100 {
+		t.Fatalf("learnt %d bps, want about %d", got, real)
+	}
+	s.linkFree = time.Time{}
+	start := time.Now()
+	if d := s.occupyLine(size).Sub(start); d < per*95/100 || d > per*105/100 {
+		t.Errorf("a packet written now is modelled across in %v, want about %v", d, per)
+	}
+
+	learnt := s.lineSpeed()
+	last := t0.Add(12 * per)
+	// Written after the last ACK (the line may have idled): no sample.
+	ack(&slot{typ: 'D', sends: 1, sentAt: last.Add(time.Second), wire: make([]byte, size)}, last.Add(100*time.Second))
+	// A packet sent again in the gap: no sample.
+	last = last.Add(100 * time.Second)
+	s.stats.Retransmissions++
+	ack(&slot{typ: 'D', sends: 1, sentAt: t0, wire: make([]byte, size)}, last.Add(100*time.Second))
+	// Not a D, or sent twice: not counted at all.
+	ack(&slot{typ: 'Z', sends: 1, sentAt: t0}, last.Add(200*time.Second))
+	ack(&slot{typ: 'D', sends: 2, sentAt: t0, wire: make([]byte, size)}, last.Add(300*time.Second))
+	if got := s.lineSpeed(); got != learnt {
+		t.Errorf("samples that should teach nothing moved the speed from %d to %d", learnt, got)
+	}
+
+	// A line faster than stated: the stated speed again, no faster.
+	last = last.Add(100 * time.Second)
+	for i := range 40 {
+		ack(&slot{typ: 'D', sends: 1, sentAt: t0, wire: make([]byte, size)}, last.Add(time.Duration(i+1)*time.Millisecond))
+	}
+	if got := s.lineSpeed(); got != stated {
+		t.Errorf("after fast ACKs the model runs at %d bps, want the stated %d", got, stated)
+	}
+}

@@ -145,7 +145,14 @@ type Session struct {
 	ackedNo      uint64 // highest sendNo known to have reached the peer
 	lastProgress time.Time
 	lastTimeout  time.Time // when the retransmission timer last fired
-	linkFree     time.Time // when the line will have sent all we wrote (LineSpeed known) // when an ACK last made progress
+	linkFree     time.Time // when the line will have sent all we wrote (LineSpeed known)
+	// lineSeen is the line's speed as its ACKs show it, in bits per
+	// second, when slower than LineSpeed (0: not seen yet); lastDAck is
+	// when the last D packet sent once was acknowledged
+	// (observeLineSpeed).
+	lineSeen     int
+	lastDAck     time.Time
+	lastDAckRetx int64 // stats.Retransmissions then
 
 	// receiver state
 	rw recvWindow

@@ -185,7 +185,8 @@ func (s *Session) lineFull(n int) bool {
 	if s.cfg.LineSpeed <= 0 || s.sw.count == 0 {
 		return false
 	}
-	ahead := s.cfg.LineSpeed / 10 / 4 // a quarter second of line
+	speed := s.lineSpeed()
+	ahead := speed / 10 / 4 // a quarter second of line
 	if !s.neg.peerKerf {
 		// C-Kermit's receiver counts every damaged packet against one
 		// retry limit while it waits for a missing one, and gives up at
@@ -197,7 +198,7 @@ func (s *Session) lineFull(n int) bool {
 		// line with latency (a satellite hop, a modem pair) the ACKs
 		// take that long to come back, and with less in flight the line
 		// idles while they do.
-		ahead = max(ahead, int(float64(s.cfg.LineSpeed/10)*rt.Seconds()*1.25))
+		ahead = max(ahead, int(float64(speed/10)*rt.Seconds()*1.25))
 	}
 	limit := max(3*(n+packetOverhead), ahead)
 	return s.sw.bytes+n > limit
@@ -319,8 +320,49 @@ func (s *Session) occupyLine(n int) time.Time {
 	if s.linkFree.Before(now) {
 		s.linkFree = now
 	}
-	s.linkFree = s.linkFree.Add(lineTime(n, s.cfg.LineSpeed))
+	s.linkFree = s.linkFree.Add(lineTime(n, s.lineSpeed()))
 	return s.linkFree
+}
+
+// lineSpeed is the speed the line's model runs at: LineSpeed, or the
+// speed its ACKs show where that is slower (observeLineSpeed).
+func (s *Session) lineSpeed() int {
+	if s.lineSeen > 0 && s.lineSeen < s.cfg.LineSpeed {
+		return s.lineSeen
+	}
+	return s.cfg.LineSpeed
+}
+
+// observeLineSpeed learns the line's speed from the ACK of D packet sl,
+// sent once, at now: when sl was written before the previous such ACK
+// came, it queued behind that packet, and on a busy line the two ACKs
+// come sl's line time apart. Only a speed below LineSpeed is kept (a
+// faster line is followed by lineFasterThanModel), smoothed over four
+// ACKs. The receiver's own delays make a gap longer, never shorter, so
+// the model errs late: a loss is found a little later, no packet is
+// sent again while still queued. Without it, lineSlowerThanModel only
+// shifted the packets in flight and the model fell behind again with
+// each one written (a 9600 bps line at --speed 115200: three timeouts
+// at the end of a file, each 9 KB packet 9.4 s on the line against the
+// model's 0.8 s; docs/benchmarks.md, twenty-sixth session).
+func (s *Session) observeLineSpeed(sl *slot, now time.Time) {
+	if s.cfg.LineSpeed <= 0 || sl.typ != 'D' || sl.sends != 1 {
+		return
+	}
+	prev, resent := s.lastDAck, s.stats.Retransmissions != s.lastDAckRetx
+	s.lastDAck, s.lastDAckRetx = now, s.stats.Retransmissions
+	gap := now.Sub(prev)
+	if prev.IsZero() || !sl.sentAt.Before(prev) || gap <= 0 || resent {
+		// The line may have idled before sl, or carried a packet sent
+		// again in the gap.
+		return
+	}
+	seen := min(int(float64(len(sl.wire))*10/gap.Seconds()), s.cfg.LineSpeed)
+	if s.lineSeen == 0 {
+		s.lineSeen = seen
+	} else {
+		s.lineSeen = (3*s.lineSeen + seen + 3) / 4 // rounded up: reaches seen
+	}
 }
 
 // lineFasterThanModel corrects the line's model (occupyLine) by an ACK
@@ -439,7 +481,16 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 		if s.lastTimeout.After(from) {
 			from = s.lastTimeout
 		}
-		wait = time.Until(from.Add(s.rtt.rto))
+		rto := s.rtt.rto
+		if s.neg.streaming {
+			// Streaming is agreed only on a reliable link: an answer
+			// late is slow, not lost (a machine or line emulator
+			// behind its pace, a receiver storing a file), and G-Kermit
+			// takes a packet sent again while streaming as fatal. So
+			// the whole timeout, not the adaptive one.
+			rto = max(rto, s.cfg.Timeout)
+		}
+		wait = time.Until(from.Add(rto))
 		if wait <= 0 {
 			wait = time.Nanosecond
 		}
@@ -615,6 +666,7 @@ func (s *Session) acked(sl *slot, data []byte) error {
 	if sl.sends == 1 {
 		s.rtt.sample(max(time.Since(sl.expect), 0))
 	}
+	s.observeLineSpeed(sl, s.lastProgress)
 	s.lineFasterThanModel(sl, s.lastProgress)
 	s.lineSlowerThanModel(sl, s.lastProgress)
 	if sl.sendNo > s.ackedNo {

@@ -145,6 +145,7 @@ type Session struct {
 	ackedNo      uint64 // highest sendNo known to have reached the peer
 	lastProgress time.Time
 	lastTimeout  time.Time // when the retransmission timer last fired
+	lastResend   time.Time // when a packet was last sent again
 	linkFree     time.Time // when the line will have sent all we wrote (LineSpeed known)
 	// lineSeen is the line's speed as its ACKs show it, in bits per
 	// second, when slower than LineSpeed (0: not seen yet); lastDAck is

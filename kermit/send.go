@@ -192,7 +192,9 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	}
 	atEnd = true
 	if err := s.await(ctx, sl); err != nil {
-		return err
+		if !s.endUnanswered(sl, err) {
+			return err
+		}
 	}
 	// The B's ACK: the receiver has saved every file of the group.
 	s.reportSaved()
@@ -208,6 +210,36 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 		return &GroupError{Failed: failed}
 	}
 	return nil
+}
+
+// endUnanswered reports whether a group whose B went unanswered after
+// every retry (err) is sent all the same, and if so takes the B off the
+// window: a classic receiver confirms each file with its Z's ACK, so
+// with none of them left unconfirmed only the group's end is in doubt.
+// The receiver has most likely ended, its ACK of the B lost on a noisy
+// line (C-Kermit leaves at once; QA: BER 1e-3, the file whole, C-Kermit
+// exit 0, kerf exit 4 after 21 tries of the B). A kerf receiver's ACK of
+// the B says its files are saved, and it answers a B sent again, so
+// there the error stands.
+func (s *Session) endUnanswered(b *slot, err error) bool {
+	if s.neg.peerKerf || !errors.Is(err, ErrTooManyRetries) || len(s.sending) > 0 || len(s.unsavedSent) > 0 {
+		return false
+	}
+	for i, seq := 0, s.sw.lo; i < s.sw.count; i, seq = i+1, (seq+1)%64 {
+		if o := s.sw.slots[seq]; o != nil && o != b && !o.acked {
+			return false
+		}
+	}
+	s.cfg.Log.Warn("the receiver did not answer the end of the group; it confirmed every file, so they are sent", "err", err)
+	for s.sw.count > 0 {
+		s.sw.slots[s.sw.lo] = nil
+		s.sw.lo = (s.sw.lo + 1) % 64
+		s.sw.count--
+	}
+	b.acked = true
+	s.sw.bytes = 0
+	s.retries, s.damage = 0, 0
+	return true
 }
 
 // sentFile is what a sender keeps of a file the receiver has verified,

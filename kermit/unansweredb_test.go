@@ -1,0 +1,116 @@
+package kermit_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"kerf/framing"
+	"kerf/kermit"
+)
+
+// classicReceiver is a minimal classic Kermit receiver (no attributes,
+// windows or long packets, type-1 checks): it answers every packet but
+// the types in silent, and counts what it got of each type.
+func classicReceiver(c net.Conn, silent string, got map[byte]int) {
+	init := framing.Params{MaxLen: 94, Timeout: 5, EOL: '\r', QCTL: '#', QBIN: 'Y', Check: 1, REPT: ' '}
+	f := framing.Frame{Mark: framing.SOH, Check: 1}
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadBytes('\r')
+		if err != nil {
+			return
+		}
+		i := bytes.IndexByte(line, framing.SOH)
+		if i < 0 {
+			continue
+		}
+		p, _, err := f.ParsePacket(line[i:])
+		if err != nil {
+			continue
+		}
+		got[p.Type]++
+		if bytes.IndexByte([]byte(silent), p.Type) >= 0 {
+			continue
+		}
+		var data []byte
+		if p.Type == 'S' {
+			data = init.Marshal()
+		}
+		ack, _ := f.AppendPacket(nil, framing.Packet{Seq: p.Seq, Type: 'Y', Data: data})
+		if _, err := c.Write(append(ack, '\r')); err != nil {
+			return
+		}
+		if p.Type == 'B' {
+			return
+		}
+	}
+}
+
+// A classic receiver confirms each file with its Z's ACK; when only its
+// ACK of the B never comes (lost on a noisy line after it left: QA,
+// C-Kermit at BER 1e-3 had the file whole and exited 0, kerf exited 4
+// after 21 tries of the B), the files are sent and the send ends well.
+// A file whose Z is not answered still fails the send.
+func TestUnansweredBAfterConfirmedFiles(t *testing.T) {
+	for _, tc := range []struct {
+		silent string
+		ok     bool
+	}{
+		{"B", true},
+		{"ZB", false},
+	} {
+		src := t.TempDir()
+		out := writeFiles(t, src, []testFile{{"one.bin", randomBytes(300, 5)}, {"two.bin", randomBytes(200, 6)}})
+		a, b := net.Pipe()
+		got := map[byte]int{}
+		done := make(chan struct{})
+		go func() { classicReceiver(b, tc.silent, got); close(done) }()
+		go func() { <-done; bytesDiscard(b) }()
+		cfg := kermit.DefaultConfig()
+		cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 50*time.Millisecond, 3
+		var saw []kermit.Event
+		cfg.Events = func(e kermit.Event) { saw = append(saw, e) }
+		s := kermit.NewSession(a, cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := s.Send(ctx, out)
+		cancel()
+		s.Close()
+		a.Close()
+		<-done
+		if tc.ok {
+			if err != nil {
+				t.Errorf("silent %s: send: %v; every file's Z was answered", tc.silent, err)
+			}
+			if got['B'] < 2 {
+				t.Errorf("silent %s: the B went %d times: not retried, the test tests nothing", tc.silent, got['B'])
+			}
+			done := 0
+			for _, e := range saw {
+				if e.Kind == kermit.FileDone {
+					done++
+				}
+			}
+			if done != 2 {
+				t.Errorf("silent %s: %d files reported done, want 2", tc.silent, done)
+			}
+			continue
+		}
+		if !errors.Is(err, kermit.ErrTooManyRetries) {
+			t.Errorf("silent %s: send returned %v, want too many retries: a file was not confirmed", tc.silent, err)
+		}
+	}
+}
+
+func bytesDiscard(c net.Conn) {
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
+	}
+}

@@ -231,15 +231,10 @@ func (s *Session) endUnanswered(b *slot, err error) bool {
 		}
 	}
 	s.cfg.Log.Warn("the receiver did not answer the end of the group; it confirmed every file, so they are sent", "err", err)
-	for s.sw.count > 0 {
-		s.sw.slots[s.sw.lo] = nil
-		s.sw.lo = (s.sw.lo + 1) % 64
-		s.sw.count--
-	}
 	b.acked = true
-	s.sw.bytes = 0
 	s.retries, s.damage = 0, 0
-	return true
+	_, serr := s.slide()
+	return serr == nil && s.sw.count == 0
 }
 
 // sentFile is what a sender keeps of a file the receiver has verified,

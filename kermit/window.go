@@ -716,22 +716,9 @@ func (s *Session) acked(sl *slot, data []byte) error {
 			}
 		}
 	}
-	slid := false
-	for s.sw.count > 0 {
-		lo := s.sw.slots[s.sw.lo]
-		if lo == nil || !lo.acked {
-			break
-		}
-		slid = true
-		s.sw.slots[s.sw.lo] = nil
-		s.sw.lo = (s.sw.lo + 1) % 64
-		s.sw.count--
-		s.sw.bytes -= len(lo.wire)
-		if lo.onAck != nil {
-			if err := lo.onAck(lo.ackData); err != nil {
-				return err
-			}
-		}
+	slid, err := s.slide()
+	if err != nil {
+		return err
 	}
 	if slid && s.cfg.LineSpeed > 0 {
 		// On a serial line a timeout means damage, not congestion, and
@@ -745,6 +732,29 @@ func (s *Session) acked(sl *slot, data []byte) error {
 		s.rtt.restore()
 	}
 	return nil
+}
+
+// slide moves the window past the ACKed packets at its low end, running
+// their onAck, and reports whether it moved.
+func (s *Session) slide() (bool, error) {
+	slid := false
+	for s.sw.count > 0 {
+		lo := s.sw.slots[s.sw.lo]
+		if lo == nil || !lo.acked {
+			break
+		}
+		slid = true
+		s.sw.slots[s.sw.lo] = nil
+		s.sw.lo = (s.sw.lo + 1) % 64
+		s.sw.count--
+		s.sw.bytes -= len(lo.wire)
+		if lo.onAck != nil {
+			if err := lo.onAck(lo.ackData); err != nil {
+				return slid, err
+			}
+		}
+	}
+	return slid, nil
 }
 
 // --- receiver side -----------------------------------------------------

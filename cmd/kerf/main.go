@@ -205,6 +205,7 @@ func unknownCommand(c *cli.Context) error {
 func newApp() *cli.App {
 	return &cli.App{
 		Name:                 "kerf",
+		Version:              versionString(),
 		Usage:                "bulk file transfer: Kermit negotiation with FTP-style raw data channels",
 		EnableBashCompletion: true,
 		Flags: []cli.Flag{

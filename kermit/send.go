@@ -1030,10 +1030,7 @@ func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (mo
 		if src.empty() {
 			return moved, false, nil
 		}
-		max := s.neg.maxData
-		if !s.neg.streaming {
-			max = min(max, s.adapt.size())
-		}
+		max := s.dataLen()
 		data, n := s.neg.out.Encode(make([]byte, 0, max), src.pending(), max)
 		src.consume(n)
 		moved += int64(n)

@@ -120,9 +120,66 @@ func (r *rttEstimator) clampRTO() {
 type lengthAdapter struct {
 	max    int
 	cap    int     // slow-start ceiling: doubles per good ACK, halves per loss
-	bytes  float64 // wire bytes of D packets sent (decayed)
-	losses float64 // D packets lost or damaged (decayed)
+	bytes  float64 // wire bytes of packets sent (countsForLength; decayed)
+	losses float64 // of those, packets lost or damaged (decayed)
 }
+
+// dataLen is the most encoded data the next D packet may carry: all the
+// peer takes when streaming, else what the line's loss rate makes best
+// (lengthAdapter), and to a classic peer that waits for each ACK a short
+// packet whose LEN no single bit error can ruin (stopAndWaitLen).
+func (s *Session) dataLen() int {
+	max := s.neg.maxData
+	if s.neg.streaming {
+		return max
+	}
+	want := min(max, s.adapt.size())
+	if s.neg.peerKerf || s.neg.window > 1 {
+		return want
+	}
+	maxPkt := s.neg.peer.MaxLen
+	if maxPkt < 10 || maxPkt > 94 {
+		maxPkt = 80 // as negotiate takes it
+	}
+	chk := s.neg.check.Len()
+	return stopAndWaitLen(want, min(max, maxPkt-2-chk), chk)
+}
+
+// stopAndWaitLen sizes data packets for a stop-and-wait classic receiver
+// (G-Kermit) on a noisy line, where the adapter asked for want bytes and
+// a short packet holds at most short.
+//
+// G-Kermit 2.01 frames a packet by its LEN field and, after its first
+// read timeout, never times out again (it leaves the timeout handler
+// with longjmp, so SIGALRM stays blocked): a packet whose LEN a bit error
+// made a control character (no length: it reads until its buffer
+// overflows and exits) or a blank (a long packet, its length then taken
+// from data bytes, up to 9,029) leaves it waiting for bytes that never
+// come, and the transfer stalls. A LEN of 66 to 94 (the characters 'b'
+// to '~': bits 5 and 6 both set) stays a plain length under any single
+// bit error, where every LEN below it and the long packets' blank have
+// one bit that does this. So on a line noisy enough for packets near or
+// under a short one's length, the packets are short ones with LEN of at
+// least 66; with a turnaround per packet such lengths cost little or
+// nothing against the adapter's shorter ones (which count no ACK).
+func stopAndWaitLen(want, short, chk int) int {
+	// LEN counts SEQ, TYPE, the data and the check; the encoder may
+	// leave up to 4 bytes unused (a repeated 8th-bit control character
+	// is a unit of 5).
+	least := 66 - 2 - chk + 4
+	if short < least || want >= 2*short {
+		return want
+	}
+	return clamp(want, least, short)
+}
+
+// countsForLength says whether packets of type typ feed the length
+// adapter: every packet after the Send-Init, so that an F or A damaged on
+// the way shows the line's noise before the first D packet is sized (a
+// 256-byte first D packet to G-Kermit at BER 1e-3 failed its ten tries
+// in most runs). Not the Send-Init itself: a receiver started late NAKs
+// it on its own timer, which says nothing of the line.
+func countsForLength(typ byte) bool { return typ != 'S' && typ != 'I' }
 
 const packetOverhead = 12 // MARK LEN SEQ TYPE LENX1 LENX2 HCHECK CHECK(3) EOL + slack
 
@@ -308,7 +365,7 @@ func (s *Session) transmit(sl *slot) error {
 	if sl.sends > 1 {
 		s.stats.Retransmissions++
 		s.lastResend = sl.sentAt
-	} else if sl.typ == 'D' {
+	} else if countsForLength(sl.typ) {
 		s.adapt.sent(len(sl.wire))
 	}
 	return s.c.writeRaw(sl.wire)
@@ -441,7 +498,7 @@ func (s *Session) reencode(sl *slot, chk framing.CheckType) error {
 // (NAKed, or overtaken by a later ACK). Only such evidence, not timeouts,
 // which also come from lost ACKs and stalls, feeds the length adapter.
 func (s *Session) retransmitLost(sl *slot) error {
-	if sl.typ == 'D' {
+	if countsForLength(sl.typ) {
 		s.adapt.lost()
 	}
 	s.cfg.Log.Debug("resend", "seq", sl.seq, "len", len(sl.wire), "sends", sl.sends, "next", s.adapt.size())

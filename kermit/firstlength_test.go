@@ -1,7 +1,6 @@
 package kermit_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"net"
@@ -22,23 +21,9 @@ func nakOnceReceiver(c net.Conn, window int, nak string, nakD map[int]bool, lens
 	if window > 1 {
 		init.Capas |= framing.CapWindows
 	}
-	f := framing.Frame{Mark: framing.SOH, Check: 1}
 	naked := map[byte]bool{}
 	nD := 0
-	r := bufio.NewReader(c)
-	for {
-		line, err := r.ReadBytes('\r')
-		if err != nil {
-			return
-		}
-		i := bytes.IndexByte(line, framing.SOH)
-		if i < 0 || len(line) < i+2 {
-			continue
-		}
-		p, _, err := f.ParsePacket(line[i:])
-		if err != nil {
-			continue
-		}
+	answerPackets(c, func(line []byte, p framing.Packet) (framing.Packet, bool) {
 		typ, data := byte('Y'), []byte(nil)
 		switch {
 		case bytes.IndexByte([]byte(nak), p.Type) >= 0 && !naked[p.Type]:
@@ -49,19 +34,13 @@ func nakOnceReceiver(c net.Conn, window int, nak string, nakD map[int]bool, lens
 				typ = 'N'
 				break
 			}
-			*lens = append(*lens, int(line[i+1])-32)
+			*lens = append(*lens, int(line[1])-32)
 			*dataLens = append(*dataLens, len(p.Data))
 		case p.Type == 'S':
 			data = init.Marshal()
 		}
-		ack, _ := f.AppendPacket(nil, framing.Packet{Seq: p.Seq, Type: typ, Data: data})
-		if _, err := c.Write(append(ack, '\r')); err != nil {
-			return
-		}
-		if p.Type == 'B' {
-			return
-		}
-	}
+		return framing.Packet{Seq: p.Seq, Type: typ, Data: data}, true
+	})
 }
 
 // sendTo sends a 20,000-byte file to nakOnceReceiver and returns the

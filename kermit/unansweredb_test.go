@@ -18,6 +18,24 @@ import (
 // the types in silent, and counts what it got of each type.
 func classicReceiver(c net.Conn, silent string, got map[byte]int) {
 	init := framing.Params{MaxLen: 94, Timeout: 5, EOL: '\r', QCTL: '#', QBIN: 'Y', Check: 1, REPT: ' '}
+	answerPackets(c, func(_ []byte, p framing.Packet) (framing.Packet, bool) {
+		got[p.Type]++
+		if bytes.IndexByte([]byte(silent), p.Type) >= 0 {
+			return framing.Packet{}, false
+		}
+		var data []byte
+		if p.Type == 'S' {
+			data = init.Marshal()
+		}
+		return framing.Packet{Seq: p.Seq, Type: 'Y', Data: data}, true
+	})
+}
+
+// answerPackets reads type-1-checked packets from c, each ending in CR,
+// and writes what answer makes of each (nothing if it says false), until
+// c fails or a B has been answered. answer gets the packet's line from
+// its mark on.
+func answerPackets(c net.Conn, answer func(line []byte, p framing.Packet) (framing.Packet, bool)) {
 	f := framing.Frame{Mark: framing.SOH, Check: 1}
 	r := bufio.NewReader(c)
 	for {
@@ -33,16 +51,12 @@ func classicReceiver(c net.Conn, silent string, got map[byte]int) {
 		if err != nil {
 			continue
 		}
-		got[p.Type]++
-		if bytes.IndexByte([]byte(silent), p.Type) >= 0 {
+		reply, ok := answer(line[i:], p)
+		if !ok {
 			continue
 		}
-		var data []byte
-		if p.Type == 'S' {
-			data = init.Marshal()
-		}
-		ack, _ := f.AppendPacket(nil, framing.Packet{Seq: p.Seq, Type: 'Y', Data: data})
-		if _, err := c.Write(append(ack, '\r')); err != nil {
+		out, _ := f.AppendPacket(nil, reply)
+		if _, err := c.Write(append(out, '\r')); err != nil {
 			return
 		}
 		if p.Type == 'B' {

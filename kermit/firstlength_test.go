@@ -2,7 +2,6 @@ package kermit_test
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"testing"
 	"time"
@@ -49,19 +48,9 @@ func sendTo(t *testing.T, window int, nak string, nakD map[int]bool) (lens, data
 	t.Helper()
 	src := t.TempDir()
 	out := writeFiles(t, src, []testFile{{"one.bin", randomBytes(20000, 7)}})
-	a, b := net.Pipe()
-	done := make(chan struct{})
-	go func() { nakOnceReceiver(b, window, nak, nakD, &lens, &dataLens); close(done) }()
-	go func() { <-done; bytesDiscard(b) }()
 	cfg := kermit.DefaultConfig()
 	cfg.Timeout, cfg.MinTimeout = 2*time.Second, 50*time.Millisecond
-	s := kermit.NewSession(a, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err := s.Send(ctx, out)
-	cancel()
-	s.Close()
-	a.Close()
-	<-done
+	err := sendToScript(cfg, out, func(c net.Conn) { nakOnceReceiver(c, window, nak, nakD, &lens, &dataLens) })
 	if err != nil {
 		t.Fatalf("window %d, NAKing %q: send: %v", window, nak, err)
 	}

@@ -80,22 +80,12 @@ func TestUnansweredBAfterConfirmedFiles(t *testing.T) {
 	} {
 		src := t.TempDir()
 		out := writeFiles(t, src, []testFile{{"one.bin", randomBytes(300, 5)}, {"two.bin", randomBytes(200, 6)}})
-		a, b := net.Pipe()
 		got := map[byte]int{}
-		done := make(chan struct{})
-		go func() { classicReceiver(b, tc.silent, got); close(done) }()
-		go func() { <-done; bytesDiscard(b) }()
 		cfg := kermit.DefaultConfig()
 		cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 50*time.Millisecond, 3
 		var saw []kermit.Event
 		cfg.Events = func(e kermit.Event) { saw = append(saw, e) }
-		s := kermit.NewSession(a, cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := s.Send(ctx, out)
-		cancel()
-		s.Close()
-		a.Close()
-		<-done
+		err := sendToScript(cfg, out, func(c net.Conn) { classicReceiver(c, tc.silent, got) })
 		if tc.ok {
 			if err != nil {
 				t.Errorf("silent %s: send: %v; every file's Z was answered", tc.silent, err)
@@ -118,6 +108,24 @@ func TestUnansweredBAfterConfirmedFiles(t *testing.T) {
 			t.Errorf("silent %s: send returned %v, want too many retries: a file was not confirmed", tc.silent, err)
 		}
 	}
+}
+
+// sendToScript sends out over a pipe to receiver, a scripted peer, and
+// returns once both are done; what the receiver writes after it returns
+// is read and dropped.
+func sendToScript(cfg kermit.Config, out []kermit.OutgoingFile, receiver func(net.Conn)) error {
+	a, b := net.Pipe()
+	done := make(chan struct{})
+	go func() { receiver(b); close(done) }()
+	go func() { <-done; bytesDiscard(b) }()
+	s := kermit.NewSession(a, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := s.Send(ctx, out)
+	cancel()
+	s.Close()
+	a.Close()
+	<-done
+	return err
 }
 
 func bytesDiscard(c net.Conn) {

@@ -146,7 +146,13 @@ type Session struct {
 	lastProgress time.Time
 	lastTimeout  time.Time // when the retransmission timer last fired
 	lastResend   time.Time // when a packet was last sent again
-	linkFree     time.Time // when the line will have sent all we wrote (LineSpeed known)
+	// echoes counts the ACKs still to come for copies of the last packet
+	// ACKed (its sends less the one ACK taken), by sequence number: in
+	// stop-and-wait, a peer answers every copy it gets, and an ACK of the
+	// packet before the one in flight is an echo of such a copy, not a
+	// NAK, until these are used up.
+	echoSeq, echoes int
+	linkFree        time.Time // when the line will have sent all we wrote (LineSpeed known)
 	// lineSeen is the line's speed as its ACKs show it, in bits per
 	// second, when slower than LineSpeed (0: not seen yet); lastDAck is
 	// when the last D packet sent once was acknowledged

@@ -622,7 +622,17 @@ func (s *Session) handleReply(p inPacket) error {
 			// half a round trip after the packet left, though: a second
 			// ACK that comes at once is the peer's answer to a duplicate
 			// of the previous packet, and resending on it would send
-			// every packet after twice (the sorcerer's apprentice).
+			// every packet after twice (the sorcerer's apprentice). Nor
+			// while copies of the previous packet are still to be
+			// answered: on a link of long delay (a 300 ms round trip to
+			// G-Kermit) the answer to the copy a timeout sent comes a
+			// round trip after the packet in flight left, and taking it
+			// for a NAK sent that packet twice, whose second answer did
+			// the same to the next, to the end of the file.
+			if p.Seq == s.echoSeq && s.echoes > 0 {
+				s.echoes--
+				return nil
+			}
 			if lo := s.sw.slots[s.sw.lo]; !s.cfg.Reliable && s.sw.size == 1 && s.sw.count > 0 && lo != nil && !lo.acked &&
 				(p.Seq+1)%64 == lo.seq && time.Since(lo.sentAt) >= s.rtt.srtt/2 {
 				s.stats.NAKsReceived++
@@ -728,6 +738,7 @@ func (s *Session) restarted(p inPacket) bool {
 // for a later transmission means an earlier unACKed one will not come.
 func (s *Session) acked(sl *slot, data []byte) error {
 	sl.acked = true
+	s.echoSeq, s.echoes = sl.seq, sl.sends-1
 	sl.ackData = data
 	s.retries, s.damage = 0, 0
 	s.lastProgress = time.Now()

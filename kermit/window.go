@@ -21,6 +21,7 @@ type slot struct {
 	sentAt    time.Time
 	expect    time.Time // when the link should have finished carrying it
 	sends     int
+	damaged   int    // copies the peer said it got damaged (sent again by retransmitLost)
 	sendNo    uint64 // order of the latest transmission, for loss detection
 	acked     bool
 	ackData   []byte
@@ -498,6 +499,7 @@ func (s *Session) reencode(sl *slot, chk framing.CheckType) error {
 // (NAKed, or overtaken by a later ACK). Only such evidence, not timeouts,
 // which also come from lost ACKs and stalls, feeds the length adapter.
 func (s *Session) retransmitLost(sl *slot) error {
+	sl.damaged++
 	if countsForLength(sl.typ) {
 		s.adapt.lost()
 	}
@@ -738,7 +740,9 @@ func (s *Session) restarted(p inPacket) bool {
 // for a later transmission means an earlier unACKed one will not come.
 func (s *Session) acked(sl *slot, data []byte) error {
 	sl.acked = true
-	s.echoSeq, s.echoes = sl.seq, sl.sends-1
+	// Copies the peer got whole are answered; the first answer is this
+	// one, and a copy it said it got damaged has none.
+	s.echoSeq, s.echoes = sl.seq, max(sl.sends-1-sl.damaged, 0)
 	sl.ackData = data
 	s.retries, s.damage = 0, 0
 	s.lastProgress = time.Now()

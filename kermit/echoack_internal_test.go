@@ -18,13 +18,7 @@ import (
 // it sent that packet twice, whose second answer did the same to the
 // next, to the end of the file (100 s for 50 KB, against 19 s).
 func TestEchoedACKIsNotANAK(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	go io.Copy(io.Discard, b)
-	s := NewSession(a, DefaultConfig())
-	s.rtt.init(5 * time.Second)
-	s.rtt.sample(300 * time.Millisecond)
-	s.sw.size = 1
+	s := stopAndWaitSession(t, 300*time.Millisecond)
 
 	long := time.Now().Add(-time.Second) // long enough ago for any guard
 	prev := &slot{seq: 40, typ: 'D', sends: 2, sentAt: long, expect: long, wire: []byte("prev")}
@@ -56,13 +50,7 @@ func TestEchoedACKIsNotANAK(t *testing.T) {
 // (at BER 1e-3 to G-Kermit, waiting for timeouts instead doubled the
 // time: 32-47 s for 20 KB against 16-28 s).
 func TestACKAfterDamagedCopyIsANAK(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	go io.Copy(io.Discard, b)
-	s := NewSession(a, DefaultConfig())
-	s.rtt.init(5 * time.Second)
-	s.rtt.sample(10 * time.Millisecond)
-	s.sw.size = 1
+	s := stopAndWaitSession(t, 10*time.Millisecond)
 	long := time.Now().Add(-time.Second)
 	prev := &slot{seq: 7, typ: 'D', sends: 2, damaged: 1, sentAt: long, expect: long, wire: []byte("prev")}
 	s.sw.slots[7], s.sw.lo, s.sw.next, s.sw.count = prev, 7, 8, 1
@@ -77,4 +65,17 @@ func TestACKAfterDamagedCopyIsANAK(t *testing.T) {
 	if lo.sends != 2 {
 		t.Errorf("an ACK of 7, whose second copy was sent for damage, did not send 8 again")
 	}
+}
+
+// stopAndWaitSession is a session with a window of one and a round trip
+// of srtt, writing to a pipe whose other end is drained.
+func stopAndWaitSession(t *testing.T, srtt time.Duration) *Session {
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close() })
+	go io.Copy(io.Discard, b)
+	s := NewSession(a, DefaultConfig())
+	s.rtt.init(5 * time.Second)
+	s.rtt.sample(srtt)
+	s.sw.size = 1
+	return s
 }

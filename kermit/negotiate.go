@@ -70,6 +70,7 @@ type negotiated struct {
 	check     framing.CheckType
 	window    int
 	maxData   int // most encoded data bytes in one outgoing packet
+	shortData int // most in one outgoing short (not long) packet
 	long      bool
 	attrs     bool
 	resend    bool
@@ -195,6 +196,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 		maxPkt = 80
 	}
 	n.maxData = maxPkt - 2 - chk // LEN counts SEQ TYPE DATA CHECK
+	n.shortData = n.maxData
 	if n.long {
 		lx := peer.MaxLenX
 		if lx <= 0 {

@@ -147,7 +147,8 @@ type Session struct {
 	lastTimeout  time.Time // when the retransmission timer last fired
 	lastResend   time.Time // when a packet was last sent again
 	// echoes counts the ACKs still to come for copies of the last packet
-	// ACKed (its sends less the one ACK taken), by sequence number: in
+	// ACKed (its sends less the one ACK taken and those the peer said it
+	// got damaged), by sequence number: in
 	// stop-and-wait, a peer answers every copy it gets, and an ACK of the
 	// packet before the one in flight is an echo of such a copy, not a
 	// NAK, until these are used up.

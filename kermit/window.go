@@ -138,12 +138,7 @@ func (s *Session) dataLen() int {
 	if s.neg.peerKerf || s.neg.window > 1 {
 		return want
 	}
-	maxPkt := s.neg.peer.MaxLen
-	if maxPkt < 10 || maxPkt > 94 {
-		maxPkt = 80 // as negotiate takes it
-	}
-	chk := s.neg.check.Len()
-	return stopAndWaitLen(want, min(max, maxPkt-2-chk), chk)
+	return stopAndWaitLen(want, min(max, s.neg.shortData), s.neg.check.Len())
 }
 
 // stopAndWaitLen sizes data packets for a stop-and-wait classic receiver

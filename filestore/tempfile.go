@@ -30,6 +30,10 @@ type tempFile struct {
 	once     sync.Once
 	closeErr error
 	closed   bool // fd is closed (its number may be another file's now)
+	// mode is the file's permission bits, if known (modeKnown): as
+	// created (openUnnamed), so that chmod to them is not asked again.
+	mode      uint32
+	modeKnown bool
 }
 
 func (t *tempFile) err(op string, err error) error {
@@ -112,6 +116,9 @@ func (t *tempFile) truncate(size int64) error {
 }
 
 func (t *tempFile) chmod(perm fs.FileMode) error {
+	if t.modeKnown && t.mode == uint32(perm.Perm()) {
+		return nil
+	}
 	if err := ignoringEINTR(func() error { return unix.Fchmod(t.fd, uint32(perm.Perm())) }); err != nil {
 		return t.err("chmod", err)
 	}

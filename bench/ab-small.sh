@@ -3,7 +3,8 @@
 # `kerf serve --plain-data` per configuration, then REPS rounds in which
 # every configuration sends the 2,000 x 16 KiB tree once (alternating, so
 # a slow spell of the machine touches all alike); prints each one's
-# median, quartiles and best, seconds from the client's start to its exit.
+# median, quartiles and best, seconds from the client's start to its exit,
+# and its server's CPU (utime+stime) per send on average.
 #
 #   bench/ab-small.sh "A=1" "S_GOMAXPROCS=1" "BIN=/tmp/kerf-old"
 #
@@ -80,23 +81,27 @@ for ((r = 0; r < REPS; r++)); do
 		if [ "${KEEP:-0}" = 1 ] && [ -d "$WORK/dst/small" ]; then :; else
 			rm -rf "$WORK/dst/small"
 		fi
+		spid=${pids[$((i - 1))]}
+		s0=$(awk '{print $14 + $15}' /proc/$spid/stat)
 		t0=$(date +%s%N)
 		# shellcheck disable=SC2046
 		env $(envs "$cfg" client) KERF_USER=bench "$(bin_of "$cfg")" -q send --identity "$WORK/id" \
 			--plain-data --accept-new-host-key $(flags_of "$cfg") -r "$WORK/src/small" 127.0.0.1:$port ||
 			{ echo "FAIL: $cfg" >&2; exit 1; }
 		t1=$(date +%s%N)
+		s1=$(awk '{print $14 + $15}' /proc/$spid/stat)
 		diff -rq "$WORK/src/small" "$WORK/dst/small" >/dev/null || { echo "FAIL: $cfg: copy differs" >&2; exit 1; }
-		echo "$i $(((t1 - t0) / 1000))" >>"$res"
+		echo "$i $(((t1 - t0) / 1000)) $((s1 - s0))" >>"$res"
 	done
 done
-python3 - "$res" "$@" <<'PY'
+python3 - "$res" "$(getconf CLK_TCK)" "$@" <<'PY'
 import collections, statistics, sys
-d = collections.defaultdict(list)
+d = collections.defaultdict(list); cpu = collections.defaultdict(int)
 for line in open(sys.argv[1]):
-    k, us = line.split()
-    d[int(k)].append(int(us) / 1e6)
+    k, us, ticks = line.split()
+    d[int(k)].append(int(us) / 1e6); cpu[int(k)] += int(ticks)
 for k in sorted(d):
     v = sorted(d[k]); q = statistics.quantiles(v, n=4)
-    print(f"median {statistics.median(v):.4f} s  q1 {q[0]:.4f}  q3 {q[2]:.4f}  best {v[0]:.4f}  n {len(v)}  {sys.argv[1 + k]}")
+    # The server's utime+stime, in clock ticks (/proc/PID/stat), over all its sends.
+    print(f"median {statistics.median(v):.4f} s  q1 {q[0]:.4f}  q3 {q[2]:.4f}  best {v[0]:.4f}  n {len(v)}  server CPU {cpu[k] / len(v) * 1000 / int(sys.argv[2]):.1f} ms/send  {sys.argv[2 + k]}")
 PY

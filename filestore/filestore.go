@@ -200,9 +200,9 @@ type dirHandle struct {
 	listing   map[uint64]struct{} // names' hashes (nameHash)
 	listState int8                // listNotYet, listDone or listUnknown
 	noTmpfile atomic.Bool         // its file system refused O_TMPFILE
-	// defaultACL is whether the directory has a default ACL (aclNone,
-	// aclSome), looked at on its first unnamed file (openUnnamed).
-	defaultACL atomic.Int32
+	// createdMode is the mode an unnamed file is given when created
+	// here, with modeSeen set once known (openUnnamed).
+	createdMode atomic.Uint32
 }
 
 // Open opens (creating if needed) the directory at dir.

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -25,12 +23,7 @@ func (h *dirHandle) openUnnamed(d *Dir, rel string) (*tempFile, error) {
 		return nil, errNoTmpfile
 	}
 	fd := -1
-	acl := h.defaultACL.Load()
 	err := h.atDir(d, func(dirfd int) error {
-		if acl == aclUnknown {
-			acl = defaultACLOf(dirfd)
-			h.defaultACL.Store(acl)
-		}
 		return ignoringEINTR(func() error {
 			var err error
 			fd, err = unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, unnamedMode)
@@ -47,10 +40,20 @@ func (h *dirHandle) openUnnamed(d *Dir, rel string) (*tempFile, error) {
 		return nil, fmt.Errorf("filestore: %w", &fs.PathError{Op: "open", Path: rel, Err: err})
 	}
 	t := &tempFile{fd: fd, dir: h.rel, base: path.Base(rel)}
-	if mask, ok := processUmask(); ok && acl == aclNone {
-		// What the kernel made of unnamedMode: the umask applies where
-		// the directory has no default ACL (which would replace it).
-		t.mode, t.modeKnown = unnamedMode&^mask, true
+	// What the kernel makes of unnamedMode here (the umask, or the
+	// directory's default ACL in its place, or a file system's own
+	// rules) is the same for every file the directory gets: asked of the
+	// first one.
+	m := h.createdMode.Load()
+	if m&modeSeen == 0 {
+		var st unix.Stat_t
+		if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err == nil {
+			m = st.Mode&0o7777 | modeSeen
+			h.createdMode.Store(m)
+		}
+	}
+	if m&modeSeen != 0 {
+		t.mode, t.modeKnown = m&^modeSeen, true
 	}
 	return t, nil
 }
@@ -59,41 +62,9 @@ func (h *dirHandle) openUnnamed(d *Dir, rel string) (*tempFile, error) {
 // usual one, and kerf's default for a file sent without one.
 const unnamedMode = 0o644
 
-// The states of dirHandle.defaultACL.
-const (
-	aclUnknown int32 = iota // not looked at yet
-	aclNone                 // the directory has no default ACL
-	aclSome                 // it has one, or could not be asked
-)
-
-// defaultACLOf says whether the directory dirfd has a default ACL, which
-// decides a new file's mode in place of the umask. A file system without
-// ACLs has none.
-func defaultACLOf(dirfd int) int32 {
-	_, err := unix.Fgetxattr(dirfd, "system.posix_acl_default", nil)
-	if errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) {
-		return aclNone
-	}
-	return aclSome
-}
-
-// processUmask is the process's umask, read once from /proc/self/status
-// (Linux 4.7 on; asking umask(2) would have to set it, which races with
-// files created meanwhile). kerf never changes it. Not known without
-// /proc.
-var processUmask = sync.OnceValues(func() (uint32, bool) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
-			return uint32(m), err == nil
-		}
-	}
-	return 0, false
-})
+// modeSeen marks dirHandle.createdMode as known (its zero value: not
+// asked yet).
+const modeSeen = 1 << 31
 
 // linkFD links the open file f under name in the directory, never
 // replacing what is there (EEXIST). linkat with AT_EMPTY_PATH names the

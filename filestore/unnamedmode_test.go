@@ -15,16 +15,18 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"kerf/filestore"
 )
 
-// checkUnnamedModes receives a file for each mode into a Dir on root and
-// checks each comes out with its own, whichever way the commit took
-// (the mode it was created with kept, or changed).
-func checkUnnamedModes(t *testing.T, root string) {
+// checkUnnamedModes receives a file for each mode into dir (a
+// directory under root, "." for root) through d and checks each comes
+// out with its own, whichever way the commit took (the mode it was
+// created with kept, or changed).
+func checkUnnamedModes(t *testing.T, d *filestore.Dir, root, dir string) {
 	t.Helper()
-	d := unnamedDir(t, root)
 	for _, perm := range []fs.FileMode{0o644, 0o600, 0o755, 0o640, 0o000, 0o444} {
-		name := fmt.Sprintf("m%03o", perm)
+		name := filepath.Join(dir, fmt.Sprintf("m%03o", perm))
 		if err := begin(t, d, name, "data", false).Commit(time.Time{}, perm); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +44,8 @@ func checkUnnamedModes(t *testing.T, root string) {
 // included, which it was created with (no chmod then), under this
 // process's umask.
 func TestUnnamedFileModes(t *testing.T) {
-	checkUnnamedModes(t, t.TempDir())
+	root := t.TempDir()
+	checkUnnamedModes(t, unnamedDir(t, root), root, ".")
 }
 
 // The same under umask 077, in a child process (the umask is the
@@ -53,7 +56,7 @@ func TestUnnamedFileModesUnderUmask077(t *testing.T) {
 		if m := unix.Umask(0o077); m != 0o077 {
 			t.Fatalf("the child runs under umask %03o, want 077", m)
 		}
-		checkUnnamedModes(t, root)
+		checkUnnamedModes(t, unnamedDir(t, root), root, ".")
 		fmt.Println("umask-child-checked")
 		return
 	}
@@ -67,9 +70,13 @@ func TestUnnamedFileModesUnderUmask077(t *testing.T) {
 
 // A directory's default ACL, not the umask, decides a new file's mode
 // (here 0644 is created 0640): a file committed 0644 there must be made
-// 0644 all the same.
+// 0644 all the same, and in a directory beside it without one too.
 func TestUnnamedFileModesUnderDefaultACL(t *testing.T) {
-	root := t.TempDir()
+	top := t.TempDir()
+	root := filepath.Join(top, "acl")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// user::rw- user:12345:r-- group::r-- mask::r-x other::---
 	const undefined = 0xffffffff
 	acl := binary.LittleEndian.AppendUint32(nil, 2)
@@ -98,5 +105,8 @@ func TestUnnamedFileModesUnderDefaultACL(t *testing.T) {
 		t.Fatalf("a file created 0644 under the default ACL is %03o, want 0640", fi.Mode().Perm())
 	}
 	os.Remove(probe)
-	checkUnnamedModes(t, root)
+	d := unnamedDir(t, top)
+	checkUnnamedModes(t, d, top, ".")
+	checkUnnamedModes(t, d, top, "acl")
+	checkUnnamedModes(t, d, top, ".")
 }

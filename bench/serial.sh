@@ -141,11 +141,11 @@ awk -v N="$SIZE" 'BEGIN {
 # internal/peertest: CKermitPrologue); protocol parameters stay default.
 ck_prologue() { # dev
 	cat <<-KSC
+	set take error on
 	set line $1
 	set speed $BAUD
 	set carrier-watch off
 	set flow none
-	set take error on
 	set exit warning off
 	set transfer interruption off
 	set transfer display brief
@@ -177,6 +177,11 @@ ck_run() { # run-dir role dev extra-settings command...  (runs in cwd)
 		echo exit
 	} >"$dir/$role.ksc"
 	echo "exit 99" >"$dir/$role.stdin"
+	# A lock left for this pty by a C-Kermit killed earlier would fail
+	# SET LINE if its PID is a live process's by now: the pty is this
+	# run's, so any lock naming it is stale (internal/peertest).
+	local target
+	target=$(readlink -f "$dev") && rm -f "/var/lock/LCK..${target##*/}" "/run/lock/LCK..${target##*/}"
 	# The command file must come before -Y. On a script error C-Kermit
 	# reads stdin, which answers "exit 99".
 	exec kermit "$dir/$role.ksc" -Y <"$dir/$role.stdin"

@@ -144,7 +144,7 @@ func TestSerialFinishCKermitServer(t *testing.T) {
 	ck := peertest.CKermit(t, b, "cd "+srv+"\nserver", srv)
 	r := run(t, nil, local, nil, "serial", "get", "--line", a, "--dir", local, "s.bin")
 	if r.code != 0 {
-		t.Fatalf("get: %s", r)
+		t.Fatalf("get: %s\n%s", r, ck.Report())
 	}
 	sameFile(t, filepath.Join(srv, "s.bin"), filepath.Join(local, "s.bin"))
 	if r := run(t, nil, local, nil, "serial", "finish", "--line", a); r.code != 0 {
@@ -216,7 +216,7 @@ func TestSerialParityAutoCKermitServer(t *testing.T) {
 	ck := peertest.CKermit(t, b, "set parity even\ncd "+srv+"\nserver", srv)
 	r := run(t, nil, local, []string{"--log-level", "info"}, "serial", "get", "--line", a, "--dir", local, "p.bin")
 	if r.code != 0 {
-		t.Fatalf("get: %s", r)
+		t.Fatalf("get: %s\n%s", r, ck.Report())
 	}
 	sameFile(t, filepath.Join(srv, "p.bin"), filepath.Join(local, "p.bin"))
 	if !strings.Contains(r.stderr, "parity=even") {

@@ -36,7 +36,16 @@
 //   - set take error on: a failing command ends the script. C-Kermit then
 //     falls back to interactive mode and reads stdin, so the runner feeds it
 //     "exit 99"; otherwise a script error (a SEND of a missing file is a
-//     *syntax* error) exits with status 0.
+//     *syntax* error) exits with status 0. It comes first, before SET LINE:
+//     a SET LINE that failed otherwise left C-Kermit going on with its own
+//     terminal as the line, unheard.
+//   - Line locks: C-Kermit keeps a UUCP lock, /var/lock/LCK..N for
+//     /dev/pts/N, and a C-Kermit killed leaves it behind. A lock naming a
+//     live process that is not C-Kermit's parent fails SET LINE ("Locked
+//     by process N"), so once the dead C-Kermit's PID is another
+//     process's, a later pty of that number cannot be opened. CKermit
+//     removes any lock naming the line before it starts and after the
+//     peer ends (the pty is the test's own).
 //
 // Exit statuses of a CKermit peer: 0 when every command and transfer
 // succeeded; 99 when the script stopped on an error — a SEND or RECEIVE

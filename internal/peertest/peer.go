@@ -193,6 +193,9 @@ const CKermitSpeed = 115200
 // package documentation for why each line is there.
 func CKermitPrologue(dev string, speed int, logFile string) string {
 	var b strings.Builder
+	// First: a SET LINE that fails (the line locked) must stop the
+	// script, not leave C-Kermit serving its own terminal, unheard.
+	b.WriteString("set take error on\n")
 	if logFile != "" {
 		fmt.Fprintf(&b, "log transactions {%s}\n", logFile)
 	}
@@ -200,7 +203,6 @@ func CKermitPrologue(dev string, speed int, logFile string) string {
 	fmt.Fprintf(&b, "set speed %d\n", speed)
 	b.WriteString(`set carrier-watch off
 set flow none
-set take error on
 set exit warning off
 set transfer interruption off
 set transfer display brief
@@ -253,7 +255,27 @@ func CKermit(t testing.TB, dev string, script string, dir string) *Peer {
 	// The command file must come before -Y, or C-Kermit ignores it.
 	cmd := exec.Command(bin, p.Script, "-Y")
 	cmd.Stdin = in
+	clearLineLock(dev)
+	t.Cleanup(func() { clearLineLock(dev) }) // after startPeer's kill, if any
 	return startPeer(t, p, cmd)
+}
+
+// clearLineLock removes the UUCP lock file C-Kermit keeps for the line
+// dev (LCK..NAME, NAME the last element of the device dev leads to, in
+// /var/lock or /run/lock). A C-Kermit killed at a test's end leaves its
+// lock behind, and C-Kermit takes a lock naming a live process for one
+// in use: when a later pty got the number and the dead C-Kermit's PID
+// was another process's by then, SET LINE failed and the peer exited
+// (CI: a get from a C-Kermit server timed out 21 times). A pty a test
+// has just made is nobody else's, so any lock naming it is stale.
+func clearLineLock(dev string) {
+	target, err := filepath.EvalSymlinks(dev)
+	if err != nil {
+		return
+	}
+	for _, dir := range []string{"/var/lock", "/run/lock"} {
+		os.Remove(filepath.Join(dir, "LCK.."+filepath.Base(target)))
+	}
 }
 
 // GKermit runs G-Kermit with args on the line dev, in a new empty

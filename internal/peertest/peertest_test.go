@@ -1,6 +1,7 @@
 package peertest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,37 @@ func TestCKermitFailedTransferExitStatus(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "Too many retries") {
 		t.Errorf("error lacks the transaction log's reason: %v", err)
+	}
+}
+
+// A lock file left for the line by a C-Kermit killed earlier, naming a
+// process alive now (its PID since given to another), does not keep the
+// next C-Kermit from opening the line: the lock of a pty just made is
+// stale by construction (CKermit clears it). Without that, SET LINE
+// fails ("device in use") and the peer exits with its script error.
+func TestCKermitLineLockLeftBehind(t *testing.T) {
+	t.Parallel()
+	_, b := PtyPair(t)
+	lock := ""
+	for _, dir := range []string{"/var/lock", "/run/lock"} {
+		p := filepath.Join(dir, "LCK.."+filepath.Base(b))
+		// In C-Kermit's form: the PID right-aligned in ten columns. PID 1
+		// is alive, and not C-Kermit's parent (whose lock it would take
+		// as its own).
+		if err := os.WriteFile(p, fmt.Appendf(nil, "%10d\n", 1), 0o444); err == nil {
+			lock = p
+			break
+		}
+	}
+	if lock == "" {
+		t.Skip("no writable /var/lock or /run/lock: C-Kermit takes no line locks here")
+	}
+	t.Cleanup(func() { os.Remove(lock) })
+	p := CKermit(t, b, "echo line-opened", t.TempDir())
+	if err := p.Wait(20 * time.Second); err != nil {
+		t.Fatalf("C-Kermit with a lock left for its line: %v\n%s", err, p.Report())
+	}
+	if !strings.Contains(p.Output(), "line-opened") {
+		t.Fatalf("C-Kermit did not get past SET LINE:\n%s", p.Report())
 	}
 }

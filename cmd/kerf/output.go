@@ -216,7 +216,9 @@ func (r *reporter) event(e kermit.Event) {
 	if r.remover != nil {
 		defer r.remover.event(e) // after the file's own line
 	}
-	size := e.Size
+	// Copies for the JSON events' pointers: taking e's own fields' would
+	// move every event to the heap (two a file).
+	size, moved := e.Size, e.Bytes
 	switch e.Kind {
 	case kermit.FileStart, kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
 		r.spokenOf(e.Name)
@@ -272,7 +274,7 @@ func (r *reporter) event(e kermit.Event) {
 		r.showBar()
 		if r.json != nil && time.Since(r.last) > 500*time.Millisecond {
 			r.last = time.Now()
-			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &e.Bytes})
+			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &moved})
 		}
 	case kermit.FileDone:
 		if e.Again {
@@ -298,7 +300,7 @@ func (r *reporter) event(e kermit.Event) {
 			break // quiet: nothing to print
 		}
 		secs := e.Duration.Seconds()
-		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: &e.Bytes, Offset: e.Offset, Seconds: secs}
+		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: &moved, Offset: e.Offset, Seconds: secs}
 		// Only the data channel computes a CRC; classic transfers leave it
 		// zero, and a zero printed would be a false claim. (A real CRC of
 		// zero, one file in 2^32, is left out too: absent, never wrong.)

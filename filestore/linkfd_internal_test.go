@@ -10,8 +10,9 @@ import (
 )
 
 // receiveUnnamed receives name with data into a new Dir on root, as a
-// network receiver's small file (unnamed), and commits it.
-func receiveUnnamed(t *testing.T, root, name, data string) error {
+// network receiver's small file (unnamed), runs beforeCommit, and
+// commits it.
+func receiveUnnamed(t *testing.T, root, name, data string, beforeCommit func()) error {
 	t.Helper()
 	d, err := Open(root)
 	if err != nil {
@@ -32,12 +33,7 @@ func receiveUnnamed(t *testing.T, root, name, data string) error {
 	if _, err := in.WriteAt([]byte(data), 0); err != nil {
 		t.Fatal(err)
 	}
-	if name == "gone/f" {
-		// The directory removed under the file before it is linked.
-		if err := os.Remove(filepath.Join(root, "gone")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	beforeCommit()
 	return in.Commit(time.Time{}, 0o644)
 }
 
@@ -48,7 +44,7 @@ func TestUnnamedLinkWays(t *testing.T) {
 	for _, refused := range []bool{false, true} {
 		emptyPathRefused.Store(refused)
 		root := t.TempDir()
-		if err := receiveUnnamed(t, root, "sub/f", "data"); err != nil {
+		if err := receiveUnnamed(t, root, "sub/f", "data", func() {}); err != nil {
 			t.Fatalf("refused=%v: %v", refused, err)
 		}
 		if b, err := os.ReadFile(filepath.Join(root, "sub/f")); err != nil || string(b) != "data" {
@@ -59,7 +55,14 @@ func TestUnnamedLinkWays(t *testing.T) {
 		}
 	}
 	emptyPathRefused.Store(false)
-	if err := receiveUnnamed(t, t.TempDir(), "gone/f", "data"); err == nil {
+	root := t.TempDir()
+	removeDir := func() {
+		// The directory removed under the file before it is linked.
+		if err := os.Remove(filepath.Join(root, "gone")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := receiveUnnamed(t, root, "gone/f", "data", removeDir); err == nil {
 		t.Fatal("committed into a removed directory")
 	}
 	if emptyPathRefused.Load() {

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Permission bits survive a send and a get, 000 included (a file nobody
@@ -116,5 +119,50 @@ func TestResumeLinkedFileTakesNewMode(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(back, "km-other")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the local other link after get --resume: %v %v, want its mode 0600 kept", fi.Mode(), err)
+	}
+}
+
+// The files of a tree sent with no progress bar are not looked at by
+// the walk (their opens find size, times and mode: kermit
+// OutgoingFile.StatAtOpen): each must still arrive with its own mode,
+// 000 included, modification time and length, and be told in JSON
+// with its size.
+func TestTreeSendTakesDetailsAtOpen(t *testing.T) {
+	root, src := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	modes := []os.FileMode{0o000, 0o400, 0o640, 0o751, 0o777}
+	if os.Geteuid() != 0 {
+		t.Log("not root: mode 000 left out")
+		modes = modes[1:]
+	}
+	tree := filepath.Join(src, "tree")
+	os.MkdirAll(filepath.Join(tree, "sub"), 0o755)
+	when := time.Date(2019, 3, 4, 5, 6, 7, 0, time.UTC)
+	for i, m := range modes {
+		p := filepath.Join(tree, "sub", fmt.Sprintf("m%03o", m))
+		if err := os.WriteFile(p, bytes.Repeat([]byte{byte(i)}, 1000*(i+1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, when, when.Add(time.Duration(i)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := mustRun(t, srv, src, []string{"--json"}, "send", "-r", "tree", target(srv.addr, "/"))
+	for i, m := range modes {
+		n := filepath.Join("tree", "sub", fmt.Sprintf("m%03o", m))
+		fi, err := os.Stat(filepath.Join(root, n))
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		mt := when.Add(time.Duration(i) * time.Hour)
+		if fi.Mode().Perm() != m || !fi.ModTime().Equal(mt) || fi.Size() != int64(1000*(i+1)) {
+			t.Errorf("%s: mode %v, time %v, %d bytes; want %v, %v, %d", n, fi.Mode().Perm(), fi.ModTime(), fi.Size(), m, mt, 1000*(i+1))
+		}
+		if want := fmt.Sprintf(`"event":"file_start","name":"tree/sub/m%03o","size":%d`, m, 1000*(i+1)); !strings.Contains(r.stdout, want) {
+			t.Errorf("no %s in:\n%s", want, r.stdout)
+		}
 	}
 }

@@ -49,6 +49,10 @@ type OutgoingFile struct {
 	// Path, if set, is where the file is on this side (for logs; see
 	// Event.Path).
 	Path string
+	// StatAtOpen: the listing did not look at the file (a walk that needs
+	// no sizes, saving a system call a file), so its size, times, status
+	// and mode are what its open finds (asOpened; Size is -1 until then).
+	StatAtOpen bool
 }
 
 // FileList is what SendParallelList sends: a listing whose entries need

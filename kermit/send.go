@@ -956,7 +956,7 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 // was being sent"). What changes after the open still fails the file
 // (changedWhileSent compares with this).
 func asOpened(f OutgoingFile, r FileReader) OutgoingFile {
-	if f.Size < 0 || f.ModTime.IsZero() || !f.Status.Known {
+	if !f.StatAtOpen && (f.Size < 0 || f.ModTime.IsZero() || !f.Status.Known) {
 		return f
 	}
 	var fi fs.FileInfo

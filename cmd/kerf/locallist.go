@@ -37,6 +37,9 @@ type localList struct {
 	recursive bool
 	ex        kermit.Exclusions
 	overlap   map[string]bool // top elements named by more than one path (walkLocal)
+	// sized: the walk looks at every file (else its open does; bytes is
+	// then of the files named on the command line only).
+	sized bool
 	// files are the entries in order, if there are at most keepListed
 	// (nil: walked again).
 	files   []kermit.OutgoingFile
@@ -72,14 +75,22 @@ type localList struct {
 // is walked again as it is sent (list): a tree changed in between is
 // sent as it is then (counts and totals are of the first walk).
 func listLocal(args []string, recursive bool, ex kermit.Exclusions) (*localList, error) {
-	l := &localList{args: args, recursive: recursive, ex: ex, overlap: overlappingTops(args, recursive)}
+	return listLocalSized(args, recursive, ex, true)
+}
+
+// listLocalSized is listLocal, which with sized false does not look at
+// the regular files of a tree (a system call each): their sizes, times
+// and modes come from their opens (kermit.OutgoingFile.StatAtOpen), for
+// a send that needs no total bytes before it begins.
+func listLocalSized(args []string, recursive bool, ex kermit.Exclusions, sized bool) (*localList, error) {
+	l := &localList{args: args, recursive: recursive, ex: ex, overlap: overlappingTops(args, recursive), sized: sized}
 	// What cannot be sent: how many, and the first reasons (the error
 	// when nothing can be).
 	unsendable := 0
 	var reasons []string
 	seen := map[string]bool{}
 	keep := true
-	err := walkLocal(args, recursive, ex, l.overlap, func(f kermit.OutgoingFile, why error) bool {
+	err := walkLocal(args, recursive, ex, sized, l.overlap, func(f kermit.OutgoingFile, why error) bool {
 		l.entries++
 		if why != nil {
 			if unsendable++; len(reasons) < maxReasons {
@@ -149,7 +160,7 @@ func (l *localList) second(seen map[string]bool, f kermit.OutgoingFile) bool {
 // the tree is then).
 func (l *localList) walk(yield func(kermit.OutgoingFile) bool, late func(kermit.OutgoingFile)) {
 	seen := map[string]bool{}
-	walkLocal(l.args, l.recursive, l.ex, l.overlap, func(f kermit.OutgoingFile, _ error) bool {
+	walkLocal(l.args, l.recursive, l.ex, l.sized, l.overlap, func(f kermit.OutgoingFile, _ error) bool {
 		if l.ctx != nil && l.ctx.Err() != nil {
 			// Interrupted: what is left of a large tree is not walked
 			// to name each file not begun.
@@ -279,7 +290,7 @@ func overlappingTops(args []string, recursive bool) map[string]bool {
 // when emit returns false. The error is a directory named without -r.
 // Names whose top element is in overlap are remembered to catch a
 // second file of a name (sent as a file that cannot be sent).
-func walkLocal(args []string, recursive bool, ex kermit.Exclusions, overlap map[string]bool, emit func(f kermit.OutgoingFile, why error) bool, skip func(p, why string)) error {
+func walkLocal(args []string, recursive bool, ex kermit.Exclusions, sized bool, overlap map[string]bool, emit func(f kermit.OutgoingFile, why error) bool, skip func(p, why string)) error {
 	if skip == nil {
 		skip = func(string, string) {}
 	}
@@ -324,9 +335,13 @@ func walkLocal(args []string, recursive bool, ex kermit.Exclusions, overlap map[
 			}
 			from[name] = p
 		}
+		open := func() (kermit.FileReader, error) { return filestore.OpenLocal(p) }
+		if fi == nil { // not looked at (walkTree, unsized)
+			return put(kermit.OutgoingFile{Name: name, Size: -1, ModeKnown: true, StatAtOpen: true, Open: open, Path: p}, nil)
+		}
 		return put(kermit.OutgoingFile{
 			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
-			Mode: fi.Mode().Perm(), ModeKnown: true, Open: func() (kermit.FileReader, error) { return filestore.OpenLocal(p) },
+			Mode: fi.Mode().Perm(), ModeKnown: true, Open: open,
 			Path: p,
 		}, nil)
 	}
@@ -351,7 +366,7 @@ func walkLocal(args []string, recursive bool, ex kermit.Exclusions, overlap map[
 			if b := filepath.Base(a); b == "." || b == ".." {
 				top = "" // the contents
 			}
-			walkTree(a, top, ex, add, unsent,
+			walkTree(a, top, ex, sized, add, unsent,
 				func(name string, fi fs.FileInfo) bool {
 					return put(kermit.OutgoingFile{Name: name, Dir: true,
 						ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true}, nil)
@@ -378,8 +393,9 @@ func walkLocal(args []string, recursive bool, ex kermit.Exclusions, overlap map[
 // cannot be sent to fail, what is passed over to skip, and every
 // directory but the top of a "." (its contents) to dir, before what is
 // in it, with its details (for a kerf peer; Kermit has no directories).
-// It stops when add, fail or dir returns false.
-func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, fi fs.FileInfo) bool, fail func(name string, err error) bool, dir func(name string, fi fs.FileInfo) bool, skip func(p, why string)) {
+// Unless sized, a regular file goes to add with no details (nil): it is
+// not looked at. It stops when add, fail or dir returns false.
+func walkTree(root, top string, ex kermit.Exclusions, sized bool, add func(p, name string, fi fs.FileInfo) bool, fail func(name string, err error) bool, dir func(name string, fi fs.FileInfo) bool, skip func(p, why string)) {
 	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
 		root += string(filepath.Separator) // WalkDir follows only "link/"
 	}
@@ -432,6 +448,9 @@ func walkTree(root, top string, ex kermit.Exclusions, add func(p, name string, f
 			// receiver refuses the name, and a server never serves it.
 			skip(p, "kerf's own partial file (.NAME.kerf-part)")
 			return nil
+		}
+		if !sized && d.Type().IsRegular() {
+			return goOn(add(p, name, nil)) // its open looks at it
 		}
 		info, err := d.Info()
 		if err != nil {

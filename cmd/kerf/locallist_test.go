@@ -230,3 +230,42 @@ func TestWalkedAgainInterruptedCountsEachFileOnce(t *testing.T) {
 			taken, late, l.notWalked(), taken+late+l.notWalked(), l.regular, late)
 	}
 }
+
+// Unsized, the walk leaves a tree's regular files to their opens (no
+// details, StatAtOpen); files named on the command line, links to files
+// and directories keep theirs. Sized, every file has its size.
+func TestWalkUnsizedLeavesFilesToTheirOpens(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tree", "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "tree", "sub", "a"), make([]byte, 100), 0o644)
+	os.WriteFile(filepath.Join(dir, "tree", "b"), make([]byte, 200), 0o644)
+	os.Symlink("b", filepath.Join(dir, "tree", "link"))
+	os.WriteFile(filepath.Join(dir, "named"), make([]byte, 300), 0o644)
+	args := []string{filepath.Join(dir, "tree"), filepath.Join(dir, "named")}
+	for _, sized := range []bool{true, false} {
+		l, err := listLocalSized(args, true, kermit.Exclusions{}, sized)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int64{"tree/sub/a": 100, "tree/b": 200, "tree/link": 200, "named": 300}
+		if !sized {
+			want["tree/sub/a"], want["tree/b"] = -1, -1
+		}
+		for _, f := range l.all() {
+			if f.Dir {
+				if f.ModTime.IsZero() {
+					t.Errorf("sized=%v: directory %s has no time", sized, f.Name)
+				}
+				continue
+			}
+			w, ok := want[f.Name]
+			if !ok || f.Size != w || f.StatAtOpen != (w < 0) {
+				t.Errorf("sized=%v: %s size %d StatAtOpen %v, want %d", sized, f.Name, f.Size, f.StatAtOpen, w)
+			}
+			delete(want, f.Name)
+		}
+		if len(want) > 0 {
+			t.Errorf("sized=%v: not listed: %v", sized, want)
+		}
+	}
+}

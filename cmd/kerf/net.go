@@ -718,14 +718,17 @@ func sendCommand() *cli.Command {
 				}
 			}
 			// Walk the local files while connecting and logging in: for
-			// a large tree each takes a few milliseconds.
+			// a large tree each takes a few milliseconds. Their sizes are
+			// needed first only for a progress bar's total and a resume's
+			// comparison with the server's listing; else each file's
+			// open finds them.
 			type walked struct {
 				list *localList
 				err  error
 			}
 			walk := make(chan walked, 1)
 			go func() {
-				l, err := listLocal(args[:len(args)-1], c.Bool("recursive"), ex)
+				l, err := listLocalSized(args[:len(args)-1], c.Bool("recursive"), ex, c.Bool("resume") || showsBar(c))
 				walk <- walked{l, err}
 			}()
 			cl, cfg, dialErr := dialConfig(c, addr)

@@ -128,10 +128,7 @@ func newSendReporter(c *cli.Context, totalBytes int64) *reporter {
 	r := &reporter{out: os.Stderr, start: time.Now(), current: map[string]int64{}, ctx: c.Context, planned: map[string]int64{}}
 	r.total = totalBytes
 	r.json = jsonOutput(c)
-	switch {
-	case r.json != nil:
-	case c.Bool("quiet") || !term.IsTerminal(int(os.Stderr.Fd())):
-	default:
+	if showsBar(c) {
 		r.bar = progressbar.NewOptions64(totalBytes,
 			progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionShowBytes(true),
@@ -783,6 +780,13 @@ type jsonReported struct{ error }
 func (e *jsonReported) Unwrap() error { return e.error }
 
 // jsonOutput is the encoder of --json events on stdout, or nil.
+// showsBar says whether a transfer shows a progress bar (which needs
+// the total bytes before it begins): not with --json or -q, nor where
+// standard error is not a terminal.
+func showsBar(c *cli.Context) bool {
+	return !c.Bool("json") && !c.Bool("quiet") && term.IsTerminal(int(os.Stderr.Fd()))
+}
+
 func jsonOutput(c *cli.Context) *json.Encoder {
 	if !c.Bool("json") {
 		return nil

@@ -779,7 +779,6 @@ type jsonReported struct{ error }
 
 func (e *jsonReported) Unwrap() error { return e.error }
 
-// jsonOutput is the encoder of --json events on stdout, or nil.
 // showsBar says whether a transfer shows a progress bar (which needs
 // the total bytes before it begins): not with --json or -q, nor where
 // standard error is not a terminal.
@@ -787,6 +786,7 @@ func showsBar(c *cli.Context) bool {
 	return !c.Bool("json") && !c.Bool("quiet") && term.IsTerminal(int(os.Stderr.Fd()))
 }
 
+// jsonOutput is the encoder of --json events on stdout, or nil.
 func jsonOutput(c *cli.Context) *json.Encoder {
 	if !c.Bool("json") {
 		return nil

@@ -10,17 +10,23 @@ import (
 	"time"
 )
 
+// sendableModes are the modes the mode tests send: 000 too where the
+// test runs as root, the only one who can read such a file to send it.
+func sendableModes(t *testing.T) []os.FileMode {
+	modes := []os.FileMode{0o000, 0o400, 0o640, 0o751, 0o777}
+	if os.Geteuid() != 0 {
+		t.Log("not root: mode 000 left out")
+		modes = modes[1:]
+	}
+	return modes
+}
+
 // Permission bits survive a send and a get, 000 included (a file nobody
 // may read is still sent by its owner's kerf and must not arrive 0644).
 func TestModesSurvive(t *testing.T) {
 	root, src, back := t.TempDir(), t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
-	modes := []os.FileMode{0o000, 0o400, 0o640, 0o751, 0o777}
-	if os.Geteuid() != 0 {
-		// Only root can read a mode-000 file to send it.
-		t.Log("not root: mode 000 left out")
-		modes = modes[1:]
-	}
+	modes := sendableModes(t)
 	var names []string
 	for _, m := range modes {
 		p := filepath.Join(src, fmt.Sprintf("m%03o", m))
@@ -130,11 +136,7 @@ func TestResumeLinkedFileTakesNewMode(t *testing.T) {
 func TestTreeSendTakesDetailsAtOpen(t *testing.T) {
 	root, src := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
-	modes := []os.FileMode{0o000, 0o400, 0o640, 0o751, 0o777}
-	if os.Geteuid() != 0 {
-		t.Log("not root: mode 000 left out")
-		modes = modes[1:]
-	}
+	modes := sendableModes(t)
 	tree := filepath.Join(src, "tree")
 	os.MkdirAll(filepath.Join(tree, "sub"), 0o755)
 	when := time.Date(2019, 3, 4, 5, 6, 7, 0, time.UTC)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,8 @@ func ptyPair(t *testing.T) (a, b string) {
 		_, errB := os.Stat(b)
 		return errA == nil && errB == nil
 	})
+	peertest.ClearLineLock(a)
+	peertest.ClearLineLock(b)
 	return a, b
 }
 
@@ -61,12 +64,14 @@ func TestSerialUnprefixMismatch(t *testing.T) {
 type bgKerf struct {
 	out  syncBuffer // its standard output and error
 	done chan error
+	cmd  *exec.Cmd
 }
 
 func startKerf(t *testing.T, args ...string) *bgKerf {
 	t.Helper()
 	k := &bgKerf{done: make(chan error, 1)}
 	cmd := exec.Command(kerfBin, args...)
+	k.cmd = cmd
 	cmd.Stdout, cmd.Stderr = &k.out, &k.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -86,6 +91,55 @@ func (k *bgKerf) wait(t *testing.T) error {
 	case <-time.After(commandTimeout):
 		t.Fatalf("kerf did not finish:\n%s", k.out.String())
 		return nil
+	}
+}
+
+// kerf and C-Kermit keep out of a line the other has open, by the UUCP
+// lock file (LCK..NAME in /var/lock) both take: two programs reading one
+// line would each get half of the other's packets.
+func TestSerialLineLockWithCKermit(t *testing.T) {
+	a, _ := ptyPair(t)
+	target, err := filepath.EvalSymlinks(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join("/var/lock", "LCK.."+filepath.Base(target))
+
+	// kerf holds the line: C-Kermit's SET LINE fails.
+	recv := startKerf(t, "serial", "receive", "--line", a, "--dir", t.TempDir())
+	want := fmt.Sprintf("%10d\n", recv.cmd.Process.Pid)
+	waitFor(t, "kerf's lock "+lock, func() bool {
+		b, _ := os.ReadFile(lock)
+		return string(b) == want
+	})
+	ck := peertest.CKermitKeepingLocks(t, a, "echo line-opened", t.TempDir())
+	ck.Wait(commandTimeout)
+	if ck.ExitCode() == 0 || strings.Contains(ck.Output(), "line-opened") ||
+		!strings.Contains(ck.Output(), fmt.Sprintf("Locked by process %d", recv.cmd.Process.Pid)) {
+		t.Fatalf("C-Kermit opened a line kerf holds (exit %d):\n%s", ck.ExitCode(), ck.Report())
+	}
+	recv.cmd.Process.Signal(syscall.SIGTERM)
+	recv.wait(t)
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("kerf stopped by SIGTERM left its lock: %v", err)
+	}
+
+	// C-Kermit holds the line: kerf refuses it, naming C-Kermit.
+	local := t.TempDir()
+	writeFile(t, filepath.Join(local, "f"), []byte("data"))
+	ck = peertest.CKermit(t, a, "sleep 60", t.TempDir())
+	// Its output is buffered until it exits: its lock says it has the line.
+	ckLock := fmt.Sprintf("%10d\n", ck.Pid())
+	waitFor(t, "C-Kermit's lock "+lock, func() bool {
+		b, _ := os.ReadFile(lock)
+		return string(b) == ckLock
+	})
+	r := run(t, nil, local, nil, "serial", "send", "--line", a, "f")
+	if r.code != 3 || !strings.Contains(r.stderr, fmt.Sprintf("locked by process %d", ck.Pid())) || !strings.Contains(r.stderr, lock) {
+		t.Fatalf("send on C-Kermit's line: %s\nwant exit 3 naming process %d and %s", r, ck.Pid(), lock)
+	}
+	if b, _ := os.ReadFile(lock); string(b) != ckLock {
+		t.Errorf("C-Kermit's lock became %q", b)
 	}
 }
 

@@ -16,7 +16,10 @@
 // pending Read return ErrClosed, which is how the engine's reader goroutine
 // is told to stop.
 //
+// A serial device or pty is opened under its UUCP lock file
+// (/var/lock/LCK..NAME), as C-Kermit and minicom open it: a line another
+// live process holds is refused with ErrLineLocked.
+//
 // What it deliberately does not do: modem control (dialing, carrier
-// detection, DTR hangup), lock files, and hardware parity with parity-error
-// reporting.
+// detection, DTR hangup), and hardware parity with parity-error reporting.
 package serialfallback

@@ -107,6 +107,10 @@ var (
 // are exclusive of any line discipline processing: no echo, no CR/LF
 // mapping, no signals, no XON/XOFF unless asked for.
 //
+// A Device is first locked (its UUCP lock file, released by Close): one
+// another live process holds is refused with an error wrapping
+// ErrLineLocked.
+//
 // With Stdio, reads come from fd 0 and writes go to fd 1; if fd 0 is a
 // terminal it is put in raw mode (and xonxoff/rtscts applied to it) until
 // Close restores it. Nothing else may read stdin or write stdout while the
@@ -124,26 +128,35 @@ func Open(cfg LinkConfig) (Link, error) {
 		return nil, fmt.Errorf("%w: speed %d is negative", ErrInvalidConfig, cfg.Speed)
 	}
 	var p port
+	var lock *lineLock
 	switch {
 	case cfg.Stdio:
 		p, err = openStdio(0, 1, fl)
 	case cfg.Device == "":
 		return nil, fmt.Errorf("%w: no device and not stdio", ErrInvalidConfig)
-	case isPty(cfg.Device):
-		p, err = openTTY(cfg.Device, cfg.Speed, fl)
 	default:
-		p, err = openSerial(cfg.Device, cfg.Speed, fl)
+		if lock, err = lockLine(cfg.Device); err != nil {
+			return nil, err
+		}
+		if isPty(cfg.Device) {
+			p, err = openTTY(cfg.Device, cfg.Speed, fl)
+		} else {
+			p, err = openSerial(cfg.Device, cfg.Speed, fl)
+		}
 	}
 	if err != nil {
+		lock.release()
 		return nil, err
 	}
 	if f, ok := p.(inputFlusher); ok && cfg.FlushInput {
 		if err := f.flushInput(); err != nil {
 			p.Close()
+			lock.release()
 			return nil, fmt.Errorf("serialfallback: discarding old input: %w", err)
 		}
 	}
 	l := newLink(p, par)
+	l.lock = lock
 	l.stall = cfg.StallTimeout
 	if l.stall <= 0 {
 		l.stall = DefaultStallTimeout
@@ -177,6 +190,7 @@ type link struct {
 	stall   time.Duration // see LinkConfig.StallTimeout; 0: none
 	speed   int           // bits per second, 0 unknown
 	stalled atomic.Bool
+	lock    *lineLock // the line's UUCP lock, released by Close
 
 	wmu  sync.Mutex // guards wbuf
 	wbuf []byte     // parity-encoded copy of the caller's bytes
@@ -313,7 +327,9 @@ func (l *link) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
-	return l.p.Close()
+	err := l.p.Close()
+	l.lock.release()
+	return err
 }
 
 type flow int

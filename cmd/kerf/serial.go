@@ -18,7 +18,7 @@ import (
 // serialLinkFlags set up the line and the protocol; each subcommand adds
 // what a file transfer needs.
 var serialLinkFlags = []cli.Flag{
-	&cli.StringFlag{Name: "line", Aliases: []string{"l"}, Usage: "serial device or pty path"},
+	&cli.StringFlag{Name: "line", Aliases: []string{"l"}, Usage: "serial device or pty path (taken under its UUCP lock, /var/lock/LCK..NAME, as C-Kermit takes it: a line another program holds is refused)"},
 	&cli.BoolFlag{Name: "stdio", Usage: "use standard input/output as the line (kerf as the remote Kermit)"},
 	&cli.IntFlag{Name: "speed", Aliases: []string{"b"}, Value: 115200, Usage: "line speed in bits per second (the port is set to it, and packets are timed by it: over a modem whose line is slower than its port, give the line's speed; a slower line is followed from its ACKs, but its first packets may be sent again too soon)"},
 	&cli.StringFlag{Name: "parity", Value: "auto", Usage: "auto, none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing; auto: none until the peer's first packet shows even, odd or mark parity, then that)"},

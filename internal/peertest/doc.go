@@ -43,9 +43,11 @@
 //     /dev/pts/N, and a C-Kermit killed leaves it behind. A lock naming a
 //     live process that is not C-Kermit's parent fails SET LINE ("Locked
 //     by process N"), so once the dead C-Kermit's PID is another
-//     process's, a later pty of that number cannot be opened. CKermit
-//     removes any lock naming the line before it starts and after the
-//     peer ends (the pty is the test's own).
+//     process's, a later pty of that number cannot be opened; kerf
+//     honours the same locks. CKermit removes any lock naming the line
+//     before it starts and after the peer ends, and every pty peertest
+//     makes (StartLineem, PtyPair) is cleared of locks when made (the pty
+//     is the test's own).
 //
 // Exit statuses of a CKermit peer: 0 when every command and transfer
 // succeeded; 99 when the script stopped on an error — a SEND or RECEIVE

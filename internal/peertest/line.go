@@ -190,6 +190,8 @@ func StartLineemArgs(t testing.TB, args ...string) (devA, devB string) {
 			if len(f) != 2 {
 				t.Fatalf("peertest: lineem paths file holds %q", b)
 			}
+			ClearLineLock(f[0])
+			ClearLineLock(f[1])
 			return f[0], f[1]
 		}
 		select {
@@ -223,6 +225,7 @@ func PtyPair(t testing.TB) (master *os.File, slavePath string) {
 		m.Close()
 		s.Close()
 	})
+	ClearLineLock(s.Name())
 	return m, s.Name()
 }
 

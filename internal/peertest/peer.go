@@ -108,6 +108,9 @@ func startPeer(t testing.TB, p *Peer, cmd *exec.Cmd) *Peer {
 	return p
 }
 
+// Pid is the peer's process ID.
+func (p *Peer) Pid() int { return p.cmd.Process.Pid }
+
 func (p *Peer) kill() {
 	if p.cmd.Process != nil {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -231,6 +234,15 @@ const ckermitScriptError = 99
 // package documentation).
 func CKermit(t testing.TB, dev string, script string, dir string) *Peer {
 	t.Helper()
+	ClearLineLock(dev)
+	t.Cleanup(func() { ClearLineLock(dev) }) // after startPeer's kill, if any
+	return CKermitKeepingLocks(t, dev, script, dir)
+}
+
+// CKermitKeepingLocks is CKermit without clearing the line's lock files:
+// for tests of the locks themselves (another program holding the line).
+func CKermitKeepingLocks(t testing.TB, dev string, script string, dir string) *Peer {
+	t.Helper()
 	bin := RequirePeer(t, "kermit")
 	work := t.TempDir()
 	p := &Peer{
@@ -255,20 +267,19 @@ func CKermit(t testing.TB, dev string, script string, dir string) *Peer {
 	// The command file must come before -Y, or C-Kermit ignores it.
 	cmd := exec.Command(bin, p.Script, "-Y")
 	cmd.Stdin = in
-	clearLineLock(dev)
-	t.Cleanup(func() { clearLineLock(dev) }) // after startPeer's kill, if any
 	return startPeer(t, p, cmd)
 }
 
-// clearLineLock removes the UUCP lock file C-Kermit keeps for the line
-// dev (LCK..NAME, NAME the last element of the device dev leads to, in
-// /var/lock or /run/lock). A C-Kermit killed at a test's end leaves its
-// lock behind, and C-Kermit takes a lock naming a live process for one
-// in use: when a later pty got the number and the dead C-Kermit's PID
-// was another process's by then, SET LINE failed and the peer exited
-// (CI: a get from a C-Kermit server timed out 21 times). A pty a test
-// has just made is nobody else's, so any lock naming it is stale.
-func clearLineLock(dev string) {
+// ClearLineLock removes the UUCP lock file C-Kermit (and kerf) keep for
+// the line dev (LCK..NAME, NAME the last element of the device dev leads
+// to, in /var/lock or /run/lock). A C-Kermit killed at a test's end leaves
+// its lock behind, and C-Kermit and kerf take a lock naming a live
+// process for one in use: when a later pty got the number and the dead
+// C-Kermit's PID was another process's by then, SET LINE failed and the
+// peer exited (CI: a get from a C-Kermit server timed out 21 times). A
+// pty a test has just made is nobody else's, so any lock naming it is
+// stale; every pty peertest makes is cleared so.
+func ClearLineLock(dev string) {
 	target, err := filepath.EvalSymlinks(dev)
 	if err != nil {
 		return

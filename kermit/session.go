@@ -64,13 +64,16 @@ type Session struct {
 	lastDataProgress int64
 
 	// sender state
-	sw         sendWindow
-	rtt        rttEstimator
-	adapt      lengthAdapter
-	retries    int
-	damage     int // NAKs and damaged packets since the last progress: not silence
-	sendFileID uint32
-	decodeBuf  []byte
+	sw    sendWindow
+	rtt   rttEstimator
+	adapt lengthAdapter
+	// dTurnaround is the least round trip of a D packet sent once, from
+	// the end of its line time to its ACK (turnaroundBytes).
+	dTurnaround time.Duration
+	retries     int
+	damage      int // NAKs and damaged packets since the last progress: not silence
+	sendFileID  uint32
+	decodeBuf   []byte
 	// groupFailed names files refused after their data was already sent
 	// (pipelined dual-channel mode), learned from late A replies.
 	groupFailed []string
@@ -427,6 +430,7 @@ func (s *Session) apply(n negotiated, typ byte) {
 	}
 	s.c.npad, s.c.padc = clamp(n.peer.NPad, 0, 94), n.peer.PadChar
 	s.adapt.init(n.maxData)
+	s.dTurnaround = 0 // a new peer may answer more slowly
 	// Half a window: the peer works on one half while we fill the other.
 	// (Measured on 2,000 small files: flushing every quarter, eighth or
 	// single packet was slower, the more so the more often.)

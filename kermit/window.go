@@ -130,15 +130,45 @@ type lengthAdapter struct {
 // (lengthAdapter), and to a classic peer that waits for each ACK a short
 // packet whose LEN no single bit error can ruin (stopAndWaitLen).
 func (s *Session) dataLen() int {
-	max := s.neg.maxData
+	most := s.neg.maxData
 	if s.neg.streaming {
-		return max
+		return most
 	}
-	want := min(max, s.adapt.size())
-	if s.neg.peerKerf || s.neg.window > 1 {
+	if s.neg.window > 1 {
+		return min(most, s.adapt.size())
+	}
+	// Stop and wait: each packet also pays the wait for its ACK, which
+	// makes longer packets worth their risk; but only as long as the
+	// line has shown it lets most of them through, since a receiver
+	// that waits for each packet gives up after ten tries of one
+	// (kerf to G-Kermit at BER 1e-3, a packet sized from the loss rate of
+	// the first 700 bytes: 332 bytes, 7% of them whole, ten tries in 0.3
+	// s).
+	want := s.adapt.size()
+	if tb := s.turnaroundBytes(); tb > 0 {
+		want = max(want, min(s.adapt.sizeFor(packetOverhead+tb), s.adapt.safeLen()))
+	}
+	want = min(most, want)
+	if s.neg.peerKerf {
 		return want
 	}
-	return stopAndWaitLen(want, min(max, s.neg.shortData), s.neg.check.Len())
+	return stopAndWaitLen(want, min(most, s.neg.shortData), s.neg.check.Len())
+}
+
+// turnaroundBytes is the line time a stop-and-wait sender spends waiting
+// for each ACK, in bytes at the line's speed: the least round trip a D
+// packet's ACK has taken (from the end of its line time), which on a
+// long link (150 ms each way: 3,456 bytes at 115200 bps) is worth more
+// than any packet's header. D packets only: the answers to S, F and A
+// wait for the peer's file handling, and round trips that long taken
+// early made the first packets long on a noisy line (twenty-eighth
+// session). 0 while no D packet has been answered or the speed is
+// unknown.
+func (s *Session) turnaroundBytes() float64 {
+	if s.dTurnaround <= 0 || s.cfg.LineSpeed <= 0 {
+		return 0
+	}
+	return s.dTurnaround.Seconds() * float64(s.lineSpeed()) / 10
 }
 
 // stopAndWaitLen sizes data packets for a stop-and-wait classic receiver
@@ -200,7 +230,23 @@ func (a *lengthAdapter) lost() {
 	a.losses++
 }
 
-func (a *lengthAdapter) size() int {
+func (a *lengthAdapter) size() int { return a.sizeFor(packetOverhead) }
+
+// safeLen is the longest packet that half its copies would get through
+// at a loss rate as high as the line may have: three losses more than
+// seen (about the 95% bound of a count, with none seen), so that early,
+// with few bytes sent, it is short.
+func (a *lengthAdapter) safeLen() int {
+	if a.bytes <= 0 {
+		return a.cap
+	}
+	p := (a.losses + 3) / a.bytes
+	return int(min(math.Ln2/p, math.MaxInt32))
+}
+
+// sizeFor is the best length for packets that each cost h bytes of line
+// beyond their data.
+func (a *lengthAdapter) sizeFor(h float64) int {
 	if a.bytes <= 0 {
 		return a.cap
 	}
@@ -208,7 +254,7 @@ func (a *lengthAdapter) size() int {
 	// grows to the maximum only as clean bytes accumulate, because a long
 	// packet already queued cannot be shortened if the line is noisy.
 	p := (a.losses + 0.1) / a.bytes
-	l := int(math.Sqrt(packetOverhead / p))
+	l := int(min(math.Sqrt(h/p), math.MaxInt32))
 	return clamp(l, 40, max(a.cap, 40))
 }
 
@@ -747,7 +793,11 @@ func (s *Session) acked(sl *slot, data []byte) error {
 		// it is filled (C-Kermit at BER 1e-3 answered such a packet 14 s
 		// after it left), which is the loss's time, not the path's, and
 		// took the timeout to its limit for the rest of the transfer.
-		s.rtt.sample(max(time.Since(sl.expect), 0))
+		d := max(time.Since(sl.expect), 0)
+		s.rtt.sample(d)
+		if sl.typ == 'D' && (s.dTurnaround == 0 || d < s.dTurnaround) {
+			s.dTurnaround = d
+		}
 	}
 	s.observeLineSpeed(sl, s.lastProgress)
 	s.lineFasterThanModel(sl, s.lastProgress)

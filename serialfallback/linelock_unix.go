@@ -38,9 +38,9 @@ type lineLock struct {
 // keeps its lock) is refused with ErrLineLocked; one naming no live
 // process, or nothing readable, is stale and replaced. Where no lock
 // directory exists or kerf may not write in it the line is opened
-// unlocked, as C-Kermit then does: a lock is a courtesy between
-// programs, and a user who may open the device must not be kept from it
-// by the lock directory's permissions.
+// unlocked: a lock is a courtesy between programs, and a user who may
+// open the device must not be kept from it by the lock directory's
+// permissions.
 func lockLine(device string) (*lineLock, error) {
 	target, err := filepath.EvalSymlinks(device)
 	if err != nil {
@@ -85,6 +85,7 @@ func lockLine(device string) (*lineLock, error) {
 	d := dirs[0]
 	p := filepath.Join(d, name)
 	tmp := filepath.Join(d, fmt.Sprintf("LTMP.%d", self))
+	os.Remove(tmp) // one left by an earlier process of this ID is read-only
 	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%10d\n", self), 0o444); err != nil {
 		os.Remove(tmp)
 		return nil, nil // the directory is not ours to write: unlocked
@@ -99,8 +100,10 @@ func lockLine(device string) (*lineLock, error) {
 			return nil, nil
 		}
 		// Taken between the look and the link.
-		pid, ok := readLockPID(p)
-		if ok && pid != self {
+		switch pid, ok := readLockPID(p); {
+		case ok && (pid == self || pid == parent):
+			return nil, nil
+		case ok:
 			return nil, lockedErr(device, p, pid)
 		}
 	}

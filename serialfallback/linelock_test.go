@@ -264,3 +264,26 @@ func TestLineLockAsAnotherUserChild(t *testing.T) {
 		l.Close()
 	}
 }
+
+// parseLockPID reads whatever another program left in a lock file: it
+// never panics, never returns a negative ID, and reads back every ID
+// written in C-Kermit's form.
+func FuzzParseLockPID(f *testing.F) {
+	for _, s := range []string{"      2058\n", "1\n", "\x01\x00\x00\x00", "", "abc", " -5\n", "99999999999999999999\n", "\xff\xff\xff\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if pid := parseLockPID(b); pid < 0 {
+			t.Fatalf("parseLockPID(%q) = %d", b, pid)
+		}
+		if len(b) >= 4 {
+			n := int(binary.NativeEndian.Uint32(b) & 0x3fffffff)
+			if n == 0 {
+				return
+			}
+			if got := parseLockPID(fmt.Appendf(nil, "%10d\n", n)); got != n {
+				t.Fatalf("HDB lock of %d read as %d", n, got)
+			}
+		}
+	})
+}

@@ -131,7 +131,7 @@ func readLockPID(path string) (int, bool) {
 // int of old UUCP. 0 when it holds neither.
 func parseLockPID(b []byte) int {
 	if len(b) == 4 && bytes.IndexFunc(b, func(r rune) bool { return !strings.ContainsRune(" 0123456789\n", r) }) >= 0 {
-		return int(int32(binary.NativeEndian.Uint32(b)))
+		return max(int(int32(binary.NativeEndian.Uint32(b))), 0)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 {

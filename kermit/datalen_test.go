@@ -83,3 +83,15 @@ func TestTurnaroundFromDataPacketsOnly(t *testing.T) {
 		}
 	}
 }
+
+// An ACK that comes before the line model expected it (a turnaround of
+// 0) is the least there can be: later, longer ones do not replace it.
+func TestTurnaroundZeroIsKept(t *testing.T) {
+	s := &Session{}
+	s.rtt.init(time.Second)
+	s.acked(&slot{typ: 'D', sends: 1, expect: time.Now().Add(time.Second), sentAt: time.Now()}, nil)
+	s.acked(&slot{typ: 'D', sends: 1, expect: time.Now().Add(-300 * time.Millisecond), sentAt: time.Now()}, nil)
+	if s.dTurnaround > time.Millisecond {
+		t.Fatalf("turnaround %v after an early ACK, want about 0", s.dTurnaround)
+	}
+}

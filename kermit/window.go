@@ -796,7 +796,7 @@ func (s *Session) acked(sl *slot, data []byte) error {
 		d := max(time.Since(sl.expect), 0)
 		s.rtt.sample(d)
 		if sl.typ == 'D' && (s.dTurnaround == 0 || d < s.dTurnaround) {
-			s.dTurnaround = d
+			s.dTurnaround = max(d, time.Nanosecond) // 0 is "none yet"
 		}
 	}
 	s.observeLineSpeed(sl, s.lastProgress)

@@ -2,12 +2,6 @@
 
 package serialfallback
 
-import "errors"
-
-// ErrLineLocked is wrapped by Open's error when another live process
-// holds the line's lock file (Unix only).
-var ErrLineLocked = errors.New("serialfallback: line in use")
-
 // lineLock: UUCP lock files are a Unix convention.
 type lineLock struct{}
 

@@ -20,10 +20,6 @@ import (
 // made in the first that exists.
 var lockDirs = []string{"/var/lock", "/run/lock"}
 
-// ErrLineLocked is wrapped by Open's error when another live process
-// holds the line's lock file.
-var ErrLineLocked = errors.New("serialfallback: line in use")
-
 // lineLock is the UUCP lock file (LCK..NAME, the process ID in ASCII,
 // ten columns and a newline: the HDB format C-Kermit, minicom and lockdev
 // write) kerf holds for a line it has open, so that two programs never

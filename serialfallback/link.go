@@ -96,6 +96,9 @@ var (
 	// by a Read that was blocked when Close was called. It matches
 	// os.ErrClosed too.
 	ErrClosed = fmt.Errorf("serialfallback: link closed: %w", os.ErrClosed)
+	// ErrLineLocked is wrapped by Open's error when another live process
+	// holds the line's UUCP lock file (Unix; elsewhere no lock is taken).
+	ErrLineLocked = errors.New("serialfallback: line in use")
 )
 
 // Open opens the line described by cfg.

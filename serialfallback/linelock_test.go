@@ -179,11 +179,7 @@ func TestLineLockParentsIsShared(t *testing.T) {
 	lock := lockPath(t, dir, slave)
 	mine := fmt.Sprintf("%10d\n", os.Getpid())
 	plantLock(t, lock, []byte(mine))
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLineLockChild$")
-	cmd.Env = append(os.Environ(), "KERF_LOCK_CHILD_LINE="+slave, "KERF_LOCK_CHILD_DIR="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "child opened the line") {
-		t.Fatalf("child under its parent's lock: %v\n%s", err, out)
-	}
+	lockChild(t, slave, dir, "opened")
 	if b, _ := os.ReadFile(lock); string(b) != mine {
 		t.Errorf("parent's lock became %q", b)
 	}
@@ -191,26 +187,46 @@ func TestLineLockParentsIsShared(t *testing.T) {
 	// The control: a lock of the child's grandparent (not its parent)
 	// keeps it out.
 	plantLock(t, lock, []byte(fmt.Sprintf("%10d\n", os.Getppid())))
-	cmd = exec.Command(os.Args[0], "-test.run=^TestLineLockChild$")
-	cmd.Env = append(os.Environ(), "KERF_LOCK_CHILD_LINE="+slave, "KERF_LOCK_CHILD_DIR="+dir)
-	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "line in use") {
-		t.Fatalf("child under its grandparent's lock: %v\n%s", err, out)
+	lockChild(t, slave, dir, "refused")
+}
+
+// lockChild runs TestLineLockChild in a child process of this test
+// binary, which opens line with lock directory dir and checks that
+// the open is refused (ErrLineLocked) or not, as want says.
+func lockChild(t *testing.T, line, dir, want string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLineLockChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), lockChildEnv(line, dir, want)...)
+	// The child says it ran: a test name that matched nothing would
+	// pass too.
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "lock child checked: "+want) {
+		t.Fatalf("child (want %s): %v\n%s", want, err, out)
 	}
 }
 
-// TestLineLockChild is TestLineLockParentsIsShared's child process.
+func lockChildEnv(line, dir, want string) []string {
+	return []string{"KERF_LOCK_CHILD_LINE=" + line, "KERF_LOCK_CHILD_DIR=" + dir, "KERF_LOCK_CHILD_WANT=" + want}
+}
+
+// TestLineLockChild is the child process of lockChild and of
+// TestLineLockAsAnotherUser.
 func TestLineLockChild(t *testing.T) {
 	line := os.Getenv("KERF_LOCK_CHILD_LINE")
 	if line == "" {
-		t.Skip("run by TestLineLockParentsIsShared")
+		t.Skip("run by lockChild and TestLineLockAsAnotherUser")
 	}
 	lockDirs = []string{os.Getenv("KERF_LOCK_CHILD_DIR")}
 	l, err := Open(LinkConfig{Device: line})
-	if err != nil {
-		t.Fatal(err)
+	switch want := os.Getenv("KERF_LOCK_CHILD_WANT"); {
+	case want == "refused" && !errors.Is(err, ErrLineLocked):
+		t.Fatalf("open: %v, want ErrLineLocked", err)
+	case want == "opened" && err != nil:
+		t.Fatalf("open: %v, want the line opened", err)
 	}
-	l.Close()
-	fmt.Println("child opened the line")
+	if l != nil {
+		l.Close()
+	}
+	fmt.Println("lock child checked:", os.Getenv("KERF_LOCK_CHILD_WANT"))
 }
 
 // As a user other than the lock's holder: a lock naming another user's
@@ -232,36 +248,15 @@ func TestLineLockAsAnotherUser(t *testing.T) {
 	}
 	os.Chmod(locks, 0o777)
 	plantLock(t, lockPath(t, locks, slave), []byte(fmt.Sprintf("%10d\n", 1)))
-	testproc.RerunAs(t, world, testproc.Nobody, "TestLineLockAsAnotherUserChild",
-		"KERF_LOCK_USER_LINE="+slave, "KERF_LOCK_USER_DIR="+locks, "KERF_LOCK_USER_WANT=refused")
+	testproc.RerunAs(t, world, testproc.Nobody, "TestLineLockChild", lockChildEnv(slave, locks, "refused")...)
 
 	closed := filepath.Join(world, "closed")
 	if err := os.Mkdir(closed, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	testproc.RerunAs(t, world, testproc.Nobody, "TestLineLockAsAnotherUserChild",
-		"KERF_LOCK_USER_LINE="+slave, "KERF_LOCK_USER_DIR="+closed, "KERF_LOCK_USER_WANT=unlocked")
+	testproc.RerunAs(t, world, testproc.Nobody, "TestLineLockChild", lockChildEnv(slave, closed, "opened")...)
 	if left, _ := os.ReadDir(closed); len(left) > 0 {
 		t.Errorf("files in a lock directory the user may not write: %v", left)
-	}
-}
-
-// TestLineLockAsAnotherUserChild is TestLineLockAsAnotherUser's child.
-func TestLineLockAsAnotherUserChild(t *testing.T) {
-	line := os.Getenv("KERF_LOCK_USER_LINE")
-	if line == "" {
-		t.Skip("run by TestLineLockAsAnotherUser")
-	}
-	lockDirs = []string{os.Getenv("KERF_LOCK_USER_DIR")}
-	l, err := Open(LinkConfig{Device: line})
-	switch want := os.Getenv("KERF_LOCK_USER_WANT"); {
-	case want == "refused" && !errors.Is(err, ErrLineLocked):
-		t.Fatalf("lock of another user's live process: %v, want ErrLineLocked", err)
-	case want == "unlocked" && err != nil:
-		t.Fatalf("lock directory not writable: %v, want the line opened", err)
-	}
-	if l != nil {
-		l.Close()
 	}
 }
 

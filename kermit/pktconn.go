@@ -110,7 +110,11 @@ type LinkError struct {
 func (e *LinkError) Error() string {
 	if e.Closed() {
 		// The other end closed the connection (or the line's input
-		// ended) without an E to say why.
+		// ended) without an E to say why; a line may know more (a
+		// command's exit status).
+		if e.Err != io.ErrUnexpectedEOF {
+			return "kermit: reading link: closed by the other end without a word: " + e.Err.Error()
+		}
 		return "kermit: reading link: closed by the other end without a word (unexpected EOF)"
 	}
 	return "kermit: " + e.Op + " link: " + e.Err.Error()

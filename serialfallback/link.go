@@ -33,6 +33,11 @@ type LinkConfig struct {
 	// with stdin put into raw mode while the link is open if it is a
 	// terminal.
 	Stdio bool
+	// Command, when not empty, is a shell command whose standard input
+	// and output are the line (C-Kermit's SET HOST /COMMAND): a Kermit
+	// reached through ssh, say. Its standard error is the process's.
+	// Ignored when Stdio is set; Device must then be empty.
+	Command string
 	// StallTimeout fails a write that makes no progress for this long
 	// (plus the time its bytes take at Speed) with ErrStalled, and closes
 	// the link: a peer that died, or flow control held off for good,
@@ -135,8 +140,15 @@ func Open(cfg LinkConfig) (Link, error) {
 	switch {
 	case cfg.Stdio:
 		p, err = openStdio(0, 1, fl)
+	case cfg.Command != "" && cfg.Device != "":
+		return nil, fmt.Errorf("%w: a device and a command", ErrInvalidConfig)
+	case cfg.Command != "":
+		if fl != flowNone {
+			return nil, fmt.Errorf("%w: flow control on a command's pipes", ErrInvalidConfig)
+		}
+		p, err = openCommand(cfg.Command)
 	case cfg.Device == "":
-		return nil, fmt.Errorf("%w: no device and not stdio", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: no device, no command and not stdio", ErrInvalidConfig)
 	default:
 		if lock, err = lockLine(cfg.Device); err != nil {
 			return nil, err

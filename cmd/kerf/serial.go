@@ -20,6 +20,7 @@ import (
 var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "line", Aliases: []string{"l"}, Usage: "serial device or pty path (taken under its UUCP lock, /var/lock/LCK..NAME, as C-Kermit takes it: a line another program holds is refused)"},
 	&cli.BoolFlag{Name: "stdio", Usage: "use standard input/output as the line (kerf as the remote Kermit)"},
+	&cli.StringFlag{Name: "command", Usage: "run this shell command, its standard input and output the line (C-Kermit's SET HOST /COMMAND): a Kermit through ssh, e.g. 'ssh host gkermit -r' (its stderr is yours, for a password prompt)"},
 	&cli.IntFlag{Name: "speed", Aliases: []string{"b"}, Value: 115200, Usage: "line speed in bits per second (the port is set to it, and packets are timed by it: over a modem whose line is slower than its port, give the line's speed; a slower line is followed from its ACKs, but its first packets may be sent again too soon)"},
 	&cli.StringFlag{Name: "parity", Value: "auto", Usage: "auto, none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing; auto: none until the peer's first packet shows even, odd or mark parity, then that)"},
 	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
@@ -59,7 +60,7 @@ const interruptGrace = 2 * time.Second
 func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	lc := serialfallback.LinkConfig{
 		Device: c.String("line"), Speed: c.Int("speed"), Parity: c.String("parity"),
-		Flow: c.String("flow"), Stdio: c.Bool("stdio"),
+		Flow: c.String("flow"), Stdio: c.Bool("stdio"), Command: c.String("command"),
 	}
 	switch c.Command.Name {
 	case "send", "get", "finish", "bye":
@@ -69,11 +70,15 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	if detectParity {
 		lc.Parity = serialfallback.ParityNone
 	}
-	if lc.Device == "" && !lc.Stdio {
-		return nil, nil, usageErr("give --line DEV or --stdio")
-	}
-	if lc.Device != "" && lc.Stdio {
-		return nil, nil, usageErr("--line and --stdio: give one")
+	switch given := btoi(lc.Device != "") + btoi(lc.Stdio) + btoi(c.IsSet("command")); {
+	case given == 0:
+		return nil, nil, usageErr("give --line DEV, --stdio or --command CMD")
+	case given > 1:
+		return nil, nil, usageErr("--line, --stdio and --command: give one")
+	case c.IsSet("command") && strings.TrimSpace(lc.Command) == "":
+		return nil, nil, usageErr("--command: empty")
+	case lc.Command != "" && !strings.EqualFold(lc.Flow, serialfallback.FlowNone) && lc.Flow != "":
+		return nil, nil, usageErr("--flow %s: a command's pipes have no flow control to set", lc.Flow)
 	}
 	if lc.Speed < 0 || c.IsSet("speed") && lc.Speed == 0 {
 		return nil, nil, usageErr("--speed %d: want the line's speed in bits per second", lc.Speed)
@@ -136,8 +141,8 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	default:
 		return nil, nil, usageErr("--unprefix must be auto, cautious, minimal or none")
 	}
-	if lc.Speed > 0 && !lc.Stdio {
-		k.LineSpeed = lc.Speed
+	if lc.Speed > 0 && !lc.Stdio && lc.Command == "" {
+		k.LineSpeed = lc.Speed // a pipe's speed is not the port's
 	}
 	if c.Command.Name == "server" {
 		k.Log = logger(c) // a server's records, as kerf serve writes them (review)
@@ -161,7 +166,7 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 func serialCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serial",
-		Usage: "classic Kermit over a serial line, pty or stdio (interoperates with C-Kermit and G-Kermit)",
+		Usage: "classic Kermit over a serial line, pty, stdio or a command's pipes (interoperates with C-Kermit and G-Kermit)",
 		Subcommands: []*cli.Command{
 			{
 				Name: "send", Usage: "send files", ArgsUsage: "FILE...", Flags: serialSendFlags,
@@ -225,6 +230,9 @@ func serialCommand() *cli.Command {
 						if err == nil {
 							s.AnswerLateRepeats(c.Context)
 						}
+						if c.IsSet("command") {
+							finishStarted(c.Context, s)
+						}
 						return err
 					})
 				}),
@@ -241,8 +249,9 @@ func serialCommand() *cli.Command {
 				Name: "server", Usage: "be a Kermit server for --dir", Flags: serialServerFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
 					return serialReceive(c, true, func(s *kermit.Session, store *filestore.Dir, _ *reporter) error {
-						// A line outlives its clients; stdio ends with its client.
-						s.SetKeepServing(!c.Bool("stdio"))
+						// A line outlives its clients; stdio and a command's
+						// pipes end with theirs.
+						s.SetKeepServing(!c.Bool("stdio") && !c.IsSet("command"))
 						return s.Serve(c.Context, store)
 					})
 				}),
@@ -291,4 +300,24 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 	// A server's client was told of the files it did not get; receive
 	// and get were run for the files, so those fail them.
 	return rep.end(run(s, store, rep), !serving)
+}
+
+// finishStarted ends the server mode of a Kermit that a get started
+// with --command (kermit -x through ssh): it is this get's to end, and
+// no later command reaches it. Best effort: the command's end stops a
+// server that does not answer.
+func finishStarted(ctx context.Context, s *kermit.Session) {
+	ctx, cancel := context.WithTimeout(ctx, finishWait)
+	defer cancel()
+	s.Generic(ctx, 'F')
+}
+
+// finishWait bounds finishStarted.
+const finishWait = 10 * time.Second
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

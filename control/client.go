@@ -58,6 +58,12 @@ type ClientConfig struct {
 	// or a kerf server run with --allow-classic): no TLS, no data
 	// channel. The password, if any, crosses the network in clear.
 	Classic bool
+	// InBand keeps TLS and the login but opens no data connections: the
+	// file data travels in D packets on the control connection, for a
+	// path on which only the server's control port is reachable (a port
+	// forward, a firewall). Slower than data connections; no --quic,
+	// --plain-data, --compress or --streams.
+	InBand bool
 
 	// User and Password log in with REMOTE LOGIN. An empty User (or
 	// "anonymous") asks for the server's anonymous access. With a
@@ -94,8 +100,8 @@ type ClientConfig struct {
 	Kermit   *kermit.Config
 	PathOpts []datachan.Option
 	// RateLimit, if set, holds the file data to its rate: the data
-	// connections, or in Classic mode the control connection, which
-	// carries the data there. Sessions given one Limiter share it.
+	// connections, or in Classic and InBand modes the control
+	// connection, which carries the data there. Sessions given one Limiter share it.
 	RateLimit *datachan.Limiter
 	Log       *slog.Logger
 	// IdleTimeout gives up on a server that, while the client waits on
@@ -233,7 +239,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	tuneControl(raw)
 	host, _, _ := net.SplitHostPort(addr)
 	cl := &Client{conn: raw}
-	if cfg.Classic && cfg.RateLimit != nil {
+	if (cfg.Classic || cfg.InBand) && cfg.RateLimit != nil {
+		// The control connection carries the file data: held to the
+		// rate on the wire, under TLS where there is TLS.
 		cl.conn = datachan.LimitConn(raw, cfg.RateLimit)
 	}
 	if !cfg.Classic {
@@ -241,7 +249,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		if cfg.ClientCert != nil {
 			conf.Certificates = []tls.Certificate{*cfg.ClientCert}
 		}
-		tc := tls.Client(raw, conf)
+		tc := tls.Client(cl.conn, conf)
 		// A plain Kermit peer never answers a ClientHello: give up.
 		hctx, cancel := context.WithTimeout(ctx, clientHandshakeTimeout)
 		err := tc.HandshakeContext(hctx)
@@ -286,7 +294,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Log != nil {
 		kc.Log = cfg.Log
 	}
-	if !cfg.Classic {
+	if !cfg.Classic && !cfg.InBand {
 		rhost, _, _ := net.SplitHostPort(raw.RemoteAddr().String())
 		pinned := cl.fingerprint
 		streams := cfg.Streams

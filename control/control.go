@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"kerf/datachan"
@@ -325,10 +326,10 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 			}
 			d.quicFailed = err
 			overQUIC = false
-			conns, err = datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
+			conns, err = dialData(ctx, addr, tok, n, conf, d.congestion)
 		}
 	} else {
-		conns, err = datachan.Dial(ctx, addr, tok, n, conf, datachan.WithCongestion(d.congestion))
+		conns, err = dialData(ctx, addr, tok, n, conf, d.congestion)
 	}
 	if err != nil {
 		return nil, err
@@ -339,4 +340,32 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))...)
 	d.live.Store(d.path)
 	return d.path, nil
+}
+
+// dataDialTimeout bounds the dialling of the data connections: the
+// server waits for them 10 s (ServerConfig.DataTokenTTL) and then gives
+// the session up, so a port that drops the dial (a firewall) is not
+// waited on for the kernel's two minutes of SYNs.
+const dataDialTimeout = 15 * time.Second
+
+// dialData dials the TCP data connections. One that cannot reach the
+// server's data port says so and what to do: with FTP's passive mode,
+// the classic trouble of a second connection.
+func dialData(ctx context.Context, addr string, tok datachan.Token, n int, conf *tls.Config, congestion string) ([]net.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, dataDialTimeout)
+	defer cancel()
+	conns, err := datachan.Dial(dctx, addr, tok, n, conf, datachan.WithCongestion(congestion))
+	if err != nil && ctx.Err() == nil && unreachable(err) {
+		return nil, fmt.Errorf("control: data connection to %s: %w (the server's data port cannot be reached from here: a firewall, a port forward of the control port only, or the address its --data-listen gives; --in-band carries the file data on the control connection instead)", addr, err)
+	}
+	return conns, err
+}
+
+// unreachable reports whether a dial failed for want of a path to the
+// port (refused, silent, no route), not for what answered there.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
 }

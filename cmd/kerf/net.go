@@ -99,6 +99,7 @@ func dataFlags(hidden bool) []cli.Flag {
 		&cli.StringFlag{Name: "streams", Hidden: hidden, Value: "auto", DefaultText: "auto", Usage: fmt.Sprintf("parallel data connections, 1-%d (auto: 2 where there is more than one core, as a connection's receiver reads, checks and writes on one core; 1 to this host's own addresses, where both ends share the cores)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
+		&cli.BoolFlag{Name: "in-band", Hidden: hidden, EnvVars: []string{"KERF_IN_BAND"}, Usage: "carry the file data on the control connection (TLS, Kermit D packets), opening no data connections: where only the server's control port gets through (a port forward, a firewall); slower"},
 		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: there TCP with --congestion bbr is several times faster"},
 		&bs, &wb, &cc, &lr,
 	}
@@ -229,6 +230,40 @@ func streamsFlag(c *cli.Context) (int, error) {
 	return n, checkStreams("streams", n)
 }
 
+// checkInBand refuses --in-band beside --classic, and beside the flags
+// of the data connections it does without when they are given on the
+// command line; set in the environment (KERF_QUIC=1 for every host),
+// they give way to it.
+func checkInBand(c *cli.Context) error {
+	if !c.Bool("in-band") {
+		return nil
+	}
+	if c.Bool("classic") {
+		return usageErr("--in-band and --classic: give one (--classic has no TLS and no data connections anyway)")
+	}
+	for _, f := range []string{"quic", "plain-data", "compress", "streams"} {
+		if onCommandLine(f, "z") && (f == "streams" || c.Bool(f)) {
+			return usageErr("--in-band opens no data connections: --%s has nothing to do", f)
+		}
+	}
+	return nil
+}
+
+// onCommandLine reports whether the long flag name (or, for
+// "compress", -z) was given among the command's arguments, before any
+// "--".
+func onCommandLine(name, short string) bool {
+	for _, a := range os.Args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "--"+name || strings.HasPrefix(a, "--"+name+"=") || name == "compress" && (a == "-"+short || strings.HasPrefix(a, "-"+short+"=")) {
+			return true
+		}
+	}
+	return false
+}
+
 func dial(c *cli.Context, addr string) (*control.Client, error) {
 	cl, _, err := dialConfig(c, addr)
 	return cl, err
@@ -242,6 +277,9 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	}
 	streams, err := streamsFlag(c)
 	if err != nil {
+		return fail(err)
+	}
+	if err := checkInBand(c); err != nil {
 		return fail(err)
 	}
 	user := c.String("user")
@@ -289,7 +327,7 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	}
 	cfg := control.ClientConfig{
 		PathOpts: opts, RateLimit: limit, IdleTimeout: idle, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
-		Addr: addr, Streams: streams, Classic: c.Bool("classic"), Log: clientLogger(c),
+		Addr: addr, Streams: streams, Classic: c.Bool("classic"), InBand: c.Bool("in-band"), Log: clientLogger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, PlainData: c.Bool("plain-data"),
 	}
 	var hostErr error // the server's key refused (a "no" at the prompt, say)

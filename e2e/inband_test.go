@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A server whose data port cannot be reached from the client (here it
+// listens on another address than the control port's): a send fails
+// naming --in-band, and with --in-band sends, gets and lists go on the
+// control connection; --in-band beside a data connection's flag on the
+// command line is a usage error, one set in the environment gives way.
+func TestInBandCLI(t *testing.T) {
+	root, local, back := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{args: []string{"--data-listen", "127.0.0.2:0"}})
+	writeFile(t, filepath.Join(local, "f.bin"), randomBytes(2<<20, 51))
+
+	r := run(t, srv, local, nil, "send", "f.bin", target(srv.addr, "/"))
+	if r.code != 4 || !strings.Contains(r.stderr, "--in-band") {
+		t.Fatalf("send with the data port unreachable: %s; want exit 4 naming --in-band", r)
+	}
+	r = mustRun(t, srv, local, []string{"--json"}, "send", "--in-band", "f.bin", target(srv.addr, "/"))
+	sameFile(t, filepath.Join(local, "f.bin"), filepath.Join(root, "f.bin"))
+	done := eventsNamed(parseEvents(t, r.stdout), "done")
+	if len(done) != 1 || done[0].Data != "" {
+		t.Errorf("done events %+v: want one, its data none (in-band)", done)
+	}
+	mustRun(t, srv, back, nil, "get", "--in-band", target(srv.addr, "/f.bin"), ".")
+	sameFile(t, filepath.Join(local, "f.bin"), filepath.Join(back, "f.bin"))
+	if r := mustRun(t, srv, back, nil, "ls", "--in-band", target(srv.addr, "/")); !strings.Contains(r.stdout, "f.bin") {
+		t.Errorf("ls --in-band: %s", r)
+	}
+
+	for _, flag := range []string{"--quic", "--plain-data", "-z", "--streams=2", "--classic"} {
+		if r := run(t, srv, local, nil, "send", "--in-band", flag, "f.bin", target(srv.addr, "/")); r.code != 2 {
+			t.Errorf("send --in-band %s: %s; want a usage error", flag, r)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, local, nil, "send", "--in-band", "f.bin", target(srv.addr, "/again.bin"))
+	cmd.Env = append(cmd.Env, "KERF_QUIC=1", "KERF_COMPRESS=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("send --in-band with KERF_QUIC and KERF_COMPRESS set: %v\n%s", err, out.String())
+	}
+	sameFile(t, filepath.Join(local, "f.bin"), filepath.Join(root, "again.bin"))
+}

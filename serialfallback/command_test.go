@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,16 +143,7 @@ func TestParentOfOddName(t *testing.T) {
 	if pp, ok := parentOf(cmd.Process.Pid); !ok || pp != os.Getpid() {
 		t.Fatalf("parentOf(%d) = %d, %v; want %d", cmd.Process.Pid, pp, ok, os.Getpid())
 	}
-	if d := descendants(os.Getpid()); !contains(d, cmd.Process.Pid) {
+	if d := descendants(os.Getpid()); !slices.Contains(d, cmd.Process.Pid) {
 		t.Fatalf("descendants %v lack %d", d, cmd.Process.Pid)
 	}
-}
-
-func contains(s []int, x int) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -1,9 +1,15 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"kerf/internal/peertest"
 )
@@ -38,6 +44,9 @@ func TestSerialCommandGKermit(t *testing.T) {
 // past C-Kermit and says so, which it could not had kerf terminated it.
 func TestSerialCommandCKermitServer(t *testing.T) {
 	ck := peertest.RequirePeer(t, "kermit")
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("this test needs script, to give C-Kermit a pty: apt-get install bsdutils")
+	}
 	srv, local := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(srv, "s.bin"), randomBytes(100_000, 42))
 	cmd := "cd " + shellQuote(srv) + " && script -qec " + shellQuote(shellQuote(ck)+" -q -x") + " /dev/null; echo C-Kermit server ended >&2"
@@ -75,4 +84,96 @@ func TestSerialCommandKerfAndFailures(t *testing.T) {
 			t.Errorf("serial send %q: %s; want a usage error (exit 2)", args, r)
 		}
 	}
+}
+
+// The README's recipes through a real ssh to a real sshd on loopback:
+// C-Kermit on the pty ssh -tt gives it (its remote mode uses its
+// terminal), receiving and then serving, and G-Kermit on ssh's pipes.
+func TestSerialCommandThroughSSH(t *testing.T) {
+	ckermit := peertest.RequirePeer(t, "kermit")
+	gkermit := peertest.RequirePeer(t, "gkermit")
+	ssh := startSSHD(t)
+	in, gin, srv, local := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	files := peertest.StandardFiles(200_000, 44)
+	peertest.WriteFiles(t, local, files)
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name)
+	}
+
+	remote := func(tty bool, cmd string) string {
+		if tty {
+			return ssh + " -tt -e none 127.0.0.1 " + shellQuote(cmd)
+		}
+		return ssh + " 127.0.0.1 " + shellQuote(cmd)
+	}
+	r := run(t, nil, local, nil, "serial", append([]string{"send", "--command", remote(true, "cd "+shellQuote(in)+" && exec "+shellQuote(ckermit)+" -q -r")}, names...)...)
+	if r.code != 0 || !peertest.CheckFiles(t, in, files) {
+		t.Fatalf("send to ssh -tt host kermit -r: %s", r)
+	}
+	r = run(t, nil, local, nil, "serial", append([]string{"send", "--command", remote(false, "cd "+shellQuote(gin)+" && exec "+shellQuote(gkermit)+" -r 2>/dev/null")}, names...)...)
+	if r.code != 0 || !peertest.CheckFiles(t, gin, files) {
+		t.Fatalf("send to ssh host gkermit -r: %s", r)
+	}
+	writeFile(t, filepath.Join(srv, "s.bin"), randomBytes(150_000, 45))
+	back := t.TempDir()
+	r = run(t, nil, local, nil, "serial", "get", "--command", remote(true, "cd "+shellQuote(srv)+" && exec "+shellQuote(ckermit)+" -q -x"), "--dir", back, "s.bin")
+	if r.code != 0 {
+		t.Fatalf("get from ssh -tt host kermit -x: %s", r)
+	}
+	sameFile(t, filepath.Join(srv, "s.bin"), filepath.Join(back, "s.bin"))
+}
+
+// startSSHD runs an sshd on a loopback port for the test, taking this
+// user's logins by a key made for it, and returns the ssh command line
+// (without host or command) that logs in to it.
+func startSSHD(t *testing.T) string {
+	t.Helper()
+	sshPath, err := exec.LookPath("ssh")
+	if err != nil {
+		t.Fatal("this test needs ssh and sshd: apt-get install openssh-client openssh-server")
+	}
+	sshd := "/usr/sbin/sshd"
+	if _, err := os.Stat(sshd); err != nil {
+		if sshd, err = exec.LookPath("sshd"); err != nil {
+			t.Fatal("this test needs sshd: apt-get install openssh-server")
+		}
+	}
+	dir := t.TempDir()
+	for _, k := range []string{"host", "id"} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, "id.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "authorized_keys"), pub)
+	port := freePort(t)
+	conf := fmt.Sprintf("Port %d\nListenAddress 127.0.0.1\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\n",
+		port, filepath.Join(dir, "host"), filepath.Join(dir, "authorized_keys"))
+	writeFile(t, filepath.Join(dir, "sshd_config"), []byte(conf))
+	os.MkdirAll("/run/sshd", 0o755) // privilege separation, when root
+	cmd := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	var log syncBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting sshd: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd did not listen on %s:\n%s", addr, log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Sprintf("%s -p %d -i %s -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+		shellQuote(sshPath), port, shellQuote(filepath.Join(dir, "id")))
 }

@@ -18,6 +18,8 @@
 # Environment (defaults in brackets):
 #   BAUD [115200]  SIZE [512000]  BERS ["0 1e-5 1e-4"]  SEEDS [1]
 #   DELAY [0]: lineem's one-way latency (e.g. 150ms: a satellite hop)
+#   LINEEM_ARGS [""]: more lineem flags, e.g. "-burst 32 -burst-every 1s"
+#       (noise bursts: 32 bytes garbled about once a second of line time)
 #   PAIRS  [all: ck-default ck-tuned ck-tuned-min gk-gk gk-ck zmodem
 #           kerf-kerf kerf-ck ck-kerf]; sender first: gk-ck = G-K to C-K.
 #           Also available: kerf-gk gk-kerf (kerf with G-Kermit), and
@@ -40,6 +42,7 @@ SEEDS=${SEEDS:-1}
 PAIRS=${PAIRS:-"ck-default ck-tuned ck-tuned-min gk-gk gk-ck zmodem kerf-kerf kerf-ck ck-kerf"}
 TIMEOUT_FACTOR=${TIMEOUT_FACTOR:-20}
 DELAY=${DELAY:-0}
+LINEEM_ARGS=${LINEEM_ARGS:-}
 JOBS=${JOBS:-1}
 KERF=${KERF:-}
 
@@ -230,7 +233,8 @@ run_one() { # ber seed file pair
 	ideal=$(awk -v s="$SIZE" -v b="$BAUD" 'BEGIN { printf "%.3f", s / (b / 10) }')
 	limit=$(awk -v i="$ideal" -v f="$TIMEOUT_FACTOR" 'BEGIN { printf "%d", i * f + 15 }')
 
-	"$LINEEM" -paths "$dir/line.paths" -baud "$BAUD" -ber "$ber" -seed "$seed" -delay "$DELAY" >/dev/null 2>"$dir/lineem.err" &
+	# shellcheck disable=SC2086 # LINEEM_ARGS is words
+	"$LINEEM" -paths "$dir/line.paths" -baud "$BAUD" -ber "$ber" -seed "$seed" -delay "$DELAY" $LINEEM_ARGS >/dev/null 2>"$dir/lineem.err" &
 	local lp=$!
 	local i=0
 	while [ ! -s "$dir/line.paths" ]; do
@@ -336,7 +340,7 @@ wait
 
 # --- table ---
 {
-	echo "Line: lineem at $BAUD bps ($((BAUD / 10)) bytes/s each way), files of $SIZE bytes; seeds: $SEEDS; $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "Line: lineem at $BAUD bps ($((BAUD / 10)) bytes/s each way), files of $SIZE bytes; seeds: $SEEDS; delay: $DELAY; lineem args: ${LINEEM_ARGS:-none}; $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo
 	table "$RESULTS"
 } | tee "$OUT/table.md"

@@ -886,6 +886,12 @@ type recvWindow struct {
 	acks    [64][]byte
 	rawAck  [64]bool // acks[i] is a whole encoded packet (the S ACK, check type 1)
 	hasAck  [64]bool
+	// ackedAt and nakedAt are when seq was last ACKed and NAKed, and
+	// longest the longest packet received (wire bytes): a stop-and-wait
+	// receiver answers a packet once per copy the sender means to send
+	// (tooSoon).
+	ackedAt, nakedAt [64]time.Time
+	longest          int
 }
 
 func (w *recvWindow) reset(size, lo int) {
@@ -897,21 +903,67 @@ func (s *Session) ackRecv(seq int, data []byte) error {
 	s.rw.acks[seq] = data
 	s.rw.hasAck[seq] = true
 	s.rw.rawAck[seq] = false
+	s.rw.ackedAt[seq] = time.Now()
 	return s.c.send(seq, 'Y', data)
 }
 
 // repeatAck sends again the ACK this side gave packet seq (its ACK was
 // lost: the packet came again).
 func (s *Session) repeatAck(seq int) error {
+	s.rw.ackedAt[seq] = time.Now()
 	if s.rw.rawAck[seq] {
 		return s.c.writeRaw(s.rw.acks[seq])
 	}
 	return s.c.send(seq, 'Y', s.rw.acks[seq])
 }
 
+// tooSoon reports whether a stop-and-wait sender's packet seq, answered
+// at then, comes again too soon for its own timer to have sent it: right
+// behind the answer, it was sent for something else this side said (a
+// second NAK of one damaged packet, a burst of noise read as two), and
+// the sender has the answer or soon will. Answering such copies is the
+// sorcerer's apprentice of stop-and-wait protocols (RFC 1123 4.2.3.1 for
+// TFTP): a sender that takes the ACK of its previous packet for a NAK
+// (G-Kermit) sends each packet twice from then on, each copy answered
+// again. A copy its timer sends comes a timeout after the packet, and
+// is answered; one whose answer this leaves out is sent again by the
+// sender's timer, and answered then. Only on a line of known speed,
+// where the time a copy takes to come is known.
+func (s *Session) tooSoon(then time.Time, wireN int) bool {
+	if s.rw.size != 1 || s.cfg.Reliable || s.cfg.LineSpeed <= 0 || then.IsZero() {
+		return false
+	}
+	within := min(2*lineTime(max(wireN, s.rw.longest), s.lineSpeed())+quickCopySlack, s.cfg.Timeout/2)
+	return time.Since(then) < within
+}
+
+// sameDamage reports whether damage read now, after a NAK at then, is
+// the rest of the damage that NAK answered: read right behind it, before
+// even a short copy could have come (a burst of noise that held a
+// packet mark parses as a second damaged packet). Stop-and-wait, on a
+// line of known speed, as tooSoon.
+func (s *Session) sameDamage(then time.Time) bool {
+	if s.rw.size != 1 || s.cfg.Reliable || s.cfg.LineSpeed <= 0 || then.IsZero() {
+		return false
+	}
+	return time.Since(then) < lineTime(sameDamageBytes, s.lineSpeed())+sameDamageSlack
+}
+
+// sameDamageBytes and sameDamageSlack bound sameDamage: about a burst's
+// length of the line, and a scheduling delay.
+const (
+	sameDamageBytes = 64
+	sameDamageSlack = 20 * time.Millisecond
+)
+
+// quickCopySlack is what tooSoon allows beyond a copy's line time: the
+// turn of the line at both ends.
+const quickCopySlack = 250 * time.Millisecond
+
 func (s *Session) nak(seq int) error {
 	s.stats.NAKsSent++
 	s.rw.naked[seq] = true
+	s.rw.nakedAt[seq] = time.Now()
 	s.cfg.Log.Debug("NAK", "seq", seq, "lo", s.rw.lo)
 	return s.c.send(seq, 'N', nil)
 }
@@ -1012,6 +1064,13 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		if in.bad {
 			s.damage++
 			s.cfg.Log.Debug("damaged packet", "wire", in.wireN)
+			if w.started && w.size == 1 && w.got[w.lo] == nil && w.naked[w.lo] && s.sameDamage(w.nakedAt[w.lo]) {
+				// The same burst of noise read as a second packet: the
+				// NAK already sent brings the copy; a second would bring
+				// two (tooSoon).
+				s.cfg.Log.Debug("damage right behind a NAK: not NAKed again", "seq", w.lo)
+				continue
+			}
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
 			}
@@ -1021,6 +1080,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			continue
 		}
 		s.retries, s.damage = 0, 0
+		w.longest = max(w.longest, in.wireN)
 		if in.Type == 'E' {
 			msg, _ := s.decodeString(in.Data)
 			return framing.Packet{}, &PeerError{Msg: msg}
@@ -1056,8 +1116,13 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 				}
 			}
 		case prevWindow:
-			// From the previous window: our ACK was lost; repeat it.
+			// From the previous window: our ACK was lost; repeat it
+			// (unless the copy was sent for something else: tooSoon).
 			if w.hasAck[in.Seq] {
+				if s.tooSoon(w.ackedAt[in.Seq], in.wireN) {
+					s.cfg.Log.Debug("a copy right behind its ACK: not answered again", "seq", in.Seq)
+					continue
+				}
 				if err := s.repeatAck(in.Seq); err != nil {
 					return framing.Packet{}, err
 				}

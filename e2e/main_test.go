@@ -453,7 +453,10 @@ func fileSize(p string) int64 {
 // freePort returns a TCP port nobody listens on at the moment.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Free on every address: a peer told the port may listen on all of
+	// them (C-Kermit's "set host * PORT"), and so collide with a
+	// listener on another loopback address that 127.0.0.1:0 would miss.
+	ln, err := net.Listen("tcp", ":0")
 	if err != nil {
 		t.Fatal(err)
 	}

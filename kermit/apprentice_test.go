@@ -13,14 +13,12 @@ import (
 	"kerf/kermit"
 )
 
-// A stop-and-wait receiver on a line of known speed answers each copy
-// of a packet that its sender's timer could have sent, and no other: a
-// copy right behind its ACK (sent for a second NAK, or a second ACK
-// taken for a NAK, as G-Kermit takes one) is not answered again, since
-// answering it would have the sender send every packet twice from then
-// on; a copy a while later (its ACK lost) is. And damage read right
-// behind a NAK (one burst of noise read as two packets) is not NAKed
-// again: the NAK sent brings the copy.
+// A stop-and-wait receiver on a line of known speed answers every copy
+// of a packet but one sent for its own second answer to the packet
+// before (G-Kermit takes a second ACK of its previous packet for a NAK):
+// answering that one would have the sender send every packet twice from
+// then on. A copy right behind its ACK otherwise (the ACK came damaged)
+// and one a while later (the ACK lost) are answered.
 func TestStopAndWaitAnswersEachCopyOnce(t *testing.T) {
 	cfg := kermit.DefaultConfig()
 	cfg.LineSpeed = 115200
@@ -54,29 +52,22 @@ func TestStopAndWaitAnswersEachCopyOnce(t *testing.T) {
 
 	writePacket(t, b, framing.Packet{Seq: 2, Type: 'D', Data: []byte("hello ")})
 	expect("D 2", 'Y', 2)
-	// A copy at once, then the next packet: only the next is answered.
+	// A copy at once (its ACK came damaged, and G-Kermit sends again at
+	// once): answered.
 	writePacket(t, b, framing.Packet{Seq: 2, Type: 'D', Data: []byte("hello ")})
-	writePacket(t, b, framing.Packet{Seq: 3, Type: 'D', Data: []byte("world")})
-	expect("a copy of D 2 right behind its ACK, then D 3", 'Y', 3)
+	expect("a copy of D 2 right behind its ACK", 'Y', 2)
+	// The sender took that second ACK of 2 for a NAK of 3 and sent 3
+	// twice: the second copy is not answered, and the next packet is.
+	writePacket(t, b, framing.Packet{Seq: 3, Type: 'D', Data: []byte("wor")})
+	expect("D 3", 'Y', 3)
+	writePacket(t, b, framing.Packet{Seq: 3, Type: 'D', Data: []byte("wor")})
+	writePacket(t, b, framing.Packet{Seq: 4, Type: 'D', Data: []byte("ld")})
+	expect("a copy of D 3 sent for the second ACK of D 2, then D 4", 'Y', 4)
 	// A copy well after its ACK: the ACK was lost, and is sent again.
 	time.Sleep(800 * time.Millisecond)
-	writePacket(t, b, framing.Packet{Seq: 3, Type: 'D', Data: []byte("world")})
-	expect("a copy of D 3 after 800 ms", 'Y', 3)
+	writePacket(t, b, framing.Packet{Seq: 4, Type: 'D', Data: []byte("ld")})
+	expect("a copy of D 4 after 800 ms", 'Y', 4)
 
-	// Two damaged packets in one burst: one NAK.
-	good, err := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 4, Type: 'D', Data: []byte("!!!!!!")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := append([]byte(nil), good...)
-	bad[len(bad)-3] ^= 0x04 // a data character: the check fails
-	burst := append(append(append(append([]byte(nil), bad...), '\r'), bad...), '\r')
-	if _, err := b.Write(burst); err != nil {
-		t.Fatal(err)
-	}
-	expect("two damaged copies of D 4", 'N', 4)
-	writePacket(t, b, framing.Packet{Seq: 4, Type: 'D', Data: []byte("!!!!!!")})
-	expect("D 4 after its one NAK", 'Y', 4)
 	writePacket(t, b, framing.Packet{Seq: 5, Type: 'Z'})
 	expect("Z", 'Y', 5)
 	writePacket(t, b, framing.Packet{Seq: 6, Type: 'B'})
@@ -84,7 +75,7 @@ func TestStopAndWaitAnswersEachCopyOnce(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("receive: %v", err)
 	}
-	if got, err := os.ReadFile(filepath.Join(store.Path(), "x.bin")); err != nil || string(got) != "hello world!!!!!!" {
+	if got, err := os.ReadFile(filepath.Join(store.Path(), "x.bin")); err != nil || string(got) != "hello world" {
 		t.Errorf("stored %q (%v), want each packet's data once", got, err)
 	}
 }

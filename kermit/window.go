@@ -886,12 +886,13 @@ type recvWindow struct {
 	acks    [64][]byte
 	rawAck  [64]bool // acks[i] is a whole encoded packet (the S ACK, check type 1)
 	hasAck  [64]bool
-	// ackedAt and nakedAt are when seq was last ACKed and NAKed, and
+	// ackedAt is when seq was last ACKed, repeatedAt when its ACK was
+	// last sent again for a copy (zero: not since its first), and
 	// longest the longest packet received (wire bytes): a stop-and-wait
-	// receiver answers a packet once per copy the sender means to send
+	// receiver leaves unanswered the copies its own second answers bring
 	// (tooSoon).
-	ackedAt, nakedAt [64]time.Time
-	longest          int
+	ackedAt, repeatedAt [64]time.Time
+	longest             int
 }
 
 func (w *recvWindow) reset(size, lo int) {
@@ -904,6 +905,7 @@ func (s *Session) ackRecv(seq int, data []byte) error {
 	s.rw.hasAck[seq] = true
 	s.rw.rawAck[seq] = false
 	s.rw.ackedAt[seq] = time.Now()
+	s.rw.repeatedAt[seq] = time.Time{}
 	return s.c.send(seq, 'Y', data)
 }
 
@@ -911,50 +913,36 @@ func (s *Session) ackRecv(seq int, data []byte) error {
 // lost: the packet came again).
 func (s *Session) repeatAck(seq int) error {
 	s.rw.ackedAt[seq] = time.Now()
+	s.rw.repeatedAt[seq] = s.rw.ackedAt[seq]
 	if s.rw.rawAck[seq] {
 		return s.c.writeRaw(s.rw.acks[seq])
 	}
 	return s.c.send(seq, 'Y', s.rw.acks[seq])
 }
 
-// tooSoon reports whether a stop-and-wait sender's packet seq, answered
-// at then, comes again too soon for its own timer to have sent it: right
-// behind the answer, it was sent for something else this side said (a
-// second NAK of one damaged packet, a burst of noise read as two), and
-// the sender has the answer or soon will. Answering such copies is the
-// sorcerer's apprentice of stop-and-wait protocols (RFC 1123 4.2.3.1 for
-// TFTP): a sender that takes the ACK of its previous packet for a NAK
-// (G-Kermit) sends each packet twice from then on, each copy answered
-// again. A copy its timer sends comes a timeout after the packet, and
-// is answered; one whose answer this leaves out is sent again by the
-// sender's timer, and answered then. Only on a line of known speed,
-// where the time a copy takes to come is known.
-func (s *Session) tooSoon(then time.Time, wireN int) bool {
-	if s.rw.size != 1 || s.cfg.Reliable || s.cfg.LineSpeed <= 0 || then.IsZero() {
+// tooSoon reports whether a copy of a stop-and-wait sender's packet
+// seq, which came wireN bytes long, was sent for this side's own second
+// answer to the packet before it, and is not answered: a sender that
+// takes the ACK of its previous packet for a NAK (G-Kermit) sends the
+// next packet again when that ACK comes twice, and answering both copies
+// has it send every packet twice from then on, each copy answered again:
+// the sorcerer's apprentice of stop-and-wait protocols (RFC 1123
+// 4.2.3.1, for TFTP). So a copy of seq that comes right behind seq's
+// ACK, while the previous packet's ACK was just sent a second time, is
+// left unanswered. Any other copy is answered, quick or not: G-Kermit
+// sends a packet again at once when its ACK came damaged. One whose
+// answer this leaves out wrongly is sent again by the sender's timer,
+// and answered then. Only on a line of known speed, where the time a
+// copy takes to come is known.
+func (s *Session) tooSoon(seq, wireN int) bool {
+	w := &s.rw
+	prev := (seq + 63) % 64
+	if w.size != 1 || s.cfg.Reliable || s.cfg.LineSpeed <= 0 || w.ackedAt[seq].IsZero() || w.repeatedAt[prev].IsZero() {
 		return false
 	}
-	within := min(2*lineTime(max(wireN, s.rw.longest), s.lineSpeed())+quickCopySlack, s.cfg.Timeout/2)
-	return time.Since(then) < within
+	within := min(2*lineTime(max(wireN, w.longest), s.lineSpeed())+quickCopySlack, s.cfg.Timeout/2)
+	return time.Since(w.ackedAt[seq]) < within && time.Since(w.repeatedAt[prev]) < 2*within
 }
-
-// sameDamage reports whether damage read now, after a NAK at then, is
-// the rest of the damage that NAK answered: read right behind it, before
-// even a short copy could have come (a burst of noise that held a
-// packet mark parses as a second damaged packet). Stop-and-wait, on a
-// line of known speed, as tooSoon.
-func (s *Session) sameDamage(then time.Time) bool {
-	if s.rw.size != 1 || s.cfg.Reliable || s.cfg.LineSpeed <= 0 || then.IsZero() {
-		return false
-	}
-	return time.Since(then) < lineTime(sameDamageBytes, s.lineSpeed())+sameDamageSlack
-}
-
-// sameDamageBytes and sameDamageSlack bound sameDamage: about a burst's
-// length of the line, and a scheduling delay.
-const (
-	sameDamageBytes = 64
-	sameDamageSlack = 20 * time.Millisecond
-)
 
 // quickCopySlack is what tooSoon allows beyond a copy's line time: the
 // turn of the line at both ends.
@@ -963,7 +951,6 @@ const quickCopySlack = 250 * time.Millisecond
 func (s *Session) nak(seq int) error {
 	s.stats.NAKsSent++
 	s.rw.naked[seq] = true
-	s.rw.nakedAt[seq] = time.Now()
 	s.cfg.Log.Debug("NAK", "seq", seq, "lo", s.rw.lo)
 	return s.c.send(seq, 'N', nil)
 }
@@ -1064,13 +1051,6 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		if in.bad {
 			s.damage++
 			s.cfg.Log.Debug("damaged packet", "wire", in.wireN)
-			if w.started && w.size == 1 && w.got[w.lo] == nil && w.naked[w.lo] && s.sameDamage(w.nakedAt[w.lo]) {
-				// The same burst of noise read as a second packet: the
-				// NAK already sent brings the copy; a second would bring
-				// two (tooSoon).
-				s.cfg.Log.Debug("damage right behind a NAK: not NAKed again", "seq", w.lo)
-				continue
-			}
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
 			}
@@ -1119,7 +1099,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			// From the previous window: our ACK was lost; repeat it
 			// (unless the copy was sent for something else: tooSoon).
 			if w.hasAck[in.Seq] {
-				if s.tooSoon(w.ackedAt[in.Seq], in.wireN) {
+				if s.tooSoon(in.Seq, in.wireN) {
 					s.cfg.Log.Debug("a copy right behind its ACK: not answered again", "seq", in.Seq)
 					continue
 				}

@@ -37,24 +37,30 @@ func descendants(pid int) []int {
 	return out
 }
 
-// parentOf reads a process's parent from /proc/PID/stat, whose second
-// field (the name, in parentheses) may itself hold spaces and ')'.
+// parentOf reads a process's parent from /proc/PID/stat.
 func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:]) // state, ppid, ...
-	if len(f) < 2 {
+	f, ok := procStat(pid)
+	if !ok || len(f) < 2 {
 		return 0, false
 	}
 	pp, err := strconv.Atoi(f[1])
 	return pp, err == nil
+}
+
+// procStat returns the fields of /proc/PID/stat after the name (state,
+// parent, ...): the name, in parentheses, may itself hold spaces and
+// ')'.
+func procStat(pid int) ([]string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(s[i+1:]), true
 }
 
 // signalAll signals each of pids.

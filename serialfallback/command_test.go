@@ -119,13 +119,8 @@ func TestCommandCloseEndsWhatItStarted(t *testing.T) {
 // alive reports whether pid runs (not gone, not a zombie waiting for
 // whoever inherited it).
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+	f, ok := procStat(pid)
+	return ok && len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // The /proc stat line's name may hold spaces and parentheses.

@@ -106,6 +106,13 @@ func dataFlags(hidden bool) []cli.Flag {
 }
 
 // Data-path tuning, for both ends.
+// defaultTimerSlack is serve's --timer-slack: measured at 200 µs,
+// 500 µs and 1 ms (docs/benchmarks.md, "Thirty-second session"), the
+// small-files time gains as much from 200 µs, the server's CPU more up
+// to 1 ms; 500 µs keeps a margin under the 1 ms granularity quic-go's
+// pacer works at (it sends bursts of 2 ms' worth).
+const defaultTimerSlack = 500 * time.Microsecond
+
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); a get asks the server to send with it, the sender's being what counts; QUIC data streams use quic-go's own"}
@@ -532,10 +539,14 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quic", Usage: "also offer the data channel over QUIC (UDP, at the data address; its port number where free) to clients that ask (--quic)"},
 			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
 			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag, limitRateFlag,
+			&cli.DurationFlag{Name: "timer-slack", Value: defaultTimerSlack, EnvVars: []string{"KERF_TIMER_SLACK"}, Usage: "how late the server's threads' timers may fire, so that the kernel can group their wake-ups (Linux; none of kerf's timers needs finer; 0: the system's, 50µs by default): fewer of the Go runtime's watchdog wake-ups, which cost most on virtual machines"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErr("serve takes no arguments")
+			}
+			if c.Duration("timer-slack") < 0 {
+				return usageErr("--timer-slack %v: not negative (0: the system's)", c.Duration("timer-slack"))
 			}
 			// Flags first, before a key is made or a user file read.
 			opts, err := pathOptions(c)
@@ -565,6 +576,8 @@ func serveCommand() *cli.Command {
 			if p := control.PrivateWithin(c.String("root"), private); p != "" {
 				return usageErr("--root %s holds the server's own %s (its key, its users): serve a directory that does not, or move the state (--state)", c.String("root"), p)
 			}
+			// Before anything is made or said: this may start kerf again.
+			raiseTimerSlack(c.Context, c.Duration("timer-slack"))
 			log := logger(c)
 			id, err := serverIdentity(c)
 			if err != nil {

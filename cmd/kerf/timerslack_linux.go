@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// timerSlackEnv marks a kerf serve that re-executed itself to take a
+// timer slack, so that it does so at most once.
+const timerSlackEnv = "KERF_TIMER_SLACK_SET"
+
+// raiseTimerSlack gives every thread of this server a timer slack of at
+// least want (docs/architecture.md, "A server's timer slack"). The slack
+// is per thread, and Go's sysmon thread, the one whose 20 µs sleeps it
+// is for, exists before any of kerf's code runs; a thread cannot set
+// another's without CAP_SYS_NICE. So the slack is set on this thread and
+// kerf executed again from it: the new image's threads all inherit it.
+// It returns only when it did not re-execute (nothing to do, or a
+// failure, said on stderr: the server then runs as it would have), or
+// when ctx ended meanwhile (a signal the new image would not see).
+func raiseTimerSlack(ctx context.Context, want time.Duration) {
+	again := os.Getenv(timerSlackEnv) != ""
+	os.Unsetenv(timerSlackEnv)
+	if want <= 0 {
+		return
+	}
+	cur, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil || time.Duration(cur) >= want || again {
+		// Already as slack (a systemd TimerSlackNSec=, or the
+		// re-executed image), or the kernel did not keep it.
+		return
+	}
+	// prctl sets the calling thread's slack, and execve keeps the
+	// calling thread's: both on one thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(want), 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "kerf: --timer-slack: %v; serving with the system's\n", err)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	err = syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), timerSlackEnv+"=1"))
+	// Only on failure: this thread's slack stays, the others' do not.
+	fmt.Fprintf(os.Stderr, "kerf: --timer-slack: executing kerf again: %v; serving with the system's\n", err)
+}

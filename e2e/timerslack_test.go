@@ -1,0 +1,55 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// timerSlack is the timer slack of process pid's main thread, in ns.
+func timerSlack(t *testing.T, pid string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "timerslack_ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A server runs with the timer slack --timer-slack asks for (500 µs by
+// default), having executed itself again to give it to the threads the
+// Go runtime made before kerf's code ran; 0 leaves the one it was given;
+// and it still serves.
+func TestServeTimerSlack(t *testing.T) {
+	own := timerSlack(t, "self")
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, max(own, 500_000)},
+		{[]string{"--timer-slack", "0"}, own},
+		{[]string{"--timer-slack", "3ms"}, max(own, 3_000_000)},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			root := t.TempDir()
+			srv := startServer(t, root, serverOpts{args: tc.args})
+			if got := timerSlack(t, strconv.Itoa(srv.cmd.Process.Pid)); got != tc.want {
+				t.Errorf("timer slack %d ns, want %d", got, tc.want)
+			}
+			src := filepath.Join(t.TempDir(), "a.bin")
+			data := randomBytes(300_000, 7)
+			writeFile(t, src, data)
+			mustRun(t, srv, t.TempDir(), nil, "send", src, target(srv.addr, ""))
+			sameFile(t, src, filepath.Join(root, "a.bin"))
+		})
+	}
+}

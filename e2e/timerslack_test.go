@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,5 +53,20 @@ func TestServeTimerSlack(t *testing.T) {
 			mustRun(t, srv, t.TempDir(), nil, "send", src, target(srv.addr, ""))
 			sameFile(t, src, filepath.Join(root, "a.bin"))
 		})
+	}
+}
+
+// A slack out of bounds is a usage error, said before anything is made.
+func TestServeTimerSlackBounds(t *testing.T) {
+	for _, v := range []string{"-1ms", "1s"} {
+		state := t.TempDir()
+		out, err := exec.Command(kerfBin, "serve", "--root", t.TempDir(), "--state", state, "--listen", "127.0.0.1:0", "--timer-slack", v).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--timer-slack "+v) {
+			t.Errorf("--timer-slack %s: %v, %q; want exit 2 naming the flag", v, err, out)
+		}
+		if entries, _ := os.ReadDir(state); len(entries) != 0 {
+			t.Errorf("--timer-slack %s: the state directory got %d entries", v, len(entries))
+		}
 	}
 }

@@ -113,6 +113,10 @@ func dataFlags(hidden bool) []cli.Flag {
 // pacer works at (it sends bursts of 2 ms' worth).
 const defaultTimerSlack = 500 * time.Microsecond
 
+// maxTimerSlack bounds --timer-slack: a typo's 500ms would make every
+// timer of the server that late.
+const maxTimerSlack = 100 * time.Millisecond
+
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); a get asks the server to send with it, the sender's being what counts; QUIC data streams use quic-go's own"}
@@ -545,8 +549,10 @@ func serveCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErr("serve takes no arguments")
 			}
-			if c.Duration("timer-slack") < 0 {
-				return usageErr("--timer-slack %v: not negative (0: the system's)", c.Duration("timer-slack"))
+			if ts := c.Duration("timer-slack"); ts < 0 || ts > maxTimerSlack {
+				// Every timer of the server may fire that late: the
+				// handshake's and login's bounds, the QUIC fallback's.
+				return usageErr("--timer-slack %v: from 0 (the system's) to %v", ts, maxTimerSlack)
 			}
 			// Flags first, before a key is made or a user file read.
 			opts, err := pathOptions(c)

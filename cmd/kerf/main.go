@@ -132,6 +132,9 @@ func (e *interruptError) Error() string {
 	if errors.Is(e.err, errAtPrompt) {
 		return fmt.Sprintf("interrupted (%v) at a prompt", e.sig)
 	}
+	if errors.Is(e.err, errFromStdin) {
+		return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); %s", e.sig, stdinNotResumable)
+	}
 	return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); what came of files under way is kept for --resume (but of small ones, sent again whole)", e.sig)
 }
 func (e *interruptError) Unwrap() error { return e.err }

@@ -741,7 +741,7 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "send",
 		Usage:     "send files to a kerf or Kermit server",
-		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME)",
+		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME; - sends standard input as /REMOTE/NAME)",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
@@ -761,6 +761,9 @@ func sendCommand() *cli.Command {
 			}
 			if err := checkSessions(c); err != nil {
 				return err
+			}
+			if sendsStdin(args[:len(args)-1]) {
+				return sendStdin(c, args[:len(args)-1], addr, rdir)
 			}
 			ex, err := exclusions(c)
 			if err != nil {

@@ -32,6 +32,9 @@ type reporter struct {
 	// toStdout: the file fetched goes to standard output (a get to -),
 	// which keeps nothing to resume.
 	toStdout bool
+	// fromStdin: the one file is standard input (stdin.go), which no
+	// --resume can go on with.
+	fromStdin bool
 	// remover removes the files sent once saved (--remove-source-files).
 	remover *sourceRemover
 	bar     *progressbar.ProgressBar
@@ -435,6 +438,9 @@ func (r *reporter) event(e kermit.Event) {
 					// Nothing came here: what the receiver keeps is
 					// its own (QA: said by a sender).
 					msg = "interrupted: a receiver that keeps partials lets --resume go on from what it got"
+				}
+				if r.fromStdin {
+					msg = "interrupted: " + stdinNotResumable
 				}
 			}
 		}

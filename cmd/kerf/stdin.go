@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"kerf/kermit"
+)
+
+// Standard input as one file: `tar c dir | zstd | kerf send -
+// host/backup/dir.tar.zst`, the mirror of get's "-" (stdout.go). Its
+// length is unknown until it ends, and it cannot be read twice, so it
+// travels as a classic Kermit file does: in D packets on the control
+// connection (under TLS, as --in-band), whose window resends a damaged
+// packet from memory; the data connections resend by reading the file
+// again. Decided in docs/architecture.md ("Standard input sent as a
+// file"). The receiver stores it under its temporary name and renames it
+// once its Z came: as with any pipe, an end of input the producer did
+// not mean (tar failing half-way) is an end all the same.
+
+// stdinNotResumable is what a send of standard input that stopped
+// comes to.
+const stdinNotResumable = "standard input cannot be resumed: send it again whole (what the receiver got stays there, hidden, until that name is sent again)"
+
+// errFromStdin marks the error of a send of standard input, so that an
+// interruption is said in its terms (main.go).
+var errFromStdin = errors.New("sending standard input")
+
+// stdinSendError is such an error: err as it is, marked.
+type stdinSendError struct{ err error }
+
+func (e *stdinSendError) Error() string   { return e.err.Error() }
+func (e *stdinSendError) Unwrap() []error { return []error{e.err, errFromStdin} }
+
+// stdinFile is standard input as the engine's FileReader: read once, in
+// order.
+type stdinFile struct{ io.Reader }
+
+func (stdinFile) ReadAt([]byte, int64) (int, error) {
+	return 0, errors.New("standard input cannot be read again")
+}
+
+func (stdinFile) Close() error { return nil }
+
+// sendsStdin reports whether a send's sources include "-".
+func sendsStdin(sources []string) bool { return slices.Contains(sources, "-") }
+
+// checkSendStdin refuses what standard input cannot do, before any dial,
+// and returns the name it is stored under (the target's last element)
+// and the remote directory it goes into.
+func checkSendStdin(c *cli.Context, sources []string, rdir string) (dir, name string, err error) {
+	switch {
+	case len(sources) != 1:
+		return "", "", usageErr("- (standard input) is sent alone, as one file")
+	case c.Bool("recursive"):
+		return "", "", usageErr("-r: standard input is one file, not a tree")
+	case c.Bool("resume"):
+		return "", "", usageErr("--resume: standard input cannot be read again from where an earlier transfer stopped")
+	case c.Bool(removeSourceFlag.Name):
+		return "", "", usageErr("--remove-source-files: standard input is no file to remove")
+	case c.String("password-file") == "-" || c.String("password-file") == "/dev/stdin":
+		return "", "", usageErr("--password-file %s: standard input is the file; give the password in KERF_PASSWORD or a file, or log in with a key", c.String("password-file"))
+	}
+	name = path.Base(rdir)
+	if rdir == "" || strings.HasSuffix(rdir, "/") || name == "." || name == ".." || name == "/" {
+		return "", "", usageErr("- (standard input) needs a name to be stored as: HOST[:PORT]/NAME or HOST[:PORT]/DIR/NAME")
+	}
+	if !c.Bool("classic") {
+		for _, f := range []string{"quic", "plain-data", "compress", "streams"} {
+			if onCommandLine(f, "z") && (f == "streams" || c.Bool(f)) {
+				return "", "", usageErr("- (standard input) goes in the control connection's packets, as with --in-band: --%s has nothing to do", f)
+			}
+		}
+		if err := c.Set("in-band", "true"); err != nil {
+			return "", "", err
+		}
+	}
+	return path.Dir(rdir), name, nil
+}
+
+// stdinList is the send's one file: standard input under name.
+func stdinList(name string) kermit.FileList {
+	return kermit.ListOf([]kermit.OutgoingFile{{
+		Name: name, Size: -1,
+		Open: func() (kermit.FileReader, error) { return stdinFile{os.Stdin}, nil },
+	}})
+}
+
+// sendStdin is `kerf send - HOST/PATH`: standard input stored as PATH.
+func sendStdin(c *cli.Context, sources []string, addr, rdir string) error {
+	dir, name, err := checkSendStdin(c, sources, rdir)
+	if err != nil {
+		return err
+	}
+	cl, cfg, err := dialConfig(c, addr)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rep := newSendReporter(c, -1)
+	rep.fromStdin = true
+	cl.Session().SetEvents(rep.event)
+	rep.channel = cl.DataChannel
+	if dir != "." && dir != "/" {
+		if cfg.Classic {
+			// A classic server keeps its directory for the next client:
+			// taken back, as the send of files does.
+			if pwd, err := cl.Generic(c.Context, 'A'); err == nil && strings.TrimSpace(pwd) != "" {
+				back := strings.TrimSpace(pwd)
+				defer func() {
+					if c.Context.Err() == nil {
+						cl.Generic(c.Context, 'C', back)
+					}
+				}()
+			}
+		}
+		if _, err := cl.Generic(c.Context, 'm', dir); err != nil {
+			return transferErr(fmt.Errorf("destination %s: making it: %w", dir, err))
+		}
+		if _, err := cl.Generic(c.Context, 'C', dir); err != nil {
+			return transferErr(fmt.Errorf("destination %s: %w", dir, err))
+		}
+	}
+	list := stdinList(name)
+	for f := range list.All {
+		rep.listed(f)
+	}
+	err = kermit.SendParallelWith(c.Context, []*kermit.Session{cl.Session()}, list, kermit.SendOptions{})
+	if err != nil {
+		err = &stdinSendError{err}
+	}
+	return rep.end(err, false)
+}

@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runStdin runs a kerf client command with in as its standard input.
+func runStdin(t *testing.T, srv *server, in []byte, global []string, sub string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, t.TempDir(), global, sub, args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("kerf %s: %v", sub, err)
+	}
+	return r
+}
+
+// `kerf send - HOST/DIR/NAME` stores standard input as DIR/NAME (the
+// directory made), whole and exact, its length known only at its end;
+// sent again, it replaces the file.
+func TestSendStdin(t *testing.T) {
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	data := randomBytes(3<<20+17, 11)
+	r := runStdin(t, srv, data, []string{"--json"}, "send", "-", target(srv.addr, "backups/day1/dump.bin"))
+	if r.code != 0 {
+		t.Fatalf("send -: %s", r)
+	}
+	got := filepath.Join(root, "backups", "day1", "dump.bin")
+	if b, _ := os.ReadFile(got); !bytes.Equal(b, data) {
+		t.Fatalf("stored %d bytes, not the %d sent", len(b), len(data))
+	}
+	done := eventsNamed(parseEvents(t, r.stdout), "file_done")
+	if len(done) != 1 || done[0].Bytes != int64(len(data)) {
+		t.Errorf("file_done events %+v, want one of %d bytes", done, len(data))
+	}
+	again := data[:1000]
+	if r := runStdin(t, srv, again, nil, "send", "-", target(srv.addr, "backups/day1/dump.bin")); r.code != 0 {
+		t.Fatalf("send - again: %s", r)
+	}
+	if b, _ := os.ReadFile(got); !bytes.Equal(b, again) {
+		t.Errorf("sent again: stored %d bytes, want the %d of the second send", len(b), len(again))
+	}
+}
+
+// What standard input cannot be is refused before any connection, and
+// a name the server cannot take fails the command.
+func TestSendStdinRefused(t *testing.T) {
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-", target(srv.addr, "")}, "needs a name"},
+		{[]string{"-", target(srv.addr, "dir/")}, "needs a name"},
+		{[]string{"-r", "-", target(srv.addr, "x")}, "-r"},
+		{[]string{"--resume", "-", target(srv.addr, "x")}, "--resume"},
+		{[]string{"-z", "-", target(srv.addr, "x")}, "--compress"},
+		{[]string{"-", "-", target(srv.addr, "x")}, "alone"},
+	} {
+		r := runStdin(t, srv, []byte("data"), nil, "send", tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("send %v: %s; want exit 2 saying %q", tc.args, r, tc.says)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := runStdin(t, srv, []byte("data"), nil, "send", "-", target(srv.addr, "adir")); r.code != 4 {
+		t.Errorf("send - onto a directory: %s; want exit 4", r)
+	}
+}
+
+// Standard input to a C-Kermit server (--classic): the same D packets,
+// into a directory there.
+func TestSendStdinToCKermitServer(t *testing.T) {
+	ckdir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ckdir, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, addr := ckermitServer(t, ckdir)
+	data := randomBytes(200_000, 12)
+	if r := runStdin(t, nil, data, nil, "send", "--classic", "-", target(addr, "in/piped.bin")); r.code != 0 {
+		t.Fatalf("send --classic -: %s", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ckdir, "in", "piped.bin")); !bytes.Equal(b, data) {
+		t.Errorf("C-Kermit stored %d bytes, not the %d sent", len(b), len(data))
+	}
+}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -8,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // runStdin runs a kerf client command with in as its standard input.
@@ -104,5 +107,56 @@ func TestSendStdinToCKermitServer(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ckdir, "in", "piped.bin")); !bytes.Equal(b, data) {
 		t.Errorf("C-Kermit stored %d bytes, not the %d sent", len(b), len(data))
+	}
+}
+
+// An interrupt ends a send of standard input at once, while its input
+// stays open and silent (a producer that writes nothing yet, a
+// terminal): the read does not hold the command (review: it waited for
+// the producer's end), and the exit says what came of it.
+func TestSendStdinInterruptedWhileInputWaits(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, t.TempDir(), []string{"--json"}, "send", "-", target(srv.addr, "waits.bin"))
+	cmd.Stdin = pr
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	if _, err := pw.Write(randomBytes(100_000, 13)); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"file_start"`) {
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	exited := make(chan error, 1)
+	go func() {
+		for sc.Scan() {
+		}
+		exited <- cmd.Wait()
+	}()
+	select {
+	case err = <-exited:
+	case <-time.After(30 * time.Second):
+		pw.Close() // let it end, to say so
+		<-exited
+		t.Fatalf("kerf send - did not end on SIGINT while its input stayed open:\n%s", errb.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "cannot be resumed") {
+		t.Errorf("after SIGINT: %v; want exit 130 saying it cannot be resumed:\n%s", err, errb.String())
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -85,12 +86,30 @@ func checkSendStdin(c *cli.Context, sources []string, rdir string) (dir, name st
 	return path.Dir(rdir), name, nil
 }
 
-// stdinList is the send's one file: standard input under name.
-func stdinList(name string) kermit.FileList {
+// stdinList is the send's one file: standard input under name, read
+// until ctx ends.
+func stdinList(ctx context.Context, name string) kermit.FileList {
 	return kermit.ListOf([]kermit.OutgoingFile{{
 		Name: name, Size: -1,
-		Open: func() (kermit.FileReader, error) { return stdinFile{os.Stdin}, nil },
+		Open: func() (kermit.FileReader, error) { return stdinFile{cancelable(ctx, os.Stdin)}, nil },
 	}})
+}
+
+// cancelable is r read by a goroutine of its own through a pipe that
+// fails once ctx ends: a read of standard input blocks until
+// something comes (a producer that writes nothing yet, a terminal), and
+// an interrupt must not wait for it (review: Ctrl-C waited for the
+// producer's end). The goroutine is left blocked; the process ends.
+func cancelable(ctx context.Context, r io.Reader) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.CloseWithError(err) // nil: EOF
+	}()
+	// The writing end closed with ctx's error: the engine's read gets
+	// it (an interruption, said as such), even while the copy waits.
+	context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) })
+	return pr
 }
 
 // sendStdin is `kerf send - HOST/PATH`: standard input stored as PATH.
@@ -128,7 +147,7 @@ func sendStdin(c *cli.Context, sources []string, addr, rdir string) error {
 			return transferErr(fmt.Errorf("destination %s: %w", dir, err))
 		}
 	}
-	list := stdinList(name)
+	list := stdinList(c.Context, name)
 	for f := range list.All {
 		rep.listed(f)
 	}

@@ -264,9 +264,17 @@ func kerfCmd(t *testing.T, ctx context.Context, srv *server, dir string, global 
 // run runs a kerf client command to completion.
 func run(t *testing.T, srv *server, dir string, global []string, sub string, args ...string) result {
 	t.Helper()
+	return runWithInput(t, srv, dir, nil, global, sub, args...)
+}
+
+// runWithInput is run with in as the command's standard input (nil:
+// none).
+func runWithInput(t *testing.T, srv *server, dir string, in io.Reader, global []string, sub string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := kerfCmd(t, ctx, srv, dir, global, sub, args...)
+	cmd.Stdin = in
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -17,23 +17,7 @@ import (
 // runStdin runs a kerf client command with in as its standard input.
 func runStdin(t *testing.T, srv *server, in []byte, global []string, sub string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := kerfCmd(t, ctx, srv, t.TempDir(), global, sub, args...)
-	cmd.Stdin = bytes.NewReader(in)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("kerf %s: %v", sub, err)
-	}
-	return r
+	return runWithInput(t, srv, t.TempDir(), bytes.NewReader(in), global, sub, args...)
 }
 
 // `kerf send - HOST/DIR/NAME` stores standard input as DIR/NAME (the

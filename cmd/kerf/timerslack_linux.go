@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +49,27 @@ func raiseTimerSlack(ctx context.Context, want time.Duration) {
 	if ctx.Err() != nil {
 		return
 	}
+	// A CPU profile (KERF_CPUPROFILE) runs a SIGPROF timer, and a
+	// SIGPROF due or pending at the execve kills the new image before
+	// its runtime takes the signal (CI: "profiling timer expired"). The
+	// profile is stopped and a pending signal dropped; the new image
+	// profiles from its own start, into the same file.
+	pprof.StopCPUProfile()
+	ignoreSIGPROF()
 	err = syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), timerSlackEnv+"=1"))
 	// Only on failure: this thread's slack stays, the others' do not.
 	fmt.Fprintf(os.Stderr, "kerf: --timer-slack: executing kerf again: %v; serving with the system's\n", err)
+}
+
+// ignoreSIGPROF sets SIGPROF to SIG_IGN behind the runtime's back (its
+// signal.Ignore leaves SIGPROF alone), which drops one pending; only
+// just before an execve, whose new image installs its own handler.
+func ignoreSIGPROF() {
+	// The kernel's struct sigaction on amd64 and arm64: the handler
+	// first, then flags, restorer and mask, all zero here.
+	var sa struct {
+		handler, flags, restorer, mask uint64
+	}
+	sa.handler = 1 // SIG_IGN
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGPROF), uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0)
 }

@@ -132,10 +132,11 @@ func (e *interruptError) Error() string {
 	if errors.Is(e.err, errAtPrompt) {
 		return fmt.Sprintf("interrupted (%v) at a prompt", e.sig)
 	}
+	kept := "what came of files under way is kept for --resume (but of small ones, sent again whole)"
 	if errors.Is(e.err, errFromStdin) {
-		return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); %s", e.sig, stdinNotResumable)
+		kept = stdinNotResumable
 	}
-	return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); what came of files under way is kept for --resume (but of small ones, sent again whole)", e.sig)
+	return fmt.Sprintf("interrupted (%v): the peer was sent an E packet (if the link still carries it); %s", e.sig, kept)
 }
 func (e *interruptError) Unwrap() error { return e.err }
 

@@ -105,7 +105,6 @@ func dataFlags(hidden bool) []cli.Flag {
 	}
 }
 
-// Data-path tuning, for both ends.
 // defaultTimerSlack is serve's --timer-slack: measured at 200 µs,
 // 500 µs and 1 ms (docs/benchmarks.md, "Thirty-second session"), the
 // small-files time gains as much from 200 µs, the server's CPU more up
@@ -117,6 +116,7 @@ const defaultTimerSlack = 500 * time.Microsecond
 // timer of the server that late.
 const maxTimerSlack = 100 * time.Millisecond
 
+// Data-path tuning, for both ends.
 var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); a get asks the server to send with it, the sender's being what counts; QUIC data streams use quic-go's own"}
@@ -252,12 +252,21 @@ func checkInBand(c *cli.Context) error {
 	if c.Bool("classic") {
 		return usageErr("--in-band and --classic: give one (--classic has no TLS and no data connections anyway)")
 	}
-	for _, f := range []string{"quic", "plain-data", "compress", "streams"} {
-		if onCommandLine(f, "z") && (f == "streams" || c.Bool(f)) {
-			return usageErr("--in-band opens no data connections: --%s has nothing to do", f)
-		}
+	if f := dataFlagGiven(c); f != "" {
+		return usageErr("--in-band opens no data connections: --%s has nothing to do", f)
 	}
 	return nil
+}
+
+// dataFlagGiven is the first flag about data connections given on the
+// command line (not from the environment, which gives way), or "".
+func dataFlagGiven(c *cli.Context) string {
+	for _, f := range []string{"quic", "plain-data", "compress", "streams"} {
+		if onCommandLine(f, "z") && (f == "streams" || c.Bool(f)) {
+			return f
+		}
+	}
+	return ""
 }
 
 // onCommandLine reports whether the long flag name (or, for
@@ -762,7 +771,7 @@ func sendCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
-			if sendsStdin(args[:len(args)-1]) {
+			if slices.Contains(args[:len(args)-1], "-") {
 				return sendStdin(c, args[:len(args)-1], addr, rdir)
 			}
 			ex, err := exclusions(c)
@@ -815,18 +824,8 @@ func sendCommand() *cli.Command {
 			// words as a missing one (review).
 			var asFileOf string
 			var cdErr error
-			if cfg.Classic && (rdir != "" && rdir != "/" && rdir != ".") {
-				// A classic server (C-Kermit) keeps its directory from
-				// one client to the next: it is taken back to where it
-				// was, as the next command's paths expect.
-				if pwd, err := cl.Generic(c.Context, 'A'); err == nil && strings.TrimSpace(pwd) != "" {
-					back := strings.TrimSpace(pwd)
-					defer func() {
-						if c.Context.Err() == nil {
-							cl.Generic(c.Context, 'C', back)
-						}
-					}()
-				}
+			if cfg.Classic && isRemoteDir(rdir) {
+				defer classicDirBack(c.Context, cl)()
 			}
 			if len(args) == 2 && !c.Bool("recursive") && oneFile(local.files) && remoteAsName(rdir) {
 				// One file to a name: into it if it is a directory,
@@ -843,12 +842,9 @@ func sendCommand() *cli.Command {
 					cwd, rdir = rdir, ""
 				}
 			}
-			if rdir != "" && rdir != "/" && rdir != "." {
-				if _, err := cl.Generic(c.Context, 'm', rdir); err != nil {
-					return transferErr(fmt.Errorf("destination %s: making it: %w", rdir, err))
-				}
-				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
-					return transferErr(fmt.Errorf("destination %s: %w", rdir, err))
+			if isRemoteDir(rdir) {
+				if err := makeAndEnter(c.Context, cl, rdir); err != nil {
+					return err
 				}
 				cwd = rdir
 			}
@@ -904,6 +900,39 @@ func sendCommand() *cli.Command {
 			return rep.end(sendErr, false)
 		}),
 	}
+}
+
+// isRemoteDir reports whether a send's remote path names a directory
+// to go into, not the session's own (none, "/" or ".").
+func isRemoteDir(rdir string) bool { return rdir != "" && rdir != "/" && rdir != "." }
+
+// classicDirBack notes a classic server's directory and returns what
+// takes the session back there: a classic server (C-Kermit) keeps its
+// directory from one client to the next, and the next command's paths
+// expect the one it had.
+func classicDirBack(ctx context.Context, cl *control.Client) func() {
+	pwd, err := cl.Generic(ctx, 'A')
+	back := strings.TrimSpace(pwd)
+	if err != nil || back == "" {
+		return func() {}
+	}
+	return func() {
+		if ctx.Err() == nil {
+			cl.Generic(ctx, 'C', back)
+		}
+	}
+}
+
+// makeAndEnter makes the remote directory dir (with its parents) and
+// changes the session into it.
+func makeAndEnter(ctx context.Context, cl *control.Client, dir string) error {
+	if _, err := cl.Generic(ctx, 'm', dir); err != nil {
+		return transferErr(fmt.Errorf("destination %s: making it: %w", dir, err))
+	}
+	if _, err := cl.Generic(ctx, 'C', dir); err != nil {
+		return transferErr(fmt.Errorf("destination %s: %w", dir, err))
+	}
+	return nil
 }
 
 func getCommand() *cli.Command {

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -50,9 +48,6 @@ func (stdinFile) ReadAt([]byte, int64) (int, error) {
 
 func (stdinFile) Close() error { return nil }
 
-// sendsStdin reports whether a send's sources include "-".
-func sendsStdin(sources []string) bool { return slices.Contains(sources, "-") }
-
 // checkSendStdin refuses what standard input cannot do, before any dial,
 // and returns the name it is stored under (the target's last element)
 // and the remote directory it goes into.
@@ -74,10 +69,8 @@ func checkSendStdin(c *cli.Context, sources []string, rdir string) (dir, name st
 		return "", "", usageErr("- (standard input) needs a name to be stored as: HOST[:PORT]/NAME or HOST[:PORT]/DIR/NAME")
 	}
 	if !c.Bool("classic") {
-		for _, f := range []string{"quic", "plain-data", "compress", "streams"} {
-			if onCommandLine(f, "z") && (f == "streams" || c.Bool(f)) {
-				return "", "", usageErr("- (standard input) goes in the control connection's packets, as with --in-band: --%s has nothing to do", f)
-			}
+		if f := dataFlagGiven(c); f != "" {
+			return "", "", usageErr("- (standard input) goes in the control connection's packets, as with --in-band: --%s has nothing to do", f)
 		}
 		if err := c.Set("in-band", "true"); err != nil {
 			return "", "", err
@@ -127,24 +120,12 @@ func sendStdin(c *cli.Context, sources []string, addr, rdir string) error {
 	rep.fromStdin = true
 	cl.Session().SetEvents(rep.event)
 	rep.channel = cl.DataChannel
-	if dir != "." && dir != "/" {
+	if isRemoteDir(dir) {
 		if cfg.Classic {
-			// A classic server keeps its directory for the next client:
-			// taken back, as the send of files does.
-			if pwd, err := cl.Generic(c.Context, 'A'); err == nil && strings.TrimSpace(pwd) != "" {
-				back := strings.TrimSpace(pwd)
-				defer func() {
-					if c.Context.Err() == nil {
-						cl.Generic(c.Context, 'C', back)
-					}
-				}()
-			}
+			defer classicDirBack(c.Context, cl)()
 		}
-		if _, err := cl.Generic(c.Context, 'm', dir); err != nil {
-			return transferErr(fmt.Errorf("destination %s: making it: %w", dir, err))
-		}
-		if _, err := cl.Generic(c.Context, 'C', dir); err != nil {
-			return transferErr(fmt.Errorf("destination %s: %w", dir, err))
+		if err := makeAndEnter(c.Context, cl, dir); err != nil {
+			return err
 		}
 	}
 	list := stdinList(c.Context, name)

@@ -65,10 +65,11 @@ func raiseTimerSlack(ctx context.Context, want time.Duration) {
 // signal.Ignore leaves SIGPROF alone), which drops one pending; only
 // just before an execve, whose new image installs its own handler.
 func ignoreSIGPROF() {
-	// The kernel's struct sigaction on amd64 and arm64: the handler
-	// first, then flags, restorer and mask, all zero here.
+	// The kernel's struct sigaction (all but MIPS): the handler first,
+	// then flags, restorer and mask, all zero here.
 	var sa struct {
-		handler, flags, restorer, mask uint64
+		handler, flags, restorer uintptr
+		mask                     uint64
 	}
 	sa.handler = 1 // SIG_IGN
 	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGPROF), uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0)

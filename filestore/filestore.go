@@ -406,7 +406,10 @@ func (h *dirHandle) chtimes(d *Dir, name string, t time.Time) error {
 	if err := plainName(name); err != nil {
 		return err
 	}
-	ts := timespec(t)
+	ts, err := timespec(t)
+	if err != nil {
+		return &fs.PathError{Op: "utimensat", Path: path.Join(h.rel, name), Err: err}
+	}
 	return h.atDir(d, func(dirfd int) error {
 		if err := unix.UtimesNanoAt(dirfd, name, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return &fs.PathError{Op: "utimensat", Path: path.Join(h.rel, name), Err: err}
@@ -426,9 +429,10 @@ func splitRel(rel string) (dir, base string) {
 }
 
 // timespec is t for utimensat, to the nanosecond, for any year a
-// timespec holds (t.UnixNano overflows after 2262 and before 1678).
-func timespec(t time.Time) unix.Timespec {
-	return unix.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
+// timespec holds (t.UnixNano overflows after 2262 and before 1678); on
+// 32-bit Linux a time outside 1901-2038 is ERANGE.
+func timespec(t time.Time) (unix.Timespec, error) {
+	return unix.TimeToTimespec(t)
 }
 
 // rename renames from to to, both in this directory.
@@ -1070,7 +1074,7 @@ func (in *incoming) Existing() (int64, time.Time, bool) {
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return 0, time.Time{}, false
 	}
-	return st.Size, time.Unix(st.Mtim.Sec, st.Mtim.Nsec), true
+	return st.Size, time.Unix(st.Mtim.Unix()), true
 }
 
 // KeepExisting sets the permission bits of the file already under the
@@ -3141,12 +3145,12 @@ type statInfo struct {
 func (s statInfo) Name() string { return s.name }
 func (s statInfo) Size() int64  { return s.st.Size }
 func (s statInfo) ModTime() time.Time {
-	return time.Unix(s.st.Mtim.Sec, s.st.Mtim.Nsec)
+	return time.Unix(s.st.Mtim.Unix())
 }
 func (s statInfo) IsDir() bool { return s.Mode().IsDir() }
 
 // ChangeTime is the file's ctime (kermit.ChangeTimeOf).
-func (s statInfo) ChangeTime() time.Time { return time.Unix(s.st.Ctim.Sec, s.st.Ctim.Nsec) }
+func (s statInfo) ChangeTime() time.Time { return time.Unix(s.st.Ctim.Unix()) }
 func (s statInfo) Sys() any              { return &s.st }
 
 // Status is the file's links, mode and owner (kermit.StatusOf).

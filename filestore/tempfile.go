@@ -128,7 +128,11 @@ func (t *tempFile) chmod(perm fs.FileMode) error {
 // chtimes sets the file's access and modification times through its
 // descriptor.
 func (t *tempFile) chtimes(tm time.Time) error {
-	ts := [2]unix.Timespec{timespec(tm), timespec(tm)}
+	one, err := timespec(tm)
+	if err != nil {
+		return t.err("utimensat", err)
+	}
+	ts := [2]unix.Timespec{one, one}
 	if err := ignoringEINTR(func() error { return futimens(t.fd, &ts) }); err != nil {
 		return t.err("utimensat", err)
 	}

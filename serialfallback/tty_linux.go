@@ -33,7 +33,7 @@ func isPty(path string) bool {
 	if unix.Stat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		return false
 	}
-	maj := unix.Major(st.Rdev)
+	maj := unix.Major(uint64(st.Rdev)) // Rdev is uint32 on 32-bit MIPS
 	return maj >= ptySlaveMajorFirst && maj <= ptySlaveMajorLast
 }
 

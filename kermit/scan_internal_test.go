@@ -55,6 +55,11 @@ func TestScan(t *testing.T) {
 		{name: "a restarted peer's E (check 1, seq 0) after type 3 was agreed", st: agreed3, in: wire(t, 0, 'E', "restarted", 1), v: scanGood, n: len(wire(t, 0, 'E', "restarted", 1)), typ: 'E'},
 		// A D whose type a bit error made E passes check 1 one time in 64.
 		{name: "a check-1 E numbered as a data packet is damage", st: agreed3, in: wire(t, 12, 'E', "all been sound long", 1), v: scanBad, n: 1},
+		// A D into which a slipping line put a C or an R where its type
+		// was: the same, for every type that starts a transaction.
+		{name: "a check-1 C numbered as a data packet is damage", st: agreed3, in: wire(t, 2, 'C', "\xfb}\xc3#\xc1", 1), v: scanBad, n: 1},
+		{name: "a check-1 R numbered as a data packet is damage", st: agreed3, in: wire(t, 41, 'R', "all256.bin", 1), v: scanBad, n: 1},
+		{name: "a check-1 S numbered as a data packet is damage", st: agreed3, in: wire(t, 7, 'S', sinit, 1), v: scanBad, n: 1},
 		{name: "FORCE-3 Send-Init while probing", st: fresh, in: s5, v: scanGood, n: len(s5), typ: 'S', chk3: true},
 		{name: "type-3 Send-Init not probing", st: agreed2, in: wire(t, 0, 'S', sinit5, 3), v: scanBad, n: 1},
 		{name: "type-3 D while probing is damage", st: fresh, in: wire(t, 1, 'D', "x", 3), v: scanBad, n: 1},

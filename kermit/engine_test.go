@@ -164,6 +164,15 @@ func transfer(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files []ker
 // transferTo is transfer into store.
 func transferTo(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, store kermit.Store) (error, error, kermit.Stats) {
 	t.Helper()
+	return transferLinger(t, a, b, scfg, rcfg, files, store, false)
+}
+
+// transferLinger is transferTo whose receiver, when linger says so,
+// answers late repeats after its receive as kerf's serial receive does
+// (Session.AnswerLateRepeats): on a line that damages packets, the ACK
+// of the B may be lost after the receiver has ended.
+func transferLinger(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files []kermit.OutgoingFile, store kermit.Store, linger bool) (error, error, kermit.Stats) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	recv := kermit.NewSession(b, rcfg)
@@ -171,7 +180,13 @@ func transferTo(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files []k
 	send := kermit.NewSession(a, scfg)
 	defer send.Close()
 	rerr := make(chan error, 1)
-	go func() { rerr <- recv.Receive(ctx, store) }()
+	go func() {
+		err := recv.Receive(ctx, store)
+		if err == nil && linger {
+			recv.AnswerLateRepeats(ctx)
+		}
+		rerr <- err
+	}()
 	serr := send.Send(ctx, files)
 	if serr != nil {
 		a.Close() // unblock the receiver

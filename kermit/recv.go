@@ -146,6 +146,8 @@ type recvFile struct {
 // recvGroup runs the receiving side of one transaction. If gotS is
 // true the S packet has already been answered.
 func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer, gotS bool) (err error) {
+	s.awaitingS = !gotS
+	defer func() { s.awaitingS = false }()
 	s.cancelFile.Store(false)
 	s.cancelGroup.Store(false)
 	var cur *recvFile
@@ -241,7 +243,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if err := s.answerInit(ctx, p, false); err != nil {
 				return err
 			}
-			gotS = true
+			gotS, s.awaitingS = true, false
 		case 'F', 'X':
 			if !gotS {
 				return fmt.Errorf("%w: %c packet before S", ErrProtocol, p.Type)

@@ -48,6 +48,9 @@ type Session struct {
 	abandoned map[string]bool
 	// ended says a group was received to its B (AnswerLateRepeats).
 	ended bool
+	// awaitingS: a receive waits for the S that starts its group; a
+	// damaged packet then is most likely that S, and is NAKed (nextPacket).
+	awaitingS bool
 	// initRefusal is the E a server answered the last I exchange with
 	// (nil: none), for the command that follows.
 	initRefusal *PeerError
@@ -580,6 +583,10 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 		s.followParity(p.parity)
 	}
 	if p.chk3 && !s.c.force3.Load() {
+		if s.asksAfterInit(p) || s.initTry3(p) {
+			p.chk3 = false
+			return p, true, nil
+		}
 		if !s.forcesType3(p) {
 			s.stats.BadPackets++
 			return inPacket{bad: true}, true, nil
@@ -622,13 +629,40 @@ func (s *Session) followParity(kind string) {
 	s.cfg.Log.Info("peer uses parity: following", "parity", kind)
 }
 
+// asksAfterInit reports whether p, which passed only a type-3 check
+// before a Send-Init was agreed, is the peer's NAK of the packet after
+// this side's S or I, still unanswered: the peer ACKed a copy, agreed
+// type 3, and its ACK was lost; its timeout then asks for packet 1 with
+// the check just agreed (kerf and C-Kermit both). Taken so, it has the
+// S sent again at once (handleReply), not after this side's timeouts
+// (a slipping line: 15 s before the first file).
+func (s *Session) asksAfterInit(p inPacket) bool {
+	if p.Type != 'N' || p.Seq != s.sw.next {
+		return false
+	}
+	sl := s.sw.inFlight((p.Seq + 63) % 64)
+	return sl != nil && !sl.acked && (sl.typ == 'S' || sl.typ == 'I')
+}
+
+// initTry3 reports whether p, which passed only a type-3 check before
+// a Send-Init was agreed, is a kerf peer's type-3 try of its S or I
+// (Session.transmit alternates them, for a peer that forces type 3): it
+// does not say "5", and this side has sent nothing it could echo. It is
+// answered as the type-1 copy would be. Ignored, as it was, a damaged S
+// cost two of the sender's timeouts rather than one (a slipping line:
+// 15 s before the first file, its tries waiting 1, 2, 4 and 8 s).
+func (s *Session) initTry3(p inPacket) bool {
+	return (p.Type == 'S' || p.Type == 'I') && !says5(p.Packet) && s.sw.count == 0
+}
+
 // forcesType3 judges a packet that passed only a type-3 check before
 // any Send-Init was agreed: it comes from a peer that forces type 3 if
 // it is a Send-Init or its ACK saying so (CHKT "5"), a command (R, G,
 // ...: only a client sends them), or the ACK of our own Send-Init try
 // with type 3 (C-Kermit then answers "3"). Anything else (our own S
-// echoed back, a plain kerf's type-3 try, a leftover of an earlier
-// transaction's type-3 data phase) is damage to this side.
+// echoed back, a leftover of an earlier transaction's type-3 data
+// phase) is damage to this side; a kerf peer's type-3 try of its S is
+// judged before (initTry3).
 func (s *Session) forcesType3(p inPacket) bool {
 	if says5(p.Packet) || strings.IndexByte(initTypes[2:], p.Type) >= 0 {
 		return true

@@ -649,6 +649,16 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 func (s *Session) handleReply(p inPacket) error {
 	if p.bad {
 		s.damage++
+		if lo := s.sw.slots[s.sw.lo]; !s.cfg.Reliable && s.sw.count == 1 && lo != nil && !lo.acked && (lo.typ == 'S' || lo.typ == 'I') {
+			// Most likely the answer to the Send-Init, damaged: the
+			// Kermit sender sends it again at once, as on a NAK, and
+			// so does this one (waiting out the timeout cost 1-8 s a
+			// damaged ACK on a slipping line). Counted as a retry.
+			if err := s.retry(); err != nil {
+				return err
+			}
+			return s.retransmitLost(lo)
+		}
 		return nil
 	}
 	switch p.Type {
@@ -1053,6 +1063,16 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			s.cfg.Log.Debug("damaged packet", "wire", in.wireN)
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
+			}
+			if !w.started && s.awaitingS && !s.cfg.Reliable {
+				// Most likely the S, damaged: a NAK of 0 has it sent
+				// again at once, as the Kermit receiver does in its
+				// receive-init state, not after the sender's timeout
+				// (doubled each time on a link of no known speed).
+				if err := s.nak(0); err != nil {
+					return framing.Packet{}, err
+				}
+				continue
 			}
 			if err := s.nakMissing(-1); err != nil {
 				return framing.Packet{}, err

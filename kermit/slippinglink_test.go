@@ -1,6 +1,7 @@
 package kermit_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"net"
@@ -23,6 +24,18 @@ type slippingConn struct {
 	rng       *rand.Rand
 	drop, add float64
 	dropped   int
+	// trace, if set, records what this end (name) wrote, what the line
+	// made of it, and what it read.
+	trace *lineTrace
+	name  string
+}
+
+func (s *slippingConn) Read(b []byte) (int, error) {
+	n, err := s.Conn.Read(b)
+	if s.trace != nil {
+		s.trace.add(s.name+" read ", b[:n])
+	}
+	return n, err
 }
 
 func (s *slippingConn) Write(b []byte) (int, error) {
@@ -39,6 +52,12 @@ func (s *slippingConn) Write(b []byte) (int, error) {
 		c = append(c, x)
 	}
 	s.mu.Unlock()
+	if s.trace != nil {
+		s.trace.add(s.name+" wrote", b)
+		if !bytes.Equal(b, c) {
+			s.trace.add(s.name+" line ", c)
+		}
+	}
 	if _, err := s.Conn.Write(c); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,84 @@
+package kermit_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// TestSlippingLinkSeeds runs the slipping line of TestSlippingLink
+// (window 31, 94-byte packets, one character in 1,000 dropped and one
+// added) with many seeds, each a different pattern of damage: what one
+// seed never meets, one in a few hundred does (a D made an S or C by a
+// character added, a lost ACK of the S). KERF_SLIP_SEEDS sets how many
+// (8 by default; a few hundred to hunt, with -parallel 16: 300 take
+// about a minute on two cores); KERF_SLIP_BASE the first. A failed run
+// leaves its trace of both directions, as written and as delivered,
+// in the temporary directory.
+func TestSlippingLinkSeeds(t *testing.T) {
+	n, base := 8, 0
+	if v, err := strconv.Atoi(os.Getenv("KERF_SLIP_SEEDS")); err == nil {
+		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("KERF_SLIP_BASE")); err == nil {
+		base = v
+	}
+	files := []testFile{{"random.bin", randomBytes(200_000, 11)}, {"all256.bin", standardFiles()[1].data}}
+	for seed := base; seed < base+n; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, files)
+			cfg := kermit.DefaultConfig()
+			cfg.Window, cfg.MaxPacket = 31, 94
+			cfg.Timeout, cfg.MinTimeout = time.Second, 50*time.Millisecond
+			a, b := link(t, 0, 1)
+			tr := &lineTrace{start: time.Now()}
+			sa := &slippingConn{Conn: a, rng: rand.New(rand.NewSource(int64(2*seed + 100))), drop: 1e-3, add: 1e-3, name: "S", trace: tr}
+			sb := &slippingConn{Conn: b, rng: rand.New(rand.NewSource(int64(2*seed + 101))), drop: 1e-3, add: 1e-3, name: "R", trace: tr}
+			store, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			serr, rerr, st := transferLinger(t, sa, sb, cfg, cfg, out, store, true)
+			if serr != nil || rerr != nil {
+				t.Errorf("send: %v, receive: %v (stats %+v); trace: %s", serr, rerr, st, tr.save(t, seed))
+				return
+			}
+			checkFiles(t, dst, files)
+		})
+	}
+}
+
+// lineTrace records what each end wrote and what the line made of it.
+type lineTrace struct {
+	mu    sync.Mutex
+	start time.Time
+	buf   bytes.Buffer
+}
+
+func (l *lineTrace) add(who string, b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.buf, "%10.3fms %s %q\n", float64(time.Since(l.start).Microseconds())/1000, who, b)
+}
+
+func (l *lineTrace) save(t *testing.T, seed int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := filepath.Join(os.TempDir(), fmt.Sprintf("kerf-slip-%d.trace", seed))
+	if err := os.WriteFile(name, l.buf.Bytes(), 0o644); err != nil {
+		return err.Error()
+	}
+	return name
+}

@@ -1030,6 +1030,17 @@ func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (mo
 		if src.empty() {
 			return moved, false, nil
 		}
+		if !s.neg.streaming {
+			// Sized once the window has room, from what the line has
+			// shown by then: sized before the wait, a packet took its
+			// length from a loss rate the answers it waited through had
+			// already changed (a 1 KB packet on a line that let one in
+			// eight through, sized before the burst of NAKs behind it:
+			// 20 tries, then "too many retries").
+			if err := s.awaitRoom(ctx); err != nil {
+				return moved, false, err
+			}
+		}
 		max := s.dataLen()
 		data, n := s.neg.out.Encode(make([]byte, 0, max), src.pending(), max)
 		src.consume(n)

@@ -23,16 +23,24 @@ import (
 // sized before the NAKs that would have kept them short).
 // KERF_SLIP_SEEDS sets how many seeds (6 by default; a few hundred to
 // hunt, with -parallel 16: 150 take about 40 s on two cores);
-// KERF_SLIP_BASE the first. A failed run
-// leaves its trace of both directions, as written and as delivered,
-// in the temporary directory.
+// KERF_SLIP_BASE the first; KERF_SLIP_RATE the rate of characters
+// dropped and added (1e-3); KERF_SLIP_BER a bit error rate on top (0).
+// Each run logs its time and packet counts (go test -v); a failed run
+// leaves its trace of both directions, as written and as delivered, in
+// the temporary directory.
 func TestSlippingLinkSeeds(t *testing.T) {
-	n, base := 6, 0
+	n, base, rate, ber := 6, 0, 1e-3, 0.0
 	if v, err := strconv.Atoi(os.Getenv("KERF_SLIP_SEEDS")); err == nil {
 		n = v
 	}
 	if v, err := strconv.Atoi(os.Getenv("KERF_SLIP_BASE")); err == nil {
 		base = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("KERF_SLIP_RATE"), 64); err == nil {
+		rate = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("KERF_SLIP_BER"), 64); err == nil {
+		ber = v
 	}
 	files := []testFile{{"random.bin", randomBytes(200_000, 11)}, {"all256.bin", standardFiles()[1].data}}
 	for i := 0; i < 2*n; i++ {
@@ -45,16 +53,18 @@ func TestSlippingLinkSeeds(t *testing.T) {
 			cfg := kermit.DefaultConfig()
 			cfg.Window, cfg.MaxPacket = 31, maxPacket
 			cfg.Timeout, cfg.MinTimeout = time.Second, 50*time.Millisecond
-			a, b := link(t, 0, 1)
+			a, b := link(t, ber, int64(7*seed+3))
 			tr := &lineTrace{start: time.Now()}
-			sa := &slippingConn{Conn: a, rng: rand.New(rand.NewSource(int64(2*seed + 100))), drop: 1e-3, add: 1e-3, name: "S", trace: tr}
-			sb := &slippingConn{Conn: b, rng: rand.New(rand.NewSource(int64(2*seed + 101))), drop: 1e-3, add: 1e-3, name: "R", trace: tr}
+			sa := &slippingConn{Conn: a, rng: rand.New(rand.NewSource(int64(2*seed + 100))), drop: rate, add: rate, name: "S", trace: tr}
+			sb := &slippingConn{Conn: b, rng: rand.New(rand.NewSource(int64(2*seed + 101))), drop: rate, add: rate, name: "R", trace: tr}
 			store, err := filestore.Open(dst)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer store.Close()
+			start := time.Now()
 			serr, rerr, st := transferLinger(t, sa, sb, cfg, cfg, out, store, true)
+			t.Logf("%d packets sent, %d again, in %v (a receiver's linger of 1.5 s included)", st.PacketsSent, st.Retransmissions, time.Since(start).Round(time.Millisecond))
 			if serr != nil || rerr != nil {
 				t.Errorf("send: %v, receive: %v (stats %+v); trace: %s", serr, rerr, st, tr.save(name))
 				return

@@ -3,10 +3,7 @@ package kermit
 import (
 	"bytes"
 	"context"
-	"io"
-	"net"
 	"testing"
-	"time"
 
 	"kerf/framing"
 )
@@ -19,15 +16,8 @@ import (
 // packets of 0.5-1.4 KB went out that one copy in eight got through
 // whole.
 func TestBurstOfAnswersTakenBeforeSizing(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	go io.Copy(io.Discard, b)
-	cfg := DefaultConfig()
-	cfg.Timeout = time.Minute
-	s := NewSession(a, cfg)
-	defer s.Close()
-	s.neg.window, s.neg.maxData = 31, 9000
-	s.sw.reset(31)
+	s := stuckWindow(t, 0)
+	s.neg.maxData = 9000
 	s.adapt.init(9000)
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("x"), 259)

@@ -689,7 +689,9 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 
 func (s *Session) handleReply(p inPacket) error {
 	if lo := s.stalledCopyLost(p); lo != nil {
-		if err := s.retryNAK(); err != nil {
+		// A retry; the damage it shows is counted below (p.bad) or by
+		// the NAK's own handling.
+		if err := s.retry(); err != nil {
 			return err
 		}
 		if err := s.retransmitLost(lo); err != nil {
@@ -823,8 +825,8 @@ func (s *Session) handleReply(p inPacket) error {
 // stalledCopyLost returns the window's lowest packet, which a timeout
 // found the window stuck behind, when p says the copy of it just sent
 // arrived damaged: that copy is the last thing sent, p is the answer to
-// it (nakOfLatest), and it is no ACK: damage (the answer itself damaged), or a NAK of
-// another packet, which is how a receiver answers damage once it has
+// it (nakOfLatest), and it is no ACK: damage (the answer itself
+// damaged), or a NAK of another packet, which is how a receiver answers damage once it has
 // NAKed the lowest (it asks for gaps not yet asked for first). Sent
 // again at once, counted as a retry; left to the timer, each such copy
 // waited out a doubled timeout (BER 5e-4: 2 s waits, over and over).

@@ -132,6 +132,12 @@ func testLocalFiles(t *testing.T) {
 		skipped: []string{"dirlink", "fifo", ".d.kerf-part"},
 	}
 	t.Run("tree", func(t *testing.T) { check(t, []string{filepath.Join(dir, "tree")}, tree) })
+	t.Run("tree named with extra separators", func(t *testing.T) {
+		// Names as from a clean path: what the walk gives under root is
+		// cut after it, not worked out again (walkTree's nameOf).
+		check(t, []string{dir + "//tree/"}, tree)
+		check(t, []string{dir + "/./tree//"}, tree)
+	})
 	t.Run("link to the tree", func(t *testing.T) {
 		w := tree
 		w.sent = []string{"treelink/a.txt", "treelink/sub/b.txt", "treelink/filelink"}

@@ -179,9 +179,13 @@ func (l *localList) walk(yield func(kermit.OutgoingFile) bool, late func(kermit.
 // entry as it is taken (the reporter's plan of the bytes to come).
 func (l *localList) list(listed func(kermit.OutgoingFile)) kermit.FileList {
 	var fl kermit.FileList
-	if l.files != nil {
+	switch {
+	case l.files != nil && len(l.overlap) == 0:
+		// No two paths name one top: the walk gave each name once.
+		fl = kermit.ListOfUnique(l.files)
+	case l.files != nil:
 		fl = kermit.ListOf(l.files)
-	} else {
+	default:
 		var late []kermit.OutgoingFile // of the last walk of All
 		fl = kermit.FileList{
 			All: func(yield func(kermit.OutgoingFile) bool) {
@@ -399,7 +403,22 @@ func walkTree(root, top string, ex kermit.Exclusions, sized bool, add func(p, na
 	if lfi, err := os.Lstat(root); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
 		root += string(filepath.Separator) // WalkDir follows only "link/"
 	}
+	// WalkDir names what is under root filepath.Join(root, rel): clean
+	// root then a separator, which is cut rather than worked out again
+	// (filepath.Rel and path.Join, two allocations an entry).
+	under := filepath.Clean(root) + string(filepath.Separator)
+	if under == "//" {
+		under = "/"
+	}
 	nameOf := func(p string) string {
+		if rel, ok := strings.CutPrefix(p, under); ok && rel != "" && p != root && filepath.Separator == '/' {
+			switch {
+			case top == "":
+				return rel
+			case !strings.HasSuffix(top, "/"):
+				return top + "/" + rel
+			}
+		}
 		rel, _ := filepath.Rel(root, p)
 		return path.Join(top, filepath.ToSlash(rel))
 	}

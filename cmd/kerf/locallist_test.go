@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -266,6 +267,45 @@ func TestWalkUnsizedLeavesFilesToTheirOpens(t *testing.T) {
 		}
 		if len(want) > 0 {
 			t.Errorf("sized=%v: not listed: %v", sized, want)
+		}
+	}
+}
+
+// A send's list holds each name once: the second file of a name (two
+// paths giving one top) goes Late, whether or not the names had to be
+// looked up (one tree needs no lookup: kermit.ListOfUnique).
+func TestListSecondsGoLate(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"t1/a", "t1/s/b", "t2/a", "t2/s/c"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644)
+	}
+	for _, tc := range []struct {
+		args      []string
+		all, late []string
+	}{
+		{[]string{"t1"}, []string{"t1", "t1/a", "t1/s", "t1/s/b"}, nil},
+		{[]string{"t1", "t2"}, []string{"t1", "t1/a", "t1/s", "t1/s/b", "t2", "t2/a", "t2/s", "t2/s/c"}, nil},
+		{[]string{"t1/.", "t2/."}, []string{"a", "s", "s/b", "s", "s/c"}, []string{"a"}},
+	} {
+		var args []string
+		for _, a := range tc.args {
+			args = append(args, dir+"/"+a)
+		}
+		l, err := listLocalSized(args, true, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl := l.list(nil)
+		var all, late []string
+		for f := range fl.All {
+			all = append(all, f.Name)
+		}
+		for f := range fl.Late {
+			late = append(late, f.Name)
+		}
+		if !slices.Equal(all, tc.all) || !slices.Equal(late, tc.late) {
+			t.Errorf("%q: all %q, late %q; want %q, %q", tc.args, all, late, tc.all, tc.late)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package kermit
 
 import (
+	"io"
 	"testing"
 
 	"kerf/framing"
@@ -24,6 +25,7 @@ func TestScan(t *testing.T) {
 	fresh := scanState{mark: framing.SOH, chk: 1, probe3: true}
 	agreed3 := scanState{mark: framing.SOH, chk: 3} // type 3 agreed, no probing
 	agreed2 := scanState{mark: framing.SOH, chk: 2}
+	inDamage3 := scanState{mark: framing.SOH, chk: 3, inDamage: true}
 	detect := scanState{mark: framing.SOH, chk: 1, probe3: true, detect: true}
 	d := wire(t, 5, 'D', "hello", 3)
 	damaged := append([]byte(nil), d...)
@@ -60,6 +62,11 @@ func TestScan(t *testing.T) {
 		{name: "a check-1 C numbered as a data packet is damage", st: agreed3, in: wire(t, 2, 'C', "\xfb}\xc3#\xc1", 1), v: scanBad, n: 1},
 		{name: "a check-1 R numbered as a data packet is damage", st: agreed3, in: wire(t, 41, 'R', "all256.bin", 1), v: scanBad, n: 1},
 		{name: "a check-1 S numbered as a data packet is damage", st: agreed3, in: wire(t, 7, 'S', sinit, 1), v: scanBad, n: 1},
+		// A mark a line error made inside a damaged packet's data: what
+		// follows it is taken with the agreed check only.
+		{name: "inside damage: a check-1 E numbered 0 is damage", st: inDamage3, in: wire(t, 0, 'E', "M\xb2\xf4\xec#Q", 1), v: scanBad, n: 1},
+		{name: "inside damage: a check-1 S numbered 0 is damage", st: inDamage3, in: s1, v: scanBad, n: 1},
+		{name: "inside damage: a packet with the agreed check is taken", st: inDamage3, in: d, v: scanGood, n: len(d), typ: 'D'},
 		{name: "FORCE-3 Send-Init while probing", st: fresh, in: s5, v: scanGood, n: len(s5), typ: 'S', chk3: true},
 		{name: "type-3 Send-Init not probing", st: agreed2, in: wire(t, 0, 'S', sinit5, 3), v: scanBad, n: 1},
 		{name: "type-3 D while probing is damage", st: fresh, in: wire(t, 1, 'D', "x", 3), v: scanBad, n: 1},
@@ -98,5 +105,66 @@ func TestScan(t *testing.T) {
 					ip.Type, ip.bad, ip.chk3, ip.parity, ip.wireN, tc.typ, tc.chk3, tc.parity, n)
 			}
 		})
+	}
+}
+
+// The reader on a stream where a line error made a mark inside a data
+// packet, and the bytes after it read as a check-1 E numbered 0 (what a
+// restarted peer sends): that is damage, not the peer's word, while the
+// same E right after an end of line is taken, damage before it or not.
+func TestReaderMarkInsideDamage(t *testing.T) {
+	fake := wire(t, 0, 'E', "M\xb2\xf4\xec#Q\xf2\xe2L", 1) // no end of line: inside data
+	hit := wire(t, 6, 'D', "a data field of some sixty bytes, long enough to hold a packet", 3)
+	copy(hit[12:], fake)
+	var stream []byte
+	for _, b := range [][]byte{
+		wire(t, 5, 'D', "hello", 3), []byte("\r"),
+		hit, []byte("\r"),
+		wire(t, 0, 'E', "restarted", 1), []byte("\r"),
+		wire(t, 6, 'D', "more", 3), []byte("\r"),
+		wire(t, 0, 'E', "again", 1), []byte("\r"),
+	} {
+		stream = append(stream, b...)
+	}
+	pr, pw := io.Pipe()
+	c := newPktConn(struct {
+		io.Reader
+		io.Writer
+	}{pr, io.Discard}, false, framing.SOH)
+	defer c.stop()
+	c.rchk.Store(3) // type 3 agreed
+	c.probe3.Store(false)
+	go func() {
+		pw.Write(stream)
+		pw.Close()
+	}()
+	var got []string
+	for ip := range c.in {
+		switch {
+		case ip.err != nil:
+			want := []string{"D hello", "bad", "E restarted", "D more", "E again"}
+			// Damage may be reported more than once (a byte skipped at a
+			// time); its reports are folded into one.
+			var folded []string
+			for _, g := range got {
+				if g == "bad" && len(folded) > 0 && folded[len(folded)-1] == "bad" {
+					continue
+				}
+				folded = append(folded, g)
+			}
+			if len(folded) != len(want) {
+				t.Fatalf("read %q; want %q", folded, want)
+			}
+			for i := range want {
+				if folded[i] != want[i] {
+					t.Fatalf("read %q; want %q", folded, want)
+				}
+			}
+			return
+		case ip.bad:
+			got = append(got, "bad")
+		default:
+			got = append(got, string(ip.Type)+" "+string(ip.Data))
+		}
 	}
 }

@@ -27,7 +27,8 @@ import (
 // dropped and added (1e-3); KERF_SLIP_BER a bit error rate on top (0).
 // Each run logs its time and packet counts (go test -v); a failed run
 // leaves its trace of both directions, as written and as delivered, in
-// the temporary directory.
+// the temporary directory, and so does one slower than
+// KERF_SLIP_TRACE_OVER (a duration: the rare slow run, to see why).
 func TestSlippingLinkSeeds(t *testing.T) {
 	n, base, rate, ber := 6, 0, 1e-3, 0.0
 	if v, err := strconv.Atoi(os.Getenv("KERF_SLIP_SEEDS")); err == nil {
@@ -42,6 +43,7 @@ func TestSlippingLinkSeeds(t *testing.T) {
 	if v, err := strconv.ParseFloat(os.Getenv("KERF_SLIP_BER"), 64); err == nil {
 		ber = v
 	}
+	traceOver, _ := time.ParseDuration(os.Getenv("KERF_SLIP_TRACE_OVER"))
 	files := []testFile{{"random.bin", randomBytes(200_000, 11)}, {"all256.bin", standardFiles()[1].data}}
 	for i := 0; i < 2*n; i++ {
 		seed, maxPacket := base+i/2, []int{94, 9024}[i%2]
@@ -64,7 +66,11 @@ func TestSlippingLinkSeeds(t *testing.T) {
 			defer store.Close()
 			start := time.Now()
 			serr, rerr, st := transferLinger(t, sa, sb, cfg, cfg, out, store, true)
-			t.Logf("%d packets sent, %d again, in %v (a receiver's linger of 1.5 s included)", st.PacketsSent, st.Retransmissions, time.Since(start).Round(time.Millisecond))
+			took := time.Since(start)
+			t.Logf("%d packets sent, %d again, in %v (a receiver's linger of 1.5 s included)", st.PacketsSent, st.Retransmissions, took.Round(time.Millisecond))
+			if traceOver > 0 && took > traceOver {
+				t.Logf("slow: trace %s", tr.save(name))
+			}
 			if serr != nil || rerr != nil {
 				t.Errorf("send: %v, receive: %v (stats %+v); trace: %s", serr, rerr, st, tr.save(name))
 				return

@@ -136,6 +136,10 @@ type recvFile struct {
 	pendCR   bool
 	latin1   bool   // text in ISO 8859-1, stored as UTF-8
 	prefix   uint32 // CRC-32C of the kept partial when resuming
+	// crc is the CRC-32C of the data decoded from D packets, in the
+	// transfer's canonical form (capas3FileCRC), crcN its bytes.
+	crc      uint32
+	crcN     int64
 	id       uint32
 	expected bool
 	prepared bool // partial data dealt with: truncated, or kept for recovery
@@ -874,6 +878,12 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	if cur.refused || s.cancelFile.Load() || s.cancelGroup.Load() {
 		return nil
 	}
+	if s.neg.fileCRC && cur.display == nil {
+		// As it came, before text becomes local: what the sender's
+		// CRC covers (its Z).
+		cur.crc = framing.UpdateCRC32C(cur.crc, buf)
+		cur.crcN += int64(len(buf))
+	}
 	if cur.text {
 		buf = cur.fromCanonical(buf)
 	}
@@ -1100,6 +1110,16 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 		cur.off = cur.attrs.Length
 		done.CRC32C = whole
+	} else if err := s.checkFileCRC(cur, zdata); err != nil {
+		inc.Abort(false) // where the damage is is not known
+		if errors.Is(err, ErrProtocol) {
+			return err
+		}
+		if s.abandoned == nil {
+			s.abandoned = map[string]bool{}
+		}
+		s.abandoned[cur.name] = true // its sender sends it again
+		return &notStoredError{err}
 	} else if !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf) {
 		// Short, or long from a kerf peer (one from before
 		// changedWhileSent sends a changed file whole): not this file.
@@ -1208,6 +1228,36 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 // what the Z ended: "N" and why (the sender's zRefusal reads it).
 func (s *Session) refusalAck(why error) []byte {
 	return append([]byte{'N'}, s.fitText(why.Error(), s.neg.maxData-1)...)
+}
+
+// reasonFileCRC begins the reason a receiver gives for a file whose data
+// came in packets, each passing its block check, and whose whole did not
+// pass the sender's CRC-32C (capas3FileCRC): the sender sends it again.
+const reasonFileCRC = "whole-file CRC-32C mismatch"
+
+// checkFileCRC checks a file received in packets against the CRC-32C a
+// kerf sender ends its Z with (capas3FileCRC): nil when it matches, or
+// when there is none to check (not agreed, a text file resumed, whose
+// kept part is stored in local form).
+func (s *Session) checkFileCRC(cur *recvFile, zdata []byte) error {
+	if !s.neg.fileCRC || len(zdata) < 2 || zdata[0] != 'C' || cur.text && cur.start > 0 {
+		return nil
+	}
+	whole := cur.crc
+	if cur.start > 0 {
+		whole = framing.CombineCRC32C(cur.prefix, cur.crc, cur.crcN)
+	}
+	want, err := strconv.ParseUint(string(zdata[1:]), 16, 32)
+	if err != nil {
+		return fmt.Errorf("%w: Z packet for %s: bad CRC-32C %q", ErrProtocol, cur.name, zdata[1:])
+	}
+	if uint32(want) != whole {
+		// (The same words each time: the file comes again, and a
+		// reporter tells a failure once.)
+		s.cfg.Log.Info("whole-file CRC-32C mismatch", "name", cur.name, "sender", fmt.Sprintf("%08x", want), "received", fmt.Sprintf("%08x", whole))
+		return fmt.Errorf("%s of %s: damage that passed the packets' block check; not stored (a kerf sender sends it again, twice at most)", reasonFileCRC, cur.name)
+	}
+	return nil
 }
 
 // notStoredError is a received file this side could not store, whose

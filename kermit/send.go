@@ -760,15 +760,25 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			return fmt.Errorf("kermit: seeking %s for recovery: %w", f.Name, err)
 		}
 	}
-	moved, canceled, err := s.sendData(ctx, r, f)
+	moved, crc, canceled, err := s.sendData(ctx, r, f)
 	if err != nil {
 		return err
 	}
 	changed := changedWhileSent(r, f, s.discardedTail())
-	if canceled {
+	switch {
+	case canceled:
 		zdata = []byte("D")
-	} else if changed != nil {
+	case changed != nil:
 		zdata = s.discardZ(changed)
+	case s.neg.fileCRC && (off == 0 || havePeerCRC && !s.cfg.Text):
+		// The whole file's check, for the receiver to hold the data
+		// to: a packet's block check lets a damaged one through now
+		// and then (capas3FileCRC).
+		whole := crc
+		if off > 0 {
+			whole = framing.CombineCRC32C(prefixCRC, crc, moved)
+		}
+		zdata = []byte("C" + strconv.FormatUint(uint64(whole), 16))
 	}
 	zs, err := s.queue(ctx, 'Z', zdata, 0)
 	if err != nil {
@@ -786,6 +796,20 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return err
 	}
 	if why != nil && !canceled && changed == nil {
+		if s.neg.fileCRC && strings.Contains(why.Error(), reasonFileCRC) && s.crcResends < maxCRCResends {
+			// Damaged on the way and not caught by the packets' checks:
+			// the receiver has thrown it away; it goes again, whole.
+			s.cfg.Log.Warn("sending the file again: its data passed every packet's check and not the whole file's", "name", f.Name, "reason", why)
+			s.crcResends++
+			defer func() { s.crcResends-- }()
+			r.Close()
+			closeR = false
+			saved := s.cfg.Resume
+			s.cfg.Resume = false
+			defer func() { s.cfg.Resume = saved }()
+			s.untrack(f.Name)
+			return s.sendFile(ctx, f)
+		}
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
 		return &skipError{why}
 	}
@@ -803,6 +827,13 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	s.savedSoFar(ack)
 	return nil
 }
+
+// maxCRCResends: a file that fails its whole-file CRC at the receiver
+// (capas3FileCRC) is sent again at most this many times. A damaged
+// packet passes a 16-bit block check about one time in 65,536: twice in
+// one file means a line too noisy to trust, or a fault that is not the
+// line's, and the file is reported failed.
+const maxCRCResends = 2
 
 // savedSoFar reads a stored file's Z ACK: savedAck from a kerf receiver
 // on a reliable link (whose ACKs come in order) says every file it
@@ -1018,17 +1049,17 @@ func (s *Session) closeAwaitingZ() {
 }
 
 // sendData sends the file's bytes as D packets.
-func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (moved int64, canceled bool, err error) {
+func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (moved int64, crc uint32, canceled bool, err error) {
 	src := newDataSource(r, s.cfg.Text)
 	for {
 		if s.cancelFile.Load() || s.cancelGroup.Load() {
-			return moved, true, nil
+			return moved, crc, true, nil
 		}
 		if err := src.fill(); err != nil {
-			return moved, false, fmt.Errorf("kermit: reading %s: %w", f.Name, err)
+			return moved, crc, false, fmt.Errorf("kermit: reading %s: %w", f.Name, err)
 		}
 		if src.empty() {
-			return moved, false, nil
+			return moved, crc, false, nil
 		}
 		if !s.neg.streaming {
 			// Sized once the window has room, from what the line has
@@ -1038,11 +1069,14 @@ func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (mo
 			// eight through, sized before the burst of NAKs behind it:
 			// 20 tries, then "too many retries").
 			if err := s.awaitRoom(ctx); err != nil {
-				return moved, false, err
+				return moved, crc, false, err
 			}
 		}
 		max := s.dataLen()
 		data, n := s.neg.out.Encode(make([]byte, 0, max), src.pending(), max)
+		if s.neg.fileCRC {
+			crc = framing.UpdateCRC32C(crc, src.pending()[:n])
+		}
 		src.consume(n)
 		moved += int64(n)
 		if s.neg.streaming {
@@ -1051,7 +1085,7 @@ func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (mo
 			_, err = s.queue(ctx, 'D', data, n)
 		}
 		if err != nil {
-			return moved, false, err
+			return moved, crc, false, err
 		}
 		if s.cfg.Events != nil {
 			s.event(Event{Kind: FileProgress, Name: f.Name, Size: f.Size, Bytes: moved, Sending: true})

@@ -43,9 +43,13 @@ type Session struct {
 	// again is a packet read and handed back (ErrPeerRestarted): the
 	// next read returns it.
 	again *inPacket
-	// abandoned: files told failed when their sender restarted, whose
-	// later FileDone (a RESEND) is Again.
+	// abandoned: files told failed when their sender restarted, or
+	// thrown away for their whole-file CRC (capas3FileCRC), whose later
+	// FileDone (a RESEND, the file sent again) is Again.
 	abandoned map[string]bool
+	// crcResends: how many times the file being sent has gone again
+	// after failing its whole-file CRC at the receiver (maxCRCResends).
+	crcResends int
 	// ended says a group was received to its B (AnswerLateRepeats).
 	ended bool
 	// awaitingS: a receive waits for the S that starts its group; a

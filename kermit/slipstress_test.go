@@ -76,6 +76,9 @@ func TestSlippingLinkSeeds(t *testing.T) {
 				return
 			}
 			checkFiles(t, dst, files)
+			if t.Failed() {
+				t.Logf("trace: %s", tr.save(name))
+			}
 		})
 	}
 }

@@ -1,0 +1,197 @@
+package kermit_test
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"kerf/framing"
+	"kerf/kermit"
+)
+
+// forgingConn is a line that damages a D packet so that its block check
+// still passes (what a 16-bit check lets through one time in 65,536): the
+// first D after each of the first `times` F packets naming `name` gets
+// one data character changed and its check made again.
+type forgingConn struct {
+	net.Conn
+	name  string
+	times int
+
+	mu     sync.Mutex
+	pend   []byte
+	seen   int  // F packets for name so far
+	armed  bool // the next D is forged
+	forged int
+}
+
+func (c *forgingConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.pend = append(c.pend, b...)
+	var out []byte
+	for {
+		i := bytes.IndexByte(c.pend, framing.SOH)
+		if i < 0 {
+			out = append(out, c.pend...)
+			c.pend = c.pend[:0]
+			break
+		}
+		out = append(out, c.pend[:i]...)
+		c.pend = c.pend[i:]
+		p, n, chk, ok := parseAny(c.pend)
+		if !ok {
+			if bytes.IndexByte(c.pend[1:], framing.SOH) >= 0 || len(c.pend) > 2*framing.MaxLongLen {
+				out = append(out, c.pend[0]) // not a packet: pass it on
+				c.pend = c.pend[1:]
+				continue
+			}
+			break // the rest of it comes with the next write
+		}
+		pkt := c.pend[:n]
+		switch {
+		case p.Type == 'F' && strings.Contains(string(p.Data), c.name):
+			c.seen++
+			c.armed = c.seen <= c.times
+		case p.Type == 'D' && c.armed:
+			c.armed = false
+			if j := bytes.IndexFunc(p.Data, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' }); j >= 0 {
+				p.Data = append([]byte(nil), p.Data...)
+				p.Data[j] ^= 0x01 // another letter: no prefix made or lost
+				forged, err := framing.Frame{Check: chk}.AppendPacket(nil, p)
+				if err == nil {
+					pkt = forged
+					c.forged++
+				}
+			}
+		}
+		out = append(out, pkt...)
+		c.pend = c.pend[n:]
+	}
+	c.mu.Unlock()
+	if _, err := c.Conn.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// parseAny parses the packet at the front of b with whichever block
+// check it passes.
+func parseAny(b []byte) (framing.Packet, int, framing.CheckType, bool) {
+	for _, chk := range []framing.CheckType{3, 2, 1} {
+		if p, n, err := (framing.Frame{Check: chk}).ParsePacket(b); err == nil {
+			return p, n, chk, true
+		}
+	}
+	return framing.Packet{}, 0, 0, false
+}
+
+// Data that passes every packet's block check and not the whole file's
+// CRC-32C (capas3FileCRC) is not stored: the receiver throws the file
+// away and says so in the Z's ACK, and the sender sends it again, whole.
+// The receiver's failure is withdrawn when the file then comes whole
+// (Event.Again); the sender reports the file once, done. In text mode
+// too, whose check is of the canonical form on the wire.
+func TestFileCRCCatchesWhatPacketChecksMiss(t *testing.T) {
+	for _, text := range []bool{false, true} {
+		t.Run(map[bool]string{false: "binary", true: "text"}[text], func(t *testing.T) {
+			files := []testFile{{"first.txt", []byte("before\n")}, {"x.txt", bytes.Repeat([]byte("Kermit lines of letters\n"), 400)}, {"after.txt", []byte("after\n")}}
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, files)
+			cfg := kermit.DefaultConfig()
+			cfg.Window, cfg.Text = 4, text
+			a, b := link(t, 0, 1)
+			fa := &forgingConn{Conn: a, name: "x.txt", times: 1}
+			var mu sync.Mutex
+			var sent, got []string
+			scfg, rcfg := cfg, cfg
+			scfg.Events = func(e kermit.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if e.Name == "x.txt" && (e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed) {
+					sent = append(sent, kindName(e))
+				}
+			}
+			rcfg.Events = func(e kermit.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if e.Name == "x.txt" && (e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed) {
+					got = append(got, kindName(e))
+				}
+			}
+			serr, rerr, _ := transfer(t, fa, b, scfg, rcfg, out, dst)
+			if serr != nil || rerr != nil {
+				t.Fatalf("send: %v, receive: %v", serr, rerr)
+			}
+			if fa.forged != 1 {
+				t.Fatalf("forged %d packets, want 1", fa.forged)
+			}
+			checkFiles(t, dst, files)
+			mu.Lock()
+			defer mu.Unlock()
+			if strings.Join(sent, ",") != "done" {
+				t.Errorf("sender's events for x.txt: %q; want one done", sent)
+			}
+			if strings.Join(got, ",") != "failed,done again" {
+				t.Errorf("receiver's events for x.txt: %q; want failed, then done again", got)
+			}
+		})
+	}
+}
+
+// A file damaged that way every time it goes is sent maxCRCResends
+// times more and then reported failed by both sides, and nothing of it
+// is stored; the group goes on.
+func TestFileCRCGivesUp(t *testing.T) {
+	files := []testFile{{"x.bin", bytes.Repeat([]byte("abcdefgh"), 3000)}, {"after.bin", []byte("after")}}
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	cfg := kermit.DefaultConfig()
+	a, b := link(t, 0, 1)
+	fa := &forgingConn{Conn: a, name: "x.bin", times: 100}
+	rcfg := cfg
+	var mu sync.Mutex
+	var got []string
+	rcfg.Events = func(e kermit.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Name == "x.bin" && (e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed) {
+			got = append(got, kindName(e))
+		}
+	}
+	serr, rerr, _ := transfer(t, fa, b, cfg, rcfg, out, dst)
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "x.bin" {
+		t.Fatalf("send: %v; want x.bin failed", serr)
+	}
+	if rerr != nil {
+		t.Fatalf("receive: %v", rerr)
+	}
+	mu.Lock()
+	if strings.Join(got, ",") != "failed,failed,failed" {
+		t.Errorf("receiver's events for x.bin: %q; want failed three times, never done", got)
+	}
+	mu.Unlock()
+	if fa.forged != 3 {
+		t.Errorf("x.bin went %d times; want 3 (once, and twice again)", fa.forged)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "x.bin")); err == nil {
+		t.Error("x.bin stored")
+	}
+	checkFiles(t, dst, files[1:])
+}
+
+func kindName(e kermit.Event) string {
+	switch {
+	case e.Kind == kermit.FileDone && e.Again:
+		return "done again"
+	case e.Kind == kermit.FileDone:
+		return "done"
+	default:
+		return "failed"
+	}
+}

@@ -1,5 +1,7 @@
 package framing
 
+import "strings"
+
 // Send-Init parameters: the data field of S and I packets and of their
 // ACKs (Kermit Protocol Manual; ckcfns.c rpar()/spar(), gkermit.c
 // rpar()/spar()). Fields in order, 0-based:
@@ -251,6 +253,22 @@ func appendCounted(b []byte, s string) []byte {
 	}
 	b = append(b, kchar(len(s)))
 	return append(b, s...)
+}
+
+// PlausibleParams reports whether data can be Send-Init fields as a
+// Kermit writes them: every byte printable (tochar and ctl give nothing
+// else) and a block check type a Kermit names (' ', '1' to '5', 'B').
+// ParseParams takes anything, as the protocol asks; an S, an I or the
+// ACK of one passes only a 6-bit check, and a damaged one that passed
+// it by chance (a character added shifts every field after it) is told
+// by this, and taken as damaged rather than agreed to.
+func PlausibleParams(data []byte) bool {
+	for _, c := range data {
+		if c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return len(data) <= 7 || strings.IndexByte(" 12345B", data[7]) >= 0
 }
 
 // ParseParams decodes a Send-Init data field. Absent trailing fields take

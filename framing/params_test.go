@@ -147,6 +147,9 @@ func TestParseParamsPeers(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s %s: ParseParams(%q)\n got %+v, %v\nwant %+v", tc.session, tc.label, data, got, err, tc.want)
 		}
+		if !PlausibleParams(data) {
+			t.Errorf("%s %s: a real peer's Send-Init %q is not plausible", tc.session, tc.label, data)
+		}
 	}
 }
 
@@ -462,4 +465,30 @@ func FuzzParseParams(f *testing.F) {
 			t.Fatalf("ParseParams(%q) = %+v\nMarshal = %q\nParseParams = %+v, %v", data, p, b, q, err)
 		}
 	})
+}
+
+// Send-Init fields as Kermits write them are plausible; damage that a
+// 6-bit check let through mostly is not (a character added shifts the
+// fields after it).
+func TestPlausibleParams(t *testing.T) {
+	kerf := string(DefaultParams().Marshal())
+	for _, tc := range []struct {
+		data string
+		want bool
+	}{
+		{"", true},                               // an empty ACK: all defaults
+		{kerf, true},                             // our own
+		{"~! @-#Y3~?]Z? ~0___F\"U1@", true},      // kerf's serial S, as on the wire
+		{"~! @-#Y5~?]Z? ~0___F\"U1@", true},      // FORCE-3
+		{"~* @-#N1", true},                       // a short, plain one
+		{"~! @-#YB", true},                       // block check B
+		{"\x83~! @-#Y3~?]Z? ~0___F\"U1", false},  // a byte added in front (QA)
+		{"~! @-#Y3~?]Z?\xd7 ~0___F\"U1@", false}, // a bit error
+		{"~!! @-#Y3~?]Z? ~0___F\"U1", false},     // a character added: CHKT is 'Y'
+		{"~! @-#Y3~?]Z? ~0___F\"U1\x00", false},  // a NUL
+	} {
+		if got := PlausibleParams([]byte(tc.data)); got != tc.want {
+			t.Errorf("PlausibleParams(%q) = %v, want %v", tc.data, got, tc.want)
+		}
+	}
 }

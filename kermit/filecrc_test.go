@@ -195,3 +195,63 @@ func kindName(e kermit.Event) string {
 		return "failed"
 	}
 }
+
+// rewritingConn rewrites the first packet it writes that match says so,
+// its block check made again: damage a check let through.
+type rewritingConn struct {
+	net.Conn
+	match func(framing.Packet) ([]byte, bool) // the new data field
+	mu    sync.Mutex
+	done  bool
+}
+
+func (c *rewritingConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	out := b
+	if !c.done && len(b) > 0 && b[0] == framing.SOH {
+		if p, n, chk, ok := parseAny(b); ok {
+			if data, yes := c.match(p); yes {
+				p.Data = data
+				if forged, err := (framing.Frame{Check: chk}).AppendPacket(nil, p); err == nil {
+					out = append(forged, b[n:]...)
+					c.done = true
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	if _, err := c.Conn.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// An ACK of the S that a line damaged and whose 6-bit check still passed
+// (a byte added before its fields: every field shifted, the check type
+// read as 'Y', so type 1 and a pad) is taken as damaged, and the S sent
+// again, rather than agreed to: agreed, the sender went on with check 1
+// while the receiver used 3, and gave up after 21 NAKs.
+func TestShiftedInitAckIsDamage(t *testing.T) {
+	files := []testFile{{"x.bin", randomBytes(5000, 3)}}
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	cfg := kermit.DefaultConfig()
+	a, b := link(t, 0, 1)
+	rb := &rewritingConn{Conn: b, match: func(p framing.Packet) ([]byte, bool) {
+		if p.Type != 'Y' || p.Seq != 0 {
+			return nil, false
+		}
+		return append([]byte{0x83}, p.Data...), true
+	}}
+	serr, rerr, st := transfer(t, a, rb, cfg, cfg, out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send: %v, receive: %v", serr, rerr)
+	}
+	if !rb.done {
+		t.Fatal("no ACK of the S rewritten")
+	}
+	if st.BadPackets < 1 || st.Retransmissions < 1 {
+		t.Errorf("stats %+v: want the rewritten ACK counted damaged and the S sent again", st)
+	}
+	checkFiles(t, dst, files)
+}

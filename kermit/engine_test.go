@@ -180,8 +180,15 @@ func transferLinger(t *testing.T, a, b net.Conn, scfg, rcfg kermit.Config, files
 	send := kermit.NewSession(a, scfg)
 	defer send.Close()
 	rerr := make(chan error, 1)
+	start := time.Now()
 	go func() {
 		err := recv.Receive(ctx, store)
+		// Said as it happens: a receiver that ends early leaves its
+		// sender retrying into the deadline, which hides why.
+		t.Logf("receiver ended after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		if err != nil {
+			b.Close() // the sender hears of it now, not at its deadline
+		}
 		if err == nil && linger {
 			recv.AnswerLateRepeats(ctx)
 		}

@@ -14,23 +14,19 @@ import (
 	"kerf/kermit"
 )
 
-// forgingConn is a line that damages a D packet so that its block check
-// still passes (what a 16-bit check lets through one time in 65,536): the
-// first D after each of the first `times` F packets naming `name` gets
-// one data character changed and its check made again.
-type forgingConn struct {
+// rewritingConn is a line that damages packets so that their block
+// check still passes (what a check lets through now and then): each
+// packet written goes through rewrite, which may return another packet
+// and the check to frame it with (a check made again for damage made).
+type rewritingConn struct {
 	net.Conn
-	name  string
-	times int
+	rewrite func(p framing.Packet, chk framing.CheckType) (framing.Packet, framing.CheckType, bool)
 
-	mu     sync.Mutex
-	pend   []byte
-	seen   int  // F packets for name so far
-	armed  bool // the next D is forged
-	forged int
+	mu   sync.Mutex
+	pend []byte
 }
 
-func (c *forgingConn) Write(b []byte) (int, error) {
+func (c *rewritingConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	c.pend = append(c.pend, b...)
 	var out []byte
@@ -53,20 +49,9 @@ func (c *forgingConn) Write(b []byte) (int, error) {
 			break // the rest of it comes with the next write
 		}
 		pkt := c.pend[:n]
-		switch {
-		case p.Type == 'F' && strings.Contains(string(p.Data), c.name):
-			c.seen++
-			c.armed = c.seen <= c.times
-		case p.Type == 'D' && c.armed:
-			c.armed = false
-			if j := bytes.IndexFunc(p.Data, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' }); j >= 0 {
-				p.Data = append([]byte(nil), p.Data...)
-				p.Data[j] ^= 0x01 // another letter: no prefix made or lost
-				forged, err := framing.Frame{Check: chk}.AppendPacket(nil, p)
-				if err == nil {
-					pkt = forged
-					c.forged++
-				}
+		if q, qchk, yes := c.rewrite(p, chk); yes {
+			if forged, err := (framing.Frame{Check: qchk}).AppendPacket(nil, q); err == nil {
+				pkt = forged
 			}
 		}
 		out = append(out, pkt...)
@@ -77,6 +62,36 @@ func (c *forgingConn) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// forgingConn is a rewritingConn whose rewrite changes one data
+// character of the first D after each of the first times F packets
+// naming name.
+type forgingConn struct {
+	*rewritingConn
+	forged int
+}
+
+func newForgingConn(conn net.Conn, name string, times int) *forgingConn {
+	f := &forgingConn{}
+	seen, armed := 0, false
+	f.rewritingConn = &rewritingConn{Conn: conn, rewrite: func(p framing.Packet, chk framing.CheckType) (framing.Packet, framing.CheckType, bool) {
+		switch {
+		case p.Type == 'F' && strings.Contains(string(p.Data), name):
+			seen++
+			armed = seen <= times
+		case p.Type == 'D' && armed:
+			armed = false
+			if j := bytes.IndexFunc(p.Data, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' }); j >= 0 {
+				p.Data = append([]byte(nil), p.Data...)
+				p.Data[j] ^= 0x01 // another letter: no prefix made or lost
+				f.forged++
+				return p, chk, true
+			}
+		}
+		return p, chk, false
+	}}
+	return f
 }
 
 // parseAny parses the packet at the front of b with whichever block
@@ -105,7 +120,7 @@ func TestFileCRCCatchesWhatPacketChecksMiss(t *testing.T) {
 			cfg := kermit.DefaultConfig()
 			cfg.Window, cfg.Text = 4, text
 			a, b := link(t, 0, 1)
-			fa := &forgingConn{Conn: a, name: "x.txt", times: 1}
+			fa := newForgingConn(a, "x.txt", 1)
 			var mu sync.Mutex
 			var sent, got []string
 			scfg, rcfg := cfg, cfg
@@ -152,7 +167,7 @@ func TestFileCRCGivesUp(t *testing.T) {
 	out := writeFiles(t, src, files)
 	cfg := kermit.DefaultConfig()
 	a, b := link(t, 0, 1)
-	fa := &forgingConn{Conn: a, name: "x.bin", times: 100}
+	fa := newForgingConn(a, "x.bin", 100)
 	rcfg := cfg
 	var mu sync.Mutex
 	var got []string
@@ -196,36 +211,6 @@ func kindName(e kermit.Event) string {
 	}
 }
 
-// rewritingConn rewrites the first packet it writes that match says so,
-// its block check made again: damage a check let through.
-type rewritingConn struct {
-	net.Conn
-	match func(framing.Packet) ([]byte, bool) // the new data field
-	mu    sync.Mutex
-	done  bool
-}
-
-func (c *rewritingConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	out := b
-	if !c.done && len(b) > 0 && b[0] == framing.SOH {
-		if p, n, chk, ok := parseAny(b); ok {
-			if data, yes := c.match(p); yes {
-				p.Data = data
-				if forged, err := (framing.Frame{Check: chk}).AppendPacket(nil, p); err == nil {
-					out = append(forged, b[n:]...)
-					c.done = true
-				}
-			}
-		}
-	}
-	c.mu.Unlock()
-	if _, err := c.Conn.Write(out); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
 // An ACK of the S that a line damaged and whose 6-bit check still passed
 // (a byte added before its fields: every field shifted, the check type
 // read as 'Y', so type 1 and a pad) is taken as damaged, and the S sent
@@ -237,21 +222,54 @@ func TestShiftedInitAckIsDamage(t *testing.T) {
 	out := writeFiles(t, src, files)
 	cfg := kermit.DefaultConfig()
 	a, b := link(t, 0, 1)
-	rb := &rewritingConn{Conn: b, match: func(p framing.Packet) ([]byte, bool) {
-		if p.Type != 'Y' || p.Seq != 0 {
-			return nil, false
+	done := false
+	rb := &rewritingConn{Conn: b, rewrite: func(p framing.Packet, chk framing.CheckType) (framing.Packet, framing.CheckType, bool) {
+		if done || p.Type != 'Y' || p.Seq != 0 {
+			return p, chk, false
 		}
-		return append([]byte{0x83}, p.Data...), true
+		done = true
+		p.Data = append([]byte{0x83}, p.Data...)
+		return p, chk, true
 	}}
 	serr, rerr, st := transfer(t, a, rb, cfg, cfg, out, dst)
 	if serr != nil || rerr != nil {
 		t.Fatalf("send: %v, receive: %v", serr, rerr)
 	}
-	if !rb.done {
+	if !done {
 		t.Fatal("no ACK of the S rewritten")
 	}
 	if st.BadPackets < 1 || st.Retransmissions < 1 {
 		t.Errorf("stats %+v: want the rewritten ACK counted damaged and the S sent again", st)
+	}
+	checkFiles(t, dst, files)
+}
+
+// A data packet numbered 0 whose type a bit error made E, passing the
+// 6-bit check by chance while type 3 is agreed, looks like a restarted
+// peer's E: it is damage, and the transfer goes on, unless a second
+// comes with no good packet between (TestWeakEBelievedWhenRepeated).
+func TestDataMadeWeakEGoesOn(t *testing.T) {
+	files := []testFile{{"x.bin", randomBytes(30_000, 5)}}
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	cfg := kermit.DefaultConfig()
+	cfg.MaxPacket = 94 // seq 0 comes round in 30 KB
+	a, b := link(t, 0, 1)
+	made := 0
+	fa := &rewritingConn{Conn: a, rewrite: func(p framing.Packet, chk framing.CheckType) (framing.Packet, framing.CheckType, bool) {
+		if made > 0 || p.Type != 'D' || p.Seq != 0 {
+			return p, chk, false
+		}
+		made++
+		p.Type = 'E'
+		return p, 1, true
+	}}
+	serr, rerr, st := transfer(t, fa, b, cfg, cfg, out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send: %v, receive: %v", serr, rerr)
+	}
+	if made != 1 || st.Retransmissions < 1 {
+		t.Errorf("%d packets made E, %d sent again; want 1 and at least 1", made, st.Retransmissions)
 	}
 	checkFiles(t, dst, files)
 }

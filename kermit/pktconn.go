@@ -24,8 +24,11 @@ type inPacket struct {
 	// parity: the packet carried this parity ("even", "odd", "mark") on
 	// a link read as 8-bit, found while detecting (Session.got follows).
 	parity string
-	err    error
-	wireN  int // bytes the packet occupied on the wire
+	// weak: it passed only the type-1 check while type 2 or 3 is
+	// agreed (a transaction's first packet, or a restarted peer's E).
+	weak  bool
+	err   error
+	wireN int // bytes the packet occupied on the wire
 }
 
 // pktConn frames Kermit packets over a byte stream. One goroutine reads
@@ -245,7 +248,7 @@ const (
 // block checks and parity, and does no I/O.
 func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerdict) {
 	f := framing.Frame{Mark: st.mark, Check: st.chk, Parity: st.parity}
-	p, n, chk3, err := parseAs(buf, f, st)
+	p, n, chk3, weak, err := parseAs(buf, f, st)
 	if st.detect && err != nil {
 		// Perhaps the peer uses parity: a packet that reads whole as
 		// 7-bit, every 8th bit following one parity, is taken as such,
@@ -253,11 +256,11 @@ func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerd
 		// On a copy, since a 7-bit parse clears the 8th bits it reads.
 		f.Parity = true
 		*raw = append((*raw)[:0], buf...)
-		p7, n7, chk3x, err7 := parseAs(*raw, f, st)
+		p7, n7, chk3x, weak7, err7 := parseAs(*raw, f, st)
 		switch {
 		case err7 == nil:
 			if kind := parityOf(buf[:n7]); kind != "" {
-				p, n, chk3, err = p7, n7, chk3x, nil
+				p, n, chk3, weak, err = p7, n7, chk3x, weak7, nil
 				ip.parity = kind
 			}
 		case errors.Is(err7, framing.ErrIncomplete):
@@ -277,6 +280,7 @@ func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerd
 	}
 	ip.Packet = framing.Packet{Seq: p.Seq, Type: p.Type & 0x7f, Data: append([]byte(nil), p.Data...)}
 	ip.chk3 = chk3
+	ip.weak = weak
 	ip.wireN = n
 	return ip, n, scanGood
 }
@@ -284,10 +288,10 @@ func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerd
 // parseAs parses the packet at the front of buf with frame f, and
 // failing that, or for a FORCE-3 peer's init packets, with the other
 // check type a packet there may use (chk3: it passed type 3 only).
-func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int, chk3 bool, err error) {
+func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int, chk3, weak bool, err error) {
 	p, n, err = f.ParsePacket(buf)
 	if errors.Is(err, framing.ErrIncomplete) {
-		return p, n, false, err
+		return p, n, false, false, err
 	}
 	if err != nil && st.chk != 1 && !st.force3 {
 		// S and I, and the commands that start a transaction (R, G and
@@ -311,7 +315,7 @@ func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int
 		// end of line of the one before it.
 		f.Check = 1
 		if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && !st.inDamage && p1.Seq == 0 && strings.IndexByte(initTypes+"E", p1.Type&0x7f) >= 0 {
-			p, n, err = p1, n1, nil
+			p, n, weak, err = p1, n1, true, nil
 		}
 	}
 	if st.chk != 3 && st.probe3 {
@@ -322,10 +326,10 @@ func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int
 		// says "5".
 		f.Check = 3
 		if p3, n3, err3 := f.ParsePacket(buf); err3 == nil && (err != nil || says5(p3)) && isInitOrAck(p3) {
-			return p3, n3, true, nil
+			return p3, n3, true, false, nil
 		}
 	}
-	return p, n, false, err
+	return p, n, false, weak, err
 }
 
 // isInitOrAck reports whether p may be the first packet of a

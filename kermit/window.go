@@ -1064,10 +1064,16 @@ func (s *Session) nak(seq int) error {
 // side), or damage too.
 func (s *Session) retry() error {
 	if s.retries++; s.retries > s.cfg.MaxRetries {
-		if s.damage == 0 {
-			return fmt.Errorf("%w (%d timeouts in a row: the peer stopped answering; one that never answered may want another speed, parity or start-of-packet)", ErrTooManyRetries, s.retries)
+		said := ""
+		if s.weakE != "" {
+			// An E the line may have made, never repeated: told, as
+			// what the peer may have said.
+			said = fmt.Sprintf("; the peer may have said %q, in a packet whose check could not be trusted", s.weakE)
 		}
-		return fmt.Errorf("%w (%d timeouts or NAKs in a row: the line damages too many packets, or the two ends differ in speed or parity)", ErrTooManyRetries, s.retries)
+		if s.damage == 0 {
+			return fmt.Errorf("%w (%d timeouts in a row: the peer stopped answering; one that never answered may want another speed, parity or start-of-packet%s)", ErrTooManyRetries, s.retries, said)
+		}
+		return fmt.Errorf("%w (%d timeouts or NAKs in a row: the line damages too many packets, or the two ends differ in speed or parity%s)", ErrTooManyRetries, s.retries, said)
 	}
 	return nil
 }

@@ -273,3 +273,40 @@ func TestDataMadeWeakEGoesOn(t *testing.T) {
 	}
 	checkFiles(t, dst, files)
 }
+
+// streamReader is a source read once, as standard input is: no Seek.
+type streamReader struct{ r *bytes.Reader }
+
+func (s streamReader) Read(b []byte) (int, error)            { return s.r.Read(b) }
+func (s streamReader) ReadAt(b []byte, o int64) (int, error) { return s.r.ReadAt(b, o) }
+func (streamReader) Close() error                            { return nil }
+
+// A stream that failed its whole-file CRC is not sent again (a second
+// open would read nothing, and an empty copy would pass): reported
+// failed at once.
+func TestFileCRCStreamNotSentAgain(t *testing.T) {
+	data := bytes.Repeat([]byte("stream of letters "), 500)
+	opens := 0
+	out := []kermit.OutgoingFile{{Name: "s.txt", Size: -1, Open: func() (kermit.FileReader, error) {
+		opens++
+		if opens > 1 {
+			return streamReader{bytes.NewReader(nil)}, nil // used up
+		}
+		return streamReader{bytes.NewReader(data)}, nil
+	}}}
+	dst := t.TempDir()
+	cfg := kermit.DefaultConfig()
+	a, b := link(t, 0, 1)
+	fa := newForgingConn(a, "s.txt", 100)
+	serr, _, _ := transfer(t, fa, b, cfg, cfg, out, dst)
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 {
+		t.Fatalf("send: %v; want s.txt failed", serr)
+	}
+	if opens != 1 || fa.forged != 1 {
+		t.Errorf("opened %d times, forged %d; want 1 and 1", opens, fa.forged)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "s.txt")); err == nil {
+		t.Error("s.txt stored")
+	}
+}

@@ -796,7 +796,8 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return err
 	}
 	if why != nil && !canceled && changed == nil {
-		if s.neg.fileCRC && strings.Contains(why.Error(), reasonFileCRC) && s.crcResends < maxCRCResends {
+		_, again := r.(io.Seeker) // a file, not a stream read once (standard input)
+		if s.neg.fileCRC && strings.Contains(why.Error(), reasonFileCRC) && s.crcResends < maxCRCResends && again {
 			// Damaged on the way and not caught by the packets' checks:
 			// the receiver has thrown it away; it goes again, whole.
 			s.cfg.Log.Warn("sending the file again: its data passed every packet's check and not the whole file's", "name", f.Name, "reason", why)

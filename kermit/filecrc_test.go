@@ -121,23 +121,9 @@ func TestFileCRCCatchesWhatPacketChecksMiss(t *testing.T) {
 			cfg.Window, cfg.Text = 4, text
 			a, b := link(t, 0, 1)
 			fa := newForgingConn(a, "x.txt", 1)
-			var mu sync.Mutex
-			var sent, got []string
 			scfg, rcfg := cfg, cfg
-			scfg.Events = func(e kermit.Event) {
-				mu.Lock()
-				defer mu.Unlock()
-				if e.Name == "x.txt" && (e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed) {
-					sent = append(sent, kindName(e))
-				}
-			}
-			rcfg.Events = func(e kermit.Event) {
-				mu.Lock()
-				defer mu.Unlock()
-				if e.Name == "x.txt" && (e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed) {
-					got = append(got, kindName(e))
-				}
-			}
+			var sent, got endings
+			scfg.Events, rcfg.Events = sent.of("x.txt"), got.of("x.txt")
 			serr, rerr, _ := transfer(t, fa, b, scfg, rcfg, out, dst)
 			if serr != nil || rerr != nil {
 				t.Fatalf("send: %v, receive: %v", serr, rerr)
@@ -146,13 +132,11 @@ func TestFileCRCCatchesWhatPacketChecksMiss(t *testing.T) {
 				t.Fatalf("forged %d packets, want 1", fa.forged)
 			}
 			checkFiles(t, dst, files)
-			mu.Lock()
-			defer mu.Unlock()
-			if strings.Join(sent, ",") != "done" {
-				t.Errorf("sender's events for x.txt: %q; want one done", sent)
+			if e := sent.String(); e != "done" {
+				t.Errorf("sender's events for x.txt: %q; want one done", e)
 			}
-			if strings.Join(got, ",") != "failed,done again" {
-				t.Errorf("receiver's events for x.txt: %q; want failed, then done again", got)
+			if e := got.String(); e != "failed,done again" {
+				t.Errorf("receiver's events for x.txt: %q; want failed, then done again", e)
 			}
 		})
 	}
@@ -169,15 +153,8 @@ func TestFileCRCGivesUp(t *testing.T) {
 	a, b := link(t, 0, 1)
 	fa := newForgingConn(a, "x.bin", 100)
 	rcfg := cfg
-	var mu sync.Mutex
-	var got []string
-	rcfg.Events = func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if e.Name == "x.bin" && (e.Kind == kermit.FileDone || e.Kind == kermit.FileFailed) {
-			got = append(got, kindName(e))
-		}
-	}
+	var got endings
+	rcfg.Events = got.of("x.bin")
 	serr, rerr, _ := transfer(t, fa, b, cfg, rcfg, out, dst)
 	var ge *kermit.GroupError
 	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "x.bin" {
@@ -186,11 +163,9 @@ func TestFileCRCGivesUp(t *testing.T) {
 	if rerr != nil {
 		t.Fatalf("receive: %v", rerr)
 	}
-	mu.Lock()
-	if strings.Join(got, ",") != "failed,failed,failed" {
-		t.Errorf("receiver's events for x.bin: %q; want failed three times, never done", got)
+	if e := got.String(); e != "failed,failed,failed" {
+		t.Errorf("receiver's events for x.bin: %q; want failed three times, never done", e)
 	}
-	mu.Unlock()
 	if fa.forged != 3 {
 		t.Errorf("x.bin went %d times; want 3 (once, and twice again)", fa.forged)
 	}
@@ -200,15 +175,35 @@ func TestFileCRCGivesUp(t *testing.T) {
 	checkFiles(t, dst, files[1:])
 }
 
-func kindName(e kermit.Event) string {
-	switch {
-	case e.Kind == kermit.FileDone && e.Again:
-		return "done again"
-	case e.Kind == kermit.FileDone:
-		return "done"
-	default:
-		return "failed"
+// endings records how one file ended, each time it did: done, done
+// again (a failure withdrawn) or failed.
+type endings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *endings) of(name string) func(kermit.Event) {
+	return func(e kermit.Event) {
+		if e.Name != name || e.Kind != kermit.FileDone && e.Kind != kermit.FileFailed {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		switch {
+		case e.Kind == kermit.FileDone && e.Again:
+			r.seen = append(r.seen, "done again")
+		case e.Kind == kermit.FileDone:
+			r.seen = append(r.seen, "done")
+		default:
+			r.seen = append(r.seen, "failed")
+		}
 	}
+}
+
+func (r *endings) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.seen, ",")
 }
 
 // An ACK of the S that a line damaged and whose 6-bit check still passed

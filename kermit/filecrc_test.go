@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"kerf/filestore"
 	"kerf/framing"
 	"kerf/kermit"
 )
@@ -303,5 +304,35 @@ func TestFileCRCStreamNotSentAgain(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dst, "s.txt")); err == nil {
 		t.Error("s.txt stored")
+	}
+}
+
+// A resumed file's check covers the kept partial too (its CRC combined
+// with the rest's): damage in the part sent is caught, the partial is
+// thrown away with it, and the file comes again whole.
+func TestFileCRCResumed(t *testing.T) {
+	data := bytes.Repeat([]byte("resumed letters "), 12_500) // 200,000 bytes
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"big.txt", data}})
+	if err := os.WriteFile(filepath.Join(dst, ".big.txt"+filestore.PartSuffix), data[:120_000], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kermit.DefaultConfig()
+	scfg, rcfg := cfg, cfg
+	scfg.Resume = true
+	var got endings
+	rcfg.Events = got.of("big.txt")
+	a, b := link(t, 0, 1)
+	fa := newForgingConn(a, "big.txt", 1)
+	serr, rerr, st := transfer(t, fa, b, scfg, rcfg, out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send: %v, receive: %v", serr, rerr)
+	}
+	checkFiles(t, dst, []testFile{{"big.txt", data}})
+	if fa.forged != 1 || st.FileBytes != 200_000 {
+		t.Errorf("forged %d, moved %d bytes; want 1 and the whole 200000 the second time", fa.forged, st.FileBytes)
+	}
+	if e := got.String(); e != "failed,done again" {
+		t.Errorf("receiver's events: %q; want failed, then done again", e)
 	}
 }

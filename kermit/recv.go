@@ -137,9 +137,8 @@ type recvFile struct {
 	latin1   bool   // text in ISO 8859-1, stored as UTF-8
 	prefix   uint32 // CRC-32C of the kept partial when resuming
 	// crc is the CRC-32C of the data decoded from D packets, in the
-	// transfer's canonical form (capas3FileCRC), crcN its bytes.
+	// transfer's canonical form (capas3FileCRC).
 	crc      uint32
-	crcN     int64
 	id       uint32
 	expected bool
 	prepared bool // partial data dealt with: truncated, or kept for recovery
@@ -882,7 +881,6 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 		// As it came, before text becomes local: what the sender's
 		// CRC covers (its Z).
 		cur.crc = framing.UpdateCRC32C(cur.crc, buf)
-		cur.crcN += int64(len(buf))
 	}
 	if cur.text {
 		buf = cur.fromCanonical(buf)
@@ -1085,11 +1083,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			}
 			return s.peerReason(ctx, fmt.Errorf("kermit: data of %s: %w", cur.name, err))
 		}
-		n := cur.attrs.Length - cur.start
-		whole := crc
-		if cur.start > 0 {
-			whole = framing.CombineCRC32C(cur.prefix, crc, n)
-		}
+		whole := wholeCRC(cur.prefix, crc, cur.start, cur.attrs.Length-cur.start)
 		if len(zdata) < 2 || zdata[0] != 'C' {
 			s.keepPartial(cur, inc)
 			return fmt.Errorf("%w: Z packet for %s carries no checksum", ErrProtocol, cur.name)
@@ -1243,10 +1237,7 @@ func (s *Session) checkFileCRC(cur *recvFile, zdata []byte) error {
 	if !s.neg.fileCRC || len(zdata) < 2 || zdata[0] != 'C' || cur.text && cur.start > 0 {
 		return nil
 	}
-	whole := cur.crc
-	if cur.start > 0 {
-		whole = framing.CombineCRC32C(cur.prefix, cur.crc, cur.crcN)
-	}
+	whole := wholeCRC(cur.prefix, cur.crc, cur.start, cur.off-cur.start) // (binary when resumed)
 	want, err := strconv.ParseUint(string(zdata[1:]), 16, 32)
 	if err != nil {
 		return fmt.Errorf("%w: Z packet for %s: bad CRC-32C %q", ErrProtocol, cur.name, zdata[1:])

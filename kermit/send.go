@@ -707,11 +707,8 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			return s.peerReason(ctx, fmt.Errorf("kermit: sending %s: %w", f.Name, err))
 		}
 		moved = n
-		whole := crc
-		if off > 0 {
-			whole = framing.CombineCRC32C(prefixCRC, crc, n)
-		}
-		zdata = []byte("C" + strconv.FormatUint(uint64(whole), 16))
+		whole := wholeCRC(prefixCRC, crc, off, n)
+		zdata = crcZ(whole)
 		changed := changedWhileSent(r, f, notStoredTail)
 		if changed == nil && src.failed.Load() {
 			// A block read again for the receiver came short: the file
@@ -774,11 +771,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		// The whole file's check, for the receiver to hold the data
 		// to: a packet's block check lets a damaged one through now
 		// and then (capas3FileCRC).
-		whole := crc
-		if off > 0 {
-			whole = framing.CombineCRC32C(prefixCRC, crc, moved)
-		}
-		zdata = []byte("C" + strconv.FormatUint(uint64(whole), 16))
+		zdata = crcZ(wholeCRC(prefixCRC, crc, off, moved))
 	}
 	zs, err := s.queue(ctx, 'Z', zdata, 0)
 	if err != nil {
@@ -828,6 +821,18 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	s.savedSoFar(ack)
 	return nil
 }
+
+// wholeCRC is the CRC-32C of a whole file: crc of its n bytes from off
+// on, after a first part (a kept partial) whose CRC is prefix.
+func wholeCRC(prefix, crc uint32, off, n int64) uint32 {
+	if off == 0 {
+		return crc
+	}
+	return framing.CombineCRC32C(prefix, crc, n)
+}
+
+// crcZ is the data of a Z that carries the whole file's CRC-32C.
+func crcZ(whole uint32) []byte { return []byte("C" + strconv.FormatUint(uint64(whole), 16)) }
 
 // maxCRCResends: a file that fails its whole-file CRC at the receiver
 // (capas3FileCRC) is sent again at most this many times. A damaged

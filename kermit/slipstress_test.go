@@ -24,13 +24,14 @@ import (
 // KERF_SLIP_SEEDS sets how many seeds (6 by default; a few hundred to
 // hunt, with -parallel 16: 150 take about 40 s on two cores);
 // KERF_SLIP_BASE the first; KERF_SLIP_RATE the rate of characters
-// dropped and added (1e-3); KERF_SLIP_BER a bit error rate on top (0).
+// dropped and added (1e-3); KERF_SLIP_BER a bit error rate on top (0);
+// KERF_SLIP_WINDOW the window (31; 1 is stop-and-wait).
 // Each run logs its time and packet counts (go test -v); a failed run
 // leaves its trace of both directions, as written and as delivered, in
 // the temporary directory, and so does one slower than
 // KERF_SLIP_TRACE_OVER (a duration: the rare slow run, to see why).
 func TestSlippingLinkSeeds(t *testing.T) {
-	n, base, rate, ber := 6, 0, 1e-3, 0.0
+	n, base, rate, ber, window := 6, 0, 1e-3, 0.0, 31
 	if v, err := strconv.Atoi(os.Getenv("KERF_SLIP_SEEDS")); err == nil {
 		n = v
 	}
@@ -43,6 +44,9 @@ func TestSlippingLinkSeeds(t *testing.T) {
 	if v, err := strconv.ParseFloat(os.Getenv("KERF_SLIP_BER"), 64); err == nil {
 		ber = v
 	}
+	if v, err := strconv.Atoi(os.Getenv("KERF_SLIP_WINDOW")); err == nil {
+		window = v
+	}
 	traceOver, _ := time.ParseDuration(os.Getenv("KERF_SLIP_TRACE_OVER"))
 	files := []testFile{{"random.bin", randomBytes(200_000, 11)}, {"all256.bin", standardFiles()[1].data}}
 	for i := 0; i < 2*n; i++ {
@@ -53,7 +57,7 @@ func TestSlippingLinkSeeds(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
 			out := writeFiles(t, src, files)
 			cfg := kermit.DefaultConfig()
-			cfg.Window, cfg.MaxPacket = 31, maxPacket
+			cfg.Window, cfg.MaxPacket = window, maxPacket
 			cfg.Timeout, cfg.MinTimeout = time.Second, 50*time.Millisecond
 			a, b := link(t, ber, int64(7*seed+3))
 			tr := &lineTrace{start: time.Now()}

@@ -790,7 +790,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	if why != nil && !canceled && changed == nil {
 		_, again := r.(io.Seeker) // a file, not a stream read once (standard input)
-		if s.neg.fileCRC && strings.Contains(why.Error(), reasonFileCRC) && s.crcResends < maxCRCResends && again {
+		if s.crcRefusal(ack) && s.crcResends < maxCRCResends && again {
 			// Damaged on the way and not caught by the packets' checks:
 			// the receiver has thrown it away; it goes again, whole.
 			s.cfg.Log.Warn("sending the file again: its data passed every packet's check and not the whole file's", "name", f.Name, "reason", why)
@@ -820,6 +820,17 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
 	s.savedSoFar(ack)
 	return nil
+}
+
+// crcRefusal reports whether a Z's ACK refuses the file for its
+// whole-file CRC (capas3FileCRC): an N whose reason begins
+// reasonFileCRC, the receiver's word that it threw the file away.
+func (s *Session) crcRefusal(ack []byte) bool {
+	if !s.neg.fileCRC || len(ack) == 0 || ack[0] != 'N' {
+		return false
+	}
+	text, err := s.decodeString(ack[1:])
+	return err == nil && strings.HasPrefix(text, reasonFileCRC)
 }
 
 // wholeCRC is the CRC-32C of a whole file: crc of its n bytes from off

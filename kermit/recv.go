@@ -184,10 +184,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if errors.Is(err, ErrPeerRestarted) {
 				// Its sender, run again, may well send it again (a
 				// RESEND): then it is not a failure after all.
-				if s.abandoned == nil {
-					s.abandoned = map[string]bool{}
-				}
-				s.abandoned[cur.name] = true
+				s.abandon(cur.name)
 			}
 		}
 	}()
@@ -1109,10 +1106,7 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		if errors.Is(err, ErrProtocol) {
 			return err
 		}
-		if s.abandoned == nil {
-			s.abandoned = map[string]bool{}
-		}
-		s.abandoned[cur.name] = true // its sender sends it again
+		s.abandon(cur.name) // its sender sends it again
 		return &notStoredError{err}
 	} else if !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf) {
 		// Short, or long from a kerf peer (one from before
@@ -1222,6 +1216,16 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 // what the Z ended: "N" and why (the sender's zRefusal reads it).
 func (s *Session) refusalAck(why error) []byte {
 	return append([]byte{'N'}, s.fitText(why.Error(), s.neg.maxData-1)...)
+}
+
+// abandon notes a file told failed that its sender may well send again
+// (a RESEND after a restart, a file failing its whole-file CRC): its
+// FileDone then is Again, the failure withdrawn.
+func (s *Session) abandon(name string) {
+	if s.abandoned == nil {
+		s.abandoned = map[string]bool{}
+	}
+	s.abandoned[name] = true
 }
 
 // reasonFileCRC begins the reason a receiver gives for a file whose data

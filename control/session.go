@@ -538,6 +538,33 @@ func (f *sessionFS) Remove(name string) error {
 	return clearErr(d.Remove(name), name)
 }
 
+// RemoveLiteral, ListLiteral and ListTreeLiteral take the name as it
+// is, never as a pattern (kermit.LiteralFS).
+func (f *sessionFS) RemoveLiteral(name string) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return clearErr(d.RemoveLiteral(name), name)
+}
+
+func (f *sessionFS) ListLiteral(name string) (string, error) {
+	d, err := f.named(name)
+	if err != nil {
+		return "", err
+	}
+	list, err := d.ListLiteral(name)
+	return list, clearErr(err, name)
+}
+
+func (f *sessionFS) ListTreeLiteral(name string, w io.Writer) error {
+	d, err := f.named(name)
+	if err != nil {
+		return err
+	}
+	return clearErr(d.ListTreeLiteral(name, w), name)
+}
+
 // CanRemoveSent and RemoveSent let a GET remove what it sent once the
 // client has it saved (kermit.SentRemover).
 func (f *sessionFS) CanRemoveSent() error {

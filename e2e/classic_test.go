@@ -659,3 +659,24 @@ func TestKerfGetSameNameTwiceFromCKermitServer(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(ckdir, "a.txt"), filepath.Join(local, "a.txt"))
 }
+
+// An escaped name cannot be said to a classic server, which takes a
+// missing name for a pattern and knows no escapes: rm of one is not
+// sent, and the files it would match stay (as they do at a kerf server,
+// which is asked to take the name as it is).
+func TestKerfRmEscapedNameAtCKermitServerNotSent(t *testing.T) {
+	local, ckdir := t.TempDir(), t.TempDir()
+	for _, n := range []string{"data0.tar", "data2.tar"} {
+		writeFile(t, filepath.Join(ckdir, n), []byte(n))
+	}
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, nil, "rm", "--classic", target(addr, `data\[2024\].tar`))
+	if r.code != 4 || !strings.Contains(r.stderr, "not sent") {
+		t.Errorf("rm of an escaped name at C-Kermit: %s", r)
+	}
+	for _, n := range []string{"data0.tar", "data2.tar"} {
+		if _, err := os.Stat(filepath.Join(ckdir, n)); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}

@@ -263,6 +263,54 @@ func TestLsRecursive(t *testing.T) {
 	}
 }
 
+// A remote name with escaped wildcards is one name for rm and ls: when
+// it is absent, the files it would match as a pattern are neither
+// deleted nor listed (QA: rm of 'bk/data\[2024\].tar' deleted
+// data0.tar, data2.tar and data4.tar, exit 0), and when present, it alone
+// is. mkdir and mv, which match nothing, take it without the escapes.
+func TestEscapedRemoteNamesAreOneName(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	for _, f := range []string{"bk/data0.tar", "bk/data2.tar", "bk/data4.tar", "bk/x[1].txt", "bk/x1.txt"} {
+		writeFile(t, filepath.Join(root, f), []byte(f))
+	}
+	if r := run(t, srv, local, nil, "rm", target(srv.addr, `bk/data\[2024\].tar`)); r.code != 4 || !strings.Contains(r.stderr, "no such file") {
+		t.Errorf("rm of an absent escaped name: %s", r)
+	}
+	if r := run(t, srv, local, nil, "ls", target(srv.addr, `bk/data\[2024\].tar`)); r.code != 4 || strings.Contains(r.stdout, "data0") {
+		t.Errorf("ls of an absent escaped name: %s", r)
+	}
+	if r := run(t, srv, local, nil, "ls", "-R", target(srv.addr, `bk/data\[2024\].tar`)); r.code != 4 || strings.Contains(r.stdout, "data0") {
+		t.Errorf("ls -R of an absent escaped name: %s", r)
+	}
+	for _, f := range []string{"data0.tar", "data2.tar", "data4.tar"} {
+		if _, err := os.Stat(filepath.Join(root, "bk", f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	r := mustRun(t, srv, local, nil, "ls", target(srv.addr, `bk/x\[1\].txt`))
+	if !strings.Contains(r.stdout, "x[1].txt") || strings.Contains(r.stdout, "x1.txt") {
+		t.Errorf("ls of x\\[1\\].txt:\n%s", r.stdout)
+	}
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, `bk/x\[1\].txt`))
+	noFile(t, filepath.Join(root, "bk/x[1].txt"))
+	if _, err := os.Stat(filepath.Join(root, "bk/x1.txt")); err != nil {
+		t.Errorf("rm x\\[1\\].txt took x1.txt: %v", err)
+	}
+	mustRun(t, srv, local, nil, "mkdir", target(srv.addr, `bk/d\*`))
+	mustRun(t, srv, local, nil, "mv", target(srv.addr, `bk/d\*`), target(srv.addr, `bk/e\?`))
+	if fi, err := os.Stat(filepath.Join(root, "bk/e?")); err != nil || !fi.IsDir() {
+		t.Errorf("mkdir d\\* then mv to e\\?: %v", err)
+	}
+	if r := run(t, srv, local, nil, "rm", target(srv.addr, `bk/x\[1\]*`)); r.code != 2 {
+		t.Errorf("rm of a name with escaped and unescaped wildcards: %s", r)
+	}
+	// The unescaped pattern is still one.
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, "bk/data[24].tar"))
+	noFile(t, filepath.Join(root, "bk/data2.tar"))
+	noFile(t, filepath.Join(root, "bk/data4.tar"))
+}
+
 // Remote commands act on the name given: one in braces is not taken
 // for C-Kermit's grouping braces, and a pattern with a space is one
 // pattern. (Regression: rm host/{z} deleted z, and ls "host/d/ *"

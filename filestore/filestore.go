@@ -1781,8 +1781,15 @@ type specName struct {
 // entry. A name given plainly that does not exist is an error; one a
 // wildcard found and that is gone since its directory was read is left
 // out.
-func (d *Dir) specNames(spec string) ([]specName, error) {
-	pats := d.specPatterns(spec)
+func (d *Dir) specNames(spec string) ([]specName, error) { return d.specNamesOf(spec, false) }
+
+// specNamesOf is specNames, or with literal the one entry spec names as
+// it is: no split into names, no pattern (ListLiteral).
+func (d *Dir) specNamesOf(spec string, literal bool) ([]specName, error) {
+	pats := []string{spec}
+	if !literal {
+		pats = d.specPatterns(spec)
+	}
 	if err := checkSpecSize(pats); err != nil {
 		return nil, err
 	}
@@ -1794,7 +1801,7 @@ func (d *Dir) specNames(spec string) ([]specName, error) {
 		rel, err := d.resolve(pat)
 		if err == nil {
 			var more []specName
-			more, err = d.glob(nil, rel)
+			more, err = d.globOrLiteral(rel, literal)
 			if e := path.Base(pat); len(more) == 1 && (e == "." || e == "..") {
 				// Its contents, as send -r has "dir/." (cp's rule).
 				more[0].contents = true
@@ -1889,6 +1896,18 @@ func (d *Dir) specPatterns(spec string) []string {
 		}
 	}
 	return pats
+}
+
+// globOrLiteral is glob, or with literal rel's own entry only.
+func (d *Dir) globOrLiteral(rel string, literal bool) ([]specName, error) {
+	if !literal {
+		return d.glob(nil, rel)
+	}
+	fi, err := d.root.Lstat(rel)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	return []specName{{rel: rel, fi: fi}}, nil
 }
 
 // hasWildcard reports whether a name element has path.Match's wildcards.
@@ -2273,13 +2292,19 @@ func (m listed) is(f *os.File) bool {
 
 // List describes the entries matching spec (a directory or a pattern),
 // one per line: type and permissions, size, modification time, name.
-func (d *Dir) List(spec string) (string, error) {
+func (d *Dir) List(spec string) (string, error) { return d.list(spec, false) }
+
+// ListLiteral is List of the one entry name names as it is, whatever
+// wildcard characters it has (kermit.LiteralFS: a client's escaped name).
+func (d *Dir) ListLiteral(name string) (string, error) { return d.list(name, true) }
+
+func (d *Dir) list(spec string, literal bool) (string, error) {
 	if strings.TrimSpace(spec) == "" {
 		spec = "."
 	}
 	// Names and patterns as for GET (braces, "link/" and all); one name
 	// that is a directory lists what it holds.
-	names, err := d.specNames(spec)
+	names, err := d.specNamesOf(spec, literal)
 	if err != nil {
 		return "", err
 	}
@@ -2354,7 +2379,13 @@ func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 // be read: the listing says what is there, for a sender's quick check
 // (protocol.md §6, item 7), where a missing entry only means the file
 // is sent.
-func (d *Dir) ListTree(spec string, w io.Writer) error {
+func (d *Dir) ListTree(spec string, w io.Writer) error { return d.listTree(spec, w, false) }
+
+// ListTreeLiteral is ListTree of the one entry name names as it is
+// (kermit.LiteralFS).
+func (d *Dir) ListTreeLiteral(name string, w io.Writer) error { return d.listTree(name, w, true) }
+
+func (d *Dir) listTree(spec string, w io.Writer, literal bool) error {
 	if strings.TrimSpace(spec) == "" {
 		spec = "."
 	}
@@ -2364,13 +2395,16 @@ func (d *Dir) ListTree(spec string, w io.Writer) error {
 		_, err := w.Write(line)
 		return err
 	}
-	pats := d.specPatterns(spec)
+	pats := []string{spec}
+	if !literal {
+		pats = d.specPatterns(spec)
+	}
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
 		if err != nil {
 			return err
 		}
-		names, err := d.glob(nil, rel)
+		names, err := d.globOrLiteral(rel, literal)
 		if err != nil {
 			if len(pats) == 1 || errors.Is(err, path.ErrBadPattern) {
 				return err
@@ -2454,8 +2488,16 @@ func (d *Dir) writable(op string) error {
 	return nil
 }
 
-// Remove deletes a file.
-func (d *Dir) Remove(name string) error {
+// Remove deletes a file, or every regular file a pattern in name's last
+// element matches when no entry has that name.
+func (d *Dir) Remove(name string) error { return d.remove(name, false) }
+
+// RemoveLiteral deletes the file name names as it is, never taking it
+// for a pattern (kermit.LiteralFS): a client's escaped name, whose
+// absence must not delete the files it would match.
+func (d *Dir) RemoveLiteral(name string) error { return d.remove(name, true) }
+
+func (d *Dir) remove(name string, literal bool) error {
 	if err := d.writable("delete"); err != nil {
 		return err
 	}
@@ -2476,32 +2518,56 @@ func (d *Dir) Remove(name string) error {
 		return d.removePartAt(rel)
 	}
 	fi, lerr := d.root.Lstat(rel)
-	if lerr != nil && hasWildcard(path.Base(rel)) {
-		// A pattern (REMOTE DELETE *.bin, as C-Kermit's server takes
-		// it): every regular file of the directory it matches; a name
-		// that exists is taken literally, as GET takes it.
-		matched, err := d.glob(nil, rel)
-		if err != nil {
-			return err
-		}
-		n := 0
-		for _, m := range matched {
-			if m.fi.Mode().IsRegular() {
-				if err := d.root.Remove(m.rel); err != nil {
-					return fmt.Errorf("filestore: %w", err)
-				}
-				n++
-			}
-		}
-		if n == 0 {
-			return fmt.Errorf("filestore: %s: no files match", rel)
-		}
-		return nil
+	if lerr != nil && !literal && hasWildcard(path.Base(rel)) {
+		return d.removeMatching(rel)
 	}
 	if lerr == nil && fi.IsDir() {
 		return fmt.Errorf("filestore: %s is a directory", rel)
 	}
 	return d.root.Remove(rel)
+}
+
+// removeMatching deletes every regular file of its directory that the
+// pattern rel's last element matches (REMOTE DELETE *.bin, as C-Kermit's
+// server takes it). A file it may not delete does not stop the rest, as
+// with rm(1); the error then says how many went and names those that
+// did not (QA: the first refusal ended it, unsaid what was deleted).
+func (d *Dir) removeMatching(rel string) error {
+	matched, err := d.glob(nil, rel)
+	if err != nil {
+		return err
+	}
+	n, deleted := 0, 0
+	var failed []string
+	for _, m := range matched {
+		if !m.fi.Mode().IsRegular() {
+			continue
+		}
+		n++
+		if err := d.root.Remove(m.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			why := err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				why = pe.Err // the name is said already
+			}
+			failed = append(failed, fmt.Sprintf("%s (%v)", path.Base(m.rel), why))
+			continue
+		}
+		deleted++
+	}
+	switch {
+	case n == 0:
+		return fmt.Errorf("filestore: %s: no files match", rel)
+	case len(failed) > 0:
+		const most = 8 // an E packet's worth
+		more := ""
+		if len(failed) > most {
+			more = fmt.Sprintf(" and %d more", len(failed)-most)
+			failed = failed[:most]
+		}
+		return fmt.Errorf("filestore: %s: deleted %d of %d matching files; not deleted: %s%s", rel, deleted, n, strings.Join(failed, ", "), more)
+	}
+	return nil
 }
 
 // CanRemoveSent says why files sent may not be removed (read-only

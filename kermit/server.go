@@ -430,6 +430,17 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 			return err
 		}
 	}
+	// Asked for by the REMOTE SET just before, and for this command only.
+	literal := s.literalNext
+	s.literalNext = false
+	var lit LiteralFS
+	if literal {
+		l, ok := fsys.(LiteralFS)
+		if !ok || (raw[0] != 'E' && raw[0] != 'D') {
+			return fmt.Errorf("%s is only for REMOTE DELETE and DIRECTORY on this server", literalParam)
+		}
+		lit = l
+	}
 	var reply string
 	switch raw[0] {
 	case 'F', 'L', 'X': // finish, bye/logout, exit
@@ -453,13 +464,24 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 			if !ok {
 				return fmt.Errorf("unimplemented: a listing of the tree")
 			}
+			if lit != nil {
+				tl = literalTree{lit}
+			}
 			return s.serveTree(ctx, p.Seq, tl, arg(0))
 		}
-		if reply, err = fsys.List(arg(0)); err != nil {
+		list := fsys.List
+		if lit != nil {
+			list = lit.ListLiteral
+		}
+		if reply, err = list(arg(0)); err != nil {
 			return err
 		}
 	case 'E':
-		if err := fsys.Remove(arg(0)); err != nil {
+		remove := fsys.Remove
+		if lit != nil {
+			remove = lit.RemoveLiteral
+		}
+		if err := remove(arg(0)); err != nil {
 			return err
 		}
 		reply = "deleted " + arg(0)
@@ -501,6 +523,11 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 				return err
 			}
 			s.removeSent = true
+		case literalParam:
+			if _, ok := fsys.(LiteralFS); !ok || arg(1) != "on" {
+				return fmt.Errorf("this server cannot take %q", literalParam+" "+arg(1))
+			}
+			s.literalNext = true
 		case congestionParam:
 			cs, ok := s.data.(interface{ SetCongestion(string) error })
 			if !s.dualActive() || !ok {
@@ -569,6 +596,35 @@ const treeArg = "kerf-tree"
 // the listing lines of what spec names and of everything under it.
 type TreeLister interface {
 	ListTree(spec string, w io.Writer) error
+}
+
+// LiteralFS is what a ServerFS implements to take a name as it is for
+// REMOTE DELETE and DIRECTORY (and kerf-tree), asked by REMOTE SET
+// kerf-literal: a client's escaped name ("a\[1\].txt") whose file is
+// absent must not delete, or list, the files it would match as a
+// pattern (QA: rm of a bracketed name deleted its neighbours).
+type LiteralFS interface {
+	RemoveLiteral(name string) error
+	ListLiteral(name string) (string, error)
+	ListTreeLiteral(name string, w io.Writer) error
+}
+
+// literalTree is a LiteralFS as the TreeLister of its literal listing.
+type literalTree struct{ l LiteralFS }
+
+func (t literalTree) ListTree(name string, w io.Writer) error { return t.l.ListTreeLiteral(name, w) }
+
+// literalParam is kerf's REMOTE SET parameter (value "on") asking a
+// server to take the name of the next REMOTE DELETE or DIRECTORY as it
+// is, never as a pattern (protocol.md §8). A server that does not know
+// it refuses it, so the command that would have matched is never sent.
+const literalParam = "kerf-literal"
+
+// TakeNextLiterally asks a kerf server to take the name of the next
+// REMOTE DELETE or DIRECTORY (Generic 'E', 'D', or ListTree) as it is.
+func (s *Session) TakeNextLiterally(ctx context.Context) error {
+	_, err := s.Generic(ctx, 'S', literalParam, "on")
+	return err
 }
 
 // serveTree answers REMOTE DIRECTORY spec kerf-tree: the listing streams

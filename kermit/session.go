@@ -105,6 +105,10 @@ type Session struct {
 	// its next GET once it has them saved (REMOTE SET
 	// kerf-remove-source-files).
 	removeSent bool
+	// literalNext: the client asked that the name of its next REMOTE
+	// DELETE or DIRECTORY be taken as it is, never as a pattern (REMOTE
+	// SET kerf-literal).
+	literalNext bool
 	// lastRaw is the link's byte count when packetArriving last looked.
 	lastRaw int64
 	// skip holds the files of its next GET a kerf client has whole

@@ -1,6 +1,9 @@
 package main
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // A remote name's wildcard characters may be escaped with a backslash,
 // as in a shell: `kerf get 'host/a\[1\].txt' -` asks for the file
@@ -46,4 +49,24 @@ func hasUnescaped(name, chars string) bool {
 		}
 	}
 	return false
+}
+
+// remoteName is what a remote command (ls, rm, mkdir, rmdir, mv) sends
+// for the path rp the user gave: rp without its escapes, and whether its
+// last element had escaped wildcards, so that a server that takes a
+// missing name for a pattern (REMOTE DELETE, DIRECTORY) must be asked to
+// take it as it is (kermit.Session.TakeNextLiterally). Only the last
+// element is ever a pattern; an escape in a directory is just dropped.
+// A last element with both escaped and unescaped wildcards cannot be
+// said to a server and is refused.
+func remoteName(rp string) (name string, literal bool, err error) {
+	base := rp[strings.LastIndexByte(rp, '/')+1:]
+	name = unescapeName(rp)
+	if !hasEscape(base) {
+		return name, false, nil
+	}
+	if hasWildcard(base) {
+		return "", false, usageErr("%s: a name with escaped and unescaped wildcards both cannot be sent (a pattern is matched by the server, which takes no escapes)", rp)
+	}
+	return name, strings.ContainsAny(path.Base(name), "*?[{"), nil
 }

@@ -1334,6 +1334,9 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if rp == "" && cmd != 'D' {
 					return usageErr("%s names no remote path", a)
 				}
+				if _, _, err := remoteName(rp); err != nil {
+					return err
+				}
 				paths = append(paths, rp)
 			}
 			cl, err := dial(c, host)
@@ -1345,14 +1348,23 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 			// failed are named; a failure of the link ends it all.
 			var failed []string
 			for i, rp := range paths {
-				arg := rp
-				if cmd == 'D' {
-					arg = quoteSpec([]string{rp}) // a pattern with a space is one
-				}
 				var reply string
-				if cmd == 'D' && c.Bool("recursive") {
+				arg, literal, _ := remoteName(rp) // checked above
+				switch {
+				case literal && (cmd == 'E' || cmd == 'D'):
+					// Taken as it is, or not at all: absent, it
+					// would be matched as a pattern (QA: rm of
+					// 'data\[2024\].tar' deleted data0.tar, data2.tar
+					// and data4.tar).
+					err = literally(c.Context, cl)
+				case cmd == 'D':
+					arg = quoteSpec([]string{arg}) // a pattern with a space is one
+				}
+				switch {
+				case err != nil:
+				case cmd == 'D' && c.Bool("recursive"):
 					reply, err = listTree(c.Context, cl, arg)
-				} else {
+				default:
 					reply, err = cl.Generic(c.Context, cmd, arg)
 				}
 				if err != nil {
@@ -1364,7 +1376,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 					// Only the server's refusal of this path (its E)
 					// leaves the session fit for the next one.
 					var pe *kermit.PeerError
-					refused := errors.As(err, &pe) && c.Context.Err() == nil
+					refused := (errors.As(err, &pe) || errors.Is(err, errNotSent)) && c.Context.Err() == nil
 					if enc := jsonOutput(c); enc != nil && refused {
 						// One per path the server refused, with one path
 						// as with several.
@@ -1411,6 +1423,23 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 		}),
 	}
 }
+
+// literally asks the server to take the next rm or ls name as it is. A
+// classic Kermit server cannot be asked, nor can a kerf server older
+// than the request: the name is then not sent at all.
+func literally(ctx context.Context, cl *control.Client) error {
+	if !cl.Session().PeerIsKerf() {
+		return fmt.Errorf("the server (a classic Kermit) would take the name for a pattern, its escapes being kerf's own: %w", errNotSent)
+	}
+	if err := cl.Session().TakeNextLiterally(ctx); err != nil {
+		return fmt.Errorf("the server cannot be asked to take the name as it is, not as a pattern (%w): %w", err, errNotSent)
+	}
+	return nil
+}
+
+// errNotSent: a remote command's path was not sent, the session being
+// fit for the next.
+var errNotSent = errors.New("not sent")
 
 // listTree is ls -R's listing of spec: the tree in kerf's listing form,
 // times with their fraction of a second as the server listed them.
@@ -1476,7 +1505,8 @@ func mvCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			if _, err := cl.Generic(c.Context, 'R', from, to); err != nil {
+			// No wildcards here: escapes are only dropped.
+			if _, err := cl.Generic(c.Context, 'R', unescapeName(from), unescapeName(to)); err != nil {
 				return transferErr(fmt.Errorf("mv: %w", err))
 			}
 			if enc := jsonOutput(c); enc != nil {

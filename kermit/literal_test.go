@@ -1,0 +1,58 @@
+package kermit_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// REMOTE SET kerf-literal makes the next REMOTE DELETE take its name as
+// it is (an absent "d[12].bin" deletes nothing), holds for that command
+// only (the one after matches again), and refuses to go with any other
+// command, which clears it.
+func TestLiteralNextCommandOnly(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"d1.bin", "d2.bin", "x.txt"} {
+		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
+	}
+	a, b := link(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fsys, _ := filestore.Open(root)
+	srv := kermit.NewSession(b, kermit.DefaultConfig())
+	go srv.Serve(ctx, fsys)
+	cli := kermit.NewSession(a, kermit.DefaultConfig())
+	defer cli.Close()
+	exists := func(n string) bool { _, err := os.Stat(filepath.Join(root, n)); return err == nil }
+
+	if err := cli.TakeNextLiterally(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Generic(ctx, 'E', "d[12].bin"); err == nil {
+		t.Error("a literal delete of an absent name gave no error")
+	}
+	if !exists("d1.bin") || !exists("d2.bin") {
+		t.Fatal("a literal delete of an absent name deleted what it matches")
+	}
+	if err := cli.TakeNextLiterally(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Generic(ctx, 'A'); err == nil {
+		t.Error("kerf-literal went with a REMOTE PWD")
+	}
+	// Cleared by the refused command: the next delete matches again.
+	if _, err := cli.Generic(ctx, 'E', "d[12].bin"); err != nil {
+		t.Fatalf("delete of a pattern: %v", err)
+	}
+	if exists("d1.bin") || exists("d2.bin") || !exists("x.txt") {
+		t.Error("the pattern's delete after a refused kerf-literal did not delete d1.bin and d2.bin alone")
+	}
+	if _, err := cli.Generic(ctx, 'S', "kerf-literal", "off"); err == nil {
+		t.Error("kerf-literal off was taken")
+	}
+}

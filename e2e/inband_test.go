@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,4 +50,29 @@ func TestInBandCLI(t *testing.T) {
 		t.Fatalf("send --in-band with KERF_QUIC and KERF_COMPRESS set: %v\n%s", err, out.String())
 	}
 	sameFile(t, filepath.Join(local, "f.bin"), filepath.Join(root, "again.bin"))
+}
+
+// A file whose size does not tell its length (/proc/version: size 0)
+// fails alone in packets, said as such, and the files after it go (QA:
+// the receiver's length check ended the transfer). Sent to a name that
+// is no directory, its failure, the sender's own, says nothing of the
+// name it went under (QA: "the server would not change into ..." on
+// every failure of such a send).
+func TestInBandFileLongerThanItsSize(t *testing.T) {
+	if _, err := os.Stat("/proc/version"); err != nil {
+		t.Fatalf("this test needs /proc/version: %v", err)
+	}
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "w.txt"), []byte("hi\n"))
+	r := run(t, srv, local, nil, "send", "--in-band", "/proc/version", "w.txt", target(srv.addr, "proc/"))
+	if r.code != 4 || !strings.Contains(r.stderr, "where its size said 0") {
+		t.Errorf("send of /proc/version and w.txt: %s; want exit 4 naming the size", r)
+	}
+	sameFile(t, filepath.Join(local, "w.txt"), filepath.Join(root, "proc/w.txt"))
+	noFile(t, filepath.Join(root, "proc/version"))
+	r = run(t, srv, local, nil, "send", "--in-band", "/proc/version", target(srv.addr, "v.txt"))
+	if r.code != 4 || strings.Contains(r.stderr, "would not change into") {
+		t.Errorf("send of /proc/version as v.txt: %s; want exit 4, no note of the name", r)
+	}
 }

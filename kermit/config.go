@@ -116,6 +116,10 @@ type Config struct {
 	// noPassedOver leaves capas3PassedOver out (tests: a kerf from
 	// before it).
 	noPassedOver bool
+	// noLengthCheck: a sender that does not compare what it read of a
+	// file in packets with the size it announced (tests: a kerf from
+	// before that check).
+	noLengthCheck bool
 	// verdictSize, if set, replaces Session.verdictSize (tests).
 	verdictSize int64
 }

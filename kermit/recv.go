@@ -1111,8 +1111,16 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	} else if !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf) {
 		// Short, or long from a kerf peer (one from before
 		// changedWhileSent sends a changed file whole): not this file.
+		err := fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
+		if s.neg.notStored {
+			// This file, not the rest of the group (QA: an in-band
+			// /proc file, announced 0 bytes, ended the transfer); what
+			// came is no prefix to resume from.
+			inc.Abort(false)
+			return &notStoredError{err}
+		}
 		inc.Abort(true)
-		return fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
+		return err
 	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length {
 		// A file that grew while a classic Kermit sent it (a log being
 		// written): every byte it sent arrived checked, and it says the

@@ -762,6 +762,18 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return err
 	}
 	changed := changedWhileSent(r, f, s.discardedTail())
+	if changed == nil && !canceled && !s.cfg.Text && f.Size >= 0 && !s.cfg.noLengthCheck && off+moved != f.Size {
+		// Its size said otherwise, and still does: a file whose size
+		// does not tell its length (/proc, /sys, some network file
+		// systems). Not this file as announced, so not stored; the
+		// group goes on (QA: a kerf receiver's length check ended the
+		// whole transfer on /proc/version).
+		tail := "not stored"
+		if !s.neg.peerKerf {
+			tail = "the receiver was told to discard it"
+		}
+		changed = fmt.Errorf("%s held %d bytes where its size said %d (a file whose size does not tell its length, as in /proc or /sys); %s", f.Name, off+moved, f.Size, tail)
+	}
 	switch {
 	case canceled:
 		zdata = []byte("D")
@@ -888,9 +900,9 @@ func (s *Session) zRefusal(ack []byte, done string) error {
 		return nil
 	}
 	if text, err := s.decodeString(ack[1:]); err == nil && text != "" {
-		return fmt.Errorf("not %s by the receiver: %s", done, text)
+		return receiverSaid{fmt.Errorf("not %s by the receiver: %s", done, text)}
 	}
-	return fmt.Errorf("not %s by the receiver", done)
+	return receiverSaid{fmt.Errorf("not %s by the receiver", done)}
 }
 
 // errRestart is the reason a kerf sender gives with the Z that discards
@@ -1316,10 +1328,25 @@ func (s *Session) refusal(reasons string) error {
 		if text, ok := s.refusalFields(reasons[j:]); ok {
 			// Its words say why; the tags' names ("disposition") would
 			// only say which attribute.
-			return fmt.Errorf("refused by the receiver: %s", text)
+			return receiverSaid{fmt.Errorf("refused by the receiver: %s", text)}
 		}
 	}
-	return fmt.Errorf("refused by the receiver (%s)", reasonWords(reasons))
+	return receiverSaid{fmt.Errorf("refused by the receiver (%s)", reasonWords(reasons))}
+}
+
+// receiverSaid marks an error as the receiver's answer about a file (a
+// refusal at its A, "not stored" at its Z), as against this side's own
+// trouble with it (FromReceiver).
+type receiverSaid struct{ error }
+
+func (e receiverSaid) Unwrap() error { return e.error }
+
+// FromReceiver reports whether err is the receiver's doing: its refusal
+// of a file, or its E. (The CLI then says what it sent the file as.)
+func FromReceiver(err error) bool {
+	var rs receiverSaid
+	var pe *PeerError
+	return errors.As(err, &rs) || errors.As(err, &pe)
 }
 
 // refusalFields decodes the "m" fields that end a refusal (see

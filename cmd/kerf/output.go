@@ -48,6 +48,9 @@ type reporter struct {
 	// share's files) is told once (QA); another failure of a name, in
 	// other words, is told too (review), and a server tells every one.
 	failedNow map[string]string
+	// receiverRefused: a file failed by the receiver's doing
+	// (kermit.FromReceiver), not this side's.
+	receiverRefused bool
 	// errLines counts the failed files given a line; errHidden those
 	// past maxErrLines, told as a count at the end.
 	errLines, errHidden int
@@ -416,6 +419,9 @@ func (r *reporter) event(e kermit.Event) {
 		}
 		r.failedNow[e.Name] = said
 		r.failed = append(r.failed, e.Name)
+		if kermit.FromReceiver(e.Err) {
+			r.receiverRefused = true
+		}
 		if errors.Is(e.Err, kermit.ErrNotBegun) && r.json == nil {
 			r.notBegun = append(r.notBegun, e.Name)
 			break
@@ -861,4 +867,11 @@ func clientLogger(c *cli.Context) *slog.Logger {
 		return slog.New(&noteHandler{level: lvl, out: writeNote})
 	}
 	return logger(c)
+}
+
+// byReceiver reports whether a file failed by the receiver's doing.
+func (r *reporter) byReceiver() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.receiverRefused
 }

@@ -1,0 +1,73 @@
+package kermit_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"kerf/kermit"
+)
+
+// lyingReader is a file whose size says less than it holds (a /proc
+// file says 0): ReadAt as a file, and Stat-less, so no change is seen.
+type lyingReader struct{ *bytes.Reader }
+
+func (lyingReader) Close() error { return nil }
+
+// A file in packets that holds more than its size said (/proc/version:
+// size 0, 125 bytes) fails alone, said as such, and the group goes on:
+// the sender finds it so; a kerf sender from before that check is
+// caught by the receiver's length check, which now fails that file only
+// (QA: it ended the transfer, "2 file(s) not sent").
+func TestFileLongerThanItsSizeFailsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		old  bool
+		want string
+	}{
+		{"sender finds it", false, "held 125 bytes where its size said 0"},
+		{"receiver finds it", true, "received 125 bytes, sender announced 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, []testFile{{"first.bin", randomBytes(7000, 1)}, {"steady.bin", randomBytes(5000, 8)}})
+			procData := randomBytes(125, 9)
+			version := kermit.OutgoingFile{Name: "version", Size: 0, Open: func() (kermit.FileReader, error) {
+				return lyingReader{bytes.NewReader(procData)}, nil
+			}}
+			files := []kermit.OutgoingFile{out[0], version, out[1]}
+			scfg := kermit.DefaultConfig()
+			if tc.old {
+				scfg = kermit.WithoutLengthCheck(scfg)
+			}
+			var mu sync.Mutex
+			var why []string
+			scfg.Events = func(e kermit.Event) {
+				if e.Kind == kermit.FileFailed {
+					mu.Lock()
+					why = append(why, e.Name+": "+e.Err.Error())
+					mu.Unlock()
+				}
+			}
+			serr, rerr := transferEitherInto(t, false, scfg, kermit.DefaultConfig(), files, dst)
+			var ge *kermit.GroupError
+			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "version" {
+				t.Fatalf("send: %v; want a group error naming version only", serr)
+			}
+			if rerr != nil {
+				t.Fatalf("receive: %v", rerr)
+			}
+			mu.Lock()
+			if len(why) != 1 || !strings.Contains(why[0], tc.want) {
+				t.Errorf("failures reported: %q; want one saying %q", why, tc.want)
+			}
+			mu.Unlock()
+			checkFiles(t, dst, []testFile{{"first.bin", randomBytes(7000, 1)}, {"steady.bin", randomBytes(5000, 8)}})
+		})
+	}
+}
+
+var _ io.ReaderAt = lyingReader{}

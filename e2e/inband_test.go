@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,8 +31,17 @@ func TestInBandCLI(t *testing.T) {
 	if len(done) != 1 || done[0].Data != "" {
 		t.Errorf("done events %+v: want one, its data none (in-band)", done)
 	}
-	mustRun(t, srv, back, nil, "get", "--in-band", target(srv.addr, "/f.bin"), ".")
+	// Each file_done says the file's CRC-32C, as on the data channel
+	// (QA: none in band).
+	want := fmt.Sprintf("%08x", crc32.Checksum(randomBytes(2<<20, 51), crc32.MakeTable(crc32.Castagnoli)))
+	if d := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(d) != 1 || d[0].CRC32C != want {
+		t.Errorf("send --in-band: file_done %+v; want crc32c %s", d, want)
+	}
+	r = mustRun(t, srv, back, []string{"--json"}, "get", "--in-band", target(srv.addr, "/f.bin"), ".")
 	sameFile(t, filepath.Join(local, "f.bin"), filepath.Join(back, "f.bin"))
+	if d := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(d) != 1 || d[0].CRC32C != want {
+		t.Errorf("get --in-band: file_done %+v; want crc32c %s", d, want)
+	}
 	if r := mustRun(t, srv, back, nil, "ls", "--in-band", target(srv.addr, "/")); !strings.Contains(r.stdout, "f.bin") {
 		t.Errorf("ls --in-band: %s", r)
 	}

@@ -1129,6 +1129,12 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		s.cfg.Log.Warn("the sender sent more than it announced (the file grew while it was sent?)",
 			"name", cur.name, "announced", cur.attrs.Length, "received", cur.off)
 	}
+	if done.CRC32C == 0 && s.neg.fileCRC && !cur.text && len(zdata) > 1 && zdata[0] == 'C' {
+		// In packets, checked (checkFileCRC): the file's CRC-32C, for
+		// its file_done as on the data channel.
+		v, _ := strconv.ParseUint(string(zdata[1:]), 16, 32)
+		done.CRC32C = uint32(v)
+	}
 	// The sender's permission bits, 000 included; 0644 when it sent none.
 	perm := defaultPerm
 	if cur.attrs.Perm >= 0 {

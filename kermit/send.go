@@ -761,6 +761,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	if err != nil {
 		return err
 	}
+	var whole uint32 // the file's CRC-32C, when the Z carries it
 	changed := changedWhileSent(r, f, s.discardedTail())
 	if changed == nil && !canceled && !s.cfg.Text && f.Size >= 0 && !s.cfg.noLengthCheck && off+moved != f.Size {
 		// Its size said otherwise, and still does: a file whose size
@@ -783,7 +784,8 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		// The whole file's check, for the receiver to hold the data
 		// to: a packet's block check lets a damaged one through now
 		// and then (capas3FileCRC).
-		zdata = crcZ(wholeCRC(prefixCRC, crc, off, moved))
+		whole = wholeCRC(prefixCRC, crc, off, moved)
+		zdata = crcZ(whole)
 	}
 	zs, err := s.queue(ctx, 'Z', zdata, 0)
 	if err != nil {
@@ -829,7 +831,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true, Path: f.Path})
 		return &skipError{changed}
 	}
-	s.event(Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path})
+	done := Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path}
+	if len(zdata) > 0 && zdata[0] == 'C' && !s.cfg.Text {
+		done.CRC32C = whole // of the file's bytes (in text, of its canonical form: not said)
+	}
+	s.event(done)
 	s.savedSoFar(ack)
 	return nil
 }

@@ -335,6 +335,9 @@ func walkLocal(args []string, recursive bool, ex kermit.Exclusions, sized bool, 
 		top, _, _ := strings.Cut(name, "/")
 		if overlap[top] {
 			if first, dup := from[name]; dup {
+				if filepath.Clean(first) == filepath.Clean(p) {
+					return true // named twice (send f f): sent once, as get does
+				}
 				return unsent(name, fmt.Errorf("%s: same name as %s, sent already", p, first))
 			}
 			from[name] = p

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,6 +307,44 @@ func TestListSecondsGoLate(t *testing.T) {
 		}
 		if !slices.Equal(all, tc.all) || !slices.Equal(late, tc.late) {
 			t.Errorf("%q: all %q, late %q; want %q, %q", tc.args, all, late, tc.all, tc.late)
+		}
+	}
+}
+
+// A file named twice on the command line (send f f, or f and ./f, or a
+// tree and the same tree with a slash) is sent once, as get takes a
+// name given twice, not failed as a second file of its name (QA: exit
+// 4); two files of one name from different paths still are.
+func TestSameFileNamedTwiceSentOnce(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"f", "t/x", "other/f"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644)
+	}
+	f, t1 := filepath.Join(dir, "f"), filepath.Join(dir, "t")
+	for _, tc := range []struct {
+		args       []string
+		sent, fail int
+	}{
+		{[]string{f, f}, 1, 0},
+		{[]string{f, dir + "/./f"}, 1, 0},
+		{[]string{t1, t1 + "/"}, 1, 0},
+		{[]string{f, filepath.Join(dir, "other/f")}, 1, 1},
+	} {
+		l, err := listLocal(tc.args, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}, planned: map[string]int64{}, total: l.bytes}
+		sent, failed := sendAsEngine(t, r, l.list(r.listed))
+		var files []string
+		for _, s := range sent {
+			if !strings.HasSuffix(s, "/") && s != "t" {
+				files = append(files, s)
+			}
+		}
+		if len(files) != tc.sent || len(failed) != tc.fail {
+			t.Errorf("%q: sent %q, failed %q; want %d sent, %d failed", tc.args, sent, failed, tc.sent, tc.fail)
 		}
 	}
 }

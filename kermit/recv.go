@@ -166,7 +166,10 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			// Cut off (the link, an E, a cancel): the file is not here.
 			path := cur.inc.Name()
 			kept := false
-			if cur.text {
+			if cur.text || cur.attrs.Length < 0 && s.neg.peerKerf {
+				// (Of no announced length, from a kerf: a stream it
+				// cannot send again from where it stopped; kept, it
+				// held the disk it filled.)
 				cur.inc.Abort(false)
 			} else {
 				kept = s.keepPartial(cur, cur.inc)

@@ -151,6 +151,11 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 				e := Event{Kind: FileFailed, Name: f.name, Err: &CutOffError{why}, Sending: true, Path: f.path}
 				if i < len(sending)-1 || s.lastZQueued {
 					e.Err = &CutOffError{unsure}
+				} else if s.openedOf == f.name && f.size < 0 {
+					// Of no announced length: a stream (standard
+					// input), which no resume can go on with; a kerf
+					// receiver keeps nothing of it.
+					e.Err = &CutOffError{fmt.Errorf("not sent whole, the transfer having stopped (read from a stream, it cannot be resumed: send it again): %w", err)}
 				} else if s.openedOf == f.name {
 					e.Err = &CutOffError{partly}
 				}

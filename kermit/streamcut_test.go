@@ -1,0 +1,103 @@
+package kermit_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// fullStore's files take limit bytes, then fail as a full disk does.
+type fullStore struct {
+	*filestore.Dir
+	limit int64
+}
+
+func (s fullStore) Create(name string) (kermit.Incoming, error) {
+	in, err := s.Dir.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return fullIncoming{in, s.limit}, nil
+}
+
+type fullIncoming struct {
+	kermit.Incoming
+	limit int64
+}
+
+func (f fullIncoming) WriteAt(b []byte, off int64) (int, error) {
+	if off+int64(len(b)) > f.limit {
+		return 0, errors.New("write: no space left on device")
+	}
+	return f.Incoming.WriteAt(b, off)
+}
+
+// A stream (standard input: no length announced) cut off mid-way is
+// not kept at a kerf receiver, since no resume can go on with it, and
+// the sender says so (QA: the partial held the full disk, and the words
+// offered --resume); a file of known length cut off so is kept, and
+// --resume offered, as before.
+func TestStreamCutOffKeepsNoPartial(t *testing.T) {
+	data := randomBytes(200_000, 4)
+	for _, tc := range []struct {
+		name  string
+		size  int64
+		kept  bool
+		words string
+	}{
+		{"stream", -1, false, "cannot be resumed"},
+		{"file", int64(len(data)), true, "--resume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := t.TempDir()
+			store, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			out := []kermit.OutgoingFile{{Name: "s.bin", Size: tc.size, Open: func() (kermit.FileReader, error) {
+				return streamReader{bytes.NewReader(data)}, nil
+			}}}
+			a, b := link(t, 0, 1)
+			recv := kermit.NewSession(b, kermit.DefaultConfig())
+			defer recv.Close()
+			cfg := kermit.DefaultConfig()
+			var mu sync.Mutex
+			var why []string
+			cfg.Events = func(e kermit.Event) {
+				if e.Kind == kermit.FileFailed {
+					mu.Lock()
+					why = append(why, e.Err.Error())
+					mu.Unlock()
+				}
+			}
+			send := kermit.NewSession(a, cfg)
+			defer send.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rerr := make(chan error, 1)
+			go func() { rerr <- recv.Receive(ctx, fullStore{store, 50_000}) }()
+			if err := send.Send(ctx, out); err == nil {
+				t.Fatal("send: no error, the receiver's disk full")
+			}
+			<-rerr
+			_, err = os.Stat(dst + "/.s.bin.kerf-part")
+			if kept := err == nil; kept != tc.kept {
+				t.Errorf("partial kept: %v, want %v", kept, tc.kept)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(why) != 1 || !strings.Contains(why[0], tc.words) {
+				t.Errorf("failures %q; want one saying %q", why, tc.words)
+			}
+		})
+	}
+}

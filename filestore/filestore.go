@@ -2620,6 +2620,12 @@ func (d *Dir) removePart(name string) error {
 
 // removePartAt removes the partial file rel unless a session holds it.
 func (d *Dir) removePartAt(rel string) error {
+	if fi, err := d.root.Lstat(rel); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// A link planted under a partial's name, which a receive
+		// refuses to write through and asks to have removed: the link
+		// goes, not what it leads to (QA: refused as leading outside).
+		return d.root.Remove(rel)
+	}
 	f, err := d.root.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)

@@ -44,3 +44,37 @@ func TestRemoveLivePartialAnySpelling(t *testing.T) {
 		t.Fatalf("Commit: %v", err)
 	}
 }
+
+// A link planted under a partial's name (which a receive will not write
+// through, and asks to have removed) is removed by Remove, the link and
+// not what it leads to, outside the tree or in it (QA: refused as
+// leading outside).
+func TestRemovePlantedPartialLink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "secret")
+	os.WriteFile(target, []byte("keep"), 0o644)
+	os.WriteFile(filepath.Join(root, "inside"), []byte("keep"), 0o644)
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, to := range []string{target, "inside", "nowhere"} {
+		link := filepath.Join(root, filestore.TempName("x.bin"))
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Remove(filestore.TempName("x.bin")); err != nil {
+			t.Errorf("Remove of a link to %s under a partial's name: %v", to, err)
+		}
+		if _, err := os.Lstat(link); err == nil {
+			t.Errorf("the link to %s is still there", to)
+			os.Remove(link)
+		}
+	}
+	for _, p := range []string{target, filepath.Join(root, "inside")} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != "keep" {
+			t.Errorf("%s: %q, %v", p, b, err)
+		}
+	}
+}

@@ -31,6 +31,8 @@
 #   JOBS [1]: runs at once. lineem reports lost_ms when it could not keep
 #       pace (a busy machine); the table shows it, so keep it near 0.
 #   KERF: path to the kerf binary; kerf pairings are skipped without it.
+#   KERF_RECV_ARGS [""]: more flags for kerf as receiver (e.g.
+#       "--packet-length 500": what a C-Kermit sender may send it).
 #   KERF_SHARED: the shared folder (else ../shared or ../../shared).
 #   OUT [bench/out/serial-DATE]: per-run logs, results.tsv and table.md.
 set -euo pipefail
@@ -45,6 +47,7 @@ DELAY=${DELAY:-0}
 LINEEM_ARGS=${LINEEM_ARGS:-}
 JOBS=${JOBS:-1}
 KERF=${KERF:-}
+KERF_RECV_ARGS=${KERF_RECV_ARGS:-}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -202,7 +205,7 @@ start_receiver() { # pair dir dev
 	ck-tuned-min) ck_run "$dir" recv "$dev" "$CK_TUNED_MIN" receive ;;
 	gk-gk | kerf-gk) exec gkermit -i -P -w -r <"$dev" >"$dev" ;;
 	zmodem) exec rz -b -y -q <"$dev" >"$dev" ;;
-	kerf-kerf | ck-kerf | gk-kerf) exec "$KERF" serial receive --line "$dev" --speed "$BAUD" --dir "$dir/dst" ;;
+	kerf-kerf | ck-kerf | gk-kerf) exec "$KERF" serial receive --line "$dev" --speed "$BAUD" --dir "$dir/dst" $KERF_RECV_ARGS ;;
 	gk-kerf-stream) exec "$KERF" serial receive --streaming --line "$dev" --speed "$BAUD" --dir "$dir/dst" ;;
 	esac
 }
@@ -220,7 +223,7 @@ start_sender() { # pair dir dev file (cwd = the file's directory)
 
 # timeout runs each side in a fresh bash, which gets these from the environment.
 export -f ck_prologue ck_run start_receiver start_sender
-export BAUD KERF CK_TUNED CK_TUNED_MIN
+export BAUD KERF CK_TUNED CK_TUNED_MIN KERF_RECV_ARGS
 
 run_one() { # ber seed file pair
 	local ber=$1 seed=$2 file=$3 pair=$4

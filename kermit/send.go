@@ -941,6 +941,15 @@ func (s *Session) attrsOf(f OutgoingFile) framing.Attributes {
 	}
 	if !f.ModTime.IsZero() {
 		a.ModTime = f.ModTime
+		loc := time.Local
+		if a.Zone != nil {
+			loc = a.Zone
+		}
+		if y := f.ModTime.In(loc).Year(); (y < 0 || y > 9999) && !f.Dir {
+			// Kermit's date has four digits of year: said, since the
+			// copy gets the time it arrives (QA: silent).
+			s.cfg.Log.Warn("a modification time outside years 0-9999 cannot be sent: the copy gets the time it arrives", "name", f.Name, "time", f.ModTime.Format(time.RFC3339))
+		}
 	}
 	if f.Mode != 0 || f.ModeKnown {
 		a.Perm = int(f.Mode.Perm())

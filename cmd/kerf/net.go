@@ -1352,7 +1352,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 			var failed []string
 			for i, rp := range paths {
 				var reply string
-				err = nil // (the previous path's)
+				err = nil                         // (the previous path's)
 				arg, literal, _ := remoteName(rp) // checked above
 				switch {
 				case literal && (cmd == 'E' || cmd == 'D'):

@@ -1352,8 +1352,9 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 			var failed []string
 			for i, rp := range paths {
 				var reply string
-				err = nil                         // (the previous path's)
-				arg, literal, _ := remoteName(rp) // checked above
+				// (err: the previous path's, cleared; rp: checked above)
+				err = nil
+				arg, literal, _ := remoteName(rp)
 				switch {
 				case literal && (cmd == 'E' || cmd == 'D'):
 					// Taken as it is, or not at all: absent, it

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"kerf/kermit"
@@ -43,15 +42,8 @@ func TestFileLongerThanItsSizeFailsAlone(t *testing.T) {
 			if tc.old {
 				scfg = kermit.WithoutLengthCheck(scfg)
 			}
-			var mu sync.Mutex
-			var why []string
-			scfg.Events = func(e kermit.Event) {
-				if e.Kind == kermit.FileFailed {
-					mu.Lock()
-					why = append(why, e.Name+": "+e.Err.Error())
-					mu.Unlock()
-				}
-			}
+			var log eventLog
+			scfg.Events = log.add
 			serr, rerr := transferEitherInto(t, false, scfg, kermit.DefaultConfig(), files, dst)
 			var ge *kermit.GroupError
 			if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "version" {
@@ -60,11 +52,10 @@ func TestFileLongerThanItsSizeFailsAlone(t *testing.T) {
 			if rerr != nil {
 				t.Fatalf("receive: %v", rerr)
 			}
-			mu.Lock()
+			why := log.failures()
 			if len(why) != 1 || !strings.Contains(why[0], tc.want) {
 				t.Errorf("failures reported: %q; want one saying %q", why, tc.want)
 			}
-			mu.Unlock()
 			checkFiles(t, dst, []testFile{{"first.bin", randomBytes(7000, 1)}, {"steady.bin", randomBytes(5000, 8)}})
 		})
 	}

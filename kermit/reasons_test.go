@@ -29,6 +29,19 @@ func (l *eventLog) add(e kermit.Event) {
 	l.mu.Unlock()
 }
 
+// failures is the errors of the FileFailed events, in words.
+func (l *eventLog) failures() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.events {
+		if e.Kind == kermit.FileFailed {
+			out = append(out, e.Err.Error())
+		}
+	}
+	return out
+}
+
 // errOf returns the error of the first event of kind k for name.
 func (l *eventLog) errOf(k kermit.EventKind, name string) error {
 	l.mu.Lock()

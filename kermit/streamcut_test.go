@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,15 +69,8 @@ func TestStreamCutOffKeepsNoPartial(t *testing.T) {
 			recv := kermit.NewSession(b, kermit.DefaultConfig())
 			defer recv.Close()
 			cfg := kermit.DefaultConfig()
-			var mu sync.Mutex
-			var why []string
-			cfg.Events = func(e kermit.Event) {
-				if e.Kind == kermit.FileFailed {
-					mu.Lock()
-					why = append(why, e.Err.Error())
-					mu.Unlock()
-				}
-			}
+			var log eventLog
+			cfg.Events = log.add
 			send := kermit.NewSession(a, cfg)
 			defer send.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -93,8 +85,7 @@ func TestStreamCutOffKeepsNoPartial(t *testing.T) {
 			if kept := err == nil; kept != tc.kept {
 				t.Errorf("partial kept: %v, want %v", kept, tc.kept)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			why := log.failures()
 			if len(why) != 1 || !strings.Contains(why[0], tc.words) {
 				t.Errorf("failures %q; want one saying %q", why, tc.words)
 			}

@@ -14,7 +14,7 @@ import (
 // REMOTE SET kerf-literal makes the next REMOTE DELETE take its name as
 // it is (an absent "d[12].bin" deletes nothing), holds for that command
 // only (the one after matches again), and refuses to go with any other
-// command, which clears it.
+// generic command, which clears it, as a GET does.
 func TestLiteralNextCommandOnly(t *testing.T) {
 	root := t.TempDir()
 	for _, n := range []string{"d1.bin", "d2.bin", "x.txt"} {
@@ -51,6 +51,20 @@ func TestLiteralNextCommandOnly(t *testing.T) {
 	}
 	if exists("d1.bin") || exists("d2.bin") || !exists("x.txt") {
 		t.Error("the pattern's delete after a refused kerf-literal did not delete d1.bin and d2.bin alone")
+	}
+	// A GET between clears it too: the delete after matches.
+	for _, n := range []string{"d1.bin", "d2.bin"} {
+		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
+	}
+	if err := cli.TakeNextLiterally(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := filestore.Open(t.TempDir())
+	if err := cli.Get(ctx, "x.txt", false, store); err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if _, err := cli.Generic(ctx, 'E', "d[12].bin"); err != nil || exists("d1.bin") || exists("d2.bin") {
+		t.Errorf("delete of a pattern after kerf-literal and a GET: %v; d1.bin %v, d2.bin %v", err, exists("d1.bin"), exists("d2.bin"))
 	}
 	if _, err := cli.Generic(ctx, 'S', "kerf-literal", "off"); err == nil {
 		t.Error("kerf-literal off was taken")

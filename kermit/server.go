@@ -150,6 +150,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.started = false
 			s.rw.size = 1
 		case 'S':
+			s.literalNext = false // for a REMOTE DELETE or DIRECTORY only
 			var store Store = fsys
 			if err := authorize(fsys, "S"); err != nil {
 				// A kerf client may still send a read-only server its
@@ -170,6 +171,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'R', 'V', 'J': // V: GET /RECURSIVE, J: REGET (C-Kermit)
 			sh, ex, rm := s.share, s.exclude, s.removeSent
 			s.share, s.exclude, s.removeSent = share{}, nil, false // for this GET only, whatever comes of it
+			s.literalNext = false                                  // for a REMOTE DELETE or DIRECTORY only
 			defer s.dropSkip()
 			if err := authorize(fsys, string(p.Type)); err != nil {
 				return err

@@ -1188,12 +1188,27 @@ func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 		} else if !t.refetch {
 			// (A GET's take-over knows a skipped file by its place.)
 			t.files[sh].set(e.Name, toldForGood, true)
+			if skipFails(e.Err) {
+				// Refused at its A, canceled: failed on its own, as the
+				// engine's group error counts it, and so named by a
+				// second pass's outcome too (QA: 1,746 refusals were
+				// forgotten, exit 0, when the group failed at its end
+				// and the files under way were confirmed).
+				t.failed[sh] = append(t.failed[sh], e.Name)
+			}
 		}
 	case FileFailed:
 		t.files[sh].set(e.Name, toldForGood, true)
 		t.failed[sh] = append(t.failed[sh], e.Name)
 	}
 	return e, true
+}
+
+// skipFails reports whether a file skipped for err failed (a refusal, a
+// cancel), as against one there whole, declined by a classic receiver
+// on purpose, or passed over.
+func skipFails(err error) bool {
+	return err != nil && !errors.Is(err, ErrAlreadyThere) && !errors.Is(err, ErrDeclined) && !errors.Is(err, ErrPassedOver) && err != errListedWhole
 }
 
 // failedOf returns the files share sh's sessions told failed on their

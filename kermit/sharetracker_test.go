@@ -124,3 +124,27 @@ func TestShareTrackerGetRetriedFailureWithdrawn(t *testing.T) {
 		t.Errorf("share 0's failures %q, want only b", f)
 	}
 }
+
+// Files refused at their A (skipped with the receiver's reason) or
+// canceled count among a share's failures, as FileFailed ones do, so
+// that the outcome of a second pass (the group failed at its end, and
+// the files under way were confirmed) still names them; files there
+// whole, declined on purpose or passed over do not (QA: a send of 2,000
+// files whose directory was made read-only part-way said 254 stored,
+// none failed, exit 0).
+func TestShareTrackerCountsRefusalsFailed(t *testing.T) {
+	tr := newShareTracker(1, false)
+	tell := tr.events(0, func(Event) {})
+	tell(Event{Kind: FileSkipped, Name: "refused", Err: receiverSaid{errors.New("refused by the receiver: permission denied")}})
+	tell(Event{Kind: FileSkipped, Name: "canceled", Err: ErrCanceled})
+	tell(Event{Kind: FileSkipped, Name: "there", Err: ErrAlreadyThere})
+	tell(Event{Kind: FileSkipped, Name: "declined", Err: fmt.Errorf("%w (date)", ErrDeclined)})
+	tell(Event{Kind: FileSkipped, Name: "fifo", Err: PassedOver("a FIFO")})
+	tell(Event{Kind: FileFailed, Name: "failed", Err: errors.New("changed while it was sent")})
+	if got, want := tr.failedNames(0), []string{"refused", "canceled", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("failed %q, want %q", got, want)
+	}
+	if got, want := tr.failedOf(0), []string{"refused", "canceled", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("failedOf %q, want %q", got, want)
+	}
+}

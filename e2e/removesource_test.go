@@ -53,13 +53,22 @@ func TestSendRemoveSourceFiles(t *testing.T) {
 	}
 
 	// Sent before, not removed then (an interrupted move): a --resume
-	// finds it there whole, and removes it.
+	// finds it there whole. The server being on this machine, what it
+	// has may be this very file (QA: a file in the server's own tree was
+	// removed, the only copy): it stays, said so. (Removed when the
+	// server is elsewhere: TestSourceRemover.)
 	writeFile(t, filepath.Join(local, "again.bin"), randomBytes(70000, 9))
 	mustRun(t, srv, local, nil, "send", "again.bin", srv.addr)
-	mustRun(t, srv, local, nil, "send", "--resume", "--remove-source-files", "again.bin", srv.addr)
-	if _, err := os.Stat(filepath.Join(local, "again.bin")); !os.IsNotExist(err) {
-		t.Errorf("a file found there whole was not removed (%v)", err)
+	r = mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "--remove-source-files", "again.bin", srv.addr)
+	if _, err := os.Stat(filepath.Join(local, "again.bin")); err != nil {
+		t.Errorf("a file found there whole, by a server on this machine, was removed (%v)", err)
 	}
+	if k := eventsNamed(parseEvents(t, r.stdout), "source_kept"); len(k) != 1 || !strings.Contains(k[0].Reason, "on this machine") {
+		t.Errorf("source_kept events %+v, want one saying the server is on this machine", k)
+	}
+	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(70000, 9))
+	// The very file: the server's own, sent to itself.
+	mustRun(t, srv, local, nil, "send", "--resume", "--remove-source-files", filepath.Join(root, "again.bin"), srv.addr)
 	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(70000, 9))
 
 	// One there whole under the same name but different from this one
@@ -138,13 +147,18 @@ func TestGetRemoveSourceFiles(t *testing.T) {
 	}
 
 	// Fetched before and not removed then: a --resume finds it here
-	// whole and the server removes it, sending nothing.
+	// whole, sending nothing. The client being on the server's machine,
+	// what it has may be the server's very file (QA: a get into the
+	// server's own directory removed the only copy): it stays. (Removed
+	// for a client elsewhere: TestSentRemovalKeepsForLocalClient.)
 	writeFile(t, filepath.Join(root, "again.bin"), randomBytes(90000, 17))
 	mustRun(t, srv, local, nil, "get", target(srv.addr, "again.bin"), ".")
 	r := mustRun(t, srv, local, []string{"--json"}, "get", "--resume", "--remove-source-files", target(srv.addr, "again.bin"), ".")
-	if _, err := os.Stat(filepath.Join(root, "again.bin")); !os.IsNotExist(err) {
-		t.Errorf("a file here whole stays at the server (%v)", err)
+	if _, err := os.Stat(filepath.Join(root, "again.bin")); err != nil {
+		t.Errorf("a file found whole by a client on this machine was removed at the server (%v)", err)
 	}
+	mustRun(t, srv, local, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "again.bin"), root)
+	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(90000, 17))
 	if d := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(d) != 0 {
 		t.Errorf("a file here whole was fetched again: %+v", d)
 	}

@@ -106,6 +106,12 @@ type Config struct {
 	// MinTimeout for it: MaxRetries of them without an answer end the
 	// transfer (kerf's control connections: 20 of 20 s).
 	Reliable bool
+	// PeerLocal: the peer runs on this machine, and may see the very
+	// files this side has. A GET with kerf-remove-source-files then
+	// removes no file the client found already there whole: it may be
+	// this one (QA: a fetch into the server's own directory removed the
+	// only copy).
+	PeerLocal bool
 
 	// noDirAttrs leaves capas2DirAttrs out of this side's Send-Init, as
 	// a kerf from before it does (tests of that peer).

@@ -35,6 +35,8 @@ type sentRemoval struct {
 	mu    sync.Mutex
 	taken map[string]OutgoingFile // by Path, from the walk
 	log   *slog.Logger
+	// local: the client runs on this machine (Config.PeerLocal).
+	local bool
 }
 
 // source wraps src so that each file taken from it is remembered.
@@ -71,6 +73,12 @@ func (r *sentRemoval) event(tell func(Event)) func(Event) {
 		delete(r.taken, e.Path)
 		r.mu.Unlock()
 		if !ok || !(e.Kind == FileSaved || e.Kind == FileSkipped && errors.Is(e.Err, ErrAlreadyThere)) {
+			return
+		}
+		if e.Kind == FileSkipped && r.local {
+			// Found whole by a client on this machine: what it has may
+			// be this very file, reached by another path.
+			r.log.Warn("a file sent is kept: the client, on this machine, found it already there, which may be this very file", "path", f.Path)
 			return
 		}
 		if err := r.fs.RemoveSent(f); err != nil {

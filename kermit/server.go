@@ -187,7 +187,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			defer stop()
 			if rm {
 				// Asked for, so fsys is a SentRemover (REMOTE SET).
-				r := &sentRemoval{fs: fsys.(SentRemover), taken: map[string]OutgoingFile{}, log: s.cfg.Log}
+				r := &sentRemoval{fs: fsys.(SentRemover), taken: map[string]OutgoingFile{}, log: s.cfg.Log, local: s.cfg.PeerLocal}
 				src = r.source(src)
 				tell := s.cfg.Events
 				s.cfg.Events = r.event(tell)

@@ -814,6 +814,9 @@ func sendCommand() *cli.Command {
 			defer cl.Close()
 			local := w.list
 			rep := newSendReporter(c, local.bytes)
+			if rep.remover != nil {
+				rep.remover.local = control.IsLocalAddr(cl.RemoteAddr())
+			}
 			rep.skippedLocal(local.skipped)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel

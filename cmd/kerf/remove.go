@@ -12,10 +12,10 @@ import (
 	"kerf/kermit"
 )
 
-var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole, if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay)"}
+var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole (not from a server on this machine, where that may be this very file), if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay)"}
 
 // getRemoveSourceFlag is the get's: the server removes each file.
-var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole, if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log)"}
+var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole (not with the server on this machine, where that may be its very file), if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log)"}
 
 // sourceRemover removes each sent file once the receiver has it
 // (send --remove-source-files: rsync's option, Kermit's SEND /DELETE):
@@ -31,6 +31,8 @@ type sourceRemover struct {
 	kept func(name, path, why string)
 	// removed is told of each file removed.
 	removed func(name, path string)
+	// local: the server runs on this machine (control.IsLocalAddr).
+	local bool
 }
 
 // sentSource is a file as it was when its sending began.
@@ -69,7 +71,12 @@ func (m *sourceRemover) event(e kermit.Event) {
 		}
 	case kermit.FileSkipped:
 		delete(m.started, e.Path)
-		if errors.Is(e.Err, kermit.ErrAlreadyThere) {
+		if errors.Is(e.Err, kermit.ErrAlreadyThere) && m.local {
+			// What a server on this machine has may be this very file,
+			// reached by another path (QA: send --resume of a file in
+			// the server's own tree removed the only copy).
+			m.kept(e.Name, e.Path, "the server, on this machine, has it already, and that may be this very file")
+		} else if errors.Is(e.Err, kermit.ErrAlreadyThere) {
 			// The receiver has it, of this size and time: gone from
 			// here as a file sent would be (rsync removes these too,
 			// so that a move interrupted and run again completes).

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"kerf/control"
 	"kerf/kermit"
 )
 
@@ -112,5 +115,33 @@ func TestSourceRemoverAlreadyThere(t *testing.T) {
 	m.event(kermit.Event{Kind: kermit.FileSaved, Name: "g.txt", Path: q, Size: 1})
 	if _, err := os.Stat(q); err != nil {
 		t.Errorf("a received file was removed: %v", err)
+	}
+}
+
+// To a server on this machine, a file it has whole already stays: what
+// it has may be this very file (QA: send --resume --remove-source-files
+// of a file in the server's own tree removed the only copy). The
+// address test knows loopback as this machine's, and a TEST-NET address
+// as another's.
+func TestSourceRemoverServerOnThisMachine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f.txt")
+	os.WriteFile(p, []byte("hello"), 0o644)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	os.Chtimes(p, old, old)
+	var kept []string
+	m := newSourceRemover(func(_, _, why string) { kept = append(kept, why) }, nil)
+	m.local = true
+	m.event(kermit.Event{Kind: kermit.FileSkipped, Err: kermit.ErrAlreadyThere, Name: "f.txt", Path: p, Size: 5, ModTime: old, Sending: true})
+	if _, err := os.Stat(p); err != nil || len(kept) != 1 || !strings.Contains(kept[0], "this machine") {
+		t.Errorf("found whole by a server on this machine: %v, kept %q", err, kept)
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:1649": true, "[::1]:1649": true, "192.0.2.7:1649": false} {
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := control.IsLocalAddr(a); got != want {
+			t.Errorf("IsLocalAddr(%s) = %v, want %v", addr, got, want)
+		}
 	}
 }

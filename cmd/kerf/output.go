@@ -48,6 +48,12 @@ type reporter struct {
 	// share's files) is told once (QA); another failure of a name, in
 	// other words, is told too (review), and a server tells every one.
 	failedNow map[string]string
+	// notSavedFailed are the files told failed as not saved under their
+	// names (ErrNotSaved, ErrSaveFailed): a FileSaved that follows
+	// withdraws the failure.
+	notSavedFailed map[string]bool
+	// uncounted are those of them taken off the files' count.
+	uncounted map[string]bool
 	// receiverRefused: a file failed by the receiver's doing
 	// (kermit.FromReceiver), not this side's.
 	receiverRefused bool
@@ -329,6 +335,19 @@ func (r *reporter) event(e kermit.Event) {
 			r.json.Encode(jsonEvent{Event: "reconnecting", Error: msg, Seconds: e.Duration.Seconds()})
 		}
 	case kermit.FileSaved:
+		if r.notSavedFailed[e.Name] {
+			// Told not saved under its name (the group's renames
+			// failed), and saved since by a later pass: not a failure
+			// after all (QA: exit 4 naming 258 files that were all
+			// there).
+			delete(r.notSavedFailed, e.Name)
+			if r.uncounted[e.Name] {
+				delete(r.uncounted, e.Name)
+				r.files++
+			}
+			r.failed = slices.DeleteFunc(r.failed, func(n string) bool { return n == e.Name })
+			delete(r.failedNow, e.Name)
+		}
 		// Done with: a send's memory follows the files not yet saved.
 		delete(r.unsaved, e.Name)
 		delete(r.finished, e.Name)
@@ -345,12 +364,22 @@ func (r *reporter) event(e kermit.Event) {
 		notSaved := errors.Is(e.Err, kermit.ErrNotSaved) || errors.Is(e.Err, kermit.ErrSaveFailed)
 		_, begun := r.current[e.Name]
 		delete(r.startAt, e.Name)
+		if notSaved && e.Kind == kermit.FileFailed {
+			if r.notSavedFailed == nil {
+				r.notSavedFailed = map[string]bool{}
+			}
+			r.notSavedFailed[e.Name] = true
+		}
 		if n, ok := r.unsaved[e.Name]; ok && notSaved {
 			// Done, then not saved under its name (the group's renames
 			// failed, or a send stopped before the receiver said it
 			// saved it): neither its file nor its bytes count.
 			r.done -= n
 			r.files--
+			if r.uncounted == nil {
+				r.uncounted = map[string]bool{}
+			}
+			r.uncounted[e.Name] = true
 			delete(r.unsaved, e.Name)
 			delete(r.finished, e.Name)
 		}

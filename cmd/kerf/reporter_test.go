@@ -344,3 +344,27 @@ func TestReporterSaysAnEndOnce(t *testing.T) {
 		t.Errorf("end with another error: %v", err)
 	}
 }
+
+// A file told not saved under its name (the group's renames failed)
+// that a later pass saves is no longer among the failures, and counts
+// once; a second file of a name refused stays failed when the first is
+// saved (QA: a get -r whose directory went read-only part-way, every
+// file there in the end, exit 4 naming 62 of them).
+func TestReporterNotSavedThenSavedWithdrawn(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "a", Size: 10},
+		{Kind: kermit.FileDone, Name: "a", Size: 10, Bytes: 10},
+		{Kind: kermit.FileFailed, Name: "a", Err: fmt.Errorf("%w: linkat: permission denied", kermit.ErrSaveFailed)},
+		{Kind: kermit.FileStart, Name: "x", Size: 10},
+		{Kind: kermit.FileDone, Name: "x", Size: 10, Bytes: 10},
+		{Kind: kermit.FileFailed, Name: "x", Err: errors.New("b/x: same name as a/x, already received")},
+		{Kind: kermit.FileSaved, Name: "a", Size: 10, Bytes: 10},
+		{Kind: kermit.FileSaved, Name: "x", Size: 10, Bytes: 10},
+	} {
+		r.event(e)
+	}
+	if !slices.Equal(r.failed, []string{"x"}) || r.files != 2 {
+		t.Errorf("failed %q, %d files; want x alone failed, 2 files", r.failed, r.files)
+	}
+}

@@ -98,6 +98,11 @@ func IsPartName(name string) bool {
 // Dir is a directory tree files are received into and served from.
 type Dir struct {
 	root *os.Root
+	// madeIn are the directories in which this Dir made (or may have
+	// made) a directory since its last flush: synced by the flush too,
+	// so that a saved file's new parents are durable with it (QA: only
+	// a file's own directory was synced). Under mu.
+	madeIn map[string]bool
 	cwd  string // relative to root, "." at the top
 	// busyWaited is how long Create has waited, in all, for names that
 	// another session held (see busyGrace).
@@ -252,6 +257,7 @@ func (d *Dir) openDir(rel string, create bool) (*dirHandle, error) {
 			return nil, err
 		}
 		d.noteMade(rel) // in its parents' listings (unnamed.go)
+		d.madeDirs(rel)
 	}
 	r, err := d.root.OpenRoot(rel)
 	if err != nil {
@@ -1551,12 +1557,16 @@ func (d *Dir) flushFiles(files []*incoming) error {
 			errs[i] = fmt.Errorf("filestore: completing %s: %w", in.final, errs[i])
 		}
 	}
-	// The renames are durable once their directories are synced.
+	// The renames are durable once their directories are synced, and
+	// the directories made for them once theirs are.
+	synced := make(map[string]bool, len(dirty))
 	for h := range dirty {
+		synced[h.rel] = true
 		if err := h.sync(d); err != nil {
 			errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", h.rel, err))
 		}
 	}
+	errs = append(errs, d.syncMadeIn(synced)...)
 	for _, in := range files {
 		d.putDir(in.h)
 	}
@@ -2834,7 +2844,51 @@ func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 		return "", err
 	}
 	d.noteMade(rel)
+	d.madeDirs(rel)
 	return rel, nil
+}
+
+// dirSynced is told each directory syncMadeIn synced (tests).
+var dirSynced = func(rel string) {}
+
+// madeDirs notes that rel and its parents may have just been made: the
+// directories holding them are synced at the next flush.
+func (d *Dir) madeDirs(rel string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.madeIn == nil {
+		d.madeIn = map[string]bool{}
+	}
+	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		d.madeIn[path.Dir(p)] = true
+	}
+}
+
+// syncMadeIn syncs the directories made in since the last time, each
+// once, but those in done (synced already).
+func (d *Dir) syncMadeIn(done map[string]bool) []error {
+	d.mu.Lock()
+	dirs := d.madeIn
+	d.madeIn = nil
+	d.mu.Unlock()
+	var errs []error
+	for rel := range dirs {
+		if done[rel] {
+			continue
+		}
+		f, err := d.root.Open(rel)
+		if err == nil {
+			err = f.Sync()
+			f.Close()
+		}
+		if err == nil {
+			dirSynced(rel)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", rel, err))
+		}
+	}
+	return errs
 }
 
 // Rmdir removes an empty directory.

@@ -103,7 +103,7 @@ type Dir struct {
 	// so that a saved file's new parents are durable with it (QA: only
 	// a file's own directory was synced). Under mu.
 	madeIn map[string]bool
-	cwd  string // relative to root, "." at the top
+	cwd    string // relative to root, "." at the top
 	// busyWaited is how long Create has waited, in all, for names that
 	// another session held (see busyGrace).
 	busyWaited time.Duration

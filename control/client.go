@@ -410,6 +410,11 @@ func loginLen(user, pass string) int {
 // RemoteAddr is the address the control connection reached.
 func (c *Client) RemoteAddr() net.Addr { return c.conn.RemoteAddr() }
 
+// OnThisHost reports whether the server runs on this host
+// (datachan.SameHost of the control connection): it may see the very
+// files this side has.
+func (c *Client) OnThisHost() bool { return datachan.SameHost(c.conn) }
+
 // Session is the Kermit session on the control connection.
 func (c *Client) Session() *kermit.Session { return c.sess }
 

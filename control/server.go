@@ -526,7 +526,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 		defer dual.close()
 		kc.Dual = dual
 	}
-	kc.PeerLocal = IsLocalAddr(conn.RemoteAddr())
+	kc.PeerLocal = datachan.SameHost(conn)
 	reads := &watchedConn{Conn: conn}
 	sess := kermit.NewSession(reads, kc)
 	defer sess.Close()

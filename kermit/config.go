@@ -106,7 +106,8 @@ type Config struct {
 	// MinTimeout for it: MaxRetries of them without an answer end the
 	// transfer (kerf's control connections: 20 of 20 s).
 	Reliable bool
-	// PeerLocal: the peer runs on this machine, and may see the very
+	// PeerLocal: the peer runs on this machine (control sets it by
+	// datachan.SameHost of the connection), and may see the very
 	// files this side has. A GET with kerf-remove-source-files then
 	// removes no file the client found already there whole: it may be
 	// this one (QA: a fetch into the server's own directory removed the

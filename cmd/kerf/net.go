@@ -815,7 +815,7 @@ func sendCommand() *cli.Command {
 			local := w.list
 			rep := newSendReporter(c, local.bytes)
 			if rep.remover != nil {
-				rep.remover.local = control.IsLocalAddr(cl.RemoteAddr())
+				rep.remover.local = cl.OnThisHost()
 			}
 			rep.skippedLocal(local.skipped)
 			cl.Session().SetEvents(rep.event)

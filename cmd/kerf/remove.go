@@ -31,7 +31,7 @@ type sourceRemover struct {
 	kept func(name, path, why string)
 	// removed is told of each file removed.
 	removed func(name, path string)
-	// local: the server runs on this machine (control.IsLocalAddr).
+	// local: the server runs on this machine (control.Client.OnThisHost).
 	local bool
 }
 

@@ -6,30 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"kerf/kermit"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A modification time Kermit's date cannot carry (a year past 9999) is
 // said by the sender, whose copy gets the time it arrives; one it can
@@ -45,7 +26,7 @@ func TestFarModTimeIsSaid(t *testing.T) {
 		}}
 	}
 	out := []kermit.OutgoingFile{file("far.bin", far), file("near.bin", near)}
-	var log lockedBuffer
+	var log syncBuf
 	scfg := kermit.DefaultConfig()
 	scfg.Log = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	serr, rerr := transferEitherInto(t, false, scfg, kermit.DefaultConfig(), out, dst)

@@ -1104,14 +1104,21 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 		cur.off = cur.attrs.Length
 		done.CRC32C = whole
-	} else if err := s.checkFileCRC(cur, zdata); err != nil {
+	} else if whole, checked, err := s.checkFileCRC(cur, zdata); err != nil {
 		inc.Abort(false) // where the damage is is not known
 		if errors.Is(err, ErrProtocol) {
 			return err
 		}
 		s.abandon(cur.name) // its sender sends it again
 		return &notStoredError{err}
-	} else if !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf) {
+	} else if checked && !cur.text {
+		// In packets, checked: the file's CRC-32C, for its file_done
+		// as on the data channel.
+		done.CRC32C = whole
+	}
+	// (On the data path Wait had it whole: cur.off is its length.)
+	switch {
+	case !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf):
 		// Short, or long from a kerf peer (one from before
 		// changedWhileSent sends a changed file whole): not this file.
 		err := fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
@@ -1124,19 +1131,13 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 		inc.Abort(true)
 		return err
-	} else if !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length {
+	case !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length:
 		// A file that grew while a classic Kermit sent it (a log being
 		// written): every byte it sent arrived checked, and it says the
 		// file ended, so it is kept, as C-Kermit keeps it. (A kerf
 		// sender discards such a file itself: changedWhileSent.)
 		s.cfg.Log.Warn("the sender sent more than it announced (the file grew while it was sent?)",
 			"name", cur.name, "announced", cur.attrs.Length, "received", cur.off)
-	}
-	if done.CRC32C == 0 && s.neg.fileCRC && !cur.text && len(zdata) > 1 && zdata[0] == 'C' {
-		// In packets, checked (checkFileCRC): the file's CRC-32C, for
-		// its file_done as on the data channel.
-		v, _ := strconv.ParseUint(string(zdata[1:]), 16, 32)
-		done.CRC32C = uint32(v)
 	}
 	// The sender's permission bits, 000 included; 0644 when it sent none.
 	perm := defaultPerm
@@ -1251,25 +1252,25 @@ func (s *Session) abandon(name string) {
 const reasonFileCRC = "whole-file CRC-32C mismatch"
 
 // checkFileCRC checks a file received in packets against the CRC-32C a
-// kerf sender ends its Z with (capas3FileCRC): nil when it matches, or
-// when there is none to check (not agreed, a text file resumed, whose
-// kept part is stored in local form).
-func (s *Session) checkFileCRC(cur *recvFile, zdata []byte) error {
+// kerf sender ends its Z with (capas3FileCRC): the CRC when it matches,
+// checked false when there is none to check (not agreed, a text file
+// resumed, whose kept part is stored in local form), or an error.
+func (s *Session) checkFileCRC(cur *recvFile, zdata []byte) (whole uint32, checked bool, err error) {
 	if !s.neg.fileCRC || len(zdata) < 2 || zdata[0] != 'C' || cur.text && cur.start > 0 {
-		return nil
+		return 0, false, nil
 	}
-	whole := wholeCRC(cur.prefix, cur.crc, cur.start, cur.off-cur.start) // (binary when resumed)
+	whole = wholeCRC(cur.prefix, cur.crc, cur.start, cur.off-cur.start) // (binary when resumed)
 	want, err := strconv.ParseUint(string(zdata[1:]), 16, 32)
 	if err != nil {
-		return fmt.Errorf("%w: Z packet for %s: bad CRC-32C %q", ErrProtocol, cur.name, zdata[1:])
+		return 0, false, fmt.Errorf("%w: Z packet for %s: bad CRC-32C %q", ErrProtocol, cur.name, zdata[1:])
 	}
 	if uint32(want) != whole {
 		// (The same words each time: the file comes again, and a
 		// reporter tells a failure once.)
 		s.cfg.Log.Info("whole-file CRC-32C mismatch", "name", cur.name, "sender", fmt.Sprintf("%08x", want), "received", fmt.Sprintf("%08x", whole))
-		return fmt.Errorf("%s of %s: damage that passed the packets' block check; not stored (a kerf sender sends it again, twice at most)", reasonFileCRC, cur.name)
+		return 0, false, fmt.Errorf("%s of %s: damage that passed the packets' block check; not stored (a kerf sender sends it again, twice at most)", reasonFileCRC, cur.name)
 	}
-	return nil
+	return whole, true, nil
 }
 
 // notStoredError is a received file this side could not store, whose

@@ -49,11 +49,9 @@ type reporter struct {
 	// other words, is told too (review), and a server tells every one.
 	failedNow map[string]string
 	// notSavedFailed are the files told failed as not saved under their
-	// names (ErrNotSaved, ErrSaveFailed): a FileSaved that follows
-	// withdraws the failure.
+	// names (ErrNotSaved, ErrSaveFailed), and whether that took them off
+	// the files' count: a FileSaved that follows withdraws the failure.
 	notSavedFailed map[string]bool
-	// uncounted are those of them taken off the files' count.
-	uncounted map[string]bool
 	// receiverRefused: a file failed by the receiver's doing
 	// (kermit.FromReceiver), not this side's.
 	receiverRefused bool
@@ -335,14 +333,13 @@ func (r *reporter) event(e kermit.Event) {
 			r.json.Encode(jsonEvent{Event: "reconnecting", Error: msg, Seconds: e.Duration.Seconds()})
 		}
 	case kermit.FileSaved:
-		if r.notSavedFailed[e.Name] {
+		if uncounted, ok := r.notSavedFailed[e.Name]; ok {
 			// Told not saved under its name (the group's renames
 			// failed), and saved since by a later pass: not a failure
 			// after all (QA: exit 4 naming 258 files that were all
 			// there).
 			delete(r.notSavedFailed, e.Name)
-			if r.uncounted[e.Name] {
-				delete(r.uncounted, e.Name)
+			if uncounted {
 				r.files++
 			}
 			r.failed = slices.DeleteFunc(r.failed, func(n string) bool { return n == e.Name })
@@ -368,7 +365,8 @@ func (r *reporter) event(e kermit.Event) {
 			if r.notSavedFailed == nil {
 				r.notSavedFailed = map[string]bool{}
 			}
-			r.notSavedFailed[e.Name] = true
+			_, counted := r.unsaved[e.Name]
+			r.notSavedFailed[e.Name] = counted // taken off below
 		}
 		if n, ok := r.unsaved[e.Name]; ok && notSaved {
 			// Done, then not saved under its name (the group's renames
@@ -376,10 +374,6 @@ func (r *reporter) event(e kermit.Event) {
 			// saved it): neither its file nor its bytes count.
 			r.done -= n
 			r.files--
-			if r.uncounted == nil {
-				r.uncounted = map[string]bool{}
-			}
-			r.uncounted[e.Name] = true
 			delete(r.unsaved, e.Name)
 			delete(r.finished, e.Name)
 		}

@@ -59,12 +59,7 @@ func TestSourceRemover(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "f.txt")
-			if err := os.WriteFile(p, []byte("hello"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			old := time.Now().Add(-time.Hour).Truncate(time.Second)
-			os.Chtimes(p, old, old)
+			p, old := hourOldFile(t)
 			var kept []string
 			m := newSourceRemover(func(_, _, why string) { kept = append(kept, why) }, nil)
 			m.event(kermit.Event{Kind: kermit.FileStart, Name: "f.txt", Path: p, Size: 5, ModTime: old, Sending: true})
@@ -90,10 +85,7 @@ func TestSourceRemover(t *testing.T) {
 // A file a resume finds there whole goes if it is as listed; one whose
 // size or time differs from what the receiver matched stays.
 func TestSourceRemoverAlreadyThere(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f.txt")
-	os.WriteFile(p, []byte("hello"), 0o644)
-	old := time.Now().Add(-time.Hour).Truncate(time.Second)
-	os.Chtimes(p, old, old)
+	p, old := hourOldFile(t)
 	var kept []string
 	m := newSourceRemover(func(_, _, why string) { kept = append(kept, why) }, nil)
 	skip := kermit.Event{Kind: kermit.FileSkipped, Err: kermit.ErrAlreadyThere, Name: "f.txt", Path: p, Size: 5, ModTime: old.Add(time.Second), Sending: true}
@@ -121,10 +113,7 @@ func TestSourceRemoverAlreadyThere(t *testing.T) {
 // of a file in the server's own tree removed the only copy). (Which
 // addresses are this machine's: datachan's TestSameHost.)
 func TestSourceRemoverServerOnThisMachine(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f.txt")
-	os.WriteFile(p, []byte("hello"), 0o644)
-	old := time.Now().Add(-time.Hour).Truncate(time.Second)
-	os.Chtimes(p, old, old)
+	p, old := hourOldFile(t)
 	var kept []string
 	m := newSourceRemover(func(_, _, why string) { kept = append(kept, why) }, nil)
 	m.local = true
@@ -132,4 +121,19 @@ func TestSourceRemoverServerOnThisMachine(t *testing.T) {
 	if _, err := os.Stat(p); err != nil || len(kept) != 1 || !strings.Contains(kept[0], "this machine") {
 		t.Errorf("found whole by a server on this machine: %v, kept %q", err, kept)
 	}
+}
+
+// hourOldFile makes f.txt ("hello"), last modified an hour ago, to the
+// second: a file sent and then found whole at the receiver.
+func hourOldFile(t *testing.T) (string, time.Time) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(p, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	return p, old
 }

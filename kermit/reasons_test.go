@@ -90,21 +90,31 @@ func TestRefusalAndUnsentReasons(t *testing.T) {
 	}
 }
 
-// failingStore fails every write with a long message whose cause is at
-// the end, as a full disk's is.
-type failingStore struct{ *filestore.Dir }
+// failingStore's files take limit bytes (none, by default), then fail
+// every write with a long message whose cause is at the end, as a full
+// disk's is.
+type failingStore struct {
+	*filestore.Dir
+	limit int64
+}
 
 func (s failingStore) Create(name string) (kermit.Incoming, error) {
 	in, err := s.Dir.Create(name)
 	if err != nil {
 		return nil, err
 	}
-	return failingIncoming{in}, nil
+	return failingIncoming{in, s.limit}, nil
 }
 
-type failingIncoming struct{ kermit.Incoming }
+type failingIncoming struct {
+	kermit.Incoming
+	limit int64
+}
 
-func (failingIncoming) WriteAt([]byte, int64) (int, error) {
+func (f failingIncoming) WriteAt(b []byte, off int64) (int, error) {
+	if off+int64(len(b)) <= f.limit {
+		return f.Incoming.WriteAt(b, off)
+	}
 	return 0, errors.New("write some/rather/deep/directory/tree/with/a/long/file/name.bin: no space left on device")
 }
 
@@ -126,7 +136,7 @@ func TestErrorPacketKeepsCause(t *testing.T) {
 	rerr := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	go func() { rerr <- recv.Receive(ctx, failingStore{store}) }()
+	go func() { rerr <- recv.Receive(ctx, failingStore{Dir: store}) }()
 	serr := send.Send(ctx, files)
 	<-rerr
 	var pe *kermit.PeerError

@@ -3,7 +3,6 @@ package kermit_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -12,32 +11,6 @@ import (
 	"kerf/filestore"
 	"kerf/kermit"
 )
-
-// fullStore's files take limit bytes, then fail as a full disk does.
-type fullStore struct {
-	*filestore.Dir
-	limit int64
-}
-
-func (s fullStore) Create(name string) (kermit.Incoming, error) {
-	in, err := s.Dir.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return fullIncoming{in, s.limit}, nil
-}
-
-type fullIncoming struct {
-	kermit.Incoming
-	limit int64
-}
-
-func (f fullIncoming) WriteAt(b []byte, off int64) (int, error) {
-	if off+int64(len(b)) > f.limit {
-		return 0, errors.New("write: no space left on device")
-	}
-	return f.Incoming.WriteAt(b, off)
-}
 
 // A stream (standard input: no length announced) cut off mid-way is
 // not kept at a kerf receiver, since no resume can go on with it, and
@@ -76,7 +49,7 @@ func TestStreamCutOffKeepsNoPartial(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			rerr := make(chan error, 1)
-			go func() { rerr <- recv.Receive(ctx, fullStore{store, 50_000}) }()
+			go func() { rerr <- recv.Receive(ctx, failingStore{store, 50_000}) }()
 			if err := send.Send(ctx, out); err == nil {
 				t.Fatal("send: no error, the receiver's disk full")
 			}

@@ -506,12 +506,12 @@ func (f *sessionFS) Space() (int64, error) {
 	return d.Space()
 }
 
-func (f *sessionFS) ListTree(spec string, w io.Writer) error {
+func (f *sessionFS) ListTree(spec string, ino bool, w io.Writer) error {
 	d, err := f.spec(spec)
 	if err != nil {
 		return err
 	}
-	return clearErr(d.ListTree(spec, w), spec)
+	return clearErr(d.ListTree(spec, ino, w), spec)
 }
 
 func (f *sessionFS) Chdir(dir string) error {
@@ -557,12 +557,12 @@ func (f *sessionFS) ListLiteral(name string) (string, error) {
 	return list, clearErr(err, name)
 }
 
-func (f *sessionFS) ListTreeLiteral(name string, w io.Writer) error {
+func (f *sessionFS) ListTreeLiteral(name string, ino bool, w io.Writer) error {
 	d, err := f.named(name)
 	if err != nil {
 		return err
 	}
-	return clearErr(d.ListTreeLiteral(name, w), name)
+	return clearErr(d.ListTreeLiteral(name, ino, w), name)
 }
 
 // CanRemoveSent and RemoveSent let a GET remove what it sent once the

@@ -1038,6 +1038,8 @@ type incoming struct {
 	prepared bool
 	touched  atomic.Bool // written to in this session
 	empty    atomic.Bool // known to be empty: created here, nothing written
+	// existingIno is the inode number of the file Existing found.
+	existingIno uint64
 
 	// Sparse files: writes of zeros at or after zeroFrom (where the file
 	// is known to hold nothing) are skipped, and holeEnd is the furthest
@@ -1080,8 +1082,13 @@ func (in *incoming) Existing() (int64, time.Time, bool) {
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return 0, time.Time{}, false
 	}
+	in.existingIno = uint64(st.Ino)
 	return st.Size, time.Unix(st.Mtim.Unix()), true
 }
+
+// ExistingIno is the inode number of the file Existing last found
+// (kermit.ExistingInode), 0 before.
+func (in *incoming) ExistingIno() uint64 { return in.existingIno }
 
 // KeepExisting sets the permission bits of the file already under the
 // final name to perm (kermit.ExistingKeeper): a resume that finds the
@@ -2388,20 +2395,32 @@ func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 // not exist are left out, and so is what is in a directory that cannot
 // be read: the listing says what is there, for a sender's quick check
 // (protocol.md §6, item 7), where a missing entry only means the file
-// is sent.
-func (d *Dir) ListTree(spec string, w io.Writer) error { return d.listTree(spec, w, false) }
+// is sent. With ino, each line carries the entry's inode number
+// (framing.AppendListingLineIno), for a peer that tells its own files
+// by them (kermit's capas4Inodes).
+func (d *Dir) ListTree(spec string, ino bool, w io.Writer) error {
+	return d.listTree(spec, w, false, ino)
+}
 
 // ListTreeLiteral is ListTree of the one entry name names as it is
 // (kermit.LiteralFS).
-func (d *Dir) ListTreeLiteral(name string, w io.Writer) error { return d.listTree(name, w, true) }
+func (d *Dir) ListTreeLiteral(name string, ino bool, w io.Writer) error {
+	return d.listTree(name, w, true, ino)
+}
 
-func (d *Dir) listTree(spec string, w io.Writer, literal bool) error {
+func (d *Dir) listTree(spec string, w io.Writer, literal, ino bool) error {
 	if strings.TrimSpace(spec) == "" {
 		spec = "."
 	}
 	var line []byte
 	emit := func(name string, fi fs.FileInfo) error {
-		line = framing.AppendListingLineExact(line[:0], listingEntry(name, fi))
+		if ino {
+			e := listingEntry(name, fi)
+			e.Ino = kermit.StatusOf(fi).Ino
+			line = framing.AppendListingLineIno(line[:0], e)
+		} else {
+			line = framing.AppendListingLineExact(line[:0], listingEntry(name, fi))
+		}
 		_, err := w.Write(line)
 		return err
 	}

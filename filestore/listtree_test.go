@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestListTree(t *testing.T) {
 	list := func(spec string) ([]string, error) {
 		t.Helper()
 		var b bytes.Buffer
-		err := d.ListTree(spec, &b)
+		err := d.ListTree(spec, false, &b)
 		entries, perr := framing.ParseListing(b.String())
 		if perr != nil {
 			t.Fatalf("ListTree(%q) wrote %q: %v", spec, b.String(), perr)
@@ -100,17 +101,42 @@ func TestListTreeLineIsList(t *testing.T) {
 	os.Chtimes(filepath.Join(root, "e/g"), when.Add(123), when.Add(123))
 	d := openTree(t, root)
 	var e bytes.Buffer
-	if err := d.ListTree("e/g", &e); err != nil || !strings.Contains(e.String(), " 2026-01-02 03:04:05.000000123 e/g\n") {
+	if err := d.ListTree("e/g", false, &e); err != nil || !strings.Contains(e.String(), " 2026-01-02 03:04:05.000000123 e/g\n") {
 		t.Errorf("ListTree(e/g) = %q, %v; want the time to the nanosecond", e.String(), err)
 	}
 	var b bytes.Buffer
-	if err := d.ListTree("d/f", &b); err != nil {
+	if err := d.ListTree("d/f", false, &b); err != nil {
 		t.Fatal(err)
 	}
 	l, err := d.List("d")
 	tree := b.String()
 	if err != nil || !strings.HasSuffix(tree, " d/f\n") || strings.TrimSuffix(tree, "d/f\n") != strings.TrimSuffix(l, "f\n") {
 		t.Errorf("ListTree(d/f) = %q; List(d) = %q, %v", tree, l, err)
+	}
+}
+
+// With ino, each line carries the entry's own inode number, read back by
+// framing.ParseListingIno.
+func TestListTreeIno(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "d/f", "d/g")
+	d := openTree(t, root)
+	var b bytes.Buffer
+	if err := d.ListTree("d", true, &b); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := framing.ParseListingIno(b.String())
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("ListTree(d, ino) = %q: %+v, %v", b.String(), entries, err)
+	}
+	for _, e := range entries {
+		fi, err := os.Lstat(filepath.Join(root, e.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fi.Sys().(*syscall.Stat_t).Ino; e.Ino != uint64(want) || e.Ino == 0 {
+			t.Errorf("%s listed with inode %d; it is %d", e.Name, e.Ino, want)
+		}
 	}
 }
 

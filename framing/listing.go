@@ -18,6 +18,11 @@ type ListingEntry struct {
 	Size    int64
 	ModTime time.Time // UTC, to the second
 	Name    string    // exact; '/'-separated in a tree listing; no trailing "/"
+	// Ino is the entry's inode number in a listing with inodes
+	// (AppendListingLineIno), 0 when not known: what tells a file a
+	// resume finds "already there" from the sender's own (protocol.md
+	// §6, item 8).
+	Ino uint64
 }
 
 // listingTime is the time layout of a listing line.
@@ -40,6 +45,17 @@ func AppendListingLineExact(b []byte, e ListingEntry) []byte {
 	return appendListingLine(b, e, true)
 }
 
+// AppendListingLineIno is AppendListingLineExact with the inode number
+// after the time (" @N", 0 when unknown): the form two kerf peers that
+// both set the inodes bit use for tree and GET listings and kerf-skip
+// text (protocol.md §8). Only ParseListingLineIno reads it.
+func AppendListingLineIno(b []byte, e ListingEntry) []byte {
+	b = appendListingHead(b, e, true)
+	b = append(b, " @"...)
+	b = strconv.AppendUint(b, e.Ino, 10)
+	return appendListingName(b, e)
+}
+
 // SameModTime reports whether a and b are one modification time for a
 // quick check: the same second, and the same fraction unless either has
 // none (a file system, or a peer, that keeps only seconds).
@@ -48,6 +64,11 @@ func SameModTime(a, b time.Time) bool {
 }
 
 func appendListingLine(b []byte, e ListingEntry, exact bool) []byte {
+	return appendListingName(appendListingHead(b, e, exact), e)
+}
+
+// appendListingHead appends a listing line's mode, size and time.
+func appendListingHead(b []byte, e ListingEntry, exact bool) []byte {
 	b = append(b, ModeString(e.Mode)...)
 	b = append(b, ' ')
 	size := strconv.FormatInt(e.Size, 10)
@@ -60,6 +81,11 @@ func appendListingLine(b []byte, e ListingEntry, exact bool) []byte {
 	if exact {
 		b = appendNanos(b, e.ModTime)
 	}
+	return b
+}
+
+// appendListingName appends a listing line's name and its newline.
+func appendListingName(b []byte, e ListingEntry) []byte {
 	b = append(b, ' ')
 	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 {
 		b = strconv.AppendQuote(b, e.Name)
@@ -99,6 +125,15 @@ var ErrNotListing = errors.New("framing: not a kerf listing line")
 // ParseListingLine reads one line AppendListingLine wrote (without its
 // newline).
 func ParseListingLine(line string) (ListingEntry, error) {
+	return parseListingLine(line, false)
+}
+
+// ParseListingLineIno reads one line AppendListingLineIno wrote.
+func ParseListingLineIno(line string) (ListingEntry, error) {
+	return parseListingLine(line, true)
+}
+
+func parseListingLine(line string, withIno bool) (ListingEntry, error) {
 	bad := func(why string) (ListingEntry, error) {
 		return ListingEntry{}, fmt.Errorf("%w (%s): %q", ErrNotListing, why, line)
 	}
@@ -148,6 +183,22 @@ func ParseListingLine(line string) (ListingEntry, error) {
 	if rest[0] != ' ' || len(rest) < 2 {
 		return bad("time")
 	}
+	var ino uint64
+	if withIno {
+		// " @N ": decimal digits, no sign, no leading zero but 0's.
+		end := strings.IndexByte(rest[1:], ' ') + 1
+		if end < 3 || rest[1] != '@' || rest[2] == '0' && end > 3 {
+			return bad("inode")
+		}
+		var err error
+		if ino, err = strconv.ParseUint(rest[2:end], 10, 64); err != nil {
+			return bad("inode")
+		}
+		rest = rest[end:]
+		if len(rest) < 2 {
+			return bad("name")
+		}
+	}
 	name := rest[1:]
 	if strings.HasPrefix(name, `"`) {
 		q, err := strconv.QuotedPrefix(name)
@@ -165,19 +216,28 @@ func ParseListingLine(line string) (ListingEntry, error) {
 	if name == "" {
 		return bad("name")
 	}
-	return ListingEntry{Mode: mode, Size: size, ModTime: mt, Name: name}, nil
+	return ListingEntry{Mode: mode, Size: size, ModTime: mt, Name: name, Ino: ino}, nil
 }
 
 // ParseListing reads a whole listing. It fails on the first line not in
 // kerf's form: a half-read listing would silently drop names.
 func ParseListing(text string) ([]ListingEntry, error) {
+	return parseListing(text, false)
+}
+
+// ParseListingIno reads a whole listing of AppendListingLineIno's lines.
+func ParseListingIno(text string) ([]ListingEntry, error) {
+	return parseListing(text, true)
+}
+
+func parseListing(text string, withIno bool) ([]ListingEntry, error) {
 	text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	if text == "" {
 		return nil, nil
 	}
 	var out []ListingEntry
 	for line := range strings.SplitSeq(text, "\n") {
-		e, err := ParseListingLine(line)
+		e, err := parseListingLine(line, withIno)
 		if err != nil {
 			return nil, err
 		}

@@ -15,29 +15,29 @@ func TestAppendListingLine(t *testing.T) {
 		e    ListingEntry
 		want string
 	}{
-		{ListingEntry{0o644, 16384, listingTimeUTC, "a.txt"},
+		{ListingEntry{0o644, 16384, listingTimeUTC, "a.txt", 0},
 			"-rw-r--r--        16384 2026-12-01 04:05:06 a.txt\n"},
-		{ListingEntry{fs.ModeDir | 0o755, 4096, listingTimeUTC, "photos/2026"},
+		{ListingEntry{fs.ModeDir | 0o755, 4096, listingTimeUTC, "photos/2026", 0},
 			"drwxr-xr-x         4096 2026-12-01 04:05:06 photos/2026/\n"},
-		{ListingEntry{fs.ModeDir | fs.ModeSticky | 0o777, 0, listingTimeUTC, "tmp"},
+		{ListingEntry{fs.ModeDir | fs.ModeSticky | 0o777, 0, listingTimeUTC, "tmp", 0},
 			"drwxrwxrwt            0 2026-12-01 04:05:06 tmp/\n"},
-		{ListingEntry{fs.ModeSetuid | fs.ModeSetgid | 0o644, 1, listingTimeUTC, "odd"},
+		{ListingEntry{fs.ModeSetuid | fs.ModeSetgid | 0o644, 1, listingTimeUTC, "odd", 0},
 			"-rwSr-Sr--            1 2026-12-01 04:05:06 odd\n"},
-		{ListingEntry{fs.ModeSetuid | 0o4755&0o777, 123456789012345, listingTimeUTC, "big"},
+		{ListingEntry{fs.ModeSetuid | 0o4755&0o777, 123456789012345, listingTimeUTC, "big", 0},
 			"-rwsr-xr-x 123456789012345 2026-12-01 04:05:06 big\n"},
-		{ListingEntry{fs.ModeSymlink | 0o777, 7, listingTimeUTC, "to a"},
+		{ListingEntry{fs.ModeSymlink | 0o777, 7, listingTimeUTC, "to a", 0},
 			"lrwxrwxrwx            7 2026-12-01 04:05:06 to a\n"},
-		{ListingEntry{fs.ModeNamedPipe | 0o600, 0, listingTimeUTC, "fifo"},
+		{ListingEntry{fs.ModeNamedPipe | 0o600, 0, listingTimeUTC, "fifo", 0},
 			"prw-------            0 2026-12-01 04:05:06 fifo\n"},
-		{ListingEntry{fs.ModeDevice | fs.ModeCharDevice | 0o666, 0, listingTimeUTC, "null"},
+		{ListingEntry{fs.ModeDevice | fs.ModeCharDevice | 0o666, 0, listingTimeUTC, "null", 0},
 			"crw-rw-rw-            0 2026-12-01 04:05:06 null\n"},
-		{ListingEntry{0o644, 2, listingTimeUTC, "new\nline"},
+		{ListingEntry{0o644, 2, listingTimeUTC, "new\nline", 0},
 			"-rw-r--r--            2 2026-12-01 04:05:06 \"new\\nline\"\n"},
-		{ListingEntry{fs.ModeDir | 0o700, 0, listingTimeUTC, "bad\xffutf8"},
+		{ListingEntry{fs.ModeDir | 0o700, 0, listingTimeUTC, "bad\xffutf8", 0},
 			"drwx------            0 2026-12-01 04:05:06 \"bad\\xffutf8\"/\n"},
-		{ListingEntry{0o644, 0, listingTimeUTC, `"quoted"`},
+		{ListingEntry{0o644, 0, listingTimeUTC, `"quoted"`, 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 \"\\\"quoted\\\"\"\n"},
-		{ListingEntry{0o644, 0, time.Date(2026, 12, 1, 5, 5, 6, 0, time.FixedZone("x", 3600)), "zone"},
+		{ListingEntry{0o644, 0, time.Date(2026, 12, 1, 5, 5, 6, 0, time.FixedZone("x", 3600)), "zone", 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 zone\n"},
 	} {
 		got := string(AppendListingLine(nil, c.e))
@@ -80,7 +80,7 @@ func TestParseListingLineRefuses(t *testing.T) {
 // An exact line carries the fraction of a second; a whole second is
 // written as the plain line is, and a fraction read back whole.
 func TestListingLineExact(t *testing.T) {
-	e := ListingEntry{0o644, 5, listingTimeUTC.Add(123456789), "a"}
+	e := ListingEntry{0o644, 5, listingTimeUTC.Add(123456789), "a", 0}
 	got := string(AppendListingLineExact(nil, e))
 	if want := "-rw-r--r--            5 2026-12-01 04:05:06.123456789 a\n"; got != want {
 		t.Errorf("exact line %q, want %q", got, want)
@@ -160,6 +160,75 @@ func FuzzParseListingLine(f *testing.F) {
 		}
 		if e.ModTime.Nanosecond() == 0 && string(out) != string(AppendListingLine(nil, e)) {
 			t.Fatalf("a whole second written two ways: %q", out)
+		}
+	})
+}
+
+// A line with an inode carries it after the time; only
+// ParseListingLineIno reads it, and a plain parser takes it for no line
+// it wrote.
+func TestListingLineIno(t *testing.T) {
+	for _, c := range []struct {
+		e    ListingEntry
+		want string
+	}{
+		{ListingEntry{0o644, 5, listingTimeUTC.Add(123456789), "a", 1234567},
+			"-rw-r--r--            5 2026-12-01 04:05:06.123456789 @1234567 a\n"},
+		{ListingEntry{0o600, 0, listingTimeUTC, "@9 b", 0},
+			"-rw-------            0 2026-12-01 04:05:06 @0 @9 b\n"},
+		{ListingEntry{fs.ModeDir | 0o755, 0, listingTimeUTC, "d", 18446744073709551615},
+			"drwxr-xr-x            0 2026-12-01 04:05:06 @18446744073709551615 d/\n"},
+		{ListingEntry{0o644, 1, listingTimeUTC, "new\nline", 7},
+			"-rw-r--r--            1 2026-12-01 04:05:06 @7 \"new\\nline\"\n"},
+	} {
+		got := string(AppendListingLineIno(nil, c.e))
+		if got != c.want {
+			t.Errorf("AppendListingLineIno(%+v) = %q; want %q", c.e, got, c.want)
+			continue
+		}
+		if back, err := ParseListingLineIno(got[:len(got)-1]); err != nil || back != c.e {
+			t.Errorf("ParseListingLineIno(%q) = %+v, %v; want %+v", got, back, err, c.e)
+		}
+		if all, err := ParseListingIno(got + got); err != nil || len(all) != 2 || all[1] != c.e {
+			t.Errorf("ParseListingIno of two lines = %+v, %v", all, err)
+		}
+	}
+	for _, line := range []string{
+		"-rw-r--r--  5 2026-12-01 04:05:06 a",                       // no inode
+		"-rw-r--r--  5 2026-12-01 04:05:06 @ a",                     // empty
+		"-rw-r--r--  5 2026-12-01 04:05:06 @01 a",                   // leading zero
+		"-rw-r--r--  5 2026-12-01 04:05:06 @+1 a",                   // sign
+		"-rw-r--r--  5 2026-12-01 04:05:06 @-1 a",                   // sign
+		"-rw-r--r--  5 2026-12-01 04:05:06 @1x a",                   // not decimal
+		"-rw-r--r--  5 2026-12-01 04:05:06 @1",                      // no name
+		"-rw-r--r--  5 2026-12-01 04:05:06 @1 ",                     // empty name
+		"-rw-r--r--  5 2026-12-01 04:05:06 #1 a",                    // another mark
+		"-rw-r--r--  5 2026-12-01 04:05:06 @18446744073709551616 a", // past 64 bits
+	} {
+		if e, err := ParseListingLineIno(line); !errors.Is(err, ErrNotListing) {
+			t.Errorf("ParseListingLineIno(%q) = %+v, %v; want ErrNotListing", line, e, err)
+		}
+	}
+}
+
+// A line with an inode that parses is written back as the same entry.
+func FuzzParseListingLineIno(f *testing.F) {
+	for _, s := range []string{
+		"-rw-r--r--        16384 2026-12-01 04:05:06.500000000 @12 a.txt",
+		"drwxrwxrwt            0 2026-12-01 04:05:06 @0 tmp/",
+		"-rw-r--r--            2 2026-12-01 04:05:06 @3 \"new\\nline\"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		e, err := ParseListingLineIno(line)
+		if err != nil {
+			return
+		}
+		out := AppendListingLineIno(nil, e)
+		back, err := ParseListingLineIno(string(out[:len(out)-1]))
+		if err != nil || back != e {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", line, e, out, back, err)
 		}
 	})
 }

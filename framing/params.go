@@ -73,6 +73,7 @@ type Params struct {
 	Capas    int    // first CAPAS byte's bits (without the continuation bit)
 	Capas2   int    // kerf's second CAPAS byte bits; 0 = not sent
 	Capas3   int    // kerf's third CAPAS byte bits; 0 = not sent
+	Capas4   int    // kerf's fourth CAPAS byte bits; 0 = not sent
 	Window   int    // WINDO
 	MaxLenX  int    // MAXLX1*95+MAXLX2, long packet length
 	WhatAmI  int    // WHATAMI bits (WhatValid set if present)
@@ -147,9 +148,9 @@ func DefaultParams() Params {
 //
 // Every field through WHATAMI2 is always written; Ext follows only when it
 // is not empty. The CHKPNT fields are written as "0___" (no checkpointing),
-// as C-Kermit does. When Capas2 (or Capas3) is not zero the first CAPAS
-// byte carries the continuation bit and a second byte follows, and so on
-// for a third; classic Kermits skip them.
+// as C-Kermit does. When Capas2 (or Capas3, Capas4) is not zero the first
+// CAPAS byte carries the continuation bit and a second byte follows, and
+// so on for a third and a fourth; classic Kermits skip them.
 //
 // Marshal never fails: values that cannot be encoded are brought into range
 // rather than corrupting the field layout, and always to the value
@@ -162,7 +163,7 @@ func DefaultParams() Params {
 // 1..31 CR, a QCTL that is not a valid prefix '#', a QBIN that is neither
 // 'Y', 'N' nor a valid prefix 'N', a REPT that is not a valid prefix ' ',
 // and a Check other than 1..3 becomes 1 (Force3 writes "5", which reads
-// back as Check 3 with Force3). Capas, Capas2 and Capas3 keep only bits
+// back as Check 3 with Force3). Capas, Capas2, Capas3 and Capas4 keep only bits
 // 2..32, WhatAmI and WhatAmI2 only bits 1..32. SysID and Ext are cut to 94
 // bytes, the most tochar can count; their bytes are written as given (keep
 // them printable).
@@ -218,8 +219,10 @@ func (p Params) appendTo(b []byte) []byte {
 		chkt,
 		rept,
 	)
-	capas, capas2, capas3 := p.Capas&capBits, p.Capas2&capBits, p.Capas3&capBits
+	capas, capas2, capas3, capas4 := p.Capas&capBits, p.Capas2&capBits, p.Capas3&capBits, p.Capas4&capBits
 	switch {
+	case capas4 != 0:
+		b = append(b, kchar(capas|1), kchar(capas2|1), kchar(capas3|1), kchar(capas4))
 	case capas3 != 0:
 		b = append(b, kchar(capas|1), kchar(capas2|1), kchar(capas3))
 	case capas2 != 0:
@@ -291,7 +294,8 @@ func PlausibleParams(data []byte) bool {
 //     kerf does not implement it and answers 1, which C-Kermit accepts.
 //   - Capas gets the first CAPAS byte's bits 2..32; if its continuation bit
 //     is set, Capas2 gets the second byte's bits 2..32, and if that one's is
-//     set, Capas3 the third's; any further continuation bytes are skipped.
+//     set, Capas3 the third's, and Capas4 the fourth's; any further
+//     continuation bytes are skipped.
 //   - WINDO 0 reads as 1 and above 31 as 31. MAXLX is used only when both
 //     bytes are present; 0 reads as 500. WhatAmI is 0 (WhatValid clear)
 //     when absent.
@@ -355,6 +359,12 @@ func ParseParams(data []byte) (Params, error) {
 		if more && i < len(data) {
 			n, _ = at(i)
 			p.Capas3 = n & capBits
+			more = n&1 != 0
+			i++
+		}
+		if more && i < len(data) {
+			n, _ = at(i)
+			p.Capas4 = n & capBits
 			more = n&1 != 0
 			i++
 		}

@@ -192,6 +192,10 @@ func TestMarshalParams(t *testing.T) {
 			`~/ @-#Y3~_">J)0___N"U1@`},
 		{"third CAPAS byte", with(ckS, func(p *Params) { p.Capas2, p.Capas3 = Cap2DualChannel, 2 }),
 			`~/ @-#Y3~_#">J)0___N"U1@`},
+		{"fourth CAPAS byte", with(ckS, func(p *Params) { p.Capas2, p.Capas3, p.Capas4 = Cap2DualChannel, 2, 4 }),
+			`~/ @-#Y3~_##$>J)0___N"U1@`},
+		{"fourth CAPAS byte alone", with(ckS, func(p *Params) { p.Capas4 = 2 }),
+			`~/ @-#Y3~_!!">J)0___N"U1@`},
 		{"ext", with(ckS, func(p *Params) { p.Capas2 = Cap2DualChannel; p.Ext = "127.0.0.1:4000/tok" }),
 			`~/ @-#Y3~_">J)0___N"U1@2127.0.0.1:4000/tok`},
 		{"kerf_s.dat", kerfS, string(kerfData)},
@@ -217,25 +221,26 @@ func TestMarshalParams(t *testing.T) {
 // still found.
 func TestParseParamsCapas(t *testing.T) {
 	for _, tc := range []struct {
-		in                    string
-		capas, capas2, capas3 int
-		window, maxlx         int
-		sysid                 string
+		in                            string
+		capas, capas2, capas3, capas4 int
+		window, maxlx                 int
+		sysid                         string
 	}{
-		{`~/ @-#Y3~^>J)0___N"U1@`, 62, 0, 0, 30, 3999, "U1"},
-		{`~/ @-#Y3~_">J)0___N"U1@`, 62, 2, 0, 30, 3999, "U1"},
-		{`~/ @-#Y3~_# >J)0___N"U1@`, 62, 2, 0, 30, 3999, "U1"},    // third byte, no bits
-		{`~/ @-#Y3~_#">J)0___N"U1@`, 62, 2, 2, 30, 3999, "U1"},    // third byte
-		{`~/ @-#Y3~_#### >J)0___N"U1@`, 62, 2, 2, 30, 3999, "U1"}, // many: the fourth on skipped
-		{`~/ @-#Y3~! >J)0___N"U1@`, 0, 0, 0, 30, 3999, "U1"},      // continuation, empty second byte
-		{`~/ @-#Y3~_`, 62, 0, 0, 1, 500, ""},                      // truncated after continuation
-		{`~/ @-#Y3~_#`, 62, 2, 0, 1, 500, ""},
-		{"~/ @-#Y3~\x7f>J)0___N\"U1@", 0, 0, 0, 30, 3999, "U1"}, // unusable CAPAS byte: no bits, no continuation
+		{`~/ @-#Y3~^>J)0___N"U1@`, 62, 0, 0, 0, 30, 3999, "U1"},
+		{`~/ @-#Y3~_">J)0___N"U1@`, 62, 2, 0, 0, 30, 3999, "U1"},
+		{`~/ @-#Y3~_# >J)0___N"U1@`, 62, 2, 0, 0, 30, 3999, "U1"},     // third byte, no bits
+		{`~/ @-#Y3~_#">J)0___N"U1@`, 62, 2, 2, 0, 30, 3999, "U1"},     // third byte
+		{`~/ @-#Y3~_##$>J)0___N"U1@`, 62, 2, 2, 4, 30, 3999, "U1"},    // fourth byte
+		{`~/ @-#Y3~_##### >J)0___N"U1@`, 62, 2, 2, 2, 30, 3999, "U1"}, // many: the fifth on skipped
+		{`~/ @-#Y3~! >J)0___N"U1@`, 0, 0, 0, 0, 30, 3999, "U1"},       // continuation, empty second byte
+		{`~/ @-#Y3~_`, 62, 0, 0, 0, 1, 500, ""},                       // truncated after continuation
+		{`~/ @-#Y3~_#`, 62, 2, 0, 0, 1, 500, ""},
+		{"~/ @-#Y3~\x7f>J)0___N\"U1@", 0, 0, 0, 0, 30, 3999, "U1"}, // unusable CAPAS byte: no bits, no continuation
 	} {
 		p, err := ParseParams([]byte(tc.in))
-		if err != nil || p.Capas != tc.capas || p.Capas2 != tc.capas2 || p.Capas3 != tc.capas3 || p.Window != tc.window || p.MaxLenX != tc.maxlx || p.SysID != tc.sysid {
-			t.Errorf("ParseParams(%q) = Capas %d Capas2 %d Capas3 %d Window %d MaxLenX %d SysID %q, %v; want %d %d %d %d %d %q",
-				tc.in, p.Capas, p.Capas2, p.Capas3, p.Window, p.MaxLenX, p.SysID, err, tc.capas, tc.capas2, tc.capas3, tc.window, tc.maxlx, tc.sysid)
+		if err != nil || p.Capas != tc.capas || p.Capas2 != tc.capas2 || p.Capas3 != tc.capas3 || p.Capas4 != tc.capas4 || p.Window != tc.window || p.MaxLenX != tc.maxlx || p.SysID != tc.sysid {
+			t.Errorf("ParseParams(%q) = Capas %d Capas2 %d Capas3 %d Capas4 %d Window %d MaxLenX %d SysID %q, %v; want %d %d %d %d %d %d %q",
+				tc.in, p.Capas, p.Capas2, p.Capas3, p.Capas4, p.Window, p.MaxLenX, p.SysID, err, tc.capas, tc.capas2, tc.capas3, tc.capas4, tc.window, tc.maxlx, tc.sysid)
 		}
 	}
 }
@@ -389,6 +394,7 @@ func randomParams(r *rand.Rand) Params {
 		Capas:    r.IntN(64) & capBits,
 		Capas2:   r.IntN(64) & capBits,
 		Capas3:   r.IntN(64) & capBits,
+		Capas4:   r.IntN(64) & capBits,
 		Window:   1 + r.IntN(31),
 		MaxLenX:  1 + r.IntN(MaxLongLen),
 		WhatAmI:  r.IntN(64),

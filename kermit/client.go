@@ -296,6 +296,9 @@ func (s *Session) listing(ctx context.Context, spec, arg string) ([]framing.List
 	if err != nil {
 		return nil, err
 	}
+	if s.neg.inodes && arg == treeArg {
+		return framing.ParseListingIno(text)
+	}
 	return framing.ParseListing(text)
 }
 
@@ -372,7 +375,7 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 			send = append(send, f)
 			continue
 		}
-		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime})
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime, ThereIno: e.Ino})
 	}
 	return append(send, later...), nil
 }

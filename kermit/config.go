@@ -120,6 +120,8 @@ type Config struct {
 	// noUnlessThere leaves capas3UnlessThere out (tests: a kerf from
 	// before it).
 	noUnlessThere bool
+	// noInodes leaves capas4Inodes out (tests: a kerf from before it).
+	noInodes bool
 	// noPassedOver leaves capas3PassedOver out (tests: a kerf from
 	// before it).
 	noPassedOver bool
@@ -208,4 +210,9 @@ type Event struct {
 	// receiver has it whole (ErrAlreadyThere), is the file's
 	// modification time as listed, the one sent.
 	ModTime time.Time
+	// ThereIno, on a sent file's FileSkipped for ErrAlreadyThere, is the
+	// inode number of the receiver's copy when the receiver gave it (a
+	// kerf peer, capas4Inodes), else 0: a copy with this file's own
+	// number may be this very file, on a file system both share.
+	ThereIno uint64
 }

@@ -62,3 +62,7 @@ func SetVerdictNoteAfter(d time.Duration) func() {
 // WithoutLengthCheck makes cfg a sender from before it compared what it
 // read of a file in packets with the size it announced.
 func WithoutLengthCheck(cfg Config) Config { cfg.noLengthCheck = true; return cfg }
+
+// WithoutInodes makes cfg a kerf from before already-there answers and
+// tree listings carried inode numbers (capas4Inodes).
+func WithoutInodes(cfg Config) Config { cfg.noInodes = true; return cfg }

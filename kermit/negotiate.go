@@ -77,6 +77,17 @@ const capas3FileCRC = 32
 // this byte; a further one needs a third CAPAS byte.
 const capas2NotStored = 32
 
+// capas4Inodes is a kerf bit in the fourth CAPAS byte: "when I answer
+// that I have a file already there (N= to its A), or list a tree or a
+// GET's files, or send a kerf-skip text, I give each file's inode
+// number; as a sender that removes what the receiver has
+// (--remove-source-files), I keep a file whose inode number the
+// receiver's copy has" (protocol.md §6, item 8). Two machines sharing a
+// file system (NFS) see one file under one inode number; without it a
+// resumed move from one to the other could remove the only copy, which
+// the receiver had found "already there".
+const capas4Inodes = 2
+
 // negotiated is what both sides agreed in the Send-Init exchange.
 type negotiated struct {
 	check     framing.CheckType
@@ -97,6 +108,7 @@ type negotiated struct {
 	dirAttrs    bool            // directories travel with attributes (capas2DirAttrs)
 	notStored   bool            // a file the receiver could not store is an N in the Z's ACK (capas2NotStored)
 	fileCRC     bool            // a Z in packets carries the whole file's CRC-32C (capas3FileCRC)
+	inodes      bool            // already-there answers and listings carry inode numbers (capas4Inodes)
 	out         framing.Quoting // how we encode what we send
 	in          framing.Quoting // how we decode what we receive
 	timeout     time.Duration   // how long the peer wants us to wait for it
@@ -139,6 +151,9 @@ func myParams(cfg *Config, server bool) framing.Params {
 		p.Capas3 = capas3UnlessThere
 	}
 	p.Capas3 |= capas3SubSecond | capas3PassedOver | capas3FileCRC
+	if !cfg.noInodes {
+		p.Capas4 = capas4Inodes
+	}
 	if cfg.noPassedOver {
 		p.Capas3 &^= capas3PassedOver
 	}
@@ -201,6 +216,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.dirAttrs = peer.Capas2&capas2DirAttrs != 0 && mine.Capas2&capas2DirAttrs != 0
 	n.notStored = peer.Capas2&capas2NotStored != 0 && mine.Capas2&capas2NotStored != 0
 	n.fileCRC = n.notStored && peer.Capas3&capas3FileCRC != 0 && mine.Capas3&capas3FileCRC != 0
+	n.inodes = peer.Capas4&capas4Inodes != 0 && mine.Capas4&capas4Inodes != 0
 
 	// Longest packet we may send: the peer's receive limit, less the
 	// header, the check and a safety margin (C-Kermit 10 itself keeps 2).

@@ -502,6 +502,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			// A resumed tree re-sends no file that arrived whole before:
 			// the file there is kept as it is, with the sender's
 			// permissions if it gave them.
+			ino := s.inoField(cur)
 			cur.inc.Abort(false)
 			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
 			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
@@ -518,7 +519,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 				}
 				cur.expected = true
 			}
-			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
+			return append(framing.AttrReply{Accept: false, Reasons: reasonAlreadyThere + ino, ResumeAt: -1}.Marshal(), s.refusalText(ErrAlreadyThere)...), nil
 		}
 	}
 	if sh, ok := cur.inc.(SizeHinted); ok && !cur.expected {
@@ -774,6 +775,15 @@ type ExistingFile interface {
 	Existing() (size int64, mod time.Time, ok bool)
 }
 
+// ExistingInode is an optional extension of an ExistingFile: the inode
+// number of the file Existing found (0 if unknown), which a kerf
+// receiver gives with "already there" so that a sender removing its
+// files can tell its very file, seen through a shared file system
+// (capas4Inodes).
+type ExistingInode interface {
+	ExistingIno() uint64
+}
+
 // ExistingKeeper is an optional extension of an ExistingFile: a file a
 // resume finds whole is not sent again, but takes the sender's
 // permission bits (a mode changed since still arrives, as with rsync
@@ -828,6 +838,40 @@ func convertedName(name string) string {
 // would not mend (lostBy; QA: a server sending more than it announced
 // was dialled again for two minutes).
 var errLengthMismatch = errors.New("not the length announced")
+
+// inoField is the field that follows "=" in an already-there refusal to
+// a peer that takes inode numbers: 'i', its length, the inode number of
+// the file there in decimal (protocol.md §6, item 8); "" otherwise.
+func (s *Session) inoField(cur *recvFile) string {
+	ei, ok := cur.inc.(ExistingInode)
+	if !s.neg.inodes || !ok {
+		return ""
+	}
+	ino := ei.ExistingIno()
+	if ino == 0 {
+		return ""
+	}
+	n := strconv.FormatUint(ino, 10)
+	return "i" + string(rune(32+len(n))) + n
+}
+
+// inoOfAlreadyThere is the inode number an already-there refusal's
+// reasons carry ("=i" and its field), or 0.
+func inoOfAlreadyThere(reasons string) uint64 {
+	f, ok := strings.CutPrefix(reasons, reasonAlreadyThere+"i")
+	if !ok || len(f) < 1 {
+		return 0
+	}
+	l := int(f[0]) - 32
+	if l < 1 || l > 20 || 1+l > len(f) {
+		return 0
+	}
+	ino, err := strconv.ParseUint(f[1:1+l], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return ino
+}
 
 // ErrAlreadyThere is why a resumed file is not sent again: the receiver
 // has it under its final name, with the sender's length and time.

@@ -81,6 +81,12 @@ func (r *sentRemoval) event(tell func(Event)) func(Event) {
 			r.log.Warn("a file sent is kept: the client, on this machine, found it already there, which may be this very file", "path", f.Path)
 			return
 		}
+		if e.Kind == FileSkipped && e.ThereIno != 0 && (!f.Status.Known || f.Status.Ino == e.ThereIno) {
+			// The client's copy has this file's inode number: it may be
+			// this very file, on a file system both machines mount.
+			r.log.Warn("a file sent is kept: the client found it already there under this file's inode number, so it may be this very file on a shared file system", "path", f.Path, "inode", e.ThereIno)
+			return
+		}
 		if err := r.fs.RemoveSent(f); err != nil {
 			r.log.Warn("a file sent is kept: the client has it saved, but it was not removed", "path", f.Path, "err", err)
 			return

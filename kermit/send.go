@@ -591,7 +591,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
 					refused = true
 					if eager && strings.HasPrefix(rp.Reasons, reasonAlreadyThere) {
-						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime})
+						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime, ThereIno: inoOfAlreadyThere(rp.Reasons)})
 						return nil
 					}
 					if err := s.declined(rp.Reasons); err != nil {
@@ -611,7 +611,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		if resume && s.neg.skipWhole && strings.HasPrefix(reply.Reasons, reasonAlreadyThere) {
 			// Nothing to resume: the receiver has this file whole.
-			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime})
+			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime, ThereIno: inoOfAlreadyThere(reply.Reasons)})
 			return nil
 		}
 		if err := s.declined(reply.Reasons); err != nil {

@@ -469,7 +469,8 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 			if lit != nil {
 				tl = literalTree{lit}
 			}
-			return s.serveTree(ctx, p.Seq, tl, arg(0))
+			ino := s.neg.inodes
+			return s.serveTree(ctx, p.Seq, func(spec string, w io.Writer) error { return tl.ListTree(spec, ino, w) }, arg(0))
 		}
 		list := fsys.List
 		if lit != nil {
@@ -595,9 +596,11 @@ func (s *Session) reply(ctx context.Context, seq int, text []byte, more io.Reade
 const treeArg = "kerf-tree"
 
 // A TreeLister is a ServerFS that lists trees (filestore.Dir.ListTree):
-// the listing lines of what spec names and of everything under it.
+// the listing lines of what spec names and of everything under it; with
+// ino, in the form with inode numbers (framing.AppendListingLineIno), for
+// a peer that takes them (capas4Inodes).
 type TreeLister interface {
-	ListTree(spec string, w io.Writer) error
+	ListTree(spec string, ino bool, w io.Writer) error
 }
 
 // LiteralFS is what a ServerFS implements to take a name as it is for
@@ -608,13 +611,15 @@ type TreeLister interface {
 type LiteralFS interface {
 	RemoveLiteral(name string) error
 	ListLiteral(name string) (string, error)
-	ListTreeLiteral(name string, w io.Writer) error
+	ListTreeLiteral(name string, ino bool, w io.Writer) error
 }
 
 // literalTree is a LiteralFS as the TreeLister of its literal listing.
 type literalTree struct{ l LiteralFS }
 
-func (t literalTree) ListTree(name string, w io.Writer) error { return t.l.ListTreeLiteral(name, w) }
+func (t literalTree) ListTree(name string, ino bool, w io.Writer) error {
+	return t.l.ListTreeLiteral(name, ino, w)
+}
 
 // literalParam is kerf's REMOTE SET parameter (value "on") asking a
 // server to take the name of the next REMOTE DELETE or DIRECTORY as it
@@ -632,10 +637,10 @@ func (s *Session) TakeNextLiterally(ctx context.Context) error {
 // serveTree answers REMOTE DIRECTORY spec kerf-tree: the listing streams
 // from the walk as it goes, so that a tree of any size costs the server
 // only the packets in flight.
-func (s *Session) serveTree(ctx context.Context, seq int, tl TreeLister, spec string) error {
+func (s *Session) serveTree(ctx context.Context, seq int, list func(spec string, w io.Writer) error, spec string) error {
 	pr, pw := io.Pipe()
 	defer pr.Close() // ends a walk the session gave up on
-	go func() { pw.CloseWithError(tl.ListTree(spec, pw)) }()
+	go func() { pw.CloseWithError(list(spec, pw)) }()
 	head := make([]byte, s.neg.maxData)
 	n, err := io.ReadFull(pr, head)
 	switch err {
@@ -659,7 +664,7 @@ func (s *Session) serveGetListing(ctx context.Context, seq int, fsys ServerFS, s
 		}
 		return framing.AppendListingLineExact(b, framing.ListingEntry{Mode: f.Mode.Perm(), Size: f.Size, ModTime: f.ModTime, Name: f.Name})
 	}
-	return s.serveTree(ctx, seq, treeListerFunc(func(spec string, w io.Writer) error {
+	return s.serveTree(ctx, seq, func(spec string, w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 32<<10)
 		var b []byte
 		var werr error
@@ -675,13 +680,8 @@ func (s *Session) serveGetListing(ctx context.Context, seq int, fsys ServerFS, s
 			err = bw.Flush()
 		}
 		return err
-	}), spec)
+	}, spec)
 }
-
-// treeListerFunc is a function as a TreeLister.
-type treeListerFunc func(spec string, w io.Writer) error
-
-func (f treeListerFunc) ListTree(spec string, w io.Writer) error { return f(spec, w) }
 
 // sendText sends text as an X (display) transaction after S.
 func (s *Session) sendText(ctx context.Context, title string, text io.Reader) error {

@@ -12,10 +12,10 @@ import (
 	"kerf/kermit"
 )
 
-var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole (not from a server on this machine, where that may be this very file), if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay)"}
+var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole (not when that may be this very file: a server on this machine, or its copy of this file's inode number, on a shared file system), if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay)"}
 
 // getRemoveSourceFlag is the get's: the server removes each file.
-var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole (not with the server on this machine, where that may be its very file), if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log)"}
+var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole (not when that may be its very file: the server on this machine, or a copy of its file's inode number, on a shared file system), if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log)"}
 
 // sourceRemover removes each sent file once the receiver has it
 // (send --remove-source-files: rsync's option, Kermit's SEND /DELETE):
@@ -76,6 +76,10 @@ func (m *sourceRemover) event(e kermit.Event) {
 			// reached by another path (QA: send --resume of a file in
 			// the server's own tree removed the only copy).
 			m.kept(e.Name, e.Path, "the server, on this machine, has it already, and that may be this very file")
+		} else if errors.Is(e.Err, kermit.ErrAlreadyThere) && e.ThereIno != 0 && inodeOf(e.Path) == e.ThereIno {
+			// The same through a file system both machines mount
+			// (NFS): one file, one inode number on both.
+			m.kept(e.Name, e.Path, "the server's copy has this file's inode number, so it may be this very file on a file system both machines share")
 		} else if errors.Is(e.Err, kermit.ErrAlreadyThere) {
 			// The receiver has it, of this size and time: gone from
 			// here as a file sent would be (rsync removes these too,
@@ -85,6 +89,15 @@ func (m *sourceRemover) event(e kermit.Event) {
 	case kermit.FileFailed:
 		delete(m.started, e.Path)
 	}
+}
+
+// inodeOf is path's inode number (not following a link), or 0.
+func inodeOf(path string) uint64 {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	return kermit.StatusOf(fi).Ino
 }
 
 // look records what path is now, to be sent as size bytes of mtime.

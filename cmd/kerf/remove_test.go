@@ -123,6 +123,29 @@ func TestSourceRemoverServerOnThisMachine(t *testing.T) {
 	}
 }
 
+// A server elsewhere whose copy has this file's inode number may reach
+// this very file through a file system both machines mount (NFS): it
+// stays. A copy of another number goes, as any file found whole.
+func TestSourceRemoverServerCopyOfThisInode(t *testing.T) {
+	for _, same := range []bool{true, false} {
+		p, old := hourOldFile(t)
+		var kept []string
+		m := newSourceRemover(func(_, _, why string) { kept = append(kept, why) }, nil)
+		ino := inodeOf(p)
+		if !same {
+			ino++
+		}
+		m.event(kermit.Event{Kind: kermit.FileSkipped, Err: kermit.ErrAlreadyThere, Name: "f.txt", Path: p, Size: 5, ModTime: old, Sending: true, ThereIno: ino})
+		_, err := os.Stat(p)
+		switch {
+		case same && (err != nil || len(kept) != 1 || !strings.Contains(kept[0], "inode number")):
+			t.Errorf("the server's copy has this file's inode: %v, kept %q", err, kept)
+		case !same && (err == nil || len(kept) != 0):
+			t.Errorf("the server's copy has another inode: still here (%v), kept %q", err, kept)
+		}
+	}
+}
+
 // hourOldFile makes f.txt ("hello"), last modified an hour ago, to the
 // second: a file sent and then found whole at the receiver.
 func hourOldFile(t *testing.T) (string, time.Time) {

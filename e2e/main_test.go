@@ -95,6 +95,7 @@ type serverOpts struct {
 	plain   bool   // the test reads data frames: no TLS on the data connections
 	env     []string
 	args    []string // more serve flags
+	wrap    []string // a command the server runs under (ip netns exec NS)
 }
 
 // serverArgs returns the argv (after the binary) of `kerf serve`, and
@@ -185,6 +186,9 @@ func startServer(t *testing.T, root string, o serverOpts) *server {
 		}
 	}
 	s.cmd = exec.Command(kerfBin, args...)
+	if len(o.wrap) > 0 {
+		s.cmd = exec.Command(o.wrap[0], append(append(o.wrap[1:], kerfBin), args...)...)
+	}
 	s.cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), o.env...)
 	s.cmd.Stderr = s.stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -160,8 +160,8 @@ func newSendReporter(c *cli.Context, totalBytes int64) *reporter {
 	return r
 }
 
-// sourceKept says that a file sent stays here, and why (called with
-// r.mu held).
+// sourceKept says that a file sent, or found already there, stays here,
+// and why (called with r.mu held).
 func (r *reporter) sourceKept(name, path, why string) {
 	if r.json != nil {
 		r.json.Encode(jsonEvent{Event: "source_kept", Name: name, Path: path, Reason: why})
@@ -170,7 +170,7 @@ func (r *reporter) sourceKept(name, path, why string) {
 	if r.bar != nil {
 		r.bar.Clear()
 	}
-	fmt.Fprintf(r.out, "kerf: %s: sent, and kept here: %s\n", printable(path), printable(why))
+	fmt.Fprintf(r.out, "kerf: %s: kept here, not removed: %s\n", printable(path), printable(why))
 }
 
 // sourceRemoved tells a script that a file sent was removed here.

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// otherMachine makes a network namespace joined to this one by a veth
+// pair and returns the command prefix that runs a program in it and its
+// address: a server there is another machine to kerf (its address none
+// of the client's, the client's none of its), while both still see one
+// file system, as two machines mounting one NFS export do. It needs
+// root and ip(8); without them the test is skipped, or fails under
+// CI=true.
+func otherMachine(t *testing.T) (wrap []string, addr string) {
+	t.Helper()
+	unavailable := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("a network namespace: %s; CI=true, so this is a failure, not a skip", why)
+		}
+		t.Skip("a network namespace: " + why)
+	}
+	if os.Geteuid() != 0 {
+		unavailable("needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		unavailable("ip(8) not found (Debian: apt-get install iproute2)")
+	}
+	n := os.Getpid() % 200
+	ns, here, there := fmt.Sprintf("kerf-e2e-%d", os.Getpid()), fmt.Sprintf("kfh%d", os.Getpid()), fmt.Sprintf("kft%d", os.Getpid())
+	hostAddr, nsAddr := fmt.Sprintf("10.201.%d.1", n), fmt.Sprintf("10.201.%d.2", n)
+	run := func(args ...string) error {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run("netns", "add", ns); err != nil {
+		unavailable(err.Error())
+	}
+	t.Cleanup(func() { run("link", "del", here); run("netns", "del", ns) })
+	for _, args := range [][]string{
+		{"link", "add", here, "type", "veth", "peer", "name", there},
+		{"link", "set", there, "netns", ns},
+		{"addr", "add", hostAddr + "/24", "dev", here},
+		{"link", "set", here, "up"},
+		{"-n", ns, "addr", "add", nsAddr + "/24", "dev", there},
+		{"-n", ns, "link", "set", there, "up"},
+		{"-n", ns, "link", "set", "lo", "up"},
+	} {
+		if err := run(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"ip", "netns", "exec", ns}, nsAddr
+}
+
+// A move between two machines that share a file system: the server
+// elsewhere finds "already there" what is the client's very file, seen
+// through the shared tree, and says so by its inode number; the client
+// keeps it (before, it removed the only copy), and a server moving
+// files to a client in the same plight keeps its own. A copy of
+// another inode number is removed as before, both ways.
+func TestMoveAcrossSharedFileSystem(t *testing.T) {
+	wrap, host := otherMachine(t)
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{host: host, wrap: wrap})
+	if strings.HasPrefix(srv.addr, "127.") {
+		t.Fatalf("server listens on %s", srv.addr)
+	}
+	when := time.Now().Add(-time.Hour).Truncate(time.Second)
+	put := func(p string, seed uint64) {
+		writeFile(t, p, randomBytes(50000, seed))
+		os.Chtimes(p, when, when)
+	}
+
+	// send: the very file, named by its path in the server's tree.
+	very := filepath.Join(root, "very.bin")
+	put(very, 1)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "--remove-source-files", very, srv.addr)
+	sameContent(t, very, randomBytes(50000, 1))
+	if k := eventsNamed(parseEvents(t, r.stdout), "source_kept"); len(k) != 1 || !strings.Contains(k[0].Reason, "inode number") {
+		t.Errorf("source_kept events %+v, want one naming the inode number:\n%s", k, r)
+	}
+	// send: a copy of its own, found there whole, goes.
+	put(filepath.Join(root, "copy.bin"), 2)
+	put(filepath.Join(local, "copy.bin"), 2)
+	mustRun(t, srv, local, nil, "send", "--resume", "--remove-source-files", "copy.bin", srv.addr)
+	if _, err := os.Stat(filepath.Join(local, "copy.bin")); !os.IsNotExist(err) {
+		t.Errorf("a copy found whole at a server elsewhere was not removed (%v)", err)
+	}
+	sameContent(t, filepath.Join(root, "copy.bin"), randomBytes(50000, 2))
+
+	// get: the client fetches into the server's own tree.
+	put(filepath.Join(root, "mine.bin"), 3)
+	mustRun(t, srv, root, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "mine.bin"), ".")
+	sameContent(t, filepath.Join(root, "mine.bin"), randomBytes(50000, 3))
+	waitLogLine(t, srv, "inode")
+	// get: into a copy of its own, the server's file goes.
+	put(filepath.Join(root, "theirs.bin"), 4)
+	put(filepath.Join(local, "theirs.bin"), 4)
+	mustRun(t, srv, local, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "theirs.bin"), ".")
+	waitFor(t, "the server to remove theirs.bin", func() bool {
+		_, err := os.Stat(filepath.Join(root, "theirs.bin"))
+		return os.IsNotExist(err)
+	})
+	sameContent(t, filepath.Join(local, "theirs.bin"), randomBytes(50000, 4))
+}

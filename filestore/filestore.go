@@ -2414,12 +2414,12 @@ func (d *Dir) listTree(spec string, w io.Writer, literal, ino bool) error {
 	}
 	var line []byte
 	emit := func(name string, fi fs.FileInfo) error {
+		e := listingEntry(name, fi)
 		if ino {
-			e := listingEntry(name, fi)
 			e.Ino = kermit.StatusOf(fi).Ino
 			line = framing.AppendListingLineIno(line[:0], e)
 		} else {
-			line = framing.AppendListingLineExact(line[:0], listingEntry(name, fi))
+			line = framing.AppendListingLineExact(line[:0], e)
 		}
 		_, err := w.Write(line)
 		return err

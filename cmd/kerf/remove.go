@@ -71,16 +71,20 @@ func (m *sourceRemover) event(e kermit.Event) {
 		}
 	case kermit.FileSkipped:
 		delete(m.started, e.Path)
-		if errors.Is(e.Err, kermit.ErrAlreadyThere) && m.local {
+		if !errors.Is(e.Err, kermit.ErrAlreadyThere) {
+			break
+		}
+		switch {
+		case m.local:
 			// What a server on this machine has may be this very file,
 			// reached by another path (QA: send --resume of a file in
 			// the server's own tree removed the only copy).
 			m.kept(e.Name, e.Path, "the server, on this machine, has it already, and that may be this very file")
-		} else if errors.Is(e.Err, kermit.ErrAlreadyThere) && e.ThereIno != 0 && inodeOf(e.Path) == e.ThereIno {
+		case e.ThereIno != 0 && inodeOf(e.Path) == e.ThereIno:
 			// The same through a file system both machines mount
 			// (NFS): one file, one inode number on both.
 			m.kept(e.Name, e.Path, "the server's copy has this file's inode number, so it may be this very file on a file system both machines share")
-		} else if errors.Is(e.Err, kermit.ErrAlreadyThere) {
+		default:
 			// The receiver has it, of this size and time: gone from
 			// here as a file sent would be (rsync removes these too,
 			// so that a move interrupted and run again completes).

@@ -119,3 +119,37 @@ func TestNAKOfLatestWhileWindowMoves(t *testing.T) {
 		t.Errorf("%d retransmissions after two NAKs of a packet no timeout found stuck, want 1", s.stats.Retransmissions)
 	}
 }
+
+// A damaged answer to the latest copy of a Send-Init a timeout sent
+// again sends it once more, not twice: both the stalled-copy rule and
+// the Send-Init rule see it, and two copies out at once bring two
+// answers, the second taken for news of a later packet.
+func TestDamagedAnswerToStalledInitResendsOnce(t *testing.T) {
+	for _, typ := range []byte{'S', 'I'} {
+		a, b := net.Pipe()
+		go io.Copy(io.Discard, b)
+		cfg := DefaultConfig()
+		cfg.Timeout = time.Minute
+		s := NewSession(a, cfg)
+		sl, err := s.queue(context.Background(), typ, []byte("~* @-#Y3~^>J)0___"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl.unanswered, sl.stalled = 0, true // a timeout's doing
+		if err := s.transmit(sl); err != nil {
+			t.Fatal(err)
+		}
+		retries := s.retries
+		if err := s.handleReply(inPacket{bad: true}); err != nil {
+			t.Fatal(err)
+		}
+		if sl.sends != 3 {
+			t.Errorf("%c: sent %d times, want 3 (once more for the damaged answer)", typ, sl.sends)
+		}
+		if s.retries != retries+1 {
+			t.Errorf("%c: %d retries counted for one damaged answer, want 1", typ, s.retries-retries)
+		}
+		s.Close()
+		a.Close()
+	}
+}

@@ -688,19 +688,23 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 }
 
 func (s *Session) handleReply(p inPacket) error {
-	if lo := s.stalledCopyLost(p); lo != nil {
+	stalled := s.stalledCopyLost(p)
+	if stalled != nil {
 		// A retry; the damage it shows is counted below (p.bad) or by
 		// the NAK's own handling.
 		if err := s.retry(); err != nil {
 			return err
 		}
-		if err := s.retransmitLost(lo); err != nil {
+		if err := s.retransmitLost(stalled); err != nil {
 			return err
 		}
 	}
 	if p.bad {
 		s.damage++
-		if lo := s.sw.slots[s.sw.lo]; !s.cfg.Reliable && s.sw.count == 1 && lo != nil && !lo.acked && (lo.typ == 'S' || lo.typ == 'I') {
+		// Not when the rule above sent it already: two copies out at
+		// once bring two answers, the second taken for news of a later
+		// packet.
+		if lo := s.sw.slots[s.sw.lo]; stalled == nil && !s.cfg.Reliable && s.sw.count == 1 && lo != nil && !lo.acked && (lo.typ == 'S' || lo.typ == 'I') {
 			// Most likely the answer to the Send-Init, damaged: the
 			// Kermit sender sends it again at once, as on a NAK, and
 			// so does this one (waiting out the timeout cost 1-8 s a

@@ -67,9 +67,24 @@ func TestSendRemoveSourceFiles(t *testing.T) {
 		t.Errorf("source_kept events %+v, want one saying the server is on this machine", k)
 	}
 	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(70000, 9))
-	// The very file: the server's own, sent to itself.
-	mustRun(t, srv, local, nil, "send", "--resume", "--remove-source-files", filepath.Join(root, "again.bin"), srv.addr)
-	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(70000, 9))
+	// The very file: the server's own, sent to itself, is refused
+	// before anything moves (the directory probe, ontoitself.go), with
+	// or without --resume.
+	for _, flags := range [][]string{{"--resume"}, nil} {
+		args := append(flags, "--remove-source-files", filepath.Join(root, "again.bin"), srv.addr)
+		r = run(t, srv, local, nil, "send", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "is the server's directory itself") {
+			t.Errorf("a move of the server's own file onto itself: %s\nwant exit 2 naming the shared directory", r)
+		}
+		sameContent(t, filepath.Join(root, "again.bin"), randomBytes(70000, 9))
+	}
+	noProbesLeft(t, root)
+	// Under another name in that directory it is a rename, and goes.
+	mustRun(t, srv, local, nil, "send", "--remove-source-files", filepath.Join(root, "again.bin"), target(srv.addr, "renamed.bin"))
+	sameContent(t, filepath.Join(root, "renamed.bin"), randomBytes(70000, 9))
+	if _, err := os.Stat(filepath.Join(root, "again.bin")); !os.IsNotExist(err) {
+		t.Errorf("moved to another name in its own directory, the file is still there (%v)", err)
+	}
 
 	// One there whole under the same name but different from this one
 	// (another size) is sent, not taken for it; and then removed.
@@ -94,6 +109,26 @@ func TestSendRemoveSourceFilesToCKermit(t *testing.T) {
 	sameContent(t, filepath.Join(ckdir, "up.bin"), randomBytes(120000, 23))
 	if _, err := os.Stat(filepath.Join(local, "up.bin")); !os.IsNotExist(err) {
 		t.Errorf("up.bin still here (%v)", err)
+	}
+	// From C-Kermit's own directory: its REMOTE DIRECTORY lists the
+	// probe's file, and the move is refused. (A server of its own: one
+	// takes one session.)
+	_, addr = ckermitServer(t, ckdir)
+	r = run(t, nil, local, nil, "send", "--classic", "--remove-source-files", filepath.Join(ckdir, "up.bin"), addr)
+	if r.code != 2 || !strings.Contains(r.stderr, "is the server's directory itself") {
+		t.Errorf("a move of C-Kermit's own file onto itself: %s\nwant exit 2 naming the shared directory", r)
+	}
+	sameContent(t, filepath.Join(ckdir, "up.bin"), randomBytes(120000, 23))
+	noProbesLeft(t, ckdir)
+}
+
+// noProbesLeft fails if the directory probe of --remove-source-files
+// left one of its files in dir.
+func noProbesLeft(t *testing.T, dir string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(dir, ".kerf-probe-*"))
+	if len(left) > 0 {
+		t.Errorf("probe files left behind: %q", left)
 	}
 }
 
@@ -157,8 +192,14 @@ func TestGetRemoveSourceFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "again.bin")); err != nil {
 		t.Errorf("a file found whole by a client on this machine was removed at the server (%v)", err)
 	}
-	mustRun(t, srv, local, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "again.bin"), root)
+	// Into the server's own directory: refused before anything moves
+	// (the directory probe, ontoitself.go).
+	r2 := run(t, srv, local, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "again.bin"), root)
+	if r2.code != 2 || !strings.Contains(r2.stderr, "is the server's directory itself") {
+		t.Errorf("a get of the server's file into its own directory: %s\nwant exit 2 naming the shared directory", r2)
+	}
 	sameContent(t, filepath.Join(root, "again.bin"), randomBytes(90000, 17))
+	noProbesLeft(t, root)
 	if d := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(d) != 0 {
 		t.Errorf("a file here whole was fetched again: %+v", d)
 	}

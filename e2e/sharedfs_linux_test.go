@@ -80,14 +80,29 @@ func TestMoveAcrossSharedFileSystem(t *testing.T) {
 		os.Chtimes(p, when, when)
 	}
 
-	// send: the very file, named by its path in the server's tree.
+	// send: the very file, named by its path in the server's tree: the
+	// directory probe (ontoitself.go) refuses the move before anything
+	// goes, the server's listing seeing the probe's file.
 	very := filepath.Join(root, "very.bin")
 	put(very, 1)
-	r := mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "--remove-source-files", very, srv.addr)
+	r := run(t, srv, local, nil, "send", "--resume", "--remove-source-files", very, srv.addr)
+	if r.code != 2 || !strings.Contains(r.stderr, "is the server's directory itself") {
+		t.Errorf("a move of the server's own file onto itself: %s\nwant exit 2 naming the shared directory", r)
+	}
 	sameContent(t, very, randomBytes(50000, 1))
+	noProbesLeft(t, root)
+	// send: the same file under another directory (a hard link), which
+	// the probe cannot see: the server's listing gives its inode number.
+	linked := filepath.Join(local, "very.bin")
+	if err := os.Link(very, linked); err != nil {
+		t.Fatal(err)
+	}
+	r = mustRun(t, srv, local, []string{"--json"}, "send", "--resume", "--remove-source-files", "very.bin", srv.addr)
+	sameContent(t, linked, randomBytes(50000, 1))
 	if k := eventsNamed(parseEvents(t, r.stdout), "source_kept"); len(k) != 1 || !strings.Contains(k[0].Reason, "inode number") {
 		t.Errorf("source_kept events %+v, want one naming the inode number:\n%s", k, r)
 	}
+	os.Remove(linked)
 	// send: a copy of its own, found there whole, goes.
 	put(filepath.Join(root, "copy.bin"), 2)
 	put(filepath.Join(local, "copy.bin"), 2)
@@ -97,9 +112,21 @@ func TestMoveAcrossSharedFileSystem(t *testing.T) {
 	}
 	sameContent(t, filepath.Join(root, "copy.bin"), randomBytes(50000, 2))
 
-	// get: the client fetches into the server's own tree.
+	// get: the client fetches into the server's own tree: refused by
+	// the probe.
 	put(filepath.Join(root, "mine.bin"), 3)
-	mustRun(t, srv, root, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "mine.bin"), ".")
+	r = run(t, srv, root, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "mine.bin"), ".")
+	if r.code != 2 || !strings.Contains(r.stderr, "is the server's directory itself") {
+		t.Errorf("a get of the server's file into its own directory: %s\nwant exit 2 naming the shared directory", r)
+	}
+	sameContent(t, filepath.Join(root, "mine.bin"), randomBytes(50000, 3))
+	noProbesLeft(t, root)
+	// get: into a hard link of it elsewhere: the client's inode number
+	// tells the server.
+	if err := os.Link(filepath.Join(root, "mine.bin"), filepath.Join(local, "mine.bin")); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, srv, local, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "mine.bin"), ".")
 	sameContent(t, filepath.Join(root, "mine.bin"), randomBytes(50000, 3))
 	waitLogLine(t, srv, "inode")
 	// get: into a copy of its own, the server's file goes.

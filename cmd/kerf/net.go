@@ -851,6 +851,14 @@ func sendCommand() *cli.Command {
 				}
 				cwd = rdir
 			}
+			if c.Bool(removeSourceFlag.Name) && (asFileOf == "" || local.files[0].Name == filepath.Base(args[0])) {
+				// Before anything is sent, or found there whole by a
+				// resume's listing and removed (ontoitself.go). (A file
+				// sent under another name is a rename, even there.)
+				if err := refuseMoveOntoItself(c.Context, cl, sendProbePairs(args[:len(args)-1], c.Bool("recursive"))); err != nil {
+					return err
+				}
+			}
 			local.ctx = c.Context
 			var list kermit.FileList
 			regular := local.regular
@@ -1058,6 +1066,13 @@ func getCommand() *cli.Command {
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude"), RemoveSource: c.Bool(removeSourceFlag.Name)}
+			if opts.RemoveSource && !cfg.Classic && (!renamed || asName == unescapeName(path.Base(path.Clean(specs[0])))) {
+				// (A classic server refuses the removal anyway; a file
+				// stored under another name is a rename, even there.)
+				if err := refuseMoveOntoItself(c.Context, cl, getProbePairs(specs, openDir)); err != nil {
+					return err
+				}
+			}
 			if !cfg.Classic && !cfg.QUIC {
 				// The server sends: its congestion control is what counts.
 				opts.Congestion = c.String("congestion")

@@ -12,10 +12,10 @@ import (
 	"kerf/kermit"
 )
 
-var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole (not when that may be this very file: a server on this machine, or its copy of this file's inode number, on a shared file system), if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay)"}
+var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove each file sent once the receiver has it saved (a kerf server's word; a classic Kermit's ACK of the file's end), and each a --resume finds there whole (not when that may be this very file: a server on this machine, or its copy of this file's inode number, on a shared file system), if unchanged since it was sent (a move, as rsync's option and Kermit's SEND /DELETE; directories stay); a move into the very directory it comes from, seen through a shared file system, is refused before anything is sent"}
 
 // getRemoveSourceFlag is the get's: the server removes each file.
-var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole (not when that may be its very file: the server on this machine, or a copy of its file's inode number, on a shared file system), if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log)"}
+var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole (not when that may be its very file: the server on this machine, or a copy of its file's inode number, on a shared file system), if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log); a move into the very directory it comes from, seen through a shared file system, is refused before anything is fetched"}
 
 // sourceRemover removes each sent file once the receiver has it
 // (send --remove-source-files: rsync's option, Kermit's SEND /DELETE):

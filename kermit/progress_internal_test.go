@@ -16,7 +16,7 @@ func TestProgressNeverGoesBack(t *testing.T) {
 		got = append(got, e.Bytes)
 		mu.Unlock()
 	}}}
-	report := s.progress("f", 1<<30, 0, true)
+	report, flush := s.progress("f", 1<<30, 0, true)
 	const workers, blocks, block = 8, 400, 64 << 10
 	var wg sync.WaitGroup
 	for range workers {
@@ -37,5 +37,13 @@ func TestProgressNeverGoesBack(t *testing.T) {
 	}
 	if total := int64(workers * blocks * block); got[len(got)-1] > total || total-got[len(got)-1] >= 256<<10 {
 		t.Errorf("last report %d bytes of %d", got[len(got)-1], total)
+	}
+	// A flush reports the exact count, once; then nothing new.
+	report(1000)
+	n := len(got)
+	flush()
+	flush()
+	if want := int64(workers*blocks*block + 1000); len(got) != n+1 || got[n] != want {
+		t.Errorf("after a flush: reports %d, last %d bytes; want one more, of %d", len(got)-n, got[len(got)-1], want)
 	}
 }

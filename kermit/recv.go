@@ -121,9 +121,12 @@ type recvFile struct {
 	attrs    framing.Attributes
 	haveAttr bool
 	refused  bool
-	cutOff   bool  // ended before its data did; its partial kept (keepPartial)
-	dir      bool  // a directory (sendDir): F, Z and perhaps A
-	why      error // why it was refused, for a kerf peer
+	cutOff   bool // ended before its data did; its partial kept (keepPartial)
+	// flushProgress reports exactly what its data path wrote so far
+	// (Session.progress), for a file cut off; nil if none.
+	flushProgress func()
+	dir           bool  // a directory (sendDir): F, Z and perhaps A
+	why           error // why it was refused, for a kerf peer
 	// overrun: why its data, more than announced and checked by block
 	// check 1 only, is not stored; the file was canceled (X) on it.
 	overrun error
@@ -182,6 +185,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// As a sender says "not sent whole" (QA: a get cut off
 				// said only what cut it).
 				why = fmt.Errorf("%w: %w", ErrPartialKept, why)
+			}
+			if cur.flushProgress != nil {
+				cur.flushProgress() // what came counts exactly (progress)
 			}
 			s.event(Event{Kind: FileFailed, Name: cur.name, Err: &CutOffError{why}, Path: path})
 			if errors.Is(err, ErrPeerRestarted) {
@@ -386,6 +392,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				if cur.cutOff && !errors.As(err, &ns) {
 					// The session ends here, and the partial stays.
 					why = &CutOffError{err}
+					if cur.flushProgress != nil {
+						cur.flushProgress()
+					}
 				}
 				s.event(Event{Kind: FileFailed, Name: cur.name, Err: why, Path: path})
 			}
@@ -575,7 +584,8 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		}
 		var dst io.WriterAt = cur.inc
 		if s.cfg.Events != nil {
-			dst = &progressWriterAt{w: cur.inc, report: s.progress(cur.name, cur.attrs.Length, cur.start, false)}
+			report, flush := s.progress(cur.name, cur.attrs.Length, cur.start, false)
+			dst, cur.flushProgress = &progressWriterAt{w: cur.inc, report: report}, flush
 		}
 		if err := s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start); err != nil {
 			return nil, err

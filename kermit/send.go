@@ -148,6 +148,9 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			s.unsavedSent = s.unsavedSent[:0]
 			sending := slices.Clone(s.sending)
 			for i, f := range sending {
+				if f.flush != nil {
+					f.flush() // what went counts exactly (progress)
+				}
 				e := Event{Kind: FileFailed, Name: f.name, Err: &CutOffError{why}, Sending: true, Path: f.path}
 				if i < len(sending)-1 || s.lastZQueued {
 					e.Err = &CutOffError{unsure}
@@ -247,6 +250,19 @@ func (s *Session) endUnanswered(b *slot, err error) bool {
 type sentFile struct {
 	name, path string
 	size       int64
+	// flush reports the bytes its data path moved so far (progress),
+	// nil if none.
+	flush func()
+}
+
+// setFlush gives the file under way named name its progress flush.
+func (s *Session) setFlush(name string, flush func()) {
+	for i := len(s.sending) - 1; i >= 0; i-- {
+		if s.sending[i].name == name {
+			s.sending[i].flush = flush
+			return
+		}
+	}
 }
 
 // ErrNotSaved is why a file sent to a kerf receiver, and verified there
@@ -322,13 +338,13 @@ func (s *Session) event(e Event) {
 		// these kinds; FileProgress comes from the data path's too).
 		switch e.Kind {
 		case FileStart:
-			s.sending = append(s.sending, sentFile{e.Name, e.Path, e.Size})
+			s.sending = append(s.sending, sentFile{name: e.Name, path: e.Path, size: e.Size})
 			s.lastZQueued = false
 		case FileDone, FileSkipped, FileFailed:
 			s.untrack(e.Name)
 		}
 		if e.Kind == FileDone && s.neg.peerKerf {
-			s.unsavedSent = append(s.unsavedSent, sentFile{e.Name, e.Path, e.Size})
+			s.unsavedSent = append(s.unsavedSent, sentFile{name: e.Name, path: e.Path, size: e.Size})
 		} else if e.Kind == FileDone {
 			// A classic receiver says nothing more of a file after its
 			// Z's ACK.
@@ -662,7 +678,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		n := f.Size - off
 		src := &sourceAt{r: r}
 		if s.cfg.Events != nil {
-			src.report = s.progress(f.Name, f.Size, off, true)
+			var flush func()
+			src.report, flush = s.progress(f.Name, f.Size, off, true)
+			s.setFlush(f.Name, flush)
 		}
 		if n >= eagerFlushSize {
 			// Let the receiver Expect the file before its blocks come,
@@ -1456,27 +1474,34 @@ func indexField(data []byte, tag byte) int {
 	return -1
 }
 
-// progress returns a function that reports FileProgress for a file whose
-// bytes move outside the engine's goroutine (the data channel): it is
-// safe for concurrent use and reports at most every 256 KiB.
-func (s *Session) progress(name string, size, off int64, sending bool) func(n int64) {
+// progress returns report, which counts and reports FileProgress for a
+// file whose bytes move outside the engine's goroutine (the data
+// channel): it is safe for concurrent use and reports at most every
+// 256 KiB. flush reports the count if report has not: a file cut off
+// calls it before its FileFailed, since what a take-over counts of the
+// bytes the lost session moved is what was last reported (a count up
+// to 256 KiB short left a command's total short: CI, e2e
+// TestSessionLostIsTakenOver).
+func (s *Session) progress(name string, size, off int64, sending bool) (report func(n int64), flush func()) {
 	var done, last atomic.Int64
 	var mu sync.Mutex // reports one at a time, never going back
 	events := s.cfg.Events
-	return func(n int64) {
-		d := done.Add(n)
-		if d-last.Load() < 256<<10 {
-			return
-		}
+	tell := func(min int64) {
 		// Several connections' writers count at once (each reads the
 		// block it sends): only the largest count so far is reported.
 		mu.Lock()
 		defer mu.Unlock()
-		if d = done.Load(); d-last.Load() >= 256<<10 {
+		if d := done.Load(); d-last.Load() >= min && d > last.Load() {
 			last.Store(d)
 			events(Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Offset: off, Sending: sending})
 		}
 	}
+	report = func(n int64) {
+		if done.Add(n)-last.Load() >= 256<<10 {
+			tell(256 << 10)
+		}
+	}
+	return report, func() { tell(1) }
 }
 
 // dataFailed reports whether the data path has failed (as far as it

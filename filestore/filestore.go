@@ -254,7 +254,7 @@ func (d *Dir) openDir(rel string, create bool) (*dirHandle, error) {
 	d.mu.Unlock()
 	if create && rel != "." {
 		if err := d.root.MkdirAll(rel, 0o755); err != nil {
-			return nil, err
+			return nil, d.inTheWay(rel, err)
 		}
 		d.noteMade(rel) // in its parents' listings (unnamed.go)
 		d.madeDirs(rel)
@@ -2852,19 +2852,26 @@ func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 	// Checked and made at once: a file of the transfer may begin under
 	// this name meanwhile (another session's).
 	if err := d.names().free(rel, func() error { return d.root.MkdirAll(rel, mode) }); err != nil {
-		if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.ENOTDIR) {
-			// MkdirAll's "file exists" names no culprit: say which.
-			for p := rel; p != "." && p != "/"; p = path.Dir(p) {
-				if fi, serr := d.root.Lstat(p); serr == nil && !fi.IsDir() {
-					return "", fmt.Errorf("filestore: %s exists and is not a directory", p)
-				}
-			}
-		}
-		return "", err
+		return "", d.inTheWay(rel, err)
 	}
 	d.noteMade(rel)
 	d.madeDirs(rel)
 	return rel, nil
+}
+
+// inTheWay is err, MkdirAll's failure to make rel, naming the entry in
+// the way where that is one: its "mkdirat x: file exists" names no
+// culprit (QA: a tree's file under a name a file held said so, its
+// directory said "exists and is not a directory").
+func (d *Dir) inTheWay(rel string, err error) error {
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.ENOTDIR) {
+		for p := rel; p != "." && p != "/"; p = path.Dir(p) {
+			if fi, serr := d.root.Lstat(p); serr == nil && !fi.IsDir() {
+				return fmt.Errorf("filestore: %s exists and is not a directory", p)
+			}
+		}
+	}
+	return err
 }
 
 // dirSynced is told each directory syncMadeIn synced (tests).

@@ -371,6 +371,16 @@ func TestMkdirOverFileNamesIt(t *testing.T) {
 			t.Errorf("Mkdir(%q) = %v, want it to name f as not a directory", name, err)
 		}
 	}
+	// So does a file created under it (QA: "mkdirat f: file exists").
+	for _, name := range []string{"f/x", "f/sub/x"} {
+		in, err := d.Create(name)
+		if err == nil {
+			in.Abort(false)
+		}
+		if err == nil || !strings.Contains(err.Error(), "f exists and is not a directory") {
+			t.Errorf("Create(%q) = %v, want it to name f as not a directory", name, err)
+		}
+	}
 }
 
 // KeepExisting changes the mode of the file under the final name, in

@@ -388,6 +388,9 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			err := s.finishFile(ctx, cur, p.Data)
 			var ns *notStoredError
 			if err != nil && !cur.refused && !cur.dir {
+				// Said to the peer too; logged for a server's operator
+				// (whose log raises its storage failures to warn).
+				s.cfg.Log.Info("file not stored", "name", cur.name, "err", err)
 				why := err
 				if cur.cutOff && !errors.As(err, &ns) {
 					// The session ends here, and the partial stays.

@@ -1,0 +1,59 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"syscall"
+)
+
+// storageWarnings raises to warn the engine's info records whose error
+// is the server's own storage failing (a full disk or quota, an I/O
+// error, a read-only file system, no permission on its files): the
+// engine logs a refused or failed file at info, as the client's
+// business, but these the server's operator must hear of at the
+// default level (QA: a server whose disk filled said nothing).
+type storageWarnings struct{ slog.Handler }
+
+func (h storageWarnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, l) || l == slog.LevelInfo && h.Handler.Enabled(ctx, slog.LevelWarn)
+}
+
+func (h storageWarnings) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo && storageFailed(r) {
+		r.Level = slog.LevelWarn
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h storageWarnings) WithAttrs(as []slog.Attr) slog.Handler {
+	return storageWarnings{h.Handler.WithAttrs(as)}
+}
+
+func (h storageWarnings) WithGroup(name string) slog.Handler {
+	return storageWarnings{h.Handler.WithGroup(name)}
+}
+
+// storageErrnos are the failures of a server's own storage.
+var storageErrnos = []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EIO, syscall.EROFS, syscall.EACCES, syscall.EPERM, syscall.EFBIG}
+
+// storageFailed reports whether one of r's attributes is an error of
+// the server's storage (storageErrnos).
+func storageFailed(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok {
+			for _, e := range storageErrnos {
+				if errors.Is(err, e) {
+					found = true
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return found
+}

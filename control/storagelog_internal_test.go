@@ -1,0 +1,44 @@
+package control
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// At the default level (warn), the engine's info records of a file the
+// server's storage failed come out as warnings; its other info records
+// (a name refused, a partial that differs) stay below the level.
+func TestStorageFailuresLoggedAsWarnings(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(storageWarnings{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})}).With("peer", "192.0.2.1:5000")
+	full := fmt.Errorf("filestore: a.bin needs 10 bytes, 5 are free: %w", syscall.ENOSPC)
+	log.Info("refusing file", "name", "a.bin", "err", full)
+	log.Info("file not stored", "name", "b.bin", "err", fmt.Errorf("write: %w", syscall.EIO))
+	log.Info("refusing file", "name", "../c.bin", "err", errors.New("leaves the tree"))
+	log.Info("session start", "tls", true)
+	log.Warn("a warning stays one", "name", "d.bin")
+	out := buf.String()
+	for _, want := range []string{"level=WARN msg=\"refusing file\" peer=192.0.2.1:5000 name=a.bin", "level=WARN msg=\"file not stored\" peer=192.0.2.1:5000 name=b.bin", "d.bin"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"c.bin", "session start", "level=INFO"} {
+		if strings.Contains(out, not) {
+			t.Errorf("log has %q, which is not the server's storage failing:\n%s", not, out)
+		}
+	}
+	// Asked for info, the rest comes out too, still at info.
+	buf.Reset()
+	log = slog.New(storageWarnings{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})})
+	log.Info("refusing file", "name", "../c.bin", "err", errors.New("leaves the tree"))
+	log.Info("refusing file", "name", "a.bin", "err", full)
+	if out := buf.String(); !strings.Contains(out, "level=INFO msg=\"refusing file\" name=../c.bin") || !strings.Contains(out, "level=WARN msg=\"refusing file\" name=a.bin") {
+		t.Errorf("at info:\n%s", out)
+	}
+}

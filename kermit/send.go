@@ -1486,12 +1486,12 @@ func (s *Session) progress(name string, size, off int64, sending bool) (report f
 	var done, last atomic.Int64
 	var mu sync.Mutex // reports one at a time, never going back
 	events := s.cfg.Events
-	tell := func(min int64) {
+	tell := func(least int64) {
 		// Several connections' writers count at once (each reads the
 		// block it sends): only the largest count so far is reported.
 		mu.Lock()
 		defer mu.Unlock()
-		if d := done.Load(); d-last.Load() >= min && d > last.Load() {
+		if d := done.Load(); d-last.Load() >= least && d > last.Load() {
 			last.Store(d)
 			events(Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Offset: off, Sending: sending})
 		}

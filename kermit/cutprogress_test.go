@@ -63,6 +63,71 @@ func (p *stallingPath) Open(context.Context, string) (kermit.DataPath, error) {
 	return p, nil
 }
 
+// lastBeforeFailure keeps the last FileProgress a session reported
+// before its first FileFailed.
+type lastBeforeFailure struct {
+	mu     sync.Mutex
+	last   int64
+	failed bool
+}
+
+func (l *lastBeforeFailure) event(e kermit.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case e.Kind == kermit.FileProgress && !l.failed:
+		l.last = e.Bytes
+	case e.Kind == kermit.FileFailed:
+		l.failed = true
+	}
+}
+
+// cutTransfer sends a 1 MiB file from a session whose data path is sp
+// to one whose data path is rp, over the link a-b, which one of the
+// paths cuts; watch follows the sender's events, or the receiver's.
+// It returns how the send and the receive ended, and what watch saw.
+func cutTransfer(t *testing.T, a, b net.Conn, sp, rp interface {
+	kermit.Dual
+	Close() error
+}, watchSender bool) (serr, rerr error, last int64) {
+	t.Helper()
+	var watch lastBeforeFailure
+	watch.last = -1
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	if watchSender {
+		scfg.Events = watch.event
+	} else {
+		rcfg.Events = watch.event
+	}
+	scfg.Dual, rcfg.Dual = sp, rp
+	scfg.Streaming, rcfg.Streaming = true, true
+	snd, rcv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { snd.Close(); rcv.Close(); sp.Close(); rp.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rerrc := make(chan error, 1)
+	go func() { rerrc <- rcv.Receive(ctx, store) }()
+	files := writeFiles(t, t.TempDir(), []testFile{{"big.bin", randomBytes(1<<20, 1)}})
+	serr = snd.Send(ctx, files)
+	sp.Close()
+	rp.Close()
+	rerr = <-rerrc // ended by the cut link, before its store closes
+	store.Close()
+	watch.mu.Lock()
+	defer watch.mu.Unlock()
+	if !watch.failed {
+		t.Fatalf("no FileFailed for the file cut off (send: %v; receive: %v)", serr, rerr)
+	}
+	return serr, rerr, watch.last
+}
+
+// tcpOf is the TCP connection under a link's end.
+func tcpOf(c net.Conn) *net.TCPConn { return c.(*noisyConn).Conn.(*net.TCPConn) }
+
 // A file cut off in its data has its progress reported to the byte
 // before its FileFailed: what a take-over counts of the lost session's
 // bytes is what it last reported, and the receiver may keep all that
@@ -71,46 +136,11 @@ func (p *stallingPath) Open(context.Context, string) (kermit.DataPath, error) {
 func TestCutOffFileReportsItsExactProgress(t *testing.T) {
 	const piece, stopAt = 10_000, 300_000 // 44 KiB past a report
 	a, b := link(t, 0, 1)
-	sp := &stallingPath{piece: piece, stopAt: stopAt, cut: func() { a.(*noisyConn).Conn.(*net.TCPConn).Close() }, closed: make(chan struct{})}
+	sp := &stallingPath{piece: piece, stopAt: stopAt, cut: func() { tcpOf(a).Close() }, closed: make(chan struct{})}
 	rp := &stallingPath{closed: make(chan struct{})}
-	var mu sync.Mutex
-	var last int64 = -1 // the last progress before the FileFailed
-	failed := false
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	scfg.Events = func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case e.Kind == kermit.FileProgress && !failed:
-			last = e.Bytes
-		case e.Kind == kermit.FileFailed:
-			failed = true
-		}
-	}
-	scfg.Dual, rcfg.Dual = sp, rp
-	scfg.Streaming, rcfg.Streaming = true, true
-	snd, rcv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-	t.Cleanup(func() { snd.Close(); rcv.Close(); rp.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	store, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rerr := make(chan error, 1)
-	go func() { rerr <- rcv.Receive(ctx, store) }()
-	files := writeFiles(t, t.TempDir(), []testFile{{"big.bin", randomBytes(1<<20, 1)}})
-	serr := snd.Send(ctx, files)
-	rp.Close()
-	<-rerr // ended by the cut link, before its store closes
-	store.Close()
+	serr, _, last := cutTransfer(t, a, b, sp, rp, true)
 	if serr == nil {
 		t.Fatal("the send ended well with its control link cut")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !failed {
-		t.Fatal("no FileFailed for the file cut off")
 	}
 	if last != stopAt || sp.read != stopAt {
 		t.Errorf("last progress before the FileFailed: %d bytes; the data path had read %d (want %d)", last, sp.read, stopAt)
@@ -153,47 +183,12 @@ func (p *feedingPath) Open(context.Context, string) (kermit.DataPath, error) {
 func TestCutOffFileReportsItsExactProgressReceiving(t *testing.T) {
 	const piece, stopAt = 10_000, 300_000
 	a, b := link(t, 0, 1)
-	sp := &stallingPath{piece: piece, stopAt: 0, cut: func() {}, closed: make(chan struct{})}
+	sp := &stallingPath{piece: piece, cut: func() {}, closed: make(chan struct{})}
 	rp := &feedingPath{stallingPath: stallingPath{piece: piece, stopAt: stopAt, closed: make(chan struct{}),
-		cut: func() { b.(*noisyConn).Conn.(*net.TCPConn).Close() }}, written: make(chan int64, 1)}
-	var mu sync.Mutex
-	var last int64 = -1
-	failed := false
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	rcfg.Events = func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case e.Kind == kermit.FileProgress && !failed:
-			last = e.Bytes
-		case e.Kind == kermit.FileFailed:
-			failed = true
-		}
-	}
-	scfg.Dual, rcfg.Dual = sp, rp
-	scfg.Streaming, rcfg.Streaming = true, true
-	snd, rcv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-	t.Cleanup(func() { snd.Close(); rcv.Close(); sp.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	store, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	serr := make(chan error, 1)
-	files := writeFiles(t, t.TempDir(), []testFile{{"big.bin", randomBytes(1<<20, 1)}})
-	go func() { serr <- snd.Send(ctx, files) }()
-	rerr := rcv.Receive(ctx, store)
-	sp.Close()
-	<-serr
-	store.Close()
+		cut: func() { tcpOf(b).Close() }}, written: make(chan int64, 1)}
+	_, rerr, last := cutTransfer(t, a, b, sp, rp, false)
 	if rerr == nil {
 		t.Fatal("the receive ended well with its control link cut")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !failed {
-		t.Fatal("no FileFailed for the file cut off")
 	}
 	if last != stopAt {
 		t.Errorf("last progress before the FileFailed: %d bytes; the data path wrote %d", last, stopAt)

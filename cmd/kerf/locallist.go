@@ -15,6 +15,36 @@ import (
 	"kerf/kermit"
 )
 
+// sendSources is what a send names: local paths, and for a
+// --files-from list the name each goes under.
+type sendSources struct {
+	paths []string
+	// names, if not nil, are the paths' names (slash-separated, ""
+	// for the list's directory itself); else a path goes under its base
+	// name, as scp names it.
+	names []string
+}
+
+// nameOf says what path i is sent as: a file's name; a tree's top
+// ("" for the contents of "dir/." or of a list's directory); and the
+// name --exclude is matched against ("" for none).
+func (src sendSources) nameOf(i int) (name, top, exName string) {
+	if src.names != nil {
+		n := src.names[i]
+		return n, n, n
+	}
+	a := src.paths[i]
+	name, exName = filepath.Base(a), filepath.Base(filepath.Clean(a))
+	top = exName
+	if name == "." || name == ".." {
+		top = "" // the contents
+	}
+	if exName == "." || exName == ".." {
+		exName = ""
+	}
+	return name, top, exName
+}
+
 // localSkip is a file a local walk passed over (a FIFO, a link to a
 // directory), and why.
 type localSkip struct{ path, why string }
@@ -33,7 +63,7 @@ const maxReasons = 10
 // keepListed of them, a walk of them again; and what the first walk
 // counted.
 type localList struct {
-	args      []string
+	src       sendSources
 	recursive bool
 	ex        kermit.Exclusions
 	overlap   map[string]bool // top elements named by more than one path (walkLocal)
@@ -83,14 +113,19 @@ func listLocal(args []string, recursive bool, ex kermit.Exclusions) (*localList,
 // and modes come from their opens (kermit.OutgoingFile.StatAtOpen), for
 // a send that needs no total bytes before it begins.
 func listLocalSized(args []string, recursive bool, ex kermit.Exclusions, sized bool) (*localList, error) {
-	l := &localList{args: args, recursive: recursive, ex: ex, overlap: overlappingTops(args, recursive), sized: sized}
+	return listSources(sendSources{paths: args}, recursive, ex, sized)
+}
+
+// listSources is listLocalSized for what src names, with its names.
+func listSources(src sendSources, recursive bool, ex kermit.Exclusions, sized bool) (*localList, error) {
+	l := &localList{src: src, recursive: recursive, ex: ex, overlap: overlappingTops(src, recursive), sized: sized}
 	// What cannot be sent: how many, and the first reasons (the error
 	// when nothing can be).
 	unsendable := 0
 	var reasons []string
 	seen := map[string]bool{}
 	keep := true
-	err := walkLocal(args, recursive, ex, sized, l.overlap, func(f kermit.OutgoingFile, why error) bool {
+	err := walkLocal(src, recursive, ex, sized, l.overlap, func(f kermit.OutgoingFile, why error) bool {
 		l.entries++
 		if why != nil {
 			if unsendable++; len(reasons) < maxReasons {
@@ -160,7 +195,7 @@ func (l *localList) second(seen map[string]bool, f kermit.OutgoingFile) bool {
 // the tree is then).
 func (l *localList) walk(yield func(kermit.OutgoingFile) bool, late func(kermit.OutgoingFile)) {
 	seen := map[string]bool{}
-	walkLocal(l.args, l.recursive, l.ex, l.sized, l.overlap, func(f kermit.OutgoingFile, _ error) bool {
+	walkLocal(l.src, l.recursive, l.ex, l.sized, l.overlap, func(f kermit.OutgoingFile, _ error) bool {
 		if l.ctx != nil && l.ctx.Err() != nil {
 			// Interrupted: what is left of a large tree is not walked
 			// to name each file not begun.
@@ -250,7 +285,12 @@ func (l *localList) all() []kermit.OutgoingFile {
 // localFiles is listLocal's entries in a slice, their total bytes and
 // what was passed over.
 func localFiles(args []string, recursive bool, ex kermit.Exclusions) ([]kermit.OutgoingFile, int64, []localSkip, error) {
-	l, err := listLocal(args, recursive, ex)
+	return sourceFiles(sendSources{paths: args}, recursive, ex)
+}
+
+// sourceFiles is localFiles for what src names.
+func sourceFiles(src sendSources, recursive bool, ex kermit.Exclusions) ([]kermit.OutgoingFile, int64, []localSkip, error) {
+	l, err := listSources(src, recursive, ex, true)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -258,15 +298,24 @@ func localFiles(args []string, recursive bool, ex kermit.Exclusions) ([]kermit.O
 }
 
 // overlappingTops returns the top elements of the names sent that more
-// than one of args may give (a file and a tree of one name, two trees'
-// contents): only names under these can be given twice, and only these
-// are remembered to catch a second one (memory independent of the
-// files otherwise).
-func overlappingTops(args []string, recursive bool) map[string]bool {
+// than one of src's paths may give (a file and a tree of one name, two
+// trees' contents, a listed file and its listed directory): only names
+// under these can be given twice, and only these are remembered to
+// catch a second one (memory independent of the files otherwise).
+func overlappingTops(src sendSources, recursive bool) map[string]bool {
 	count := map[string]int{}
-	for _, a := range args {
-		tops := map[string]bool{filepath.Base(a): true, filepath.Base(filepath.Clean(a)): true}
-		if b := filepath.Base(a); recursive && (b == "." || b == "..") {
+	for i, a := range src.paths {
+		var tops map[string]bool
+		contents := false
+		if src.names != nil {
+			top, _, _ := strings.Cut(src.names[i], "/")
+			tops, contents = map[string]bool{top: true}, top == ""
+		} else {
+			tops = map[string]bool{filepath.Base(a): true, filepath.Base(filepath.Clean(a)): true}
+			b := filepath.Base(a)
+			contents = b == "." || b == ".."
+		}
+		if recursive && contents {
 			// The contents go: each entry of the directory is a top.
 			if entries, err := os.ReadDir(a); err == nil {
 				for _, e := range entries {
@@ -287,14 +336,14 @@ func overlappingTops(args []string, recursive bool) map[string]bool {
 	return over
 }
 
-// walkLocal walks what args name (listLocal), handing each entry to
+// walkLocal walks what src names (listLocal), handing each entry to
 // emit in order, a directory before what is under it and marked Filled
 // when something follows under it, with, for a file that cannot be
 // sent, why; what is passed over goes to skip (nil: not told). It stops
 // when emit returns false. The error is a directory named without -r.
 // Names whose top element is in overlap are remembered to catch a
 // second file of a name (sent as a file that cannot be sent).
-func walkLocal(args []string, recursive bool, ex kermit.Exclusions, sized bool, overlap map[string]bool, emit func(f kermit.OutgoingFile, why error) bool, skip func(p, why string)) error {
+func walkLocal(src sendSources, recursive bool, ex kermit.Exclusions, sized bool, overlap map[string]bool, emit func(f kermit.OutgoingFile, why error) bool, skip func(p, why string)) error {
 	if skip == nil {
 		skip = func(string, string) {}
 	}
@@ -352,27 +401,24 @@ func walkLocal(args []string, recursive bool, ex kermit.Exclusions, sized bool, 
 			Path: p,
 		}, nil)
 	}
-	for _, a := range args {
+	for i, a := range src.paths {
+		name, top, exName := src.nameOf(i)
 		fi, err := os.Stat(a)
 		if err != nil {
-			if !unsent(filepath.Base(a), err) {
+			if !unsent(name, err) {
 				return nil
 			}
 			continue
 		}
-		if top := filepath.Base(filepath.Clean(a)); top != "." && top != ".." && ex.Excludes(top, fi.IsDir()) {
+		if exName != "" && ex.Excludes(exName, fi.IsDir()) {
 			continue // --exclude takes names given too, as rsync's does
 		}
 		switch {
 		case fi.Mode().IsRegular():
-			if !add(a, filepath.Base(a), fi) {
+			if !add(a, name, fi) {
 				return nil
 			}
 		case fi.IsDir() && recursive:
-			top := filepath.Base(filepath.Clean(a))
-			if b := filepath.Base(a); b == "." || b == ".." {
-				top = "" // the contents
-			}
 			walkTree(a, top, ex, sized, add, unsent,
 				func(name string, fi fs.FileInfo) bool {
 					return put(kermit.OutgoingFile{Name: name, Dir: true,
@@ -383,10 +429,18 @@ func walkLocal(args []string, recursive bool, ex kermit.Exclusions, sized bool, 
 			if !flush() {
 				return nil
 			}
+		case fi.IsDir() && src.names != nil:
+			// A listed directory without -r is made there, as rsync's
+			// --files-from makes it (its files go only if listed); the
+			// list's directory itself is the destination.
+			if top != "" && !put(kermit.OutgoingFile{Name: top, Dir: true,
+				ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true}, nil) {
+				return nil
+			}
 		case fi.IsDir():
 			return usageErr("%s is a directory (use -r)", a)
 		default:
-			if !unsent(filepath.Base(a), fmt.Errorf("%s: not a regular file (%s)", a, filestore.EntryKind(fi.Mode()))) {
+			if !unsent(name, fmt.Errorf("%s: not a regular file (%s)", a, filestore.EntryKind(fi.Mode()))) {
 				return nil
 			}
 		}

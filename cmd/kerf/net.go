@@ -750,18 +750,21 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "send",
 		Usage:     "send files to a kerf or Kermit server",
-		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME; - sends standard input as /REMOTE/NAME)",
+		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME; - sends standard input as /REMOTE/NAME; with --files-from LIST: [DIR] HOST[:PORT][/REMOTE/DIR])",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
+			filesFromFlag,
+			from0Flag,
 			removeSourceFlag,
 			sendSessionsFlag,
 			reconnectFlag,
 		}, clientFlags...),
 		Action: jsonErrors(func(c *cli.Context) error {
-			if c.NArg() < 2 {
-				return usageErr("usage: kerf send LOCAL... HOST[:PORT][/REMOTE/DIR]")
+			listing := c.IsSet(filesFromFlag.Name)
+			if c.NArg() < 2 && !(listing && c.NArg() == 1) {
+				return usageErr("usage: kerf send LOCAL... HOST[:PORT][/REMOTE/DIR] (or --files-from LIST [DIR] HOST[:PORT][/REMOTE/DIR])")
 			}
 			args := c.Args().Slice()
 			addr, rdir, err := parseTarget(args[len(args)-1])
@@ -771,18 +774,30 @@ func sendCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
-			if slices.Contains(args[:len(args)-1], "-") {
+			src := sendSources{paths: args[:len(args)-1]}
+			switch {
+			case listing:
+				if src, err = filesFromSources(c, args[:len(args)-1]); err != nil {
+					return err
+				}
+				if len(src.paths) == 0 {
+					clientLogger(c).Warn("--files-from lists no files: nothing sent", "list", c.String(filesFromFlag.Name))
+					return newSendReporter(c, 0).end(nil, false)
+				}
+			case c.IsSet(from0Flag.Name):
+				return usageErr("--from0 is for --files-from")
+			case slices.Contains(args[:len(args)-1], "-"):
 				return sendStdin(c, args[:len(args)-1], addr, rdir)
 			}
 			ex, err := exclusions(c)
 			if err != nil {
 				return err
 			}
-			if !anyExists(args[:len(args)-1]) {
+			if !anyExists(src.paths) {
 				// Nothing to send: said before any dial, not after a
 				// server that does not answer is waited out (QA: 15 s,
 				// then "stat nonexist").
-				if _, err := listLocal(args[:len(args)-1], c.Bool("recursive"), ex); err != nil {
+				if _, err := listSources(src, c.Bool("recursive"), ex, true); err != nil {
 					return err
 				}
 			}
@@ -797,7 +812,7 @@ func sendCommand() *cli.Command {
 			}
 			walk := make(chan walked, 1)
 			go func() {
-				l, err := listLocalSized(args[:len(args)-1], c.Bool("recursive"), ex, c.Bool("resume") || showsBar(c))
+				l, err := listSources(src, c.Bool("recursive"), ex, c.Bool("resume") || showsBar(c))
 				walk <- walked{l, err}
 			}()
 			cl, cfg, dialErr := dialConfig(c, addr)
@@ -830,7 +845,7 @@ func sendCommand() *cli.Command {
 			if cfg.Classic && isRemoteDir(rdir) {
 				defer classicDirBack(c.Context, cl)()
 			}
-			if len(args) == 2 && !c.Bool("recursive") && oneFile(local.files) && remoteAsName(rdir) {
+			if len(args) == 2 && !listing && !c.Bool("recursive") && oneFile(local.files) && remoteAsName(rdir) {
 				// One file to a name: into it if it is a directory,
 				// else stored as that name (asname.go).
 				if _, err := cl.Generic(c.Context, 'C', rdir); err != nil {
@@ -855,7 +870,11 @@ func sendCommand() *cli.Command {
 				// Before anything is sent, or found there whole by a
 				// resume's listing and removed (ontoitself.go). (A file
 				// sent under another name is a rename, even there.)
-				if err := refuseMoveOntoItself(c.Context, cl, sendProbePairs(args[:len(args)-1], c.Bool("recursive"))); err != nil {
+				pairs := sendProbePairs(args[:len(args)-1], c.Bool("recursive"))
+				if listing {
+					pairs = listProbePairs(src)
+				}
+				if err := refuseMoveOntoItself(c.Context, cl, pairs); err != nil {
 					return err
 				}
 			}

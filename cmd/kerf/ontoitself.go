@@ -206,3 +206,27 @@ func getProbePairs(specs []string, dir string) []dirPair {
 	}
 	return pairs
 }
+
+// listProbePairs is sendProbePairs for a --files-from list: each
+// listed path goes under its own path there, so the directory it is
+// read from (or / for an absolute one) pairs with the server's, checked
+// at each top element (a directory of the list's may be a mount of its
+// own).
+func listProbePairs(src sendSources) []dirPair {
+	var pairs []dirPair
+	seen := map[dirPair]bool{}
+	for i, p := range src.paths {
+		name := src.names[i]
+		pair := dirPair{local: p, remote: "."}
+		if top, rest, deeper := strings.Cut(name, "/"); deeper {
+			pair = dirPair{local: strings.TrimSuffix(p, string(filepath.Separator)+filepath.FromSlash(rest)), remote: top}
+		} else if name != "" {
+			pair.local = filepath.Dir(p)
+		}
+		if !seen[pair] {
+			seen[pair] = true
+			pairs = append(pairs, pair)
+		}
+	}
+	return pairs
+}

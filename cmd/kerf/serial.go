@@ -45,7 +45,7 @@ var (
 	resumeFlag        = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
 	dirFlag           = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
 
-	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, serialExcludeFlag, removeSourceFlag})
+	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, serialExcludeFlag, filesFromFlag, from0Flag, removeSourceFlag})
 	serialReceiveFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, dirFlag, sparseFlag})
 	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag})
 	serialServerFlags  = serialGetFlags
@@ -169,16 +169,31 @@ func serialCommand() *cli.Command {
 		Usage: "classic Kermit over a serial line, pty, stdio or a command's pipes (interoperates with C-Kermit and G-Kermit)",
 		Subcommands: []*cli.Command{
 			{
-				Name: "send", Usage: "send files", ArgsUsage: "FILE...", Flags: serialSendFlags,
+				Name: "send", Usage: "send files", ArgsUsage: "FILE... (with --files-from LIST: [DIR])", Flags: serialSendFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
-					if c.NArg() < 1 {
-						return usageErr("usage: kerf serial send --line DEV FILE...")
+					listing := c.IsSet(filesFromFlag.Name)
+					if c.NArg() < 1 && !listing {
+						return usageErr("usage: kerf serial send --line DEV FILE... (or --files-from LIST [DIR])")
+					}
+					src := sendSources{paths: c.Args().Slice()}
+					var err error
+					switch {
+					case listing:
+						if src, err = filesFromSources(c, c.Args().Slice()); err != nil {
+							return err
+						}
+						if len(src.paths) == 0 {
+							clientLogger(c).Warn("--files-from lists no files: nothing sent", "list", c.String(filesFromFlag.Name))
+							return newReporter(c, nil).end(nil, false)
+						}
+					case c.IsSet(from0Flag.Name):
+						return usageErr("--from0 is for --files-from")
 					}
 					ex, err := exclusions(c)
 					if err != nil {
 						return err
 					}
-					files, _, skipped, err := localFiles(c.Args().Slice(), c.Bool("recursive"), ex)
+					files, _, skipped, err := sourceFiles(src, c.Bool("recursive"), ex)
 					if err != nil {
 						return err
 					}

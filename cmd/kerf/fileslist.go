@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// A send's --files-from: the files to send named in a list (a manifest,
+// find's output), as rsync's --files-from, tar's -T and C-Kermit's SEND
+// /LISTFILE take them. Each listed path keeps its path under the
+// destination (a/b/c.txt goes to DEST/a/b/c.txt), since a list picks
+// files out of a tree and the tree's shape is what it keeps.
+
+var filesFromFlag = &cli.StringFlag{Name: "files-from", Usage: "send the paths listed in `FILE`, one a line (- reads standard input), each under its own path (a/b.txt goes to DEST/a/b.txt, as with rsync's --files-from and tar -T): relative ones from the one local directory given, if any (default: this one), an absolute one from where it is, its leading / dropped; a listed directory is made there, and with -r sent whole; empty lines are skipped, and a CR before a line's LF dropped"}
+
+var from0Flag = &cli.BoolFlag{Name: "from0", Usage: "entries of --files-from end with a NUL byte, not a line end (find -print0): any name, even one with a line end"}
+
+// readFilesFrom reads the list of --files-from: "-" is standard input.
+func readFilesFrom(name string, stdin io.Reader, zero bool) ([]string, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, usageErr("--files-from %s: %v", name, err)
+	}
+	sep := byte('\n')
+	if zero {
+		sep = 0
+	}
+	var entries []string
+	for line := range bytes.SplitSeq(data, []byte{sep}) {
+		if !zero {
+			line = bytes.TrimSuffix(line, []byte{'\r'})
+		}
+		if len(line) > 0 {
+			entries = append(entries, string(line))
+		}
+	}
+	return entries, nil
+}
+
+// listedSources is what the entries of a --files-from list name: each
+// read from dir (an absolute one from where it is) and sent under its
+// path cleaned, without a leading "/". An entry that climbs out of dir
+// ("../x") has no name under the destination: a usage error, naming it,
+// before anything is sent.
+func listedSources(dir string, entries []string) (sendSources, error) {
+	src := sendSources{paths: make([]string, 0, len(entries)), names: make([]string, 0, len(entries))}
+	for i, e := range entries {
+		rel := path.Clean(filepath.ToSlash(e))
+		local := filepath.Join(dir, filepath.FromSlash(rel))
+		if filepath.IsAbs(e) {
+			local = filepath.Clean(e)
+			rel = strings.TrimLeft(rel, "/")
+			if rel == "" {
+				rel = "."
+			}
+		}
+		if rel == ".." || strings.HasPrefix(rel, "../") {
+			return sendSources{}, usageErr("--files-from: entry %d (%s) is outside the directory it is read from (%s): list paths under it, or give a directory above them before the destination", i+1, printable(e), printable(dir))
+		}
+		if rel == "." {
+			rel = "" // the directory itself: with -r its contents
+		}
+		src.paths, src.names = append(src.paths, local), append(src.names, rel)
+	}
+	return src, nil
+}
+
+// filesFromSources is the sources of a send with --files-from, whose
+// arguments before the destination are at most one directory, that the
+// list's relative paths are read from. An empty list is no error: a
+// script's list of what is new may be empty, and nothing is sent (as
+// rsync and tar -T do).
+func filesFromSources(c *cli.Context, locals []string) (sendSources, error) {
+	if len(locals) > 1 {
+		return sendSources{}, usageErr("with --files-from, give at most one local directory (where the list's relative paths are read from); %d given", len(locals))
+	}
+	dir := "."
+	if len(locals) == 1 {
+		dir = locals[0]
+		if fi, err := os.Stat(dir); err != nil {
+			return sendSources{}, usageErr("--files-from: %v", err)
+		} else if !fi.IsDir() {
+			return sendSources{}, usageErr("--files-from: %s is not a directory (the list's paths are read from it)", printable(dir))
+		}
+	}
+	entries, err := readFilesFrom(c.String(filesFromFlag.Name), c.App.Reader, c.Bool(from0Flag.Name))
+	if err != nil {
+		return sendSources{}, err
+	}
+	return listedSources(dir, entries)
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"kerf/kermit"
+)
+
+func TestReadFilesFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		zero bool
+		want []string
+	}{
+		{"lines", "a\nb/c\n", false, []string{"a", "b/c"}},
+		{"no last line end", "a\nb", false, []string{"a", "b"}},
+		{"CRLF and empty lines", "a\r\n\r\n\nb\r\n", false, []string{"a", "b"}},
+		{"a CR inside a name stays", "a\rb\n", false, []string{"a\rb"}},
+		{"spaces stay", " a \n", false, []string{" a "}},
+		{"NUL-ended", "a\nb\x00c\r\x00\x00", true, []string{"a\nb", "c\r"}},
+		{"empty", "", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readFilesFrom("-", strings.NewReader(tc.in), tc.zero)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := readFilesFrom(filepath.Join(t.TempDir(), "none"), nil, false); err == nil || exitCode(err) != 2 {
+		t.Errorf("a missing list: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+}
+
+func TestListedSources(t *testing.T) {
+	src, err := listedSources("base", []string{"a/b", "./c", "d/../e", "/abs/f", "/", ".", "g/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPaths := []string{"base/a/b", "base/c", "base/e", "/abs/f", "/", "base", "base/g"}
+	wantNames := []string{"a/b", "c", "e", "abs/f", "", "", "g"}
+	if !slices.Equal(src.paths, wantPaths) || !slices.Equal(src.names, wantNames) {
+		t.Errorf("paths %q names %q, want %q %q", src.paths, src.names, wantPaths, wantNames)
+	}
+	for _, bad := range []string{"..", "../x", "a/../../x"} {
+		if _, err := listedSources("base", []string{"ok", bad}); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "entry 2") {
+			t.Errorf("%q: %v, want a usage error naming entry 2", bad, err)
+		}
+	}
+}
+
+// A list's entries go under their paths: a directory without -r as a
+// directory entry, with -r whole; a file named twice (also inside a
+// listed tree) goes once; --exclude matches the whole path.
+func TestListSourcesNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a/b/x", "a/y", "c/z", "top", "a/b/skip.o"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(files []kermit.OutgoingFile) (sent, dirs, failed []string) {
+		for _, f := range files {
+			switch {
+			case f.Dir:
+				dirs = append(dirs, f.Name)
+			case f.Path == "":
+				failed = append(failed, f.Name)
+			default:
+				sent = append(sent, f.Name)
+			}
+		}
+		return
+	}
+	ex, err := kermit.ParseExclusions([]string{"*.o", "/c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		entries   []string
+		recursive bool
+		sent      []string
+		dirs      []string
+		failed    []string
+	}{
+		{"files keep their paths", []string{"a/b/x", "top", "a/./b/x"}, false, []string{"a/b/x", "top"}, nil, nil},
+		{"a directory without -r is made", []string{"a", "a/y", "."}, false, []string{"a/y"}, []string{"a"}, nil},
+		{"a directory with -r goes whole", []string{"a", "a/y"}, true, []string{"a/b/x", "a/y"}, []string{"a", "a/b"}, nil},
+		{"the list's directory with -r: its contents", []string{"."}, true, []string{"a/b/x", "a/y", "top"}, []string{"a", "a/b"}, nil},
+		{"excluded by path", []string{"a/b/skip.o", "c/z", "top"}, false, []string{"top"}, nil, nil},
+		{"missing", []string{"nope/x", "top"}, false, []string{"top"}, nil, []string{"nope/x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := listedSources(dir, tc.entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, _, _, err := sourceFiles(src, tc.recursive, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, dirs, failed := names(files)
+			slices.Sort(sent)
+			slices.Sort(dirs)
+			if !slices.Equal(sent, tc.sent) || !slices.Equal(dirs, tc.dirs) || !slices.Equal(failed, tc.failed) {
+				t.Errorf("sent %q dirs %q failed %q; want %q %q %q", sent, dirs, failed, tc.sent, tc.dirs, tc.failed)
+			}
+			for _, f := range files {
+				if f.Path != "" && f.Path != filepath.Join(dir, f.Name) {
+					t.Errorf("%s read from %s, want %s", f.Name, f.Path, filepath.Join(dir, f.Name))
+				}
+			}
+		})
+	}
+}
+
+func TestListProbePairs(t *testing.T) {
+	src, err := listedSources("base", []string{"a/b/x", "a/y", "top", "c", "/abs/f", "."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := listProbePairs(src)
+	want := []dirPair{{"base/a", "a"}, {"base", "."}, {"/abs", "abs"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// exitCode is the exit code err would give (0: none set).
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 0
+}

@@ -54,8 +54,14 @@ func readFilesFrom(name string, stdin io.Reader, zero bool) ([]string, error) {
 // path cleaned, without a leading "/". An entry that climbs out of dir
 // ("../x") has no name under the destination: a usage error, naming it,
 // before anything is sent.
+//
+// A path listed twice goes once. Two paths of one name (an absolute
+// entry and a relative one) have their top element in src.clash, for
+// the walk to refuse the second; without -r nothing else can give a
+// name twice, so the walk remembers no other names (overlappingTops).
 func listedSources(dir string, entries []string) (sendSources, error) {
 	src := sendSources{paths: make([]string, 0, len(entries)), names: make([]string, 0, len(entries))}
+	named := make(map[string]string, len(entries)) // name: path
 	for i, e := range entries {
 		rel := path.Clean(filepath.ToSlash(e))
 		local := filepath.Join(dir, filepath.FromSlash(rel))
@@ -71,6 +77,18 @@ func listedSources(dir string, entries []string) (sendSources, error) {
 		}
 		if rel == "." {
 			rel = "" // the directory itself: with -r its contents
+		}
+		if first, ok := named[rel]; ok {
+			if first == local {
+				continue
+			}
+			if src.clash == nil {
+				src.clash = map[string]bool{}
+			}
+			top, _, _ := strings.Cut(rel, "/")
+			src.clash[top] = true
+		} else {
+			named[rel] = local
 		}
 		src.paths, src.names = append(src.paths, local), append(src.names, rel)
 	}

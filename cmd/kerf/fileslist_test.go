@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,4 +148,47 @@ func exitCode(err error) int {
 		return ee.code
 	}
 	return 0
+}
+
+// A path listed twice goes once; an absolute entry and a relative one of
+// one name are both kept, and the walk refuses the second as a second
+// file of that name; without -r no other name is remembered.
+func TestListedSourcesRepeats(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	abs := filepath.Join(other, "f")
+	same := filepath.Join(dir, strings.TrimPrefix(abs, "/"))
+	for _, p := range []string{abs, same, filepath.Join(dir, "top")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := listedSources(dir, []string{"top", "./top", abs, strings.TrimPrefix(abs, "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.paths) != 3 {
+		t.Errorf("paths %q: want top once, then both of %s", src.paths, abs)
+	}
+	top, _, _ := strings.Cut(strings.TrimPrefix(abs, "/"), "/")
+	if want := map[string]bool{top: true}; !maps.Equal(src.clash, want) || !maps.Equal(overlappingTops(src, false), want) {
+		t.Errorf("clash %v, overlapping tops %v; want %v", src.clash, overlappingTops(src, false), want)
+	}
+	files, _, _, err := sourceFiles(src, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent, failed []string
+	for _, f := range files {
+		if f.Path != "" {
+			sent = append(sent, f.Path)
+		} else {
+			failed = append(failed, f.Name)
+		}
+	}
+	if !slices.Equal(sent, []string{filepath.Join(dir, "top"), abs}) || !slices.Equal(failed, []string{strings.TrimPrefix(abs, "/")}) {
+		t.Errorf("sent %q, failed %q", sent, failed)
+	}
 }

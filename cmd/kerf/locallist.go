@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -23,6 +24,9 @@ type sendSources struct {
 	// for the list's directory itself); else a path goes under its base
 	// name, as scp names it.
 	names []string
+	// clash are the top elements of names that two paths of the list
+	// give (listedSources).
+	clash map[string]bool
 }
 
 // nameOf says what path i is sent as: a file's name; a tree's top
@@ -303,6 +307,12 @@ func sourceFiles(src sendSources, recursive bool, ex kermit.Exclusions) ([]kermi
 // under these can be given twice, and only these are remembered to
 // catch a second one (memory independent of the files otherwise).
 func overlappingTops(src sendSources, recursive bool) map[string]bool {
+	if src.names != nil && !recursive {
+		// Each entry gives its own name alone, and the list's repeats
+		// are known (a list's entries all share a few tops: counting
+		// them would remember every name).
+		return maps.Clone(src.clash)
+	}
 	count := map[string]int{}
 	for i, a := range src.paths {
 		var tops map[string]bool

@@ -192,3 +192,49 @@ func TestListedSourcesRepeats(t *testing.T) {
 		t.Errorf("sent %q, failed %q", sent, failed)
 	}
 }
+
+// Whatever a list holds, an entry either is refused or goes under a
+// name inside the destination: never absolute, never with a ".."
+// element, and for a relative entry read from inside the directory.
+func FuzzFilesFromList(f *testing.F) {
+	for _, s := range []string{"a\nb/c\n", "../x\n", "/abs/f\r\n", ".\n./\n//\n", "a/../../b", "a\x00b\x00", "x/./y/..\n\n"} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, list []byte, zero bool) {
+		entries, err := readFilesFrom("-", strings.NewReader(string(list)), zero)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e == "" || (!zero && strings.ContainsRune(e, '\n')) {
+				t.Fatalf("entry %q", e)
+			}
+		}
+		src, err := listedSources("base", entries)
+		if err != nil {
+			if exitCode(err) != 2 {
+				t.Fatalf("not a usage error: %v", err)
+			}
+			return
+		}
+		for i, name := range src.names {
+			if strings.HasPrefix(name, "/") || name == ".." || strings.HasPrefix(name, "../") || strings.Contains(name, "/../") || strings.HasSuffix(name, "/..") {
+				t.Fatalf("name %q of %q", name, src.paths[i])
+			}
+			p := src.paths[i]
+			switch {
+			case filepath.IsAbs(p):
+				if strings.TrimLeft(filepath.ToSlash(p), "/") != name {
+					t.Fatalf("absolute %q named %q", p, name)
+				}
+			case name == "":
+				if p != "base" {
+					t.Fatalf("%q named as the directory itself", p)
+				}
+			case p != filepath.Join("base", name):
+				t.Fatalf("%q named %q", p, name)
+			}
+		}
+	})
+}

@@ -36,6 +36,10 @@ func readFilesFrom(name string, stdin io.Reader, zero bool) ([]string, error) {
 	sep := byte('\n')
 	if zero {
 		sep = 0
+	} else {
+		// A list saved by a Windows editor may begin with a byte order
+		// mark, which no name begins with.
+		data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	}
 	var entries []string
 	for line := range bytes.SplitSeq(data, []byte{sep}) {

@@ -22,6 +22,7 @@ func TestReadFilesFrom(t *testing.T) {
 		{"lines", "a\nb/c\n", false, []string{"a", "b/c"}},
 		{"no last line end", "a\nb", false, []string{"a", "b"}},
 		{"CRLF and empty lines", "a\r\n\r\n\nb\r\n", false, []string{"a", "b"}},
+		{"a byte order mark", "\uFEFFa\r\n\uFEFFb\r\n", false, []string{"a", "\uFEFFb"}},
 		{"a CR inside a name stays", "a\rb\n", false, []string{"a\rb"}},
 		{"spaces stay", " a \n", false, []string{" a "}},
 		{"NUL-ended", "a\nb\x00c\r\x00\x00", true, []string{"a\nb", "c\r"}},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -176,4 +177,36 @@ func TestGetEscapedWildcardName(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(local, "e", "a1.txt")); err == nil {
 		t.Error("a1.txt was stored for a\\[1\\].txt")
 	}
+}
+
+// A file sent to a new name that a kerf server then refuses (here for
+// room: a sparse file larger than its free space) says why, and not that
+// the server "would not change into" the name: a kerf server said there
+// was no such directory, so the name was meant as a file's (QA: the
+// note, meant for a classic server's ambiguous refusal, came with every
+// such failure).
+func TestRefusedAsNameSaysNoDirectoryNote(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(root, &st); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(local, "big.img")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(st.Bavail)*int64(st.Bsize) + 1<<30); err != nil {
+		t.Fatalf("a sparse file larger than the free space: %v", err)
+	}
+	f.Close()
+	r := run(t, srv, local, nil, "send", "big.img", target(srv.addr, "new.img"))
+	if r.code != 4 || !strings.Contains(r.stderr, "free") {
+		t.Fatalf("send of a file larger than the server's free space: %s; want exit 4 saying why", r)
+	}
+	if strings.Contains(r.stderr, "would not change into") {
+		t.Errorf("the refusal came with a note about a directory: %s", r)
+	}
+	noFile(t, filepath.Join(root, "new.img"))
 }

@@ -924,10 +924,14 @@ func sendCommand() *cli.Command {
 			sendErr := kermit.SendParallelWith(c.Context, sessionsOf(clients), list, kermit.SendOptions{Reconnect: reconnect})
 			rep.notWalked(local.notWalked())
 			noteRefused(c, clients)
-			if sendErr != nil && cdErr != nil && (rep.byReceiver() || kermit.FromReceiver(sendErr)) {
+			if sendErr != nil && cdErr != nil && !cl.Session().PeerIsKerf() && (rep.byReceiver() || kermit.FromReceiver(sendErr)) {
 				// Only when the receiver turned the file down: a file
 				// that changed, or a Ctrl-C, has nothing to do with the
-				// name it went under (QA: said on every failure).
+				// name it went under (QA: said on every failure). And
+				// only for a classic server, whose refusal to enter a
+				// directory may mean one it may not enter: a kerf
+				// server's said there was none (QA: the note beside a
+				// refusal for room).
 				fmt.Fprintf(os.Stderr, "kerf: note: the server would not change into %s (%s), so the file was sent as a file of that name\n", printable(asFileOf), printable(cdErr.Error()))
 			}
 			return rep.end(sendErr, false)

@@ -31,6 +31,11 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "65"},
 		{"ls", "--streams", "x", "127.0.0.1:1/x"},
 		{"ls", "--streams", "0", "127.0.0.1:1/x"},
+		{"serial", "send", "--stdio", "--files-from", "-"},
+		{"serial", "send", "--line", "/dev/null", "--from0", "x"},
+		{"serial", "send", "--line", "/dev/null", "--files-from", "/nonexistent/list"},
+		{"send", "--files-from", "/nonexistent/list", "127.0.0.1:1/x"},
+		{"send", "--files-from", "/dev/null", "a", "b", "127.0.0.1:1/x"},
 	} {
 		cmd := exec.Command(kerfBin, args...)
 		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())

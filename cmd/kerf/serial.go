@@ -178,6 +178,8 @@ func serialCommand() *cli.Command {
 					src := sendSources{paths: c.Args().Slice()}
 					var err error
 					switch {
+					case listing && c.String(filesFromFlag.Name) == "-" && c.Bool("stdio"):
+						return usageErr("--files-from - reads standard input, which --stdio makes the line: give the list as a file")
 					case listing:
 						if src, err = filesFromSources(c, c.Args().Slice()); err != nil {
 							return err

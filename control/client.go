@@ -30,6 +30,10 @@ var ErrLogin = errors.New("control: login refused")
 // failure (the credentials were not checked).
 var ErrCredentials = errors.New("control: credentials not accepted")
 
+// ErrServerBusy is a dial refused by a kerf server at its session limits
+// (its BusyNotice): worth trying again later.
+var ErrServerBusy = errors.New("the server is at its session limit (its --max-sessions or --max-sessions-per-addr)")
+
 // loginRefusal reads as the server's words and is ErrLogin, and
 // ErrCredentials too when creds.
 type loginRefusal struct {
@@ -259,6 +263,10 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			if errors.Is(err, auth.ErrHostUnknown) || errors.Is(err, auth.ErrHostKeyChanged) {
 				return nil, err
 			}
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) && string(rh.RecordHeader[:]) == BusyNotice[:len(rh.RecordHeader)] {
+				return nil, fmt.Errorf("control: %s: %w", addr, ErrServerBusy)
+			}
 			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 				// A kerf server closes at once when it is at its session
 				// limits (it does not spend a handshake on a refusal).
@@ -267,7 +275,6 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			// The hint only where the peer may not speak TLS at all: it
 			// answered something else, or nothing in time. (Not for a
 			// local cause: an unreadable known_hosts, an interrupt.)
-			var rh tls.RecordHeaderError
 			if errors.As(err, &rh) {
 				return nil, fmt.Errorf("control: TLS handshake with %s: %w (is it a kerf server? a plain Kermit peer needs --classic)", addr, err)
 			}

@@ -109,9 +109,13 @@ func TestSessionLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			waitClosed(t, c)
-			if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); err == nil {
-				t.Error("a client got in beyond the limit")
+			// Told why in clear, then closed.
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if got, err := io.ReadAll(c); string(got) != control.BusyNotice {
+				t.Errorf("a connection beyond the limit read %q (%v), want %q", got, err, control.BusyNotice)
+			}
+			if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
+				t.Errorf("a client beyond the limit: %v, want ErrServerBusy", err)
 			}
 		})
 	}

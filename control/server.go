@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kerf/auth"
@@ -143,6 +145,8 @@ type Server struct {
 	mu      sync.Mutex
 	conns   int
 	perAddr map[string]int
+	// refusing counts connections being told BusyNotice.
+	refusing atomic.Int32
 }
 
 // NewServer opens the control and data listeners.
@@ -318,7 +322,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		key := addrKey(c.RemoteAddr())
 		if !s.admit(key) {
 			s.cfg.Log.Warn("connection refused: too many sessions", "peer", c.RemoteAddr().String())
-			c.Close()
+			s.refuseBusy(c)
 			continue
 		}
 		s.wg.Add(1)
@@ -328,6 +332,42 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.handle(ctx, c)
 		}()
 	}
+}
+
+// BusyNotice is what a server at its session limits writes, in clear
+// before any TLS, on a connection it then closes: a kerf client takes
+// it for what it is (ErrServerBusy) rather than a peer that is not kerf,
+// and tries again; a person or a classic Kermit reads it as a line.
+const BusyNotice = "kerf: busy: at its session limit, try again later\r\n"
+
+// refusingMax bounds the refused connections told BusyNotice at once;
+// past it (a flood) they are closed at once, as they all were before.
+const refusingMax = 64
+
+// refuseBusy tells c the server is busy and closes it. The client's
+// ClientHello is read and dropped first, for up to a second: closing
+// with it unread would reset the connection, which may discard the
+// notice before the client reads it.
+func (s *Server) refuseBusy(c net.Conn) {
+	if s.refusing.Add(1) > refusingMax {
+		s.refusing.Add(-1)
+		c.Close()
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.refusing.Add(-1)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := io.WriteString(c, BusyNotice); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}()
 }
 
 func addrKey(a net.Addr) string {

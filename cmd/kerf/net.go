@@ -377,7 +377,7 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 			return pw, err
 		}
 	}
-	cl, err := dialAfterThrottle(c.Context, cfg)
+	cl, err := dialWhenFree(c, cfg)
 	if errors.Is(err, errAtPrompt) || err != nil && atPrompt {
 		return fail(errAtPrompt) // at the password's prompt, or the key's
 	}
@@ -459,6 +459,30 @@ func throttled(err error) (time.Duration, bool) {
 // dialAfterThrottle dials, and once more after the wait a kerf server
 // asks for when it did not check the login because the address failed
 // one just before (a password typed again quickly).
+// dialWhenFree is dialAfterThrottle, which a server at its session
+// limits has refused (a batch of transfers to one server at once) is
+// dialled again within --reconnect, as a lost connection is: after 1 s,
+// then twice as long each time, at most 5 s apart. Commands without
+// --reconnect (ls, rm ...) fail at once.
+func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, error) {
+	budget := c.Duration(reconnectFlag.Name)
+	deadline := time.Now().Add(budget)
+	wait := reconnectWait
+	for {
+		cl, err := dialAfterThrottle(c.Context, cfg)
+		if !errors.Is(err, control.ErrServerBusy) || time.Now().Add(wait).After(deadline) {
+			return cl, err
+		}
+		writeNote(fmt.Sprintf("kerf: %s; trying again in %v\n", printable(err.Error()), wait))
+		select {
+		case <-time.After(wait):
+		case <-c.Context.Done():
+			return nil, c.Context.Err()
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
 func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.Client, error) {
 	cl, err := control.Dial(ctx, cfg)
 	if d, ok := throttled(err); ok {

@@ -1,0 +1,36 @@
+package e2e
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A server at its session limit says so: `kerf ls` fails at once
+// naming the limit (exit 3), and a send dials again within --reconnect
+// until a session is free, then goes (QA: twelve sends at once to one
+// server, three sessions each, failed four of them, "closed the
+// connection during the TLS handshake").
+func TestServerAtItsSessionLimit(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{args: []string{"--max-sessions-per-addr", "1", "--handshake-timeout", "3s"}})
+	writeFile(t, filepath.Join(local, "a.txt"), []byte("hello"))
+	// A connection that never speaks holds the one session until the
+	// handshake timeout drops it (accepted before the next, which
+	// queues behind it).
+	held, err := net.Dial("tcp", srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	r := run(t, srv, local, nil, "ls", target(srv.addr, ""))
+	if r.code != 3 || !strings.Contains(r.stderr, "session limit") {
+		t.Fatalf("ls at the limit: %s; want exit 3 naming the session limit", r)
+	}
+	r = run(t, srv, local, nil, "send", "--reconnect", "60s", "a.txt", target(srv.addr, "in/"))
+	if r.code != 0 || !strings.Contains(r.stderr, "trying again") {
+		t.Fatalf("send at the limit: %s; want it to try again and succeed", r)
+	}
+	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "in/a.txt"))
+}

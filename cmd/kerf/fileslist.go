@@ -123,3 +123,24 @@ func filesFromSources(c *cli.Context, locals []string) (sendSources, error) {
 	}
 	return listedSources(dir, entries)
 }
+
+// sendSourcesOf is what a send's local arguments name: themselves, or
+// with --files-from the list's entries, read from the one directory
+// given. none: the list is empty, which a note has said (nothing to
+// send, and no failure).
+func sendSourcesOf(c *cli.Context, locals []string) (src sendSources, none bool, err error) {
+	if !c.IsSet(filesFromFlag.Name) {
+		if c.IsSet(from0Flag.Name) {
+			return sendSources{}, false, usageErr("--from0 is for --files-from")
+		}
+		return sendSources{paths: locals}, false, nil
+	}
+	if src, err = filesFromSources(c, locals); err != nil {
+		return sendSources{}, false, err
+	}
+	if len(src.paths) == 0 {
+		clientLogger(c).Warn("--files-from lists no files: nothing sent", "list", c.String(filesFromFlag.Name))
+		return src, true, nil
+	}
+	return src, false, nil
+}

@@ -798,20 +798,14 @@ func sendCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
-			src := sendSources{paths: args[:len(args)-1]}
+			src, none, err := sendSourcesOf(c, args[:len(args)-1])
 			switch {
-			case listing:
-				if src, err = filesFromSources(c, args[:len(args)-1]); err != nil {
-					return err
-				}
-				if len(src.paths) == 0 {
-					clientLogger(c).Warn("--files-from lists no files: nothing sent", "list", c.String(filesFromFlag.Name))
-					return newSendReporter(c, 0).end(nil, false)
-				}
-			case c.IsSet(from0Flag.Name):
-				return usageErr("--from0 is for --files-from")
-			case slices.Contains(args[:len(args)-1], "-"):
-				return sendStdin(c, args[:len(args)-1], addr, rdir)
+			case err != nil:
+				return err
+			case none:
+				return newSendReporter(c, 0).end(nil, false)
+			case !listing && slices.Contains(src.paths, "-"):
+				return sendStdin(c, src.paths, addr, rdir)
 			}
 			ex, err := exclusions(c)
 			if err != nil {

@@ -175,21 +175,15 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 && !listing {
 						return usageErr("usage: kerf serial send --line DEV FILE... (or --files-from LIST [DIR])")
 					}
-					src := sendSources{paths: c.Args().Slice()}
-					var err error
-					switch {
-					case listing && c.String(filesFromFlag.Name) == "-" && c.Bool("stdio"):
+					if listing && c.String(filesFromFlag.Name) == "-" && c.Bool("stdio") {
 						return usageErr("--files-from - reads standard input, which --stdio makes the line: give the list as a file")
-					case listing:
-						if src, err = filesFromSources(c, c.Args().Slice()); err != nil {
-							return err
-						}
-						if len(src.paths) == 0 {
-							clientLogger(c).Warn("--files-from lists no files: nothing sent", "list", c.String(filesFromFlag.Name))
-							return newReporter(c, nil).end(nil, false)
-						}
-					case c.IsSet(from0Flag.Name):
-						return usageErr("--from0 is for --files-from")
+					}
+					src, none, err := sendSourcesOf(c, c.Args().Slice())
+					switch {
+					case err != nil:
+						return err
+					case none:
+						return newReporter(c, nil).end(nil, false)
 					}
 					ex, err := exclusions(c)
 					if err != nil {

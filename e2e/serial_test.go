@@ -320,3 +320,27 @@ func TestSerialSendIgnoresStaleErrorPacket(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(local, "one"), filepath.Join(in, "one"))
 }
+
+// A tree sent to G-Kermit, which makes no directories: the refusal of
+// the first name in a missing directory says so and what to do (QA:
+// only G-Kermit's own "Write access denied"); with the directories made
+// there first, the same send goes.
+func TestSerialTreeToGKermitWithoutItsDirectories(t *testing.T) {
+	gk := peertest.RequirePeer(t, "gkermit")
+	local, dst := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "t/a/x.bin"), randomBytes(3000, 61))
+	writeFile(t, filepath.Join(local, "t/y.bin"), randomBytes(2000, 62))
+	r := run(t, nil, dst, nil, "serial", "send", "-r", "--command", gk+" -r", filepath.Join(local, "t"))
+	if r.code != 4 || !strings.Contains(r.stderr, "Write access denied") || !strings.Contains(r.stderr, "makes no directories") || !strings.Contains(r.stderr, "needs t/a there first") {
+		t.Fatalf("send -r to G-Kermit without t/a there: %s; want exit 4 with the hint", r)
+	}
+	if err := os.MkdirAll(filepath.Join(dst, "t/a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, nil, dst, nil, "serial", "send", "-r", "--command", gk+" -r", filepath.Join(local, "t")); r.code != 0 {
+		t.Fatalf("send -r to G-Kermit with t/a there: %s", r)
+	}
+	for _, f := range []string{"t/a/x.bin", "t/y.bin"} {
+		sameFile(t, filepath.Join(local, f), filepath.Join(dst, f))
+	}
+}

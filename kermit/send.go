@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,6 +124,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 		// there: each is reported, not just the group's error; and so
 		// is each file not begun.
 		if err != nil {
+			err = s.noDirectoryHint(err, atEnd)
 			// The error may name another file (the one whose data
 			// failed): say it is the transfer's.
 			why := fmt.Errorf("not sent, the transfer having stopped: %w", err)
@@ -324,6 +326,24 @@ type skipError struct{ err error }
 
 func (e *skipError) Error() string { return e.err.Error() }
 func (e *skipError) Unwrap() error { return e.err }
+
+// noDirectoryHint is err, a classic receiver's E that refused the last
+// file under way at its name, with a hint when that name has a
+// directory: G-Kermit makes no directories, and refuses a name in one
+// that is not there in words of its own ("Write access denied": QA, a
+// send -r to it).
+func (s *Session) noDirectoryHint(err error, atEnd bool) error {
+	var pe *PeerError
+	if atEnd || s.neg.peerKerf || len(s.sending) == 0 || !errors.As(err, &pe) {
+		return err
+	}
+	last := s.sending[len(s.sending)-1]
+	dir := path.Dir(last.name)
+	if s.openedOf == last.name || dir == "." {
+		return err // taken, or in no directory
+	}
+	return fmt.Errorf("%w (refused at its name %s: a receiver that makes no directories, as G-Kermit makes none, needs %s there first; or send the files by name, without -r, each under its own name)", err, last.name, dir)
+}
 
 // untrack takes one file named name off the list of files under way.
 func (s *Session) untrack(name string) {

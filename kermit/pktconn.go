@@ -29,6 +29,10 @@ type inPacket struct {
 	weak  bool
 	err   error
 	wireN int // bytes the packet occupied on the wire
+	// inDamage: a damaged one whose mark came after damage with no end
+	// of line before it, so most likely a mark the line made inside a
+	// damaged packet, not where one begins (Session.sameDamage).
+	inDamage bool
 }
 
 // pktConn frames Kermit packets over a byte stream. One goroutine reads
@@ -276,7 +280,7 @@ func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerd
 	}
 	if err != nil {
 		// Skip one byte only: a garbled LEN may cover the next packet.
-		return inPacket{bad: true}, 1, scanBad
+		return inPacket{bad: true, inDamage: st.inDamage}, 1, scanBad
 	}
 	ip.Packet = framing.Packet{Seq: p.Seq, Type: p.Type & 0x7f, Data: append([]byte(nil), p.Data...)}
 	ip.chk3 = chk3

@@ -1000,6 +1000,8 @@ type recvWindow struct {
 	// (tooSoon).
 	ackedAt, repeatedAt [64]time.Time
 	longest             int
+	// nakedAt is when seq was last NAKed (sameDamage).
+	nakedAt [64]time.Time
 }
 
 func (w *recvWindow) reset(size, lo int) {
@@ -1051,6 +1053,29 @@ func (s *Session) tooSoon(seq, wireN int) bool {
 	return time.Since(w.ackedAt[seq]) < within && time.Since(w.repeatedAt[prev]) < 2*within
 }
 
+// sameDamage reports whether in, a damaged packet that came to a
+// stop-and-wait receiver, is more of the one it has just NAKed: a burst
+// of noise that holds packet marks parses as several damaged packets,
+// and a NAK for each had the sender send the packet as many times again,
+// each counted as a retry (G-Kermit gave up with "Too many retries"
+// under bursts, QA, where C-Kermit as the receiver, which reads a
+// damaged packet to its end of line, NAKs it once). Such a mark comes
+// after damage with no end of line before it (inDamage), and, on a line
+// of known speed, within the longest packet's line time of the NAK: the
+// copy the NAK asks for comes only after the rest of the damaged packet.
+// A damaged copy begins after an end of line, and is NAKed again
+// (suppressed on time alone, it waited out the receiver's timeout).
+func (s *Session) sameDamage(in inPacket) bool {
+	w := &s.rw
+	if !in.inDamage || w.size != 1 || !w.started || s.cfg.Reliable || !w.naked[w.lo] || w.nakedAt[w.lo].IsZero() {
+		return false
+	}
+	if s.cfg.LineSpeed <= 0 {
+		return true
+	}
+	return time.Since(w.nakedAt[w.lo]) < lineTime(w.longest, s.lineSpeed())+quickCopySlack
+}
+
 // quickCopySlack is what tooSoon allows beyond a copy's line time: the
 // turn of the line at both ends.
 const quickCopySlack = 250 * time.Millisecond
@@ -1058,6 +1083,7 @@ const quickCopySlack = 250 * time.Millisecond
 func (s *Session) nak(seq int) error {
 	s.stats.NAKsSent++
 	s.rw.naked[seq] = true
+	s.rw.nakedAt[seq] = time.Now()
 	s.cfg.Log.Debug("NAK", "seq", seq, "lo", s.rw.lo)
 	return s.c.send(seq, 'N', nil)
 }
@@ -1175,6 +1201,10 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 				if err := s.nak(0); err != nil {
 					return framing.Packet{}, err
 				}
+				continue
+			}
+			if s.sameDamage(in) {
+				s.cfg.Log.Debug("damaged packet: more of the one just NAKed", "seq", w.lo)
 				continue
 			}
 			if err := s.nakMissing(-1); err != nil {

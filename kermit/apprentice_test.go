@@ -3,6 +3,7 @@ package kermit_test
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,32 +24,7 @@ func TestStopAndWaitAnswersEachCopyOnce(t *testing.T) {
 	cfg := kermit.DefaultConfig()
 	cfg.LineSpeed = 115200
 	cfg.Timeout = time.Second // tooSoon's bound: half of it
-	a, b := link(t, 0, 1)
-	rcv := kermit.NewSession(a, cfg)
-	defer rcv.Close()
-	store, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- rcv.Receive(ctx, store) }()
-	r := bufio.NewReader(b)
-	expect := func(what string, typ byte, seq int) {
-		t.Helper()
-		if p := readPacket(t, r); p.Type != typ || p.Seq != seq {
-			t.Fatalf("%s: answer %c/%d, want %c/%d", what, p.Type, p.Seq, typ, seq)
-		}
-	}
-	params := framing.DefaultParams()
-	params.Capas &^= framing.CapWindows // stop-and-wait, as G-Kermit
-	params.Timeout = 1
-	writePacket(t, b, framing.Packet{Seq: 0, Type: 'S', Data: params.Marshal()})
-	expect("S", 'Y', 0)
-	writePacket(t, b, framing.Packet{Seq: 1, Type: 'F', Data: []byte("x.bin")})
-	expect("F", 'Y', 1)
+	b, expect, done, store := stopAndWaitReceiver(t, cfg, 1)
 
 	writePacket(t, b, framing.Packet{Seq: 2, Type: 'D', Data: []byte("hello ")})
 	expect("D 2", 'Y', 2)
@@ -78,4 +54,40 @@ func TestStopAndWaitAnswersEachCopyOnce(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(store.Path(), "x.bin")); err != nil || string(got) != "hello world" {
 		t.Errorf("stored %q (%v), want each packet's data once", got, err)
 	}
+}
+
+// stopAndWaitReceiver starts a session with cfg receiving from a
+// scripted stop-and-wait sender (as G-Kermit) with block check 1 (its
+// Send-Init timeout in seconds: timeout, 0 for the default), past the S
+// and the F of x.bin. It returns the sender's end, expect (the next
+// answer must be typ/seq), the receive's result and the store.
+func stopAndWaitReceiver(t *testing.T, cfg kermit.Config, timeout int) (net.Conn, func(what string, typ byte, seq int), <-chan error, *filestore.Dir) {
+	t.Helper()
+	a, b := link(t, 0, 1)
+	rcv := kermit.NewSession(a, cfg)
+	store, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(func() { cancel(); rcv.Close(); store.Close() })
+	done := make(chan error, 1)
+	go func() { done <- rcv.Receive(ctx, store) }()
+	r := bufio.NewReader(b)
+	expect := func(what string, typ byte, seq int) {
+		t.Helper()
+		if p := readPacket(t, r); p.Type != typ || p.Seq != seq {
+			t.Fatalf("%s: answer %c/%d, want %c/%d", what, p.Type, p.Seq, typ, seq)
+		}
+	}
+	params := framing.DefaultParams()
+	params.Capas &^= framing.CapWindows // stop-and-wait, as G-Kermit
+	if timeout > 0 {
+		params.Timeout = timeout
+	}
+	writePacket(t, b, framing.Packet{Seq: 0, Type: 'S', Data: params.Marshal()})
+	expect("S", 'Y', 0)
+	writePacket(t, b, framing.Packet{Seq: 1, Type: 'F', Data: []byte("x.bin")})
+	expect("F", 'Y', 1)
+	return b, expect, done, store
 }

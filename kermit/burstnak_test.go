@@ -1,14 +1,11 @@
 package kermit_test
 
 import (
-	"bufio"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"kerf/filestore"
 	"kerf/framing"
 	"kerf/kermit"
 )
@@ -22,31 +19,7 @@ func TestStopAndWaitNAKsABurstOnce(t *testing.T) {
 	cfg := kermit.DefaultConfig()
 	cfg.LineSpeed = 115200
 	cfg.Timeout = 5 * time.Second
-	a, b := link(t, 0, 1)
-	rcv := kermit.NewSession(a, cfg)
-	defer rcv.Close()
-	store, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- rcv.Receive(ctx, store) }()
-	r := bufio.NewReader(b)
-	expect := func(what string, typ byte, seq int) {
-		t.Helper()
-		if p := readPacket(t, r); p.Type != typ || p.Seq != seq {
-			t.Fatalf("%s: answer %c/%d, want %c/%d", what, p.Type, p.Seq, typ, seq)
-		}
-	}
-	params := framing.DefaultParams()
-	params.Capas &^= framing.CapWindows // stop-and-wait, as G-Kermit
-	writePacket(t, b, framing.Packet{Seq: 0, Type: 'S', Data: params.Marshal()})
-	expect("S", 'Y', 0)
-	writePacket(t, b, framing.Packet{Seq: 1, Type: 'F', Data: []byte("x.txt")})
-	expect("F", 'Y', 1)
+	b, expect, done, store := stopAndWaitReceiver(t, cfg, 0)
 
 	data := []byte("the quick brown fox jumps over the lazy dog, twice over and more")
 	damaged := func(seq int, marks bool) []byte {
@@ -88,7 +61,7 @@ func TestStopAndWaitNAKsABurstOnce(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("receive: %v", err)
 	}
-	if got, err := os.ReadFile(filepath.Join(store.Path(), "x.txt")); err != nil || string(got) != string(data)+string(data) {
+	if got, err := os.ReadFile(filepath.Join(store.Path(), "x.bin")); err != nil || string(got) != string(data)+string(data) {
 		t.Errorf("stored %q (%v), want the two packets' data", got, err)
 	}
 }

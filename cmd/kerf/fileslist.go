@@ -19,7 +19,7 @@ import (
 
 var filesFromFlag = &cli.StringFlag{Name: "files-from", Usage: "send the paths listed in `FILE`, one a line (- reads standard input), each under its own path (a/b.txt goes to DEST/a/b.txt, as with rsync's --files-from and tar -T): relative ones from the one local directory given, if any (default: this one), an absolute one from where it is, its leading / dropped; a listed directory is made there, and with -r sent whole; empty lines are skipped, and a CR before a line's LF dropped"}
 
-var from0Flag = &cli.BoolFlag{Name: "from0", Usage: "entries of --files-from end with a NUL byte, not a line end (find -print0): any name, even one with a line end"}
+var from0Flag = &cli.BoolFlag{Name: "from0", Usage: "entries of --files-from end with a NUL byte, not a line end (find -print0), so a name with a line end is read whole (a kerf receiver still refuses it, as it refuses every control character in a name)"}
 
 // readFilesFrom reads the list of --files-from: "-" is standard input.
 func readFilesFrom(name string, stdin io.Reader, zero bool) ([]string, error) {

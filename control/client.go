@@ -268,9 +268,10 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 				return nil, fmt.Errorf("control: %s: %w", addr, ErrServerBusy)
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
-				// A kerf server closes at once when it is at its session
-				// limits (it does not spend a handshake on a refusal).
-				return nil, fmt.Errorf("control: %s closed the connection during the TLS handshake: a kerf server at its session limit (--max-sessions, --max-sessions-per-addr) does that, and so does a peer that is not a kerf server (a plain Kermit peer needs --classic): %w", addr, err)
+				// A kerf server at its session limits says so
+				// (BusyNotice, above), but one from before that, or one
+				// refusing a flood, closes without a word.
+				return nil, fmt.Errorf("control: %s closed the connection during the TLS handshake: a kerf server at its session limit (--max-sessions, --max-sessions-per-addr) may do that, and so does a peer that is not a kerf server (a plain Kermit peer needs --classic): %w", addr, err)
 			}
 			// The hint only where the peer may not speak TLS at all: it
 			// answered something else, or nothing in time. (Not for a

@@ -1067,7 +1067,7 @@ func (s *Session) tooSoon(seq, wireN int) bool {
 // (suppressed on time alone, it waited out the receiver's timeout).
 func (s *Session) sameDamage(in inPacket) bool {
 	w := &s.rw
-	if !in.inDamage || w.size != 1 || !w.started || s.cfg.Reliable || !w.naked[w.lo] || w.nakedAt[w.lo].IsZero() {
+	if !in.inDamage || w.size != 1 || !w.started || s.cfg.Reliable || !w.naked[w.lo] {
 		return false
 	}
 	if s.cfg.LineSpeed <= 0 {

@@ -430,10 +430,7 @@ func walkLocal(src sendSources, recursive bool, ex kermit.Exclusions, sized bool
 			}
 		case fi.IsDir() && recursive:
 			walkTree(a, top, ex, sized, add, unsent,
-				func(name string, fi fs.FileInfo) bool {
-					return put(kermit.OutgoingFile{Name: name, Dir: true,
-						ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true}, nil)
-				}, skip)
+				func(name string, fi fs.FileInfo) bool { return put(dirEntry(name, fi), nil) }, skip)
 			// Filled is of one tree: its last directory has nothing
 			// under it, whatever the next path gives.
 			if !flush() {
@@ -443,8 +440,7 @@ func walkLocal(src sendSources, recursive bool, ex kermit.Exclusions, sized bool
 			// A listed directory without -r is made there, as rsync's
 			// --files-from makes it (its files go only if listed); the
 			// list's directory itself is the destination.
-			if top != "" && !put(kermit.OutgoingFile{Name: top, Dir: true,
-				ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true}, nil) {
+			if top != "" && !put(dirEntry(top, fi), nil) {
 				return nil
 			}
 		case fi.IsDir():
@@ -457,6 +453,12 @@ func walkLocal(src sendSources, recursive bool, ex kermit.Exclusions, sized bool
 	}
 	flush()
 	return nil
+}
+
+// dirEntry is the directory fi sent as name, with its mode and time.
+func dirEntry(name string, fi fs.FileInfo) kermit.OutgoingFile {
+	return kermit.OutgoingFile{Name: name, Dir: true,
+		ModTime: fi.ModTime(), Mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky), ModeKnown: true}
 }
 
 // walkTree walks the directory root for walkLocal, naming what it finds

@@ -456,9 +456,6 @@ func throttled(err error) (time.Duration, bool) {
 	return min(d+50*time.Millisecond, 30*time.Second), true
 }
 
-// dialAfterThrottle dials, and once more after the wait a kerf server
-// asks for when it did not check the login because the address failed
-// one just before (a password typed again quickly).
 // dialWhenFree is dialAfterThrottle, which a server at its session
 // limits has refused (a batch of transfers to one server at once) is
 // dialled again within --reconnect, as a lost connection is: after 1 s,
@@ -483,6 +480,9 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 	}
 }
 
+// dialAfterThrottle dials, and once more after the wait a kerf server
+// asks for when it did not check the login because the address failed
+// one just before (a password typed again quickly).
 func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.Client, error) {
 	cl, err := control.Dial(ctx, cfg)
 	if d, ok := throttled(err); ok {

@@ -1,0 +1,194 @@
+// Directory listings (REMOTE DIRECTORY, and the tree listing of a resume).
+
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"kerf/framing"
+	"kerf/kermit"
+)
+
+// List describes the entries matching spec (a directory or a pattern),
+// one per line: type and permissions, size, modification time, name.
+func (d *Dir) List(spec string) (string, error) { return d.list(spec, false) }
+
+// ListLiteral is List of the one entry name names as it is, whatever
+// wildcard characters it has (kermit.LiteralFS: a client's escaped name).
+func (d *Dir) ListLiteral(name string) (string, error) { return d.list(name, true) }
+
+func (d *Dir) list(spec string, literal bool) (string, error) {
+	if strings.TrimSpace(spec) == "" {
+		spec = "."
+	}
+	// Names and patterns as for GET (braces, "link/" and all); one name
+	// that is a directory lists what it holds.
+	names, err := d.specNamesOf(spec, literal)
+	if err != nil {
+		return "", err
+	}
+	var ents []fs.FileInfo
+	if len(names) == 1 && names[0].err == nil && !names[0].pattern && names[0].fi.IsDir() {
+		des, done, err := readDir(d.root, names[0].rel)
+		defer done()
+		if err != nil {
+			return "", fmt.Errorf("filestore: %w", err)
+		}
+		for _, e := range des {
+			// Partial files are listed (their owner may want them
+			// gone: Remove takes them), though GET never serves one.
+			info, err := e.Info()
+			switch {
+			case err == nil:
+				ents = append(ents, info)
+			case !errors.Is(err, fs.ErrNotExist): // (gone: passed over)
+				return "", fmt.Errorf("filestore: %w", asNamed(err, path.Join(names[0].rel, e.Name())))
+			}
+		}
+	} else {
+		for _, n := range names {
+			if n.nomatch {
+				continue // a listing of what there is, as before
+			}
+			if n.err != nil {
+				return "", n.err
+			}
+			ents = append(ents, n.fi)
+		}
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	var b []byte
+	for _, e := range ents {
+		b = framing.AppendListingLine(b, listingEntry(e.Name(), e))
+	}
+	return string(b), nil
+}
+
+// listingEntry is fi's listing line under name.
+func listingEntry(name string, fi fs.FileInfo) framing.ListingEntry {
+	return framing.ListingEntry{Mode: fi.Mode(), Size: fi.Size(), ModTime: fi.ModTime(), Name: name}
+}
+
+// HasWhole reports whether the tree has the regular file e names, with
+// e's size, modification time (framing.SameModTime) and permission bits: a
+// resumed GET need not fetch it (kermit.GetOptions.Skip).
+func (d *Dir) HasWhole(e framing.ListingEntry) bool {
+	if d.Flat || !e.Mode.IsRegular() {
+		return false
+	}
+	rel, err := d.resolve(e.Name)
+	if err != nil {
+		return false
+	}
+	dir, base := splitRel(rel)
+	if _, err := d.root.Lstat(path.Join(dir, TempName(base))); err == nil {
+		return false // a leftover partial: the per-file check removes it
+	}
+	fi, err := d.root.Lstat(rel)
+	return err == nil && fi.Mode().IsRegular() && e.Matches(fi.Size(), fi.ModTime(), fi.Mode())
+}
+
+// ListTree writes to w the listing lines (as List writes them) of what
+// spec names and, for each directory among them, of everything under
+// it, named by their paths from the current directory as spec gives
+// them ("photos" lists "photos", "photos/a.jpg" and so on), a directory
+// before what it holds. Links are listed, never followed. One name that
+// does not exist is an error, as for List; of several, those that do
+// not exist are left out, and so is what is in a directory that cannot
+// be read: the listing says what is there, for a sender's quick check
+// (protocol.md §6, item 7), where a missing entry only means the file
+// is sent. With ino, each line carries the entry's inode number
+// (framing.AppendListingLineIno), for a peer that tells its own files
+// by them (kermit's capas4Inodes).
+func (d *Dir) ListTree(spec string, ino bool, w io.Writer) error {
+	return d.listTree(spec, w, false, ino)
+}
+
+// ListTreeLiteral is ListTree of the one entry name names as it is
+// (kermit.LiteralFS).
+func (d *Dir) ListTreeLiteral(name string, ino bool, w io.Writer) error {
+	return d.listTree(name, w, true, ino)
+}
+
+func (d *Dir) listTree(spec string, w io.Writer, literal, ino bool) error {
+	if strings.TrimSpace(spec) == "" {
+		spec = "."
+	}
+	var line []byte
+	emit := func(name string, fi fs.FileInfo) error {
+		e := listingEntry(name, fi)
+		if ino {
+			e.Ino = kermit.StatusOf(fi).Ino
+			line = framing.AppendListingLineIno(line[:0], e)
+		} else {
+			line = framing.AppendListingLineExact(line[:0], e)
+		}
+		_, err := w.Write(line)
+		return err
+	}
+	pats := []string{spec}
+	if !literal {
+		pats = d.specPatterns(spec)
+	}
+	for _, pat := range pats {
+		rel, err := d.resolve(pat)
+		if err != nil {
+			return err
+		}
+		names, err := d.globOrLiteral(rel, literal)
+		if err != nil {
+			if len(pats) == 1 || errors.Is(err, path.ErrBadPattern) {
+				return err
+			}
+			continue // not there
+		}
+		// Each entry under its name from the current directory: the
+		// pattern's own directory part and the entry's last element.
+		dir := path.Dir(path.Clean(pat)) // "photos/." is photos
+		for _, n := range names {
+			top := path.Join(dir, path.Base(n.rel))
+			if rel == d.cwd {
+				top = "."
+			}
+			if !n.fi.IsDir() {
+				if err := emit(top, n.fi); err != nil {
+					return err
+				}
+				continue
+			}
+			err := walkDir(d.root, n.rel, func(p string, de fs.DirEntry, err error) error {
+				if err != nil {
+					if p == n.rel || de == nil {
+						return fs.SkipDir
+					}
+					return nil // an unreadable directory: listed, not its contents
+				}
+				fi, err := de.Info()
+				if err != nil {
+					return nil // gone since it was read
+				}
+				name := top
+				if p != n.rel {
+					name = path.Join(top, strings.TrimPrefix(p, n.rel+"/"))
+					if n.rel == "." {
+						name = path.Join(top, p)
+					}
+				}
+				if name == "." {
+					return nil // the current directory itself: its contents follow
+				}
+				return emit(name, fi)
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,868 @@
+// Receiving a file: Create, its incoming file's writes, Commit and
+// Abort, the names being received, and the batched flush.
+
+package filestore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"kerf/kermit"
+)
+
+// Create begins receiving a file.
+func (d *Dir) Create(name string) (kermit.Incoming, error) {
+	in, err := d.create(name)
+	return in, leadsOutside(err, name)
+}
+
+func (d *Dir) create(name string) (kermit.Incoming, error) {
+	if d.ReadOnly {
+		return nil, fmt.Errorf("filestore: %s: read-only access", name)
+	}
+	if strings.HasSuffix(name, "/") {
+		// A directory's name (only a kerf peer sends directories, and not
+		// through Create): made into a file "dir" it would surprise.
+		return nil, fmt.Errorf("filestore: %s: a file name cannot end in /", name)
+	}
+	if d.Flat {
+		name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	}
+	if err := d.expected(name); err != nil {
+		return nil, err
+	}
+	rel, err := d.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	dir, base := splitRel(rel)
+	if len(base) > nameMax {
+		// The temporary name fits (TempName shortens it), the final one
+		// never would: refused now, not after all the data came.
+		return nil, fmt.Errorf("filestore: %s: %w (%d bytes; a name has at most %d)", rel, unix.ENAMETOOLONG, len(base), nameMax)
+	}
+	if d.names().has(rel) {
+		return nil, fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; not replaced", rel)
+	}
+	if err := d.fileInTheWay(dir); err != nil {
+		return nil, err
+	}
+	tmp := TempName(base)
+	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
+		// The same name again in one batch: the earlier file must get
+		// its final name before this one takes the temporary name. A
+		// failure there is another file's, for EndBatch to report.
+		d.flushPending()
+	}
+	if d.UnnamedMax > 0 {
+		// Where the directory, as listed, holds neither the name nor a
+		// partial of it, the file is received unnamed (unnamed.go),
+		// unless its size, once known (WillHold), says otherwise.
+		if in, err := d.createUnnamed(rel, dir, base, tmp); err != nil {
+			return nil, err
+		} else if in != nil {
+			return in, nil
+		}
+	}
+	h, f, fresh, err := d.openTempFile(rel, dir, base, tmp)
+	if err != nil {
+		return nil, err
+	}
+	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse}
+	if err := d.beginName(rel); err != nil {
+		in.prepared = fresh
+		in.empty.Store(fresh)
+		in.Abort(true) // a partial kept from before stays
+		return nil, err
+	}
+	in.prepare(fresh)
+	return in, nil
+}
+
+// beginName notes rel as a file under way in the transfer's names: no
+// directory of this name from now on, and none made meanwhile (by
+// another session of the transfer: checked and noted at once).
+func (d *Dir) beginName(rel string) error {
+	return d.names().begin(rel, func() bool {
+		fi, err := d.root.Lstat(rel)
+		return err == nil && fi.IsDir()
+	})
+}
+
+// prepare sets what the opened temporary file is: new (fresh), or a
+// partial kept from before.
+func (in *incoming) prepare(fresh bool) {
+	in.prepared = fresh
+	in.empty.Store(fresh)
+	if !fresh {
+		// The record covers the file as it was kept; whatever this
+		// session does to it, it is not on the file any more.
+		in.recorded, in.hasRecorded = in.f.takePrefix()
+		// A leftover partial may hold data anywhere until it is
+		// truncated: no write into it may be skipped before then.
+		in.zeroFrom.Store(math.MaxInt64)
+	}
+}
+
+// openTempFile opens (creating it if need be) the temporary file tmp of the
+// file rel, named base in the directory dir, and locks it: the
+// directory handle it returns is held for the file.
+func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFile, fresh bool, err error) {
+	var reopened bool
+	for renamed := 0; ; {
+		if h, err = d.openDir(dir, true); err != nil {
+			return nil, nil, false, fmt.Errorf("filestore: %w", err)
+		}
+		if kind, ok := h.regularOrAbsent(d, base); !ok {
+			d.putDir(h)
+			// Not replaced (a link is not written through, as cp would:
+			// the rename would put a file in its place).
+			return nil, nil, false, fmt.Errorf("filestore: %s exists and is not a regular file (%s)", rel, kind)
+		}
+		// A new temporary file is known to be empty, so the engine's
+		// Truncate(0) costs nothing; a leftover partial is opened as it
+		// is (for recovery, or to be truncated).
+		f, fresh, err = h.openTemp(d, tmp)
+		if err == nil {
+			// Two sessions receiving the same name would write one
+			// temporary file: the second is refused while the first
+			// holds it (until its Commit or Abort).
+			if ok, lerr := f.lock(); !ok {
+				var holder Holder
+				if lerr == nil {
+					holder = holderOf(f)
+				}
+				f.close()
+				d.putDir(h)
+				if lerr != nil {
+					return nil, nil, false, fmt.Errorf("filestore: locking %s: %w", rel, lerr)
+				}
+				// Most often a session whose client just died (or was cut
+				// off) and whose end the server has not seen yet. Open
+				// afresh after the wait: the holder may rename or
+				// remove the partial.
+				if d.waitForHolder(holder, rel) {
+					continue
+				}
+				return nil, nil, false, d.busy(rel)
+			}
+			// The holder we waited for may have renamed the file to its
+			// final name (or removed it) before letting go: this
+			// descriptor is that file then, not the temporary name's,
+			// and writing it would change a committed file in place.
+			// Or the partial is not one this side made: a second name
+			// of another file (a hard link), which writing would change,
+			// or another user's file, who could read what is written
+			// (QA); locked, and still the file named so, its name goes
+			// (a file linked elsewhere stays as it is). Either way the
+			// temporary name is opened again.
+			again := !h.stillNamed(d, tmp, f)
+			var unlinkErr error
+			if !again && !fresh && h.foreign(d, f) {
+				again, unlinkErr = true, h.unlink(d, tmp)
+			}
+			if again {
+				f.close()
+				d.putDir(h)
+				switch {
+				case errors.Is(unlinkErr, fs.ErrPermission):
+					return nil, nil, false, &stalePartialError{path.Join(dir, tmp)}
+				case unlinkErr != nil && !errors.Is(unlinkErr, fs.ErrNotExist):
+					return nil, nil, false, fmt.Errorf("filestore: %w", unlinkErr)
+				}
+				if renamed++; renamed < 100 {
+					continue
+				}
+				return nil, nil, false, d.busy(rel)
+			}
+			d.register(f)
+			if fresh {
+				h.note(d, tmp)
+			}
+			return h, f, fresh, nil
+		}
+		var pe *fs.PathError
+		stale := errors.As(err, &pe) && errors.Is(err, fs.ErrPermission) && h.exists(d, tmp)
+		d.dropDir(h)
+		d.putDir(h)
+		if stale {
+			// A partial left by an earlier transfer that ran as another
+			// user: this side cannot know it is dead, nor lock it to
+			// find out (kerf rm cannot either), so it leaves it, but
+			// says what to do. (Not a PathError: the words must reach
+			// the sender, who sees 94 characters.)
+			return nil, nil, false, &stalePartialError{path.Join(dir, tmp)}
+		}
+		// A cached directory may have been removed since: open it afresh once.
+		if reopened || !errors.Is(err, fs.ErrNotExist) {
+			if pe == nil {
+				return nil, nil, false, err // openTemp's own words, which say whose
+			}
+			// Said of the file, not of kerf's temporary name for it
+			// (QA: ".big.bin.kerf-part: permission denied"); an error
+			// about the directory stays its own.
+			if path.Base(pe.Path) == tmp {
+				named := *pe
+				named.Path = rel
+				return nil, nil, false, fmt.Errorf("filestore: %w", &named)
+			}
+			return nil, nil, false, fmt.Errorf("filestore: %w", err)
+		}
+		reopened = true
+	}
+}
+
+// Room reports an error if the file system cannot take n more bytes for
+// this file (kermit.RoomChecker): a file announced bigger than the free
+// space is refused before its data, not after filling the disk. A sparse
+// receive may need far less than n, so it is not refused.
+func (in *incoming) Room(n int64) error {
+	if in.sparse || n <= 0 {
+		return nil
+	}
+	r := &in.h.room
+	r.Lock()
+	defer r.Unlock()
+	if r.at.IsZero() || time.Since(r.at) > time.Second || n > r.free/2 {
+		var st unix.Statfs_t
+		err := in.h.atDir(in.d, func(dirfd int) error { return unix.Fstatfs(dirfd, &st) })
+		if err != nil || st.Bsize <= 0 {
+			return nil // unknown: let the writes tell
+		}
+		r.free, r.at = math.MaxInt64, time.Now()
+		if int64(st.Bavail) <= math.MaxInt64/int64(st.Bsize) {
+			r.free = int64(st.Bavail) * int64(st.Bsize)
+		}
+	}
+	if n > r.free {
+		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, r.free, unix.ENOSPC)
+	}
+	r.free -= n
+	return nil
+}
+
+// incoming is a file being received as tmp in directory h, to be renamed
+// base there.
+type incoming struct {
+	d         *Dir
+	h         *dirHandle // released by Commit or Abort
+	final     string     // relative to the tree's top
+	dir       string     // h's directory, relative to the tree's top
+	base, tmp string     // names in h
+	f         *tempFile
+	unnamed   bool // f is an unnamed file, linked under base once complete (unnamed.go)
+	told      bool // WillHold was called
+	released  bool
+	batched   bool // committed in a batch, not flushed yet
+	// recorded is the gap-free length a receiver that stopped cleanly
+	// recorded on this partial (user.kerf.prefix), taken off the file
+	// when it was opened: trusted by Partial, void after a Truncate.
+	recorded    int64
+	hasRecorded bool
+	// prepared: Partial or Truncate ran (or the file is new), so what the
+	// file holds was received in this session from a known start; only
+	// then may Abort record its length as data.
+	prepared bool
+	touched  atomic.Bool // written to in this session
+	empty    atomic.Bool // known to be empty: created here, nothing written
+	// existingIno is the inode number of the file Existing found.
+	existingIno uint64
+
+	// Sparse files: writes of zeros at or after zeroFrom (where the file
+	// is known to hold nothing) are skipped, and holeEnd is the furthest
+	// such write ends, up to which Commit extends the file.
+	sparse   bool
+	zeroFrom atomic.Int64
+	holeEnd  atomic.Int64
+}
+
+// sparseMin is the shortest write that may become a hole: a page, and
+// a block of the usual file systems.
+const sparseMin = 4096
+
+func (in *incoming) release() {
+	if !in.released {
+		in.released = true
+		in.d.putDir(in.h)
+	}
+}
+
+func (in *incoming) Name() string { return in.final }
+
+// Saved reports whether the received file rel is under its final name,
+// with no temporary file of it left (kermit's savedChecker): after a
+// batch whose flush failed, the files it did rename are safe.
+func (d *Dir) Saved(rel string) bool {
+	fi, err := d.root.Lstat(rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	dir, base := path.Split(rel)
+	_, err = d.root.Lstat(path.Join(dir, TempName(base)))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// Existing reports the file already under the final name, if it is a
+// regular file (kermit.ExistingFile): a resume skips one that matches.
+func (in *incoming) Existing() (int64, time.Time, bool) {
+	st, err := in.h.lstat(in.d, in.base)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, time.Time{}, false
+	}
+	in.existingIno = uint64(st.Ino)
+	return st.Size, time.Unix(st.Mtim.Unix()), true
+}
+
+// ExistingIno is the inode number of the file Existing last found
+// (kermit.ExistingInode), 0 before.
+func (in *incoming) ExistingIno() uint64 { return in.existingIno }
+
+// KeepExisting sets the permission bits of the file already under the
+// final name to perm (kermit.ExistingKeeper): a resume that finds the
+// file whole does not send it, but a mode changed since still arrives,
+// as with rsync -a. Unlike a Commit, which renames a new file over the
+// name, this changes the file in place, so it acts only on the very
+// file it checked (opened without following a link, with O_PATH where
+// there is one, and changed through that descriptor) and only if no other name links to
+// it: a hard link planted in the tree must not carry a mode out of it.
+func (in *incoming) KeepExisting(perm fs.FileMode) error {
+	if err := in.d.writable("chmod"); err != nil {
+		return err
+	}
+	if err := plainName(in.base); err != nil {
+		return err
+	}
+	err := in.h.atDir(in.d, func(dirfd int) error {
+		fd, err := unix.Openat(dirfd, in.base, openToChmod, 0)
+		if err != nil {
+			return &fs.PathError{Op: "open", Path: in.final, Err: err}
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return &fs.PathError{Op: "stat", Path: in.final, Err: err}
+		}
+		switch {
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			return fmt.Errorf("filestore: %s is not a regular file", in.final)
+		case fs.FileMode(st.Mode)&fs.ModePerm == perm.Perm():
+			return nil
+		case st.Nlink != 1:
+			return fmt.Errorf("filestore: %s has other links; its mode is left alone", in.final)
+		}
+		if err := chmodOpened(fd, uint32(perm.Perm())); err != nil {
+			return &fs.PathError{Op: "chmod", Path: in.final, Err: err}
+		}
+		return nil
+	})
+	if err == nil {
+		// Kept: as good as received, for UniqueNames. (Not before: one
+		// that fails is received again, and noted then; review.)
+		in.d.noteCommitted(in.final)
+	}
+	return err
+}
+
+func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
+	if err := in.settle(); err != nil {
+		return 0, err
+	}
+	in.empty.Store(false)
+	in.touched.Store(true)
+	if in.sparse && len(b) >= sparseMin && off >= in.zeroFrom.Load() && allZero(b) {
+		end := off + int64(len(b))
+		for {
+			e := in.holeEnd.Load()
+			if e >= end || in.holeEnd.CompareAndSwap(e, end) {
+				break
+			}
+		}
+		return len(b), nil
+	}
+	return in.f.WriteAt(b, off)
+}
+
+var zeros [64 << 10]byte
+
+// allZero reports whether b holds only zero bytes; data that does not
+// is told at its first non-zero byte.
+func allZero(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zeros))
+		if !bytes.Equal(b[:n], zeros[:n]) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// Partial reports the partial file's gap-free prefix. Blocks from
+// several data connections land out of order, so a receiver killed
+// mid-transfer (no keepPartial to cut the file) leaves holes before the
+// end; the CRC of the whole would then never match the sender's and
+// recovery would start again from 0. The file is cut at its first hole.
+func (in *incoming) Partial() (int64, uint32, error) {
+	if err := in.settle(); err != nil {
+		return 0, 0, err
+	}
+	size, err := in.f.size()
+	if err != nil {
+		return 0, 0, err
+	}
+	cut := in.f.firstHole(size)
+	if in.hasRecorded && in.recorded <= size {
+		// Kept by a receiver that stopped cleanly: everything up to the
+		// record was received, holes included (a sparse receive's zeros).
+		cut = in.recorded
+	}
+	in.prepared = true
+	if cut < size {
+		if err := in.f.truncate(cut); err != nil {
+			return 0, 0, err
+		}
+		size = cut
+	}
+	// Nothing lies beyond size now: a sparse receive may leave holes
+	// there again. (A sparse partial left by a crash, with no recorded
+	// prefix, is cut at its first hole, so a disk image resumes from
+	// about its first run of zeros.)
+	in.zeroFrom.Store(size)
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, size)); err != nil {
+		return 0, 0, err
+	}
+	return size, h.Sum32(), nil
+}
+
+func (in *incoming) Truncate(size int64) error {
+	if err := in.settle(); err != nil {
+		return err
+	}
+	in.prepared = true
+	if in.hasRecorded && in.recorded > size {
+		in.hasRecorded = false // the recorded range is cut
+	}
+	if size == 0 && in.empty.Load() {
+		return nil
+	}
+	if err := in.f.truncate(size); err != nil {
+		return err
+	}
+	in.zeroFrom.Store(size) // nothing beyond it now
+	if in.holeEnd.Load() > size {
+		in.holeEnd.Store(size)
+	}
+	return nil
+}
+
+// Commit makes the data durable (fsync), sets mode and time, renames
+// the file to its final name and makes the rename durable (fsync of the
+// directory). Every step works on the open file or on one name in the
+// directory's cached handle. In a batch (BeginBatch) it sets mode and
+// time and leaves the rest to the batch's flush.
+func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
+	if in.released {
+		return errors.New("filestore: commit of a finished file")
+	}
+	if err := in.settle(); err != nil {
+		return err
+	}
+	if end := in.holeEnd.Load(); end > 0 {
+		// The file ends in a hole: give it its length.
+		size, err := in.f.size()
+		if err != nil {
+			return err
+		}
+		if end > size {
+			if err := in.f.truncate(end); err != nil {
+				return err
+			}
+		}
+	}
+	if err := in.f.chmod(perm); err != nil {
+		return err
+	}
+	if !modTime.IsZero() {
+		// Through the descriptor: the name may be another file's by now.
+		if err := in.f.chtimes(modTime); err != nil {
+			return err
+		}
+	}
+	d := in.d
+	d.noteCommitted(in.final)
+	if d.batching {
+		in.released = true // the flush gives back the directory handle
+		in.batched = true
+		d.pending = append(d.pending, in)
+		if d.pendingN == nil {
+			d.pendingN = make(map[string]bool)
+		}
+		d.pendingN[in.dir+"/"+in.tmp] = true
+		switch n := batchedFiles.Add(1); {
+		case n > batchBudget():
+			// The process holds its share of descriptors in batches
+			// already (many sessions at once): this batch gives its
+			// back now, not at 256 files, so that no session's file
+			// fails for "too many open files".
+			d.flushPending()
+		case len(d.pending) >= maxBatch:
+			d.flushInBackground()
+		}
+		return nil
+	}
+	if err := in.f.syncOrEmpty(); err != nil {
+		return err
+	}
+	// Rename while still holding the file (and its lock), so that no
+	// other session can open this temporary name in between.
+	if err := in.name(); err != nil {
+		if err == errNotOurs {
+			return fmt.Errorf("filestore: %s: %w", in.final, err)
+		}
+		return err
+	}
+	if err := in.f.close(); err != nil {
+		return err
+	}
+	// The rename is durable only once its directory is synced.
+	err := in.h.sync(d)
+	in.release()
+	return err
+}
+
+// fileInTheWay refuses, with UniqueNames, a directory rel (or one of its
+// parents) that a file of this transfer is named, committed or under
+// way (in another session of it too, with a shared Names): two filespecs may
+// name a file and a directory of one name, and the directory made for
+// the second would stand where the first is to be renamed.
+func (d *Dir) fileInTheWay(rel string) error {
+	return d.names().free(rel, func() error { return nil })
+}
+
+// noteCommitted records a final name this Dir has stored (or kept), for
+// UniqueNames.
+func (d *Dir) noteCommitted(rel string) {
+	d.names().add(rel)
+}
+
+// names is the set of names UniqueNames checks; nil (whose methods do
+// nothing) without UniqueNames.
+func (d *Dir) names() *NameSet {
+	if !d.UniqueNames {
+		return nil
+	}
+	if d.Names == nil {
+		d.Names = &NameSet{}
+	}
+	return d.Names
+}
+
+// NameSet is the final names of a transfer's files, committed or under
+// way, safe for concurrent use (Dir.Names). A nil NameSet holds nothing
+// and takes nothing.
+type NameSet struct {
+	mu        sync.Mutex
+	committed map[string]bool
+	underWay  map[string]int
+}
+
+func (n *NameSet) add(rel string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.committed == nil {
+		n.committed = make(map[string]bool)
+	}
+	n.committed[rel] = true
+	n.endLocked(rel)
+}
+
+// has reports whether a file was committed under rel.
+func (n *NameSet) has(rel string) bool {
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.committed[rel]
+}
+
+// free runs mk (which makes the directory rel) unless a file was
+// committed, or is being received, under rel or one of its parents:
+// checked and made under the set's lock, so that no file begins there
+// in between.
+func (n *NameSet) free(rel string, mk func() error) error {
+	if n == nil {
+		return mk()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if n.committed[p] || n.underWay[p] > 0 {
+			return fmt.Errorf("filestore: %s: a file of that name was already received in this transfer; no directory made there", p)
+		}
+	}
+	return mk()
+}
+
+// begin notes a file being received under rel, unless isDir says a
+// directory stands there (one made meanwhile), checked under the lock.
+func (n *NameSet) begin(rel string, isDir func() bool) error {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if isDir() {
+		return fmt.Errorf("filestore: %s exists and is not a regular file", rel)
+	}
+	if n.underWay == nil {
+		n.underWay = make(map[string]int)
+	}
+	n.underWay[rel]++
+	return nil
+}
+
+func (n *NameSet) abandon(rel string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.endLocked(rel)
+}
+
+func (n *NameSet) endLocked(rel string) {
+	if n.underWay[rel] > 0 {
+		n.underWay[rel]--
+	}
+}
+
+// maxBatch bounds the committed files (and their open descriptors) a
+// batch holds before it flushes on its own.
+const maxBatch = 256
+
+// batchedFiles counts the committed files all Dirs' batches hold open,
+// against batchBudget: with many sessions receiving at once (each batch
+// up to maxBatch, and as many again being flushed) they would otherwise
+// run the process out of descriptors (QA: 20 sessions under a limit of
+// 1,024 failed 19 of 20 transfers with "too many open files").
+var batchedFiles atomic.Int64
+
+// batchBudget is a quarter of the process's descriptor limit (read once;
+// Go raises the soft limit to the hard one at start), at least 64: the
+// rest is for connections, directories and the files being moved.
+var batchBudget = sync.OnceValue(func() int64 {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
+		return 1 << 20
+	}
+	return max(int64(lim.Cur/4), 64)
+})
+
+// syncWorkers is how many fsyncs a flush has in flight: a journaling
+// file system commits concurrent fsyncs together.
+const syncWorkers = 8
+
+// BeginBatch starts deferring the fsyncs of committed files: Commit then
+// only sets mode and time, and EndBatch (or every maxBatch files, or
+// Close) makes the batch durable in the order that keeps a crash safe:
+// every file's data is synced (several at once), then each file is
+// renamed to its final name, then each directory that got a name is
+// synced once. Until then a committed file keeps its temporary name; a
+// crash leaves it there, complete, for recovery. The kermit engine
+// batches each received file group and ends the batch before it
+// acknowledges the group's B packet.
+func (d *Dir) BeginBatch() {
+	d.revalidateDirs()
+	d.batching = true
+}
+
+// EndBatch flushes the batch (see BeginBatch) and stops batching.
+func (d *Dir) EndBatch() error {
+	d.batching = false
+	return d.flushBatch()
+}
+
+// flushInBackground hands the full batch to a goroutine that flushes
+// it while the receiver goes on with the next files: the syncs, renames
+// and closes of a batch then stay off the path of the transfer. One
+// flush runs at a time. An error of one (naming its file) is kept for
+// flushBatch, so that EndBatch, before the group's B is acknowledged,
+// reports it, and no Commit reports another file's failure as its own.
+func (d *Dir) flushInBackground() {
+	d.keepFlushErr(d.waitFlush())
+	fl := &flush{names: d.pendingN, done: make(chan struct{})}
+	files := d.pending
+	d.pending, d.pendingN = nil, nil
+	d.flushing = fl
+	go func() {
+		fl.err = d.flushFiles(files)
+		close(fl.done)
+	}()
+}
+
+// keepFlushErr remembers the first error of background flushes.
+func (d *Dir) keepFlushErr(err error) {
+	if d.flushErr == nil {
+		d.flushErr = err
+	}
+}
+
+// waitFlush waits for a background flush, if any, and returns its error.
+func (d *Dir) waitFlush() error {
+	fl := d.flushing
+	if fl == nil {
+		return nil
+	}
+	<-fl.done
+	d.flushing = nil
+	return fl.err
+}
+
+// flushBatch makes the pending files durable under their final names,
+// after any background flush. A file whose sync or rename fails keeps
+// its temporary name; the first such error, of this flush or an earlier
+// one, is returned.
+func (d *Dir) flushBatch() error {
+	d.flushPending()
+	err := d.flushErr
+	d.flushErr = nil
+	return err
+}
+
+// flushPending is flushBatch without taking the error: it stays for the
+// batch's end to report.
+func (d *Dir) flushPending() {
+	d.keepFlushErr(d.waitFlush())
+	files := d.pending
+	d.pending, d.pendingN = nil, nil
+	d.keepFlushErr(d.flushFiles(files))
+}
+
+// flushFiles syncs, renames and closes committed files, then syncs their
+// directories. It touches the Dir only through its locked handle cache,
+// so it may run beside the receiving goroutine.
+func (d *Dir) flushFiles(files []*incoming) error {
+	if len(files) == 0 {
+		return nil
+	}
+	errs := make([]error, len(files))
+	// A large batch first gets one syncfs per file system: a single
+	// journal commit writes all of it, where fsyncs one by one (eight
+	// at a time) each waited for one. The fsyncs still follow, and are
+	// then cheap: syncfs reports a write-back error to whichever
+	// descriptor asks first (the cached directory's, shared by later
+	// batches) and not at all before Linux 5.8, while fsync reports
+	// each file's own.
+	if len(files) >= syncfsMin {
+		d.syncFilesystems(files) // an error shows again in the fsyncs
+	}
+	// Workers take the next file from a counter, not a channel: on a
+	// file system where fsync is quick (tmpfs) a hand-off per file cost
+	// more than the syncs.
+	var next atomic.Int64
+	syncFrom := func() {
+		for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
+			errs[i] = files[i].f.syncOrEmpty()
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(syncWorkers, len(files)) - 1 {
+		wg.Go(syncFrom)
+	}
+	syncFrom()
+	wg.Wait()
+	dirty := make(map[*dirHandle]bool)
+	for i, in := range files {
+		if errs[i] == nil {
+			if errs[i] = in.name(); errs[i] == nil {
+				dirty[in.h] = true
+			}
+		}
+		if err := in.f.close(); errs[i] == nil {
+			errs[i] = err
+		}
+		batchedFiles.Add(-1)
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("filestore: completing %s: %w", in.final, errs[i])
+		}
+	}
+	// The renames are durable once their directories are synced, and
+	// the directories made for them once theirs are.
+	synced := make(map[string]bool, len(dirty))
+	for h := range dirty {
+		synced[h.rel] = true
+		if err := h.sync(d); err != nil {
+			errs = append(errs, fmt.Errorf("filestore: syncing directory %s: %w", h.rel, err))
+		}
+	}
+	errs = append(errs, d.syncMadeIn(synced)...)
+	for _, in := range files {
+		d.putDir(in.h)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (in *incoming) Abort(keep bool) error {
+	if in.batched {
+		return nil // committed; the batch's flush owns the file now
+	}
+	in.d.names().abandon(in.final)
+	// The file is closed (and its lock released) only after any removal,
+	// so that the removal never hits another session's file.
+	defer in.f.close()
+	if in.released {
+		return nil
+	}
+	defer in.release()
+	if in.f.closed {
+		return nil // its descriptor number may be another file's now
+	}
+	if in.unnamed {
+		// Closing it frees it. What arrived is not kept for a resume,
+		// as a partial under the temporary name would be: it is at most
+		// Dir.UnnamedMax bytes, sent again in a moment, and a partial
+		// linked now might be left behind for good by a session that
+		// ends after its successor has the file (unnamed.go).
+		return nil
+	}
+	if keep {
+		if size, err := in.f.size(); err == nil && size > 0 {
+			if in.prepared {
+				// The engine cut the file to what it received without a
+				// gap before keeping it: all of it is data, whatever
+				// holes a sparse receive left in it.
+				in.f.setPrefix(size)
+			} else if in.hasRecorded && in.recorded <= size && !in.touched.Load() {
+				// Opened and left untouched: the old record still holds.
+				in.f.setPrefix(in.recorded)
+			}
+			return nil
+		}
+	}
+	if !in.h.isOurs(in.d, in.tmp, in.f) {
+		return nil // gone, or another's file now: not this one to remove
+	}
+	return in.h.root.Remove(in.tmp)
+}

@@ -195,6 +195,10 @@ type jsonEvent struct {
 	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
 	Files   *int    `json:"files,omitempty"`      // done: files transferred
 	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; absent: in-band)
+	// Withdrawn, on a file_done or file_saved: the file_error told of
+	// this name earlier no longer holds (fetched whole by a take-over,
+	// or saved by a later pass), so a script need not keep the rule.
+	Withdrawn bool `json:"error_withdrawn,omitempty"`
 	// NameBase64 is the exact name, base64, when it is not UTF-8: JSON
 	// strings hold only UTF-8, and Name then shows U+FFFD for each
 	// stray byte (see exactName).
@@ -307,7 +311,7 @@ func (r *reporter) event(e kermit.Event) {
 			break // quiet: nothing to print
 		}
 		secs := e.Duration.Seconds()
-		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: &moved, Offset: e.Offset, Seconds: secs}
+		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: &moved, Offset: e.Offset, Seconds: secs, Withdrawn: e.Again}
 		// Only the data channel computes a CRC; classic transfers leave it
 		// zero, and a zero printed would be a false claim. (A real CRC of
 		// zero, one file in 2^32, is left out too: absent, never wrong.)
@@ -333,7 +337,8 @@ func (r *reporter) event(e kermit.Event) {
 			r.json.Encode(jsonEvent{Event: "reconnecting", Error: msg, Seconds: e.Duration.Seconds()})
 		}
 	case kermit.FileSaved:
-		if uncounted, ok := r.notSavedFailed[e.Name]; ok {
+		uncounted, withdrawn := r.notSavedFailed[e.Name]
+		if withdrawn {
 			// Told not saved under its name (the group's renames
 			// failed), and saved since by a later pass: not a failure
 			// after all (QA: exit 4 naming 258 files that were all
@@ -352,7 +357,7 @@ func (r *reporter) event(e kermit.Event) {
 		if r.json != nil {
 			// For scripts that act on files once they are safe: sooner
 			// than done, every 4,096 files of a long group.
-			r.json.Encode(jsonEvent{Event: "file_saved", Name: e.Name})
+			r.json.Encode(jsonEvent{Event: "file_saved", Name: e.Name, Withdrawn: withdrawn})
 		}
 	case kermit.FileSkipped, kermit.FileFailed:
 		// Data sent before the answer came (a small file goes at once)

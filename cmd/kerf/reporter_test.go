@@ -167,9 +167,11 @@ func TestReporterDuplicateNameKeepsTheFirst(t *testing.T) {
 }
 
 // A file told failed, then done Again (a GET's take-over fetched it
-// whole), is no longer among the files not received, and counts once.
+// whole), is no longer among the files not received, and counts once;
+// its file_done says the file_error is withdrawn, and no other does.
 func TestReporterFailureWithdrawn(t *testing.T) {
-	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	var out bytes.Buffer
+	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
 	for _, e := range []kermit.Event{
 		{Kind: kermit.FileStart, Name: "a", Size: 10},
 		{Kind: kermit.FileFailed, Name: "a", Err: errors.New("whole-file CRC-32C mismatch")},
@@ -178,8 +180,13 @@ func TestReporterFailureWithdrawn(t *testing.T) {
 		{Kind: kermit.FileStart, Name: "a", Size: 10},
 		{Kind: kermit.FileDone, Name: "a", Size: 10, Bytes: 10, Again: true},
 		{Kind: kermit.FileSaved, Name: "a", Size: 10, Bytes: 10},
+		{Kind: kermit.FileStart, Name: "c", Size: 10},
+		{Kind: kermit.FileDone, Name: "c", Size: 10, Bytes: 10},
 	} {
 		r.event(e)
+	}
+	if got := withdrawnIn(t, out.String()); !slices.Equal(got, []string{"file_done a"}) {
+		t.Errorf("error_withdrawn on %q, want on a's file_done alone:\n%s", got, out.String())
 	}
 	if err := r.notReceived(); err == nil || !strings.HasPrefix(err.Error(), "1 file(s) not received") {
 		t.Errorf("notReceived: %v; want b alone", err)
@@ -187,8 +194,8 @@ func TestReporterFailureWithdrawn(t *testing.T) {
 	if !slices.Equal(r.failed, []string{"b"}) {
 		t.Errorf("failed %q, want [b]", r.failed)
 	}
-	if r.done != 10 || r.files != 1 {
-		t.Errorf("done %d bytes, %d files; want 10, 1", r.done, r.files)
+	if r.done != 20 || r.files != 2 {
+		t.Errorf("done %d bytes, %d files; want 20, 2 (a once, and c)", r.done, r.files)
 	}
 }
 
@@ -351,7 +358,8 @@ func TestReporterSaysAnEndOnce(t *testing.T) {
 // saved (QA: a get -r whose directory went read-only part-way, every
 // file there in the end, exit 4 naming 62 of them).
 func TestReporterNotSavedThenSavedWithdrawn(t *testing.T) {
-	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	var out bytes.Buffer
+	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
 	for _, e := range []kermit.Event{
 		{Kind: kermit.FileStart, Name: "a", Size: 10},
 		{Kind: kermit.FileDone, Name: "a", Size: 10, Bytes: 10},
@@ -367,4 +375,28 @@ func TestReporterNotSavedThenSavedWithdrawn(t *testing.T) {
 	if !slices.Equal(r.failed, []string{"x"}) || r.files != 2 {
 		t.Errorf("failed %q, %d files; want x alone failed, 2 files", r.failed, r.files)
 	}
+	if got := withdrawnIn(t, out.String()); !slices.Equal(got, []string{"file_saved a"}) {
+		t.Errorf("error_withdrawn on %q, want on a's file_saved alone:\n%s", got, out.String())
+	}
+}
+
+// withdrawnIn lists the JSON events ("event name") that carry
+// error_withdrawn.
+func withdrawnIn(t *testing.T, events string) []string {
+	t.Helper()
+	var got []string
+	for line := range strings.Lines(events) {
+		var e struct {
+			Event     string
+			Name      string
+			Withdrawn bool `json:"error_withdrawn"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if e.Withdrawn {
+			got = append(got, e.Event+" "+e.Name)
+		}
+	}
+	return got
 }

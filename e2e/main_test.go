@@ -325,6 +325,9 @@ type event struct {
 	// done: what carried the data (quic, tls, tcp), and how many files.
 	Data  string `json:"data"`
 	Files *int   `json:"files"`
+	// file_done, file_saved: an earlier file_error of the name no
+	// longer holds.
+	Withdrawn bool `json:"error_withdrawn"`
 	// ls: an "entry" per file, or one "listing" with the text.
 	Path     string `json:"path"`
 	Type     string `json:"type"`

@@ -82,6 +82,23 @@ func TestSessionLostIsTakenOver(t *testing.T) {
 			for _, e := range eventsNamed(evs, "file_done") {
 				count[e.Name]++
 			}
+			// A file told failed by the lost session and got whole
+			// after all has that said of it, for a script counting
+			// file_error events.
+			failed := map[string]bool{}
+			for _, e := range evs {
+				switch {
+				case e.Event == "file_error":
+					failed[e.Name] = true
+				case e.Withdrawn && failed[e.Name]:
+					delete(failed, e.Name)
+				case e.Withdrawn:
+					t.Errorf("%s: %s says error_withdrawn, with no file_error before it", e.Name, e.Event)
+				}
+			}
+			for name := range failed {
+				t.Errorf("%s: a file_error never withdrawn, yet the command ended well", name)
+			}
 			for _, name := range names {
 				if count[name] != 1 {
 					t.Errorf("%s: %d file_done events, want 1", name, count[name])

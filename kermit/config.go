@@ -36,14 +36,23 @@ const (
 // Without it kerf still detects a peer that forces type 3, and follows.
 const CheckForce3 framing.CheckType = 5
 
+// MinPacket is the shortest Config.MaxPacket: a LEN of 20 leaves a
+// packet 15-17 bytes of data (less its check), room for the longest
+// encoded byte (repeat, count, 8th-bit and control prefixes, the byte)
+// three times over.
+const MinPacket = 20
+
 // Config holds one side's protocol preferences. The zero value is not
 // useful; start from DefaultConfig.
 type Config struct {
 	Window int // sliding window slots, 1..31
-	// MaxPacket is the longest packet this side will receive (94..9024).
-	// 0 means automatic: 9024, but 4000 towards a classic Kermit sender,
-	// whose fixed-size retransmissions fare badly with longer packets on
-	// a noisy line (C-Kermit itself asks for 4000).
+	// MaxPacket is the longest packet this side will receive
+	// (MinPacket..9024). Below 94 it is the Send-Init's MAXL, with no
+	// long packets offered: short packets for a very noisy line, as
+	// C-Kermit's SET RECEIVE PACKET-LENGTH gives. 0 means automatic:
+	// 9024, but 4000 towards a classic Kermit sender, whose fixed-size
+	// retransmissions fare badly with longer packets on a noisy line
+	// (C-Kermit itself asks for 4000).
 	MaxPacket  int
 	Check      framing.CheckType // preferred block check: 1, 2, 3, or CheckForce3
 	Attributes bool              // offer attribute packets

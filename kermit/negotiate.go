@@ -168,8 +168,15 @@ func myParams(cfg *Config, server bool) framing.Params {
 	}
 	p.Window = clamp(cfg.Window, 1, 31)
 	p.MaxLenX = framing.MaxLongLen
-	if cfg.MaxPacket > 0 {
-		p.MaxLenX = clamp(cfg.MaxPacket, 94, framing.MaxLongLen)
+	switch {
+	case cfg.MaxPacket >= framing.MaxShortLen:
+		p.MaxLenX = min(cfg.MaxPacket, framing.MaxLongLen)
+	case cfg.MaxPacket > 0:
+		// Shorter than a short packet: MAXL says it, and no long
+		// packets are offered (a peer would take MAXLX for them).
+		p.MaxLen = max(cfg.MaxPacket, MinPacket)
+		p.Capas &^= framing.CapLong
+		p.MaxLenX = framing.MaxShortLen
 	}
 	p.WhatAmI = framing.WhatValid | framing.WhatLiteral
 	if !cfg.Text {

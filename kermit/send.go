@@ -572,7 +572,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		case resume:
 			a.Disposition = "R"
 		}
-		chunks := a.Marshal(s.neg.maxData)
+		chunks := a.Marshal(s.attrRoom())
 		var last *slot
 		for _, c := range chunks {
 			if last, err = s.queue(ctx, 'A', c, 0); err != nil {
@@ -1261,7 +1261,7 @@ func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 	name := f.Name
 	var attrs [][]byte
 	if s.neg.dirAttrs && s.neg.attrs {
-		attrs = s.attrsOf(f).Marshal(s.neg.maxData)
+		attrs = s.attrsOf(f).Marshal(s.attrRoom())
 	}
 	zs, err := s.sendHeaderOnly(ctx, strings.TrimSuffix(name, "/")+"/", attrs, nil)
 	var skip *skipError

@@ -768,6 +768,18 @@ func (s *Session) fieldLimit() int {
 	return max(s.neg.maxData, framing.MaxShortLen-2-s.neg.check.Len())
 }
 
+// attrRoom is the most bytes one A packet's data takes: the negotiated
+// length, but at least attrFieldMost. An attribute is never split
+// (framing.Attributes.Marshal leaves out one that does not fit), so
+// packets shorter than the longest one kerf sends, the date to the
+// nanosecond, would lose the file's time: with them an A packet takes
+// that much, as a name takes a whole short packet (fieldLimit).
+func (s *Session) attrRoom() int { return max(s.neg.maxData, attrFieldMost) }
+
+// attrFieldMost is the longest attribute field kerf sends: '#', its
+// length, and "yyyymmdd hh:mm:ss.nnnnnnnnn".
+const attrFieldMost = 2 + 27
+
 // ErrFieldTooLong is a name, or a command's argument, that does not fit
 // one packet: nothing the link did, so no reason to dial again.
 var ErrFieldTooLong = errors.New("field does not fit one packet")

@@ -631,6 +631,60 @@ func TestLongNameToSmallPackets(t *testing.T) {
 	peertest.CheckFiles(t, dst, files)
 }
 
+// kerf asking for 40-byte packets (serial receive --packet-length 40,
+// below a short packet's 94: MAXL alone, no long packets) gets short
+// ones from C-Kermit. C-Kermit counts MAXL without SEQ, TYPE and a type 3
+// check (its LEN comes to MAXL+5, as its packet log shows); asked for
+// 94 or more, it sends 94 and long packets.
+func TestCKermitSendsShortPacketsAskedFor(t *testing.T) {
+	files := peertest.StandardFiles(30_000, 7)
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	st := setting{4, 40, 3}
+	done := runKerf(t, a, fastBaud, kerfConfig(st, fastBaud), receiveKerf(t, dst))
+	pktLog := filepath.Join(t.TempDir(), "packets.log")
+	ck := peertest.CKermit(t, b, "set window 4\nset block-check 3\nlog packets {"+pktLog+"}\ncd "+src+"\n"+sendList(files), src)
+	if err := ck.Wait(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitKerf(t, done, "receive")
+	peertest.CheckFiles(t, dst, files)
+	lens := ckSentLens(t, pktLog, 'D')
+	if len(lens) < 30_000/45 {
+		t.Fatalf("%d D packets in C-Kermit's log %s, want over %d", len(lens), pktLog, 30_000/45)
+	}
+	for _, n := range lens {
+		if n <= 0 || n > st.packet+5 {
+			t.Fatalf("C-Kermit sent a D packet of LEN %d (0: long), asked for %d", n, st.packet)
+		}
+	}
+}
+
+// ckSentLens reads C-Kermit's packet log (LOG PACKETS: "s-SEQ-TRY-^A",
+// the control characters written as ^X, then LEN, SEQ and TYPE) and
+// returns the LEN of each packet it sent of type typ.
+func ckSentLens(t *testing.T, path string, typ byte) []int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, "s-")
+		if !ok {
+			continue
+		}
+		i := strings.Index(rest, "^A")
+		if i < 0 || len(rest) < i+5 || rest[i+4] != typ {
+			continue
+		}
+		lens = append(lens, int(rest[i+2])-32)
+	}
+	return lens
+}
+
 // C-Kermit with SET SEND and SET RECEIVE START-OF-PACKET 2 (for a line
 // that eats Ctrl-A) and kerf with the same mark: files with every byte
 // value, Ctrl-B among them (prefixed, so that it never starts a packet

@@ -25,7 +25,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "parity", Value: "auto", Usage: "auto, none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing; auto: none until the peer's first packet shows even, odd or mark parity, then that)"},
 	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
 	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
-	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (94-9024; 0: automatic)"},
+	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (20-9024; 0: automatic; below 94 no long packets, for a very noisy line)"},
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
@@ -103,8 +103,8 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	switch {
 	case k.Window < 1 || k.Window > 31:
 		return nil, nil, usageErr("--window %d: must be 1-31", k.Window)
-	case k.MaxPacket != 0 && k.MaxPacket < 94 || k.MaxPacket > 9024:
-		return nil, nil, usageErr("--packet-length %d: must be 94-9024", k.MaxPacket)
+	case k.MaxPacket != 0 && k.MaxPacket < kermit.MinPacket || k.MaxPacket > 9024:
+		return nil, nil, usageErr("--packet-length %d: must be %d-9024", k.MaxPacket, kermit.MinPacket)
 	case (k.Check < 1 || k.Check > 3) && k.Check != kermit.CheckForce3:
 		return nil, nil, usageErr("--block-check %d: must be 1, 2, 3 or 5", k.Check)
 	}

@@ -48,11 +48,11 @@ type Config struct {
 	Window int // sliding window slots, 1..31
 	// MaxPacket is the longest packet this side will receive
 	// (MinPacket..9024). Below 94 it is the Send-Init's MAXL, with no
-	// long packets offered: short packets for a very noisy line, as
-	// C-Kermit's SET RECEIVE PACKET-LENGTH gives. 0 means automatic:
-	// 9024, but 4000 towards a classic Kermit sender, whose fixed-size
-	// retransmissions fare badly with longer packets on a noisy line
-	// (C-Kermit itself asks for 4000).
+	// long packets offered, as C-Kermit's SET RECEIVE PACKET-LENGTH
+	// does (for a Kermit or a front end with small buffers). 0 means
+	// automatic: 9024, but 4000 towards a classic Kermit sender, whose
+	// fixed-size retransmissions fare badly with longer packets on a
+	// noisy line (C-Kermit itself asks for 4000).
 	MaxPacket  int
 	Check      framing.CheckType // preferred block check: 1, 2, 3, or CheckForce3
 	Attributes bool              // offer attribute packets

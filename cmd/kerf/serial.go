@@ -25,7 +25,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "parity", Value: "auto", Usage: "auto, none, even, odd, mark or space (not none: 7-bit link, 8th-bit prefixing; auto: none until the peer's first packet shows even, odd or mark parity, then that)"},
 	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
 	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
-	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (20-9024; 0: automatic; below 94 no long packets, for a very noisy line)"},
+	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (20-9024; 0: automatic; below 94 no long packets, as for a Kermit with small buffers)"},
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},

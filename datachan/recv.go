@@ -31,6 +31,9 @@ type recvFile struct {
 	err         error    // a WriteAt failure
 	done        chan struct{}
 	abandoned   bool // Abandon let it go: what comes of it is dropped
+	// firstSpans back got and wrote while each holds one range, as a
+	// file in order does: no allocation for either per file.
+	firstSpans [2]span
 }
 
 // complete reports whether every byte of the range is on dst.
@@ -59,6 +62,7 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	}
 	p.forgetWaitedLocked(id)
 	f := &recvFile{id: id, dst: dst, off: uint64(off), end: uint64(off + n), done: make(chan struct{})}
+	f.got, f.wrote = f.firstSpans[0:0:1], f.firstSpans[1:1:2]
 	if n == 0 {
 		close(f.done)
 	}

@@ -293,6 +293,9 @@ func (d *Dir) resolveAs(name string, partsOK bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if d.cwd == "." {
+		return c, nil // clean already: what path.Join would make of it, without its copies
+	}
 	return path.Join(d.cwd, c), nil
 }
 

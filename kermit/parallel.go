@@ -958,12 +958,11 @@ func (t *shareTracker) counted(i int, e Event) (begins, ends bool) {
 	if strings.HasSuffix(e.Name, "/") {
 		return false, false // a directory's
 	}
-	var cut *CutOffError
 	switch {
 	case e.Kind == FileStart:
 		begins = !t.under[i][e.Name]
 		t.under[i][e.Name] = true
-	case e.Kind == FileFailed && (errors.As(e.Err, &cut) || errors.Is(e.Err, ErrSaveFailed) || errors.Is(e.Err, ErrNotSaved)):
+	case e.Kind == FileFailed && (isCutOff(e.Err) || errors.Is(e.Err, ErrSaveFailed) || errors.Is(e.Err, ErrNotSaved)):
 		// Of a file begun (under way, or done and then not saved):
 		// counted then.
 		ends = t.under[i][e.Name]
@@ -1122,16 +1121,25 @@ func (t *shareTracker) passAll(i int, e Event) (out [2]Event, n int) {
 	return out, n
 }
 
+// isCutOff reports whether err is a CutOffError. (Its variable for
+// errors.As, declared in pass, was allocated for every event.)
+func isCutOff(err error) bool {
+	if err == nil {
+		return false
+	}
+	var cut *CutOffError
+	return errors.As(err, &cut)
+}
+
 // pass returns what of session i's event e is told, and whether any.
 func (t *shareTracker) pass(i int, e Event) (Event, bool) {
 	sh := t.shares[i]
-	var cut *CutOffError
 	if strings.HasSuffix(e.Name, "/") && (e.Kind == FileFailed || e.Kind == FileSkipped) {
 		again := t.told[e.Name]
 		t.told[e.Name] = true
 		return e, !again
 	}
-	if e.Kind == FileFailed && errors.As(e.Err, &cut) {
+	if e.Kind == FileFailed && isCutOff(e.Err) {
 		// Held back, once a name (a take-over cut off too replaces its
 		// lost session's word).
 		t.cut[sh] = slices.DeleteFunc(t.cut[sh], func(c Event) bool { return c.Name == e.Name })

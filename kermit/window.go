@@ -879,7 +879,8 @@ func (s *Session) restarted(p inPacket) bool {
 		return false
 	}
 	s.cfg.Log.Info("the peer began a new transaction: this one is abandoned", "type", string(p.Type), "seq", p.Seq)
-	s.again = &p
+	again := p // a copy: p itself, taken by address, would go to the heap on every call
+	s.again = &again
 	return true
 }
 
@@ -988,11 +989,14 @@ type recvWindow struct {
 	lo      int // next sequence number to deliver
 	size    int
 	started bool
-	got     [64]*framing.Packet
-	naked   [64]bool
-	acks    [64][]byte
-	rawAck  [64]bool // acks[i] is a whole encoded packet (the S ACK, check type 1)
-	hasAck  [64]bool
+	// got holds the packets received ahead, where has says so: values,
+	// not pointers, so that a packet stashed costs no allocation.
+	got    [64]framing.Packet
+	has    [64]bool
+	naked  [64]bool
+	acks   [64][]byte
+	rawAck [64]bool // acks[i] is a whole encoded packet (the S ACK, check type 1)
+	hasAck [64]bool
 	// ackedAt is when seq was last ACKed, repeatedAt when its ACK was
 	// last sent again for a copy (zero: not since its first), and
 	// longest the longest packet received (wire bytes): a stop-and-wait
@@ -1152,11 +1156,12 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 	w := &s.rw
 	for {
 		if w.started {
-			if p := w.got[w.lo]; p != nil {
-				w.got[w.lo] = nil
+			if w.has[w.lo] {
+				p := w.got[w.lo]
+				w.got[w.lo], w.has[w.lo] = framing.Packet{}, false
 				w.naked[w.lo] = false
 				w.lo = (w.lo + 1) % 64
-				return *p, nil
+				return p, nil
 			}
 		}
 		in, ok, err := s.readWatching(ctx, timeout, true)
@@ -1232,11 +1237,10 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		}
 		switch {
 		case d < w.size:
-			if w.got[in.Seq] != nil {
+			if w.has[in.Seq] {
 				continue // duplicate of a stashed packet
 			}
-			pk := in.Packet
-			w.got[in.Seq] = &pk
+			w.got[in.Seq], w.has[in.Seq] = in.Packet, true
 			w.naked[in.Seq] = false
 			if in.Type == 'D' && !s.neg.streaming {
 				if err := s.ackData(in.Seq); err != nil {
@@ -1292,7 +1296,7 @@ func (s *Session) nakMissing(upto int) error {
 		limit := (upto - w.lo + 64) % 64
 		for i := 0; i < limit; i++ {
 			seq := (w.lo + i) % 64
-			if w.got[seq] == nil && !w.naked[seq] {
+			if !w.has[seq] && !w.naked[seq] {
 				if err := s.nak(seq); err != nil {
 					return err
 				}
@@ -1302,14 +1306,14 @@ func (s *Session) nakMissing(upto int) error {
 	}
 	hi := -1
 	for j := 0; j < w.size; j++ {
-		if w.got[(w.lo+j)%64] != nil {
+		if w.has[(w.lo+j)%64] {
 			hi = j
 		}
 	}
 	first := -1
 	for i := 0; i <= hi+1 && i < w.size; i++ {
 		seq := (w.lo + i) % 64
-		if w.got[seq] != nil {
+		if w.has[seq] {
 			continue
 		}
 		if !w.naked[seq] {

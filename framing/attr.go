@@ -91,56 +91,83 @@ func NewAttributes() Attributes {
 // max < 2 nothing fits and Marshal returns nil. ModTime is written with
 // FormatAttrTime, in local time; years outside 0..9999 are left out.
 func (a Attributes) Marshal(max int) [][]byte {
-	var out [][]byte
-	var cur []byte
-	add := func(tag byte, v []byte) {
-		n := 2 + len(v)
-		if len(v) > maxAttrValue || n > max {
-			return
-		}
-		if len(cur)+n > max {
-			out = append(out, cur)
-			cur = nil
-		}
-		cur = append(cur, tag, kchar(len(v)))
-		cur = append(cur, v...)
-	}
-	addString := func(tag byte, s string) {
-		if s != "" {
-			add(tag, []byte(s))
-		}
-	}
-	addString(AttrSysID, a.SysID)
-	addString(AttrType, a.Type)
-	addString(AttrEncoding, a.Encoding)
+	// One buffer a field, numbers and the date formatted on the stack:
+	// a sender marshals a file's attributes for every file.
+	m := attrFields{max: max}
+	m.addString(AttrSysID, a.SysID)
+	m.addString(AttrType, a.Type)
+	m.addString(AttrEncoding, a.Encoding)
+	var scratch [40]byte
 	if t := a.ModTime.In(a.zone()); !a.ModTime.IsZero() && t.Year() >= 0 && t.Year() <= 9999 {
-		v := []byte(formatAttrTimeIn(t, a.zone()))
+		v := t.AppendFormat(scratch[:0], attrTimeLayout)
 		if a.SubSecond {
 			v = appendNanos(v, t)
 		}
-		add(AttrDate, v)
+		m.add(AttrDate, v)
 	}
 	if a.LengthK >= 0 {
-		add(AttrLengthK, strconv.AppendInt(nil, a.LengthK, 10))
+		m.add(AttrLengthK, strconv.AppendInt(scratch[:0], a.LengthK, 10))
 	}
 	if a.Length >= 0 {
-		add(AttrLength, strconv.AppendInt(nil, a.Length, 10))
+		m.add(AttrLength, strconv.AppendInt(scratch[:0], a.Length, 10))
 	}
 	if a.Perm >= 0 {
-		add(AttrPerm, strconv.AppendInt(nil, int64(a.Perm), 8))
+		m.add(AttrPerm, strconv.AppendInt(scratch[:0], int64(a.Perm), 8))
 	}
-	addString(AttrGenericProt, a.GenericProt)
-	addString(AttrDisposition, a.Disposition)
+	m.addString(AttrGenericProt, a.GenericProt)
+	m.addString(AttrDisposition, a.Disposition)
 	for _, x := range a.Extra {
 		if x.Tag != AttrEnd {
-			add(x.Tag, x.Value)
+			m.add(x.Tag, x.Value)
 		}
 	}
-	add(AttrEnd, nil)
-	if len(cur) > 0 {
-		out = append(out, cur)
+	m.add(AttrEnd, nil)
+	if len(m.cur) > 0 {
+		m.out = append(m.out, m.cur)
 	}
-	return out
+	return m.out
+}
+
+// attrFields gathers attribute fields into data fields of at most max
+// bytes (Attributes.Marshal).
+type attrFields struct {
+	max int
+	out [][]byte
+	cur []byte
+}
+
+// add appends one field, starting a new data field when it does not fit
+// the current one; a field that fits no data field is left out.
+func (m *attrFields) add(tag byte, v []byte) {
+	n := 2 + len(v)
+	if len(v) > maxAttrValue || n > m.max {
+		return
+	}
+	if len(m.cur)+n > m.max {
+		m.out = append(m.out, m.cur)
+		m.cur = nil
+	}
+	if m.cur == nil {
+		m.cur = make([]byte, 0, min(m.max, 128))
+	}
+	m.cur = append(m.cur, tag, kchar(len(v)))
+	m.cur = append(m.cur, v...)
+}
+
+// addString is add for a string value, absent when empty.
+func (m *attrFields) addString(tag byte, s string) {
+	if s == "" || len(s) > maxAttrValue || 2+len(s) > m.max {
+		return
+	}
+	if len(m.cur)+2+len(s) > m.max {
+		m.out = append(m.out, m.cur)
+		m.cur = nil
+	}
+	if m.cur == nil {
+		m.cur = make([]byte, 0, min(m.max, 128))
+	}
+	m.cur = append(m.cur, tag, kchar(len(s)))
+	m.cur = append(m.cur, s...)
 }
 
 // Parse decodes one A-packet data field and merges it into a: attributes it

@@ -28,6 +28,8 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{"serial", "server", "--line", "/dev/null", "somedir"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "13"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "0"},
+		{"serial", "receive", "--line", "/dev/null", "--packet-length", "19"},
+		{"serial", "receive", "--line", "/dev/null", "--packet-length", "9025"},
 		{"serial", "receive", "--line", "/dev/null", "--start-of-packet", "65"},
 		{"ls", "--streams", "x", "127.0.0.1:1/x"},
 		{"ls", "--streams", "0", "127.0.0.1:1/x"},

@@ -136,38 +136,35 @@ type attrFields struct {
 	cur []byte
 }
 
-// add appends one field, starting a new data field when it does not fit
-// the current one; a field that fits no data field is left out.
-func (m *attrFields) add(tag byte, v []byte) {
-	n := 2 + len(v)
-	if len(v) > maxAttrValue || n > m.max {
-		return
+// open makes room in the current data field for a field of n value
+// bytes, starting a new data field when it does not fit; false: no data
+// field can hold it, and it is left out.
+func (m *attrFields) open(n int) bool {
+	if n > maxAttrValue || 2+n > m.max {
+		return false
 	}
-	if len(m.cur)+n > m.max {
+	if len(m.cur)+2+n > m.max {
 		m.out = append(m.out, m.cur)
 		m.cur = nil
 	}
 	if m.cur == nil {
 		m.cur = make([]byte, 0, min(m.max, 128))
 	}
-	m.cur = append(m.cur, tag, kchar(len(v)))
-	m.cur = append(m.cur, v...)
+	return true
+}
+
+// add appends one field.
+func (m *attrFields) add(tag byte, v []byte) {
+	if m.open(len(v)) {
+		m.cur = append(append(m.cur, tag, kchar(len(v))), v...)
+	}
 }
 
 // addString is add for a string value, absent when empty.
 func (m *attrFields) addString(tag byte, s string) {
-	if s == "" || len(s) > maxAttrValue || 2+len(s) > m.max {
-		return
+	if s != "" && m.open(len(s)) {
+		m.cur = append(append(m.cur, tag, kchar(len(s))), s...)
 	}
-	if len(m.cur)+2+len(s) > m.max {
-		m.out = append(m.out, m.cur)
-		m.cur = nil
-	}
-	if m.cur == nil {
-		m.cur = make([]byte, 0, min(m.max, 128))
-	}
-	m.cur = append(m.cur, tag, kchar(len(s)))
-	m.cur = append(m.cur, s...)
 }
 
 // Parse decodes one A-packet data field and merges it into a: attributes it

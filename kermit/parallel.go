@@ -1121,14 +1121,12 @@ func (t *shareTracker) passAll(i int, e Event) (out [2]Event, n int) {
 	return out, n
 }
 
-// isCutOff reports whether err is a CutOffError. (Its variable for
-// errors.As, declared in pass, was allocated for every event.)
+// isCutOff reports whether err is a CutOffError (errors.AsType: a
+// variable for errors.As, declared in pass, was allocated for every
+// event).
 func isCutOff(err error) bool {
-	if err == nil {
-		return false
-	}
-	var cut *CutOffError
-	return errors.As(err, &cut)
+	_, ok := errors.AsType[*CutOffError](err)
+	return ok
 }
 
 // pass returns what of session i's event e is told, and whether any.

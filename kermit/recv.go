@@ -228,18 +228,15 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			timeout = max(s.neg.timeout, s.cfg.MinTimeout)
 		}
 		p, err := s.nextPacket(ctx, timeout)
-		if err != nil && !gotS && !s.cfg.Reliable {
-			// (pe declared here: taken by address, it is allocated
-			// where it is declared, which was every packet.)
-			var pe *PeerError
-			if errors.As(err, &pe) {
-				// An E before any S on a serial line is what an earlier
-				// session left there (C-Kermit's receiver passes over it
-				// too): no sender of this transfer has spoken yet.
-				s.cfg.Log.Info("ignoring an error packet before S", "msg", pe.Msg)
-				s.rw.reset(1, 0)
-				continue
-			}
+		// (errors.AsType: a variable for errors.As, taken by address,
+		// was allocated for every packet.)
+		if pe, ok := errors.AsType[*PeerError](err); ok && !gotS && !s.cfg.Reliable {
+			// An E before any S on a serial line is what an earlier
+			// session left there (C-Kermit's receiver passes over it
+			// too): no sender of this transfer has spoken yet.
+			s.cfg.Log.Info("ignoring an error packet before S", "msg", pe.Msg)
+			s.rw.reset(1, 0)
+			continue
 		}
 		if err != nil {
 			return err
@@ -395,7 +392,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// (whose log raises its storage failures to warn).
 				s.cfg.Log.Info("file not stored", "name", cur.name, "err", err)
 				why := err
-				if cur.cutOff && notStoredOf(err) == nil {
+				if _, ns := errors.AsType[*notStoredError](err); cur.cutOff && !ns {
 					// The session ends here, and the partial stays.
 					why = &CutOffError{err}
 					if cur.flushProgress != nil {
@@ -410,7 +407,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// sender sends directories; see sendDir).
 				reply = s.refusalAck(cur.why)
 			}
-			if ns := notStoredOf(err); ns != nil {
+			if ns, ok := errors.AsType[*notStoredError](err); ok {
 				// This file only (capas2NotStored): the sender hears
 				// why, and the next file comes.
 				reply, err = s.refusalAck(ns.err), nil
@@ -1340,19 +1337,6 @@ type notStoredError struct{ err error }
 
 func (e *notStoredError) Error() string { return e.err.Error() }
 func (e *notStoredError) Unwrap() error { return e.err }
-
-// notStoredOf is the notStoredError in err's chain, or nil. (A variable
-// of the caller's for errors.As would be allocated on every file.)
-func notStoredOf(err error) *notStoredError {
-	if err == nil {
-		return nil
-	}
-	var ns *notStoredError
-	if errors.As(err, &ns) {
-		return ns
-	}
-	return nil
-}
 
 // fileOnly reports whether a data path's error concerns one file only
 // (writing it failed), not the path: such an error has a method

@@ -243,6 +243,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	tuneControl(raw)
 	host, _, _ := net.SplitHostPort(addr)
 	cl := &Client{conn: raw}
+	var handshake time.Duration // TLS 1.3's: one round trip and the server's signature
 	if (cfg.Classic || cfg.InBand) && cfg.RateLimit != nil {
 		// The control connection carries the file data: held to the
 		// rate on the wire, under TLS where there is TLS.
@@ -256,7 +257,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		tc := tls.Client(cl.conn, conf)
 		// A plain Kermit peer never answers a ClientHello: give up.
 		hctx, cancel := context.WithTimeout(ctx, clientHandshakeTimeout)
+		began := time.Now()
 		err := tc.HandshakeContext(hctx)
+		handshake = time.Since(began)
 		cancel()
 		if err != nil {
 			raw.Close()
@@ -323,6 +326,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	wc := &watchedConn{Conn: cl.conn}
 	cl.conn = wc
 	cl.sess = kermit.NewSession(cl.conn, kc)
+	cl.sess.NoteRoundTrip(handshake)
 	if !cfg.Classic || cfg.User != "" {
 		var err error
 		if cfg.Password == "" && cfg.AskPassword != nil {
@@ -343,7 +347,16 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			lt = DefaultLoginTimeout
 		}
 		lctx, cancel := context.WithTimeout(ctx, lt)
-		_, err = cl.sess.Generic(lctx, 'I', cfg.User, cfg.Password)
+		if cfg.Classic {
+			_, err = cl.sess.Generic(lctx, 'I', cfg.User, cfg.Password)
+		} else {
+			// No I exchange first (Kermit's I is optional): the login
+			// fits a short packet (maxLoginField), and goes with the TLS
+			// handshake's last flight, one round trip sooner. What the
+			// session needs to know of the server it learns from the I
+			// or S of the command that follows, as before.
+			_, err = cl.sess.GenericWithDefaults(lctx, 'I', cfg.User, cfg.Password)
+		}
 		cancel()
 		if err != nil {
 			cl.sess.Close()

@@ -87,7 +87,7 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 		}
 	}
 	if o.Congestion != "" {
-		if _, err := s.Generic(ctx, 'S', congestionParam, o.Congestion); err != nil {
+		if _, err := s.genericAfterInit(ctx, 'S', congestionParam, o.Congestion); err != nil {
 			var pe *PeerError
 			if !errors.As(err, &pe) {
 				return err
@@ -152,11 +152,46 @@ func (e *RefusedGetError) Unwrap() error { return e.Err }
 // cmd is the generic command letter (D directory, C cwd, E delete, m
 // mkdir, d rmdir, R rename, F finish, L bye, A pwd).
 func (s *Session) Generic(ctx context.Context, cmd byte, args ...string) (string, error) {
+	defer s.forText()()
+	return s.genericAfterInit(ctx, cmd, args...)
+}
+
+// genericAfterInit is Generic with the data channel offered in its I (a
+// command about the data connections, such as the congestion control a
+// GET asks for, needs them open).
+func (s *Session) genericAfterInit(ctx context.Context, cmd byte, args ...string) (string, error) {
 	defer s.flush()
 	if err := s.initServer(ctx); err != nil {
 		return "", s.abort(err)
 	}
 	return s.generic(ctx, cmd, args...)
+}
+
+// GenericWithDefaults is Generic without the optional I exchange: the
+// command and its answer use the protocol's defaults (type 1 checks,
+// packets of at most 94 bytes, no repeat or 8th-bit prefixes), as a
+// server takes a command no I came before. One round trip fewer: a
+// client's REMOTE LOGIN, which fits a short packet by design, goes with
+// the TLS handshake's last flight. The session learns nothing of the
+// peer from it (PeerIsKerf stays as it was).
+func (s *Session) GenericWithDefaults(ctx context.Context, cmd byte, args ...string) (string, error) {
+	defer s.flush()
+	defer s.forText()()
+	s.resetNegotiation()
+	s.initRefusal = nil
+	return s.generic(ctx, cmd, args...)
+}
+
+// forText marks the command under way as one answered with text (the
+// reply of a REMOTE command, a listing), which needs no data channel:
+// its I and the ACK of the server's S leave the dual-channel bit out, so
+// that no data connection is opened for it (three round trips: a TCP
+// connect, a TLS handshake, the pairing). The files of a later transfer
+// open them (protocol.md §4.1). It returns what ends the mark.
+func (s *Session) forText() func() {
+	was := s.textReply
+	s.textReply = true
+	return func() { s.textReply = was }
 }
 
 // generic is Generic once the I exchange is done.
@@ -286,6 +321,7 @@ func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingE
 // listing lines of its reply.
 func (s *Session) listing(ctx context.Context, spec, arg string) ([]framing.ListingEntry, error) {
 	defer s.flush()
+	defer s.forText()()
 	if err := s.initServer(ctx); err != nil {
 		return nil, s.abort(err)
 	}

@@ -67,7 +67,14 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 			mine.MaxLenX = max(framing.MaxShortLen, min(mine.MaxLenX, s.cfg.LineSpeed/10))
 		}
 	}
-	if s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0 {
+	switch {
+	case s.textReply && s.data == nil:
+		// A text reply, even a listing of millions of lines, goes
+		// in-band well enough (forText); without the bit this
+		// transaction is classic, and the next Send-Init offers again
+		// (protocol.md §4.1).
+		mine.Capas2 &^= framing.Cap2DualChannel
+	case s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0:
 		mine.Ext = s.cfg.Dual.Offer(peer.Ext)
 	}
 	n := negotiate(&s.cfg, mine, peer, false)

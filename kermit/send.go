@@ -80,7 +80,10 @@ func (s *Session) sendFrom(ctx context.Context, src fileSource) error {
 // sendInit sends S (or I) with our parameters and applies the agreement.
 func (s *Session) sendInit(ctx context.Context, typ byte) error {
 	mine := myParams(&s.cfg, false)
-	if s.cfg.Dual != nil && s.data == nil {
+	switch {
+	case s.textReply && s.data == nil:
+		mine.Capas2 &^= framing.Cap2DualChannel // (forText)
+	case s.cfg.Dual != nil && s.data == nil:
 		mine.Ext = s.cfg.Dual.Offer("")
 	}
 	sl, err := s.queue(ctx, typ, mine.Marshal(), 0)

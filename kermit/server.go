@@ -629,10 +629,25 @@ const literalParam = "kerf-literal"
 
 // TakeNextLiterally asks a kerf server to take the name of the next
 // REMOTE DELETE or DIRECTORY (Generic 'E', 'D', or ListTree) as it is.
+// A classic Kermit server, found so by the I exchange before it, is not
+// asked: ErrClassicPeer.
 func (s *Session) TakeNextLiterally(ctx context.Context) error {
-	_, err := s.Generic(ctx, 'S', literalParam, "on")
+	defer s.flush()
+	defer s.forText()()
+	if err := s.initServer(ctx); err != nil {
+		return s.abort(err)
+	}
+	if !s.peerWasKerf {
+		// (Known only now: a login needs no I exchange.)
+		return ErrClassicPeer
+	}
+	_, err := s.generic(ctx, 'S', literalParam, "on")
 	return err
 }
+
+// ErrClassicPeer: the request is kerf's own, and the peer a classic
+// Kermit; nothing was sent.
+var ErrClassicPeer = errors.New("kermit: the peer is a classic Kermit")
 
 // serveTree answers REMOTE DIRECTORY spec kerf-tree: the listing streams
 // from the walk as it goes, so that a tree of any size costs the server

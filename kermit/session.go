@@ -59,6 +59,10 @@ type Session struct {
 	// awaitingS: a receive waits for the S that starts its group; a
 	// damaged packet then is most likely that S, and is NAKed (nextPacket).
 	awaitingS bool
+	// textReply: the S being answered opens a server's text reply (a
+	// listing, a REMOTE command's words), which comes in-band: data
+	// connections are opened for files, not for text (answerInit).
+	textReply bool
 	// initRefusal is the E a server answered the last I exchange with
 	// (nil: none), for the command that follows.
 	initRefusal *PeerError
@@ -341,6 +345,17 @@ func (s *Session) Stats() Stats { return s.stats }
 // before any): the path's own, without the peer's work. Like Stats, read
 // it while no transfer runs.
 func (s *Session) RoundTrip() time.Duration { return s.rtt.least }
+
+// NoteRoundTrip counts d, a round trip of the session's path measured
+// outside it (its connection's TLS handshake), as if its own: a client
+// whose login needs no I exchange has no other before its first
+// transfer, and the login's answer waits for the server's password
+// hash, tens of milliseconds.
+func (s *Session) NoteRoundTrip(d time.Duration) {
+	if d > 0 {
+		s.rtt.sample(d)
+	}
+}
 
 // DataPath returns the dual-channel data path, or nil in classic mode.
 func (s *Session) DataPath() DataPath { return s.data }

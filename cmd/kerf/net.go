@@ -1492,10 +1492,9 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 // classic Kermit server cannot be asked, nor can a kerf server older
 // than the request: the name is then not sent at all.
 func literally(ctx context.Context, cl *control.Client) error {
-	if !cl.Session().PeerIsKerf() {
+	if err := cl.Session().TakeNextLiterally(ctx); errors.Is(err, kermit.ErrClassicPeer) {
 		return fmt.Errorf("the server (a classic Kermit) would take the name for a pattern, its escapes being kerf's own: %w", errNotSent)
-	}
-	if err := cl.Session().TakeNextLiterally(ctx); err != nil {
+	} else if err != nil {
 		return fmt.Errorf("the server cannot be asked to take the name as it is, not as a pattern (%w): %w", err, errNotSent)
 	}
 	return nil

@@ -1,0 +1,123 @@
+package kermit_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// A server's text reply (a REMOTE command's words, a listing) comes
+// in-band: no data connection is opened for it, which would cost a
+// listing a TCP connect, a TLS handshake and a pairing on a long path.
+// The files of the next transfer open them, and text after that goes
+// as before.
+func TestTextRepliesOpenNoDataChannel(t *testing.T) {
+	root, src, back := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	there := []testFile{{"a.txt", []byte(strings.Repeat("a", 100))}, {"b.txt", []byte("b")}, {"sub/c.txt", []byte("c")}}
+	writeFiles(t, root, there)
+	cli, ctx := servedClient(t, root)
+
+	list, err := cli.Generic(ctx, 'D', "")
+	if err != nil || !strings.Contains(list, "a.txt") || !strings.Contains(list, "b.txt") {
+		t.Fatalf("REMOTE DIRECTORY: %q, %v", list, err)
+	}
+	if cli.DataPath() != nil {
+		t.Fatal("a REMOTE DIRECTORY opened the data channel")
+	}
+	tree, err := cli.ListTree(ctx, "sub")
+	if err != nil || len(tree) == 0 {
+		t.Fatalf("ListTree: %v, %v", tree, err)
+	}
+	if _, err := cli.Generic(ctx, 'C', "sub"); err != nil {
+		t.Fatalf("REMOTE CD: %v", err)
+	}
+	if cli.DataPath() != nil {
+		t.Fatal("a listing or a REMOTE CD opened the data channel")
+	}
+	if _, err := cli.Generic(ctx, 'C', ".."); err != nil {
+		t.Fatalf("REMOTE CD ..: %v", err)
+	}
+
+	// The files of a GET open it.
+	store, err := filestore.Open(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := cli.Get(ctx, "a.txt", false, store); err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	if cli.DataPath() == nil {
+		t.Fatal("a GET did not open the data channel")
+	}
+	checkFiles(t, back, there[:1])
+
+	// Text after it, on a session whose data channel is open, still comes.
+	if list, err := cli.Generic(ctx, 'D', ""); err != nil || !strings.Contains(list, "b.txt") {
+		t.Fatalf("REMOTE DIRECTORY after a GET: %q, %v", list, err)
+	}
+	// And so do the files of a send.
+	up := []testFile{{"up.bin", randomBytes(50_000, 3)}}
+	if err := cli.Send(ctx, writeFiles(t, src, up)); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	checkFiles(t, root, up)
+}
+
+// GenericWithDefaults sends its command with no I exchange before it
+// (one round trip fewer: a client's login), and the server answers it
+// under the protocol's defaults; Generic still sends the I first.
+func TestGenericWithDefaultsSendsNoI(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, []testFile{{"x.txt", []byte("x")}})
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	a, b := link(t, 0, 1)
+	tap := &tappedConn{Conn: a}
+	cli, srv := kermit.NewSession(tap, kermit.DefaultConfig()), kermit.NewSession(b, kermit.DefaultConfig())
+	t.Cleanup(func() { cli.Close(); srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, dir)
+
+	if _, err := cli.GenericWithDefaults(ctx, 'C', "."); err != nil {
+		t.Fatalf("REMOTE CD with defaults: %v", err)
+	}
+	if got := types(tap.packets()); got != "G" {
+		t.Fatalf("the client sent %q, want a G alone", got)
+	}
+	// A reply longer than an ACK comes as a group, under the defaults.
+	list, err := cli.GenericWithDefaults(ctx, 'D', "")
+	if err != nil || !strings.Contains(list, "x.txt") {
+		t.Fatalf("REMOTE DIRECTORY with defaults: %q, %v", list, err)
+	}
+	if got := types(tap.packets()); !strings.HasPrefix(got, "GG") || strings.Contains(got, "I") {
+		t.Fatalf("the client sent %q, want no I", got)
+	}
+	if _, err := cli.Generic(ctx, 'C', "."); err != nil {
+		t.Fatalf("REMOTE CD: %v", err)
+	}
+	if got := types(tap.packets()); !strings.HasSuffix(got, "IG") {
+		t.Fatalf("Generic sent %q, want an I before its G", got)
+	}
+}
+
+func types(ps []wirePacket) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteByte(p.typ)
+	}
+	return b.String()
+}

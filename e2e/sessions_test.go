@@ -46,16 +46,29 @@ func TestSendSeveralSessions(t *testing.T) {
 }
 
 // By default a send opens two sessions, and four where the login's round
-// trip is 5 ms or more (there the window, not the cores, limits).
+// trip is 5 ms or more (there the window, not the cores, limits); but
+// one for a few small files, which would not repay the others' setup
+// (40 files of 16 KiB at 50 ms: 1.11 s with four, 0.73 s with one).
 func TestDefaultSessionsFollowThePath(t *testing.T) {
 	src := t.TempDir()
-	for i := 0; i < 40; i++ {
+	const many, few = 200, 40
+	for i := 0; i < many; i++ {
 		writeFile(t, filepath.Join(src, "tree", fmt.Sprintf("f%d", i)), randomBytes(100+i, uint64(i)))
+	}
+	for i := 0; i < few; i++ {
+		writeFile(t, filepath.Join(src, "small", fmt.Sprintf("f%d", i)), randomBytes(100+i, uint64(i)))
 	}
 	for _, tc := range []struct {
 		delay  time.Duration
+		tree   string
+		files  int
 		logins int
-	}{{0, 2}, {10 * time.Millisecond, 4}} {
+	}{
+		{0, "tree", many, 2},
+		{10 * time.Millisecond, "tree", many, 4},
+		{0, "small", few, 1},
+		{10 * time.Millisecond, "small", few, 1},
+	} {
 		// The round trip is measured: on loopback under the race
 		// detector with other packages' tests on both cores, one send
 		// measured 5 ms and more and opened four (CI, once). Three tries
@@ -64,10 +77,10 @@ func TestDefaultSessionsFollowThePath(t *testing.T) {
 		for try := 0; try < 3; try++ {
 			fs := startFaultServer(t, t.TempDir(), false)
 			fs.ctl.delayDown.Store(int64(tc.delay))
-			mustRun(t, fs.server, src, nil, "send", "-r", "tree", fs.addr())
+			mustRun(t, fs.server, src, nil, "send", "-r", tc.tree, fs.addr())
 			n = strings.Count(fs.stderr.String(), "msg=login ")
-			for i := 0; i < 40; i++ {
-				name := filepath.Join("tree", fmt.Sprintf("f%d", i))
+			for i := 0; i < tc.files; i++ {
+				name := filepath.Join(tc.tree, fmt.Sprintf("f%d", i))
 				sameFile(t, filepath.Join(src, name), filepath.Join(fs.root, name))
 			}
 			if n == tc.logins || tc.delay > 0 {
@@ -75,7 +88,7 @@ func TestDefaultSessionsFollowThePath(t *testing.T) {
 			}
 		}
 		if n != tc.logins {
-			t.Errorf("round trip %v more: %d logins, want %d", tc.delay, n, tc.logins)
+			t.Errorf("%d files, round trip %v more: %d logins, want %d", tc.files, tc.delay, n, tc.logins)
 		}
 	}
 }

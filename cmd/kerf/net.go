@@ -899,6 +899,7 @@ func sendCommand() *cli.Command {
 			local.ctx = c.Context
 			var list kermit.FileList
 			regular := local.regular
+			toSend := local.files // (nil: not kept)
 			if !c.Bool("resume") || cfg.Classic {
 				list = local.list(rep.listed)
 			} else {
@@ -918,13 +919,17 @@ func sendCommand() *cli.Command {
 				if files, err = cl.Session().SkipWhole(c.Context, files, partial); err != nil {
 					return rep.end(err, false)
 				}
-				list, regular = kermit.ListOf(files), regularFiles(files)
+				list, regular, toSend = kermit.ListOf(files), regularFiles(files), files
 			}
 			clients := []*control.Client{cl}
 			// More sessions only to a kerf server (a C-Kermit server
 			// takes one connection at a time), and only for enough files
 			// to repay a login each.
-			if want := sessionsWithin(min(sessionsFor(c, cl), regular/minFilesPerSession)); want > 1 && !cfg.Classic {
+			want := min(sessionsFor(c, cl), regular/minFilesPerSession)
+			if !c.IsSet("sessions") {
+				want = worthSessions(want, regular, func() int64 { return sizeOf(toSend) })
+			}
+			if want := sessionsWithin(want); want > 1 && !cfg.Classic {
 				more, err := moreSessions(c.Context, cfg, cl, want-1, cwd)
 				for _, m := range more {
 					defer m.Close()

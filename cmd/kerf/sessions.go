@@ -53,6 +53,64 @@ func sessionsFor(c *cli.Context, first *control.Client) int {
 // trips).
 const minFilesPerSession = 4
 
+// breakEvenFiles and bigSession: by default (no --sessions), n sessions
+// are opened only where they repay the n-1 beyond the first, each of
+// which costs its setup: its dial, TLS handshake and login, and on a
+// long path the groups that make the directories before any file and
+// give them their attributes after the last (about eight round trips in
+// all), or a few milliseconds of both ends' CPU on a LAN. A session
+// carries about ten small files a round trip (a Kermit window of 31
+// packets, three a file), so the files the others take, files*(n-1)/n,
+// must be about a hundred: measured (docs/benchmarks.md, forty-first
+// session), at a 50 ms round trip one session beat four below about 130
+// files and two below about 170, and on loopback two sessions were level
+// with one from 200 to 400 files of 16 KiB. Or the files are big, and
+// the setup small beside them: bigSession bytes a session.
+const (
+	breakEvenFiles = 96
+	bigSession     = 64 << 20
+)
+
+// worthSessions is how many of n sessions (n already at most one per
+// minFilesPerSession files) to open by default for files files: n, or 1
+// where the others would not repay their setup. size, called only then,
+// is the files' bytes (-1: not known, which keeps n).
+func worthSessions(n, files int, size func() int64) int {
+	if n <= 1 || files*(n-1) >= breakEvenFiles*n {
+		return n
+	}
+	if b := size(); b < 0 || b >= int64(n)*bigSession {
+		return n
+	}
+	return 1
+}
+
+// sizeOf sums the sizes of files, looking at those the walk did not
+// stat (worthSessions asks only for fewer than 2*breakEvenFiles): -1 if
+// one cannot be looked at, or files is nil (not kept).
+func sizeOf(files []kermit.OutgoingFile) int64 {
+	if files == nil {
+		return -1
+	}
+	var sum int64
+	for _, f := range files {
+		switch {
+		case f.Dir:
+		case f.Size >= 0:
+			sum += f.Size
+		case f.Path == "":
+			return -1
+		default:
+			fi, err := os.Stat(f.Path)
+			if err != nil {
+				return -1
+			}
+			sum += fi.Size()
+		}
+	}
+	return sum
+}
+
 // moreSessions opens n more sessions of the login cfg (the password, if
 // any, asked once already) to the machine first reached, and makes dir
 // their current directory, as the first session's. It returns those that
@@ -192,7 +250,7 @@ func sessionsWithin(n int) int {
 var (
 	sendSessionsFlag = &cli.IntFlag{Name: "sessions", Value: defaultSessions,
 		DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more", defaultSessions, longPathSessions, longPath),
-		Usage:       fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession)}
+		Usage:       fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most; by default more than one only for about %d files or more, or %d MiB a session, which repay each session's setup): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession, 2*breakEvenFiles, bigSession>>20)}
 	getSessionsFlag = &cli.IntFlag{Name: "sessions", Value: defaultSessions,
 		DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more; with -r", defaultSessions, longPathSessions, longPath),
 		Usage:       fmt.Sprintf("Kermit sessions fetching side by side, 1-%d, each its own login and connections and its share of the files (from a kerf server): more for many files over a long path", maxSessions)}

@@ -243,14 +243,22 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	tuneControl(raw)
 	host, _, _ := net.SplitHostPort(addr)
 	cl := &Client{conn: raw}
-	var handshake time.Duration // TLS 1.3's: one round trip and the server's signature
+	// The path's round trip: the TLS handshake's (one round trip and the
+	// server's signature, end to end where a TCP connect may only reach
+	// a proxy), less the time its host key check took (a prompt).
+	var roundTrip time.Duration
 	if (cfg.Classic || cfg.InBand) && cfg.RateLimit != nil {
 		// The control connection carries the file data: held to the
 		// rate on the wire, under TLS where there is TLS.
 		cl.conn = datachan.LimitConn(raw, cfg.RateLimit)
 	}
 	if !cfg.Classic {
-		conf := auth.ClientTLS(host, func(fp string) error { return cfg.VerifyHost(addr, fp) })
+		var checking time.Duration
+		conf := auth.ClientTLS(host, func(fp string) error {
+			began := time.Now()
+			defer func() { checking += time.Since(began) }()
+			return cfg.VerifyHost(addr, fp)
+		})
 		if cfg.ClientCert != nil {
 			conf.Certificates = []tls.Certificate{*cfg.ClientCert}
 		}
@@ -259,7 +267,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		hctx, cancel := context.WithTimeout(ctx, clientHandshakeTimeout)
 		began := time.Now()
 		err := tc.HandshakeContext(hctx)
-		handshake = time.Since(began)
+		roundTrip = time.Since(began) - checking
 		cancel()
 		if err != nil {
 			raw.Close()
@@ -326,7 +334,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	wc := &watchedConn{Conn: cl.conn}
 	cl.conn = wc
 	cl.sess = kermit.NewSession(cl.conn, kc)
-	cl.sess.NoteRoundTrip(handshake)
+	cl.sess.NoteRoundTrip(roundTrip)
 	if !cfg.Classic || cfg.User != "" {
 		var err error
 		if cfg.Password == "" && cfg.AskPassword != nil {

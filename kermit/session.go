@@ -346,14 +346,17 @@ func (s *Session) Stats() Stats { return s.stats }
 // it while no transfer runs.
 func (s *Session) RoundTrip() time.Duration { return s.rtt.least }
 
-// NoteRoundTrip counts d, a round trip of the session's path measured
-// outside it (its connection's TLS handshake), as if its own: a client
-// whose login needs no I exchange has no other before its first
-// transfer, and the login's answer waits for the server's password
-// hash, tens of milliseconds.
+// NoteRoundTrip takes d, a round trip of the session's path measured
+// outside it (its connection's TLS handshake), for
+// RoundTrip when it is the least seen: a client whose login needs no I
+// exchange has no other before its first transfer, and the login's
+// answer waits for the server's password hash, tens of milliseconds.
+// Only the least: the retransmission timer is left to the session's own
+// exchanges (the handshake may have waited for a user to accept a host
+// key).
 func (s *Session) NoteRoundTrip(d time.Duration) {
-	if d > 0 {
-		s.rtt.sample(d)
+	if d > 0 && (s.rtt.least == 0 || d < s.rtt.least) {
+		s.rtt.least = d
 	}
 }
 

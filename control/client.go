@@ -510,7 +510,19 @@ func (c *Client) Get(ctx context.Context, spec string, recursive bool, store ker
 }
 
 // Generic runs a REMOTE command (see kermit.Session.Generic).
+//
+// Over TLS, where the server is a kerf server, REMOTE CD and MKDIR of a
+// path that fits a short packet go without the I exchange before them
+// (GenericWithDefaults), as the login does: their answers are short,
+// and a send into a remote directory makes and enters it first (two
+// round trips fewer), as each further session enters it.
 func (c *Client) Generic(ctx context.Context, cmd byte, args ...string) (string, error) {
+	if c.fingerprint != "" && (cmd == 'C' || cmd == 'm') {
+		reply, err := c.sess.GenericWithDefaults(ctx, cmd, args...)
+		if !errors.Is(err, kermit.ErrFieldTooLong) {
+			return reply, err
+		}
+	}
 	return c.sess.Generic(ctx, cmd, args...)
 }
 

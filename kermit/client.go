@@ -174,11 +174,18 @@ func (s *Session) genericAfterInit(ctx context.Context, cmd byte, args ...string
 // client's REMOTE LOGIN, which fits a short packet by design, goes with
 // the TLS handshake's last flight. The session learns nothing of the
 // peer from it (PeerIsKerf stays as it was).
+//
+// A command too long for a short packet fails with ErrFieldTooLong and
+// nothing sent: Generic, whose I exchange agrees on long packets, then
+// carries it.
 func (s *Session) GenericWithDefaults(ctx context.Context, cmd byte, args ...string) (string, error) {
 	defer s.flush()
 	defer s.forText()()
 	s.resetNegotiation()
 	s.initRefusal = nil
+	if _, err := s.encodeField(encodeGenericArgs(cmd, args)); err != nil {
+		return "", err
+	}
 	return s.generic(ctx, cmd, args...)
 }
 

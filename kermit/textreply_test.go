@@ -2,6 +2,7 @@ package kermit_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +112,28 @@ func TestGenericWithDefaultsSendsNoI(t *testing.T) {
 	}
 	if got := types(tap.packets()); !strings.HasSuffix(got, "IG") {
 		t.Fatalf("Generic sent %q, want an I before its G", got)
+	}
+
+	// A command too long for the defaults' short packet is not sent.
+	sent := len(tap.packets())
+	if _, err := cli.GenericWithDefaults(ctx, 'C', strings.Repeat("d", 120)); !errors.Is(err, kermit.ErrFieldTooLong) {
+		t.Fatalf("a 120-byte REMOTE CD with defaults: %v, want ErrFieldTooLong", err)
+	}
+	if n := len(tap.packets()); n != sent {
+		t.Fatalf("%d packets sent for a command that did not fit", n-sent)
+	}
+	// An answer longer than an ACK under the defaults (the new directory,
+	// 123 bytes) comes whole, as a text group.
+	outer, inner := strings.Repeat("a", 60), strings.Repeat("b", 60)
+	if err := os.MkdirAll(filepath.Join(root, outer, inner), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.GenericWithDefaults(ctx, 'C', outer); err != nil {
+		t.Fatalf("REMOTE CD %s: %v", outer, err)
+	}
+	reply, err := cli.GenericWithDefaults(ctx, 'C', inner)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(reply), outer+"/"+inner) {
+		t.Fatalf("REMOTE CD %s: %q, %v; want the whole new directory", inner, reply, err)
 	}
 }
 

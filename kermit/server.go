@@ -646,7 +646,7 @@ func (s *Session) TakeNextLiterally(ctx context.Context) error {
 }
 
 // ErrClassicPeer: the request is kerf's own, and the peer a classic
-// Kermit; nothing was sent.
+// Kermit; it was not sent (only the I exchange that told).
 var ErrClassicPeer = errors.New("kermit: the peer is a classic Kermit")
 
 // serveTree answers REMOTE DIRECTORY spec kerf-tree: the listing streams

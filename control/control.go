@@ -337,7 +337,12 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	d.overQUIC = overQUIC
 	d.encrypted = !plain
 	d.compressed = compress
-	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))...)
+	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))
+	if !overQUIC {
+		// (dialData's connections: their answers are read by the Path.)
+		opts = append(opts, datachan.WithEarlyPairing())
+	}
+	d.path = datachan.NewPath(conns, opts...)
 	d.live.Store(d.path)
 	return d.path, nil
 }
@@ -348,13 +353,16 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 // waited on for the kernel's two minutes of SYNs.
 const dataDialTimeout = 15 * time.Second
 
-// dialData dials the TCP data connections. One that cannot reach the
-// server's data port says so and what to do: with FTP's passive mode,
-// the classic trouble of a second connection.
+// dialData dials the TCP data connections, not waiting for the
+// server's answers to their hellos (datachan.DialEarly: the first
+// blocks, or the next control packet, go a round trip sooner; the Path
+// reads the answers). One that cannot reach the server's data port says
+// so and what to do: with FTP's passive mode, the classic trouble of a
+// second connection.
 func dialData(ctx context.Context, addr string, tok datachan.Token, n int, conf *tls.Config, congestion string) ([]net.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, dataDialTimeout)
 	defer cancel()
-	conns, err := datachan.Dial(dctx, addr, tok, n, conf, datachan.WithCongestion(congestion))
+	conns, err := datachan.DialEarly(dctx, addr, tok, n, conf, datachan.WithCongestion(congestion))
 	if err != nil && ctx.Err() == nil && unreachable(err) {
 		return nil, fmt.Errorf("control: data connection to %s: %w (the server's data port cannot be reached from here: a firewall, a port forward of the control port only, or the address its --data-listen gives; --in-band carries the file data on the control connection instead)", addr, err)
 	}

@@ -96,6 +96,22 @@ func statusText(s byte) string {
 // not nil, wraps each connection in TLS (an empty ServerName is taken
 // from addr). Either every connection is paired or none is returned.
 func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls.Config, opts ...DialOption) ([]net.Conn, error) {
+	return dial(ctx, addr, tok, streams, tlsConf, false, opts)
+}
+
+// DialEarly is Dial that does not wait for the server's answers to the
+// hellos: it returns once every connection is open (and its TLS
+// handshake done) and its hello written, and the Path made of them with
+// WithEarlyPairing reads each answer before anything else, while its
+// writes go out behind the hellos at once. That is a round trip sooner
+// to the first block (or to a control packet the server reads only once
+// the connections are paired). A refusal then fails the Path with the
+// error Dial would have returned (ErrRefused and the server's reason).
+func DialEarly(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls.Config, opts ...DialOption) ([]net.Conn, error) {
+	return dial(ctx, addr, tok, streams, tlsConf, true, opts)
+}
+
+func dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls.Config, early bool, opts []DialOption) ([]net.Conn, error) {
 	if streams < 1 || streams > MaxStreams {
 		return nil, fmt.Errorf("datachan: %d streams, want 1..%d", streams, MaxStreams)
 	}
@@ -115,7 +131,7 @@ func Dial(ctx context.Context, addr string, tok Token, streams int, tlsConf *tls
 		if err != nil {
 			return nil, err
 		}
-		return clientHello(ctx, c, tok, i, tlsConf)
+		return clientHello(ctx, c, tok, i, tlsConf, early)
 	})
 }
 
@@ -180,8 +196,10 @@ func WithCongestion(name string) DialOption {
 
 // clientHello runs the client side of the hello on c, which it closes on
 // failure, and returns the paired connection (the TLS one if tlsConf is
-// set).
-func clientHello(ctx context.Context, c net.Conn, tok Token, stream int, tlsConf *tls.Config) (net.Conn, error) {
+// set). Early, it returns once the hello is written (DialEarly): the
+// answer is the first thing the connection's reader reads
+// (stream.readPairing), within the hello's deadline.
+func clientHello(ctx context.Context, c net.Conn, tok Token, stream int, tlsConf *tls.Config, early bool) (net.Conn, error) {
 	fail := func(err error) (net.Conn, error) {
 		c.Close()
 		if ctx.Err() != nil {
@@ -209,6 +227,21 @@ func clientHello(ctx context.Context, c net.Conn, tok Token, stream int, tlsConf
 	putHello(&hello, tok, stream)
 	if _, err := c.Write(hello[:]); err != nil {
 		return fail(err)
+	}
+	if early {
+		if !stop() {
+			return fail(ctx.Err())
+		}
+		c.SetWriteDeadline(time.Time{}) // the read deadline stays, for the answer
+		if tc != nil {
+			// The server reads its records from the first byte after the
+			// hello: this side's writes switch now, its reads after the
+			// answer.
+			if err := tc.pairWrite(); err != nil {
+				return fail(err)
+			}
+		}
+		return c, nil
 	}
 	var status [1]byte
 	if _, err := io.ReadFull(c, status[:]); err != nil {

@@ -37,7 +37,7 @@ func dialFrom(ctx context.Context, local net.IP, addr string, tok Token, stream 
 	if err != nil {
 		return nil, err
 	}
-	return clientHello(ctx, c, tok, stream, nil)
+	return clientHello(ctx, c, tok, stream, nil, false)
 }
 
 // wantClosed checks that the peer closes c without sending anything.

@@ -161,7 +161,13 @@ type config struct {
 	compress    bool
 	limit       *Limiter
 	sendfile    Sendfile
+	early       bool // WithEarlyPairing
 }
+
+// WithEarlyPairing says the connections come from DialEarly: each
+// stream's reader first reads the server's answer to the hello, and a
+// refusal fails the Path.
+func WithEarlyPairing() Option { return func(c *config) { c.early = true } }
 
 // Sendfile says when blocks go out with sendfile(2) (zerocopy_linux.go).
 type Sendfile int
@@ -280,6 +286,13 @@ type stream struct {
 	rpos, rend   int
 	lastBlockBig bool
 	in           movingReader // conn, counting (Path.Progress)
+
+	// pairing is closed once the reader has read the server's answer to
+	// the hello (WithEarlyPairing; nil: Dial read it), pairingErr then
+	// the refusal, if it was one.
+	pairing    chan struct{}
+	pairingErr error
+	pairTLS    *TLSConn // the TLS connection whose reads switch after the answer
 }
 
 // smallFrameBuf is the size of a stream's read buffer; payloads of at
@@ -404,6 +417,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	}
 	p.zeroCopy = true
 	for i, c := range conns {
+		under, _ := c.(*TLSConn) // (the rate limit's wrapper hides it)
 		if cfg.limit != nil {
 			c = limit(c, cfg.limit, &p.stats.moving)
 		}
@@ -417,6 +431,9 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		}
 		s.tls, _ = c.(*TLSConn)
 		s.in = movingReader{c, &p.stats.moving}
+		if cfg.early {
+			s.pairing, s.pairTLS = make(chan struct{}), under
+		}
 		p.streams = append(p.streams, s)
 		p.zeroCopy = p.zeroCopy && s.raw != nil &&
 			(cfg.sendfile == SendfileAlways || cfg.sendfile == SendfileAuto && !onSameHost(c))
@@ -520,7 +537,40 @@ func (p *Path) fail(err error) {
 }
 
 func (s *stream) lost(err error) error {
+	if s.pairing != nil {
+		// Written behind the hello: a refused pairing is the cause, not
+		// the reset it brings (the answer comes within the hello's
+		// deadline, or the connection fails).
+		<-s.pairing
+		if s.pairingErr != nil {
+			return s.pairingErr
+		}
+	}
 	return fmt.Errorf("%w: stream %d (%v): %w", ErrConnLost, s.idx, s.conn.RemoteAddr(), err)
+}
+
+// readPairing reads the server's answer to the hello (WithEarlyPairing)
+// and then switches a TLS connection's reads to its data records. Only
+// the reader calls it, before anything else it reads.
+func (s *stream) readPairing() error {
+	defer close(s.pairing)
+	var status [1]byte
+	_, err := io.ReadFull(s.conn, status[:])
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		err = fmt.Errorf("%w: connection closed without an answer (the token unknown, expired or not valid from this address, or the server gone)", ErrRefused)
+	case err != nil:
+	case status[0] != statusOK:
+		err = fmt.Errorf("%w: %s", ErrRefused, statusText(status[0]))
+	case s.pairTLS != nil:
+		err = s.pairTLS.pairRead()
+	}
+	if err != nil {
+		s.pairingErr = fmt.Errorf("datachan: pairing stream %d with %s: %w", s.idx, s.conn.RemoteAddr(), err)
+		return s.pairingErr
+	}
+	s.conn.SetReadDeadline(time.Time{})
+	return nil
 }
 
 func (s *stream) protocolError(format string, args ...any) error {

@@ -258,7 +258,7 @@ func DialQUICWithin(ctx context.Context, addr string, tok Token, streams int, tl
 		if err != nil {
 			return nil, fmt.Errorf("datachan: QUIC stream %d: %w", i, err)
 		}
-		return clientHello(ctx, qc.stream(st), tok, i, nil)
+		return clientHello(ctx, qc.stream(st), tok, i, nil, false)
 	})
 	if why, ok := quicRefusal(err); ok {
 		return nil, fmt.Errorf("datachan: QUIC connection to %s refused (%s): %w", addr, why, ErrQUICUnreachable)

@@ -594,14 +594,14 @@ func TestTLSConnRecordSecretsPerDirection(t *testing.T) {
 	if err := server.Paired(); err != nil {
 		t.Fatal(err)
 	}
-	c, s := client.rec.Load(), server.rec.Load()
-	if c == nil || s == nil {
+	cw, cr, sw, sr := client.recW.Load(), client.recR.Load(), server.recW.Load(), server.recR.Load()
+	if cw == nil || cr == nil || sw == nil || sr == nil {
 		t.Fatal("no data records")
 	}
 	switch {
-	case !bytes.Equal(c.w.keys.secret, s.r.keys.secret), !bytes.Equal(s.w.keys.secret, c.r.keys.secret):
+	case !bytes.Equal(cw.keys.secret, sr.keys.secret), !bytes.Equal(sw.keys.secret, cr.keys.secret):
 		t.Fatal("the ends disagree on a direction's secret")
-	case bytes.Equal(c.w.keys.secret, c.r.keys.secret):
+	case bytes.Equal(cw.keys.secret, cr.keys.secret):
 		t.Fatal("both directions have the same secret")
 	}
 }
@@ -613,11 +613,11 @@ func TestTLSConnPairedOnce(t *testing.T) {
 	if err := client.Paired(); err != nil {
 		t.Fatal(err)
 	}
-	w := client.rec.Load().w
+	w := client.recW.Load()
 	if err := client.Paired(); err == nil {
 		t.Fatal("second Paired succeeded")
 	}
-	if client.rec.Load().w != w {
+	if client.recW.Load() != w {
 		t.Fatal("second Paired replaced the record writer")
 	}
 	other, _, _ := tlsPair(t)

@@ -198,6 +198,12 @@ func (p *Path) Ready(id uint32) bool {
 // readLoop reads frames from the connection until it fails or the Path
 // stops.
 func (s *stream) readLoop() {
+	if s.pairing != nil {
+		if err := s.readPairing(); err != nil {
+			s.p.fail(err)
+			return
+		}
+	}
 	p := s.p
 	for {
 		if err := s.readFull(s.hdr[:], s.lastBlockBig); err != nil {

@@ -28,15 +28,15 @@ type TLSConn struct {
 	client  bool
 	writing atomic.Int32 // Writes in progress
 
-	mu     sync.Mutex // orders Paired and Close
-	paired bool
-	closed bool
-	rec    atomic.Pointer[recordPair] // data records, once Paired chose them
-}
-
-type recordPair struct {
-	w *recordWriter
-	r *recordReader
+	mu      sync.Mutex // orders Paired and Close
+	pairedW bool       // the write side switched (pairWrite)
+	pairedR bool       // the read side switched (pairRead)
+	closed  bool
+	// The data records of each direction, once pairing chose them: a
+	// client that writes behind its hello (DialEarly) switches its
+	// write side at once and its read side once the answer is read.
+	recW atomic.Pointer[recordWriter]
+	recR atomic.Pointer[recordReader]
 }
 
 // TLSClient and TLSServer return a TLSConn over c, as tls.Client and
@@ -86,55 +86,97 @@ func recordsAgreed(st tls.ConnectionState) bool {
 func (c *TLSConn) Paired() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.pairWriteLocked(); err != nil {
+		return err
+	}
+	return c.pairReadLocked()
+}
+
+// pairWrite switches the write side alone: a client that writes behind
+// its hello (DialEarly), before the answer; pairRead switches the read
+// side once the answer is read. Each once, as Paired.
+func (c *TLSConn) pairWrite() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pairWriteLocked()
+}
+
+func (c *TLSConn) pairRead() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pairReadLocked()
+}
+
+func (c *TLSConn) pairWriteLocked() error {
 	switch {
-	case c.paired:
+	case c.pairedW:
 		// A second set of records from the same secrets would reuse nonces.
 		return errors.New("datachan: data connection paired twice")
 	case c.closed:
 		return net.ErrClosed
 	}
-	c.paired = true
-	st := c.ConnectionState()
-	if !recordsAgreed(st) {
-		c.b.exact.Store(false)
+	c.pairedW = true
+	if !recordsAgreed(c.ConnectionState()) {
 		c.b.batch()
 		return nil
 	}
-	out, in := exporterClientToServer, exporterServerToClient
-	if !c.client {
-		out, in = in, out
-	}
-	ws, err := st.ExportKeyingMaterial(out, nil, 32)
+	ws, err := c.recordSecret(true)
 	if err != nil {
-		return fmt.Errorf("datachan: data record keys: %w", err)
+		return err
 	}
-	rs, err := st.ExportKeyingMaterial(in, nil, 32)
-	if err != nil {
-		return fmt.Errorf("datachan: data record keys: %w", err)
+	c.recW.Store(&recordWriter{w: c.b.Conn, keys: recordKeys{secret: ws}})
+	return nil
+}
+
+func (c *TLSConn) pairReadLocked() error {
+	switch {
+	case c.pairedR:
+		return errors.New("datachan: data connection paired twice")
+	case c.closed:
+		return net.ErrClosed
 	}
-	// The exact reads made sure crypto/tls buffered nothing past the
-	// hello's answer, so the raw connection starts at the first record.
-	c.rec.Store(&recordPair{
-		w: &recordWriter{w: c.b.Conn, keys: recordKeys{secret: ws}},
-		r: &recordReader{r: c.b.Conn, keys: recordKeys{secret: rs}},
-	})
+	c.pairedR = true
+	if recordsAgreed(c.ConnectionState()) {
+		rs, err := c.recordSecret(false)
+		if err != nil {
+			return err
+		}
+		// The exact reads made sure crypto/tls buffered nothing past the
+		// hello's answer, so the raw connection starts at the first record.
+		c.recR.Store(&recordReader{r: c.b.Conn, keys: recordKeys{secret: rs}})
+	}
 	c.b.exact.Store(false)
 	return nil
 }
 
+// recordSecret derives the data records' secret of this end's writes
+// (out) or reads.
+func (c *TLSConn) recordSecret(out bool) ([]byte, error) {
+	label := exporterServerToClient
+	if out == c.client {
+		label = exporterClientToServer
+	}
+	st := c.ConnectionState()
+	sec, err := st.ExportKeyingMaterial(label, nil, 32)
+	if err != nil {
+		return nil, fmt.Errorf("datachan: data record keys: %w", err)
+	}
+	return sec, nil
+}
+
 // Records reports whether the connection carries data records.
-func (c *TLSConn) Records() bool { return c.rec.Load() != nil }
+func (c *TLSConn) Records() bool { return c.recW.Load() != nil }
 
 func (c *TLSConn) Read(p []byte) (int, error) {
-	if r := c.rec.Load(); r != nil {
-		return r.r.Read(p)
+	if r := c.recR.Load(); r != nil {
+		return r.Read(p)
 	}
 	return c.Conn.Read(p)
 }
 
 func (c *TLSConn) Write(p []byte) (int, error) {
-	if r := c.rec.Load(); r != nil {
-		return r.w.Write(p)
+	if w := c.recW.Load(); w != nil {
+		return w.Write(p)
 	}
 	c.writing.Add(1)
 	defer c.writing.Add(-1)
@@ -148,8 +190,8 @@ func (c *TLSConn) Write(p []byte) (int, error) {
 // writeBlock writes a data block whose first header bytes are its
 // header (see recordWriter.writeBlock).
 func (c *TLSConn) writeBlock(p []byte, header int) (int, error) {
-	if r := c.rec.Load(); r != nil {
-		return r.w.writeBlock(p, header)
+	if w := c.recW.Load(); w != nil {
+		return w.writeBlock(p, header)
 	}
 	return c.Write(p)
 }
@@ -167,11 +209,11 @@ func (c *TLSConn) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	if r := c.rec.Load(); r != nil {
-		if r.w.mu.TryLock() {
+	if w := c.recW.Load(); w != nil {
+		if w.mu.TryLock() {
 			c.b.Conn.SetWriteDeadline(time.Now().Add(recordCloseTimeout))
-			r.w.endLocked()
-			r.w.mu.Unlock()
+			w.endLocked()
+			w.mu.Unlock()
 		}
 		return c.b.Conn.Close()
 	}

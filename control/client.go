@@ -304,6 +304,8 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	kc.Streaming = true
 	kc.Unprefix = kermit.UnprefixMinimal
+	// Only a kerf server speaks TLS on its control port.
+	kc.ShortWithoutI = !cfg.Classic
 	// A C-Kermit server told SET PARITY answers 7-bit with parity.
 	kc.DetectParity = cfg.Classic
 	reliableTimers(&kc)
@@ -540,20 +542,10 @@ func (c *Client) Get(ctx context.Context, spec string, recursive bool, store ker
 	return c.sess.Get(ctx, spec, recursive, store)
 }
 
-// Generic runs a REMOTE command (see kermit.Session.Generic).
-//
-// Over TLS, where the server is a kerf server, REMOTE CD and MKDIR of a
-// path that fits a short packet go without the I exchange before them
-// (GenericWithDefaults), as the login does: their answers are short,
-// and a send into a remote directory makes and enters it first (two
-// round trips fewer), as each further session enters it.
+// Generic runs a REMOTE command (see kermit.Session.Generic; over TLS
+// REMOTE CD, MKDIR and SET go without an I exchange where they fit,
+// kermit.Config.ShortWithoutI).
 func (c *Client) Generic(ctx context.Context, cmd byte, args ...string) (string, error) {
-	if c.fingerprint != "" && (cmd == 'C' || cmd == 'm') {
-		reply, err := c.sess.GenericWithDefaults(ctx, cmd, args...)
-		if !errors.Is(err, kermit.ErrFieldTooLong) {
-			return reply, err
-		}
-	}
 	return c.sess.Generic(ctx, cmd, args...)
 }
 

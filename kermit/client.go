@@ -152,6 +152,12 @@ func (e *RefusedGetError) Unwrap() error { return e.Err }
 // cmd is the generic command letter (D directory, C cwd, E delete, m
 // mkdir, d rmdir, R rename, F finish, L bye, A pwd).
 func (s *Session) Generic(ctx context.Context, cmd byte, args ...string) (string, error) {
+	if s.cfg.ShortWithoutI && (cmd == 'C' || cmd == 'm' || cmd == 'S') {
+		reply, err := s.GenericWithDefaults(ctx, cmd, args...)
+		if !errors.Is(err, ErrFieldTooLong) {
+			return reply, err
+		}
+	}
 	defer s.forText()()
 	return s.genericAfterInit(ctx, cmd, args...)
 }

@@ -67,6 +67,12 @@ type Config struct {
 	DetectParity bool
 	Text         bool // send files in text mode (LF <-> CRLF)
 	Resume       bool // sender asks to recover partial files at the receiver
+	// ShortWithoutI: the peer is a kerf server (over TLS), and Generic
+	// sends REMOTE CD, MKDIR and SET with no I exchange before them where
+	// they fit a short packet (GenericWithDefaults): their answers are
+	// short, and a send into a remote directory, and each session of a
+	// GET asking for its share, saves a round trip a command.
+	ShortWithoutI bool
 
 	// Mark is the start-of-packet character of packets sent and received
 	// (0: SOH, Ctrl-A), for links that eat Ctrl-A: C-Kermit's SET SEND

@@ -144,3 +144,59 @@ func types(ps []wirePacket) string {
 	}
 	return b.String()
 }
+
+// With ShortWithoutI (a client of a kerf server over TLS), Generic
+// sends REMOTE CD, MKDIR and SET with no I before them where they fit
+// a short packet, and other commands, and longer ones, with it.
+func TestShortWithoutI(t *testing.T) {
+	root := t.TempDir()
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	a, b := link(t, 0, 1)
+	tap := &tappedConn{Conn: a}
+	ccfg := kermit.DefaultConfig()
+	ccfg.ShortWithoutI = true
+	cli, srv := kermit.NewSession(tap, ccfg), kermit.NewSession(b, kermit.DefaultConfig())
+	t.Cleanup(func() { cli.Close(); srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go srv.Serve(ctx, dir)
+
+	long := strings.Repeat("L", 120)
+	steps := []struct {
+		cmd  byte
+		args []string
+		want string // packet types the client sends for it
+	}{
+		{'m', []string{"made"}, "G"},
+		{'C', []string{"made"}, "G"},
+		{'m', []string{long}, "IG"},
+		{'C', []string{long}, "IG"},
+		{'D', []string{""}, "IG"},
+	}
+	for _, st := range steps {
+		before := len(tap.packets())
+		if _, err := cli.Generic(ctx, st.cmd, st.args...); err != nil {
+			t.Fatalf("%c %.10s: %v", st.cmd, st.args[0], err)
+		}
+		got := types(tap.packets()[before:])
+		if !strings.HasPrefix(got, st.want) || st.want == "G" && strings.Contains(got, "I") {
+			t.Errorf("%c %.10s sent %q, want %q first", st.cmd, st.args[0], got, st.want)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "made", long)); err != nil || !fi.IsDir() {
+		t.Errorf("made/%.10s...: %v", long, err)
+	}
+	// REMOTE SET of a parameter the server does not know is refused
+	// under the defaults as it is after an I.
+	before := len(tap.packets())
+	if _, err := cli.Generic(ctx, 'S', "no-such-parameter", "on"); err == nil {
+		t.Error("REMOTE SET of an unknown parameter accepted")
+	}
+	if got := types(tap.packets()[before:]); !strings.HasPrefix(got, "G") {
+		t.Errorf("REMOTE SET sent %q, want a G first", got)
+	}
+}

@@ -59,9 +59,10 @@ type Session struct {
 	// awaitingS: a receive waits for the S that starts its group; a
 	// damaged packet then is most likely that S, and is NAKed (nextPacket).
 	awaitingS bool
-	// textReply: the S being answered opens a server's text reply (a
-	// listing, a REMOTE command's words), which comes in-band: data
-	// connections are opened for files, not for text (answerInit).
+	// textReply: the command under way is answered with text (a
+	// listing, a REMOTE command's words), which comes in-band: its I
+	// (sendInit) and the ACK of the S that opens the text (answerInit)
+	// leave the dual-channel bit out (forText).
 	textReply bool
 	// initRefusal is the E a server answered the last I exchange with
 	// (nil: none), for the command that follows.
@@ -347,13 +348,11 @@ func (s *Session) Stats() Stats { return s.stats }
 func (s *Session) RoundTrip() time.Duration { return s.rtt.least }
 
 // NoteRoundTrip takes d, a round trip of the session's path measured
-// outside it (its connection's TLS handshake), for
-// RoundTrip when it is the least seen: a client whose login needs no I
-// exchange has no other before its first transfer, and the login's
-// answer waits for the server's password hash, tens of milliseconds.
-// Only the least: the retransmission timer is left to the session's own
-// exchanges (the handshake may have waited for a user to accept a host
-// key).
+// outside it (its TLS client's first flight), for RoundTrip when it is
+// the least seen: a client whose login needs no I exchange has no other
+// before its first transfer, and the login's answer waits for the
+// server's password hash, tens of milliseconds. Only the least: the
+// retransmission timer is left to the session's own exchanges.
 func (s *Session) NoteRoundTrip(d time.Duration) {
 	if d > 0 && (s.rtt.least == 0 || d < s.rtt.least) {
 		s.rtt.least = d

@@ -80,18 +80,7 @@ func TestTextRepliesOpenNoDataChannel(t *testing.T) {
 func TestGenericWithDefaultsSendsNoI(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, []testFile{{"x.txt", []byte("x")}})
-	dir, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	a, b := link(t, 0, 1)
-	tap := &tappedConn{Conn: a}
-	cli, srv := kermit.NewSession(tap, kermit.DefaultConfig()), kermit.NewSession(b, kermit.DefaultConfig())
-	t.Cleanup(func() { cli.Close(); srv.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, dir)
+	cli, tap, ctx := tappedClient(t, root, kermit.DefaultConfig())
 
 	if _, err := cli.GenericWithDefaults(ctx, 'C', "."); err != nil {
 		t.Fatalf("REMOTE CD with defaults: %v", err)
@@ -137,6 +126,24 @@ func TestGenericWithDefaultsSendsNoI(t *testing.T) {
 	}
 }
 
+// tappedClient is a client session, configured as ccfg, of a server
+// session serving root over a loopback link (classic: no data path),
+// with what the client writes tapped; all closed when t ends.
+func tappedClient(t *testing.T, root string, ccfg kermit.Config) (*kermit.Session, *tappedConn, context.Context) {
+	t.Helper()
+	dir, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := link(t, 0, 1)
+	tap := &tappedConn{Conn: a}
+	cli, srv := kermit.NewSession(tap, ccfg), kermit.NewSession(b, kermit.DefaultConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(func() { cancel(); cli.Close(); srv.Close(); dir.Close() })
+	go srv.Serve(ctx, dir)
+	return cli, tap, ctx
+}
+
 func types(ps []wirePacket) string {
 	var b strings.Builder
 	for _, p := range ps {
@@ -150,20 +157,9 @@ func types(ps []wirePacket) string {
 // a short packet, and other commands, and longer ones, with it.
 func TestShortWithoutI(t *testing.T) {
 	root := t.TempDir()
-	dir, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	a, b := link(t, 0, 1)
-	tap := &tappedConn{Conn: a}
 	ccfg := kermit.DefaultConfig()
 	ccfg.ShortWithoutI = true
-	cli, srv := kermit.NewSession(tap, ccfg), kermit.NewSession(b, kermit.DefaultConfig())
-	t.Cleanup(func() { cli.Close(); srv.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, dir)
+	cli, tap, ctx := tappedClient(t, root, ccfg)
 
 	long := strings.Repeat("L", 120)
 	steps := []struct {

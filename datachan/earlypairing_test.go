@@ -3,7 +3,6 @@ package datachan
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net"
 	"strings"
@@ -15,16 +14,14 @@ import (
 // the server's answer: plaintext, TLS with data records, and TLS with
 // the answer read by the Path while blocks go both ways.
 func TestDialEarlyCarriesDataBehindTheHello(t *testing.T) {
-	cert := selfSignedCert(t)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert.Leaf)
+	serverTLS, clientTLS := testTLS(t)
 	for _, c := range []struct {
 		name   string
 		server *tls.Config
 		client *tls.Config
 	}{
 		{"plain", nil, nil},
-		{"tls", &tls.Config{Certificates: []tls.Certificate{cert}}, &tls.Config{RootCAs: pool}},
+		{"tls", serverTLS, clientTLS},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, err := Listen("127.0.0.1:0", c.server)

@@ -327,10 +327,8 @@ func TestListenerCloseFailsPending(t *testing.T) {
 }
 
 func TestPairingTLS(t *testing.T) {
-	cert := selfSignedCert(t)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert.Leaf)
-	l, err := Listen("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	serverTLS, clientTLS := testTLS(t)
+	l, err := Listen("127.0.0.1:0", serverTLS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +336,7 @@ func TestPairingTLS(t *testing.T) {
 	ctx := testContext(t)
 	tok := NewToken()
 	pend := l.Expect(tok, loopback, 2, time.Minute)
-	cc, err := Dial(ctx, l.Addr().String(), tok, 2, &tls.Config{RootCAs: pool})
+	cc, err := Dial(ctx, l.Addr().String(), tok, 2, clientTLS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,6 +368,16 @@ func transferOver(t *testing.T, cc, sc []net.Conn) {
 	defer b.Close()
 	transfer(t, a, b, 1, randomData(1, 100_000))
 	transfer(t, b, a, 2, randomData(2, 50_000))
+}
+
+// testTLS returns a server config with a fresh self-signed certificate
+// and a client config that trusts it.
+func testTLS(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	cert := selfSignedCert(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert.Leaf)
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, &tls.Config{RootCAs: pool}
 }
 
 func selfSignedCert(t *testing.T) tls.Certificate {

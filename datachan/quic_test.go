@@ -2,7 +2,6 @@ package datachan
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net"
 	"os"
@@ -19,10 +18,8 @@ import (
 // listener, as a server runs them) and TLS configurations for both ends.
 func quicPair(t *testing.T) (l *Listener, q *QUICListener, client *tls.Config) {
 	t.Helper()
-	cert := selfSignedCert(t)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert.Leaf)
-	q, err := ListenQUIC("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}}, 2*time.Second, 0)
+	serverTLS, clientTLS := testTLS(t)
+	q, err := ListenQUIC("127.0.0.1:0", serverTLS, 2*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +30,7 @@ func quicPair(t *testing.T) (l *Listener, q *QUICListener, client *tls.Config) {
 	l = NewListener(JoinListeners(tcp, q), nil)
 	q.SetAdmit(l.Awaits, 0) // as a server does
 	t.Cleanup(func() { l.Close() })
-	return l, q, &tls.Config{RootCAs: pool}
+	return l, q, clientTLS
 }
 
 // quicStreams pairs streams QUIC streams through l and returns the

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -353,9 +352,7 @@ func tlsPairWith(t *testing.T, server func(net.Conn, *tls.Config) *TLSConn) (*TL
 // tlsPairOf is tlsPair with a choice of client and server.
 func tlsPairOf(t *testing.T, client, server func(net.Conn, *tls.Config) *TLSConn) (*TLSConn, *TLSConn, *countingConn) {
 	t.Helper()
-	cert := selfSignedCert(t)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert.Leaf)
+	serverTLS, clientTLS := testTLS(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -371,8 +368,9 @@ func tlsPairOf(t *testing.T, client, server func(net.Conn, *tls.Config) *TLSConn
 		t.Fatal(err)
 	}
 	counted := &countingConn{Conn: raw}
-	cl := client(counted, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
-	srv := server(<-accepted, &tls.Config{Certificates: []tls.Certificate{cert}})
+	clientTLS.ServerName = "127.0.0.1"
+	cl := client(counted, clientTLS)
+	srv := server(<-accepted, serverTLS)
 	t.Cleanup(func() { cl.Close(); srv.Close() })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Handshake() }()

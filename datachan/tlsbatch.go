@@ -77,10 +77,13 @@ func recordsAgreed(st tls.ConnectionState) bool {
 		st.CipherSuite == tls.TLS_AES_128_GCM_SHA256
 }
 
-// Paired is called once, when the hello is done on both sides: nothing
-// has been sent since but the hello's answer, and the peer sends nothing
-// until it has that answer. From here the connection carries data
-// records if the handshake agreed on them, batched TLS records if not.
+// Paired is called once, when the hello is done on both sides: this end
+// has sent nothing since the hello's answer, and has read nothing past
+// the record that carried its hello or answer (exact reads), though a
+// client that wrote behind its hello (DialEarly) may have sent more;
+// such a client switches its two sides itself (pairWrite, pairRead).
+// From here the connection carries data records if the handshake agreed
+// on them, batched TLS records if not.
 // It fails if called again, after Close, or if the record keys cannot
 // be derived.
 func (c *TLSConn) Paired() error {

@@ -163,6 +163,11 @@ func TestCLISecurity(t *testing.T) {
 		{"changed key refused", []string{"ls", "--user", "alice", "--password-file", pwFile, "--known-hosts", changed, "--accept-new-host-key", addr}, exitConnect, "CHANGED"},
 		{"read-only user cannot send", []string{"mkdir", "--user", "reader", "--password-file", filepath.Join(base, "ropw"), "--known-hosts", kh, addr + "/x"}, exitTransfer, "read-only"},
 		{"no anonymous", []string{"ls", "--known-hosts", kh, addr}, exitConnect, "anonymous access is not enabled"},
+		// USER@HOST logs in as USER, over --user: alice's password
+		// lets alice list; reader's, with --user alice, makes reader
+		// log in, who may not write.
+		{"user in the path", []string{"ls", "--password-file", pwFile, "--known-hosts", kh, "alice@" + addr + "/in"}, 0, ""},
+		{"the path's user first", []string{"mkdir", "--user", "alice", "--password-file", filepath.Join(base, "ropw"), "--known-hosts", kh, "reader@" + addr + "/y"}, exitTransfer, "read-only"},
 		// Right after a failure the address is throttled: refused
 		// unchecked. The client waits as long as the server says and
 		// tries once more, so the password is checked, and refused.

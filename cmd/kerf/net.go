@@ -29,11 +29,42 @@ import (
 	"kerf/kermit"
 )
 
-// parseTarget splits HOST[:PORT][/PATH] (IPv6 hosts in brackets). The
-// '/' after the host only separates, like scp's ':': PATH is relative to
-// the server's directory (HOST//PATH is absolute), which is what a
-// C-Kermit server needs; a kerf server reads both from the top of its tree.
+// parseTarget splits [USER@]HOST[:PORT][/PATH] (IPv6 hosts in
+// brackets). The '/' after the host only separates, like scp's ':': PATH
+// is relative to the server's directory (HOST//PATH is absolute), which
+// is what a C-Kermit server needs; a kerf server reads both from the top
+// of its tree. A USER stays at the front of addr (USER@HOST:PORT), for
+// dialConfig to log in as (userAt), so that paths of two users are not
+// taken for one login's.
 func parseTarget(s string) (addr, rpath string, err error) {
+	var user string
+	head, _, _ := strings.Cut(s, "/")
+	if at := strings.LastIndexByte(head, '@'); at >= 0 {
+		// The last '@' before the path: a user name may have its own
+		// (alice@example.com@host), a host name has none.
+		if user, s = s[:at], s[at+1:]; user == "" {
+			return "", "", usageErr("no user before the @ in %q", head)
+		}
+	}
+	addr, rpath, err = parseHostPath(s)
+	if err == nil && user != "" {
+		addr = user + "@" + addr
+	}
+	return addr, rpath, err
+}
+
+// userAt splits the USER@ that parseTarget left at the front of addr, if
+// it did.
+func userAt(addr string) (user, hostPort string, ok bool) {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 {
+		return "", addr, false
+	}
+	return addr[:at], addr[at+1:], true
+}
+
+// parseHostPath is parseTarget without a user.
+func parseHostPath(s string) (addr, rpath string, err error) {
 	hostEnd := 0
 	if strings.HasPrefix(s, "[") {
 		i := strings.Index(s, "]")
@@ -303,6 +334,11 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		return fail(err)
 	}
 	user := c.String("user")
+	if u, hostPort, ok := userAt(addr); ok {
+		// USER@HOST names the login as ssh's does, over --user and
+		// KERF_USER.
+		user, addr = u, hostPort
+	}
 	var key *auth.Identity
 	var keyDir string
 	if !c.Bool("classic") && !auth.IsAnonymous(user) {
@@ -774,7 +810,7 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "send",
 		Usage:     "send files to a kerf or Kermit server",
-		ArgsUsage: "LOCAL... HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME; - sends standard input as /REMOTE/NAME; with --files-from LIST: [DIR] HOST[:PORT][/REMOTE/DIR])",
+		ArgsUsage: "LOCAL... [USER@]HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME; - sends standard input as /REMOTE/NAME; with --files-from LIST: [DIR] HOST[:PORT][/REMOTE/DIR])",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
@@ -999,7 +1035,7 @@ func getCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "get",
 		Usage:     "fetch files from a kerf or Kermit server",
-		ArgsUsage: "HOST[:PORT]/REMOTE/PATH... LOCAL/DIR (one file: or LOCAL/NAME)",
+		ArgsUsage: "[USER@]HOST[:PORT]/REMOTE/PATH... LOCAL/DIR (one file: or LOCAL/NAME)",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
@@ -1379,7 +1415,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
-		ArgsUsage: "HOST[:PORT]/PATH...",
+		ArgsUsage: "[USER@]HOST[:PORT]/PATH...",
 		Flags:     flags,
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -1527,6 +1563,10 @@ func listTree(ctx context.Context, cl *control.Client, spec string) (string, err
 // would be taken for a host rather than a directory: it has a port
 // ("otherhost:1649"), or it is the host of addr.
 func looksLikeHost(first, addr string) bool {
+	_, addr, _ = userAt(addr)
+	if _, f, ok := userAt(first); ok {
+		first = f
+	}
 	host, _, _ := net.SplitHostPort(addr)
 	if first == host || "["+host+"]" == first {
 		return true
@@ -1543,7 +1583,7 @@ func mvCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "mv",
 		Usage:     "rename a remote file or directory",
-		ArgsUsage: "HOST[:PORT]/FROM [HOST[:PORT]]/TO",
+		ArgsUsage: "[USER@]HOST[:PORT]/FROM [HOST[:PORT]]/TO",
 		Flags:     remoteFlags,
 		Action: jsonErrors(func(c *cli.Context) error {
 			if c.NArg() != 2 {

@@ -17,6 +17,13 @@ func TestParseTarget(t *testing.T) {
 		{"host:backup", "", "", "HOST/PATH"},
 		{"host:0/x", "", "", "1-65535"},
 		{"/x", "", "", "no host"},
+		// A user goes before the host, as ssh's; the last '@' before
+		// the path ends it, and one in the path is the path's.
+		{"alice@host/a", "alice@host:1649", "a", ""},
+		{"a@example.com@[::1]:2000/x", "a@example.com@[::1]:2000", "x", ""},
+		{"host/dir/a@b", "host:1649", "dir/a@b", ""},
+		{"@host/x", "", "", "no user"},
+		{"alice@/x", "", "", "no host"},
 	} {
 		addr, p, err := parseTarget(c.in)
 		switch {
@@ -32,9 +39,11 @@ func TestLooksLikeHost(t *testing.T) {
 	for _, c := range []struct {
 		first string
 		want  bool
-	}{{"h:2000", true}, {"10.0.0.1", true}, {"other:99", true}, {"sub", false}, {"a:b", false}} {
-		if got := looksLikeHost(c.first, "10.0.0.1:1649"); got != c.want {
-			t.Errorf("looksLikeHost(%q) = %v", c.first, got)
+	}{{"h:2000", true}, {"10.0.0.1", true}, {"other:99", true}, {"sub", false}, {"a:b", false}, {"bob@10.0.0.1", true}, {"x@sub", false}} {
+		for _, addr := range []string{"10.0.0.1:1649", "alice@10.0.0.1:1649"} {
+			if got := looksLikeHost(c.first, addr); got != c.want {
+				t.Errorf("looksLikeHost(%q, %q) = %v", c.first, addr, got)
+			}
 		}
 	}
 }

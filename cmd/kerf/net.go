@@ -104,7 +104,7 @@ func parseHostPath(s string) (addr, rpath string, err error) {
 // connFlags are every client command's: how to reach and log in.
 var connFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "classic", Usage: "plain Kermit over TCP for peers without TLS (C-Kermit, kerf serve --allow-classic): no encryption, no data channel"},
-	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous)"},
+	&cli.StringFlag{Name: "user", Aliases: []string{"u"}, EnvVars: []string{"KERF_USER"}, Usage: "log in as this user (none: anonymous); USER@HOST in a remote path names it over this"},
 	&cli.StringFlag{Name: "password-file", Usage: "read the password from the first line of this file (else $KERF_PASSWORD, else the client key if there is one, else a prompt)"},
 	identityFlag(),
 	&cli.StringFlag{Name: "known-hosts", Value: defaultKnownHosts(), Usage: "file of pinned server keys"},

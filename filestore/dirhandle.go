@@ -96,14 +96,14 @@ func (d *Dir) openDir(rel string, create bool) (*dirHandle, error) {
 	d.mu.Unlock()
 	if create && rel != "." {
 		if err := d.root.MkdirAll(rel, 0o755); err != nil {
-			return nil, d.inTheWay(rel, err)
+			return nil, fmt.Errorf("filestore: %w", d.inTheWay(rel, err))
 		}
 		d.noteMade(rel) // in its parents' listings (unnamed.go)
 		d.madeDirs(rel)
 	}
 	r, err := d.root.OpenRoot(rel)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	h := &dirHandle{rel: rel, root: r, refs: 1}
 	d.mu.Lock()

@@ -380,6 +380,9 @@ func TestMkdirOverFileNamesIt(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "f exists and is not a directory") {
 			t.Errorf("Create(%q) = %v, want it to name f as not a directory", name, err)
 		}
+		if err != nil && strings.Count(err.Error(), "filestore:") > 1 {
+			t.Errorf("Create(%q) = %v: the package named twice (QA)", name, err)
+		}
 	}
 }
 

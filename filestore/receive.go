@@ -123,7 +123,7 @@ func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFil
 	var reopened bool
 	for renamed := 0; ; {
 		if h, err = d.openDir(dir, true); err != nil {
-			return nil, nil, false, fmt.Errorf("filestore: %w", err)
+			return nil, nil, false, err // (openDir's say filestore)
 		}
 		if kind, ok := h.regularOrAbsent(d, base); !ok {
 			d.putDir(h)

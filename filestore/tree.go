@@ -385,7 +385,7 @@ func (d *Dir) mkdirAll(name string, mode fs.FileMode) (string, error) {
 	// Checked and made at once: a file of the transfer may begin under
 	// this name meanwhile (another session's).
 	if err := d.names().free(rel, func() error { return d.root.MkdirAll(rel, mode) }); err != nil {
-		return "", d.inTheWay(rel, err)
+		return "", fmt.Errorf("filestore: %w", d.inTheWay(rel, err))
 	}
 	d.noteMade(rel)
 	d.madeDirs(rel)
@@ -400,7 +400,7 @@ func (d *Dir) inTheWay(rel string, err error) error {
 	if errors.Is(err, fs.ErrExist) || errors.Is(err, unix.ENOTDIR) {
 		for p := rel; p != "." && p != "/"; p = path.Dir(p) {
 			if fi, serr := d.root.Lstat(p); serr == nil && !fi.IsDir() {
-				return fmt.Errorf("filestore: %s exists and is not a directory", p)
+				return fmt.Errorf("%s exists and is not a directory", p)
 			}
 		}
 	}

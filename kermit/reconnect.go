@@ -145,10 +145,12 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 		// A dial is bounded by the budget too (a blackholed connect
 		// waits out the kernel's SYN retries, about two minutes), though
 		// never to less than minDialTime, the time a login takes on a
-		// slow path.
+		// slow path, or the whole budget where that is shorter (asked
+		// to give up within 10 s, a dial given 20 s ran into the TLS
+		// handshake's 15 s: QA).
 		dctx, cancel := ctx, context.CancelFunc(func() {})
 		if r.rc.For > 0 {
-			dctx, cancel = context.WithDeadline(ctx, later(r.since.Add(r.rc.For), time.Now().Add(minDialTime)))
+			dctx, cancel = context.WithDeadline(ctx, later(r.since.Add(r.rc.For), time.Now().Add(min(minDialTime, r.rc.For))))
 		}
 		s, err := r.rc.Dial(dctx, lost)
 		cancel()

@@ -1,9 +1,14 @@
 package kermit
 
 import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+
 	"errors"
 	"fmt"
 	"io/fs"
+	"kerf/framing"
 	"testing"
 )
 
@@ -20,6 +25,33 @@ func TestPeerText(t *testing.T) {
 	} {
 		if got := peerText(tc.err); got != tc.want {
 			t.Errorf("peerText(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// A message too long for the packet keeps its start and its end (the
+// cause), whole characters, and fits; one that fits is sent as it is.
+func TestFitMessage(t *testing.T) {
+	long := "kerf: quarterly-reports-2026-final/approved-by-finance-department-2/" + strings.Repeat("é", 20) + "\x01#~: no space left on device"
+	for _, q := range []framing.Quoting{{}, {QBIN: '&', REPT: '~'}} {
+		for _, most := range []int{90, 40, 20} {
+			data := fitMessage(&q, long, most)
+			if len(data) > most {
+				t.Errorf("%+v, %d: %d bytes", q.QBIN, most, len(data))
+			}
+			got, err := q.Decode(nil, data)
+			if err != nil || !utf8.Valid(got) {
+				t.Fatalf("%d: %q %v, want whole characters", most, got, err)
+			}
+			if !strings.HasPrefix(long, string(got[:bytes.Index(got, []byte("..."))])) || !strings.HasSuffix(long, string(got[bytes.Index(got, []byte("..."))+3:])) {
+				t.Errorf("%d: %q is not the message's start and end", most, got)
+			}
+			if most >= 40 && !bytes.HasSuffix(got, []byte("no space left on device")) {
+				t.Errorf("%d: %q lost the cause", most, got)
+			}
+		}
+		if got, _ := q.Decode(nil, fitMessage(&q, "short #1", 90)); string(got) != "short #1" {
+			t.Errorf("a message that fits came as %q", got)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"kerf/framing"
 )
@@ -473,13 +474,37 @@ func (s *Session) apply(n negotiated, typ byte) {
 // is ending anyway.
 func (s *Session) errorPacket(msg string) {
 	seq := s.sw.next
-	// As much of the message as one packet the peer accepts holds (the
-	// cause is usually at the end: "...: no space left on device").
 	var enc framing.Quoting = s.neg.out
-	data, _ := enc.Encode(nil, []byte(msg), s.neg.maxData)
-	_ = s.c.send(seq, 'E', data)
+	_ = s.c.send(seq, 'E', fitMessage(&enc, msg, s.neg.maxData))
 	_ = s.c.flush()
 	s.cfg.Log.Debug("sent E", "msg", msg)
+}
+
+// fitMessage encodes msg for a packet of at most most data bytes. One
+// too long loses its middle, not its end: the cause is usually there
+// ("...: no space left on device"), and a command sent with the
+// protocol's defaults, as kerf sends MKDIR, is answered in a packet of
+// 94 bytes (QA: a long path's "no space left on devi").
+func fitMessage(enc *framing.Quoting, msg string, most int) []byte {
+	data, n := enc.Encode(nil, []byte(msg), most)
+	const gap = "..."
+	for keep := n; n < len(msg) && keep > len(gap); keep-- {
+		// Two thirds of what fits from the end, the rest from the
+		// start, each cut where a character begins.
+		tail := len(msg) - (keep-len(gap))*2/3
+		for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+			tail++
+		}
+		head := keep - len(gap) - (len(msg) - tail)
+		for head > 0 && !utf8.RuneStart(msg[head]) {
+			head--
+		}
+		short := msg[:max(head, 0)] + gap + msg[tail:]
+		if cut, m := enc.Encode(nil, []byte(short), most); m == len(short) {
+			return cut
+		}
+	}
+	return data
 }
 
 // lineTime is how long a line of speed bits per second takes to carry n

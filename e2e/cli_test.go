@@ -371,6 +371,12 @@ func TestJSONRemoteCommandFailures(t *testing.T) {
 		{[]string{"rm", target(srv.addr, "d")}, 4, "directory"},
 		{[]string{"mv", target(srv.addr, "nope"), target(srv.addr, "x")}, 4, "nope"},
 		{[]string{"ls", target(srv.addr, "nothing-here")}, 4, "nothing-here"},
+		// A pattern that matches nothing, as rm and get say it (QA:
+		// exit 0, empty); a directory that holds nothing is listed.
+		{[]string{"ls", target(srv.addr, "d/none*")}, 4, "no files match"},
+		{[]string{"ls", "-R", target(srv.addr, "none*")}, 4, "no files match"},
+		{[]string{"ls", target(srv.addr, "new")}, 0, ""},
+		{[]string{"ls", "-R", target(srv.addr, "d*")}, 0, ""},
 		{[]string{"ls", target(refused, "d")}, 3, "connection refused"},
 		{[]string{"send", filepath.Join(local, "absent.txt"), target(srv.addr, "")}, 4, "absent.txt"},
 		{[]string{"mkdir", srv.addr}, 2, "names no remote path"},

@@ -180,6 +180,13 @@ func TestMatchSpecs(t *testing.T) {
 	if _, err := d.List("*.txt nothing*"); err != nil {
 		t.Errorf("List(*.txt nothing*): %v", err)
 	}
+	// Nothing matched at all is said, as Match's opening says it (QA:
+	// ls of a pattern that matched nothing succeeded, empty).
+	for _, spec := range []string{"nothing* none*", "nothing*"} {
+		if l, err := d.List(spec); err == nil || !strings.Contains(err.Error(), "no files match nothing*") {
+			t.Errorf("List(%s) = %q, %v; want no files match", spec, l, err)
+		}
+	}
 	// "a.txt/" names a directory, never the file (QA: get host/file/
 	// took the file); "d/" is the directory.
 	if files, err := d.Match("a.txt/", false); err == nil {

@@ -52,6 +52,19 @@ func (d *Dir) list(spec string, literal bool) (string, error) {
 			}
 		}
 	} else {
+		matched := false
+		for _, n := range names {
+			matched = matched || !n.nomatch
+		}
+		switch {
+		// Nothing at all: said, as by GET and REMOTE DELETE, not an
+		// empty listing (QA: a script's `kerf ls host/in/*.csv`
+		// succeeded with no files there).
+		case len(names) == 0: // one pattern
+			return "", fmt.Errorf("filestore: no files match %s", spec)
+		case !matched:
+			return "", names[0].err
+		}
 		for _, n := range names {
 			if n.nomatch {
 				continue // a listing of what there is, as before

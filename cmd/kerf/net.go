@@ -1469,6 +1469,13 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				case err != nil:
 				case cmd == 'D' && c.Bool("recursive"):
 					reply, err = listTree(c.Context, cl, arg)
+					if err == nil && reply == "" && !literal && hasWildcard(path.Base(rp)) {
+						// A tree's listing leaves out what is not there
+						// (a sender's quick check wants no error), so
+						// a pattern that matched nothing comes empty:
+						// said, as ls says it (QA).
+						err = errNoMatch
+					}
 				default:
 					reply, err = cl.Generic(c.Context, cmd, arg)
 				}
@@ -1481,7 +1488,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 					// Only the server's refusal of this path (its E)
 					// leaves the session fit for the next one.
 					var pe *kermit.PeerError
-					refused := (errors.As(err, &pe) || errors.Is(err, errNotSent)) && c.Context.Err() == nil
+					refused := (errors.As(err, &pe) || errors.Is(err, errNotSent) || errors.Is(err, errNoMatch)) && c.Context.Err() == nil
 					if enc := jsonOutput(c); enc != nil && refused {
 						// One per path the server refused, with one path
 						// as with several.
@@ -1540,6 +1547,9 @@ func literally(ctx context.Context, cl *control.Client) error {
 	}
 	return nil
 }
+
+// errNoMatch: ls -R of a pattern that matched nothing on the server.
+var errNoMatch = errors.New("no files match")
 
 // errNotSent: a remote command's path was not sent, the session being
 // fit for the next.

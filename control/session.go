@@ -38,8 +38,11 @@ var (
 
 // Bounds on names a client may send.
 const (
-	maxNameLen    = 4096 // a whole path or filespec
-	maxElementLen = 255  // one path element
+	// maxNameLen: a whole path. Not the system's 4,096 bytes: the tree
+	// is reached a directory at a time, and its walks list and serve
+	// deeper paths, which a client must be able to name (QA).
+	maxNameLen    = maxSpecLen
+	maxElementLen = 255 // one path element
 )
 
 // errTooLong is checkName's error for a name or element too long.
@@ -52,8 +55,8 @@ var errTooLong = errors.New("kerf: name too long")
 // filestore then refuses absolute paths, ".." and symlinks that leave
 // the root.
 func checkName(name string) error {
-	if len(name) > maxNameLen {
-		return fmt.Errorf("%w: name of %d bytes (at most %d)", errTooLong, len(name), maxNameLen)
+	if err := checkLength(name); err != nil {
+		return err
 	}
 	for _, r := range name {
 		// A byte that is not UTF-8 ranges as utf8.RuneError: not a
@@ -61,6 +64,16 @@ func checkName(name string) error {
 		if framing.IsControl(r) {
 			return fmt.Errorf("%w: %q contains a control character", filestore.ErrUnsafeName, name)
 		}
+	}
+	return nil
+}
+
+// checkLength is checkName's bounds alone: those of a name of an entry
+// that is there, to remove or rename, which may hold a character no
+// transfer stores (filestore's removing and renamingFrom: QA).
+func checkLength(name string) error {
+	if len(name) > maxNameLen {
+		return fmt.Errorf("%w: name of %d bytes (at most %d)", errTooLong, len(name), maxNameLen)
 	}
 	for el := range strings.SplitSeq(name, "/") {
 		if len(el) > maxElementLen {
@@ -428,6 +441,16 @@ func (f *sessionFS) named(names ...string) (*filestore.Dir, error) {
 	return f.tree()
 }
 
+// existing is named for names of entries that are there (checkLength).
+func (f *sessionFS) existing(names ...string) (*filestore.Dir, error) {
+	for _, n := range names {
+		if err := checkLength(n); err != nil {
+			return nil, err
+		}
+	}
+	return f.tree()
+}
+
 // maxSpecLen bounds a filespec of several names (a GET of many files,
 // a listing's top names): more than any packet carries.
 const maxSpecLen = 64 << 10
@@ -531,7 +554,7 @@ func (f *sessionFS) Pwd() string {
 }
 
 func (f *sessionFS) Remove(name string) error {
-	d, err := f.named(name)
+	d, err := f.existing(name)
 	if err != nil {
 		return err
 	}
@@ -541,7 +564,7 @@ func (f *sessionFS) Remove(name string) error {
 // RemoveLiteral, ListLiteral and ListTreeLiteral take the name as it
 // is, never as a pattern (kermit.LiteralFS).
 func (f *sessionFS) RemoveLiteral(name string) error {
-	d, err := f.named(name)
+	d, err := f.existing(name)
 	if err != nil {
 		return err
 	}
@@ -619,7 +642,7 @@ func (f *sessionFS) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mt
 }
 
 func (f *sessionFS) Rmdir(name string) error {
-	d, err := f.named(name)
+	d, err := f.existing(name)
 	if err != nil {
 		return err
 	}
@@ -627,7 +650,10 @@ func (f *sessionFS) Rmdir(name string) error {
 }
 
 func (f *sessionFS) Rename(from, to string) error {
-	d, err := f.named(from, to)
+	if _, err := f.existing(from); err != nil {
+		return err
+	}
+	d, err := f.named(to)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,77 @@ func TestClientConfinedAgainstHostileServer(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// Entries no transfer would store under their names, but which are in
+// the tree all the same, can be named to remove and to rename (to a
+// name a transfer takes), and a path longer than the system's 4,096
+// bytes, which the tree's walks list and serve, can be named to fetch
+// and remove (QA: each was refused). A name to make stays checked.
+func TestExistingNamesReachable(t *testing.T) {
+	j := newJail(t)
+	for _, n := range []string{"nl\nname", "back\\slash", "esc\x1b[31m"} {
+		must(t, os.WriteFile(filepath.Join(j.root, n), []byte("x"), 0o644))
+	}
+	// A path of 51 elements of 95 bytes: made a directory at a time.
+	r, err := os.OpenRoot(j.root)
+	must(t, err)
+	var deep []string
+	for i := range 50 {
+		deep = append(deep, fmt.Sprintf("d%094d", i))
+		must(t, r.Mkdir(deep[len(deep)-1], 0o755))
+		next, err := r.OpenRoot(deep[len(deep)-1])
+		must(t, err)
+		r.Close()
+		r = next
+	}
+	must(t, r.WriteFile("f.txt", []byte("deep\n"), 0o644))
+	r.Close()
+	deepName := strings.Join(append(deep, "f.txt"), "/")
+	if len(deepName) <= 4096 {
+		t.Fatalf("the deep path is %d bytes, want more than 4096", len(deepName))
+	}
+
+	srv := startServer(t, j.root)
+	ctx := ctxT(t)
+	cl := dialT(t, ctx, clientConfig(srv, nil))
+	for _, c := range []struct {
+		cmd  byte
+		args []string
+	}{
+		{'E', []string{"back\\slash"}},
+		{'E', []string{"esc\x1b[31m"}},
+		{'R', []string{"nl\nname", "fixed"}},
+	} {
+		if _, err := cl.Generic(ctx, c.cmd, c.args...); err != nil {
+			t.Errorf("%c %q: %v", c.cmd, c.args, err)
+		}
+	}
+	for _, n := range []string{"back\\slash", "esc\x1b[31m", "nl\nname"} {
+		if _, err := os.Lstat(filepath.Join(j.root, n)); err == nil {
+			t.Errorf("%q is still there", n)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(j.root, "fixed")); err != nil || string(b) != "x" {
+		t.Errorf("fixed: %q, %v", b, err)
+	}
+	for _, c := range [][]string{{"R", "fixed", "bad\nname"}, {"m", "new\\dir"}} {
+		var pe *kermit.PeerError
+		if _, err := cl.Generic(ctx, c[0][0], c[1:]...); !errors.As(err, &pe) {
+			t.Errorf("%q: %v, want the server's refusal", c, err)
+		}
+	}
+
+	back := filepath.Join(j.base, "back")
+	must(t, os.MkdirAll(back, 0o755))
+	if err := get(deepName, false)(ctx, cl, back); err != nil {
+		t.Fatalf("get of a %d-byte path: %v", len(deepName), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(back, "f.txt")); err != nil || string(b) != "deep\n" {
+		t.Errorf("fetched %q, %v", b, err)
+	}
+	if _, err := cl.Generic(ctx, 'E', deepName); err != nil {
+		t.Errorf("rm of a %d-byte path: %v", len(deepName), err)
 	}
 }

@@ -186,19 +186,36 @@ func (d *Dir) Path() string { return d.root.Name() }
 
 // CleanName checks a name a peer sent and returns it in clean,
 // '/'-separated, relative form.
-func CleanName(name string) (string, error) { return cleanName(name, false) }
+func CleanName(name string) (string, error) { return cleanName(name, naming) }
 
-// cleanName is CleanName; with partsOK a name with elements of the form
-// of kerf's partials is taken too (only to remove it: see resolveToRemove).
-func cleanName(name string, partsOK bool) (string, error) {
+// nameUse is what a peer's name is resolved for.
+type nameUse uint8
+
+const (
+	// naming: a name to store, serve or go into: CleanName's rules.
+	naming nameUse = iota
+	// removing: an entry to remove, which may be one no transfer
+	// would store: a partial's name (see resolveToRemove), a control
+	// character or a backslash in it (only a wildcard reached those,
+	// QA).
+	removing
+	// renamingFrom: an entry to rename, a control character or a
+	// backslash in it too (its new name is a naming one: a way to give
+	// such a file a name a transfer takes, QA).
+	renamingFrom
+)
+
+// cleanName is CleanName of a name resolved for use.
+func cleanName(name string, use nameUse) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: empty", ErrUnsafeName)
 	}
 	for _, r := range name {
-		if framing.IsControl(r) || r == '\\' {
+		if (framing.IsControl(r) || r == '\\') && use == naming {
 			return "", fmt.Errorf("%w: %q contains a control character or backslash", ErrUnsafeName, name)
 		}
 	}
+	partsOK := use == removing
 	if strings.HasPrefix(name, "/") {
 		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafeName, name)
 	}
@@ -268,15 +285,15 @@ func climbsOut(p string) bool {
 	return false
 }
 
-func (d *Dir) resolve(name string) (string, error) { return d.resolveAs(name, false) }
+func (d *Dir) resolve(name string) (string, error) { return d.resolveAs(name, naming) }
 
 // resolveToRemove is resolve taking names through a directory named as
 // kerf's partials, or of one, which nothing stores or serves any more
 // (CleanName) but which an older kerf may have stored, and its owner may
 // want gone (REMOTE DELETE, RMDIR).
-func (d *Dir) resolveToRemove(name string) (string, error) { return d.resolveAs(name, true) }
+func (d *Dir) resolveToRemove(name string) (string, error) { return d.resolveAs(name, removing) }
 
-func (d *Dir) resolveAs(name string, partsOK bool) (string, error) {
+func (d *Dir) resolveAs(name string, use nameUse) (string, error) {
 	if name == "" || name == "." {
 		return d.cwd, nil
 	}
@@ -286,10 +303,10 @@ func (d *Dir) resolveAs(name string, partsOK bool) (string, error) {
 		if name == "" {
 			return ".", nil
 		}
-		c, err := cleanName(name, partsOK)
+		c, err := cleanName(name, use)
 		return c, err
 	}
-	c, err := cleanName(name, partsOK)
+	c, err := cleanName(name, use)
 	if err != nil {
 		return "", err
 	}

@@ -493,3 +493,40 @@ func TestLinkLeadingOutRefusedClearly(t *testing.T) {
 		t.Errorf("written outside the tree: %v", entries)
 	}
 }
+
+// A file no transfer would store under its name (a control character,
+// a backslash) that is there all the same can be removed by its name
+// and renamed to one a transfer takes, never the other way (QA: only a
+// wildcard reached it, and nothing renamed it).
+func TestUnsafeNamesRemovedAndRenamed(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"nl\nname", "back\\slash", "esc\x1b[31m", "d\x01ir/f"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, n)), 0o755)
+		os.WriteFile(filepath.Join(root, n), []byte("x"), 0o644)
+	}
+	d, _ := filestore.Open(root)
+	defer d.Close()
+	if err := d.Remove("back\\slash"); err != nil {
+		t.Errorf("Remove(back\\slash): %v", err)
+	}
+	if err := d.RemoveLiteral("esc\x1b[31m"); err != nil {
+		t.Errorf("RemoveLiteral(esc...): %v", err)
+	}
+	if err := d.Remove("d\x01ir/f"); err != nil {
+		t.Errorf("Remove(d\\x01ir/f): %v", err)
+	}
+	if err := d.Rmdir("d\x01ir"); err != nil {
+		t.Errorf("Rmdir(d\\x01ir): %v", err)
+	}
+	if err := d.Rename("nl\nname", "fixed"); err != nil {
+		t.Errorf("Rename(nl\\nname, fixed): %v", err)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 1 || ents[0].Name() != "fixed" {
+		t.Errorf("left %v, want only fixed", ents)
+	}
+	for _, err := range []error{d.Rename("fixed", "bad\nname"), d.Mkdir("x\\y")} {
+		if !errors.Is(err, filestore.ErrUnsafeName) {
+			t.Errorf("a name a transfer would not store was made: %v", err)
+		}
+	}
+}

@@ -146,7 +146,7 @@ func (d *Dir) RemoveSent(f kermit.OutgoingFile) error {
 	if err := d.writable("delete"); err != nil {
 		return err
 	}
-	rel, err := cleanName(f.Path, false)
+	rel, err := cleanName(f.Path, naming)
 	if err != nil {
 		return err
 	}
@@ -479,7 +479,7 @@ func (d *Dir) Rename(from, to string) error {
 	if err := d.writable("rename"); err != nil {
 		return err
 	}
-	a, err := d.resolve(from)
+	a, err := d.resolveAs(from, renamingFrom)
 	if err != nil {
 		return err
 	}

@@ -144,3 +144,52 @@ func TestSendStdinInterruptedWhileInputWaits(t *testing.T) {
 		t.Errorf("after SIGINT: %v; want exit 130 saying it cannot be resumed:\n%s", err, errb.String())
 	}
 }
+
+// A named pipe (mkfifo's; a shell's <(command) is one too) is sent as
+// standard input is, in order until its writer ends: under its own name
+// into a directory, or under the name given (QA: refused as not a
+// regular file). A descriptor's name (/dev/fd/N) names nothing to store.
+func TestSendNamedPipe(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	fifo := filepath.Join(local, "dump.tar")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dest, stored string
+	}{
+		{target(srv.addr, "in/"), "in/dump.tar"},
+		{target(srv.addr, "in/renamed.tar"), "in/renamed.tar"},
+	} {
+		data := randomBytes(2<<20+5, 13)
+		wrote := make(chan error, 1)
+		go func() {
+			// The open waits for kerf's, as a producer's would.
+			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err == nil {
+				_, err = f.Write(data)
+				f.Close()
+			}
+			wrote <- err
+		}()
+		if r := run(t, srv, local, nil, "send", fifo, tc.dest); r.code != 0 {
+			t.Fatalf("send of a named pipe to %s: %s", tc.dest, r)
+		}
+		if err := <-wrote; err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, tc.stored)); !bytes.Equal(b, data) {
+			t.Errorf("%s: stored %d bytes, not the %d written", tc.stored, len(b), len(data))
+		}
+	}
+	// (runStdin's input reaches kerf through a pipe.)
+	if r := runStdin(t, srv, []byte("x"), nil, "send", "/dev/fd/0", target(srv.addr, "in/")); r.code != 2 || !strings.Contains(r.stderr, "needs a name") {
+		t.Errorf("send /dev/fd/0 into a directory: %s; want exit 2 saying it needs a name", r)
+	}
+	if r := runStdin(t, srv, []byte("piped"), nil, "send", "/dev/fd/0", target(srv.addr, "in/fd0.txt")); r.code != 0 {
+		t.Errorf("send /dev/fd/0 under a name: %s", r)
+	} else if b, _ := os.ReadFile(filepath.Join(root, "in/fd0.txt")); string(b) != "piped" {
+		t.Errorf("in/fd0.txt: %q", b)
+	}
+}

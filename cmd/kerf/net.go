@@ -840,7 +840,8 @@ func sendCommand() *cli.Command {
 				return err
 			case none:
 				return newSendReporter(c, 0).end(nil, false)
-			case !listing && slices.Contains(src.paths, "-"):
+			case !listing && slices.Contains(src.paths, "-"),
+				!listing && len(src.paths) == 1 && isNamedPipe(src.paths[0]):
 				return sendStdin(c, src.paths, addr, rdir)
 			}
 			ex, err := exclusions(c)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -26,7 +28,7 @@ import (
 
 // stdinNotResumable is what a send of standard input that stopped
 // comes to.
-const stdinNotResumable = "standard input cannot be resumed: send it again whole (what the receiver got stays there, hidden, until that name is sent again)"
+const stdinNotResumable = "a pipe (standard input, a named pipe) cannot be resumed: send it again whole (what the receiver got stays there, hidden, until that name is sent again)"
 
 // errFromStdin marks the error of a send of standard input, so that an
 // interruption is said in its terms (main.go).
@@ -48,44 +50,112 @@ func (stdinFile) ReadAt([]byte, int64) (int, error) {
 
 func (stdinFile) Close() error { return nil }
 
-// checkSendStdin refuses what standard input cannot do, before any dial,
-// and returns the name it is stored under (the target's last element)
-// and the remote directory it goes into.
+// isNamedPipe reports whether the local source p is a named pipe
+// (mkfifo's, or a shell's <(command), /dev/fd/N): sent as standard
+// input is, its length unknown until it ends (QA: refused as not a
+// regular file, where `kerf send <(tar c dir) host/dir.tar` is meant).
+func isNamedPipe(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode()&fs.ModeNamedPipe != 0
+}
+
+// pipeLabel names a streamed source in messages: "-" is standard input.
+func pipeLabel(src string) string {
+	if src == "-" {
+		return "- (standard input)"
+	}
+	return src + " (a named pipe)"
+}
+
+// checkSendStdin refuses what a pipe (standard input, "-", or a named
+// pipe) cannot do, before any dial, and returns the name it is stored
+// under (the target's last element; for a named pipe sent into a
+// directory, its own name) and the remote directory it goes into.
 func checkSendStdin(c *cli.Context, sources []string, rdir string) (dir, name string, err error) {
+	label := pipeLabel(sources[0])
 	switch {
 	case len(sources) != 1:
-		return "", "", usageErr("- (standard input) is sent alone, as one file")
+		return "", "", usageErr("%s is sent alone, as one file", pipeLabel("-"))
 	case c.Bool("recursive"):
-		return "", "", usageErr("-r: standard input is one file, not a tree")
+		return "", "", usageErr("-r: %s is one file, not a tree", label)
 	case c.Bool("resume"):
-		return "", "", usageErr("--resume: standard input cannot be read again from where an earlier transfer stopped")
+		return "", "", usageErr("--resume: %s cannot be read again from where an earlier transfer stopped", label)
 	case c.Bool(removeSourceFlag.Name):
-		return "", "", usageErr("--remove-source-files: standard input is no file to remove")
-	case c.String("password-file") == "-" || c.String("password-file") == "/dev/stdin":
+		return "", "", usageErr("--remove-source-files: %s is no file to remove", label)
+	case sources[0] == "-" && (c.String("password-file") == "-" || c.String("password-file") == "/dev/stdin"):
 		return "", "", usageErr("--password-file %s: standard input is the file; give the password in KERF_PASSWORD or a file, or log in with a key", c.String("password-file"))
 	}
-	name = path.Base(rdir)
+	dir, name = path.Dir(rdir), path.Base(rdir)
 	if rdir == "" || strings.HasSuffix(rdir, "/") || name == "." || name == ".." || name == "/" {
-		return "", "", usageErr("- (standard input) needs a name to be stored as: HOST[:PORT]/NAME or HOST[:PORT]/DIR/NAME")
+		if sources[0] == "-" || inFdDir(sources[0]) {
+			return "", "", usageErr("%s needs a name to be stored as: HOST[:PORT]/NAME or HOST[:PORT]/DIR/NAME", label)
+		}
+		// A named pipe of its own name (mkfifo out.tar) goes into the
+		// directory under it, as a file would.
+		dir, name = strings.TrimSuffix(rdir, "/"), filepath.Base(sources[0])
 	}
 	if !c.Bool("classic") {
 		if f := dataFlagGiven(c); f != "" {
-			return "", "", usageErr("- (standard input) goes in the control connection's packets, as with --in-band: --%s has nothing to do", f)
+			return "", "", usageErr("%s goes in the control connection's packets, as with --in-band: --%s has nothing to do", label, f)
 		}
 		if err := c.Set("in-band", "true"); err != nil {
 			return "", "", err
 		}
 	}
-	return path.Dir(rdir), name, nil
+	return dir, name, nil
 }
 
-// stdinList is the send's one file: standard input under name, read
-// until ctx ends.
-func stdinList(ctx context.Context, name string) kermit.FileList {
+// inFdDir reports whether p is a descriptor's name (/dev/fd/63 of a
+// shell's <(command)), whose last element names nothing to store.
+func inFdDir(p string) bool {
+	d := filepath.Dir(p)
+	return d == "/dev/fd" || strings.HasPrefix(d, "/proc/") && filepath.Base(d) == "fd"
+}
+
+// stdinList is the send's one file: src (standard input for "-", else
+// the named pipe src) under name, read until ctx ends.
+func stdinList(ctx context.Context, src, name string) kermit.FileList {
 	return kermit.ListOf([]kermit.OutgoingFile{{
 		Name: name, Size: -1,
-		Open: func() (kermit.FileReader, error) { return stdinFile{cancelable(ctx, os.Stdin)}, nil },
+		Open: func() (kermit.FileReader, error) {
+			if src == "-" {
+				return stdinFile{cancelable(ctx, os.Stdin)}, nil
+			}
+			// (Opened when the file's turn comes: the open of a
+			// named pipe waits for its writer.)
+			f, err := openPipe(ctx, src)
+			if err != nil {
+				return nil, err
+			}
+			return stdinFile{cancelable(ctx, f)}, nil
+		},
 	}})
+}
+
+// openPipe opens the named pipe src for reading, or fails once ctx ends
+// (the open blocks until a writer opens it: an interrupt must not wait
+// for one).
+func openPipe(ctx context.Context, src string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(src)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
 }
 
 // cancelable is r read by a goroutine of its own through a pipe that
@@ -128,7 +198,7 @@ func sendStdin(c *cli.Context, sources []string, addr, rdir string) error {
 			return err
 		}
 	}
-	list := stdinList(c.Context, name)
+	list := stdinList(c.Context, sources[0], name)
 	for f := range list.All {
 		rep.listed(f)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,5 +192,26 @@ func TestSendNamedPipe(t *testing.T) {
 		t.Errorf("send /dev/fd/0 under a name: %s", r)
 	} else if b, _ := os.ReadFile(filepath.Join(root, "in/fd0.txt")); string(b) != "piped" {
 		t.Errorf("in/fd0.txt: %q", b)
+	}
+}
+
+// A file of /proc, whose size says 0, is sent whole, as a pipe is (QA:
+// an empty file was stored).
+func TestSendKernelFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux's")
+	}
+	want, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil || len(want) == 0 {
+		t.Fatalf("/proc/cpuinfo: %d bytes, %v", len(want), err)
+	}
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	if r := run(t, srv, t.TempDir(), nil, "send", "/proc/cpuinfo", target(srv.addr, "sys/")); r.code != 0 {
+		t.Fatalf("send /proc/cpuinfo: %s", r)
+	}
+	// (Its figures, such as the cores' MHz, may change between reads.)
+	if b, _ := os.ReadFile(filepath.Join(root, "sys/cpuinfo")); len(b) < len(want)/2 || !bytes.HasPrefix(b, want[:bytes.IndexByte(want, '\n')+1]) {
+		t.Errorf("stored %d bytes beginning %.40q, want about the %d of /proc/cpuinfo", len(b), b, len(want))
 	}
 }

@@ -61,8 +61,11 @@ func isNamedPipe(p string) bool {
 
 // pipeLabel names a streamed source in messages: "-" is standard input.
 func pipeLabel(src string) string {
-	if src == "-" {
+	switch {
+	case src == "-":
 		return "- (standard input)"
+	case isKernelFile(src):
+		return src + " (a kernel's file, its size unknown)"
 	}
 	return src + " (a named pipe)"
 }
@@ -122,7 +125,8 @@ func stdinList(ctx context.Context, src, name string) kermit.FileList {
 				return stdinFile{cancelable(ctx, os.Stdin)}, nil
 			}
 			// (Opened when the file's turn comes: the open of a
-			// named pipe waits for its writer.)
+			// named pipe waits for its writer. A kernel's file opens
+			// as one.)
 			f, err := openPipe(ctx, src)
 			if err != nil {
 				return nil, err

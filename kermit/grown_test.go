@@ -245,6 +245,28 @@ func TestClassicNamesThatClashAreRefused(t *testing.T) {
 	}
 }
 
+// So is one name sent twice in a group (C-Kermit's send */README, its
+// directories stripped): the first stays (QA: the second was stored
+// over it, both sides saying all went well).
+func TestClassicNameSentTwiceIsRefused(t *testing.T) {
+	dst := t.TempDir()
+	attrs := framing.NewAttributes()
+	attrs.Length, attrs.Type = 5, "B8"
+	var verdicts []string
+	err := receiveClassic(t, dst, func(a net.Conn) {
+		verdicts = classicSend(t, a, []classicFile{{name: "SAME.BIN", data: "first", attrs: attrs}, {name: "SAME.BIN", data: "again", attrs: attrs}})
+	})
+	if err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	if len(verdicts) != 2 || strings.HasPrefix(verdicts[0], "N") || !strings.HasPrefix(verdicts[1], "N") {
+		t.Fatalf("verdicts %q; want the second refused", verdicts)
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "same.bin")); err != nil || string(got) != "first" {
+		t.Errorf("same.bin = %q, %v; want the first", got, err)
+	}
+}
+
 // Text in Latin-1 (C-Kermit's SET TRANSFER CHARACTER-SET LATIN1, the A's
 // "*CI6/100") is stored as UTF-8, kerf's text character set; UTF-8 and
 // transparent text as they come; a set kerf does not translate is

@@ -89,6 +89,7 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	if p.Type == 'S' {
 		// the sender's next packets follow this sequence
 		s.sw.next = (p.Seq + 1) % 64
+		s.receiving = true
 	}
 	if err := s.c.writeRaw(wire); err != nil {
 		return err
@@ -164,9 +165,10 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 	s.cancelFile.Store(false)
 	s.cancelGroup.Store(false)
 	var cur *recvFile
-	// A classic peer's names as stored (lower-cased: convertedName), by
-	// the name each came as: DATA.BIN and data.bin of one group would be
-	// one file, the second stored over the first without a word.
+	// A classic peer's names as stored (lower-cased: convertedName, or
+	// as they came), by the name each came as: DATA.BIN and data.bin of
+	// one group, or a name sent twice, would be one file, the second
+	// stored over the first without a word.
 	converted := map[string]string{}
 	defer func() {
 		if cur != nil && cur.deferred {
@@ -270,12 +272,23 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return err
 			}
 			var clash error
-			if p.Type == 'F' && !s.neg.peerKerf && !s.peerLiteralNames() {
+			if p.Type == 'F' && !s.neg.peerKerf {
 				sent := name
-				name = convertedName(name)
-				if first, ok := converted[name]; ok && first != sent {
+				if !s.peerLiteralNames() {
+					name = convertedName(name)
+				}
+				first, ok := converted[name]
+				switch {
+				case strings.Trim(name, " /") == "":
+					// (No name: each is stored as NONAME.n, below.)
+				case ok && first != sent:
 					clash = fmt.Errorf("%s and %s, both sent in this group, would both be stored as %s: the second is not stored", first, sent, name)
-				} else if !ok {
+				case ok:
+					// The same name twice (send */README): a kerf
+					// sender refuses the second itself (QA: a classic
+					// sender's second was stored over the first).
+					clash = fmt.Errorf("%s was sent twice in this group: the second is not stored over the first", sent)
+				default:
 					converted[name] = sent
 				}
 			}

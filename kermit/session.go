@@ -60,6 +60,9 @@ type Session struct {
 	// awaitingS: a receive waits for the S that starts its group; a
 	// damaged packet then is most likely that S, and is NAKed (nextPacket).
 	awaitingS bool
+	// receiving: this side answered the S of the transaction under
+	// way, so its E answers the sender's packets (errorPacket).
+	receiving bool
 	// textReply: the command under way is answered with text (a
 	// listing, a REMOTE command's words), which comes in-band: its I
 	// (sendInit) and the ACK of the S that opens the text (answerInit)
@@ -428,6 +431,7 @@ func (s *Session) CancelGroup() { s.cancelGroup.Store(true) }
 func (s *Session) resetNegotiation() {
 	d := framing.DefaultParams()
 	s.neg = negotiated{check: 1, window: 1, maxData: 90, timeout: s.cfg.Timeout, peer: d}
+	s.receiving = false
 	s.neg.out.QCTL, s.neg.in.QCTL = '#', '#'
 	// A FORCE-3 peer is found again in each transaction (a server may
 	// next serve a client that does not force it).
@@ -474,11 +478,40 @@ func (s *Session) apply(n negotiated, typ byte) {
 // is ending anyway.
 func (s *Session) errorPacket(msg string) {
 	seq := s.sw.next
+	if s.receiving && s.rw.started {
+		// The number the sender waits on: the packet it sends next, or
+		// the last one come if it is not answered yet (a stop-and-wait
+		// sender, G-Kermit, drops a packet of any other number: QA, an
+		// E of 1 at packet 14 left it resending).
+		seq = s.rw.lo
+		if last := (seq + 63) % 64; !s.rw.hasAck[last] {
+			seq = last
+		}
+	}
 	var enc framing.Quoting = s.neg.out
-	_ = s.c.send(seq, 'E', fitMessage(&enc, msg, s.neg.maxData))
+	data := fitMessage(&enc, msg, s.neg.maxData)
+	_ = s.c.send(seq, 'E', data)
 	_ = s.c.flush()
 	s.cfg.Log.Debug("sent E", "msg", msg)
+	if !s.receiving && s.sw.count > 0 && s.cfg.LineSpeed > 0 && !s.neg.peerKerf {
+		// Right behind a packet not yet answered, a classic receiver
+		// may throw the E away: G-Kermit empties its input before each
+		// ACK (QA: it went on waiting, the part it had under the
+		// file's name). Sent again once that answer is past, as
+		// G-Kermit itself waits a second before its own E.
+		time.Sleep(min(lineTime(s.sw.bytes, s.cfg.LineSpeed)+eAgainAfter, eAgainMost))
+		_ = s.c.send(seq, 'E', data)
+		_ = s.c.flush()
+	}
 }
+
+// eAgainAfter and eAgainMost: how long after a packet's line time a
+// stopping sender sends its E again (errorPacket), and the most it
+// waits.
+const (
+	eAgainAfter = time.Second
+	eAgainMost  = 5 * time.Second
+)
 
 // fitMessage encodes msg for a packet of at most most data bytes. One
 // too long loses its middle, not its end: the cause is usually there

@@ -1242,6 +1242,9 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			}
 			w.got[in.Seq], w.has[in.Seq] = in.Packet, true
 			w.naked[in.Seq] = false
+			// Not answered yet: an ACK kept for this number is of the
+			// packet 64 before it.
+			w.hasAck[in.Seq] = false
 			if in.Type == 'D' && !s.neg.streaming {
 				if err := s.ackData(in.Seq); err != nil {
 					return framing.Packet{}, err

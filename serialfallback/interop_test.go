@@ -5,12 +5,14 @@ package serialfallback_test
 // the test under CI=true (peertest.RequirePeer).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -740,4 +742,93 @@ func TestInteropStartOfPacket(t *testing.T) {
 		}
 		ck.Wait(0) // killed: it would wait out its own timeouts
 	})
+}
+
+// A kerf receiver that stops (Ctrl-C) tells a stop-and-wait sender so
+// with an E of the number the sender waits on: G-Kermit drops a packet
+// of any other number, and went on resending its data packet (QA: kerf's
+// E carried the Send-Init's number, 1, whatever the transfer had come to).
+func TestGKermitSenderTakesReceiversCancel(t *testing.T) {
+	data := peertest.RandomBytes(2_000_000, 43)
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, []peertest.File{{Name: "r.bin", Data: data}})
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	cfg := kerfConfig(setting{1, 9024, 3}, fastBaud)
+	got := make(chan struct{})
+	var once sync.Once
+	cfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress && e.Bytes > 100_000 {
+			once.Do(func() { close(got) })
+		}
+	}
+	store := receiveKerf(t, dst)
+	done := runKerf(t, a, fastBaud, cfg, func(ctx context.Context, s *kermit.Session) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-got:
+				cancel() // as Ctrl-C does, mid-file
+			case <-ctx.Done():
+			}
+		}()
+		return store(ctx, s)
+	})
+	gk := peertest.GKermitIn(t, b, src, "-d", "-i", "-P", "-s", "r.bin")
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("kerf receive: %v, want it canceled", err)
+	}
+	err := gk.Wait(time.Minute)
+	if err == nil {
+		t.Fatal("G-Kermit says it sent the file, which kerf stopped taking")
+	}
+	// (G-Kermit, a remote-mode Kermit, says nothing of it on its
+	// terminal: its debug log, -d, says what it took.)
+	if log, _ := os.ReadFile(filepath.Join(src, "debug.log")); !bytes.Contains(log, []byte("input[E]")) || !bytes.Contains(log, []byte("Transfer canceled")) {
+		t.Errorf("G-Kermit did not take kerf's E: %v\n%s", err, log[max(0, len(log)-2000):])
+	}
+}
+
+// A kerf sender that stops (Ctrl-C) right behind a data packet tells a
+// G-Kermit receiver so: G-Kermit throws away what came behind the packet
+// it answers, the E too (QA: it went on waiting, and left the part it had
+// under the file's name), so the E goes again once that answer is past.
+func TestGKermitReceiverTakesSendersCancel(t *testing.T) {
+	for run := range 3 {
+		t.Run(fmt.Sprint(run), func(t *testing.T) {
+			data := peertest.RandomBytes(2_000_000, 44+int64(run))
+			src := t.TempDir()
+			peertest.WriteFiles(t, src, []peertest.File{{Name: "r.bin", Data: data}})
+			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+			gk := peertest.GKermit(t, b, "-d", "-i", "-P", "-r")
+			cfg := kerfConfig(setting{1, 9024, 3}, fastBaud)
+			got := make(chan struct{})
+			var once sync.Once
+			cfg.Events = func(e kermit.Event) {
+				if e.Kind == kermit.FileProgress && e.Bytes > 100_000+int64(run)*20_000 {
+					once.Do(func() { close(got) })
+				}
+			}
+			send := sendKerf(outgoing(src, []peertest.File{{Name: "r.bin", Data: data}}))
+			done := runKerf(t, a, fastBaud, cfg, func(ctx context.Context, s *kermit.Session) error {
+				ctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-got:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				return send(ctx, s)
+			})
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("kerf send: %v, want it canceled", err)
+			}
+			err := gk.Wait(time.Minute)
+			if log, _ := os.ReadFile(filepath.Join(gk.Dir, "debug.log")); err == nil || !bytes.Contains(log, []byte("input[E]")) {
+				t.Errorf("G-Kermit did not take kerf's E: %v\n%s", err, log[max(0, len(log)-2000):])
+			}
+		})
+	}
 }

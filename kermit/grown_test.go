@@ -3,6 +3,7 @@ package kermit_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -115,12 +116,12 @@ func receiveClassicEvents(t *testing.T, dst string, events func(kermit.Event), p
 // A classic Kermit sending a file that grew while it read it (a log
 // being written) sends more than its A announced, every packet checked,
 // then a plain Z: the file is kept, as C-Kermit keeps it, and the group
-// goes on (it ended the session). Checked by block check 1 only, the
-// same excess is as likely a damaged packet that passed the 6-bit sum
-// (QA: a noisy line stored a file with most of its bytes wrong): not
-// stored, the file canceled on the D that overran (X in its ACK) and
-// reported failed, and the group goes on with the next file (the
-// refusal, at the Z, ended the batch).
+// goes on (it ended the session). Checked by block check 1 or 2 only,
+// the same excess is as likely a damaged packet that passed the 6- or
+// 12-bit sum (QA: a noisy line stored a file with most of its bytes
+// wrong, with either): not stored, the file canceled on the D that
+// overran (X in its ACK) and reported failed, and the group goes on with
+// the next file (the refusal, at the Z, ended the batch).
 func TestClassicSenderGrownFileIsKept(t *testing.T) {
 	dst := t.TempDir()
 	attrs := framing.NewAttributes()
@@ -137,31 +138,33 @@ func TestClassicSenderGrownFileIsKept(t *testing.T) {
 		}
 	}
 
-	dst = t.TempDir()
-	var failed []kermit.Event
-	events := func(e kermit.Event) {
-		if e.Kind == kermit.FileFailed {
-			failed = append(failed, e)
+	for _, check := range []framing.CheckType{1, 2} {
+		dst = t.TempDir()
+		var failed []kermit.Event
+		events := func(e kermit.Event) {
+			if e.Kind == kermit.FileFailed {
+				failed = append(failed, e)
+			}
 		}
-	}
-	err = receiveClassicEvents(t, dst, events, func(a net.Conn) {
-		classicSendCheck(t, a, []classicFile{{name: "grown.log", data: "hello, world", attrs: attrs}, {name: "next.txt", data: "hello", attrs: attrs}}, 1)
-		a.Close()
-	})
-	if err != nil {
-		t.Fatalf("receive with block check 1: %v; want the group to go on past the file", err)
-	}
-	if len(failed) != 1 || failed[0].Name != "grown.log" || failed[0].Err == nil || !strings.Contains(failed[0].Err.Error(), "block check 1") {
-		t.Errorf("failures %+v; want grown.log's alone, saying why", failed)
-	}
-	if _, err := os.Stat(filepath.Join(dst, "grown.log")); !os.IsNotExist(err) {
-		t.Errorf("grown.log stored with block check 1 (%v)", err)
-	}
-	if got, err := os.ReadFile(filepath.Join(dst, "next.txt")); err != nil || string(got) != "hello" {
-		t.Errorf("next.txt = %q, %v; want it stored after the failed file", got, err)
-	}
-	if es, _ := os.ReadDir(dst); len(es) != 1 {
-		t.Errorf("%d entries stored, want next.txt alone", len(es))
+		err = receiveClassicEvents(t, dst, events, func(a net.Conn) {
+			classicSendCheck(t, a, []classicFile{{name: "grown.log", data: "hello, world", attrs: attrs}, {name: "next.txt", data: "hello", attrs: attrs}}, check)
+			a.Close()
+		})
+		if err != nil {
+			t.Fatalf("receive with block check %d: %v; want the group to go on past the file", check, err)
+		}
+		if len(failed) != 1 || failed[0].Name != "grown.log" || failed[0].Err == nil || !strings.Contains(failed[0].Err.Error(), fmt.Sprintf("block check %d", check)) {
+			t.Errorf("block check %d: failures %+v; want grown.log's alone, saying why", check, failed)
+		}
+		if _, err := os.Stat(filepath.Join(dst, "grown.log")); !os.IsNotExist(err) {
+			t.Errorf("grown.log stored with block check %d (%v)", check, err)
+		}
+		if got, err := os.ReadFile(filepath.Join(dst, "next.txt")); err != nil || string(got) != "hello" {
+			t.Errorf("next.txt = %q, %v; want it stored after the failed file", got, err)
+		}
+		if es, _ := os.ReadDir(dst); len(es) != 1 {
+			t.Errorf("block check %d: %d entries stored, want next.txt alone", check, len(es))
+		}
 	}
 }
 

@@ -21,7 +21,7 @@ func readPacket(t *testing.T, r *bufio.Reader) framing.Packet {
 		if err != nil {
 			t.Fatalf("reading the sender: %v", err)
 		}
-		for _, chk := range []framing.CheckType{1, 3} {
+		for _, chk := range []framing.CheckType{1, 2, 3} {
 			if p, _, err := (framing.Frame{Check: chk}).ParsePacket(line); err == nil {
 				return p
 			}

@@ -962,16 +962,18 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	if cur.text {
 		buf = cur.fromCanonical(buf)
 	}
-	if cur.display == nil && !cur.text && cur.attrs.Length >= 0 && s.neg.check == 1 && !s.neg.peerKerf &&
+	if cur.display == nil && !cur.text && cur.attrs.Length >= 0 && s.neg.check < 3 && !s.neg.peerKerf &&
 		cur.off+int64(len(buf)) > cur.attrs.Length {
-		// More than announced, checked only by a 6-bit sum: on a noisy
-		// line a damaged repeat count passes it as easily as a file
-		// that grew (QA: lineem at BER 1e-4, C-Kermit with block check
-		// 1: 200,006 bytes of 200,000 stored, 174,615 of them wrong).
-		// Not stored; the file is canceled at once (X in the ACK), so
-		// that the sender counts it failed and goes on with the next,
-		// where refusing it at its Z took an E, which ended the batch.
-		cur.overrun = fmt.Errorf("kermit: %s: more than the %d bytes announced came: with block check 1 a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3): %w", cur.name, cur.attrs.Length, errLengthMismatch)
+		// More than announced, checked only by a 6- or 12-bit sum: on
+		// a noisy line a damaged repeat count passes it as easily as a
+		// file that grew (QA: lineem at BER 1e-4, C-Kermit with block
+		// check 1: 200,006 bytes of 200,000 stored, 174,615 of them
+		// wrong; with block check 2, 200,001 stored, wrong from byte
+		// 28,452). Not stored; the file is canceled at once (X in the
+		// ACK), so that the sender counts it failed and goes on with
+		// the next, where refusing it at its Z took an E, which ended
+		// the batch. (Under a 16-bit CRC a file that grew is kept.)
+		cur.overrun = fmt.Errorf("kermit: %s: more than the %d bytes announced came: with block check %d a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3): %w", cur.name, cur.attrs.Length, s.neg.check, errLengthMismatch)
 		s.cancelFile.Store(true)
 		return nil
 	}

@@ -81,6 +81,13 @@ type Config struct {
 	// character other than CR.
 	Mark byte
 
+	// CtrlCQuits: three Ctrl-C (ETX) in a row between packets end the
+	// session with ErrCtrlC, as they end E-Kermit and C-Kermit in remote
+	// mode: for a line that is the user's own terminal (serial --stdio),
+	// whose raw mode passes a typed Ctrl-C on as a byte (QA: kerf went on
+	// waiting where kermit -r and gkermit -r quit).
+	CtrlCQuits bool
+
 	// LineSpeed is the link's speed in bits per second, if known (serial
 	// lines); it lets packet timers allow for time queued on the line.
 	LineSpeed int

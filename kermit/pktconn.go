@@ -82,6 +82,11 @@ type pktConn struct {
 	// beforeFlush, if set, runs first in every flush (DataPath.Flush).
 	beforeFlush func() error
 
+	// ctrlCQuits: three Ctrl-C between packets end the link
+	// (Config.CtrlCQuits); ctrlCs counts those in a row (the reader's).
+	ctrlCQuits bool
+	ctrlCs     int
+
 	in       chan inPacket
 	done     chan struct{}
 	stopOnce sync.Once
@@ -90,15 +95,16 @@ type pktConn struct {
 	lost chan struct{}
 }
 
-func newPktConn(rw io.ReadWriter, parity bool, mark byte) *pktConn {
+func newPktConn(rw io.ReadWriter, parity bool, mark byte, ctrlCQuits bool) *pktConn {
 	c := &pktConn{
-		rw:   rw,
-		mark: mark,
-		wchk: 1,
-		eol:  '\r',
-		in:   make(chan inPacket, 128),
-		done: make(chan struct{}),
-		lost: make(chan struct{}),
+		rw:         rw,
+		mark:       mark,
+		ctrlCQuits: ctrlCQuits,
+		wchk:       1,
+		eol:        '\r',
+		in:         make(chan inPacket, 128),
+		done:       make(chan struct{}),
+		lost:       make(chan struct{}),
 	}
 	c.parity.Store(parity)
 	c.rchk.Store(1)
@@ -133,6 +139,34 @@ func (e *LinkError) Unwrap() error { return e.Err }
 
 func (c *pktConn) stop() { c.stopOnce.Do(func() { close(c.done) }) }
 
+// ErrCtrlC ends a session whose line is the user's terminal when three
+// Ctrl-C are typed between packets (Config.CtrlCQuits).
+var ErrCtrlC = errors.New("interrupted at the terminal (Ctrl-C three times)")
+
+// ctrlCQuit counts the Ctrl-C in a row among bytes read between
+// packets, and reports whether three have come.
+func (c *pktConn) ctrlCQuit(b []byte) bool {
+	if !c.ctrlCQuits {
+		return false
+	}
+	for _, x := range b {
+		if x&0x7f == 3 { // (parity or not)
+			if c.ctrlCs++; c.ctrlCs >= 3 {
+				return true
+			}
+		} else {
+			c.ctrlCs = 0
+		}
+	}
+	return false
+}
+
+// quit ends the reader for ErrCtrlC, as a lost link ends it.
+func (c *pktConn) quit() {
+	close(c.lost)
+	c.deliver(inPacket{err: &LinkError{Op: "reading", Err: ErrCtrlC}})
+}
+
 // readLoop scans the byte stream for packets. It frames by length, not
 // by terminator, and on damage skips one byte and rescans, so a garbled
 // LEN never swallows the packets behind it: data fields never carry a raw
@@ -151,6 +185,14 @@ func (c *pktConn) readLoop() {
 		for {
 			st := c.scanState()
 			i := indexMark(buf, st.mark, st.parity || st.detect)
+			skipped := buf // (what lies before a packet: noise, or typing)
+			if i >= 0 {
+				skipped = buf[:i]
+			}
+			if c.ctrlCQuit(skipped) {
+				c.quit()
+				return
+			}
 			if i < 0 {
 				if len(buf) > 0 {
 					last = int(buf[len(buf)-1])
@@ -158,6 +200,7 @@ func (c *pktConn) readLoop() {
 				buf = buf[:0]
 				break
 			}
+			c.ctrlCs = 0 // a packet begins
 			if i > 0 {
 				last = int(buf[i-1])
 				buf = append(buf[:0], buf[i:]...)

@@ -1,7 +1,9 @@
 package kermit
 
 import (
+	"errors"
 	"io"
+	"slices"
 	"testing"
 
 	"kerf/framing"
@@ -130,7 +132,7 @@ func TestReaderMarkInsideDamage(t *testing.T) {
 	c := newPktConn(struct {
 		io.Reader
 		io.Writer
-	}{pr, io.Discard}, false, framing.SOH)
+	}{pr, io.Discard}, false, framing.SOH, false)
 	defer c.stop()
 	c.rchk.Store(3) // type 3 agreed
 	c.probe3.Store(false)
@@ -165,6 +167,49 @@ func TestReaderMarkInsideDamage(t *testing.T) {
 			got = append(got, "bad")
 		default:
 			got = append(got, string(ip.Type)+" "+string(ip.Data))
+		}
+	}
+}
+
+// With CtrlCQuits, three Ctrl-C in a row between packets end the reader
+// with ErrCtrlC; Ctrl-C inside packets (unprefixed data), two, or three
+// broken by a packet do not.
+func TestReaderCtrlCQuits(t *testing.T) {
+	var stream []byte
+	for _, b := range [][]byte{
+		wire(t, 1, 'D', "\x03\x03\x03 in the data", 1), []byte("\r\x03\x03"),
+		wire(t, 2, 'D', "between", 1), []byte("\r\x03x\x03\x03"),
+		wire(t, 3, 'D', "last", 1), []byte("\r\x03\x03\x03"),
+		wire(t, 4, 'D', "never read", 1), []byte("\r"),
+	} {
+		stream = append(stream, b...)
+	}
+	for _, quits := range []bool{true, false} {
+		pr, pw := io.Pipe()
+		c := newPktConn(struct {
+			io.Reader
+			io.Writer
+		}{pr, io.Discard}, false, framing.SOH, quits)
+		go func() {
+			pw.Write(stream)
+			pw.Close()
+		}()
+		var got []string
+		var end error
+		for ip := range c.in {
+			if ip.err != nil {
+				end = ip.err
+				break
+			}
+			got = append(got, string(ip.Data))
+		}
+		c.stop()
+		want := []string{"\x03\x03\x03 in the data", "between", "last"}
+		if !quits {
+			want = append(want, "never read")
+		}
+		if !slices.Equal(got, want) || errors.Is(end, ErrCtrlC) != quits {
+			t.Errorf("CtrlCQuits %v: read %q, ended %v; want %q", quits, got, end, want)
 		}
 	}
 }

@@ -242,7 +242,7 @@ func NewSession(rw io.ReadWriter, cfg Config) *Session {
 		cfg.Log.Warn("packet mark not a control character other than CR: SOH used", "mark", int(m))
 		cfg.Mark = framing.SOH
 	}
-	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity, cfg.Mark)}
+	s := &Session{cfg: cfg, c: newPktConn(rw, cfg.Parity, cfg.Mark, cfg.CtrlCQuits)}
 	if cfg.DetectParity && !cfg.Parity {
 		s.c.detectParity.Store(true)
 	}

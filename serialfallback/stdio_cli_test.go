@@ -1,6 +1,8 @@
 package serialfallback_test
 
 import (
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,5 +135,50 @@ func TestCtrlCCancelsCleanly(t *testing.T) {
 	}
 	if fi, err := os.Stat(part); err != nil || fi.Size() == 0 {
 		t.Errorf("partial not kept for recovery: %v", err)
+	}
+}
+
+// kerf as the remote Kermit on the user's own terminal (serial receive
+// and server --stdio, stdin and stdout a terminal): three Ctrl-C typed
+// end it with 130, as they end kermit -r (QA: raw mode passed them on
+// as bytes, and kerf went on waiting). Two, or Ctrl-C among other
+// bytes, do not.
+func TestStdioTerminalCtrlCQuits(t *testing.T) {
+	bin := kerfBinary(t)
+	for _, sub := range []string{"receive", "server"} {
+		t.Run(sub, func(t *testing.T) {
+			master, slave := peertest.PtyPair(t)
+			tty, err := os.OpenFile(slave, os.O_RDWR|syscall.O_NOCTTY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tty.Close()
+			cmd := exec.Command(bin, "serial", sub, "--stdio", "--dir", t.TempDir())
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			go io.Copy(io.Discard, master)     // (its NAKs)
+			time.Sleep(500 * time.Millisecond) // (its raw mode set)
+			master.Write([]byte("\x03\x03x\x03"))
+			select {
+			case err := <-done:
+				t.Fatalf("kerf serial %s quit on Ctrl-C not three in a row: %v", sub, err)
+			case <-time.After(time.Second):
+			}
+			master.Write([]byte("\x03\x03\x03"))
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+					t.Errorf("kerf serial %s after three Ctrl-C: %v, want exit 130", sub, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("kerf serial %s went on after three Ctrl-C", sub)
+			}
+		})
 	}
 }

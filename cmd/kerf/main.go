@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"kerf/kermit"
 )
 
 // Exit codes, so scripts can tell failures apart.
@@ -74,6 +76,9 @@ func main() {
 	}
 	// Errors carry names and messages from the peer.
 	fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
+	if errors.Is(err, kermit.ErrCtrlC) {
+		os.Exit(128 + int(syscall.SIGINT)) // Ctrl-C typed on the line (serial --stdio)
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)

@@ -821,9 +821,12 @@ func (e *jsonReported) Unwrap() error { return e.error }
 
 // showsBar says whether a transfer shows a progress bar (which needs
 // the total bytes before it begins): not with --json or -q, nor where
-// standard error is not a terminal.
+// standard error is not a terminal, nor where that terminal is the
+// line (serial --stdio from a terminal: QA, the bar went onto the
+// Kermit line).
 func showsBar(c *cli.Context) bool {
-	return !c.Bool("json") && !c.Bool("quiet") && term.IsTerminal(int(os.Stderr.Fd()))
+	stdioTerminal := c.Bool("stdio") && (term.IsTerminal(int(os.Stdin.Fd())) || term.IsTerminal(int(os.Stdout.Fd())))
+	return !c.Bool("json") && !c.Bool("quiet") && term.IsTerminal(int(os.Stderr.Fd())) && !stdioTerminal
 }
 
 // jsonOutput is the encoder of --json events on stdout, or nil.

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"kerf/filestore"
 	"kerf/framing"
@@ -119,6 +121,9 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 		return nil, nil, usageErr("--retries must be 1-99")
 	}
 	k.Streaming = c.Bool("streaming")
+	// The user's own terminal as the line: three Ctrl-C typed end it, as
+	// they end kermit -r (raw mode passes them on as bytes).
+	k.CtrlCQuits = lc.Stdio && term.IsTerminal(int(os.Stdin.Fd()))
 	k.Text = c.Bool("text")
 	k.Resume = c.Bool("resume")
 	k.Timeout = c.Duration("timeout")

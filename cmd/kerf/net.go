@@ -841,7 +841,7 @@ func sendCommand() *cli.Command {
 			case none:
 				return newSendReporter(c, 0).end(nil, false)
 			case !listing && slices.Contains(src.paths, "-"),
-				!listing && len(src.paths) == 1 && (isNamedPipe(src.paths[0]) || isKernelFile(src.paths[0])):
+				!listing && len(src.paths) == 1 && streamed(src.paths[0]) != "":
 				return sendStdin(c, src.paths, addr, rdir)
 			}
 			ex, err := exclusions(c)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -50,24 +51,30 @@ func (stdinFile) ReadAt([]byte, int64) (int, error) {
 
 func (stdinFile) Close() error { return nil }
 
-// isNamedPipe reports whether the local source p is a named pipe
-// (mkfifo's, or a shell's <(command), /dev/fd/N): sent as standard
-// input is, its length unknown until it ends (QA: refused as not a
-// regular file, where `kerf send <(tar c dir) host/dir.tar` is meant).
-func isNamedPipe(p string) bool {
+// streamed says what the local source p is when it is sent as standard
+// input is, its length unknown until it ends, or "" when it is not: a
+// named pipe (mkfifo's, or a shell's <(command), /dev/fd/N: QA, refused
+// as not a regular file, where `kerf send <(tar c dir) host/dir.tar` is
+// meant), or a file of /proc or /sys (isKernelFile).
+func streamed(p string) string {
 	fi, err := os.Stat(p)
-	return err == nil && fi.Mode()&fs.ModeNamedPipe != 0
+	switch {
+	case err != nil:
+		return ""
+	case fi.Mode()&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case fi.Mode().IsRegular() && isKernelFile(p):
+		return "a kernel's file, its size unknown"
+	}
+	return ""
 }
 
 // pipeLabel names a streamed source in messages: "-" is standard input.
 func pipeLabel(src string) string {
-	switch {
-	case src == "-":
+	if src == "-" {
 		return "- (standard input)"
-	case isKernelFile(src):
-		return src + " (a kernel's file, its size unknown)"
 	}
-	return src + " (a named pipe)"
+	return src + " (" + cmp.Or(streamed(src), "a pipe") + ")"
 }
 
 // checkSendStdin refuses what a pipe (standard input, "-", or a named

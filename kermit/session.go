@@ -486,6 +486,12 @@ func (s *Session) errorPacket(msg string) {
 		seq = s.rw.lo
 		if last := (seq + 63) % 64; !s.rw.hasAck[last] {
 			seq = last
+		} else {
+			// Past packets come and answered but not yet taken (a data
+			// packet is ACKed as it comes): the sender is past them.
+			for n := 0; n < 63 && s.rw.has[seq] && s.rw.hasAck[seq]; n++ {
+				seq = (seq + 1) % 64
+			}
 		}
 	}
 	var enc framing.Quoting = s.neg.out
@@ -493,13 +499,18 @@ func (s *Session) errorPacket(msg string) {
 	_ = s.c.send(seq, 'E', data)
 	_ = s.c.flush()
 	s.cfg.Log.Debug("sent E", "msg", msg)
-	if !s.receiving && s.sw.count > 0 && s.cfg.LineSpeed > 0 && !s.neg.peerKerf {
-		// Right behind a packet not yet answered, a classic receiver
-		// may throw the E away: G-Kermit empties its input before each
-		// ACK (QA: it went on waiting, the part it had under the
-		// file's name). Sent again once that answer is past, as
-		// G-Kermit itself waits a second before its own E.
-		time.Sleep(min(lineTime(s.sw.bytes, s.cfg.LineSpeed)+eAgainAfter, eAgainMost))
+	if inFlight := s.sw.bytes; s.cfg.LineSpeed > 0 && !s.neg.peerKerf && (s.receiving || s.sw.count > 0) {
+		// Right behind a packet not yet answered (a sender's), or an
+		// answer (a receiver's), a classic Kermit may throw the E away:
+		// G-Kermit empties its input after each packet it reads (QA:
+		// it went on waiting, as a receiver with the part it had under
+		// the file's name, as a sender resending). Sent again once the
+		// packet in flight is past, as G-Kermit itself waits a second
+		// before its own E.
+		if s.receiving {
+			inFlight = s.rw.longest
+		}
+		time.Sleep(min(lineTime(inFlight, s.cfg.LineSpeed)+eAgainAfter, eAgainMost))
 		_ = s.c.send(seq, 'E', data)
 		_ = s.c.flush()
 	}

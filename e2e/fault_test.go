@@ -705,10 +705,13 @@ func TestGetResumeAfterClientKilledWithHole(t *testing.T) {
 
 // A server stopped with SIGTERM mid-file tells its client why: the
 // client's error says the server is shutting down, not only that a
-// connection was lost; the partial stays for a resume.
+// connection was lost; the partial stays for a resume. SIGHUP stops it
+// the same way (QA: it died at once, its clients cut short).
 func TestServerStoppedMidFileSaysWhy(t *testing.T) {
-	if code, out := signalMidFile(t, syscall.SIGTERM); code != 4 || !strings.Contains(out, "the server is shutting down") {
-		t.Fatalf("want exit 4 saying the server is shutting down, got %d:\n%s", code, out)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		if code, out := signalMidFile(t, sig); code != 4 || !strings.Contains(out, "the server is shutting down") {
+			t.Fatalf("%v: want exit 4 saying the server is shutting down, got %d:\n%s", sig, code, out)
+		}
 	}
 }
 
@@ -852,12 +855,13 @@ func TestManyNamesInOneSpec(t *testing.T) {
 
 // A client stopped mid-file exits as shells expect of a signalled
 // program, 128 + the signal: 130 for Ctrl-C, 143 for SIGTERM (it said
-// 130 for both); the server keeps the partial for a resume.
+// 130 for both), 129 for SIGHUP (a terminal closed); the server keeps
+// the partial for a resume.
 func TestClientSignalledExitCode(t *testing.T) {
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		want int
-	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			m := startSendMidFile(t)
 			m.cmd.Process.Signal(tc.sig)

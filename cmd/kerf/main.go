@@ -102,13 +102,16 @@ func runApp(ctx context.Context, app *cli.App, args []string) error {
 	return app.RunContext(ctx, moved)
 }
 
-// signalContext returns a context cancelled by SIGINT or SIGTERM, and
-// a function that says which of them came first (0: none). Later ones
-// are caught too, so that the engine can still tell the peer.
+// signalContext returns a context cancelled by SIGINT, SIGTERM or
+// SIGHUP, and a function that says which of them came first (0: none).
+// Later ones are caught too, so that the engine can still tell the peer.
+// SIGHUP (a terminal closed, or an operator's habit of sending it to
+// daemons) stops as SIGTERM does: a server tells its clients and keeps
+// their partials (QA: it died at once, the clients "cut short").
 func signalContext() (context.Context, func() syscall.Signal) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	var first atomic.Int32
 	go func() {
 		for s := range sigc {

@@ -558,7 +558,18 @@ func (f *sessionFS) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	return clearErr(d.Remove(name), name)
+	return f.changed("removed", clearErr(d.Remove(name), name), "name", name)
+}
+
+// changed logs a change to the tree that a command made (what, with
+// attrs), if err says it was made: an operator's record of who removed
+// or renamed what (QA: none at any level), as the transfer log records
+// the files that came.
+func (f *sessionFS) changed(what string, err error, attrs ...any) error {
+	if err == nil {
+		f.log.Info(what, append([]any{"user", f.userName()}, attrs...)...)
+	}
+	return err
 }
 
 // RemoveLiteral, ListLiteral and ListTreeLiteral take the name as it
@@ -568,7 +579,7 @@ func (f *sessionFS) RemoveLiteral(name string) error {
 	if err != nil {
 		return err
 	}
-	return clearErr(d.RemoveLiteral(name), name)
+	return f.changed("removed", clearErr(d.RemoveLiteral(name), name), "name", name)
 }
 
 func (f *sessionFS) ListLiteral(name string) (string, error) {
@@ -611,7 +622,7 @@ func (f *sessionFS) Mkdir(name string) error {
 	if err != nil {
 		return err
 	}
-	return clearErr(d.Mkdir(name), name)
+	return f.changed("made directory", clearErr(d.Mkdir(name), name), "name", name)
 }
 
 // ReceiveDir makes an empty directory a client sends (kermit.DirReceiver).
@@ -646,7 +657,7 @@ func (f *sessionFS) Rmdir(name string) error {
 	if err != nil {
 		return err
 	}
-	return clearErr(d.Rmdir(name), name)
+	return f.changed("removed directory", clearErr(d.Rmdir(name), name), "name", name)
 }
 
 func (f *sessionFS) Rename(from, to string) error {
@@ -657,7 +668,7 @@ func (f *sessionFS) Rename(from, to string) error {
 	if err != nil {
 		return err
 	}
-	return clearErr(d.Rename(from, to), from+" -> "+to)
+	return f.changed("renamed", clearErr(d.Rename(from, to), from+" -> "+to), "from", from, "to", to)
 }
 
 // clearErr rewords os.Root's refusal of a path that leaves the root

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"hash/maphash"
 	"io"
+	"io/fs"
 	"iter"
 	"regexp"
 	"strings"
@@ -55,7 +56,14 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				s.errorPacket(err.Error())
 				return err
 			}
-			s.cfg.Log.Info("server command failed", "err", err)
+			if errors.Is(err, fs.ErrNotExist) {
+				// The client's to know (its E says it): a REMOTE CD
+				// that finds no such directory is how a send to a new
+				// name begins (QA: every such upload logged a failure).
+				s.cfg.Log.Debug("server command failed", "err", err)
+			} else {
+				s.cfg.Log.Info("server command failed", "err", err)
+			}
 			var pe *PeerError
 			var ge *GroupError
 			switch {

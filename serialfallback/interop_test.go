@@ -756,26 +756,8 @@ func TestGKermitSenderTakesReceiversCancel(t *testing.T) {
 	peertest.WriteFiles(t, src, []peertest.File{{Name: "r.bin", Data: data}})
 	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
 	cfg := kerfConfig(setting{1, 9024, 3}, fastBaud)
-	got := make(chan struct{})
-	var once sync.Once
-	cfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileProgress && e.Bytes > 100_000 {
-			once.Do(func() { close(got) })
-		}
-	}
-	store := receiveKerf(t, dst)
-	done := runKerf(t, a, fastBaud, cfg, func(ctx context.Context, s *kermit.Session) error {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-got:
-				cancel() // as Ctrl-C does, mid-file
-			case <-ctx.Done():
-			}
-		}()
-		return store(ctx, s)
-	})
+	receive := stoppedAfter(&cfg, 100_000, receiveKerf(t, dst))
+	done := runKerf(t, a, fastBaud, cfg, receive)
 	gk := peertest.GKermitIn(t, b, src, "-d", "-i", "-P", "-s", "r.bin")
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("kerf receive: %v, want it canceled", err)
@@ -804,26 +786,8 @@ func TestGKermitReceiverTakesSendersCancel(t *testing.T) {
 			a, b := peertest.StartLineem(t, fastBaud, 0, 1)
 			gk := peertest.GKermit(t, b, "-d", "-i", "-P", "-r")
 			cfg := kerfConfig(setting{1, 9024, 3}, fastBaud)
-			got := make(chan struct{})
-			var once sync.Once
-			cfg.Events = func(e kermit.Event) {
-				if e.Kind == kermit.FileProgress && e.Bytes > 100_000+int64(run)*20_000 {
-					once.Do(func() { close(got) })
-				}
-			}
-			send := sendKerf(outgoing(src, []peertest.File{{Name: "r.bin", Data: data}}))
-			done := runKerf(t, a, fastBaud, cfg, func(ctx context.Context, s *kermit.Session) error {
-				ctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				go func() {
-					select {
-					case <-got:
-						cancel()
-					case <-ctx.Done():
-					}
-				}()
-				return send(ctx, s)
-			})
+			send := stoppedAfter(&cfg, 100_000+int64(run)*20_000, sendKerf(outgoing(src, []peertest.File{{Name: "r.bin", Data: data}})))
+			done := runKerf(t, a, fastBaud, cfg, send)
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("kerf send: %v, want it canceled", err)
 			}
@@ -832,5 +796,30 @@ func TestGKermitReceiverTakesSendersCancel(t *testing.T) {
 				t.Errorf("G-Kermit did not take kerf's E: %v\n%s", err, log[max(0, len(log)-2000):])
 			}
 		})
+	}
+}
+
+// stoppedAfter is fn canceled, as Ctrl-C cancels it, once a file has
+// moved more than n bytes (told by cfg's Events, which it sets: call it
+// before cfg is handed on).
+func stoppedAfter(cfg *kermit.Config, n int64, fn func(context.Context, *kermit.Session) error) func(context.Context, *kermit.Session) error {
+	got := make(chan struct{})
+	var once sync.Once
+	cfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileProgress && e.Bytes > n {
+			once.Do(func() { close(got) })
+		}
+	}
+	return func(ctx context.Context, s *kermit.Session) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-got:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		return fn(ctx, s)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -219,6 +220,95 @@ func parseListingLine(line string, withIno bool) (ListingEntry, error) {
 	return ListingEntry{Mode: mode, Size: size, ModTime: mt, Name: name, Ino: ino}, nil
 }
 
+// A ListingProblem is a tree listing's line for an entry whose contents
+// could not be listed (a directory the server may not read): the listing
+// is then not the whole tree, and a client that asked for these lines
+// says so (kerf ls -R, protocol.md §8).
+type ListingProblem struct {
+	Name  string // as a listing line names the entry
+	Cause string // one line, no control characters ("permission denied")
+}
+
+// AppendListingProblem appends p as one line: "!", a space, the name
+// quoted with Go's escapes (strconv.Quote, whatever it holds, so that the
+// cause after it is found), a space and the cause, its control characters
+// made spaces. No listing line begins with "!".
+func AppendListingProblem(b []byte, p ListingProblem) []byte {
+	b = append(b, "! "...)
+	b = strconv.AppendQuote(b, p.Name)
+	b = append(b, ' ')
+	for _, r := range p.Cause {
+		if IsControl(r) {
+			r = ' '
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return append(b, '\n')
+}
+
+// ParseListingProblem reads one line AppendListingProblem wrote (without
+// its newline).
+func ParseListingProblem(line string) (ListingProblem, error) {
+	bad := func(why string) (ListingProblem, error) {
+		return ListingProblem{}, fmt.Errorf("%w (%s): %q", ErrNotListing, why, line)
+	}
+	rest, ok := strings.CutPrefix(line, "! ")
+	if !ok {
+		return bad("problem")
+	}
+	q, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return bad("quoted name")
+	}
+	name, _ := strconv.Unquote(q)
+	cause, ok := strings.CutPrefix(rest[len(q):], " ")
+	if !ok || name == "" || cause == "" || !utf8.ValidString(cause) || strings.IndexFunc(cause, IsControl) >= 0 {
+		return bad("problem")
+	}
+	return ListingProblem{Name: name, Cause: cause}, nil
+}
+
+// ParseTreeListing reads a whole tree listing that may hold problem
+// lines (AppendListingProblem) among its entries, those with inode
+// numbers if withIno. Like ParseListing, it fails on the first line in
+// neither form.
+func ParseTreeListing(text string, withIno bool) ([]ListingEntry, []ListingProblem, error) {
+	var entries []ListingEntry
+	var problems []ListingProblem
+	for line := range listingLines(text) {
+		if strings.HasPrefix(line, "!") {
+			p, err := ParseListingProblem(line)
+			if err != nil {
+				return nil, nil, err
+			}
+			problems = append(problems, p)
+			continue
+		}
+		e, err := parseListingLine(line, withIno)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, e)
+	}
+	return entries, problems, nil
+}
+
+// listingLines yields the lines of a listing's text, without their
+// line ends (CRLF, as a text transaction may bring them, or LF).
+func listingLines(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+		if text == "" {
+			return
+		}
+		for line := range strings.SplitSeq(text, "\n") {
+			if !yield(line) {
+				return
+			}
+		}
+	}
+}
+
 // ParseListing reads a whole listing. It fails on the first line not in
 // kerf's form: a half-read listing would silently drop names.
 func ParseListing(text string) ([]ListingEntry, error) {
@@ -231,12 +321,8 @@ func ParseListingIno(text string) ([]ListingEntry, error) {
 }
 
 func parseListing(text string, withIno bool) ([]ListingEntry, error) {
-	text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
-	if text == "" {
-		return nil, nil
-	}
 	var out []ListingEntry
-	for line := range strings.SplitSeq(text, "\n") {
+	for line := range listingLines(text) {
 		e, err := parseListingLine(line, withIno)
 		if err != nil {
 			return nil, err

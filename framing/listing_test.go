@@ -3,6 +3,7 @@ package framing
 import (
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 )
@@ -229,6 +230,84 @@ func FuzzParseListingLineIno(f *testing.F) {
 		back, err := ParseListingLineIno(string(out[:len(out)-1]))
 		if err != nil || back != e {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", line, e, out, back, err)
+		}
+	})
+}
+
+// A problem line names its entry quoted, whatever it holds, and its
+// cause after it; a tree listing carries such lines among its entries.
+func TestListingProblem(t *testing.T) {
+	for _, c := range []struct {
+		p    ListingProblem
+		want string
+	}{
+		{ListingProblem{"priv", "permission denied"}, "! \"priv\" permission denied\n"},
+		{ListingProblem{"a dir/\"x\" y", "cannot read: input/output error"}, "! \"a dir/\\\"x\\\" y\" cannot read: input/output error\n"},
+		{ListingProblem{"new\nline", "bad\ncause"}, "! \"new\\nline\" bad cause\n"},
+	} {
+		got := string(AppendListingProblem(nil, c.p))
+		if got != c.want {
+			t.Errorf("AppendListingProblem(%+v) = %q; want %q", c.p, got, c.want)
+			continue
+		}
+		back, err := ParseListingProblem(got[:len(got)-1])
+		want := c.p
+		want.Cause = strings.ReplaceAll(want.Cause, "\n", " ")
+		if err != nil || back != want {
+			t.Errorf("ParseListingProblem(%q) = %+v, %v; want %+v", got, back, err, want)
+		}
+	}
+	for _, line := range []string{
+		"!",
+		"! priv permission denied",    // name not quoted
+		"! \"priv\"",                  // no cause
+		"! \"priv\" ",                 // empty cause
+		"! \"\" permission denied",    // empty name
+		"!\"priv\" permission denied", // no space
+		"! \"priv\"permission denied",
+		"! \"priv\" a\tb", // a control character
+		"-rw-r--r--  5 2026-12-01 04:05:06 a",
+	} {
+		if p, err := ParseListingProblem(line); !errors.Is(err, ErrNotListing) {
+			t.Errorf("ParseListingProblem(%q) = %+v, %v; want ErrNotListing", line, p, err)
+		}
+	}
+	text := "drwx------            0 2026-12-01 04:05:06 priv/\n! \"priv\" permission denied\n-rw-r--r--            1 2026-12-01 04:05:06.5 pub\n"
+	text = strings.Replace(text, ".5 ", ".500000000 ", 1)
+	entries, problems, err := ParseTreeListing(text, false)
+	if err != nil || len(entries) != 2 || entries[1].Name != "pub" || entries[1].ModTime.Nanosecond() != 500_000_000 ||
+		len(problems) != 1 || problems[0] != (ListingProblem{"priv", "permission denied"}) {
+		t.Errorf("ParseTreeListing = %+v, %+v, %v", entries, problems, err)
+	}
+	if _, _, err := ParseTreeListing(text+"!oops\n", false); !errors.Is(err, ErrNotListing) {
+		t.Errorf("ParseTreeListing with a bad problem line = %v; want ErrNotListing", err)
+	}
+	if _, err := ParseListing(text); !errors.Is(err, ErrNotListing) {
+		t.Errorf("ParseListing took a problem line: %v", err)
+	}
+	if e, p, err := ParseTreeListing("", true); e != nil || p != nil || err != nil {
+		t.Errorf("ParseTreeListing(\"\") = %v, %v, %v", e, p, err)
+	}
+}
+
+// A problem line that parses is written back as the same problem.
+func FuzzParseListingProblem(f *testing.F) {
+	for _, s := range []string{
+		"! \"priv\" permission denied",
+		"! \"new\\nline\" input/output error",
+		"! \"\\xff\" x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		p, err := ParseListingProblem(line)
+		if err != nil {
+			return
+		}
+		out := AppendListingProblem(nil, p)
+		back, err := ParseListingProblem(string(out[:len(out)-1]))
+		if err != nil || back != p {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", line, p, out, back, err)
 		}
 	})
 }

@@ -520,6 +520,20 @@ func (f *sessionFS) List(spec string) (string, error) {
 	return list, clearErr(err, spec)
 }
 
+// ListExact is List or ListLiteral with times to the nanosecond
+// (kermit.ExactLister).
+func (f *sessionFS) ListExact(spec string, literal bool) (string, error) {
+	d, err := f.spec(spec)
+	if literal {
+		d, err = f.named(spec)
+	}
+	if err != nil {
+		return "", err
+	}
+	list, err := d.ListExact(spec, literal)
+	return list, clearErr(err, spec)
+}
+
 // Space is the free space where the user's tree is (REMOTE SPACE).
 func (f *sessionFS) Space() (int64, error) {
 	d, err := f.tree()
@@ -529,12 +543,12 @@ func (f *sessionFS) Space() (int64, error) {
 	return d.Space()
 }
 
-func (f *sessionFS) ListTree(spec string, ino bool, w io.Writer) error {
+func (f *sessionFS) ListTree(spec string, form kermit.TreeForm, w io.Writer) error {
 	d, err := f.spec(spec)
 	if err != nil {
 		return err
 	}
-	return clearErr(d.ListTree(spec, ino, w), spec)
+	return clearErr(d.ListTree(spec, form, w), spec)
 }
 
 func (f *sessionFS) Chdir(dir string) error {
@@ -591,12 +605,12 @@ func (f *sessionFS) ListLiteral(name string) (string, error) {
 	return list, clearErr(err, name)
 }
 
-func (f *sessionFS) ListTreeLiteral(name string, ino bool, w io.Writer) error {
+func (f *sessionFS) ListTreeLiteral(name string, form kermit.TreeForm, w io.Writer) error {
 	d, err := f.named(name)
 	if err != nil {
 		return err
 	}
-	return clearErr(d.ListTreeLiteral(name, ino, w), name)
+	return clearErr(d.ListTreeLiteral(name, form, w), name)
 }
 
 // CanRemoveSent and RemoveSent let a GET remove what it sent once the

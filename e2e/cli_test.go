@@ -261,6 +261,48 @@ func TestLsRecursive(t *testing.T) {
 	if !strings.Contains(r.stdout, " t/sub dir/deep/\n") || !strings.Contains(r.stdout, ` "t/sub dir/deep/b\nc"`) || strings.Contains(r.stdout, "a.txt") {
 		t.Errorf("ls -R t/sub dir:\n%s", r.stdout)
 	}
+	// A file has one time whichever way it is listed: to the nanosecond
+	// in --json (QA: whole seconds without -R), to the second in text.
+	r = mustRun(t, srv, local, []string{"--json"}, "ls", target(srv.addr, "t"))
+	if ents := eventsNamed(parseEvents(t, r.stdout), "entry"); len(ents) != 2 || ents[0].Name != "a.txt" || ents[0].Modified != "2024-01-01T10:00:00.1Z" {
+		t.Errorf("ls --json t: %+v\nwant a.txt modified 2024-01-01T10:00:00.1Z", ents)
+	}
+	for _, args := range [][]string{{"ls", target(srv.addr, "t")}, {"ls", "-R", target(srv.addr, "t")}} {
+		r = mustRun(t, srv, local, nil, args[0], args[1:]...)
+		if !strings.Contains(r.stdout, " 2024-01-01 10:00:00 ") || strings.Contains(r.stdout, "10:00:00.") {
+			t.Errorf("%q: a.txt's time not to the second:\n%s", args, r.stdout)
+		}
+	}
+}
+
+// ls -R of a tree with a directory the server may not read lists the
+// rest, names that directory, and fails (exit 4), in text and in JSON;
+// a tree it reads whole still succeeds. (QA: it looked complete, exit 0.)
+func TestLsRecursiveSaysWhatItCannotRead(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	for _, f := range []string{"t/pub/a", "t/priv/s", "t/z/b"} {
+		writeFile(t, filepath.Join(root, f), []byte(f))
+	}
+	if err := os.Chmod(filepath.Join(root, "t/priv"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, root, serverOpts{uid: 65534})
+	r := run(t, srv, local, nil, "ls", "-R", target(srv.addr, "t"))
+	if r.code != 4 || !strings.Contains(r.stdout, " t/z/b\n") || !strings.Contains(r.stdout, " t/priv/\n") ||
+		!strings.Contains(r.stderr, "t/priv: cannot list its contents: permission denied") || !strings.Contains(r.stderr, "1 directory could not be listed") {
+		t.Errorf("ls -R t: %s", r)
+	}
+	r = run(t, srv, local, []string{"--json"}, "ls", "-R", target(srv.addr, "t"))
+	evs := parseEvents(t, r.stdout)
+	if errs := eventsNamed(evs, "file_error"); r.code != 4 || len(errs) != 1 || errs[0].Name != "t/priv" || len(eventsNamed(evs, "entry")) != 6 {
+		t.Errorf("ls -R --json t: %s", r)
+	}
+	if r := run(t, srv, local, nil, "ls", "-R", target(srv.addr, "t/priv")); r.code != 4 || !strings.Contains(r.stderr, "t/priv: cannot list") {
+		t.Errorf("ls -R t/priv: %s", r)
+	}
+	if r := run(t, srv, local, nil, "ls", "-R", target(srv.addr, "t/pub")); r.code != 0 || !strings.Contains(r.stdout, " t/pub/a\n") {
+		t.Errorf("ls -R t/pub: %s", r)
+	}
 }
 
 // A remote name with escaped wildcards is one name for rm and ls: when

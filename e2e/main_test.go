@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -96,6 +97,10 @@ type serverOpts struct {
 	env     []string
 	args    []string // more serve flags
 	wrap    []string // a command the server runs under (ip netns exec NS)
+	// uid, if not 0, is the user (and group) the server runs as: its
+	// state directory is made that user's, and the directories above
+	// its root and state searchable.
+	uid int
 }
 
 // serverArgs returns the argv (after the binary) of `kerf serve`, and
@@ -192,6 +197,10 @@ func startServer(t *testing.T, root string, o serverOpts) *server {
 	s.cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), o.env...)
 	s.cmd.Stderr = s.stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if o.uid != 0 {
+		runsAs(t, o.uid, root, s.state)
+		s.cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(o.uid), Gid: uint32(o.uid)}
+	}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +231,32 @@ func startServer(t *testing.T, root string, o serverOpts) *server {
 		if time.Now().After(deadline) {
 			t.Fatalf("kerf serve did not say where it listens:\n%s", s.stderr.String())
 		}
+	}
+}
+
+// runsAs readies root and state for a server that runs as uid: the
+// directories above them searchable, state uid's own.
+func runsAs(t *testing.T, uid int, root, state string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("a server as user %d needs the tests run as root", uid)
+	}
+	for _, d := range []string{filepath.Dir(kerfBin), filepath.Dir(root), root, filepath.Dir(state)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if state == "" {
+		return
+	}
+	err := filepath.WalkDir(state, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

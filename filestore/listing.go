@@ -17,13 +17,20 @@ import (
 
 // List describes the entries matching spec (a directory or a pattern),
 // one per line: type and permissions, size, modification time, name.
-func (d *Dir) List(spec string) (string, error) { return d.list(spec, false) }
+func (d *Dir) List(spec string) (string, error) { return d.list(spec, false, false) }
 
 // ListLiteral is List of the one entry name names as it is, whatever
 // wildcard characters it has (kermit.LiteralFS: a client's escaped name).
-func (d *Dir) ListLiteral(name string) (string, error) { return d.list(name, true) }
+func (d *Dir) ListLiteral(name string) (string, error) { return d.list(name, true, false) }
 
-func (d *Dir) list(spec string, literal bool) (string, error) {
+// ListExact is List (or ListLiteral) with the times to the nanosecond
+// (framing.AppendListingLineExact), as tree listings give them
+// (kermit.ExactLister).
+func (d *Dir) ListExact(spec string, literal bool) (string, error) {
+	return d.list(spec, literal, true)
+}
+
+func (d *Dir) list(spec string, literal, exact bool) (string, error) {
 	if strings.TrimSpace(spec) == "" {
 		spec = "."
 	}
@@ -78,7 +85,11 @@ func (d *Dir) list(spec string, literal bool) (string, error) {
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	var b []byte
 	for _, e := range ents {
-		b = framing.AppendListingLine(b, listingEntry(e.Name(), e))
+		if exact {
+			b = framing.AppendListingLineExact(b, listingEntry(e.Name(), e))
+		} else {
+			b = framing.AppendListingLine(b, listingEntry(e.Name(), e))
+		}
 	}
 	return string(b), nil
 }
@@ -116,27 +127,41 @@ func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 // not exist are left out, and so is what is in a directory that cannot
 // be read: the listing says what is there, for a sender's quick check
 // (protocol.md §6, item 7), where a missing entry only means the file
-// is sent. With ino, each line carries the entry's inode number
+// is sent; with form.Problems, such a directory gets a problem line
+// (framing.AppendListingProblem) after its own, for a listing shown to
+// a user. With form.Ino, each line carries the entry's inode number
 // (framing.AppendListingLineIno), for a peer that tells its own files
 // by them (kermit's capas4Inodes).
-func (d *Dir) ListTree(spec string, ino bool, w io.Writer) error {
-	return d.listTree(spec, w, false, ino)
+func (d *Dir) ListTree(spec string, form kermit.TreeForm, w io.Writer) error {
+	return d.listTree(spec, w, false, form)
 }
 
 // ListTreeLiteral is ListTree of the one entry name names as it is
 // (kermit.LiteralFS).
-func (d *Dir) ListTreeLiteral(name string, ino bool, w io.Writer) error {
-	return d.listTree(name, w, true, ino)
+func (d *Dir) ListTreeLiteral(name string, form kermit.TreeForm, w io.Writer) error {
+	return d.listTree(name, w, true, form)
 }
 
-func (d *Dir) listTree(spec string, w io.Writer, literal, ino bool) error {
+func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeForm) error {
 	if strings.TrimSpace(spec) == "" {
 		spec = "."
 	}
 	var line []byte
+	problem := func(name string, err error) error {
+		if !form.Problems {
+			return nil
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the name is the line's own
+		}
+		line = framing.AppendListingProblem(line[:0], framing.ListingProblem{Name: name, Cause: err.Error()})
+		_, err = w.Write(line)
+		return err
+	}
 	emit := func(name string, fi fs.FileInfo) error {
 		e := listingEntry(name, fi)
-		if ino {
+		if form.Ino {
 			e.Ino = kermit.StatusOf(fi).Ino
 			line = framing.AppendListingLineIno(line[:0], e)
 		} else {
@@ -175,24 +200,34 @@ func (d *Dir) listTree(spec string, w io.Writer, literal, ino bool) error {
 				}
 				continue
 			}
+			nameOf := func(p string) string {
+				if p == n.rel {
+					return top
+				}
+				if n.rel == "." {
+					return path.Join(top, p)
+				}
+				return path.Join(top, strings.TrimPrefix(p, n.rel+"/"))
+			}
 			err := walkDir(d.root, n.rel, func(p string, de fs.DirEntry, err error) error {
 				if err != nil {
-					if p == n.rel || de == nil {
+					if de == nil {
+						return fs.SkipDir // gone since it was matched
+					}
+					// An unreadable directory: listed, not its contents.
+					if perr := problem(nameOf(p), err); perr != nil {
+						return perr
+					}
+					if p == n.rel {
 						return fs.SkipDir
 					}
-					return nil // an unreadable directory: listed, not its contents
+					return nil
 				}
 				fi, err := de.Info()
 				if err != nil {
 					return nil // gone since it was read
 				}
-				name := top
-				if p != n.rel {
-					name = path.Join(top, strings.TrimPrefix(p, n.rel+"/"))
-					if n.rel == "." {
-						name = path.Join(top, p)
-					}
-				}
+				name := nameOf(p)
 				if name == "." {
 					return nil // the current directory itself: its contents follow
 				}

@@ -14,6 +14,7 @@ import (
 
 	"kerf/filestore"
 	"kerf/framing"
+	"kerf/kermit"
 )
 
 // ListTree names every entry under what the spec names by its path from
@@ -29,7 +30,7 @@ func TestListTree(t *testing.T) {
 	list := func(spec string) ([]string, error) {
 		t.Helper()
 		var b bytes.Buffer
-		err := d.ListTree(spec, false, &b)
+		err := d.ListTree(spec, kermit.TreeForm{}, &b)
 		entries, perr := framing.ParseListing(b.String())
 		if perr != nil {
 			t.Fatalf("ListTree(%q) wrote %q: %v", spec, b.String(), perr)
@@ -101,11 +102,11 @@ func TestListTreeLineIsList(t *testing.T) {
 	os.Chtimes(filepath.Join(root, "e/g"), when.Add(123), when.Add(123))
 	d := openTree(t, root)
 	var e bytes.Buffer
-	if err := d.ListTree("e/g", false, &e); err != nil || !strings.Contains(e.String(), " 2026-01-02 03:04:05.000000123 e/g\n") {
+	if err := d.ListTree("e/g", kermit.TreeForm{}, &e); err != nil || !strings.Contains(e.String(), " 2026-01-02 03:04:05.000000123 e/g\n") {
 		t.Errorf("ListTree(e/g) = %q, %v; want the time to the nanosecond", e.String(), err)
 	}
 	var b bytes.Buffer
-	if err := d.ListTree("d/f", false, &b); err != nil {
+	if err := d.ListTree("d/f", kermit.TreeForm{}, &b); err != nil {
 		t.Fatal(err)
 	}
 	l, err := d.List("d")
@@ -122,7 +123,7 @@ func TestListTreeIno(t *testing.T) {
 	makeTree(t, root, "d/f", "d/g")
 	d := openTree(t, root)
 	var b bytes.Buffer
-	if err := d.ListTree("d", true, &b); err != nil {
+	if err := d.ListTree("d", kermit.TreeForm{Ino: true}, &b); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := framing.ParseListingIno(b.String())

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"kerf/kermit"
 )
 
 // RemoveLiteral and ListLiteral take a name with wildcard characters as
@@ -23,7 +25,7 @@ func TestRemoveLiteralNeverMatches(t *testing.T) {
 		t.Error("RemoveLiteral of a missing name gave no error")
 	}
 	var b strings.Builder
-	if err := d.ListTreeLiteral("bk/data[2024].tar", false, &b); err == nil {
+	if err := d.ListTreeLiteral("bk/data[2024].tar", kermit.TreeForm{}, &b); err == nil {
 		t.Errorf("ListTreeLiteral of a missing name listed %q", b.String())
 	}
 	for _, f := range []string{"data0.tar", "data2.tar", "data4.tar"} {
@@ -39,7 +41,7 @@ func TestRemoveLiteralNeverMatches(t *testing.T) {
 		t.Errorf("ListLiteral of a directory = %q, %v; want what it holds", list, err)
 	}
 	b.Reset()
-	if err := d.ListTreeLiteral("bk/sub[1]", false, &b); err != nil || !strings.Contains(b.String(), "bk/sub[1]/f") {
+	if err := d.ListTreeLiteral("bk/sub[1]", kermit.TreeForm{}, &b); err != nil || !strings.Contains(b.String(), "bk/sub[1]/f") {
 		t.Errorf("ListTreeLiteral(bk/sub[1]) = %q, %v", b.String(), err)
 	}
 	if err := d.RemoveLiteral("bk/x[1].txt"); err != nil {

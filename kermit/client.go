@@ -329,6 +329,42 @@ func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingE
 	return s.listing(ctx, spec, treeArg)
 }
 
+// ListTreeProblems is ListTree with the names of the directories whose
+// contents the server could not list (one it may not read), which
+// ListTree leaves out: what a listing shown to a user must say. A kerf
+// server from before the request gives none.
+func (s *Session) ListTreeProblems(ctx context.Context, spec string) ([]framing.ListingEntry, []framing.ListingProblem, error) {
+	defer s.flush()
+	defer s.forText()()
+	if err := s.initServer(ctx); err != nil {
+		return nil, nil, s.abort(err)
+	}
+	if s.neg.peer.Capas3&capas3ListsTree == 0 {
+		return nil, nil, ErrNoTreeListing
+	}
+	text, err := s.generic(ctx, 'D', spec, treeArg, problemsArg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return framing.ParseTreeListing(text, s.neg.inodes)
+}
+
+// ListExact is REMOTE DIRECTORY spec from a kerf server, its times to
+// the nanosecond where the server has them (exactArg), as ListTree's
+// are. From another Kermit server it is the plain listing, in whatever
+// form that server writes.
+func (s *Session) ListExact(ctx context.Context, spec string) (string, error) {
+	defer s.flush()
+	defer s.forText()()
+	if err := s.initServer(ctx); err != nil {
+		return "", s.abort(err)
+	}
+	if s.neg.peer.Capas3&capas3ListsTree == 0 {
+		return s.generic(ctx, 'D', spec)
+	}
+	return s.generic(ctx, 'D', spec, exactArg)
+}
+
 // listing asks a kerf server for REMOTE DIRECTORY spec with kerf's
 // second argument arg (treeArg, getArg, getRecursiveArg) and reads the
 // listing lines of its reply.

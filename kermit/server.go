@@ -477,12 +477,15 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 			if lit != nil {
 				tl = literalTree{lit}
 			}
-			ino := s.neg.inodes
-			return s.serveTree(ctx, p.Seq, func(spec string, w io.Writer) error { return tl.ListTree(spec, ino, w) }, arg(0))
+			form := TreeForm{Ino: s.neg.inodes, Problems: arg(2) == problemsArg}
+			return s.serveTree(ctx, p.Seq, func(spec string, w io.Writer) error { return tl.ListTree(spec, form, w) }, arg(0))
 		}
 		list := fsys.List
 		if lit != nil {
 			list = lit.ListLiteral
+		}
+		if el, ok := fsys.(ExactLister); ok && arg(1) == exactArg {
+			list = func(spec string) (string, error) { return el.ListExact(spec, lit != nil) }
 		}
 		if reply, err = list(arg(0)); err != nil {
 			return err
@@ -604,12 +607,41 @@ func (s *Session) reply(ctx context.Context, seq int, text []byte, more io.Reade
 const treeArg = "kerf-tree"
 
 // A TreeLister is a ServerFS that lists trees (filestore.Dir.ListTree):
-// the listing lines of what spec names and of everything under it; with
-// ino, in the form with inode numbers (framing.AppendListingLineIno), for
-// a peer that takes them (capas4Inodes).
+// the listing lines of what spec names and of everything under it, in
+// form.
 type TreeLister interface {
-	ListTree(spec string, ino bool, w io.Writer) error
+	ListTree(spec string, form TreeForm, w io.Writer) error
 }
+
+// A TreeForm is what a tree listing carries beyond its entries' lines.
+type TreeForm struct {
+	// Ino: the lines with inode numbers (framing.AppendListingLineIno),
+	// for a peer that takes them (capas4Inodes).
+	Ino bool
+	// Problems: a line (framing.AppendListingProblem) for each directory
+	// whose contents could not be listed, asked by a client that shows
+	// the tree (kerf ls -R) rather than checks it; without, they are
+	// left out, as a sender's quick check wants (protocol.md §8).
+	Problems bool
+}
+
+// problemsArg, as REMOTE DIRECTORY's third argument after treeArg, asks
+// for the tree listing's problem lines (TreeForm.Problems). A kerf
+// server from before it ignores it: the listing comes without them.
+const problemsArg = "kerf-problems"
+
+// An ExactLister is a ServerFS whose REMOTE DIRECTORY can carry times
+// to the nanosecond (framing.AppendListingLineExact), as tree listings
+// do: asked by a kerf client with exactArg, so that `ls --json` and
+// `ls -R --json` give a file the same time.
+type ExactLister interface {
+	ListExact(spec string, literal bool) (string, error)
+}
+
+// exactArg, as REMOTE DIRECTORY's second argument, asks a kerf server
+// for its listing with times to the nanosecond (ExactLister). A server
+// that does not know it lists as it always does, to the second.
+const exactArg = "kerf-exact"
 
 // LiteralFS is what a ServerFS implements to take a name as it is for
 // REMOTE DELETE and DIRECTORY (and kerf-tree), asked by REMOTE SET
@@ -619,14 +651,14 @@ type TreeLister interface {
 type LiteralFS interface {
 	RemoveLiteral(name string) error
 	ListLiteral(name string) (string, error)
-	ListTreeLiteral(name string, ino bool, w io.Writer) error
+	ListTreeLiteral(name string, form TreeForm, w io.Writer) error
 }
 
 // literalTree is a LiteralFS as the TreeLister of its literal listing.
 type literalTree struct{ l LiteralFS }
 
-func (t literalTree) ListTree(name string, ino bool, w io.Writer) error {
-	return t.l.ListTreeLiteral(name, ino, w)
+func (t literalTree) ListTree(name string, form TreeForm, w io.Writer) error {
+	return t.l.ListTreeLiteral(name, form, w)
 }
 
 // literalParam is kerf's REMOTE SET parameter (value "on") asking a

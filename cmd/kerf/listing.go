@@ -15,7 +15,7 @@ type jsonEntry struct {
 	Type     string `json:"type"`  // file, dir, symlink or other
 	Mode     string `json:"mode"`  // as ls -l prints it
 	Size     int64  `json:"size"`
-	Modified string `json:"modified"` // RFC 3339, UTC, with the fraction of a second an ls -R listing gives
+	Modified string `json:"modified"` // RFC 3339, UTC, with the fraction of a second a kerf server gives
 	// NameBase64: the exact name when it is not UTF-8 (exactName).
 	NameBase64 string `json:"name_base64,omitempty"`
 }

@@ -1451,8 +1451,10 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 			// Like rm and mkdir, each path is tried, and those that
 			// failed are named; a failure of the link ends it all.
 			var failed []string
+			unread := 0 // directories ls -R could not list
 			for i, rp := range paths {
 				var reply string
+				var problems []framing.ListingProblem
 				// (err: the previous path's, cleared; rp: checked above)
 				err = nil
 				arg, literal, _ := remoteName(rp)
@@ -1469,14 +1471,19 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				switch {
 				case err != nil:
 				case cmd == 'D' && c.Bool("recursive"):
-					reply, err = listTree(c.Context, cl, arg)
-					if err == nil && reply == "" && !literal && hasWildcard(path.Base(rp)) {
+					reply, problems, err = listTree(c.Context, cl, arg)
+					if err == nil && reply == "" && len(problems) == 0 && !literal && hasWildcard(path.Base(rp)) {
 						// A tree's listing leaves out what is not there
 						// (a sender's quick check wants no error), so
 						// a pattern that matched nothing comes empty:
 						// said, as ls says it (QA).
 						err = errNoMatch
 					}
+				case cmd == 'D':
+					// Times to the nanosecond where the server has
+					// them, as ls -R's: --json gives a file one time
+					// whichever way it was listed (QA).
+					reply, err = cl.Session().ListExact(c.Context, arg)
 				default:
 					reply, err = cl.Generic(c.Context, cmd, arg)
 				}
@@ -1523,11 +1530,30 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 						enc.Encode(jsonListing{Event: "listing", Path: rp, Text: reply})
 					}
 				} else {
-					fmt.Print(printableLines(reply))
+					fmt.Print(printableLines(listingText(reply)))
 				}
+				// What could not be listed is said after the rest, and
+				// the listing does not pass for whole (exit 4), as
+				// ls -R and get -r say it (QA: exit 0, nothing said).
+				for _, p := range problems {
+					msg := fmt.Sprintf("%s -R: %s: cannot list its contents: %s", name, p.Name, p.Cause)
+					if enc := jsonOutput(c); enc != nil {
+						enc.Encode(jsonEvent{Event: "file_error", Name: p.Name, Error: msg})
+					} else {
+						fmt.Fprintln(os.Stderr, "kerf:", printable(msg))
+					}
+				}
+				unread += len(problems)
 			}
 			if len(failed) > 0 {
 				return transferErr(fmt.Errorf("%s: %d of %d failed: %s", name, len(failed), len(paths), strings.Join(failed, ", ")))
+			}
+			if unread > 0 {
+				dirs := "directory"
+				if unread > 1 {
+					dirs = "directories"
+				}
+				return transferErr(fmt.Errorf("%s -R: %d %s could not be listed", name, unread, dirs))
 			}
 			if enc := jsonOutput(c); enc != nil {
 				enc.Encode(jsonEvent{Event: "done"})
@@ -1557,17 +1583,33 @@ var errNoMatch = errors.New("no files match")
 var errNotSent = errors.New("not sent")
 
 // listTree is ls -R's listing of spec: the tree in kerf's listing form,
-// times with their fraction of a second as the server listed them.
-func listTree(ctx context.Context, cl *control.Client, spec string) (string, error) {
-	entries, err := cl.Session().ListTree(ctx, spec)
+// times with their fraction of a second as the server listed them, and
+// the directories under it the server could not list.
+func listTree(ctx context.Context, cl *control.Client, spec string) (string, []framing.ListingProblem, error) {
+	entries, problems, err := cl.Session().ListTreeProblems(ctx, spec)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var b []byte
 	for _, e := range entries {
 		b = framing.AppendListingLineExact(b, e)
 	}
-	return string(b), nil
+	return string(b), problems, nil
+}
+
+// listingText is a listing as ls prints it: a kerf server's lines with
+// their times to the second, as ls -l shows them (--json gives the
+// fraction); another server's text as it came.
+func listingText(reply string) string {
+	entries, err := framing.ParseListing(reply)
+	if err != nil {
+		return reply
+	}
+	var b []byte
+	for _, e := range entries {
+		b = framing.AppendListingLine(b, e)
+	}
+	return string(b)
 }
 
 // looksLikeHost reports whether first, the first element of a path,

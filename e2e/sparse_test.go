@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // makeSparse writes a 64 MiB file that is a hole but for 64 KiB of data
@@ -91,4 +94,50 @@ func TestSparseGetResumesAfterTheHoles(t *testing.T) {
 	r = mustRun(t, fs.server, local, []string{"--json"}, "get", "--sparse", "--streams", "1", "--resume", target(fs.addr(), "disk.img"), ".")
 	checkDoneEvent(t, r, "disk.img", size, kept)
 	sameFile(t, src, dst)
+}
+
+// A --sparse get of a disk image that starts with a run of zeros, its
+// client killed (SIGKILL: nothing recorded at its end) while a block
+// past 30 MiB is held back, resumes from the gap-free prefix the client
+// recorded as the data came (every 16 MiB), not from the
+// partial's first hole, the zeros at byte 0 (QA: it began again).
+func TestSparseGetResumesAfterClientKilled(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, true)
+	const zeros, size, block = 4 << 20, 40 << 20, 1 << 20
+	src := filepath.Join(root, "disk.img")
+	writeFile(t, src, append(make([]byte, zeros), randomBytes(size-zeros, 42)...))
+	dst := filepath.Join(local, "disk.img")
+	part := partName(dst)
+
+	fs.data.holdDownAt.Store(30<<20 + 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, nil, "get", "--sparse", "--streams", "2", target(fs.addr(), "disk.img"), ".")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "data past the held block", func() bool {
+		fi, err := os.Stat(part)
+		return err == nil && fi.Size() > 31<<20
+	})
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	fs.data.holdDownAt.Store(0)
+	noFile(t, dst)
+
+	r := mustRun(t, fs.server, local, []string{"--json"}, "get", "--sparse", "--streams", "2", "--resume", target(fs.addr(), "disk.img"), ".")
+	// The record is made when the gap-free prefix has grown 16 MiB, which
+	// blocks landing out of order may take past 16 MiB at once.
+	done := eventsNamed(parseEvents(t, r.stdout), "file_done")
+	if len(done) != 1 || done[0].Offset < 16<<20 || done[0].Offset > 30<<20 || done[0].Bytes != size-done[0].Offset {
+		t.Errorf("resumed get: %+v\nwant it resumed between 16 and 30 MiB", done)
+	}
+	sameFile(t, src, dst)
+	if a := allocatedBytes(t, dst); a > size-zeros+block {
+		t.Errorf("%d bytes allocated for %d of data: the zeros were written", a, size-zeros)
+	}
+	if _, err := unix.Getxattr(dst, "user.kerf.prefix", make([]byte, 32)); err == nil {
+		t.Error("the file under its name still carries the resume's record")
+	}
 }

@@ -9,7 +9,8 @@ import (
 // prefixAttr records, on a partial file kept for recovery, how much of it
 // is received data: holes included, which a sparse receive leaves where
 // the data is zeros. Without it a recovery could only trust the file up
-// to its first hole (Partial).
+// to its first hole (Partial). A receiver that stops cleanly records it
+// at its end, and a sparse receive as it goes (gapFree).
 const prefixAttr = "user.kerf.prefix"
 
 // setPrefix records that [0, n) of the file is received data. It is best
@@ -34,4 +35,10 @@ func (t *tempFile) takePrefix() (int64, bool) {
 	ignoringEINTR(func() error { return unix.Fremovexattr(t.fd, prefixAttr) })
 	v, err := strconv.ParseInt(string(buf[:n]), 10, 64)
 	return v, err == nil && v >= 0
+}
+
+// clearPrefix takes the record off: the file is complete, and a record
+// is for a resume, not for the file under its name.
+func (t *tempFile) clearPrefix() {
+	ignoringEINTR(func() error { return unix.Fremovexattr(t.fd, prefixAttr) })
 }

@@ -66,8 +66,8 @@ func TestSparsePartialKeptResumesFromItsEnd(t *testing.T) {
 // The record is only ever made by a session that prepared the partial
 // (Partial or Truncate) and only ever trusted once: a partial opened and
 // abandoned before it was prepared records none of its holes as data,
-// and a partial being received carries no record, so that a receiver
-// killed in the middle leaves none behind.
+// and a partial being received carries no record from before, so that a
+// receiver killed in the middle leaves none of the old behind.
 func TestPrefixRecordOnlyFromPreparedSessions(t *testing.T) {
 	const kib = 1 << 10
 	dir, d := openSparse(t)

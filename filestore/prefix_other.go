@@ -7,3 +7,5 @@ package filestore
 func (t *tempFile) setPrefix(int64) {}
 
 func (t *tempFile) takePrefix() (int64, bool) { return 0, false }
+
+func (t *tempFile) clearPrefix() {}

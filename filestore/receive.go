@@ -106,6 +106,9 @@ func (d *Dir) beginName(rel string) error {
 func (in *incoming) prepare(fresh bool) {
 	in.prepared = fresh
 	in.empty.Store(fresh)
+	if fresh && in.sparse {
+		in.gap.reset(0)
+	}
 	if !fresh {
 		// The record covers the file as it was kept; whatever this
 		// session does to it, it is not on the file any more.
@@ -286,6 +289,7 @@ type incoming struct {
 	sparse   bool
 	zeroFrom atomic.Int64
 	holeEnd  atomic.Int64
+	gap      gapFree // a sparse named partial's gap-free prefix
 }
 
 // sparseMin is the shortest write that may become a hole: a page, and
@@ -389,9 +393,14 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 				break
 			}
 		}
+		in.gap.received(off, end, in.f.setPrefix)
 		return len(b), nil
 	}
-	return in.f.WriteAt(b, off)
+	n, err := in.f.WriteAt(b, off)
+	if in.sparse && n > 0 {
+		in.gap.received(off, off+int64(n), in.f.setPrefix)
+	}
+	return n, err
 }
 
 var zeros [64 << 10]byte
@@ -424,9 +433,11 @@ func (in *incoming) Partial() (int64, uint32, error) {
 	}
 	cut := in.f.firstHole(size)
 	if in.hasRecorded && in.recorded <= size {
-		// Kept by a receiver that stopped cleanly: everything up to the
-		// record was received, holes included (a sparse receive's zeros).
-		cut = in.recorded
+		// Recorded by a receiver that stopped cleanly, or as a sparse
+		// receive went: everything up to the record was received, holes
+		// included (a sparse receive's zeros). What lies past it without
+		// a hole was written too.
+		cut = max(cut, in.recorded)
 	}
 	in.prepared = true
 	if cut < size {
@@ -434,6 +445,9 @@ func (in *incoming) Partial() (int64, uint32, error) {
 			return 0, 0, err
 		}
 		size = cut
+	}
+	if in.sparse && !in.unnamed {
+		in.gap.reset(size)
 	}
 	// Nothing lies beyond size now: a sparse receive may leave holes
 	// there again. (A sparse partial left by a crash, with no recorded
@@ -465,6 +479,9 @@ func (in *incoming) Truncate(size int64) error {
 	if in.holeEnd.Load() > size {
 		in.holeEnd.Store(size)
 	}
+	if in.sparse && !in.unnamed {
+		in.gap.reset(size)
+	}
 	return nil
 }
 
@@ -491,6 +508,9 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 				return err
 			}
 		}
+	}
+	if in.gap.recorded() {
+		in.f.clearPrefix() // a record for a resume, not for the file
 	}
 	if err := in.f.chmod(perm); err != nil {
 		return err

@@ -130,7 +130,7 @@ type Dir struct {
 	// shared by the Dirs of one transfer's sessions; nil: the Dir's own.
 	Names *NameSet
 	// Sparse leaves holes where a received file has runs of zero bytes
-	// (whole writes of at least sparseMin bytes), as cp --sparse=always
+	// (each page-aligned sparseMin bytes of zeros), as cp --sparse=always
 	// and rsync --sparse do: disk images and the like then take only the
 	// space of their data. Off by default, since a file whose zeros were
 	// allocated on purpose (to reserve the space) would lose that.

@@ -385,22 +385,58 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	}
 	in.empty.Store(false)
 	in.touched.Store(true)
-	if in.sparse && len(b) >= sparseMin && off >= in.zeroFrom.Load() && allZero(b) {
-		end := off + int64(len(b))
-		for {
-			e := in.holeEnd.Load()
-			if e >= end || in.holeEnd.CompareAndSwap(e, end) {
-				break
-			}
-		}
-		in.gap.received(off, end, in.f.setPrefix)
-		return len(b), nil
+	if in.sparse && len(b) >= sparseMin && off >= in.zeroFrom.Load() {
+		return in.writeSparse(b, off)
 	}
 	n, err := in.f.WriteAt(b, off)
 	if in.sparse && n > 0 {
 		in.gap.received(off, off+int64(n), in.f.setPrefix)
 	}
 	return n, err
+}
+
+// writeSparse writes b at off, where the file is known to hold nothing,
+// leaving out each page-aligned sparseMin bytes of zeros: a hole is left
+// there. Page by page, not block by block, as cp --sparse=always does (QA:
+// a 3 GiB image with 11 bytes of data took a MiB-block each, 3 MiB,
+// where rsync took 12 KiB). The pages with data go in one write per run.
+func (in *incoming) writeSparse(b []byte, off int64) (int, error) {
+	end := off + int64(len(b))
+	run := -1 // start in b of the data not written yet, -1 if none
+	skipped := false
+	for i := 0; i < len(b); {
+		next := min(len(b), i+sparseMin-int((off+int64(i))%sparseMin))
+		if next-i < sparseMin || !allZero(b[i:next]) {
+			if run < 0 {
+				run = i
+			}
+			i, skipped = next, false
+			continue
+		}
+		if run >= 0 {
+			if n, err := in.f.WriteAt(b[run:i], off+int64(run)); err != nil {
+				return run + n, err
+			}
+			run = -1
+		}
+		i, skipped = next, true
+	}
+	if run >= 0 {
+		if n, err := in.f.WriteAt(b[run:], off+int64(run)); err != nil {
+			return run + n, err
+		}
+	}
+	if skipped {
+		// The write ends in a hole: Commit gives the file its length.
+		for {
+			e := in.holeEnd.Load()
+			if e >= end || in.holeEnd.CompareAndSwap(e, end) {
+				break
+			}
+		}
+	}
+	in.gap.received(off, end, in.f.setPrefix)
+	return len(b), nil
 }
 
 var zeros [64 << 10]byte

@@ -31,8 +31,9 @@ const listingTime = time.DateTime
 
 // AppendListingLine appends e as one listing line: mode as ls -l writes
 // it, size, UTC modification time, name ("/" after a directory's). A
-// name with control characters, not UTF-8, or beginning with a double
-// quote is written quoted with Go's escapes (strconv.Quote), so that a
+// name with control characters, not UTF-8, beginning with a double
+// quote, or beginning or ending with a space (which a reader would not
+// see) is written quoted with Go's escapes (strconv.Quote), so that a
 // newline cannot forge an entry and every name comes back exact.
 func AppendListingLine(b []byte, e ListingEntry) []byte {
 	return appendListingLine(b, e, false)
@@ -88,7 +89,8 @@ func appendListingHead(b []byte, e ListingEntry, exact bool) []byte {
 // appendListingName appends a listing line's name and its newline.
 func appendListingName(b []byte, e ListingEntry) []byte {
 	b = append(b, ' ')
-	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 {
+	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 ||
+		strings.HasPrefix(e.Name, " ") || strings.HasSuffix(e.Name, " ") {
 		b = strconv.AppendQuote(b, e.Name)
 	} else {
 		b = append(b, e.Name...)

@@ -38,6 +38,13 @@ func TestAppendListingLine(t *testing.T) {
 			"drwx------            0 2026-12-01 04:05:06 \"bad\\xffutf8\"/\n"},
 		{ListingEntry{0o644, 0, listingTimeUTC, `"quoted"`, 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 \"\\\"quoted\\\"\"\n"},
+		// Spaces a reader would not see at either end (QA).
+		{ListingEntry{0o644, 0, listingTimeUTC, " lead", 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \" lead\"\n"},
+		{ListingEntry{fs.ModeDir | 0o755, 0, listingTimeUTC, "d/trail ", 0},
+			"drwxr-xr-x            0 2026-12-01 04:05:06 \"d/trail \"/\n"},
+		{ListingEntry{0o644, 0, listingTimeUTC, "in side", 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 in side\n"},
 		{ListingEntry{0o644, 0, time.Date(2026, 12, 1, 5, 5, 6, 0, time.FixedZone("x", 3600)), "zone", 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 zone\n"},
 	} {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -444,7 +445,7 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 	}
 	if !s.cfg.AllowClassic {
 		log.Info("classic Kermit peer refused (no TLS)")
-		refuseClassic(raw, s.cfg.HandshakeTimeout)
+		refuseClassic(raw, first, s.cfg.HandshakeTimeout)
 		return
 	}
 	log.Warn("classic Kermit session: its password and file data cross the network in clear")
@@ -460,16 +461,31 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 }
 
 // refuseClassic answers a plain Kermit peer with an E packet and closes
-// gently, so that the peer reads the packet rather than a reset.
-func refuseClassic(raw net.Conn, wait time.Duration) {
+// gently, so that the peer reads the packet rather than a reset. first
+// is the byte the peer began with: a peer that begins with text (C-Kermit
+// writes "kermit -ir" to start a remote Kermit) is answered only at the
+// mark of its first packet, since C-Kermit empties its input before it
+// sends that packet, and an E come before was thrown away (QA: its user
+// saw a bare failure, never why).
+func refuseClassic(raw net.Conn, first byte, wait time.Duration) {
+	raw.SetDeadline(time.Now().Add(min(wait, 5*time.Second)))
+	var buf [4096]byte
+	for seen := 0; first&0x7f != framing.SOH && seen < 1<<12; {
+		n, err := raw.Read(buf[:])
+		if slices.ContainsFunc(buf[:n], func(b byte) bool { return b&0x7f == framing.SOH }) {
+			break
+		}
+		if err != nil {
+			return // gone before a packet: no one to tell
+		}
+		seen += n
+	}
 	f := framing.Frame{Mark: framing.SOH, Check: 1}
 	pkt, _ := f.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'E', Data: []byte(classicRefusal)})
-	raw.SetDeadline(time.Now().Add(min(wait, 5*time.Second)))
 	raw.Write(append(pkt, '\r'))
 	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.CloseWrite()
 	}
-	var buf [4096]byte
 	for total := 0; total < 1<<16; {
 		n, err := raw.Read(buf[:])
 		total += n

@@ -69,7 +69,7 @@ func (s *Session) sendFrom(ctx context.Context, src fileSource) error {
 		if src.rest != nil {
 			s.notBegun(src.rest, nil)
 		}
-		return s.abort(fmt.Errorf("kermit: send-init: %w", err))
+		return s.abort(sendInitError{fmt.Errorf("kermit: send-init: %w", err)})
 	}
 	if err := s.sendGroup(ctx, src); err != nil {
 		return s.abort(err)
@@ -1401,6 +1401,20 @@ func (s *Session) refusal(reasons string) error {
 type receiverSaid struct{ error }
 
 func (e receiverSaid) Unwrap() error { return e.error }
+
+// sendInitError marks the failure of a group's Send-Init: no file of it
+// was offered (AtSendInit).
+type sendInitError struct{ error }
+
+func (e sendInitError) Unwrap() error { return e.error }
+
+// AtSendInit reports whether err ended a send at its Send-Init, before
+// any file was offered (a server that refuses to receive at all: C-Kermit's
+// DISABLE SEND).
+func AtSendInit(err error) bool {
+	var si sendInitError
+	return errors.As(err, &si)
+}
 
 // FromReceiver reports whether err is the receiver's doing: its refusal
 // of a file, or its E. (The CLI then says what it sent the file as.)

@@ -916,7 +916,7 @@ func sendCommand() *cli.Command {
 				}
 			}
 			if isRemoteDir(rdir) {
-				if err := makeAndEnter(c.Context, cl, rdir); err != nil {
+				if err := makeAndEnter(c.Context, cl, rdir, cfg.Classic); err != nil {
 					return err
 				}
 				cwd = rdir
@@ -984,14 +984,15 @@ func sendCommand() *cli.Command {
 			sendErr := kermit.SendParallelWith(c.Context, sessionsOf(clients), list, kermit.SendOptions{Reconnect: reconnect})
 			rep.notWalked(local.notWalked())
 			noteRefused(c, clients)
-			if sendErr != nil && cdErr != nil && !cl.Session().PeerIsKerf() && (rep.byReceiver() || kermit.FromReceiver(sendErr)) {
+			if sendErr != nil && cdErr != nil && !cl.Session().PeerIsKerf() && !kermit.AtSendInit(sendErr) && (rep.byReceiver() || kermit.FromReceiver(sendErr)) {
 				// Only when the receiver turned the file down: a file
 				// that changed, or a Ctrl-C, has nothing to do with the
 				// name it went under (QA: said on every failure). And
 				// only for a classic server, whose refusal to enter a
 				// directory may mean one it may not enter: a kerf
 				// server's said there was none (QA: the note beside a
-				// refusal for room).
+				// refusal for room). Nor when the server would not
+				// receive at all: no file was sent (QA: DISABLE SEND).
 				fmt.Fprintf(os.Stderr, "kerf: note: the server would not change into %s (%s), so the file was sent as a file of that name\n", printable(asFileOf), printable(cdErr.Error()))
 			}
 			return rep.end(sendErr, false)
@@ -1021,8 +1022,19 @@ func classicDirBack(ctx context.Context, cl *control.Client) func() {
 }
 
 // makeAndEnter makes the remote directory dir (with its parents) and
-// changes the session into it.
-func makeAndEnter(ctx context.Context, cl *control.Client, dir string) error {
+// changes the session into it. A classic server is asked to change into
+// it first, and to make it only if it will not: C-Kermit servers are
+// often run with DISABLE MKDIR, which refused every send into a
+// directory there, existing or not (QA; C-Kermit's own client does
+// REMOTE CD, then SEND). A kerf server makes what is there already
+// without a word, so it is asked to make it first: one round trip fewer
+// for a new directory.
+func makeAndEnter(ctx context.Context, cl *control.Client, dir string, classic bool) error {
+	if classic {
+		if _, err := cl.Generic(ctx, 'C', dir); err == nil {
+			return nil
+		}
+	}
 	if _, err := cl.Generic(ctx, 'm', dir); err != nil {
 		return transferErr(fmt.Errorf("destination %s: making it: %w", dir, err))
 	}
@@ -1234,7 +1246,23 @@ func getCommand() *cli.Command {
 			defer closeSuccessors(&clients, &gone, slices.Clone(clients))
 			opts.Reconnect = successors(c, cfg, cl, "", rep.event, &clients, &gone)
 			err = getEach(specGroups(specs, cfg.Classic), func(spec string) error {
-				return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
+				err := kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
+				var pe *kermit.PeerError
+				if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && len(specs) == 1 && isPlainName(spec) {
+					// C-Kermit's server answers GET /RECURSIVE of a
+					// directory's name with "File is not readable", and
+					// sends its tree when asked for DIR/* (the files
+					// under their paths from its directory, as a kerf
+					// server sends them): asked so (QA: get -r of
+					// the README's form failed). A file it may not read
+					// keeps its own answer.
+					if again := classicTree(c.Context, cl, spec, func(spec string) error {
+						return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
+					}); !errors.As(again, &pe) {
+						return again
+					}
+				}
+				return err
 			}, rep.refusedSpec)
 			if err == nil && !renamed && !cl.Session().PeerIsKerf() {
 				// A kerf server names what it has not; a classic one
@@ -1242,15 +1270,40 @@ func getCommand() *cli.Command {
 				rep.missingNames()
 			}
 			var pe *kermit.PeerError
-			if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
+			if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && len(specs) > 1 && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
 				// C-Kermit's server answers GET /RECURSIVE of a
-				// directory's name with "File is not readable".
+				// directory's name with "File is not readable" (one
+				// name alone is asked again as DIR/*, above).
 				err = fmt.Errorf("%w (a classic Kermit server sends a directory's tree when asked for DIR/*; the files then come under the path they have from the server's directory)", err)
 			}
 			noteRefused(c, clients)
 			return rep.end(err, true)
 		}),
 	}
+}
+
+// classicTree gets the tree of the directory dir from a classic server
+// as DIR/*, from inside dir's parent (REMOTE CD there and back), so that
+// its files come under dir's last element, as a kerf server sends them
+// (get -r host/a/b . makes ./b); if the server will not change into the
+// parent, they come under the path dir gives.
+func classicTree(ctx context.Context, cl *control.Client, dir string, get func(spec string) error) error {
+	parent, base := path.Split(dir)
+	if parent == "" {
+		return get(path.Join(dir, "*"))
+	}
+	back := classicDirBack(ctx, cl)
+	if _, err := cl.Generic(ctx, 'C', parent); err != nil {
+		return get(path.Join(dir, "*"))
+	}
+	defer back()
+	return get(path.Join(base, "*"))
+}
+
+// isPlainName reports whether spec, as sent to a server, is one name
+// that DIR/* can be made of: no wildcard, no list, no space.
+func isPlainName(spec string) bool {
+	return spec != "" && !hasWildcard(path.Base(spec)) && !strings.ContainsAny(spec, " \t{}")
 }
 
 // fetchSessions is how many of want sessions a get opens for toFetch

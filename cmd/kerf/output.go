@@ -568,7 +568,7 @@ func (r *reporter) expectNames(specs []string) {
 	defer r.mu.Unlock()
 	for _, spec := range specs {
 		base := specBase(spec)
-		if base == "." || base == "/" || base == "" || hasWildcard(base) {
+		if base == "." || base == "/" || base == "" || hasWildcard(base) || braceList(spec) {
 			continue
 		}
 		base = unescapeName(base)
@@ -630,6 +630,14 @@ func specBase(spec string) string {
 		spec = spec[1 : len(spec)-1]
 	}
 	return path.Base(strings.TrimSuffix(spec, "/"))
+}
+
+// braceList reports whether spec is a list in braces ("{a,b}"), which a
+// classic server takes for a pattern, each name a file (QA: C-Kermit's
+// sent a and b, and kerf said "a,b" was not sent), not one name quoted
+// as "{my file}" is.
+func braceList(spec string) bool {
+	return len(spec) > 1 && spec[0] == '{' && spec[len(spec)-1] == '}' && strings.Contains(spec, ",")
 }
 
 // convertedForm is a name lowered, with what is not a letter, digit, dot

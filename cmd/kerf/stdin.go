@@ -205,7 +205,7 @@ func sendStdin(c *cli.Context, sources []string, addr, rdir string) error {
 		if cfg.Classic {
 			defer classicDirBack(c.Context, cl)()
 		}
-		if err := makeAndEnter(c.Context, cl, dir); err != nil {
+		if err := makeAndEnter(c.Context, cl, dir, cfg.Classic); err != nil {
 			return err
 		}
 	}

@@ -209,8 +209,63 @@ func TestUserPasswdOfNobody(t *testing.T) {
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "no such user: nobody") {
-		t.Errorf("user passwd nobody: %v, output %q; want exit 2, no such user", err, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(string(out), "no such user: nobody") {
+		t.Errorf("user passwd nobody: %v, output %q; want exit 4, no such user", err, out)
+	}
+}
+
+// A user command the users file refuses (no such user, one there
+// already, a key there or not there, a user's only way in) exits 4, a
+// command that ran and failed, as `kerf rm` of a missing remote file
+// does; 2 (usage) is for a wrong command line: a bad name or
+// fingerprint, a missing word. (QA: `kerf user rm nosuch` exited 2.)
+func TestUserCommandsRefusedExit4(t *testing.T) {
+	state, home := t.TempDir(), t.TempDir()
+	id := filepath.Join(t.TempDir(), "id")
+	fp := kerfKey(t, id)
+	other := "sha256:" + strings.Repeat("0", 64)
+	kerf := func(stdin string, args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(kerfBin, append(args, "--state", state)...)
+		cmd.Env = append(cmd.Environ(), "HOME="+home)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatalf("kerf %q: %v", args, err)
+		}
+		return 0, string(out)
+	}
+	if code, out := kerf("", "user", "add", "robot", "--key", fp); code != 0 {
+		t.Fatalf("user add robot: exit %d\n%s", code, out)
+	}
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		code  int
+		msg   string
+	}{
+		{[]string{"user", "rm", "nosuch"}, "", 4, "no such user: nosuch"},
+		{[]string{"user", "add", "robot", "--password-stdin"}, "a password\n", 4, "user already exists: robot"},
+		{[]string{"user", "add", "robot", "--key", other}, "", 4, "user already exists: robot"},
+		{[]string{"user", "passwd", "nosuch", "--token"}, "", 4, "no such user: nosuch"},
+		{[]string{"user", "key", "add", "nosuch", other}, "", 4, "no such user: nosuch"},
+		{[]string{"user", "key", "add", "robot", fp}, "", 4, "already has key"},
+		{[]string{"user", "key", "rm", "robot", other}, "", 4, "has no key"},
+		{[]string{"user", "key", "rm", "robot", fp}, "", 4, "only way to log in"},
+		{[]string{"user", "key", "list", "nosuch"}, "", 4, "no such user: nosuch"},
+		// The command line's mistakes stay usage errors.
+		{[]string{"user", "rm", "../evil"}, "", 2, "bad user name"},
+		{[]string{"user", "add", "anonymous", "--key", other}, "", 2, "reserved"},
+		{[]string{"user", "key", "add", "robot", "sha256:12"}, "", 2, "sha256"},
+		{[]string{"user", "rm"}, "", 2, "usage"},
+	} {
+		code, out := kerf(c.stdin, c.args...)
+		if code != c.code || !strings.Contains(out, c.msg) {
+			t.Errorf("kerf %q: exit %d, output %q; want exit %d saying %q", c.args, code, out, c.code, c.msg)
+		}
 	}
 }
 

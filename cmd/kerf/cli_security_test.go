@@ -123,8 +123,8 @@ func TestCLISecurity(t *testing.T) {
 		must(run(ctx, "user", "add", "alice", "--root", alice, "--password-stdin", "--state", state))
 	})
 	withStdin(t, "other\n", func() {
-		if code, _ := run(ctx, "user", "add", "alice", "--password-stdin", "--state", state); code != exitUsage {
-			t.Errorf("duplicate user: exit %d", code)
+		if code, _ := run(ctx, "user", "add", "alice", "--password-stdin", "--state", state); code != exitTransfer {
+			t.Errorf("duplicate user: exit %d, want %d", code, exitTransfer)
 		}
 	})
 	withStdin(t, "ro pass\n", func() {
@@ -192,8 +192,8 @@ func TestCLISecurity(t *testing.T) {
 		t.Error("a changed key was pinned without --accept-changed-host-key")
 	}
 	must(run(ctx, "user", "rm", "reader", "--state", state))
-	if code, _ := run(ctx, "user", "rm", "reader", "--state", state); code != exitUsage {
-		t.Errorf("removing a missing user: exit %d", code)
+	if code, _ := run(ctx, "user", "rm", "reader", "--state", state); code != exitTransfer {
+		t.Errorf("removing a missing user: exit %d, want %d", code, exitTransfer)
 	}
 }
 

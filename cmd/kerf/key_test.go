@@ -73,17 +73,20 @@ func TestCLIKeyLogin(t *testing.T) {
 	if code != 0 {
 		t.Fatal(err)
 	}
-	for _, bad := range [][]string{
-		{"user", "add", "x", "--key", "sha256:1234", "--state", state},
-		{"user", "add", "x", "--key", strings.TrimPrefix(fp, "sha256:"), "--state", state},
-		{"user", "key", "add", "alice", "md5:00", "--state", state},
-		{"user", "key", "add", "nobody", fp, "--state", state},
-		{"user", "key", "add", "alice", "--state", state},
-		{"user", "key", "rm", "robot", fp, "--state", state}, // robot's only way in
+	for _, bad := range []struct {
+		args []string
+		want int // usage: the command line; transfer: the users file refused it
+	}{
+		{[]string{"user", "add", "x", "--key", "sha256:1234", "--state", state}, exitUsage},
+		{[]string{"user", "add", "x", "--key", strings.TrimPrefix(fp, "sha256:"), "--state", state}, exitUsage},
+		{[]string{"user", "key", "add", "alice", "md5:00", "--state", state}, exitUsage},
+		{[]string{"user", "key", "add", "nobody", fp, "--state", state}, exitTransfer},
+		{[]string{"user", "key", "add", "alice", "--state", state}, exitUsage},
+		{[]string{"user", "key", "rm", "robot", fp, "--state", state}, exitTransfer}, // robot's only way in
 	} {
-		runIn(bad...)
-		if code != exitUsage {
-			t.Errorf("kerf %s: exit %d (%v), want %d", strings.Join(bad, " "), code, err, exitUsage)
+		runIn(bad.args...)
+		if code != bad.want {
+			t.Errorf("kerf %s: exit %d (%v), want %d", strings.Join(bad.args, " "), code, err, bad.want)
 		}
 	}
 	must("user", "key", "add", "alice", otherFP, fp, "--state", state)

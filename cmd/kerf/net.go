@@ -660,7 +660,9 @@ func serveCommand() *cli.Command {
 			}
 			users, err := usersFile(c)
 			if err != nil {
-				return err
+				// Refused at the start, as a state that is not protected
+				// is (the user commands' exit 4 is for a change refused).
+				return usageErr("%v", err)
 			}
 			if err := auth.CheckStateProtected(c.String("state")); err != nil {
 				return usageErr("%v", err)

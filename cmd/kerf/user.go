@@ -66,9 +66,22 @@ func stateFlag() cli.Flag {
 func usersFile(c *cli.Context) (*auth.UsersFile, error) {
 	u, err := auth.OpenUsers(filepath.Join(c.String("state"), auth.UsersFileName))
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, usersErr(err)
 	}
 	return u, nil
+}
+
+// usersErr is the exit error of a `kerf user` command the users file
+// refused, its command line being fine: no such user, a user or key
+// there already, a user's only way in, a file that cannot be read or
+// written. It exits 4, as a command that ran and failed (`kerf rm` of a
+// remote file that is not there does too), not 2 (usage), which says
+// the command line is wrong (QA). A bad name is the command line's.
+func usersErr(err error) error {
+	if errors.Is(err, auth.ErrBadName) {
+		return usageErr("%v", err)
+	}
+	return &exitError{exitTransfer, err}
 }
 
 func userCommand() *cli.Command {
@@ -127,7 +140,7 @@ func userCommand() *cli.Command {
 						}
 					}
 					if err := u.Add(auth.User{Name: name, Secret: secret, Keys: keys, Root: root, ReadOnly: c.Bool("read-only")}); err != nil {
-						return usageErr("%v", err)
+						return usersErr(err)
 					}
 					showToken(name, token)
 					how := "a password"
@@ -158,14 +171,14 @@ func userCommand() *cli.Command {
 					// Said before the password is read: "reading the
 					// password: EOF" hid it (QA).
 					if users, err := u.List(); err == nil && !slices.ContainsFunc(users, func(x auth.User) bool { return x.Name == name }) {
-						return usageErr("%v: %s", auth.ErrNoSuchUser, name)
+						return usersErr(fmt.Errorf("%w: %s", auth.ErrNoSuchUser, name))
 					}
 					secret, token, err := newSecret(c, name)
 					if err != nil {
 						return err
 					}
 					if err := u.SetSecret(name, secret); err != nil {
-						return usageErr("%v", err)
+						return usersErr(err)
 					}
 					showToken(name, token)
 					what := "password"
@@ -183,7 +196,7 @@ func userCommand() *cli.Command {
 				Flags:     []cli.Flag{stateFlag()},
 				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
 					if err := u.Remove(name); err != nil {
-						return usageErr("%v", err)
+						return usersErr(err)
 					}
 					fmt.Fprintf(os.Stderr, "kerf: removed %s\n", name)
 					return nil
@@ -201,7 +214,7 @@ func userCommand() *cli.Command {
 					}
 					list, err := u.List()
 					if err != nil {
-						return usageErr("%v", err)
+						return usersErr(err)
 					}
 					if _, err := os.Stat(u.Path()); errors.Is(err, os.ErrNotExist) {
 						// Not an empty list: a mistyped --state says so (QA).
@@ -277,6 +290,9 @@ func userKeyCommand() *cli.Command {
 					return usageErr("usage: kerf user key %s NAME FINGERPRINT... [--state DIR]", verb)
 				}
 				name := c.Args().First()
+				if err := auth.CheckName(name); err != nil {
+					return usageErr("%v", err)
+				}
 				keys, err := fingerprints(c.Args().Tail())
 				if err != nil {
 					return err
@@ -296,17 +312,17 @@ func userKeyCommand() *cli.Command {
 						for _, fp := range keys {
 							has := slices.Contains(e.Keys, fp)
 							if verb == "add" && has {
-								return usageErr("%s already has key %s (nothing changed)", name, fp)
+								return usersErr(fmt.Errorf("%s already has key %s (nothing changed)", name, fp))
 							}
 							if verb == "rm" && !has {
-								return usageErr("%s has no key %s (nothing changed)", name, fp)
+								return usersErr(fmt.Errorf("%s has no key %s (nothing changed)", name, fp))
 							}
 						}
 					}
 				}
 				for _, fp := range keys {
 					if err := do(u, name, fp); err != nil {
-						return usageErr("%v", err)
+						return usersErr(err)
 					}
 					fmt.Fprintf(os.Stderr, "kerf: %s key %s %s %s\n", done, fp, map[bool]string{true: "to", false: "from"}[verb == "add"], name)
 				}
@@ -328,7 +344,7 @@ func userKeyCommand() *cli.Command {
 				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
 					list, err := u.List()
 					if err != nil {
-						return usageErr("%v", err)
+						return usersErr(err)
 					}
 					for _, e := range list {
 						if e.Name == name {
@@ -338,7 +354,7 @@ func userKeyCommand() *cli.Command {
 							return nil
 						}
 					}
-					return usageErr("%v: %s", auth.ErrNoSuchUser, name)
+					return usersErr(fmt.Errorf("%w: %s", auth.ErrNoSuchUser, name))
 				}),
 			},
 		},
@@ -352,6 +368,11 @@ func namedUser(action func(c *cli.Context, name string, u *auth.UsersFile) error
 		name, err := oneName(c)
 		if err != nil {
 			return err
+		}
+		if err := auth.CheckName(name); err != nil {
+			// No user can have it: the command line's mistake, not
+			// "no such user" (exit 2, not 4).
+			return usageErr("%v", err)
 		}
 		u, err := usersFile(c)
 		if err != nil {

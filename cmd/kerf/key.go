@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,6 +26,13 @@ func keyCommand() *cli.Command {
 			id, created, err := auth.LoadOrCreateClientIdentity(dir)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			if enc := jsonOutput(c); enc != nil {
+				if abs, err := filepath.Abs(dir); err == nil {
+					dir = abs
+				}
+				enc.Encode(jsonUserEvent{Event: "done", Fingerprint: id.Fingerprint, Identity: dir, Created: created})
+				return nil
 			}
 			if created {
 				fmt.Fprintf(os.Stderr, "kerf: created a client key in %s (keep key.pem private: it logs in as you)\n", dir)

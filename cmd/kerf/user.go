@@ -142,6 +142,18 @@ func userCommand() *cli.Command {
 					if err := u.Add(auth.User{Name: name, Secret: secret, Keys: keys, Root: root, ReadOnly: c.Bool("read-only")}); err != nil {
 						return usersErr(err)
 					}
+					warning := ""
+					if fi, err := os.Stat(root); root != "" && (err != nil || !fi.IsDir()) {
+						// The server does not make it: a typing error or a
+						// file system not mounted must not become a tree.
+						warning = fmt.Sprintf("%s is not a directory yet; %s cannot log in until it is", root, name)
+					}
+					if enc := jsonOutput(c); enc != nil {
+						e := userEvent("done", auth.User{Name: name, Secret: secret, Keys: keys, Root: root, ReadOnly: c.Bool("read-only")})
+						e.Token, e.UsersFile, e.Warning = token, u.Path(), warning
+						enc.Encode(e)
+						return nil
+					}
 					showToken(name, token)
 					how := "a password"
 					if token != "" {
@@ -154,10 +166,8 @@ func userCommand() *cli.Command {
 						how += " and " + plural(len(keys), "key")
 					}
 					fmt.Fprintf(os.Stderr, "kerf: added %s (logs in with %s) to %s\n", name, how, u.Path())
-					if fi, err := os.Stat(root); root != "" && (err != nil || !fi.IsDir()) {
-						// The server does not make it: a typing error or a
-						// file system not mounted must not become a tree.
-						fmt.Fprintf(os.Stderr, "kerf: warning: %s is not a directory yet; %s cannot log in until it is\n", root, name)
+					if warning != "" {
+						fmt.Fprintf(os.Stderr, "kerf: warning: %s\n", warning)
 					}
 					return nil
 				},
@@ -180,11 +190,15 @@ func userCommand() *cli.Command {
 					if err := u.SetSecret(name, secret); err != nil {
 						return usersErr(err)
 					}
-					showToken(name, token)
 					what := "password"
 					if token != "" {
 						what = "token"
 					}
+					if enc := jsonOutput(c); enc != nil {
+						enc.Encode(jsonUserEvent{Event: "done", Name: name, Changed: what, Token: token, UsersFile: u.Path()})
+						return nil
+					}
+					showToken(name, token)
 					fmt.Fprintf(os.Stderr, "kerf: changed the %s of %s\n", what, name)
 					return nil
 				}),
@@ -197,6 +211,10 @@ func userCommand() *cli.Command {
 				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
 					if err := u.Remove(name); err != nil {
 						return usersErr(err)
+					}
+					if enc := jsonOutput(c); enc != nil {
+						enc.Encode(jsonUserEvent{Event: "done", Name: name, UsersFile: u.Path()})
+						return nil
 					}
 					fmt.Fprintf(os.Stderr, "kerf: removed %s\n", name)
 					return nil
@@ -216,9 +234,20 @@ func userCommand() *cli.Command {
 					if err != nil {
 						return usersErr(err)
 					}
+					note := ""
 					if _, err := os.Stat(u.Path()); errors.Is(err, os.ErrNotExist) {
 						// Not an empty list: a mistyped --state says so (QA).
-						fmt.Fprintf(os.Stderr, "kerf: no users file at %s (no users yet: kerf user add)\n", u.Path())
+						note = fmt.Sprintf("no users file at %s (no users yet: kerf user add)", u.Path())
+					}
+					if enc := jsonOutput(c); enc != nil {
+						for _, e := range list {
+							enc.Encode(userEvent("user", e))
+						}
+						enc.Encode(jsonUserEvent{Event: "done", UsersFile: u.Path(), Warning: note})
+						return nil
+					}
+					if note != "" {
+						fmt.Fprintf(os.Stderr, "kerf: %s\n", note)
 					}
 					for _, e := range list {
 						root, mode := e.Root, "read-write"
@@ -235,6 +264,37 @@ func userCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// jsonUserEvent is a --json event of the user and key commands: a
+// listing's user or key, a key added or removed, and the done that ends
+// each command, carrying what its text said (a new token, a warning).
+type jsonUserEvent struct {
+	Event string `json:"event"`          // user, key, key_added, key_removed, done
+	Name  string `json:"name,omitempty"` // the user
+	// Login is how the user logs in, as user list's text says it:
+	// password, token, key, password+key, token+key (none: no way in).
+	Login       string   `json:"login,omitempty"`
+	Keys        []string `json:"keys,omitempty"`        // the user's key fingerprints
+	Fingerprint string   `json:"fingerprint,omitempty"` // key, key_added, key_removed; kerf key's done
+	Access      string   `json:"access,omitempty"`      // read-write or read-only
+	Root        string   `json:"root,omitempty"`        // absent: the server's --root
+	Changed     string   `json:"changed,omitempty"`     // passwd: password or token
+	Token       string   `json:"token,omitempty"`       // a new token, shown this once
+	UsersFile   string   `json:"users_file,omitempty"`
+	Identity    string   `json:"identity,omitempty"` // kerf key: the client key's directory
+	Created     bool     `json:"created,omitempty"`  // kerf key: the key was made now
+	Warning     string   `json:"warning,omitempty"`  // said on stderr without --json
+}
+
+// userEvent is the event of kind ev for user e: name, how e logs in,
+// keys, access, root.
+func userEvent(ev string, e auth.User) jsonUserEvent {
+	access := "read-write"
+	if e.ReadOnly {
+		access = "read-only"
+	}
+	return jsonUserEvent{Event: ev, Name: e.Name, Login: loginMethods(e), Keys: e.Keys, Access: access, Root: e.Root}
 }
 
 // loginMethods says how a user logs in: "password", "token", "key", or
@@ -320,11 +380,19 @@ func userKeyCommand() *cli.Command {
 						}
 					}
 				}
+				enc := jsonOutput(c)
 				for _, fp := range keys {
 					if err := do(u, name, fp); err != nil {
 						return usersErr(err)
 					}
+					if enc != nil {
+						enc.Encode(jsonUserEvent{Event: "key_" + done, Name: name, Fingerprint: fp})
+						continue
+					}
 					fmt.Fprintf(os.Stderr, "kerf: %s key %s %s %s\n", done, fp, map[bool]string{true: "to", false: "from"}[verb == "add"], name)
+				}
+				if enc != nil {
+					enc.Encode(jsonUserEvent{Event: "done", Name: name, UsersFile: u.Path()})
 				}
 				return nil
 			},
@@ -348,8 +416,16 @@ func userKeyCommand() *cli.Command {
 					}
 					for _, e := range list {
 						if e.Name == name {
+							enc := jsonOutput(c)
 							for _, k := range e.Keys {
-								fmt.Println(k)
+								if enc != nil {
+									enc.Encode(jsonUserEvent{Event: "key", Name: name, Fingerprint: k})
+								} else {
+									fmt.Println(k)
+								}
+							}
+							if enc != nil {
+								enc.Encode(jsonUserEvent{Event: "done", Name: name, UsersFile: u.Path()})
 							}
 							return nil
 						}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,6 +111,29 @@ type UsersFile struct {
 	modTime time.Time
 	size    int64
 	loaded  bool
+	// seen: the file was there when last read (or at some read before).
+	// A file missing from the start means no users (a fresh state
+	// directory, a server for --anonymous only); one that goes missing
+	// after it was seen is an error (ErrUsersFileGone), as a file that
+	// cannot be read is, not "no users": every login then failed as
+	// if its credentials were wrong (QA).
+	seen bool
+}
+
+// ErrUsersFileGone is the error of a users file that was there and is
+// not any more (deleted or moved while a server uses it); errors.Is
+// finds fs.ErrNotExist in it too.
+var ErrUsersFileGone = errors.New("auth: the users file is gone")
+
+// goneError is ErrUsersFileGone for the file at path, said in full.
+type goneError struct{ path string }
+
+func (e *goneError) Error() string {
+	return fmt.Sprintf("auth: the users file %s was there and is not any more (deleted or moved?): no user can log in until it is back (kerf user add makes a new one), or the server is restarted without it", e.path)
+}
+
+func (e *goneError) Is(target error) bool {
+	return target == ErrUsersFileGone || target == fs.ErrNotExist
 }
 
 // UsersFileName is the users file's name inside the state directory.
@@ -136,6 +160,13 @@ func (u *UsersFile) reload() error {
 func (u *UsersFile) reloadLocked() error {
 	fi, err := os.Stat(u.path)
 	if errors.Is(err, os.ErrNotExist) {
+		if u.seen {
+			// Its users are not known to be none: the last ones read
+			// are not used either (a user removed before the file went
+			// would still log in).
+			u.users, u.loaded = map[string]User{}, false
+			return &goneError{u.path}
+		}
 		u.users, u.loaded, u.modTime, u.size = map[string]User{}, true, time.Time{}, 0
 		return nil
 	}
@@ -189,7 +220,7 @@ func (u *UsersFile) reloadLocked() error {
 		}
 		m[e.Name] = e
 	}
-	u.users, u.loaded, u.modTime, u.size = m, true, fi.ModTime(), fi.Size()
+	u.users, u.loaded, u.modTime, u.size, u.seen = m, true, fi.ModTime(), fi.Size(), true
 	return nil
 }
 
@@ -421,6 +452,9 @@ func (u *UsersFile) update(f func(map[string]User) error) error {
 	}
 	defer unlock()
 	u.loaded = false // always start from what is on disk
+	// A file gone is made anew, as a `kerf user add` in a process of
+	// its own makes it (which is how a server's lost file is put back).
+	u.seen = false
 	if err := u.reloadLocked(); err != nil {
 		return err
 	}

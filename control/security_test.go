@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -376,22 +377,64 @@ func TestFailedLoginsSlowDown(t *testing.T) {
 }
 
 // A users file the server cannot read (made root's by a `sudo kerf user
-// add` beside a server running as its own user, or broken by an edit)
-// refuses every login, but says it is the server's trouble: not
-// ErrCredentials, and not counted by the throttle.
+// add` beside a server running as its own user, or broken by an edit),
+// or one that was there and is gone (deleted or moved: QA, every login
+// then failed as if its key were not listed, and the log said only
+// WARN login failed), refuses every login, but says it is the server's
+// trouble: not ErrCredentials, not counted by the throttle, and an
+// ERROR in the log naming the file. A password login and a key login
+// alike.
 func TestUsersFileUnreadableIsNotACredentialsFailure(t *testing.T) {
-	throttle := &auth.Throttle{Base: time.Hour, Max: time.Hour, Forget: 2 * time.Hour}
-	users := testUsers(t)
-	srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) { c.Throttle = throttle; c.Users = users })
-	must(t, os.WriteFile(users.Path(), []byte("{not json"), 0o600))
-	for range 2 {
-		_, err := control.Dial(ctxT(t), clientConfig(srv, nil))
-		if !errors.Is(err, control.ErrLogin) || errors.Is(err, control.ErrCredentials) || !strings.Contains(err.Error(), "cannot read its users file") {
-			t.Fatalf("err = %v", err)
-		}
+	robotKey := clientKey(t)
+	cases := []struct {
+		name  string
+		spoil func(path string) error
+		says  string // in the log's ERROR line, besides the file's name
+	}{
+		{"corrupt", func(p string) error { return os.WriteFile(p, []byte("{not json"), 0o600) }, "invalid character"},
+		{"deleted", os.Remove, "was there and is not any more"},
+		{"moved", func(p string) error { return os.Rename(p, p+".old") }, "was there and is not any more"},
 	}
-	if n := throttle.Failures(net.ParseIP("127.0.0.1")); n != 0 {
-		t.Errorf("the server's trouble counted as %d failed logins", n)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			throttle := &auth.Throttle{Base: time.Hour, Max: time.Hour, Forget: 2 * time.Hour}
+			users := testUsers(t, auth.User{Name: "robot", Keys: []string{robotKey.Fingerprint}})
+			var logs syncBuf
+			srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
+				c.Throttle = throttle
+				c.Users = users
+				c.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			})
+			must(t, tc.spoil(users.Path()))
+			for _, login := range []struct {
+				name string
+				mod  func(*control.ClientConfig)
+			}{
+				{"password", nil},
+				{"key", func(c *control.ClientConfig) { c.User, c.Password, c.ClientCert = "robot", "", &robotKey.Cert }},
+				{"password again", nil},
+			} {
+				_, err := control.Dial(ctxT(t), clientConfig(srv, login.mod))
+				if !errors.Is(err, control.ErrLogin) || errors.Is(err, control.ErrCredentials) || !strings.Contains(err.Error(), "cannot read its users file") {
+					t.Fatalf("%s login: err = %v", login.name, err)
+				}
+			}
+			if n := throttle.Failures(net.ParseIP("127.0.0.1")); n != 0 {
+				t.Errorf("the server's trouble counted as %d failed logins", n)
+			}
+			var errLine string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, "level=ERROR") && strings.Contains(l, users.Path()) && strings.Contains(l, tc.says) {
+					errLine = l
+				}
+				if strings.Contains(l, "login failed") {
+					t.Errorf("logged as a failed login: %s", l)
+				}
+			}
+			if errLine == "" {
+				t.Errorf("no ERROR naming %s and saying %q in the log:\n%s", users.Path(), tc.says, logs.String())
+			}
+		})
 	}
 }
 

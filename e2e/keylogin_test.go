@@ -115,3 +115,99 @@ func TestMissingRootIsNotMade(t *testing.T) {
 	}
 	noFile(t, filepath.Join(base, "not-mounted"))
 }
+
+// A server's users file deleted under it is the server's trouble, said
+// as a broken one is: the client is told the server cannot read its
+// users file (not that its key is not authorized, nor that its password
+// is wrong), exit 3, and the server logs an ERROR naming the file; a
+// `kerf user add` that makes the file again lets logins in. (QA: "the
+// server did not accept the client key ... run on the server: kerf user
+// key add", and only a WARN login failed in the log.)
+func TestUsersFileDeletedUnderServer(t *testing.T) {
+	if !features.keyLogin || !features.serveState {
+		t.Skip("this kerf has no public-key login (kerf key, --identity)")
+	}
+	root, local, base := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	id := filepath.Join(base, "id")
+	fp := kerfKey(t, id)
+	addRobot := func() {
+		t.Helper()
+		out, err := exec.Command(kerfBin, "user", "add", "robot", "--key", fp, "--root", root, "--state", srv.state).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kerf user add --key: %v\n%s", err, out)
+		}
+	}
+	addRobot()
+	if r := runWithKey(t, srv, local, id, "ls", srv.addr); r.code != 0 {
+		t.Fatalf("kerf ls with the key: %s", r)
+	}
+	usersFile := filepath.Join(srv.state, "users.json")
+	if err := os.Remove(usersFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, login := range []struct {
+		name string
+		run  func() result
+	}{
+		{"key", func() result { return runWithKey(t, srv, local, id, "ls", srv.addr) }},
+		{"password", func() result { return run(t, srv, local, nil, "ls", srv.addr) }},
+	} {
+		r := login.run()
+		if r.code != 3 || !strings.Contains(r.stderr, "cannot read its users file") ||
+			strings.Contains(r.stderr, "did not accept the client key") || strings.Contains(r.stderr, "kerf user key add") {
+			t.Errorf("%s login with the users file deleted: want exit 3, the server cannot read its users file; %s", login.name, r)
+		}
+	}
+	line := waitLogLine(t, srv, "level=ERROR")
+	if !strings.Contains(line, usersFile) || !strings.Contains(line, "not any more") {
+		t.Errorf("the server's ERROR does not name the missing %s: %s", usersFile, line)
+	}
+	if strings.Contains(srv.stderr.String(), "login failed") {
+		t.Errorf("the server logged a failed login:\n%s", srv.stderr.String())
+	}
+	addRobot() // the file made again
+	if r := runWithKey(t, srv, local, id, "ls", srv.addr); r.code != 0 {
+		t.Errorf("kerf ls with the key once the users file is back: %s", r)
+	}
+}
+
+// A server for anonymous access only, on a fresh state directory, has
+// no users file, and needs none: that is not a file gone. Anonymous
+// clients get in, and a named login is refused as one (exit 3, login
+// failed), not as the server's trouble; a user added later logs in.
+func TestAnonymousServerWithoutUsersFile(t *testing.T) {
+	if !features.keyLogin || !features.serveState {
+		t.Skip("this kerf has no public-key login (kerf key, --identity)")
+	}
+	root, local, base := t.TempDir(), t.TempDir(), t.TempDir()
+	fresh := filepath.Join(base, "state")
+	writeFile(t, filepath.Join(root, "pub.txt"), []byte("public\n"))
+	// The last --state counts: a state directory no user was added to.
+	srv := startServer(t, root, serverOpts{args: []string{"--anonymous", "--state", fresh}})
+	if srv.state != fresh {
+		t.Fatalf("server state %s, want %s", srv.state, fresh)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, "users.json")); !os.IsNotExist(err) {
+		t.Fatalf("a fresh state directory has a users file: %v", err)
+	}
+	if r := run(t, srv, local, nil, "ls", "-u", "anonymous", srv.addr); r.code != 0 || !strings.Contains(r.stdout, "pub.txt") {
+		t.Fatalf("anonymous ls: %s", r)
+	}
+	id := filepath.Join(base, "id")
+	fp := kerfKey(t, id)
+	r := runWithKey(t, srv, local, id, "ls", srv.addr)
+	if r.code != 3 || !strings.Contains(r.stderr, "did not accept the client key") || strings.Contains(r.stderr, "cannot read its users file") {
+		t.Errorf("key login to a server with no users: want exit 3, the key not accepted; %s", r)
+	}
+	if strings.Contains(srv.stderr.String(), "level=ERROR") {
+		t.Errorf("the server logged an error:\n%s", srv.stderr.String())
+	}
+	out, err := exec.Command(kerfBin, "user", "add", "robot", "--key", fp, "--root", root, "--state", fresh).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kerf user add --key: %v\n%s", err, out)
+	}
+	if r := runWithKey(t, srv, local, id, "ls", srv.addr); r.code != 0 || !strings.Contains(r.stdout, "pub.txt") {
+		t.Errorf("a user added to the running anonymous server: %s", r)
+	}
+}

@@ -80,14 +80,18 @@ func TestOneFileTakesTheDestinationName(t *testing.T) {
 
 // A get to /dev/null fetches and checks the file and stores nothing, as
 // curl -o /dev/null does (QA: refused as "not a regular file", after
-// all its data had come).
+// all its data had come), and says it saved none.
 func TestGetToDevNull(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{})
 	writeFile(t, filepath.Join(root, "big.bin"), randomBytes(3<<20, 12))
-	r := run(t, srv, local, nil, "get", target(srv.addr, "big.bin"), os.DevNull)
+	r := run(t, srv, local, []string{"--json"}, "get", target(srv.addr, "big.bin"), os.DevNull)
 	if r.code != 0 {
 		t.Fatalf("get big.bin /dev/null: %s", r)
+	}
+	// Checked, not saved anywhere: no file_saved (QA).
+	if evs := parseEvents(t, r.stdout); len(eventsNamed(evs, "file_done")) != 1 || len(eventsNamed(evs, "file_saved")) != 0 {
+		t.Errorf("get big.bin /dev/null --json: want file_done and no file_saved:\n%s", r.stdout)
 	}
 	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		t.Fatalf("%s is no longer the null device: %v %v", os.DevNull, fi, err)

@@ -28,9 +28,13 @@ func TestServerAtItsSessionLimit(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stderr, "session limit") {
 		t.Fatalf("ls at the limit: %s; want exit 3 naming the session limit", r)
 	}
-	r = run(t, srv, local, nil, "send", "--reconnect", "60s", "a.txt", target(srv.addr, "in/"))
+	r = run(t, srv, local, []string{"--json"}, "send", "--reconnect", "60s", "a.txt", target(srv.addr, "in/"))
 	if r.code != 0 || !strings.Contains(r.stderr, "trying again") {
 		t.Fatalf("send at the limit: %s; want it to try again and succeed", r)
+	}
+	// --json hears of the wait too (QA: nothing until the error).
+	if evs := eventsNamed(parseEvents(t, r.stdout), "reconnecting"); len(evs) == 0 || !strings.Contains(evs[0].Error, "session limit") || evs[0].Seconds <= 0 {
+		t.Errorf("send --json at the limit: no reconnecting event naming the limit:\n%s", r.stdout)
 	}
 	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "in/a.txt"))
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -234,8 +235,12 @@ func TestNamesWithSpacesAndUTF8(t *testing.T) {
 	ls := mustRun(t, srv, local, nil, "ls", target(srv.addr, "dir with space"))
 	listing := ls.stdout
 	for _, n := range names {
-		if !strings.Contains(listing, " "+n+"\n") {
-			t.Errorf("ls does not show %q:\n%s", n, ls.stdout)
+		shown := n
+		if strings.HasPrefix(n, " ") || strings.HasSuffix(n, " ") {
+			shown = strconv.Quote(n) // a space at either end shows so
+		}
+		if !strings.Contains(listing, " "+shown+"\n") {
+			t.Errorf("ls does not show %q:\n%s", shown, ls.stdout)
 		}
 	}
 	for _, n := range names {

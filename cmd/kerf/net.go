@@ -507,6 +507,12 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 			return cl, err
 		}
 		writeNote(fmt.Sprintf("kerf: %s; trying again in %v\n", printable(err.Error()), wait))
+		if enc := jsonOutput(c); enc != nil {
+			// A script waits with the command: it hears why, as of a
+			// lost connection dialled again (QA: nothing until the
+			// error).
+			enc.Encode(jsonEvent{Event: "reconnecting", Error: err.Error(), Seconds: wait.Seconds()})
+		}
 		select {
 		case <-time.After(wait):
 		case <-c.Context.Done():
@@ -1216,6 +1222,7 @@ func getCommand() *cli.Command {
 				rep.toStdout = true
 			} else if renamed {
 				stores[0] = &asNameStore{Dir: store, as: asName, discard: isNullDevice(dest), expect: expectOne}
+				rep.discarding = isNullDevice(dest)
 			} else if want := sessionsWithin(fetchSessions(sessionsFor(c, cl), toFetch)); want > 1 && !cfg.Classic && (opts.Recursive || c.IsSet("sessions")) {
 				// A tree (or many files asked for so): shares of it
 				// over more sessions, each into its own store.

@@ -32,6 +32,9 @@ type reporter struct {
 	// toStdout: the file fetched goes to standard output (a get to -),
 	// which keeps nothing to resume.
 	toStdout bool
+	// discarding: a get to /dev/null, which stores nothing: no
+	// file_saved (QA: said of a file nowhere).
+	discarding bool
 	// fromStdin: the one file is standard input (stdin.go), which no
 	// --resume can go on with.
 	fromStdin bool
@@ -354,7 +357,7 @@ func (r *reporter) event(e kermit.Event) {
 		delete(r.unsaved, e.Name)
 		delete(r.finished, e.Name)
 		delete(r.planned, e.Name)
-		if r.json != nil {
+		if r.json != nil && !r.discarding {
 			// For scripts that act on files once they are safe: sooner
 			// than done, every 4,096 files of a long group.
 			r.json.Encode(jsonEvent{Event: "file_saved", Name: e.Name, Withdrawn: withdrawn})

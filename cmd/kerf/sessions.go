@@ -250,7 +250,7 @@ func sessionsWithin(n int) int {
 var (
 	sendSessionsFlag = &cli.IntFlag{Name: "sessions", Value: defaultSessions,
 		DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more", defaultSessions, longPathSessions, longPath),
-		Usage:       fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most; by default more than one only for about %d files or more, or %d MiB a session, which repay each session's setup): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession, 2*breakEvenFiles, bigSession>>20)}
+		Usage:       fmt.Sprintf("Kermit sessions sending files side by side, 1-%d, each its own login and connections, taking the next file when ready (one per %d files at most; by default more than one only for about %d files or more, %d for the %d sessions of a long path, or %d MiB a session, which repay each session's setup): more for many files over a long path, where one session's window carries about 10 files a round trip", maxSessions, minFilesPerSession, 2*breakEvenFiles, breakEvenFiles*longPathSessions/(longPathSessions-1), longPathSessions, bigSession>>20)}
 	getSessionsFlag = &cli.IntFlag{Name: "sessions", Value: defaultSessions,
 		DefaultText: fmt.Sprintf("%d, %d where the round trip is %v or more; with -r", defaultSessions, longPathSessions, longPath),
 		Usage:       fmt.Sprintf("Kermit sessions fetching side by side, 1-%d, each its own login and connections and its share of the files (from a kerf server): more for many files over a long path", maxSessions)}

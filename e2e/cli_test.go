@@ -527,3 +527,28 @@ func TestManyFailuresBoundedOutput(t *testing.T) {
 		t.Fatalf("%d per-file lines (want 50), then a count of 20 and a summary of ten and 60 more:\n%s", perFile, r.stderr)
 	}
 }
+
+// A name with a backslash, which kerf itself never stores but a server
+// may have, is reached by the name ls shows: a backslash escapes only
+// wildcards, brackets, braces, a space and itself (QA: rm of 't\y'
+// looked for "ty", mv of 's\x' for "sx"); written doubled it is the
+// same name.
+func TestBackslashNamesGivenAsListed(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	for _, f := range []string{`bad/t\y`, `bad/s\x`, `bad/u\v`} {
+		writeFile(t, filepath.Join(root, f), []byte(f))
+	}
+	srv := startServer(t, root, serverOpts{})
+	if r := mustRun(t, srv, local, nil, "ls", target(srv.addr, "bad")); !strings.Contains(r.stdout, ` t\y`+"\n") {
+		t.Fatalf("ls bad:\n%s", r.stdout)
+	}
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, `bad/t\y`))
+	noFile(t, filepath.Join(root, `bad/t\y`))
+	mustRun(t, srv, local, nil, "mv", target(srv.addr, `bad/s\x`), target(srv.addr, "bad/sx"))
+	noFile(t, filepath.Join(root, `bad/s\x`))
+	if _, err := os.Stat(filepath.Join(root, "bad/sx")); err != nil {
+		t.Errorf("mv of s\\x: %v", err)
+	}
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, `bad/u\\v`))
+	noFile(t, filepath.Join(root, `bad/u\v`))
+}

@@ -15,15 +15,29 @@ import (
 // named. Decided in docs/architecture.md ("A GET name that exists is
 // taken literally").
 
-// unescapeName is name without its escapes: each backslash gives the
-// character after it as itself (a trailing one is kept).
+// escapable are the characters a backslash escapes, as a shell's would:
+// the wildcards, the brackets and braces that close them, a space and
+// the backslash itself. Before any other character a backslash is
+// itself, so that a name with one, as ls shows it, can be given back as
+// it is (QA: rm of a server's 't\y' removed 'ty', or nothing).
+const escapable = `*?[]{} \`
+
+// isEscape reports whether name has an escape at i: a backslash before
+// an escapable character.
+func isEscape(name string, i int) bool {
+	return name[i] == '\\' && i+1 < len(name) && strings.IndexByte(escapable, name[i+1]) >= 0
+}
+
+// unescapeName is name without its escapes: each backslash before an
+// escapable character gives that character as itself; any other
+// backslash stays.
 func unescapeName(name string) string {
 	if !strings.Contains(name, `\`) {
 		return name
 	}
 	var b strings.Builder
 	for i := 0; i < len(name); i++ {
-		if name[i] == '\\' && i+1 < len(name) {
+		if isEscape(name, i) {
 			i++
 		}
 		b.WriteByte(name[i])
@@ -32,7 +46,14 @@ func unescapeName(name string) string {
 }
 
 // hasEscape reports whether name has an escape.
-func hasEscape(name string) bool { return strings.Contains(name, `\`) }
+func hasEscape(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if isEscape(name, i) {
+			return true
+		}
+	}
+	return false
+}
 
 // hasWildcard reports whether a GET name may be taken as a pattern (by
 // kerf: * ? [; by C-Kermit also {a,b}): it has one of them unescaped.
@@ -42,7 +63,7 @@ func hasWildcard(name string) bool { return hasUnescaped(name, "*?[{") }
 func hasUnescaped(name, chars string) bool {
 	for i := 0; i < len(name); i++ {
 		switch {
-		case name[i] == '\\':
+		case isEscape(name, i):
 			i++
 		case strings.IndexByte(chars, name[i]) >= 0:
 			return true

@@ -109,7 +109,22 @@ func TestEscapedNamesToServer(t *testing.T) {
 			t.Errorf("hasWildcard(%q) = %v", c.name, !c.wild)
 		}
 	}
-	if got := unescapeName(`a\[1\]\\b\`); got != `a[1]\b\` {
-		t.Errorf("unescapeName: %q", got)
+	// A backslash escapes the wildcards, brackets, braces, a space and
+	// itself; before anything else it is itself (QA: the name ls showed
+	// as t\y could not be given back).
+	for _, c := range []struct{ in, out string }{
+		{`a\[1\]\\b\`, `a[1]\b\`},
+		{`t\y`, `t\y`},
+		{`s\x\*`, `s\x*`},
+		{`my\ file`, "my file"},
+		{`\{a,b\}`, "{a,b}"},
+		{`c:\dir\new`, `c:\dir\new`},
+	} {
+		if got := unescapeName(c.in); got != c.out {
+			t.Errorf("unescapeName(%q) = %q, want %q", c.in, got, c.out)
+		}
+		if hasEscape(c.in) != (c.in != c.out) {
+			t.Errorf("hasEscape(%q) = %v", c.in, !(c.in != c.out))
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -375,23 +376,30 @@ type event struct {
 // with only known fields and a known event name.
 func parseEvents(t *testing.T, stdout string) []event {
 	t.Helper()
-	var evs []event
+	return decodeLines(t, stdout, func(e event) string { return e.Event },
+		"file_start", "progress", "file_done", "file_saved", "file_skipped", "file_error", "done", "error", "entry", "listing", "reconnecting", "source_removed", "source_kept")
+}
+
+// decodeLines decodes --json output strictly into T: every line one JSON
+// object with only T's fields, whose event (name gives it) is one of
+// known.
+func decodeLines[T any](t *testing.T, stdout string, name func(T) string, known ...string) []T {
+	t.Helper()
+	var evs []T
 	sc := bufio.NewScanner(strings.NewReader(stdout))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		dec := json.NewDecoder(strings.NewReader(sc.Text()))
 		dec.DisallowUnknownFields()
-		var e event
+		var e T
 		if err := dec.Decode(&e); err != nil {
 			t.Fatalf("--json line %q: %v", sc.Text(), err)
 		}
 		if dec.More() {
 			t.Fatalf("--json line %q holds more than one value", sc.Text())
 		}
-		switch e.Event {
-		case "file_start", "progress", "file_done", "file_saved", "file_skipped", "file_error", "done", "error", "entry", "listing", "reconnecting", "source_removed", "source_kept":
-		default:
-			t.Fatalf("--json line %q: unknown event %q", sc.Text(), e.Event)
+		if !slices.Contains(known, name(e)) {
+			t.Fatalf("--json line %q: unknown event %q", sc.Text(), name(e))
 		}
 		evs = append(evs, e)
 	}

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -35,23 +33,7 @@ type userEvent struct {
 // strictly: every line one object with only the known fields.
 func parseUserEvents(t *testing.T, stdout string) []userEvent {
 	t.Helper()
-	var evs []userEvent
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	for sc.Scan() {
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.DisallowUnknownFields()
-		var e userEvent
-		if err := dec.Decode(&e); err != nil {
-			t.Fatalf("--json line %q: %v", sc.Text(), err)
-		}
-		switch e.Event {
-		case "user", "key", "key_added", "key_removed", "done", "error":
-		default:
-			t.Fatalf("--json line %q: unknown event %q", sc.Text(), e.Event)
-		}
-		evs = append(evs, e)
-	}
-	return evs
+	return decodeLines(t, stdout, func(e userEvent) string { return e.Event }, "user", "key", "key_added", "key_removed", "done", "error")
 }
 
 // With --json the user and key commands print JSON events on success

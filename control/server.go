@@ -308,14 +308,31 @@ func (s *Server) Serve(ctx context.Context) error {
 		stop(errShuttingDown)
 		s.ln.Close()
 	}()
+	var backoff time.Duration
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
-			s.wg.Wait()
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				s.wg.Wait()
 				return nil
 			}
-			return fmt.Errorf("control: accept: %w", err)
+			// Out of file descriptors (EMFILE, ENFILE) and the like:
+			// the server stays up and accepts again once they are
+			// back, as the data listener does (QA: a flood of
+			// connections, no login needed, made it exit).
+			if backoff == 0 {
+				s.cfg.Log.Warn("cannot accept connections; trying again", "err", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		if backoff > 0 {
+			s.cfg.Log.Warn("accepting connections again")
+			backoff = 0
 		}
 		// A command after an outage need not sit out the kernel's
 		// two-minute backoff (datachan.RTOMax), as the client's side.

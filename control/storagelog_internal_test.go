@@ -19,11 +19,12 @@ func TestStorageFailuresLoggedAsWarnings(t *testing.T) {
 	full := fmt.Errorf("filestore: a.bin needs 10 bytes, 5 are free: %w", syscall.ENOSPC)
 	log.Info("refusing file", "name", "a.bin", "err", full)
 	log.Info("file not stored", "name", "b.bin", "err", fmt.Errorf("write: %w", syscall.EIO))
+	log.Info("refusing file", "name", "e.bin", "err", fmt.Errorf("kerf: up: %w", syscall.EMFILE))
 	log.Info("refusing file", "name", "../c.bin", "err", errors.New("leaves the tree"))
 	log.Info("session start", "tls", true)
 	log.Warn("a warning stays one", "name", "d.bin")
 	out := buf.String()
-	for _, want := range []string{"level=WARN msg=\"refusing file\" peer=192.0.2.1:5000 name=a.bin", "level=WARN msg=\"file not stored\" peer=192.0.2.1:5000 name=b.bin", "d.bin"} {
+	for _, want := range []string{"level=WARN msg=\"refusing file\" peer=192.0.2.1:5000 name=a.bin", "level=WARN msg=\"file not stored\" peer=192.0.2.1:5000 name=b.bin", "name=e.bin", "d.bin"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}

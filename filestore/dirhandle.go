@@ -18,8 +18,17 @@ import (
 )
 
 // maxDirHandles bounds the directories a Dir keeps open when no file in
-// them is being received.
-const maxDirHandles = 64
+// them is being received: 64, or under a low descriptor limit a
+// sixteenth of it (two descriptors a directory), at least 2, so that a
+// tree of many directories leaves room for the files (QA: under a limit
+// of 64 every file of a 60-directory tree failed "too many open files").
+var maxDirHandles = sync.OnceValue(func() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
+		return 64
+	}
+	return int(min(64, max(2, lim.Cur/16)))
+})
 
 // dirHandle is an open directory of the tree: a Root confined to it for
 // operations on single names, and the directory itself for fsync.
@@ -116,7 +125,7 @@ func (d *Dir) openDir(rel string, create bool) (*dirHandle, error) {
 		r.Close()
 		return old, nil
 	}
-	if len(d.dirs) >= maxDirHandles {
+	if len(d.dirs) >= maxDirHandles() {
 		for _, o := range d.dirs {
 			if o.refs == 0 {
 				d.evictLocked(o)

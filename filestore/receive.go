@@ -721,14 +721,16 @@ const maxBatch = 256
 var batchedFiles atomic.Int64
 
 // batchBudget is a quarter of the process's descriptor limit (read once;
-// Go raises the soft limit to the hard one at start), at least 64: the
-// rest is for connections, directories and the files being moved.
+// Go raises the soft limit to the hard one at start), at least 8: the
+// rest is for connections, directories and the files being moved. (A
+// floor of 64 was the whole of a limit of 64: QA, 2,959 of 3,000 files
+// "too many open files".)
 var batchBudget = sync.OnceValue(func() int64 {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == unix.RLIM_INFINITY {
 		return 1 << 20
 	}
-	return max(int64(lim.Cur/4), 64)
+	return max(int64(lim.Cur/4), 8)
 })
 
 // syncWorkers is how many fsyncs a flush has in flight: a journaling

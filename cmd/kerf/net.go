@@ -501,11 +501,19 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 	budget := c.Duration(reconnectFlag.Name)
 	deadline := time.Now().Add(budget)
 	wait := reconnectWait
+	waiting := false // found busy: the server is there, and a dial that fails now is one more wait
 	for {
 		cl, err := dialAfterThrottle(c.Context, cfg)
-		if !errors.Is(err, control.ErrServerBusy) || time.Now().Add(wait).After(deadline) {
+		again := errors.Is(err, control.ErrServerBusy) ||
+			// A server restarted while this one waited refuses a
+			// connection for a moment (QA: the first refusal ended the
+			// command, exit 3). Not what a second try brings again.
+			waiting && err != nil && c.Context.Err() == nil && !errors.Is(err, control.ErrCredentials) &&
+				!errors.Is(err, auth.ErrHostKeyChanged) && !errors.Is(err, auth.ErrHostUnknown)
+		if !again || time.Now().Add(wait).After(deadline) {
 			return cl, err
 		}
+		waiting = true
 		writeNote(fmt.Sprintf("kerf: %s; trying again in %v\n", printable(err.Error()), wait))
 		if enc := jsonOutput(c); enc != nil {
 			// A script waits with the command: it hears why, as of a

@@ -39,14 +39,10 @@ type dirHandle struct {
 	refs int      // incoming files using it
 	gone bool     // dropped from the cache; closed when refs reaches 0
 
-	// room is the free space Room last read here (fstatfs), less what
-	// the files it admitted since will take: a run of small files costs
-	// one fstatfs a second, not one each.
-	room struct {
-		sync.Mutex
-		free int64
-		at   time.Time // zero: never read
-	}
+	// room is the free space of the file system the directory is on,
+	// shared with every other directory there (fsRoom), found once.
+	roomOnce sync.Once
+	room     *fsRoom
 
 	// The directory's entries as read once (list), with what this Dir
 	// has put there since (note): where neither a file's name nor its
@@ -483,4 +479,16 @@ func (h *dirHandle) openRead(d *Dir, name string) (*os.File, error) {
 		return nil, &fs.PathError{Op: "openat", Path: path.Join(h.rel, name), Err: err}
 	}
 	return os.NewFile(uintptr(fd), path.Join(d.root.Name(), h.rel, name)), nil
+}
+
+// fsRoom returns the free space of h's file system (roomOf), nil if it
+// cannot be told.
+func (h *dirHandle) fsRoom(d *Dir) *fsRoom {
+	h.roomOnce.Do(func() {
+		h.atDir(d, func(dirfd int) error {
+			h.room = roomOf(dirfd)
+			return nil
+		})
+	})
+	return h.room
 }

@@ -530,3 +530,46 @@ func TestUnsafeNamesRemovedAndRenamed(t *testing.T) {
 		}
 	}
 }
+
+// The room files are promised is the file system's, shared by every
+// session (Dir) receiving there: of two files that together do not fit,
+// the second is refused at once, whichever session has it, and gets the
+// room once the first is given up or written. (QA: three concurrent
+// uploads that together did not fit were all admitted, and all failed
+// with the disk full.)
+func TestRoomSharedAcrossSessions(t *testing.T) {
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free <= 0 || free > 1<<50 {
+		t.Fatalf("free space %d: cannot test against it", free)
+	}
+	big := free / 10 * 6 // two do not fit
+	room := func(d *filestore.Dir, name string) (kermit.Incoming, error) {
+		t.Helper()
+		in, err := d.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in, in.(kermit.RoomChecker).Room(big)
+	}
+	a, b := openTree(t, dir), openTree(t, dir)
+	first, err := room(a, "sub1/first")
+	if err != nil {
+		t.Fatalf("Room(%d) of %d free: %v", big, free, err)
+	}
+	second, err := room(b, "sub2/second")
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a second session's Room(%d) beside a first's, %d free: %v; want ENOSPC", big, free, err)
+	}
+	second.Abort(false)
+	first.Abort(false) // its promise given back
+	second, err = room(b, "sub2/second")
+	if err != nil {
+		t.Errorf("Room(%d) once the first is given up: %v", big, err)
+	}
+	second.Abort(false)
+}

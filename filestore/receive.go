@@ -235,25 +235,49 @@ func (in *incoming) Room(n int64) error {
 	if in.sparse || n <= 0 {
 		return nil
 	}
-	r := &in.h.room
-	r.Lock()
-	defer r.Unlock()
-	if r.at.IsZero() || time.Since(r.at) > time.Second || n > r.free/2 {
-		var st unix.Statfs_t
-		err := in.h.atDir(in.d, func(dirfd int) error { return unix.Fstatfs(dirfd, &st) })
-		if err != nil || st.Bsize <= 0 {
-			return nil // unknown: let the writes tell
-		}
-		r.free, r.at = math.MaxInt64, time.Now()
-		if int64(st.Bavail) <= math.MaxInt64/int64(st.Bsize) {
-			r.free = int64(st.Bavail) * int64(st.Bsize)
-		}
+	in.releasePromise() // asked again (a resume's rest): the new need
+	r := in.h.fsRoom(in.d)
+	if r == nil {
+		return nil // unknown: let the writes tell
 	}
-	if n > r.free {
-		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, r.free, unix.ENOSPC)
+	free, ok := r.admit(n, func(st *unix.Statfs_t) error {
+		return in.h.atDir(in.d, func(dirfd int) error { return unix.Fstatfs(dirfd, st) })
+	})
+	if !ok {
+		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, free, unix.ENOSPC)
 	}
-	r.free -= n
+	in.room = r
+	in.promised.Store(n)
 	return nil
+}
+
+// wrote counts n bytes written into the file against its file system's
+// room: what was promised to it is written now.
+func (in *incoming) wrote(n int64) {
+	r := in.room
+	if r == nil || n <= 0 {
+		return
+	}
+	r.written.Add(n)
+	for {
+		p := in.promised.Load()
+		if p <= 0 {
+			return
+		}
+		d := min(p, n)
+		if in.promised.CompareAndSwap(p, p-d) {
+			r.promised.Add(-d)
+			return
+		}
+	}
+}
+
+// releasePromise gives back what was promised to the file and not
+// written: it is done with (committed, aborted, or asked again).
+func (in *incoming) releasePromise() {
+	if in.room != nil {
+		in.room.promised.Add(-in.promised.Swap(0))
+	}
 }
 
 // incoming is a file being received as tmp in directory h, to be renamed
@@ -290,6 +314,11 @@ type incoming struct {
 	zeroFrom atomic.Int64
 	holeEnd  atomic.Int64
 	gap      gapFree // a sparse named partial's gap-free prefix
+
+	// room is the file system's free space Room admitted the file
+	// against, and promised what of it is not written yet.
+	room     *fsRoom
+	promised atomic.Int64
 }
 
 // sparseMin is the shortest write that may become a hole: a page, and
@@ -389,6 +418,7 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 		return in.writeSparse(b, off)
 	}
 	n, err := in.f.WriteAt(b, off)
+	in.wrote(int64(n))
 	if in.sparse && n > 0 {
 		in.gap.received(off, off+int64(n), in.f.setPrefix)
 	}
@@ -530,6 +560,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if in.released {
 		return errors.New("filestore: commit of a finished file")
 	}
+	in.releasePromise() // all written that will be
 	if err := in.settle(); err != nil {
 		return err
 	}
@@ -883,6 +914,7 @@ func (d *Dir) flushFiles(files []*incoming) error {
 }
 
 func (in *incoming) Abort(keep bool) error {
+	in.releasePromise()
 	if in.batched {
 		return nil // committed; the batch's flush owns the file now
 	}

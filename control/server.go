@@ -557,7 +557,11 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 				mu.Unlock()
 				return
 			case kermit.FileFailed, kermit.FileSkipped:
-				if e.Bytes == 0 {
+				if e.Bytes == 0 && e.Kind == kermit.FileFailed {
+					// Cut off: what went of it. (A file refused was
+					// not taken, whatever of it was on its way: QA,
+					// a GET's file a client refused for room was
+					// logged with all its bytes.)
 					e.Bytes = moved[e.Name]
 				}
 				if t, ok := began[e.Name]; ok && e.Duration == 0 {

@@ -67,9 +67,19 @@ type XferEntry struct {
 // in the served tree (logged as "/" + Path, else the peer's name).
 func (l *XferLog) Record(e kermit.Event, remoteHost, user string) error {
 	switch {
-	case e.Kind == kermit.FileDone && e.Sending, e.Kind == kermit.FileSaved && !e.Sending:
-	case e.Kind == kermit.FileSaved, errors.Is(e.Err, kermit.ErrNotSaved):
-		return nil // a sent file, logged at its FileDone
+	case e.Kind == kermit.FileDone:
+		// Logged once its data is verified, either way, as an FTP
+		// server logs a transfer at its end: a received file's rename
+		// to its name may wait for a batch, and a server that died
+		// before it reported the batch saved logged none of its
+		// files, which a resume then found whole (QA).
+	case e.Kind == kermit.FileSaved:
+		return nil // logged at its FileDone
+	case errors.Is(e.Err, kermit.ErrNotSaved) && e.Sending:
+		return nil // the receiver's to keep: logged at its FileDone
+	case errors.Is(e.Err, kermit.ErrNotSaved):
+		// Verified, logged, and then not saved under its name: a line
+		// saying so follows.
 	case errors.Is(e.Err, kermit.ErrAlreadyThere):
 		return nil // nothing moved: a resume found the file whole
 	case errors.Is(e.Err, kermit.ErrPassedOver):

@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -58,9 +59,14 @@ func TestXferLogRecordEvents(t *testing.T) {
 		{Kind: kermit.FileDone, Name: "été/a\tb", Bytes: 0, Duration: 10 * time.Millisecond, Sending: true},
 		{Kind: kermit.FileFailed, Name: "big.iso", Bytes: 4096, Duration: 90 * time.Second, Err: errors.New("x")},
 		{Kind: kermit.FileSkipped, Name: "c", Sending: true},
-		// Received: verified is not yet logged, saved is, under its path.
+		// Received: logged once verified, under its path; its saving
+		// adds nothing, a failure to save it a line of its own.
 		{Kind: kermit.FileDone, Name: "d.bin", Bytes: 7, Path: "in/d.bin"},
 		{Kind: kermit.FileSaved, Name: "d.bin", Bytes: 7, Path: "in/d.bin"},
+		{Kind: kermit.FileDone, Name: "e.bin", Bytes: 3, Path: "in/e.bin"},
+		{Kind: kermit.FileFailed, Name: "e.bin", Path: "in/e.bin", Err: fmt.Errorf("%w: rename: no space", kermit.ErrNotSaved)},
+		// Sent and not confirmed saved by the client: its own business.
+		{Kind: kermit.FileFailed, Name: "f.bin", Sending: true, Err: kermit.ErrNotSaved},
 		// A resume found it whole: nothing moved, no line.
 		{Kind: kermit.FileSkipped, Name: "w", Err: kermit.ErrAlreadyThere},
 	}
@@ -74,6 +80,8 @@ func TestXferLogRecordEvents(t *testing.T) {
 		"Sat Jan 31 03:04:05 2026 90 2001:db8::1 4096 big.iso b _ i a anonymous kerf 0 * i",
 		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 0 c b _ o a anonymous kerf 0 * i",
 		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 7 /in/d.bin b _ i a anonymous kerf 0 * c",
+		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 3 /in/e.bin b _ i a anonymous kerf 0 * c",
+		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 0 /in/e.bin b _ i a anonymous kerf 0 * i",
 	}, "\n") + "\n"
 	if got := buf.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -105,7 +113,7 @@ func TestXferLogConcurrent(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		wg.Go(func() {
 			for j := 0; j < 50; j++ {
-				l.Record(kermit.Event{Kind: kermit.FileSaved, Name: "f", Bytes: 1}, "h", "u")
+				l.Record(kermit.Event{Kind: kermit.FileDone, Name: "f", Bytes: 1}, "h", "u")
 			}
 		})
 	}

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -291,5 +293,34 @@ func TestStateOutOfEveryRoot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "users.json")); !os.IsNotExist(err) {
 		t.Errorf("a user was added: %v", err)
+	}
+}
+
+// The server's xferlog names a file a get's client refused by its path
+// in the tree, as it names those sent, and counts none of its bytes:
+// the client took none (QA: "one.txt" with the file's whole size).
+func TestXferLogOfAFileTheClientRefused(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	xferlog := filepath.Join(t.TempDir(), "xferlog")
+	srv := startServer(t, root, serverOpts{args: []string{"--xferlog", xferlog}})
+	writeFile(t, filepath.Join(root, "a", "one.bin"), randomBytes(1<<20, 94))
+	writeFile(t, filepath.Join(root, "b", "one.bin"), randomBytes(1<<20, 95))
+	if r := run(t, srv, local, nil, "get", target(srv.addr, "a/one.bin"), target(srv.addr, "b/one.bin"), "out"); r.code != 4 {
+		t.Fatalf("get of two one.bin: %s", r)
+	}
+	var lines []string
+	waitFor(t, "two xferlog lines", func() bool {
+		b, _ := os.ReadFile(xferlog)
+		lines = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		return len(lines) == 2
+	})
+	slices.Sort(lines) // either may be written first
+	for _, want := range []string{fmt.Sprintf(" %d /a/one.bin b _ o r ", 1<<20), " 0 /b/one.bin b _ o r "} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, want) }) {
+			t.Errorf("xferlog lacks %q:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+	if !strings.HasSuffix(lines[0], " c") && !strings.HasSuffix(lines[1], " c") {
+		t.Errorf("no complete line:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -634,11 +634,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 						return nil
 					}
 					if err := s.declined(rp.Reasons); err != nil {
-						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Size: f.Size})
+						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Size: f.Size, Path: f.Path})
 						return nil
 					}
 					s.groupFailed = append(s.groupFailed, f.Name)
-					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: s.refusal(rp.Reasons), Sending: true})
+					s.event(Event{Kind: FileSkipped, Name: f.Name, Err: s.refusal(rp.Reasons), Sending: true, Path: f.Path})
 				}
 				return nil
 			}
@@ -654,11 +654,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			return nil
 		}
 		if err := s.declined(reply.Reasons); err != nil {
-			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Size: f.Size})
+			s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Size: f.Size, Path: f.Path})
 			return nil
 		}
 		err := s.refusal(reply.Reasons)
-		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
+		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 		return &skipError{err}
 	}
 	var off int64

@@ -334,15 +334,7 @@ func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingE
 // ListTree leaves out: what a listing shown to a user must say. A kerf
 // server from before the request gives none.
 func (s *Session) ListTreeProblems(ctx context.Context, spec string) ([]framing.ListingEntry, []framing.ListingProblem, error) {
-	defer s.flush()
-	defer s.forText()()
-	if err := s.initServer(ctx); err != nil {
-		return nil, nil, s.abort(err)
-	}
-	if s.neg.peer.Capas3&capas3ListsTree == 0 {
-		return nil, nil, ErrNoTreeListing
-	}
-	text, err := s.generic(ctx, 'D', spec, treeArg, problemsArg)
+	text, err := s.listingText(ctx, true, spec, treeArg, problemsArg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -354,30 +346,14 @@ func (s *Session) ListTreeProblems(ctx context.Context, spec string) ([]framing.
 // are. From another Kermit server it is the plain listing, in whatever
 // form that server writes.
 func (s *Session) ListExact(ctx context.Context, spec string) (string, error) {
-	defer s.flush()
-	defer s.forText()()
-	if err := s.initServer(ctx); err != nil {
-		return "", s.abort(err)
-	}
-	if s.neg.peer.Capas3&capas3ListsTree == 0 {
-		return s.generic(ctx, 'D', spec)
-	}
-	return s.generic(ctx, 'D', spec, exactArg)
+	return s.listingText(ctx, false, spec, exactArg)
 }
 
 // listing asks a kerf server for REMOTE DIRECTORY spec with kerf's
 // second argument arg (treeArg, getArg, getRecursiveArg) and reads the
 // listing lines of its reply.
 func (s *Session) listing(ctx context.Context, spec, arg string) ([]framing.ListingEntry, error) {
-	defer s.flush()
-	defer s.forText()()
-	if err := s.initServer(ctx); err != nil {
-		return nil, s.abort(err)
-	}
-	if s.neg.peer.Capas3&capas3ListsTree == 0 {
-		return nil, ErrNoTreeListing
-	}
-	text, err := s.generic(ctx, 'D', spec, arg)
+	text, err := s.listingText(ctx, true, spec, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -385,6 +361,25 @@ func (s *Session) listing(ctx context.Context, spec, arg string) ([]framing.List
 		return framing.ParseListingIno(text)
 	}
 	return framing.ParseListing(text)
+}
+
+// listingText is the text of REMOTE DIRECTORY spec with kerf's further
+// arguments args, asked of a server that lists trees (capas3ListsTree);
+// of another, ErrNoTreeListing if kerfOnly, else the plain listing
+// without them.
+func (s *Session) listingText(ctx context.Context, kerfOnly bool, spec string, args ...string) (string, error) {
+	defer s.flush()
+	defer s.forText()()
+	if err := s.initServer(ctx); err != nil {
+		return "", s.abort(err)
+	}
+	if s.neg.peer.Capas3&capas3ListsTree == 0 {
+		if kerfOnly {
+			return "", ErrNoTreeListing
+		}
+		args = nil
+	}
+	return s.generic(ctx, 'D', append([]string{spec}, args...)...)
 }
 
 // SkipWhole is a resuming sender's quick check for a whole tree at

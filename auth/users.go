@@ -118,6 +118,13 @@ type UsersFile struct {
 	// cannot be read is, not "no users": every login then failed as
 	// if its credentials were wrong (QA).
 	seen bool
+	// Protected: every reading first checks that the file and its
+	// directory are still the server's alone (CheckStateProtected), as
+	// kerf serve checks them at its start: a users file made writable by
+	// others after the start (a chmod -R, a restored backup) was read as
+	// it was rewritten, and gave the nobody user an account with a root
+	// of its choosing (QA).
+	Protected bool
 }
 
 // ErrUsersFileGone is the error of a users file that was there and is
@@ -175,6 +182,12 @@ func (u *UsersFile) reloadLocked() error {
 	}
 	if u.loaded && fi.ModTime().Equal(u.modTime) && fi.Size() == u.size {
 		return nil
+	}
+	if u.Protected {
+		if err := CheckStateProtected(filepath.Dir(u.path)); err != nil {
+			u.users, u.loaded = map[string]User{}, false
+			return err
+		}
 	}
 	b, err := os.ReadFile(u.path)
 	if err != nil {

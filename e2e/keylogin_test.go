@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 var fingerprintRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -209,5 +210,43 @@ func TestAnonymousServerWithoutUsersFile(t *testing.T) {
 	}
 	if r := runWithKey(t, srv, local, id, "ls", srv.addr); r.code != 0 || !strings.Contains(r.stdout, "pub.txt") {
 		t.Errorf("a user added to the running anonymous server: %s", r)
+	}
+}
+
+// A running server's users file that others could write, and that was
+// rewritten, is refused as at the server's start: no login with it, an
+// ERROR saying why, until its modes are the server's alone again (QA:
+// made 0666 after the start, the nobody user's rewrite gave it an
+// account with a root of its choosing).
+func TestUsersFileMadeWritableUnderServer(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	if r := run(t, srv, local, nil, "ls", srv.addr); r.code != 0 {
+		t.Fatalf("kerf ls: %s", r)
+	}
+	usersFile := filepath.Join(srv.state, "users.json")
+	b, err := os.ReadFile(usersFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(usersFile, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// Rewritten in place, as another user could now (its mode stays).
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(usersFile, append(b, '\n'), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, srv, local, nil, "ls", srv.addr); r.code != 3 || !strings.Contains(r.stderr, "cannot read its users file") {
+		t.Errorf("login with the users file writable by all: want exit 3, the server cannot read its users file; %s", r)
+	}
+	if line := waitLogLine(t, srv, "level=ERROR"); !strings.Contains(line, "writable by others") {
+		t.Errorf("the server's ERROR does not say the file is writable by others: %s", line)
+	}
+	if err := os.Chmod(usersFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, srv, local, nil, "ls", srv.addr); r.code != 0 {
+		t.Errorf("kerf ls once the file is the server's again: %s", r)
 	}
 }

@@ -681,6 +681,7 @@ func serveCommand() *cli.Command {
 			if err := auth.CheckStateProtected(c.String("state")); err != nil {
 				return usageErr("%v", err)
 			}
+			users.Protected = true // and at every reading from now on
 			list, listErr := users.List()
 			if listErr == nil && len(list) == 0 && !c.Bool("anonymous") {
 				fmt.Fprintf(os.Stderr, "kerf: no users in %s: add one with `kerf user add NAME --root DIR`, or serve --anonymous (read-only)\n", users.Path())

@@ -226,6 +226,20 @@ func (f *sessionFS) Login(user, password string) error {
 		// wrong one is right.)
 		return nil
 	}
+	if password == "" && f.clientKey != "" && !auth.IsAnonymous(user) {
+		if ka, ok := cfg.Users.(KeyAuthenticator); ok {
+			if u, err := ka.AuthenticateKey(user, f.clientKey); err == nil {
+				// A key cannot be guessed, nor is checking one costly:
+				// one the users file lists for the user logs in
+				// whatever the address's throttle says, which anyone
+				// sharing the address (a NAT neighbour, another local
+				// user) kept up by guessing passwords (QA). A key that
+				// fails is a failed login, throttled below.
+				cfg.Throttle.Succeed(f.ip, user)
+				return f.logIn(u, user, password, "key")
+			}
+		}
+	}
 	d, reserved := cfg.Throttle.Begin(f.ip)
 	if reserved {
 		defer cfg.Throttle.End(f.ip)
@@ -285,6 +299,13 @@ func (f *sessionFS) Login(user, password string) error {
 		return errLoginFailed
 	}
 	cfg.Throttle.Succeed(f.ip, user)
+	return f.logIn(u, user, password, method)
+}
+
+// logIn makes u, checked by method, the session's user: its root is
+// opened and the login logged.
+func (f *sessionFS) logIn(u auth.User, user, password, method string) error {
+	cfg := &f.srv.cfg
 	root := u.Root
 	if root == "" {
 		root = cfg.Root

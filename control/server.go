@@ -148,6 +148,8 @@ type Server struct {
 	perAddr map[string]int
 	// refusing counts connections being told BusyNotice.
 	refusing atomic.Int32
+	// throttled: which throttled logins are logged at warn.
+	throttled throttleNotes
 }
 
 // NewServer opens the control and data listeners.

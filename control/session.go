@@ -249,7 +249,11 @@ func (f *sessionFS) Login(user, password string) error {
 		// has another attempt being checked. The answer is immediate,
 		// so that it is not retransmitted.
 		f.failures++
-		f.log.Warn("login throttled", "user", user, "wait", d)
+		if say, unsaid := f.srv.throttled.note(f.ip, time.Now()); say {
+			f.log.Warn("login throttled", "user", user, "wait", d, "unsaid_since_last", unsaid)
+		} else {
+			f.log.Debug("login throttled", "user", user, "wait", d)
+		}
 		f.hangUpIfTooMany()
 		return fmt.Errorf("%w: too many failed logins from your address: wait %v", errThrottled, d.Round(100*time.Millisecond))
 	}

@@ -363,6 +363,18 @@ func TestCreateRefusesDirectoryName(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(root, "dir")); err == nil {
 		t.Error("dir made")
 	}
+	// "." and ".." name directories too: refused at once, not once the
+	// data has come (QA: a raw F named "." was acknowledged).
+	os.Mkdir(filepath.Join(root, "sub"), 0o755)
+	d.UnnamedMax = filestore.NetUnnamedMax // as a server's (unnamed.go)
+	for _, name := range []string{".", "..", "sub/.", "sub/..", "./."} {
+		if in, err := d.Create(name); err == nil || !strings.Contains(err.Error(), "names a directory") && !strings.Contains(err.Error(), "..") {
+			if in != nil {
+				in.Abort(false)
+			}
+			t.Errorf("Create(%q): %v; want refused as a directory", name, err)
+		}
+	}
 }
 
 // Making a directory where a file is says which name is the file, not

@@ -40,6 +40,12 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 	if d.Flat {
 		name = path.Base(strings.ReplaceAll(name, "\\", "/"))
 	}
+	if path.Base(name) == "." {
+		// A directory (".." is refused as leaving the tree, below):
+		// refused now, not after its data came (QA: an F named "."
+		// was acknowledged, and received unnamed).
+		return nil, fmt.Errorf("filestore: %s: names a directory, not a file", name)
+	}
 	if err := d.expected(name); err != nil {
 		return nil, err
 	}

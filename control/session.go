@@ -226,18 +226,19 @@ func (f *sessionFS) Login(user, password string) error {
 		// wrong one is right.)
 		return nil
 	}
-	if password == "" && f.clientKey != "" && !auth.IsAnonymous(user) {
-		if ka, ok := cfg.Users.(KeyAuthenticator); ok {
-			if u, err := ka.AuthenticateKey(user, f.clientKey); err == nil {
-				// A key cannot be guessed, nor is checking one costly:
-				// one the users file lists for the user logs in
-				// whatever the address's throttle says, which anyone
-				// sharing the address (a NAT neighbour, another local
-				// user) kept up by guessing passwords (QA). A key that
-				// fails is a failed login, throttled below.
-				cfg.Throttle.Succeed(f.ip, user)
-				return f.logIn(u, user, password, "key")
-			}
+	// A key cannot be guessed, nor is checking one costly: it is checked
+	// first, and one the users file lists for the user logs in whatever
+	// the address's throttle says, which anyone sharing the address (a
+	// NAT neighbour, another local user) kept up by guessing passwords
+	// (QA). A key that fails is a failed login, throttled below with
+	// this verdict.
+	ka, keys := cfg.Users.(KeyAuthenticator)
+	var keyUser auth.User
+	var keyErr error
+	if keys && password == "" && f.clientKey != "" && !auth.IsAnonymous(user) {
+		if keyUser, keyErr = ka.AuthenticateKey(user, f.clientKey); keyErr == nil {
+			cfg.Throttle.Succeed(f.ip, user)
+			return f.logIn(keyUser, user, password, "key")
 		}
 	}
 	d, reserved := cfg.Throttle.Begin(f.ip)
@@ -282,14 +283,13 @@ func (f *sessionFS) Login(user, password string) error {
 	}
 	var u auth.User
 	var err error
-	if method == "key" {
-		ka, ok := cfg.Users.(KeyAuthenticator)
-		if !ok {
-			f.fail(user, method)
-			return errLoginFailed
-		}
-		u, err = ka.AuthenticateKey(user, f.clientKey)
-	} else {
+	switch {
+	case method == "key" && !keys:
+		f.fail(user, method)
+		return errLoginFailed
+	case method == "key":
+		u, err = keyUser, keyErr // checked above, and failed
+	default:
 		u, err = cfg.Users.Authenticate(user, password)
 	}
 	if err != nil && !errors.Is(err, auth.ErrLoginFailed) {

@@ -1263,8 +1263,11 @@ func getCommand() *cli.Command {
 			rep.wire = wireBytes(&clients, &gone, func(st datachan.Stats) int64 { return st.WireBytesReceived })
 			defer closeSuccessors(&clients, &gone, slices.Clone(clients))
 			opts.Reconnect = successors(c, cfg, cl, "", rep.event, &clients, &gone)
+			get := func(spec string) error {
+				return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
+			}
 			err = getEach(specGroups(specs, cfg.Classic), func(spec string) error {
-				err := kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
+				err := get(spec)
 				var pe *kermit.PeerError
 				if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && len(specs) == 1 && isPlainName(spec) {
 					// C-Kermit's server answers GET /RECURSIVE of a
@@ -1274,9 +1277,7 @@ func getCommand() *cli.Command {
 					// server sends them): asked so (QA: get -r of
 					// the README's form failed). A file it may not read
 					// keeps its own answer.
-					if again := classicTree(c.Context, cl, spec, func(spec string) error {
-						return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
-					}); !errors.As(again, &pe) {
+					if again := classicTree(c.Context, cl, spec, get); !errors.As(again, &pe) {
 						return again
 					}
 				}

@@ -34,17 +34,26 @@ var ErrCredentials = errors.New("control: credentials not accepted")
 // (its BusyNotice): worth trying again later.
 var ErrServerBusy = errors.New("the server is at its session limit (its --max-sessions or --max-sessions-per-addr)")
 
+// ErrServerShort marks an ErrLogin refused because the server ran out
+// of something a session gives back when it ends (open files): worth
+// trying again later, as ErrServerBusy is.
+var ErrServerShort = errors.New("control: the server is short of resources")
+
 // loginRefusal reads as the server's words and is ErrLogin, and
 // ErrCredentials too when creds.
 type loginRefusal struct {
 	msg   string
 	creds bool
+	short bool // ErrServerShort
 }
 
 func (e *loginRefusal) Error() string { return e.msg }
 func (e *loginRefusal) Unwrap() []error {
-	if e.creds {
+	switch {
+	case e.creds:
 		return []error{ErrLogin, ErrCredentials}
+	case e.short:
+		return []error{ErrLogin, ErrServerShort}
 	}
 	return []error{ErrLogin}
 }
@@ -373,7 +382,8 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 				// The server's own words for refused credentials
 				// (session.go's errLoginFailed) come back in its E packet.
 				return nil, &loginRefusal{msg: ErrLogin.Error() + ": " + pe.Msg,
-					creds: strings.HasPrefix(pe.Msg, errLoginFailed.Error())}
+					creds: strings.HasPrefix(pe.Msg, errLoginFailed.Error()),
+					short: strings.HasPrefix(pe.Msg, errServerShort.Error())}
 			}
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("control: login: no answer from %s within %v (is it a kerf server?)", addr, lt)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"kerf/auth"
@@ -33,7 +34,11 @@ var (
 	errUsersBroken   = errors.New("kerf: login not possible now: the server cannot read its users file (its log says why)")
 	errTooManyLogins = errors.New("kerf: too many failed logins")
 	errNoAnonymous   = errors.New("kerf: login failed (anonymous access is not enabled)")
-	errReadOnly      = fmt.Errorf("kerf: %w", kermit.ErrReadOnly)
+	// errServerShort is a login refused for want of a resource the
+	// server runs out of for a moment (open files): the client dials
+	// again, as for a server at its session limit.
+	errServerShort = errors.New("kerf: login not possible now: the server is out of open files, try again later")
+	errReadOnly    = fmt.Errorf("kerf: %w", kermit.ErrReadOnly)
 )
 
 // Bounds on names a client may send.
@@ -174,6 +179,12 @@ func (f *sessionFS) loggedIn() bool {
 	return f.dir != nil
 }
 
+// outOfFiles reports whether err is the process's or the system's open
+// files running out, which sessions ending give back.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
 // bind makes root the session's tree.
 func (f *sessionFS) bind(user, root string, readOnly bool) error {
 	if p := PrivateWithin(root, f.srv.cfg.Private); p != "" {
@@ -181,6 +192,12 @@ func (f *sessionFS) bind(user, root string, readOnly bool) error {
 		return errors.New("kerf: the server will not serve your directory: it holds the server's own key or users (its administrator must move them out)")
 	}
 	d, err := filestore.OpenExisting(root)
+	if outOfFiles(err) {
+		// Not the user's directory's fault, and gone when a session
+		// ends (QA g: told "cannot open your directory", exit 3).
+		f.log.Warn("opening the user's root: out of open files", "user", user, "root", root, "err", err)
+		return errServerShort
+	}
 	if err != nil {
 		f.log.Error("opening the user's root", "user", user, "root", root, "err", err)
 		return fmt.Errorf("kerf: the server cannot open your directory")
@@ -295,6 +312,10 @@ func (f *sessionFS) Login(user, password string) error {
 	if err != nil && !errors.Is(err, auth.ErrLoginFailed) {
 		// The server's trouble, not the client's credentials: not a
 		// failed login, and not one the throttle counts.
+		if outOfFiles(err) {
+			f.log.Warn("users file: out of open files", "err", err)
+			return errServerShort
+		}
 		f.log.Error("users file", "err", err)
 		return errUsersBroken
 	}

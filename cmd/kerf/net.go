@@ -493,8 +493,8 @@ func throttled(err error) (time.Duration, bool) {
 }
 
 // dialWhenFree is dialAfterThrottle, which a server at its session
-// limits has refused (a batch of transfers to one server at once) is
-// dialled again within --reconnect, as a lost connection is: after 1 s,
+// limits, or short of open files, has refused (a batch of transfers to
+// one server at once) is dialled again within --reconnect, as a lost connection is: after 1 s,
 // then twice as long each time, at most 5 s apart. Commands without
 // --reconnect (ls, rm ...) fail at once.
 func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, error) {
@@ -504,7 +504,7 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 	waiting := false // found busy: the server is there, and a dial that fails now is one more wait
 	for {
 		cl, err := dialAfterThrottle(c.Context, cfg)
-		again := errors.Is(err, control.ErrServerBusy) ||
+		again := errors.Is(err, control.ErrServerBusy) || errors.Is(err, control.ErrServerShort) ||
 			// A server restarted while this one waited refuses a
 			// connection for a moment (QA: the first refusal ended the
 			// command, exit 3). Not what a second try brings again.

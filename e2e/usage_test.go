@@ -271,6 +271,36 @@ func TestUserCommandsRefusedExit4(t *testing.T) {
 	}
 }
 
+// kerf key that cannot make or read its key fails as a refused user
+// command does, exit 4, naming the directory; its command line's
+// mistakes stay exit 2 (QA g: exit 2 for a directory it could not make).
+func TestKeyNotMadeExit4(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "file"), []byte("in the way"))
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"key", "--identity", filepath.Join(dir, "file", "id")}, 4, filepath.Join(dir, "file", "id")},
+		{[]string{"key", "--identity", filepath.Join(dir, "id"), "extra"}, 2, "usage"},
+	} {
+		cmd := exec.Command(kerfBin, c.args...)
+		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("kerf %q: %v", c.args, err)
+		}
+		if code != c.code || !strings.Contains(string(out), c.msg) {
+			t.Errorf("kerf %q: exit %d, output %q; want exit %d saying %q", c.args, code, out, c.code, c.msg)
+		}
+	}
+}
+
 // The server's state (its key, its users) is out of every root: serve
 // with a --root holding it, and user add with such a --root, refuse
 // (QA: `kerf serve` in a home directory served ~/.config/kerf/server,

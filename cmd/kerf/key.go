@@ -25,7 +25,9 @@ func keyCommand() *cli.Command {
 			dir, _ := identityDir(c)
 			id, created, err := auth.LoadOrCreateClientIdentity(dir)
 			if err != nil {
-				return usageErr("%v", err)
+				// Its command line was fine (as a refused `kerf user`
+				// command's): not a usage error.
+				return transferErr(fmt.Errorf("cannot make or read the client key in %s: %w", dir, err))
 			}
 			if enc := jsonOutput(c); enc != nil {
 				if abs, err := filepath.Abs(dir); err == nil {

@@ -87,6 +87,7 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		return nil, err
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse}
+	in.countWrites()
 	if err := d.beginName(rel); err != nil {
 		in.prepared = fresh
 		in.empty.Store(fresh)
@@ -275,6 +276,18 @@ func (in *incoming) wrote(n int64) {
 			r.promised.Add(-d)
 			return
 		}
+	}
+}
+
+// countWrites has the file's writes counted against its file system's
+// room from the start, promised (Room) or not: a file of unknown size,
+// a text file or one without attributes is admitted without a promise,
+// and what it takes is still not promised to others (review: such
+// writes went uncounted until the next fstatfs). A sparse file's writes
+// may take less than they count, so it has none.
+func (in *incoming) countWrites() {
+	if !in.sparse {
+		in.room = in.h.fsRoom(in.d)
 	}
 }
 

@@ -41,3 +41,48 @@ func TestFSRoomCountsOnce(t *testing.T) {
 	admit(40, true)
 	admit(1, false)
 }
+
+// A file admitted without a promise (its size unknown, no attributes
+// at all, or a text file, whose size changes on the way) still has its
+// writes counted against its file system's room, so that files admitted
+// beside it are not promised the space it took (review: such writes
+// went uncounted until the next fstatfs).
+func TestWritesCountedWithoutPromise(t *testing.T) {
+	d, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct {
+		name string
+		size int64 // told by WillHold, and asked of Room when known; -2: neither
+	}{{"unknown", -1}, {"untold", -2}, {"known", 1 << 20}} {
+		in, err := d.Create(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inc := in.(*incoming)
+		if c.size >= -1 {
+			if err := inc.WillHold(c.size, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.size >= 0 {
+			if err := inc.Room(c.size); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := inc.h.fsRoom(d)
+		if r == nil {
+			t.Fatal("no room for the test's file system")
+		}
+		before := r.written.Load()
+		if _, err := inc.WriteAt(make([]byte, 5000), 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.written.Load() - before; got != 5000 {
+			t.Errorf("%s size: 5000 bytes written counted as %d", c.name, got)
+		}
+		inc.Abort(false)
+	}
+}

@@ -181,6 +181,7 @@ func (d *Dir) createUnnamed(rel, dir, base, tmp string) (*incoming, error) {
 		return nil, nil
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, unnamed: true, sparse: d.Sparse, prepared: true}
+	in.countWrites()
 	in.empty.Store(true)
 	if err := d.beginName(rel); err != nil {
 		in.Abort(false)

@@ -563,6 +563,42 @@ func TestRecursiveSendSymlinksAndSpecialFiles(t *testing.T) {
 	sameFile(t, filepath.Join(local, "tree/a.txt"), filepath.Join(back, "tree/a.txt"))
 }
 
+// Symbolic-link loops in a server's tree are named as not sent
+// (file_error, exit 4) by get -r and by a wildcard, as dangling links
+// are, and the rest of the tree comes (QA: passed over without a word,
+// exit 0, taken for links to partials).
+func TestGetNamesLinkLoops(t *testing.T) {
+	root := t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(root, "tree/real.txt"), []byte("real"))
+	for link, to := range map[string]string{"loop1": "loop2", "loop2": "loop1", "self": "self"} {
+		if err := os.Symlink(to, filepath.Join(root, "tree", link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ spec, prefix string }{{"tree", "tree/"}, {"tree/*", ""}} {
+		local := t.TempDir()
+		args := []string{target(srv.addr, c.spec), "."}
+		if c.prefix != "" {
+			args = append([]string{"-r"}, args...)
+		}
+		r := run(t, srv, local, []string{"--json"}, "get", args...)
+		failed := map[string]string{}
+		for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_error") {
+			failed[e.Name] = e.Error
+		}
+		for _, n := range []string{"loop1", "loop2", "self"} {
+			if !strings.Contains(failed[c.prefix+n], "too many levels of symbolic links") {
+				t.Errorf("get %s: %s%s not named as not sent for its loop (%q):\n%s", c.spec, c.prefix, n, failed[c.prefix+n], r)
+			}
+		}
+		if r.code != 4 {
+			t.Errorf("get %s: exit %d, want 4:\n%s", c.spec, r.code, r)
+		}
+		sameFile(t, filepath.Join(root, "tree/real.txt"), filepath.Join(local, c.prefix+"real.txt"))
+	}
+}
+
 // A wildcard GET skips a subdirectory instead of failing; a name with
 // wildcard characters that exists is fetched alone; names of 245-255
 // bytes go both ways (their temporary names would exceed NAME_MAX).

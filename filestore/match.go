@@ -149,8 +149,8 @@ func EntryKind(m fs.FileMode) string {
 // linksToPart reports whether the symbolic link rel names a partial
 // file (.NAME.kerf-part), which is never served, through a link either:
 // followed link by link, as far as the kernel would (40), so that a
-// link to a link to a partial is caught too (review). A chain that
-// cannot be read counts as one.
+// link to a link to a partial is caught too (review). A loop is not
+// one.
 func (d *Dir) linksToPart(rel string) bool {
 	for range 40 {
 		to, err := d.root.Readlink(rel)
@@ -168,7 +168,10 @@ func (d *Dir) linksToPart(rel string) bool {
 			return false
 		}
 	}
-	return true
+	// A chain this long is a loop: no partial, and following it fails
+	// (ELOOP), which the client is told (QA: get -r passed over loops
+	// without a word, taken for links to partials).
+	return false
 }
 
 // specName is a name a filespec resolved to, relative to the tree's top,

@@ -197,44 +197,58 @@ func TestFileRewrittenKeepingItsTimeIsNotStored(t *testing.T) {
 	}
 }
 
-// A file removed while it is sent is said to be so, not "written to"
-// (removing it moves its ctime), and is not stored.
+// A file removed, or renamed, while it is sent is said to be so, not
+// "written to" (either moves its ctime), and is not stored (QA: a
+// rename was said to be a write with its time put back).
 func TestFileRemovedWhileSentSaysSo(t *testing.T) {
-	src, dst := t.TempDir(), t.TempDir()
-	out := writeFiles(t, src, []testFile{{"gone.bin", randomBytes(100_000, 9)}})
-	p := filepath.Join(src, "gone.bin")
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out[0].ModTime, out[0].ChangeTime = fi.ModTime(), kermit.ChangeTimeOf(fi)
-	open := out[0].Open
-	out[0].Open = func() (kermit.FileReader, error) {
-		r, err := open()
-		if err == nil {
-			time.Sleep(20 * time.Millisecond) // a ctime the removal moves
-			os.Remove(p)
-		}
-		return r, err
-	}
-	var mu sync.Mutex
-	var why error
-	scfg := kermit.DefaultConfig()
-	scfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileFailed {
+	for _, tc := range []struct {
+		name string
+		move func(p string) error
+		want string
+	}{
+		{"removed", os.Remove, "was removed, or replaced by another file of its name, while it was being sent"},
+		{"renamed", func(p string) error { return os.Rename(p, p+".moved") }, "was renamed, or another file put at its name, while it was being sent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, []testFile{{"gone.bin", randomBytes(100_000, 9)}})
+			p := filepath.Join(src, "gone.bin")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[0].ModTime, out[0].ChangeTime = fi.ModTime(), kermit.ChangeTimeOf(fi)
+			open := out[0].Open
+			out[0].Open = func() (kermit.FileReader, error) {
+				r, err := open()
+				if err == nil {
+					time.Sleep(20 * time.Millisecond) // a ctime the change moves
+					if err := tc.move(p); err != nil {
+						t.Error(err)
+					}
+				}
+				return r, err
+			}
+			var mu sync.Mutex
+			var why error
+			scfg := kermit.DefaultConfig()
+			scfg.Events = func(e kermit.Event) {
+				if e.Kind == kermit.FileFailed {
+					mu.Lock()
+					why = e.Err
+					mu.Unlock()
+				}
+			}
+			serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
 			mu.Lock()
-			why = e.Err
-			mu.Unlock()
-		}
-	}
-	serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
-	mu.Lock()
-	defer mu.Unlock()
-	if serr == nil || why == nil || !strings.Contains(why.Error(), "was removed, or replaced by another file of its name, while it was being sent") {
-		t.Fatalf("send: %v, file error %v; want it said removed", serr, why)
-	}
-	if _, err := os.Stat(filepath.Join(dst, "gone.bin")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("gone.bin stored (%v)", err)
+			defer mu.Unlock()
+			if serr == nil || why == nil || !strings.Contains(why.Error(), tc.want) {
+				t.Fatalf("send: %v, file error %v; want %q", serr, why, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dst, "gone.bin")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("gone.bin stored (%v)", err)
+			}
+		})
 	}
 }
 

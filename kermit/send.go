@@ -1047,6 +1047,11 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 			// removes it just the same: the name now has a newer one.)
 			return fmt.Errorf("%s was removed, or replaced by another file of its name, while it was being sent; %s", f.Name, tail)
 		}
+		if movedOffItsName(r, fi) {
+			// A rename moves the ctime as a write does: said as it is
+			// (QA: said to be written to with its time put back).
+			return fmt.Errorf("%s was renamed, or another file put at its name, while it was being sent; %s", f.Name, tail)
+		}
 		if was, now := f.Status, StatusOf(fi); was.Known && now.Known && now.Links > was.Links &&
 			now.Mode == was.Mode && now.UID == was.UID && now.GID == was.GID {
 			// Only new links (a snapshot tool hard-linking the tree
@@ -1065,6 +1070,29 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 	}
 	return fmt.Errorf("%s changed while it was being sent (now %d bytes, modified %s); %s",
 		f.Name, fi.Size(), fi.ModTime().Format(time.RFC3339Nano), tail)
+}
+
+// movedOffItsName reports whether the file r (of status fi) is no
+// longer at the path it was opened by: that path names another file,
+// or nothing. False where that cannot be told.
+func movedOffItsName(r FileReader, fi fs.FileInfo) bool {
+	var f *os.File
+	switch r := r.(type) {
+	case *os.File:
+		f = r
+	case interface{ File() *os.File }: // filestore.LocalFile
+		f = r.File()
+	}
+	was := StatusOf(fi)
+	if f == nil || !was.Known {
+		return false
+	}
+	cur, err := os.Stat(f.Name())
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	now := StatusOf(cur)
+	return now.Known && (now.Dev != was.Dev || now.Ino != was.Ino)
 }
 
 // asOpened is f with the size, times and status of the file as opened,

@@ -124,3 +124,27 @@ func TestGetToStdoutBesideDirNamedDash(t *testing.T) {
 		t.Errorf("stored in the directory named -: %v", ents)
 	}
 }
+
+// A get to - of a file that changes on the server while it is sent
+// fails (exit 4) saying that what went to standard output is not one
+// version of the file, not that it was "not stored" (QA: the sender's
+// words for a store, after 94 MB had gone to the pipe).
+func TestGetToStdoutOfAChangingFile(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	src := filepath.Join(root, "grows.bin")
+	writeFile(t, src, randomBytes(16<<20, 25))
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the 16 MiB take 4 s at 4M
+		f, err := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			f.Write([]byte("more"))
+			f.Close()
+		}
+	}()
+	r := run(t, srv, local, nil, "get", "--limit-rate", "4M", target(srv.addr, "grows.bin"), "-")
+	if r.code != 4 || !strings.Contains(r.stderr, "changed while it was being sent") ||
+		!strings.Contains(r.stderr, "what went to standard output is not one version of the file") || strings.Contains(r.stderr, "not stored") {
+		t.Fatalf("want exit 4 saying standard output has no one version of the file:\nexit %d, %d bytes out\n%s", r.code, len(r.stdout), r.stderr)
+	}
+}

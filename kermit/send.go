@@ -731,7 +731,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			// Reading the file failed, not the data path (the file
 			// shrank while it was sent, say): that file is dropped, as a
 			// changed one is, and the group goes on.
-			why := changedWhileSent(r, f, notStoredTail)
+			why := changedWhileSent(r, f, NotStoredTail)
 			if why == nil {
 				why = fmt.Errorf("%s could not be read while it was being sent: %w; not stored", f.Name, err)
 			}
@@ -755,11 +755,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		moved = n
 		whole := wholeCRC(prefixCRC, crc, off, n)
 		zdata = crcZ(whole)
-		changed := changedWhileSent(r, f, notStoredTail)
+		changed := changedWhileSent(r, f, NotStoredTail)
 		if changed == nil && src.failed.Load() {
 			// A block read again for the receiver came short: the file
 			// shrank, whatever its size says now.
-			changed = fmt.Errorf("%s changed while it was being sent (a part read again came short); %s", f.Name, notStoredTail)
+			changed = fmt.Errorf("%s changed while it was being sent (a part read again came short); %s", f.Name, NotStoredTail)
 		}
 		if changed != nil && !refused {
 			gaveUp = true
@@ -1007,7 +1007,9 @@ func (s *Session) attrsOf(f OutgoingFile) framing.Attributes {
 // but C-Kermit keeps an incomplete file unless told otherwise (SET FILE
 // INCOMPLETE DISCARD), so what came of it may stand under its name (QA).
 const (
-	notStoredTail        = "not stored: transfer it again for the new version"
+	// NotStoredTail ends a kerf sender's reason (Z "D"): a receiver
+	// that wrote the file somewhere else than a store may say it so.
+	NotStoredTail        = "not stored: transfer it again for the new version"
 	classicDiscardedTail = "the receiver was told to discard it (a Kermit that keeps incomplete files, as C-Kermit does by default, keeps what came of it under its name): transfer it again for the new version"
 )
 
@@ -1015,7 +1017,7 @@ const (
 // to at this session's receiver.
 func (s *Session) discardedTail() string {
 	if s.neg.peerKerf {
-		return notStoredTail
+		return NotStoredTail
 	}
 	return classicDiscardedTail
 }

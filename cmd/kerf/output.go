@@ -481,6 +481,12 @@ func (r *reporter) event(e kermit.Event) {
 				}
 			}
 		}
+		if r.toStdout {
+			// The sender's words for a file that changed under it
+			// speak of a stored copy: here what went out is not whole
+			// (QA: "not stored" after 94 MB had gone to the pipe).
+			msg = strings.Replace(msg, kermit.NotStoredTail, "what went to standard output is not one version of the file: transfer it again", 1)
+		}
 		// "NAME: kermit: NAME: …" says the name twice (QA).
 		msg = strings.TrimPrefix(msg, "kermit: "+e.Name+": ")
 		if r.json != nil {

@@ -252,6 +252,41 @@ func TestFileRemovedWhileSentSaysSo(t *testing.T) {
 	}
 }
 
+// A file listed and removed before its turn is said to be removed, not
+// left to a bare "open ...: no such file or directory" (QA).
+func TestFileRemovedBeforeItsTurnSaysSo(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"gone.bin", randomBytes(1000, 10)}, {"kept.bin", randomBytes(1000, 11)}})
+	p := filepath.Join(src, "gone.bin")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[0].ModTime = fi.ModTime()
+	open := out[0].Open
+	out[0].Open = func() (kermit.FileReader, error) {
+		os.Remove(p)
+		return open()
+	}
+	var mu sync.Mutex
+	var why error
+	scfg := kermit.DefaultConfig()
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			mu.Lock()
+			why = e.Err
+			mu.Unlock()
+		}
+	}
+	serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
+	mu.Lock()
+	defer mu.Unlock()
+	if serr == nil || why == nil || !strings.Contains(why.Error(), "gone.bin was removed after it was listed") || !errors.Is(why, fs.ErrNotExist) {
+		t.Fatalf("send: %v, file error %v; want it said removed after it was listed", serr, why)
+	}
+	checkFiles(t, dst, []testFile{{"kept.bin", randomBytes(1000, 11)}})
+}
+
 // A file whose ctime moves while it is sent for new links alone (a
 // snapshot tool's hard link) did not change its data: it is stored, on
 // both paths. (It failed as "changed" before: QA.) A chmod is not taken

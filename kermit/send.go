@@ -501,6 +501,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		return nil
 	}
+	if err != nil && errors.Is(err, fs.ErrNotExist) && !f.StatAtOpen && !f.ModTime.IsZero() {
+		// Listed, and gone by its turn (a file a walk found; rsync's
+		// "file has vanished"): said so, not as a bare open error (QA).
+		err = fmt.Errorf("%s was removed after it was listed (%w)", f.Name, err)
+	}
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 		if s.neg.peerKerf {

@@ -566,63 +566,73 @@ func TestServerSaysWhyItEnds(t *testing.T) {
 	}
 }
 
-// A server on a line that outlives its clients (KeepServing: a serial
-// line) goes back to waiting for commands when its client vanishes in
-// the middle of a GET, as C-Kermit's does, and serves the next client.
-// (It exited: the next client found no server.)
+// A serial server goes back to waiting for commands when its client
+// vanishes in the middle of a GET, as C-Kermit's does, tells it so with
+// an E (too many retries), and serves the next client: on a line that
+// outlives its clients (KeepServing) and on stdio alike. (It exited: the
+// next client found no server; on stdio it said nothing, QA.)
 func TestServerOutlivesAVanishedClient(t *testing.T) {
-	root, dst := t.TempDir(), t.TempDir()
-	writeFiles(t, root, []testFile{{"big.bin", randomBytes(2<<20, 3)}, {"small.txt", []byte("small")}})
-	a, b := link(t, 0, 1)
-	scfg := kermit.DefaultConfig()
-	scfg.LineSpeed = 115200 // serial timers
-	scfg.Timeout = 300 * time.Millisecond
-	scfg.MaxRetries = 2
-	scfg.KeepServing = true
-	abandoned := make(chan struct{}, 1)
-	scfg.Log = slog.New(&onMessage{msg: "server command abandoned; waiting for the next", hit: abandoned})
-	fsys, _ := filestore.Open(root)
-	srv := kermit.NewSession(b, scfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, fsys) }()
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("KeepServing=%v", keep), func(t *testing.T) {
+			root, dst := t.TempDir(), t.TempDir()
+			writeFiles(t, root, []testFile{{"big.bin", randomBytes(2<<20, 3)}, {"small.txt", []byte("small")}})
+			a, b := link(t, 0, 1)
+			scfg := kermit.DefaultConfig()
+			scfg.LineSpeed = 115200 // serial timers
+			scfg.Timeout = 300 * time.Millisecond
+			scfg.MaxRetries = 2
+			scfg.KeepServing = keep
+			abandoned := make(chan struct{}, 1)
+			scfg.Log = slog.New(&onMessage{msg: "server command abandoned; waiting for the next", hit: abandoned})
+			fsys, _ := filestore.Open(root)
+			srv := kermit.NewSession(b, scfg)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ctx, fsys) }()
 
-	// The first client starts fetching the big file, then goes silent
-	// (its line stays open: nothing reads or writes it any more).
-	ccfg := kermit.DefaultConfig()
-	ccfg.LineSpeed = 115200
-	gctx, gcancel := context.WithCancel(ctx)
-	var once sync.Once
-	sa := &silenced{Conn: a}
-	ccfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileProgress && e.Bytes > 100_000 {
-			once.Do(func() { sa.stop(); gcancel() }) // gone without a word
-		}
-	}
-	c1 := kermit.NewSession(sa, ccfg)
-	store1, _ := filestore.Open(t.TempDir())
-	c1.Get(gctx, "big.bin", false, store1)
-	c1.Close()
+			// The first client starts fetching the big file, then goes
+			// silent (its line stays open: nothing reads or writes it
+			// any more).
+			ccfg := kermit.DefaultConfig()
+			ccfg.LineSpeed = 115200
+			ccfg.Timeout = time.Second // its TIME: the server waits out MaxRetries of them
+			gctx, gcancel := context.WithCancel(ctx)
+			var once sync.Once
+			sa := &silenced{Conn: a}
+			ccfg.Events = func(e kermit.Event) {
+				if e.Kind == kermit.FileProgress && e.Bytes > 100_000 {
+					once.Do(func() { sa.stop(); gcancel() }) // gone without a word
+				}
+			}
+			c1 := kermit.NewSession(sa, ccfg)
+			store1, _ := filestore.Open(t.TempDir())
+			c1.Get(gctx, "big.bin", false, store1)
+			c1.Close()
 
-	// The server gives the GET up and waits again; what it sent into the
-	// silence is drained, and a second client is served.
-	select {
-	case err := <-served:
-		t.Fatalf("the server ended: %v", err)
-	case <-abandoned:
-	case <-ctx.Done():
-		t.Fatal("the server never gave the GET up")
+			// The server gives the GET up, says so, and waits again;
+			// what it sent into the silence is drained, and a second
+			// client is served.
+			select {
+			case err := <-served:
+				t.Fatalf("the server ended: %v", err)
+			case <-abandoned:
+			case <-ctx.Done():
+				t.Fatal("the server never gave the GET up")
+			}
+			if sent := drain(a); !bytes.Contains(sent, []byte("too many retries")) {
+				t.Errorf("the server did not tell the vanished client it gave up (no E saying too many retries)")
+			}
+			c2 := kermit.NewSession(a, kermit.DefaultConfig())
+			store2, _ := filestore.Open(dst)
+			c2ctx, c2cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer c2cancel()
+			if err := c2.Get(c2ctx, "small.txt", false, store2); err != nil {
+				t.Fatalf("second client: %v", err)
+			}
+			checkFiles(t, dst, []testFile{{"small.txt", []byte("small")}})
+		})
 	}
-	drain(a)
-	c2 := kermit.NewSession(a, kermit.DefaultConfig())
-	store2, _ := filestore.Open(dst)
-	c2ctx, c2cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer c2cancel()
-	if err := c2.Get(c2ctx, "small.txt", false, store2); err != nil {
-		t.Fatalf("second client: %v", err)
-	}
-	checkFiles(t, dst, []testFile{{"small.txt", []byte("small")}})
 }
 
 // onMessage is a slog handler that signals hit when msg is logged.
@@ -664,14 +674,18 @@ func (s *silenced) Read(p []byte) (int, error) {
 	return s.Conn.Read(p)
 }
 
-// drain reads c until it has been quiet for a while.
-func drain(c net.Conn) {
+// drain reads c until it has been quiet for a while, and returns what
+// it read.
+func drain(c net.Conn) []byte {
+	var got []byte
 	buf := make([]byte, 64<<10)
 	for {
 		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		if _, err := c.Read(buf); err != nil {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
 			c.SetReadDeadline(time.Time{})
-			return
+			return got
 		}
 	}
 }

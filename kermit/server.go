@@ -40,6 +40,17 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				s.errorPacket(cancelMessage(ctx))
 				return err
 			}
+			if errors.Is(err, ErrTooManyRetries) && !s.cfg.Reliable {
+				// The client went silent mid-command, its line still
+				// there (one that closed it is a reading LinkError): it
+				// is told, should it listen again, and the server waits
+				// for the next command, as C-Kermit's does (QA: a stdio
+				// server exited with no E). Over TCP the session ends, as
+				// before: its client is gone.
+				s.cfg.Log.Info("server command abandoned; waiting for the next", "err", err)
+				s.errorPacket(peerText(err))
+				continue
+			}
 			if isLinkError(err) {
 				var le *LinkError
 				if s.cfg.KeepServing && !(errors.As(err, &le) && le.Op == "reading") {

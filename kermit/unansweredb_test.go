@@ -17,7 +17,7 @@ import (
 // windows or long packets, type-1 checks): it answers every packet but
 // the types in silent, and counts what it got of each type.
 func classicReceiver(c net.Conn, silent string, got map[byte]int) {
-	init := framing.Params{MaxLen: 94, Timeout: 5, EOL: '\r', QCTL: '#', QBIN: 'Y', Check: 1, REPT: ' '}
+	init := framing.Params{MaxLen: 94, Timeout: 1, EOL: '\r', QCTL: '#', QBIN: 'Y', Check: 1, REPT: ' '}
 	answerPackets(c, func(_ []byte, p framing.Packet) (framing.Packet, bool) {
 		got[p.Type]++
 		if bytes.IndexByte([]byte(silent), p.Type) >= 0 {
@@ -82,7 +82,7 @@ func TestUnansweredBAfterConfirmedFiles(t *testing.T) {
 		out := writeFiles(t, src, []testFile{{"one.bin", randomBytes(300, 5)}, {"two.bin", randomBytes(200, 6)}})
 		got := map[byte]int{}
 		cfg := kermit.DefaultConfig()
-		cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 50*time.Millisecond, 3
+		cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 50*time.Millisecond, 2
 		var saw []kermit.Event
 		cfg.Events = func(e kermit.Event) { saw = append(saw, e) }
 		err := sendToScript(cfg, out, func(c net.Conn) { classicReceiver(c, tc.silent, got) })
@@ -134,5 +134,29 @@ func bytesDiscard(c net.Conn) {
 		if _, err := c.Read(buf); err != nil {
 			return
 		}
+	}
+}
+
+// A sender whose timer is shorter than the peer's TIME (the adaptive
+// one starts at MinTimeout) sends again as soon as it runs out, but
+// gives the peer up only after MaxRetries of its TIMEs of silence (QA:
+// a peer that asked for 5 s was dropped after 3 s in all, --retries 3).
+func TestSilentPeerGivenItsTime(t *testing.T) {
+	src := t.TempDir()
+	out := writeFiles(t, src, []testFile{{"one.bin", randomBytes(300, 7)}})
+	got := map[byte]int{}
+	cfg := kermit.DefaultConfig()
+	cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 50*time.Millisecond, 2
+	start := time.Now()
+	err := sendToScript(cfg, out, func(c net.Conn) { classicReceiver(c, "Z", got) }) // its TIME is 1 s
+	took := time.Since(start)
+	if !errors.Is(err, kermit.ErrTooManyRetries) {
+		t.Fatalf("send: %v, want too many retries", err)
+	}
+	if took < 2*time.Second {
+		t.Errorf("gave up after %v of silence, less than MaxRetries (2) times the peer's TIME (1 s)", took)
+	}
+	if got['Z'] <= cfg.MaxRetries+1 {
+		t.Errorf("the Z went %d times: the adaptive timer did not send it again sooner than TIME", got['Z'])
 	}
 }

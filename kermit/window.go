@@ -13,16 +13,19 @@ import (
 
 // slot is one packet the sender has written and not yet seen ACKed.
 type slot struct {
-	seq     int
-	typ     byte
-	data    []byte
-	wire    []byte
-	chk     framing.CheckType // the check wire was encoded with
-	sentAt  time.Time
-	expect  time.Time // when the link should have finished carrying it
-	sends   int
-	damaged int    // copies the peer said it got damaged (sent again by retransmitLost)
-	sendNo  uint64 // order of the latest transmission, for loss detection
+	seq    int
+	typ    byte
+	data   []byte
+	wire   []byte
+	chk    framing.CheckType // the check wire was encoded with
+	sentAt time.Time
+	expect time.Time // when the link should have finished carrying it
+	// firstExpect is expect of its first copy: the peer's silence on it
+	// counts from there.
+	firstExpect time.Time
+	sends       int
+	damaged     int    // copies the peer said it got damaged (sent again by retransmitLost)
+	sendNo      uint64 // order of the latest transmission, for loss detection
 	// unanswered counts the copies whose answer (ACK or NAK) has not
 	// come; a timeout takes the earlier ones for lost. A NAK that leaves
 	// none unanswered is the latest copy's (nakOfLatest).
@@ -442,6 +445,9 @@ func (s *Session) transmit(sl *slot) error {
 	if s.cfg.LineSpeed > 0 {
 		sl.expect = s.occupyLine(len(sl.wire))
 	}
+	if sl.sends == 1 {
+		sl.firstExpect = sl.expect
+	}
 	s.stats.PacketsSent++
 	if sl.sends > 1 {
 		s.stats.Retransmissions++
@@ -660,7 +666,18 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 			return nil
 		}
 		s.stats.Timeouts++
-		if err := s.retry(); err != nil {
+		silentFrom := oldest.firstExpect
+		if s.lastProgress.After(silentFrom) {
+			silentFrom = s.lastProgress
+		}
+		if s.retries >= s.cfg.MaxRetries && time.Since(silentFrom) < time.Duration(s.cfg.MaxRetries)*s.neg.timeout {
+			// Not given up on yet: the adaptive timer sends again
+			// sooner than the peer's TIME (a lost packet costs a round
+			// trip, not TIME), but a peer is dropped only after as many
+			// of its TIMEs of silence as there are retries, as a Kermit
+			// timing out on TIME would (QA: one that asked for 5 s was
+			// dropped after 3 s in all with --retries 3).
+		} else if err := s.retry(); err != nil {
 			return err
 		}
 		s.lastTimeout = time.Now()

@@ -149,3 +149,47 @@ func TestClassicSenderPacketLength(t *testing.T) {
 		b.Close()
 	}
 }
+
+// Prefixes must differ (KPM): a peer whose control or 8th-bit prefix is
+// the repeat prefix gets no repeat counts, said in the ACK of its S,
+// rather than its prefixed bytes read as counts (QA: agreed to, then
+// "bad prefix encoding" on its first data).
+func TestRepeatPrefixOffWhenItClashes(t *testing.T) {
+	for _, peer := range []framing.Params{
+		{MaxLen: 94, Timeout: 5, EOL: '\r', QCTL: '~', QBIN: 'Y', Check: 1, REPT: '~'},
+		{MaxLen: 94, Timeout: 5, EOL: '\r', QCTL: '#', QBIN: '~', Check: 1, REPT: '~'},
+	} {
+		cfg := DefaultConfig()
+		n := negotiate(&cfg, myParams(&cfg, false), peer, true)
+		if n.out.REPT != 0 || n.in.REPT != 0 {
+			t.Errorf("peer QCTL %q QBIN %q REPT %q: repeat prefix %q/%q agreed, want none", peer.QCTL, peer.QBIN, peer.REPT, n.out.REPT, n.in.REPT)
+		}
+
+		// As the receiver: the ACK of the S says no repeat counts.
+		a, b := net.Pipe()
+		s := NewSession(b, cfg)
+		done := make(chan error, 1)
+		go func() { done <- s.answerInit(context.Background(), framing.Packet{Seq: 0, Type: 'S', Data: peer.Marshal()}, false) }()
+		buf := make([]byte, 200)
+		k, _ := a.Read(buf)
+		a.Close()
+		<-done
+		s.Close()
+		f := framing.Frame{Mark: framing.SOH, Check: 1}
+		i := bytes.IndexByte(buf[:k], framing.SOH)
+		if i < 0 {
+			t.Fatalf("no ACK of the S: %q", buf[:k])
+		}
+		ack, _, err := f.ParsePacket(buf[i:k])
+		if err != nil {
+			t.Fatalf("ACK of the S %q: %v", buf[i:k], err)
+		}
+		said, err := framing.ParseParams(ack.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isPrefixChar(said.REPT) {
+			t.Errorf("peer QCTL %q QBIN %q: the ACK offered repeat prefix %q", peer.QCTL, peer.QBIN, said.REPT)
+		}
+	}
+}

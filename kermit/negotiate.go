@@ -259,7 +259,9 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 		qbin = peer.QBIN
 	}
 	n.out.QBIN, n.in.QBIN = qbin, qbin
-	if mine.REPT == peer.REPT && isPrefixChar(mine.REPT) {
+	if mine.REPT == peer.REPT && isPrefixChar(mine.REPT) && mine.REPT != n.in.QCTL && mine.REPT != n.out.QCTL && mine.REPT != qbin {
+		// (Prefixes must differ: a peer whose control prefix is the
+		// repeat prefix would have its prefixed bytes read as counts.)
 		n.out.REPT, n.in.REPT = mine.REPT, mine.REPT
 	}
 	minimal := cfg.Unprefix == UnprefixMinimal && n.peerKerf && !cfg.Parity

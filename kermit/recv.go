@@ -77,6 +77,13 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	case s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0:
 		mine.Ext = s.cfg.Dual.Offer(peer.Ext)
 	}
+	if mine.REPT == peer.QCTL || mine.REPT == peer.QBIN {
+		// The prefixes must differ (KPM): a peer whose control or
+		// 8th-bit prefix is the repeat prefix hears repeat counts are
+		// off, rather than having its prefixed bytes read as counts
+		// (QA: agreed to, then "bad prefix encoding").
+		mine.REPT = ' '
+	}
 	n := negotiate(&s.cfg, mine, peer, false)
 	wire, err := s.c.encode(framing.Packet{Seq: p.Seq, Type: 'Y', Data: mine.Marshal()}, 1)
 	if err != nil {

@@ -169,7 +169,9 @@ func TestRepeatPrefixOffWhenItClashes(t *testing.T) {
 		a, b := net.Pipe()
 		s := NewSession(b, cfg)
 		done := make(chan error, 1)
-		go func() { done <- s.answerInit(context.Background(), framing.Packet{Seq: 0, Type: 'S', Data: peer.Marshal()}, false) }()
+		go func() {
+			done <- s.answerInit(context.Background(), framing.Packet{Seq: 0, Type: 'S', Data: peer.Marshal()}, false)
+		}()
 		buf := make([]byte, 200)
 		k, _ := a.Read(buf)
 		a.Close()

@@ -237,6 +237,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		}()
 	}
 	timeout := s.cfg.Timeout
+	staleE := "" // an E passed over before any S
 	for {
 		if s.neg.streaming {
 			timeout = s.cfg.IdleTimeout
@@ -251,10 +252,17 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			// session left there (C-Kermit's receiver passes over it
 			// too): no sender of this transfer has spoken yet.
 			s.cfg.Log.Info("ignoring an error packet before S", "msg", pe.Msg)
+			staleE = pe.Msg
 			s.rw.reset(1, 0)
 			continue
 		}
 		if err != nil {
+			if staleE != "" && !gotS && errors.Is(err, ErrTooManyRetries) {
+				// No S came after it: it may have been this sender's
+				// reason, which the user should hear (QA: blamed on the
+				// speed or parity alone).
+				return fmt.Errorf("%w; before that an error packet came, taken for one an earlier transfer left on the line: %q", err, staleE)
+			}
 			return err
 		}
 		if !gotS && p.Type != 'S' {

@@ -376,6 +376,29 @@ func TestReceivePassesOverStaleError(t *testing.T) {
 	checkFiles(t, dst, files)
 }
 
+// An E passed over before any S, with no S after it, is named when the
+// receiver gives up: it may have been the sender's reason (QA: the
+// message was lost, and the failure blamed on speed or parity).
+func TestReceiveGivingUpNamesTheErrorItPassedOver(t *testing.T) {
+	a, b := link(t, 0, 1)
+	f := framing.Frame{Mark: framing.SOH, Check: 1}
+	e, _ := f.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'E', Data: []byte("disk full at the sender")})
+	a.Write(append(e, '\r'))
+	cfg := kermit.DefaultConfig()
+	cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 50*time.Millisecond, 2
+	store, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = kermit.NewSession(b, cfg).Receive(ctx, store)
+	if !errors.Is(err, kermit.ErrTooManyRetries) || !strings.Contains(err.Error(), "disk full at the sender") {
+		t.Fatalf("receive: %v; want too many retries naming the error packet passed over", err)
+	}
+}
+
 // On a path held to a rate (--limit-rate), what goes before a file's
 // verdict is what the rate carries in about two round trips, not 8 MiB:
 // a refused 6 MiB file at 256 KiB/s crossed whole (24 s), and a bigger

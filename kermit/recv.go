@@ -365,6 +365,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 						cur.deferred = true
 					} else {
 						s.event(Event{Kind: FileFailed, Name: name, Err: err})
+						// Said in its A's ACK if one comes; a sender
+						// that sends none hears it in its D's ACK, X
+						// (cancel the file), as a Kermit canceling a
+						// file says it (QA: every packet of it was
+						// ACKed empty, and the sender took the file for
+						// delivered). Cleared at its Z.
+						s.cancelFile.Store(true)
 					}
 				} else {
 					cur.inc = inc

@@ -227,8 +227,13 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			if !s.cfg.Reliable {
 				// On a serial line it may be a packet sent again whose
 				// answer, an E, was lost: say it again (a sender told
-				// nothing would retry to its limit).
-				return fmt.Errorf("unimplemented server command %q", p.Type)
+				// nothing would retry to its limit), numbered as the
+				// packet is, which is what its sender waits on an
+				// answer to (QA: numbered 0).
+				s.cfg.Log.Info("server command failed", "err", fmt.Sprintf("a %c packet while waiting for a command", p.Type))
+				s.errorPacketAt(p.Seq, fmt.Sprintf("unimplemented server command %q", p.Type))
+				s.rw.started = false
+				continue
 			}
 			// On TCP nothing is sent twice: the rest of a transfer that
 			// ended (its client gone, its group failed after an E)

@@ -494,6 +494,11 @@ func (s *Session) errorPacket(msg string) {
 			}
 		}
 	}
+	s.errorPacketAt(seq, msg)
+}
+
+// errorPacketAt is errorPacket numbered seq.
+func (s *Session) errorPacketAt(seq int, msg string) {
 	var enc framing.Quoting = s.neg.out
 	data := fitMessage(&enc, msg, s.neg.maxData)
 	_ = s.c.send(seq, 'E', data)

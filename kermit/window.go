@@ -1262,7 +1262,9 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			// Not answered yet: an ACK kept for this number is of the
 			// packet 64 before it.
 			w.hasAck[in.Seq] = false
-			if in.Type == 'D' && !s.neg.streaming {
+			if in.Type == 'D' && !s.neg.streaming && s.receiving {
+				// (Outside a transfer a D is a stray, which the engine
+				// answers, if at all, with an E: not confirmed here, QA.)
 				if err := s.ackData(in.Seq); err != nil {
 					return framing.Packet{}, err
 				}

@@ -224,8 +224,10 @@ var errLoginTooLong = fmt.Errorf("%w: user name and password are too long for RE
 // Dial connects to a server, checks its key and logs in.
 func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	addr := cfg.Addr
+	portGiven := true
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
+		portGiven = false
 	}
 	if !cfg.Classic && cfg.VerifyHost == nil {
 		return nil, errors.New("control: no way to check the server's key (ClientConfig.VerifyHost)")
@@ -242,8 +244,12 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		var dnsErr *net.DNSError
 		switch {
+		case errors.Is(err, syscall.ECONNREFUSED) && portGiven:
+			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port?)", err)
 		case errors.Is(err, syscall.ECONNREFUSED):
-			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port? kerf's is 1649 unless HOST:PORT says otherwise)", err)
+			// (Only when no port was given: it read as if the one given
+			// were not used, QA.)
+			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running? kerf's port is %d unless HOST:PORT says otherwise)", err, DefaultPort)
 		case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 			return nil, fmt.Errorf("control: %w (a remote path is HOST[:PORT]/PATH, the host first)", err)
 		}

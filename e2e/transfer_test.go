@@ -317,6 +317,11 @@ func TestExitCodes(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stderr, "connection refused") {
 		t.Errorf("get from a closed port: want exit 3 and 'connection refused', got %s", r)
 	}
+	// The port given is the port tried: no hint of the default one (QA:
+	// "kerf's is 1649 unless HOST:PORT says otherwise" to a PORT given).
+	if !strings.Contains(r.stderr, "on that port?") || strings.Contains(r.stderr, "1649") {
+		t.Errorf("get from a closed port given: want it asked whether kerf serve runs on that port, and no default port:\n%s", r)
+	}
 
 	r = run(t, srv, local, []string{"--json"}, "get", target(srv.addr, "no-such-file"), ".")
 	if r.code != 4 || !strings.Contains(r.stderr, "no-such-file") {

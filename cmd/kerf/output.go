@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -73,7 +74,14 @@ type reporter struct {
 	unnamed int
 	start   time.Time
 	last    time.Time
-	current map[string]int64
+	// moved is when bytes last moved (or a file began or ended): a
+	// transfer silent for stallAfter is said to be so (watchStalls).
+	moved      time.Time
+	stalled    bool      // the bar says nothing moves
+	stallSaid  time.Time // the last progress event of a stall
+	stallStop  chan struct{}
+	stallEnded bool
+	current    map[string]int64
 	// planned is, for a send, what each file adds to total: its size
 	// less what a resume found there. A file refused, failed or found
 	// whole takes its part out, so that the bar ends at its end.
@@ -190,6 +198,9 @@ type jsonEvent struct {
 	Bytes   *int64  `json:"bytes,omitempty"` // progress, file_done and done: there, 0 too
 	Offset  int64   `json:"offset,omitempty"`
 	Seconds float64 `json:"seconds,omitempty"`
+	// Stalled, on a progress event: nothing has moved for this long
+	// (said every stallEvery while so).
+	Stalled float64 `json:"stalled_seconds,omitempty"`
 	CRC32C  string  `json:"crc32c,omitempty"`
 	Error   string  `json:"error,omitempty"`
 	Reason  string  `json:"reason,omitempty"` // file_skipped, source_kept
@@ -236,6 +247,14 @@ func (r *reporter) event(e kermit.Event) {
 	switch e.Kind {
 	case kermit.FileStart, kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
 		r.spokenOf(e.Name)
+	}
+	switch e.Kind {
+	case kermit.FileStart, kermit.FileDone:
+		r.moving()
+	case kermit.FileProgress:
+		if e.Bytes != r.current[e.Name] {
+			r.moving()
+		}
 	}
 	switch e.Kind {
 	case kermit.FileStart:
@@ -288,7 +307,7 @@ func (r *reporter) event(e kermit.Event) {
 		r.showBar()
 		if r.json != nil && time.Since(r.last) > 500*time.Millisecond {
 			r.last = time.Now()
-			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &moved})
+			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &moved, Seconds: time.Since(r.start).Seconds()})
 		}
 	case kermit.FileDone:
 		if e.Again {
@@ -773,9 +792,73 @@ func (r *reporter) namesNotBegun() {
 
 // finish prints the total line, or the closing JSON event; it returns
 // err, marked as reported when that event carried it.
+// stallAfter is how long nothing moves before the bar says so;
+// stallEvery, how often --json says so meanwhile.
+const (
+	stallAfter = 3 * time.Second
+	stallEvery = 5 * time.Second
+)
+
+// moving notes that the transfer moved now, and starts watching it for
+// stalls (a link down, a peer frozen: QA, the bar stood for a minute
+// at its last rate and time left, and --json said nothing).
+func (r *reporter) moving() {
+	r.moved = time.Now()
+	if r.stalled {
+		r.stalled = false
+		r.bar.Describe("total")
+	}
+	if r.stallStop == nil && !r.serving && (r.bar != nil || r.json != nil) {
+		r.stallStop = make(chan struct{})
+		go r.watchStalls(r.stallStop)
+	}
+}
+
+func (r *reporter) watchStalls(stop chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			r.mu.Lock()
+			r.checkStall(now)
+			r.mu.Unlock()
+		}
+	}
+}
+
+// checkStall says, as of now, that nothing has moved for a while if so:
+// on the bar, and with --json as a progress event of a file under way
+// every stallEvery, with stalled_seconds.
+func (r *reporter) checkStall(now time.Time) {
+	if len(r.current) == 0 || r.moved.IsZero() {
+		return
+	}
+	d := now.Sub(r.moved)
+	if d < stallAfter {
+		return
+	}
+	if r.bar != nil {
+		r.stalled = true
+		r.bar.Describe(fmt.Sprintf("total, nothing moved for %v", d.Truncate(time.Second)))
+	}
+	if r.json != nil && now.Sub(r.stallSaid) >= stallEvery {
+		r.stallSaid = now
+		name := slices.Min(slices.Collect(maps.Keys(r.current)))
+		moved := r.current[name]
+		r.json.Encode(jsonEvent{Event: "progress", Name: name, Bytes: &moved, Seconds: now.Sub(r.start).Seconds(), Stalled: d.Seconds()})
+	}
+}
+
 func (r *reporter) finish(err error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stallStop != nil && !r.stallEnded {
+		close(r.stallStop) // (kept: no watcher starts again)
+		r.stallEnded = true
+	}
 	err = interrupted(r.ctx, err)
 	secs := time.Since(r.start).Seconds()
 	rate := 0.0

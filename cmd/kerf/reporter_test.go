@@ -400,3 +400,48 @@ func withdrawnIn(t *testing.T, events string) []string {
 	}
 	return got
 }
+
+// A transfer on which nothing moves is said to be stalled: with --json a
+// progress event of the file under way every stallEvery, with
+// stalled_seconds (QA: nothing was said for a minute of a link down);
+// once bytes move again, nothing more.
+func TestReporterSaysStalls(t *testing.T) {
+	var out bytes.Buffer
+	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
+	r.event(kermit.Event{Kind: kermit.FileStart, Name: "big", Size: 100})
+	r.event(kermit.Event{Kind: kermit.FileProgress, Name: "big", Size: 100, Bytes: 40})
+	r.mu.Lock()
+	at := r.moved
+	r.checkStall(at.Add(time.Second))      // not yet
+	r.checkStall(at.Add(6 * time.Second))  // said
+	r.checkStall(at.Add(8 * time.Second))  // said 2 s ago: not again
+	r.checkStall(at.Add(11 * time.Second)) // again
+	r.mu.Unlock()
+	r.event(kermit.Event{Kind: kermit.FileProgress, Name: "big", Size: 100, Bytes: 60})
+	r.mu.Lock()
+	r.checkStall(r.moved.Add(time.Second)) // moving again
+	r.mu.Unlock()
+	r.finish(nil)
+	var stalls []float64
+	dec := json.NewDecoder(&out)
+	for {
+		var ev struct {
+			Event   string  `json:"event"`
+			Name    string  `json:"name"`
+			Bytes   *int64  `json:"bytes"`
+			Stalled float64 `json:"stalled_seconds"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			break
+		}
+		if ev.Stalled > 0 {
+			if ev.Event != "progress" || ev.Name != "big" || ev.Bytes == nil || *ev.Bytes != 40 {
+				t.Errorf("stall said as %+v, want a progress event of big at 40 bytes", ev)
+			}
+			stalls = append(stalls, ev.Stalled)
+		}
+	}
+	if !slices.Equal(stalls, []float64{6, 11}) {
+		t.Errorf("stalls said %v, want [6 11]", stalls)
+	}
+}

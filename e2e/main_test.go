@@ -351,6 +351,7 @@ type event struct {
 	Bytes   int64    `json:"bytes"`
 	Offset  int64    `json:"offset"`
 	Seconds float64  `json:"seconds"`
+	Stalled float64  `json:"stalled_seconds"` // progress: nothing moved for this long
 	CRC32C  string   `json:"crc32c"`
 	Error   string   `json:"error"`
 	Reason  string   `json:"reason"`

@@ -46,3 +46,11 @@ func SetClientHandshakeTimeout(d time.Duration) func() {
 	clientHandshakeTimeout = d
 	return func() { clientHandshakeTimeout = old }
 }
+
+// OnIdleFree has s call f, not debug.FreeOSMemory, once it has had no
+// session for after. Called before the server's first session.
+func OnIdleFree(s *Server, after time.Duration, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.freeAfter, s.freeMemory = after, f
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,5 +354,39 @@ func TestDeadClientSessionEndsDuringGet(t *testing.T) {
 	}
 	if n := srv.Sessions(); n > 0 {
 		t.Errorf("the server still has %d session(s) %v after the client died", n, time.Since(start))
+	}
+}
+
+// A server gives the memory its sessions freed back to the system once
+// none has run for a while (QA: 100 MB and more held idle after a burst
+// of sessions), once for each time it goes idle, not while one runs.
+func TestServerFreesMemoryWhenIdle(t *testing.T) {
+	srv := startServerWith(t, t.TempDir(), nil)
+	var freed atomic.Int32
+	control.OnIdleFree(srv, 50*time.Millisecond, func() { freed.Add(1) })
+	a, err := control.Dial(ctxT(t), clientConfig(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := control.Dial(ctxT(t), clientConfig(srv, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	for srv.Sessions() > 1 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := freed.Load(); n != 0 {
+		t.Fatalf("memory freed %d times while a session ran", n)
+	}
+	b.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for freed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := freed.Load(); n != 1 {
+		t.Errorf("memory freed %d times once the server went idle, want 1", n)
 	}
 }

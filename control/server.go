@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -150,7 +152,18 @@ type Server struct {
 	refusing atomic.Int32
 	// throttled: which throttled logins are logged at warn.
 	throttled throttleNotes
+	// idleFree gives the memory the sessions used back to the system
+	// once none has run for idleFreeAfter (freeMemory): the runtime
+	// keeps freed pages for a while, and a server that served a burst
+	// of sessions held 100 MB and more idle (QA).
+	idleFree   *time.Timer
+	freeAfter  time.Duration // idleFreeAfter; tests shorten it
+	freeMemory func()        // debug.FreeOSMemory; tests count calls
 }
+
+// idleFreeAfter is how long a server has no session before it gives
+// back its freed memory.
+const idleFreeAfter = 2 * time.Second
 
 // NewServer opens the control and data listeners.
 func NewServer(cfg ServerConfig) (*Server, error) {
@@ -158,7 +171,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("control: the server needs a TLS identity (ServerConfig.Identity)")
 	}
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, tlsConf: controlTLS(cfg.Identity), perAddr: map[string]int{}}
+	s := &Server{cfg: cfg, tlsConf: controlTLS(cfg.Identity), perAddr: map[string]int{}, freeAfter: idleFreeAfter, freeMemory: freeOSMemory}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
@@ -418,6 +431,32 @@ func (s *Server) release(key string) {
 	if s.perAddr[key]--; s.perAddr[key] <= 0 {
 		delete(s.perAddr, key)
 	}
+	if s.conns == 0 {
+		if s.idleFree == nil {
+			s.idleFree = time.AfterFunc(s.freeAfter, s.freeIfIdle)
+		} else {
+			s.idleFree.Reset(s.freeAfter)
+		}
+	}
+}
+
+// freeOSMemory collects twice, since what sync.Pools hold (the data
+// path's block buffers) outlives one collection, and gives the memory
+// freed back to the system.
+func freeOSMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// freeIfIdle gives freed memory back to the system if no session runs.
+func (s *Server) freeIfIdle() {
+	s.mu.Lock()
+	idle := s.conns == 0
+	s.mu.Unlock()
+	if !idle {
+		return
+	}
+	s.freeMemory()
 }
 
 // Sessions is the number of connections being served.

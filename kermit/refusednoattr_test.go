@@ -47,20 +47,18 @@ func TestRefusedFileWithoutAttributesCanceledAtItsData(t *testing.T) {
 		{Seq: 4, Type: 'B'},
 	}
 	acks := make(chan framing.Packet, len(script))
-	next := 0
-	send := func(write func(framing.Packet)) {
-		write(script[next])
-		next++
-	}
-	go scriptedPeer(a, frame, func(p framing.Packet, write func(framing.Packet)) {
-		acks <- p
-		if next < len(script) {
-			send(write)
-		}
-	})
+	next := 1 // the peer goroutine's alone once it starts
 	wire, _ := frame.AppendPacket(nil, script[0])
-	a.Write(wire)
-	next = 1
+	go func() {
+		a.Write(wire)
+		scriptedPeer(a, frame, func(p framing.Packet, write func(framing.Packet)) {
+			acks <- p
+			if next < len(script) {
+				write(script[next])
+				next++
+			}
+		})
+	}()
 	var dAck framing.Packet
 	for range script {
 		select {

@@ -229,19 +229,7 @@ func TestFileRemovedWhileSentSaysSo(t *testing.T) {
 				}
 				return r, err
 			}
-			var mu sync.Mutex
-			var why error
-			scfg := kermit.DefaultConfig()
-			scfg.Events = func(e kermit.Event) {
-				if e.Kind == kermit.FileFailed {
-					mu.Lock()
-					why = e.Err
-					mu.Unlock()
-				}
-			}
-			serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
-			mu.Lock()
-			defer mu.Unlock()
+			serr, why := sendSeeingFailure(t, out, dst)
 			if serr == nil || why == nil || !strings.Contains(why.Error(), tc.want) {
 				t.Fatalf("send: %v, file error %v; want %q", serr, why, tc.want)
 			}
@@ -250,6 +238,25 @@ func TestFileRemovedWhileSentSaysSo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendSeeingFailure sends out into dst over the dual path and returns
+// the send's error and the last file failure's.
+func sendSeeingFailure(t *testing.T, out []kermit.OutgoingFile, dst string) (serr, why error) {
+	t.Helper()
+	var mu sync.Mutex
+	scfg := kermit.DefaultConfig()
+	scfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			mu.Lock()
+			why = e.Err
+			mu.Unlock()
+		}
+	}
+	serr, _ = transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
+	mu.Lock()
+	defer mu.Unlock()
+	return serr, why
 }
 
 // A file listed and removed before its turn is said to be removed, not
@@ -268,19 +275,7 @@ func TestFileRemovedBeforeItsTurnSaysSo(t *testing.T) {
 		os.Remove(p)
 		return open()
 	}
-	var mu sync.Mutex
-	var why error
-	scfg := kermit.DefaultConfig()
-	scfg.Events = func(e kermit.Event) {
-		if e.Kind == kermit.FileFailed {
-			mu.Lock()
-			why = e.Err
-			mu.Unlock()
-		}
-	}
-	serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
-	mu.Lock()
-	defer mu.Unlock()
+	serr, why := sendSeeingFailure(t, out, dst)
 	if serr == nil || why == nil || !strings.Contains(why.Error(), "gone.bin was removed after it was listed") || !errors.Is(why, fs.ErrNotExist) {
 		t.Fatalf("send: %v, file error %v; want it said removed after it was listed", serr, why)
 	}

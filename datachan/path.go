@@ -460,10 +460,17 @@ func (p *Path) Close() error {
 }
 
 // Progress is a count that grows whenever file data moves either way
-// (kermit.DataProgress): payload bytes sent and received.
+// (kermit.DataProgress): payload bytes sent and received, and within a
+// block every progressQuantum bytes read or let go.
 func (p *Path) Progress() int64 {
-	return p.stats.bytesSent.Load() + p.stats.bytesReceived.Load() + p.stats.moving.Load()
+	return p.stats.bytesSent.Load() + p.stats.bytesReceived.Load() + p.stats.moving.Load()/progressQuantum
 }
+
+// progressQuantum is what moves within a block for the idle watchdogs
+// to see progress: a peer trickling a byte a second (a block of 1 MiB
+// takes 12 days so) held a session past any idle timeout (QA), while a
+// slow path that moves this much within --idle-timeout still counts.
+const progressQuantum = 16 << 10
 
 // Stats returns the Path's counters.
 func (p *Path) Stats() Stats {

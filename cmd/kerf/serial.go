@@ -32,7 +32,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
 	&cli.IntFlag{Name: "start-of-packet", Value: 1, Usage: "packet mark as an ASCII code, 1-31 but not 13, the same both ways (C-Kermit's SET SEND and SET RECEIVE START-OF-PACKET; the peer must be set alike): for a line that eats Ctrl-A (1)"},
-	&cli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries after timeouts, in a row without progress, before giving up (1-99); a receiver waits about this many times the sender's timeout for a sender that has gone"},
+	&cli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries after timeouts, in a row without progress, before giving up (1-99); either side waits at least this many times the peer's timeout (its Send-Init TIME) for a peer that has gone, though a sender sends again sooner"},
 }
 
 const defaultRetries = 20

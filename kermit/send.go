@@ -1083,13 +1083,7 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 // longer at the path it was opened by: that path names another file,
 // or nothing. False where that cannot be told.
 func movedOffItsName(r FileReader, fi fs.FileInfo) bool {
-	var f *os.File
-	switch r := r.(type) {
-	case *os.File:
-		f = r
-	case interface{ File() *os.File }: // filestore.LocalFile
-		f = r.File()
-	}
+	f := osFile(r)
 	was := StatusOf(fi)
 	if f == nil || !was.Known {
 		return false
@@ -1614,8 +1608,11 @@ func (p *sourceAt) ReadAt(b []byte, off int64) (int, error) {
 // File lets the data channel send the file's blocks with sendfile
 // (datachan.FileSource); it still reads them through ReadAt, which
 // counts them.
-func (p *sourceAt) File() *os.File {
-	switch r := p.r.(type) {
+func (p *sourceAt) File() *os.File { return osFile(p.r) }
+
+// osFile is the open file under r, nil if it has none.
+func osFile(r any) *os.File {
+	switch r := r.(type) {
 	case *os.File:
 		return r
 	case interface{ File() *os.File }: // filestore.LocalFile

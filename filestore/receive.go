@@ -243,7 +243,7 @@ func (in *incoming) Room(n int64) error {
 		return nil
 	}
 	in.releasePromise() // asked again (a resume's rest): the new need
-	r := in.h.fsRoom(in.d)
+	r := in.room // (countWrites found it)
 	if r == nil {
 		return nil // unknown: let the writes tell
 	}
@@ -253,7 +253,6 @@ func (in *incoming) Room(n int64) error {
 	if !ok {
 		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, free, unix.ENOSPC)
 	}
-	in.room = r
 	in.promised.Store(n)
 	return nil
 }

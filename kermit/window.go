@@ -670,15 +670,16 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 		if s.lastProgress.After(silentFrom) {
 			silentFrom = s.lastProgress
 		}
-		if s.retries >= s.cfg.MaxRetries && time.Since(silentFrom) < time.Duration(s.cfg.MaxRetries)*s.neg.timeout {
-			// Not given up on yet: the adaptive timer sends again
-			// sooner than the peer's TIME (a lost packet costs a round
-			// trip, not TIME), but a peer is dropped only after as many
-			// of its TIMEs of silence as there are retries, as a Kermit
-			// timing out on TIME would (QA: one that asked for 5 s was
-			// dropped after 3 s in all with --retries 3).
-		} else if err := s.retry(); err != nil {
-			return err
+		// The adaptive timer sends again sooner than the peer's TIME (a
+		// lost packet costs a round trip, not TIME), but a peer is
+		// dropped only after as many of its TIMEs of silence as there
+		// are retries, as a Kermit timing out on TIME would (QA: one
+		// that asked for 5 s was dropped after 3 s in all, --retries 3).
+		heardWithin := time.Since(silentFrom) < time.Duration(s.cfg.MaxRetries)*s.neg.timeout
+		if s.retries < s.cfg.MaxRetries || !heardWithin {
+			if err := s.retry(); err != nil {
+				return err
+			}
 		}
 		s.lastTimeout = time.Now()
 		if s.cfg.Reliable {

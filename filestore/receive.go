@@ -242,8 +242,8 @@ func (in *incoming) Room(n int64) error {
 	if in.sparse || n <= 0 {
 		return nil
 	}
-	in.releasePromise() // asked again (a resume's rest): the new need
-	r := in.room // (countWrites found it)
+	in.releasePromise() // asked again (a resume's rest): the new need; countWrites found the room
+	r := in.room
 	if r == nil {
 		return nil // unknown: let the writes tell
 	}

@@ -30,7 +30,7 @@ func timerSlack(t *testing.T, pid string) int64 {
 // A server runs with the timer slack --timer-slack asks for (500 µs by
 // default), having executed itself again to give it to the threads the
 // Go runtime made before kerf's code ran; 0 leaves the one it was given;
-// and it still serves.
+// and it still serves, under its own name (ps, pgrep: it was "exe").
 func TestServeTimerSlack(t *testing.T) {
 	own := timerSlack(t, "self")
 	for _, tc := range []struct {
@@ -46,6 +46,22 @@ func TestServeTimerSlack(t *testing.T) {
 			srv := startServer(t, root, serverOpts{args: tc.args})
 			if got := timerSlack(t, strconv.Itoa(srv.cmd.Process.Pid)); got != tc.want {
 				t.Errorf("timer slack %d ns, want %d", got, tc.want)
+			}
+			want := filepath.Base(kerfBin)
+			want = want[:min(len(want), 15)] // the kernel's TASK_COMM_LEN
+			pid := strconv.Itoa(srv.cmd.Process.Pid)
+			tasks, err := os.ReadDir(filepath.Join("/proc", pid, "task"))
+			if err != nil || len(tasks) == 0 {
+				t.Fatalf("threads of the server: %v", err)
+			}
+			for _, task := range append([]os.DirEntry{nil}, tasks...) {
+				f := filepath.Join("/proc", pid, "comm")
+				if task != nil {
+					f = filepath.Join("/proc", pid, "task", task.Name(), "comm")
+				}
+				if b, err := os.ReadFile(f); err != nil || strings.TrimSpace(string(b)) != want {
+					t.Errorf("%s: %q (%v), want %q", f, b, err, want)
+				}
 			}
 			src := filepath.Join(t.TempDir(), "a.bin")
 			data := randomBytes(300_000, 7)

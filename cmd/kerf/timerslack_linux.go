@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -14,7 +15,8 @@ import (
 )
 
 // timerSlackEnv marks a kerf serve that re-executed itself to take a
-// timer slack, so that it does so at most once.
+// timer slack, so that it does so at most once. Its value is the
+// process's name (comm) before, which the new image takes back.
 const timerSlackEnv = "KERF_TIMER_SLACK_SET"
 
 // raiseTimerSlack gives every thread of this server a timer slack of at
@@ -27,8 +29,11 @@ const timerSlackEnv = "KERF_TIMER_SLACK_SET"
 // failure, said on stderr: the server then runs as it would have), or
 // when ctx ended meanwhile (a signal the new image would not see).
 func raiseTimerSlack(ctx context.Context, want time.Duration) {
-	again := os.Getenv(timerSlackEnv) != ""
+	name, again := os.LookupEnv(timerSlackEnv)
 	os.Unsetenv(timerSlackEnv)
+	if again {
+		nameThreads(name)
+	}
 	if want <= 0 {
 		return
 	}
@@ -56,9 +61,40 @@ func raiseTimerSlack(ctx context.Context, want time.Duration) {
 	// profiles from its own start, into the same file.
 	pprof.StopCPUProfile()
 	ignoreSIGPROF()
-	err = syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), timerSlackEnv+"=1"))
+	// The kernel names the new image after the path executed, "exe"
+	// here (QA: pgrep, ps -C and top lost the server), so it is told
+	// its name.
+	name = "kerf"
+	if b, err := os.ReadFile("/proc/self/comm"); err == nil {
+		name = strings.TrimSuffix(string(b), "\n")
+	}
+	err = syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), timerSlackEnv+"="+name))
 	// Only on failure: this thread's slack stays, the others' do not.
 	fmt.Fprintf(os.Stderr, "kerf: --timer-slack: executing kerf again: %v; serving with the system's\n", err)
+}
+
+// nameThreads gives every thread of this process name as its comm, the
+// name ps, pgrep and top show; the main thread's is the process's. A
+// thread takes its maker's name, so a pass repeats while the runtime
+// made one meanwhile. A failure leaves "exe", which is only cosmetic.
+func nameThreads(name string) {
+	if name == "" {
+		return
+	}
+	for range 5 {
+		renamed := false
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, t := range tasks {
+			f := "/proc/self/task/" + t.Name() + "/comm"
+			if b, err := os.ReadFile(f); err == nil && strings.TrimSuffix(string(b), "\n") != name {
+				os.WriteFile(f, []byte(name), 0)
+				renamed = true
+			}
+		}
+		if !renamed {
+			return
+		}
+	}
 }
 
 // ignoreSIGPROF sets SIGPROF to SIG_IGN behind the runtime's back (its

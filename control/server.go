@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
 	"runtime/debug"
@@ -577,7 +578,9 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	kc.Unprefix = kermit.UnprefixMinimal
 	// A C-Kermit told SET PARITY sends 7-bit with parity even over TCP.
 	kc.DetectParity = !secure
-	kc.Log = slog.New(storageWarnings{log.Handler()})
+	kc.Log = slog.New(storageWarnings{log.Handler(), fsys.userName})
+	var tally sessionTally
+	kc.Events = tally.count
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()
 		// What arrived or went of each file under way, so that one cut
@@ -587,6 +590,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 		moved := map[string]int64{}
 		began := map[string]time.Time{}
 		kc.Events = func(e kermit.Event) {
+			tally.count(e)
 			mu.Lock()
 			switch e.Kind {
 			case kermit.FileStart:
@@ -662,6 +666,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*time.Second, func() { raw.Close() }) })
 	defer stop()
 	log.Info("session start", "tls", secure, "client_key", clientKey != "")
+	began := time.Now()
 	err := sess.Serve(ctx, fsys)
 	if errors.Is(err, context.Canceled) {
 		// Why it was cancelled (idle, taken over, shutdown), not that it was.
@@ -669,8 +674,54 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 			err = c
 		}
 	}
-	log.Info("session end", "err", err, "user", fsys.userName(), "dual", sess.DataPath() != nil,
+	// What the session moved, for an operator without --xferlog (QA:
+	// the end said nothing of it).
+	attrs := []any{"user", fsys.userName(), "seconds", math.Round(time.Since(began).Seconds()*1000) / 1000}
+	attrs = append(attrs, tally.attrs()...)
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	attrs = append(attrs, "dual", sess.DataPath() != nil,
 		"data_tls", dual != nil && dual.encrypted, "data_records", dual != nil && dual.records)
+	log.Info("session end", attrs...)
+}
+
+// sessionTally counts what a session moved, from its engine's events
+// (which come from the data path's goroutines too).
+type sessionTally struct {
+	filesIn, filesOut, bytesIn, bytesOut, failed atomic.Int64
+}
+
+func (t *sessionTally) count(e kermit.Event) {
+	switch {
+	case e.Kind == kermit.FileDone && e.Sending:
+		t.filesOut.Add(1)
+		t.bytesOut.Add(e.Bytes)
+	case e.Kind == kermit.FileDone:
+		t.filesIn.Add(1)
+		t.bytesIn.Add(e.Bytes)
+	case e.Kind == kermit.FileFailed:
+		t.failed.Add(1)
+	}
+	if e.Kind == kermit.FileDone && e.Again {
+		t.failed.Add(-1) // told failed before, got whole after all
+	}
+}
+
+// attrs are the counts for the session's end line, the directions it
+// moved nothing in left out.
+func (t *sessionTally) attrs() []any {
+	var a []any
+	if n := t.filesIn.Load(); n > 0 || t.bytesIn.Load() > 0 {
+		a = append(a, "files_received", n, "bytes_received", t.bytesIn.Load())
+	}
+	if n := t.filesOut.Load(); n > 0 || t.bytesOut.Load() > 0 {
+		a = append(a, "files_sent", n, "bytes_sent", t.bytesOut.Load())
+	}
+	if n := t.failed.Load(); n > 0 {
+		a = append(a, "files_failed", n)
+	}
+	return a
 }
 
 // watchIdle ends a session (cancel) once progress has not moved for

@@ -12,8 +12,14 @@ import (
 // error, a read-only file system, no permission on its files): the
 // engine logs a refused or failed file at info, as the client's
 // business, but these the server's operator must hear of at the
-// default level (QA: a server whose disk filled said nothing).
-type storageWarnings struct{ slog.Handler }
+// default level (QA: a server whose disk filled said nothing). It also
+// names the session's user, if user says one, on every record that does
+// not (the engine's logger was made before the login: QA, its lines
+// could only be joined to a user by peer=).
+type storageWarnings struct {
+	slog.Handler
+	user func() string
+}
 
 func (h storageWarnings) Enabled(ctx context.Context, l slog.Level) bool {
 	return h.Handler.Enabled(ctx, l) || l == slog.LevelInfo && h.Handler.Enabled(ctx, slog.LevelWarn)
@@ -26,15 +32,31 @@ func (h storageWarnings) Handle(ctx context.Context, r slog.Record) error {
 	if !h.Handler.Enabled(ctx, r.Level) {
 		return nil
 	}
+	if h.user != nil && !hasAttr(r, "user") {
+		if u := h.user(); u != "" {
+			r = r.Clone()
+			r.AddAttrs(slog.String("user", u))
+		}
+	}
 	return h.Handler.Handle(ctx, r)
 }
 
 func (h storageWarnings) WithAttrs(as []slog.Attr) slog.Handler {
-	return storageWarnings{h.Handler.WithAttrs(as)}
+	return storageWarnings{h.Handler.WithAttrs(as), h.user}
 }
 
 func (h storageWarnings) WithGroup(name string) slog.Handler {
-	return storageWarnings{h.Handler.WithGroup(name)}
+	return storageWarnings{h.Handler.WithGroup(name), h.user}
+}
+
+// hasAttr reports whether r has an attribute called key.
+func hasAttr(r slog.Record, key string) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == key
+		return !found
+	})
+	return found
 }
 
 // storageErrnos are the failures of a server's own storage, and of its

@@ -67,13 +67,15 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				s.errorPacket(err.Error())
 				return err
 			}
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) && s.command == "GC" {
 				// The client's to know (its E says it): a REMOTE CD
 				// that finds no such directory is how a send to a new
 				// name begins (QA: every such upload logged a failure).
-				s.cfg.Log.Debug("server command failed", "err", err)
+				s.cfg.Log.Debug("server command failed", "command", commandName(s.command), "err", err)
 			} else {
-				s.cfg.Log.Info("server command failed", "err", err)
+				// A GET of a name not there included (QA: an operator
+				// saw only a session that ended well).
+				s.cfg.Log.Info("server command failed", "command", commandName(s.command), "err", err)
 			}
 			var pe *PeerError
 			var ge *GroupError
@@ -160,6 +162,7 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			}
 			return err
 		}
+		s.command = string(p.Type)
 		switch p.Type {
 		case 'I':
 			if err := s.answerInit(ctx, p, true); err != nil {
@@ -244,6 +247,23 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			return fmt.Errorf("unimplemented server command %q", p.Type)
 		}
 	}
+}
+
+// commandNames say a server command as the client's user would have
+// typed it, for the log; the packet letter(s) for any other.
+var commandNames = map[string]string{
+	"S": "SEND", "R": "GET", "V": "GET /RECURSIVE", "J": "REGET",
+	"GC": "REMOTE CD", "GA": "REMOTE PWD", "GD": "REMOTE DIRECTORY",
+	"GE": "REMOTE DELETE", "Gm": "REMOTE MKDIR", "Gd": "REMOTE RMDIR",
+	"GR": "REMOTE RENAME", "GS": "REMOTE SET", "GT": "REMOTE TYPE",
+	"GU": "REMOTE SPACE", "GH": "REMOTE HELP", "GI": "REMOTE LOGIN",
+}
+
+func commandName(letters string) string {
+	if n, ok := commandNames[letters]; ok {
+		return n
+	}
+	return letters
 }
 
 // serveSend becomes the sender for a GET: S with the request's sequence
@@ -430,6 +450,7 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 	if err != nil || len(raw) == 0 {
 		return fmt.Errorf("%w: bad generic command", ErrProtocol)
 	}
+	s.command = "G" + string(raw[0])
 	args := parseGenericArgs(raw[1:])
 	arg := func(i int) string {
 		if i < len(args) {

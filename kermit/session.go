@@ -126,8 +126,11 @@ type Session struct {
 	skip, skipPending *skipSet
 	skipKey           maphash.Seed
 	skipSeeded        bool
-	// serving: the session runs Serve.
+	// serving: the session runs Serve; command is the one it serves
+	// now (the packet type, "G" and the letter for a generic one), for
+	// its log.
 	serving bool
+	command string
 	// peerWasKerf: the last exchange of parameters was with a kerf peer.
 	peerWasKerf bool
 	// holdDirs, if set, takes the directory attributes finishDirs would

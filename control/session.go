@@ -618,7 +618,22 @@ func (f *sessionFS) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	return f.changed("removed", clearErr(d.Remove(name), name), "name", name)
+	return f.removed(d, name, false)
+}
+
+// removed removes name (a pattern's files unless literal), logging each
+// file that went by its name (QA: a pattern's were logged as the
+// pattern); a partial, which is no file of the tree, by the name given.
+func (f *sessionFS) removed(d *filestore.Dir, name string, literal bool) error {
+	said := false
+	err := d.RemoveEach(name, literal, func(rel string) {
+		said = true
+		f.changed("removed", nil, "name", rel)
+	})
+	if !said {
+		return f.changed("removed", clearErr(err, name), "name", name)
+	}
+	return clearErr(err, name)
 }
 
 // changed logs a change to the tree that a command made (what, with
@@ -639,7 +654,7 @@ func (f *sessionFS) RemoveLiteral(name string) error {
 	if err != nil {
 		return err
 	}
-	return f.changed("removed", clearErr(d.RemoveLiteral(name), name), "name", name)
+	return f.removed(d, name, true)
 }
 
 func (f *sessionFS) ListLiteral(name string) (string, error) {

@@ -52,14 +52,20 @@ func (d *Dir) writable(op string) error {
 
 // Remove deletes a file, or every regular file a pattern in name's last
 // element matches when no entry has that name.
-func (d *Dir) Remove(name string) error { return d.remove(name, false) }
+func (d *Dir) Remove(name string) error { return d.RemoveEach(name, false, nil) }
 
 // RemoveLiteral deletes the file name names as it is, never taking it
 // for a pattern (kermit.LiteralFS): a client's escaped name, whose
 // absence must not delete the files it would match.
-func (d *Dir) RemoveLiteral(name string) error { return d.remove(name, true) }
+func (d *Dir) RemoveLiteral(name string) error { return d.RemoveEach(name, true, nil) }
 
-func (d *Dir) remove(name string, literal bool) error {
+// RemoveEach is Remove (RemoveLiteral if literal) that tells removed,
+// if not nil, the name from the root of each file it removed: a
+// pattern's files one by one, for a log that names what went.
+func (d *Dir) RemoveEach(name string, literal bool, removed func(rel string)) error {
+	if removed == nil {
+		removed = func(string) {}
+	}
 	if err := d.writable("delete"); err != nil {
 		return err
 	}
@@ -81,12 +87,16 @@ func (d *Dir) remove(name string, literal bool) error {
 	}
 	fi, lerr := d.root.Lstat(rel)
 	if lerr != nil && !literal && hasWildcard(path.Base(rel)) {
-		return d.removeMatching(rel)
+		return d.removeMatching(rel, removed)
 	}
 	if lerr == nil && fi.IsDir() {
 		return fmt.Errorf("filestore: %s is a directory", rel)
 	}
-	return d.root.Remove(rel)
+	if err := d.root.Remove(rel); err != nil {
+		return err
+	}
+	removed(rel)
+	return nil
 }
 
 // removeMatching deletes every regular file of its directory that the
@@ -94,7 +104,7 @@ func (d *Dir) remove(name string, literal bool) error {
 // server takes it). A file it may not delete does not stop the rest, as
 // with rm(1); the error then says how many went and names those that
 // did not (QA: the first refusal ended it, unsaid what was deleted).
-func (d *Dir) removeMatching(rel string) error {
+func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 	matched, err := d.glob(nil, rel)
 	if err != nil {
 		return err
@@ -114,6 +124,9 @@ func (d *Dir) removeMatching(rel string) error {
 			}
 			failed = append(failed, fmt.Sprintf("%s (%v)", path.Base(m.rel), why))
 			continue
+		}
+		if err == nil {
+			removed(m.rel)
 		}
 		deleted++
 	}

@@ -1089,3 +1089,24 @@ func TestXferLogAnonymous(t *testing.T) {
 		t.Errorf("xferlog of an anonymous get:\n%s", b)
 	}
 }
+
+// A server stopped by a signal while idle says so, as it said where it
+// served (QA: not a word), and exits 0: a stop asked for, which a
+// service manager takes as a clean end (README).
+func TestServerStoppedSaysSoExitsZero(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		word string
+	}{{syscall.SIGTERM, "terminated"}, {syscall.SIGINT, "interrupt"}, {syscall.SIGHUP, "hangup"}} {
+		srv := startServer(t, t.TempDir(), serverOpts{})
+		srv.cmd.Process.Signal(tc.sig)
+		select {
+		case <-srv.done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v: the server did not stop", tc.sig)
+		}
+		if code := srv.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(srv.stderr.String(), "kerf: stopped ("+tc.word+")") {
+			t.Errorf("%v: exit %d, want 0 saying it stopped (%s):\n%s", tc.sig, code, tc.word, srv.stderr.String())
+		}
+	}
+}

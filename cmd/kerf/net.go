@@ -736,7 +736,17 @@ func serveCommand() *cli.Command {
 			if c.Bool("plain-data") {
 				fmt.Fprintln(os.Stderr, "kerf: --plain-data: file data of clients that ask for it is not encrypted")
 			}
-			return srv.Serve(c.Context)
+			err = srv.Serve(c.Context)
+			if err == nil && c.Context.Err() != nil {
+				// As its start is said (QA: an idle server stopped
+				// without a word).
+				why := context.Cause(c.Context).Error()
+				if sc := (*signalCause)(nil); errors.As(context.Cause(c.Context), &sc) {
+					why = sc.sig.String()
+				}
+				fmt.Fprintf(os.Stderr, "kerf: stopped (%s)\n", why)
+			}
+			return err
 		},
 	}
 }

@@ -705,10 +705,10 @@ func TestGetResumeAfterClientKilledWithHole(t *testing.T) {
 
 // A server stopped with SIGTERM mid-file tells its client why: the
 // client's error says the server is shutting down, not only that a
-// connection was lost; the partial stays for a resume. SIGHUP stops it
-// the same way (QA: it died at once, its clients cut short).
+// connection was lost; the partial stays for a resume. SIGINT stops it
+// the same way.
 func TestServerStoppedMidFileSaysWhy(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		if code, out := signalMidFile(t, sig); code != 4 || !strings.Contains(out, "the server is shutting down") {
 			t.Fatalf("%v: want exit 4 saying the server is shutting down, got %d:\n%s", sig, code, out)
 		}
@@ -1097,7 +1097,7 @@ func TestServerStoppedSaysSoExitsZero(t *testing.T) {
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		word string
-	}{{syscall.SIGTERM, "terminated"}, {syscall.SIGINT, "interrupt"}, {syscall.SIGHUP, "hangup"}} {
+	}{{syscall.SIGTERM, "terminated"}, {syscall.SIGINT, "interrupt"}} {
 		srv := startServer(t, t.TempDir(), serverOpts{})
 		srv.cmd.Process.Signal(tc.sig)
 		select {
@@ -1108,5 +1108,27 @@ func TestServerStoppedSaysSoExitsZero(t *testing.T) {
 		if code := srv.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(srv.stderr.String(), "kerf: stopped ("+tc.word+")") {
 			t.Errorf("%v: exit %d, want 0 saying it stopped (%s):\n%s", tc.sig, code, tc.word, srv.stderr.String())
 		}
+	}
+}
+
+// SIGHUP, a daemon's reload, leaves a running server serving, says so,
+// and cuts no transfer (QA: an operator's HUP "to reload the users"
+// stopped the server and every transfer with it).
+func TestServerHangupKeepsServing(t *testing.T) {
+	m := startSendMidFile(t)
+	m.fs.cmd.Process.Signal(syscall.SIGHUP)
+	if err := m.cmd.Wait(); err != nil {
+		t.Fatalf("the send under way: %v\n%s", err, m.out.String())
+	}
+	if got, err := os.ReadFile(filepath.Join(m.root, "k.bin")); err != nil || !bytes.Equal(got, randomBytes(16<<20, 15)) {
+		t.Fatalf("the copy differs from what was sent (%v)", err)
+	}
+	if !strings.Contains(m.fs.server.stderr.String(), "SIGHUP: still serving") {
+		t.Errorf("the server did not say it keeps serving:\n%s", m.fs.server.stderr.String())
+	}
+	select {
+	case <-m.fs.server.done:
+		t.Fatalf("the server stopped:\n%s", m.fs.server.stderr.String())
+	default:
 	}
 }

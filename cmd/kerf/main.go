@@ -102,12 +102,16 @@ func runApp(ctx context.Context, app *cli.App, args []string) error {
 	return app.RunContext(ctx, moved)
 }
 
+// onHangup, once set, is what SIGHUP does instead of stopping the
+// command: kerf serve's (see serveHangup).
+var onHangup atomic.Pointer[func()]
+
 // signalContext returns a context cancelled by SIGINT, SIGTERM or
 // SIGHUP, and a function that says which of them came first (0: none).
 // Later ones are caught too, so that the engine can still tell the peer.
-// SIGHUP (a terminal closed, or an operator's habit of sending it to
-// daemons) stops as SIGTERM does: a server tells its clients and keeps
-// their partials (QA: it died at once, the clients "cut short").
+// SIGHUP (a terminal closed) stops a client as SIGTERM does, telling the
+// peer and keeping partials; a running server takes it as a daemon's
+// reload (onHangup).
 func signalContext() (context.Context, func() syscall.Signal) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigc := make(chan os.Signal, 1)
@@ -115,6 +119,10 @@ func signalContext() (context.Context, func() syscall.Signal) {
 	var first atomic.Int32
 	go func() {
 		for s := range sigc {
+			if h := onHangup.Load(); h != nil && s == syscall.SIGHUP && ctx.Err() == nil {
+				(*h)()
+				continue
+			}
 			if n, ok := s.(syscall.Signal); ok {
 				first.CompareAndSwap(0, int32(n))
 			}

@@ -736,7 +736,10 @@ func serveCommand() *cli.Command {
 			if c.Bool("plain-data") {
 				fmt.Fprintln(os.Stderr, "kerf: --plain-data: file data of clients that ask for it is not encrypted")
 			}
+			hangup := serveHangup
+			onHangup.Store(&hangup)
 			err = srv.Serve(c.Context)
+			onHangup.Store(nil)
 			if err == nil && c.Context.Err() != nil {
 				// As its start is said (QA: an idle server stopped
 				// without a word).
@@ -749,6 +752,15 @@ func serveCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// serveHangup is a running server's SIGHUP: kept serving, as daemons
+// reload on it (QA: an operator's HUP "to reload the users" stopped the
+// server and cut every transfer). There is nothing to load again: the
+// users file is read at every login, and clients pin the key, not the
+// certificate.
+func serveHangup() {
+	fmt.Fprintln(os.Stderr, "kerf: SIGHUP: still serving; nothing to reload (the users file is read at every login); SIGTERM or SIGINT stops the server")
 }
 
 // serverIdentity loads --cert/--key, or the state directory's key and

@@ -127,6 +127,11 @@ type ClientConfig struct {
 	// (default DefaultLoginTimeout): a server that took the handshake and
 	// then says nothing is given up on, not retried for half an hour.
 	LoginTimeout time.Duration
+	// ConnectTimeout bounds the making of the control connection (TCP's
+	// own handshake): a host that drops the attempts is given up on in
+	// this time, not the kernel's minute or two. Zero means
+	// DefaultConnectTimeout; negative, the kernel's.
+	ConnectTimeout time.Duration
 
 	beforeDataDial func(addr string, tok datachan.Token) // tests
 }
@@ -146,6 +151,11 @@ type Client struct {
 // partial file read for its check, which the engine counts as work),
 // shorter than a person's patience.
 const DefaultIdleTimeout = 5 * time.Minute
+
+// DefaultConnectTimeout is ClientConfig.ConnectTimeout's default, as
+// curl's and ssh's usual settings: a SYN unanswered this long, over any
+// path, is a host down or a firewall dropping it.
+const DefaultConnectTimeout = 30 * time.Second
 
 // watchedConn is a control connection as an idle watchdog sees it (the
 // client's, and the server's): it counts what the peer sends and takes,
@@ -240,10 +250,19 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.DialAddr != "" {
 		to = cfg.DialAddr
 	}
+	switch {
+	case cfg.ConnectTimeout == 0:
+		d.Timeout = DefaultConnectTimeout
+	case cfg.ConnectTimeout > 0:
+		d.Timeout = cfg.ConnectTimeout
+	}
 	raw, err := d.DialContext(ctx, "tcp", to)
 	if err != nil {
 		var dnsErr *net.DNSError
 		switch {
+		case d.Timeout > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			// (Go's words: "i/o timeout".)
+			return nil, fmt.Errorf("control: dial %s: no answer in %v (a host down, or a firewall dropping the connection; --connect-timeout)", to, d.Timeout)
 		case errors.Is(err, syscall.ECONNREFUSED) && portGiven:
 			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port?)", err)
 		case errors.Is(err, syscall.ECONNREFUSED):

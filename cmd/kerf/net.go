@@ -111,6 +111,7 @@ var connFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
 	&cli.DurationFlag{Name: "idle-timeout", Value: control.DefaultIdleTimeout, Usage: "give up on a server that sends nothing and takes no data for this long while this side waits on it (a host frozen or cut off); what was under way is kept for --resume (0: wait for ever)"},
+	&cli.DurationFlag{Name: "connect-timeout", Value: control.DefaultConnectTimeout, Usage: "give up on a connection to the server not made in this long (a host down, or a firewall dropping it; 0: the system's, a minute or two)"},
 }
 
 // clientFlags are those of send and get: the data path's and connFlags.
@@ -381,8 +382,15 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 	if idle == 0 {
 		idle = -1 // control: wait for ever
 	}
+	connect := c.Duration("connect-timeout")
+	if connect < 0 {
+		return fail(usageErr("--connect-timeout %v: must not be negative", connect))
+	}
+	if connect == 0 {
+		connect = -1 // control: the kernel's
+	}
 	cfg := control.ClientConfig{
-		PathOpts: opts, RateLimit: limit, IdleTimeout: idle, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
+		PathOpts: opts, RateLimit: limit, IdleTimeout: idle, ConnectTimeout: connect, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 		Addr: addr, Streams: streams, Classic: c.Bool("classic"), InBand: c.Bool("in-band"), Log: clientLogger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, PlainData: c.Bool("plain-data"),
 	}

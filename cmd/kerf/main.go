@@ -71,11 +71,11 @@ func main() {
 		if !errors.As(err, &ie) {
 			err = &interruptError{sig, err}
 		}
-		fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
+		fmt.Fprintln(os.Stderr, "kerf:", printable(plainWords(err.Error())))
 		os.Exit(128 + int(sig))
 	}
 	// Errors carry names and messages from the peer.
-	fmt.Fprintln(os.Stderr, "kerf:", printable(err.Error()))
+	fmt.Fprintln(os.Stderr, "kerf:", printable(plainWords(err.Error())))
 	if errors.Is(err, kermit.ErrCtrlC) {
 		os.Exit(128 + int(syscall.SIGINT)) // Ctrl-C typed on the line (serial --stdio)
 	}

@@ -517,7 +517,7 @@ func (r *reporter) event(e kermit.Event) {
 			if r.bar != nil {
 				r.bar.Clear()
 			}
-			fmt.Fprintf(r.out, "kerf: %s: %s\n", printable(e.Name), printable(msg))
+			fmt.Fprintf(r.out, "kerf: %s: %s\n", printable(e.Name), printable(plainWords(msg)))
 		} else {
 			r.errHidden++
 		}

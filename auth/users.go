@@ -391,6 +391,22 @@ func (u *UsersFile) SetSecret(name, secret string) error {
 	})
 }
 
+// SetAccess changes a user's root (if root is not nil; "" is the
+// server's --root) and read-only access (if readOnly is not nil),
+// keeping its password and keys. A running server ends the user's
+// sessions, which log in again under the new terms.
+func (u *UsersFile) SetAccess(name string, root *string, readOnly *bool) error {
+	return u.updateUser(name, func(e *User) error {
+		if root != nil {
+			e.Root = *root
+		}
+		if readOnly != nil {
+			e.ReadOnly = *readOnly
+		}
+		return nil
+	})
+}
+
 // AddKey lets the client key with this fingerprint log in as name.
 func (u *UsersFile) AddKey(name, fingerprint string) error {
 	fp, err := CheckFingerprint(fingerprint)

@@ -60,3 +60,36 @@ func TestRemovedUserSessionEnds(t *testing.T) {
 		t.Errorf("a removed user logged in again: %s", r)
 	}
 }
+
+// `kerf user set` changes a user's root and access and keeps its
+// password: the next login lands in the new root, and read-only access
+// refuses a send (QA: the only way was rm and add again, the password
+// with it).
+func TestUserSetChangesRootAndAccess(t *testing.T) {
+	if !features.serveState {
+		t.Skip("this kerf has no users")
+	}
+	root, local, other := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "a.txt"), []byte("moved root"))
+	set := func(args ...string) {
+		t.Helper()
+		out, err := exec.Command(kerfBin, append([]string{"user", "set", "--state", srv.state}, append(args, testUser)...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kerf user set %q: %v\n%s", args, err, out)
+		}
+	}
+	set("--root", other)
+	mustRun(t, srv, local, nil, "send", "a.txt", srv.addr)
+	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(other, "a.txt"))
+	noFile(t, filepath.Join(root, "a.txt"))
+
+	set("--read-only")
+	if r := run(t, srv, local, nil, "send", "a.txt", target(srv.addr, "b.txt")); r.code != 4 || !strings.Contains(r.stderr, "read-only") {
+		t.Errorf("a send by a read-only user: want exit 4 saying read-only:\n%s", r)
+	}
+	noFile(t, filepath.Join(other, "b.txt"))
+	set("--read-write", "--root", "")
+	mustRun(t, srv, local, nil, "send", "a.txt", target(srv.addr, "b.txt"))
+	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "b.txt"))
+}

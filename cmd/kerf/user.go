@@ -204,6 +204,74 @@ func userCommand() *cli.Command {
 				}),
 			},
 			{
+				Name:      "set",
+				Usage:     "change a user's root or access, keeping its password and keys (its sessions end, to log in again under them)",
+				ArgsUsage: "NAME",
+				Flags: []cli.Flag{
+					stateFlag(),
+					&cli.StringFlag{Name: "root", Usage: "the user's directory (\"\": the server's --root)"},
+					&cli.BoolFlag{Name: "read-only", Usage: "the user may only fetch and list"},
+					&cli.BoolFlag{Name: "read-write", Usage: "the user may send, remove and rename too"},
+				},
+				Action: namedUser(func(c *cli.Context, name string, u *auth.UsersFile) error {
+					var root *string
+					var readOnly *bool
+					if c.IsSet("root") {
+						r := c.String("root")
+						if r != "" {
+							abs, err := filepath.Abs(r)
+							if err != nil {
+								return usageErr("%v", err)
+							}
+							if p := control.PrivateWithin(abs, []string{c.String("state")}); p != "" {
+								return usageErr("--root %s holds the server's state directory %s: give a root outside it, or move the state (--state)", abs, p)
+							}
+							r = abs
+						}
+						root = &r
+					}
+					switch {
+					case c.Bool("read-only") && c.Bool("read-write"):
+						return usageErr("--read-only and --read-write: one or the other")
+					case c.Bool("read-only"), c.Bool("read-write"):
+						ro := c.Bool("read-only")
+						readOnly = &ro
+					}
+					if root == nil && readOnly == nil {
+						return usageErr("nothing to change: give --root, --read-only or --read-write")
+					}
+					if err := u.SetAccess(name, root, readOnly); err != nil {
+						return usersErr(err)
+					}
+					now, _, err := u.Lookup(name)
+					if err != nil {
+						return usersErr(err)
+					}
+					warning := ""
+					if fi, err := os.Stat(now.Root); now.Root != "" && (err != nil || !fi.IsDir()) {
+						warning = fmt.Sprintf("%s is not a directory yet; %s cannot log in until it is", now.Root, name)
+					}
+					if enc := jsonOutput(c); enc != nil {
+						e := userEvent("done", now)
+						e.UsersFile, e.Warning = u.Path(), warning
+						enc.Encode(e)
+						return nil
+					}
+					root2, access := now.Root, "read-write"
+					if root2 == "" {
+						root2 = "the server's --root"
+					}
+					if now.ReadOnly {
+						access = "read-only"
+					}
+					fmt.Fprintf(os.Stderr, "kerf: %s now has %s, %s\n", name, root2, access)
+					if warning != "" {
+						fmt.Fprintf(os.Stderr, "kerf: warning: %s\n", warning)
+					}
+					return nil
+				}),
+			},
+			{
 				Name:      "rm",
 				Usage:     "remove a user",
 				ArgsUsage: "NAME",

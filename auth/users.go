@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -243,6 +244,9 @@ func jsonProblem(b []byte, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// (Go's words alone: "unexpected EOF", QA.)
+		return errors.New("the file ends before its JSON does (cut short, or a bracket or brace not closed)")
 	case errors.As(err, &se):
 		return fmt.Errorf("line %d: %v", 1+bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n")), se)
 	case errors.As(err, &te):

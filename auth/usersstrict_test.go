@@ -20,6 +20,7 @@ func TestUsersFileStrict(t *testing.T) {
 		{"empty object", `{}`, "version 0"},
 		{"type", "{\"version\":1,\n\"users\":[{\"name\":\"bob\",\"secret\":\"\",\"read_only\":\"yes\"}]}", "line 2"},
 		{"syntax", "{\"version\":1,\n\"users\":[,]}", "line 2"},
+		{"cut short", "{\"version\":1,\n\"users\":[", "ends before its JSON does"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

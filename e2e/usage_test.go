@@ -252,6 +252,12 @@ func TestUserCommandsRefusedExit4(t *testing.T) {
 		{[]string{"user", "rm", "nosuch"}, "", 4, "no such user: nosuch"},
 		{[]string{"user", "add", "robot", "--password-stdin"}, "a password\n", 4, "user already exists: robot"},
 		{[]string{"user", "add", "robot", "--key", other}, "", 4, "user already exists: robot"},
+		// Without a terminal, and no password given: the user's being
+		// there is said, not the prompt's failure (QA).
+		{[]string{"user", "add", "robot"}, "", 4, "user already exists: robot"},
+		{[]string{"user", "set", "nosuch", "--read-only"}, "", 4, "no such user: nosuch"},
+		{[]string{"user", "set", "robot"}, "", 2, "nothing to change"},
+		{[]string{"user", "set", "robot", "--read-only", "--read-write"}, "", 2, "one or the other"},
 		{[]string{"user", "passwd", "nosuch", "--token"}, "", 4, "no such user: nosuch"},
 		{[]string{"user", "key", "add", "nosuch", other}, "", 4, "no such user: nosuch"},
 		{[]string{"user", "key", "add", "robot", fp}, "", 4, "already has key"},

@@ -170,12 +170,21 @@ func interrupted(ctx context.Context, err error) error {
 // error (exit 2), printed once and, with --json, as an error event,
 // instead of cli's "Incorrect Usage" and the whole help on stdout.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	uerr := usageErr("%s (see %s --help)", longFlags(err.Error()), strings.Join(commandPath(c), " "))
+	uerr := usageErr("%s (see %s --help)", unitHint(longFlags(err.Error())), strings.Join(commandPath(c), " "))
 	if enc := jsonOutput(c); enc != nil {
 		enc.Encode(jsonEvent{Event: "error", Error: uerr.Error()})
 		return &jsonReported{uerr}
 	}
 	return uerr
+}
+
+// unitless is the flag error of a duration given as a bare number
+// (QA: "--idle-timeout 90" was a "parse error").
+var unitless = regexp.MustCompile(`(invalid value "([0-9]+(?:\.[0-9]+)?)" for flag --[a-z0-9-]+): parse error`)
+
+// unitHint says what a unitless duration in msg lacks.
+func unitHint(msg string) string {
+	return unitless.ReplaceAllString(msg, "$1: a duration takes its unit (${2}s, ${2}m, ${2}h)")
 }
 
 // oneDashFlag is a long flag's name as Go's flag package writes it in its

@@ -19,3 +19,17 @@ func TestLongFlagsInErrors(t *testing.T) {
 		}
 	}
 }
+
+// A duration flag given a bare number is told it needs its unit (QA:
+// "parse error"); other parse errors are left as they are.
+func TestUnitlessDuration(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`invalid value "90" for flag --idle-timeout: parse error`, `invalid value "90" for flag --idle-timeout: a duration takes its unit (90s, 90m, 90h)`},
+		{`invalid value "1.5" for flag --reconnect: parse error`, `invalid value "1.5" for flag --reconnect: a duration takes its unit (1.5s, 1.5m, 1.5h)`},
+		{`invalid value "abc" for flag --reconnect: parse error`, `invalid value "abc" for flag --reconnect: parse error`},
+	} {
+		if got := unitHint(tc.in); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

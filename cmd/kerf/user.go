@@ -133,6 +133,11 @@ func userCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					if _, there, err := u.Lookup(name); err == nil && there {
+						// Said before a password is asked for (QA: without
+						// a terminal, the prompt's failure hid it).
+						return usersErr(fmt.Errorf("%w: %s", auth.ErrUserExists, name))
+					}
 					var secret, token string
 					if len(keys) == 0 || c.Bool("password-stdin") || c.Bool("token") {
 						if secret, token, err = newSecret(c, name); err != nil {

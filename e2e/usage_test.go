@@ -360,3 +360,24 @@ func TestXferLogOfAFileTheClientRefused(t *testing.T) {
 		t.Errorf("no complete line:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// A server whose users file others may read starts, warning that its
+// password hashes are open to them (QA: not a word).
+func TestServeWarnsOfAReadableUsersFile(t *testing.T) {
+	if !features.serveState {
+		t.Skip("this kerf has no users")
+	}
+	// The file is made readable between its making and the start.
+	chmod := `for a; do if [ "$prev" = --state ]; then chmod 644 "$a/users.json"; fi; prev=$a; done; exec "$@"`
+	srv := startServer(t, t.TempDir(), serverOpts{wrap: []string{"sh", "-c", chmod, "sh"}})
+	if !strings.Contains(srv.stderr.String(), "users.json has mode 0644: others may read its password hashes") {
+		t.Errorf("no warning:\n%s", srv.stderr.String())
+	}
+	// Still serving.
+	mustRun(t, srv, t.TempDir(), nil, "ls", srv.addr)
+	// And none for one that is private.
+	srv = startServer(t, t.TempDir(), serverOpts{})
+	if strings.Contains(srv.stderr.String(), "password hashes") {
+		t.Errorf("a warning for a private users file:\n%s", srv.stderr.String())
+	}
+}

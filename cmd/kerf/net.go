@@ -690,6 +690,12 @@ func serveCommand() *cli.Command {
 				return usageErr("%v", err)
 			}
 			users.Protected = true // and at every reading from now on
+			if fi, err := os.Stat(users.Path()); err == nil && fi.Mode().Perm()&0o044 != 0 {
+				// Not refused (nothing is given away to those who may read
+				// it alone), but its hashes are then open to an offline
+				// attack (QA: accepted without a word).
+				fmt.Fprintf(os.Stderr, "kerf: WARNING: %s has mode %#o: others may read its password hashes; run chmod go-r %s\n", users.Path(), fi.Mode().Perm(), users.Path())
+			}
 			list, listErr := users.List()
 			if listErr == nil && len(list) == 0 && !c.Bool("anonymous") {
 				fmt.Fprintf(os.Stderr, "kerf: no users in %s: add one with `kerf user add NAME --root DIR`, or serve --anonymous (read-only)\n", users.Path())

@@ -668,6 +668,19 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	var off int64
 	var prefixCRC uint32
+	if reply.ResumeAt > 0 && !resume {
+		// A recovery point this send did not ask for (no R in its A):
+		// neither sent from 0, which such a receiver may append to
+		// what it has, nor taken on the receiver's word (QA: a point
+		// past the file's end restarted the file for ever, a file
+		// descriptor held each round).
+		if _, err := s.queue(ctx, 'Z', []byte("D"), 0); err != nil {
+			return err
+		}
+		err := fmt.Errorf("%w: the receiver asked to go on from byte %d of %s, a recovery this send did not ask for (--resume)", ErrProtocol, reply.ResumeAt, f.Name)
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
+		return &skipError{err}
+	}
 	if reply.ResumeAt > 0 {
 		off = reply.ResumeAt
 		// A partial longer than the file is no prefix of it (the file
@@ -690,10 +703,14 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				if _, err := s.queue(ctx, 'Z', s.discardZ(errRestart), 0); err != nil {
 					return err
 				}
+				// Once: the restart asks for no recovery, and a point
+				// given to it all the same fails the file (above).
 				saved := s.cfg.Resume
 				s.cfg.Resume = false
 				defer func() { s.cfg.Resume = saved }()
 				s.untrack(f.Name) // the restart begins it again (FileStart)
+				closeR = false
+				r.Close()
 				return s.sendFile(ctx, f)
 			}
 			prefixCRC = c

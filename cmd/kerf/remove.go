@@ -67,6 +67,15 @@ func (m *sourceRemover) event(e kermit.Event) {
 	case kermit.FileDone:
 		if s, ok := m.started[e.Path]; ok && e.Final {
 			delete(m.started, e.Path)
+			if e.Offset > 0 {
+				// A classic receiver's RESEND: what it said it had was
+				// taken on its word (its length alone; no check of the
+				// whole file), so this is no verified copy to remove the
+				// only other one for (QA: a same-length older file there
+				// had the source removed with nothing sent).
+				m.kept(e.Name, e.Path, fmt.Sprintf("the classic Kermit receiver went on from byte %d, which it said it had: no check confirms its copy", e.Offset))
+				break
+			}
 			m.remove(e.Name, e.Path, s, true)
 		}
 	case kermit.FileSkipped:

@@ -234,6 +234,9 @@ func cleanName(name string, use nameUse) (string, error) {
 	if c == "." {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
 	}
+	if n := strings.Count(c, "/") + 1; n > MaxDepth {
+		return "", fmt.Errorf("%w: a name %d levels deep", ErrTooDeep, n)
+	}
 	for el := range strings.SplitSeq(c, "/") {
 		// A directory so named too: its files would be stored where
 		// a partial's name is, and a server's walk passes it over.
@@ -315,6 +318,17 @@ func (d *Dir) resolveAs(name string, use nameUse) (string, error) {
 	}
 	return path.Join(d.cwd, c), nil
 }
+
+// MaxDepth is the most levels a name may have (directories and the
+// file): every path of the tree is taken by os.Root one level at a
+// time, so a tree's cost grows with its depth squared, and one name
+// 4,000 levels deep in a single packet cost a server 22 s of CPU (QA).
+// Real trees stay far within it; PATH_MAX (4,096 bytes) allows about
+// 2,000 levels.
+const MaxDepth = 256
+
+// ErrTooDeep is a name, or a directory of a walk, past MaxDepth.
+var ErrTooDeep = fmt.Errorf("refused: deeper than %d levels", MaxDepth)
 
 // ErrLeadsOutside is a path refused because it would leave the tree:
 // through a symbolic link leading out, or "..". (os.Root's own words,

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -73,7 +74,16 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc, d
 		}
 		return err
 	}
-	ents, done, err := readDir(root, name)
+	var ents []fs.DirEntry
+	var err error
+	done := func() {}
+	if strings.Count(name, "/")+1 >= MaxDepth {
+		// What it holds could have no name here (cleanName); and walked,
+		// each level costs as much as those above it.
+		err = fmt.Errorf("%s: %w", name, ErrTooDeep)
+	} else {
+		ents, done, err = readDir(root, name)
+	}
 	defer done()
 	if depth >= maxOpenDepth {
 		done()

@@ -337,6 +337,12 @@ func TestTooManyFailedLoginsCloses(t *testing.T) {
 			t.Fatalf("attempt %d logged in", i)
 		}
 	}
+	// A packet meanwhile is answered with an E that says why (QA:
+	// "Transfer canceled", when it came after the session's end began:
+	// that end now gives the same reason).
+	if _, err := s.Generic(ctx, 'I', testUser, "again"); err == nil || !strings.Contains(err.Error(), "too many failed logins on this connection") {
+		t.Errorf("a login after the last one: %v; want the E saying why", err)
+	}
 	// The server hangs up: the connection reads EOF, whatever we send.
 	tc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	_, err := io.Copy(io.Discard, tc)

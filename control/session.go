@@ -32,7 +32,7 @@ var (
 	errLoginFailed   = errors.New("kerf: login failed")
 	errThrottled     = errors.New("kerf: login throttled")
 	errUsersBroken   = errors.New("kerf: login not possible now: the server cannot read its users file (its log says why)")
-	errTooManyLogins = errors.New("kerf: too many failed logins")
+	errTooManyLogins = errors.New("kerf: too many failed logins on this connection: connect again to try again")
 	errNoAnonymous   = errors.New("kerf: login failed (anonymous access is not enabled)")
 	// errServerShort is a login refused for want of a resource the
 	// server runs out of for a moment (open files): the client dials
@@ -232,7 +232,7 @@ func (f *sessionFS) endHandshake() {
 // count against the same throttle and attempts, and fail alike.
 func (f *sessionFS) Login(user, password string) error {
 	if f.failures >= f.srv.cfg.MaxLoginAttempts {
-		f.cancel()
+		f.cancelCause(errTooManyLogins)
 		return errTooManyLogins
 	}
 	cfg := &f.srv.cfg
@@ -441,7 +441,9 @@ func (f *sessionFS) fail(user, method string) {
 // once the E packet has had time to go out.
 func (f *sessionFS) hangUpIfTooMany() {
 	if f.failures >= f.srv.cfg.MaxLoginAttempts {
-		time.AfterFunc(100*time.Millisecond, f.cancel)
+		// Said in the E that a packet meanwhile gets (QA: "Transfer
+		// canceled").
+		time.AfterFunc(100*time.Millisecond, func() { f.cancelCause(errTooManyLogins) })
 	}
 }
 

@@ -384,20 +384,28 @@ func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
 
 	// One data connection: blocks arrive in order, so the kept partial
 	// is everything that arrived (with several, see the next test).
-	fs.data.cutDown.Store(3 << 20)
-	r := run(t, fs.server, local, []string{"--json"}, "get", "--reconnect", "0", "--streams", "1", target(fs.addr(), "g.bin"), ".")
-	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
-		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
+	// Blocks that come before the client has taken the file (its A's
+	// answer) wait in the data path's park, and a cut then keeps
+	// nothing (seen once in CI-like load): the case is tried again
+	// then, up to three times, for the one under test.
+	var r result
+	kept := int64(-1)
+	for attempt := 0; attempt < 3 && kept <= 0; attempt++ {
+		fs.data.cutDown.Store(3 << 20)
+		r = run(t, fs.server, local, []string{"--json"}, "get", "--reconnect", "0", "--streams", "1", target(fs.addr(), "g.bin"), ".")
+		if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
+			t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
+		}
+		noFile(t, dst)
+		kept = fileSize(partName(dst))
+	}
+	if kept <= 0 || kept >= size {
+		t.Fatalf("client kept %d bytes of %d", kept, size)
 	}
 	// Said to be kept for --resume, as a send says (QA: a get said only
 	// what cut it off).
 	if fe := eventsNamed(parseEvents(t, r.stdout), "file_error"); len(fe) != 1 || !strings.Contains(fe[0].Error, "kept for --resume") {
 		t.Errorf("want one file_error for g.bin saying what came is kept for --resume:\n%s", r.stdout)
-	}
-	noFile(t, dst)
-	kept := fileSize(partName(dst))
-	if kept <= 0 || kept >= size {
-		t.Fatalf("client kept %d bytes of %d", kept, size)
 	}
 
 	fs.data.cutDown.Store(0)

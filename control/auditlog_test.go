@@ -99,7 +99,10 @@ func TestServerLogsWhatSessionsMoved(t *testing.T) {
 	}
 	cl.Close()
 	// The session ends once it reads the close.
-	for i := 0; i < 500 && !strings.Contains(logs.String(), `msg="session end"`); i++ {
+	for i := 0; !strings.Contains(logs.String(), `msg="session end"`); i++ {
+		if i == 2000 {
+			t.Fatalf("no session end logged 20 s after the client closed:\n%s", logs.String())
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	srv.Close()

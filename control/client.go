@@ -262,7 +262,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		switch {
 		case d.Timeout > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 			// (Go's words: "i/o timeout".)
-			return nil, fmt.Errorf("control: dial %s: no answer in %v (a host down, or a firewall dropping the connection; --connect-timeout)", to, d.Timeout)
+			return nil, fmt.Errorf("control: %w: no answer in %v (a host down, or a firewall dropping the connection; --connect-timeout)", err, d.Timeout)
 		case errors.Is(err, syscall.ECONNREFUSED) && portGiven:
 			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port?)", err)
 		case errors.Is(err, syscall.ECONNREFUSED):

@@ -579,8 +579,6 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	// A C-Kermit told SET PARITY sends 7-bit with parity even over TCP.
 	kc.DetectParity = !secure
 	kc.Log = slog.New(storageWarnings{log.Handler(), fsys.userName})
-	var tally sessionTally
-	kc.Events = tally.count
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()
 		// What arrived or went of each file under way, so that one cut
@@ -590,7 +588,6 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 		moved := map[string]int64{}
 		began := map[string]time.Time{}
 		kc.Events = func(e kermit.Event) {
-			tally.count(e)
 			mu.Lock()
 			switch e.Kind {
 			case kermit.FileStart:
@@ -677,7 +674,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	// What the session moved, for an operator without --xferlog (QA:
 	// the end said nothing of it).
 	attrs := []any{"user", fsys.userName(), "seconds", math.Round(time.Since(began).Seconds()*1000) / 1000}
-	attrs = append(attrs, tally.attrs()...)
+	attrs = append(attrs, movedAttrs(sess.Stats())...)
 	if err != nil {
 		attrs = append(attrs, "err", err)
 	}
@@ -686,40 +683,18 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	log.Info("session end", attrs...)
 }
 
-// sessionTally counts what a session moved, from its engine's events
-// (which come from the data path's goroutines too).
-type sessionTally struct {
-	filesIn, filesOut, bytesIn, bytesOut, failed atomic.Int64
-}
-
-func (t *sessionTally) count(e kermit.Event) {
-	switch {
-	case e.Kind == kermit.FileDone && e.Sending:
-		t.filesOut.Add(1)
-		t.bytesOut.Add(e.Bytes)
-	case e.Kind == kermit.FileDone:
-		t.filesIn.Add(1)
-		t.bytesIn.Add(e.Bytes)
-	case e.Kind == kermit.FileFailed:
-		t.failed.Add(1)
-	}
-	if e.Kind == kermit.FileDone && e.Again {
-		t.failed.Add(-1) // told failed before, got whole after all
-	}
-}
-
-// attrs are the counts for the session's end line, the directions it
-// moved nothing in left out.
-func (t *sessionTally) attrs() []any {
+// movedAttrs are what st says a session moved, for its end line, the
+// directions it moved nothing in left out.
+func movedAttrs(st kermit.Stats) []any {
 	var a []any
-	if n := t.filesIn.Load(); n > 0 || t.bytesIn.Load() > 0 {
-		a = append(a, "files_received", n, "bytes_received", t.bytesIn.Load())
+	if st.FilesReceived > 0 || st.BytesReceived > 0 {
+		a = append(a, "files_received", st.FilesReceived, "bytes_received", st.BytesReceived)
 	}
-	if n := t.filesOut.Load(); n > 0 || t.bytesOut.Load() > 0 {
-		a = append(a, "files_sent", n, "bytes_sent", t.bytesOut.Load())
+	if st.FilesSent > 0 || st.BytesSent > 0 {
+		a = append(a, "files_sent", st.FilesSent, "bytes_sent", st.BytesSent)
 	}
-	if n := t.failed.Load(); n > 0 {
-		a = append(a, "files_failed", n)
+	if st.FilesFailed > 0 {
+		a = append(a, "files_failed", st.FilesFailed)
 	}
 	return a
 }

@@ -1119,9 +1119,9 @@ func TestServerStoppedSaysSoExitsZero(t *testing.T) {
 	}
 }
 
-// SIGHUP, a daemon's reload, leaves a running server serving, says so,
-// and cuts no transfer (QA: an operator's HUP "to reload the users"
-// stopped the server and every transfer with it).
+// SIGHUP, a daemon's reload, leaves a running server without a
+// terminal serving, says so, and cuts no transfer (QA: an operator's HUP
+// "to reload the users" stopped the server and every transfer with it).
 func TestServerHangupKeepsServing(t *testing.T) {
 	m := startSendMidFile(t)
 	m.fs.cmd.Process.Signal(syscall.SIGHUP)
@@ -1138,5 +1138,18 @@ func TestServerHangupKeepsServing(t *testing.T) {
 	case <-m.fs.server.done:
 		t.Fatalf("the server stopped:\n%s", m.fs.server.stderr.String())
 	default:
+	}
+}
+
+// A server on a terminal stops on SIGHUP, the terminal having closed,
+// as it stops on SIGTERM (review: it kept serving, and its next log
+// line to the gone terminal killed it).
+func TestServerOnATerminalStopsOnHangup(t *testing.T) {
+	argv := serverArgs(t, t.TempDir(), serverOpts{})
+	p := onPty(t, argv, append(os.Environ(), "HOME="+t.TempDir()))
+	p.prompt(t, "serving ")
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	if code := p.exit(t); code != 0 || !strings.Contains(p.out.String(), "kerf: stopped (hangup)") {
+		t.Errorf("exit %d, want 0 saying it stopped:\n%s", code, p.out.String())
 	}
 }

@@ -197,7 +197,9 @@ func startServer(t *testing.T, root string, o serverOpts) *server {
 	}
 	s.cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), o.env...)
 	s.cmd.Stderr = s.stderr
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own, as a service's: no controlling terminal,
+	// whatever the test's (a server with one stops on SIGHUP).
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if o.uid != 0 {
 		runsAs(t, o.uid, root, s.state)
 		s.cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(o.uid), Gid: uint32(o.uid)}

@@ -51,6 +51,27 @@ func TestUsageMistakesExit2(t *testing.T) {
 	}
 }
 
+// A duration flag given a bare number is told it wants its unit; a
+// whole-number flag given a fraction is not (review).
+func TestUnitlessDurationSaysSo(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		hint bool
+	}{
+		{[]string{"send", "--reconnect", "90", "a", "127.0.0.1:1/x"}, true},
+		{[]string{"serve", "--idle-timeout", "5"}, true},
+		{[]string{"send", "--sessions", "1.5", "a", "127.0.0.1:1/x"}, false},
+	} {
+		cmd := exec.Command(kerfBin, c.args...)
+		cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || strings.Contains(string(out), "a duration takes its unit") != c.hint {
+			t.Errorf("kerf %q: %v, output %q; want exit 2, a word of units %v", c.args, err, out, c.hint)
+		}
+	}
+}
+
 // Flags may come between a user command's name and its other words:
 // `kerf user key add NAME --state DIR FINGERPRINT`.
 func TestUserKeyAddFlagsBetweenWords(t *testing.T) {

@@ -32,6 +32,15 @@ func TestNamesDeeperThanMaxDepthRefused(t *testing.T) {
 	if err := d.Mkdir(deep); !errors.Is(err, ErrTooDeep) {
 		t.Errorf("Mkdir of one %d levels deep: %v, want ErrTooDeep", MaxDepth+1, err)
 	}
+	// The depth is the tree's: a name under a deep current directory
+	// counts the levels above it (review: 200 under 200 were stored).
+	half := strings.Repeat("d/", MaxDepth/2)
+	if err := d.Chdir(half); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(half + "x"); !errors.Is(err, ErrTooDeep) {
+		t.Errorf("Create of a name %d levels under a directory %d deep: %v, want ErrTooDeep", MaxDepth/2+1, MaxDepth/2, err)
+	}
 }
 
 // A walk of a tree made deeper than MaxDepth by other means reports

@@ -316,7 +316,12 @@ func (d *Dir) resolveAs(name string, use nameUse) (string, error) {
 	if d.cwd == "." {
 		return c, nil // clean already: what path.Join would make of it, without its copies
 	}
-	return path.Join(d.cwd, c), nil
+	c = path.Join(d.cwd, c)
+	if n := strings.Count(c, "/") + 1; n > MaxDepth {
+		// (Deep under a deep current directory: the depth is the tree's.)
+		return "", fmt.Errorf("%w: a name %d levels deep", ErrTooDeep, n)
+	}
+	return c, nil
 }
 
 // MaxDepth is the most levels a name may have (directories and the

@@ -116,7 +116,8 @@ func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 			continue
 		}
 		n++
-		if err := d.root.Remove(m.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err := d.root.Remove(m.rel)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			why := err
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
@@ -126,7 +127,7 @@ func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 			continue
 		}
 		if err == nil {
-			removed(m.rel)
+			removed(m.rel) // not one gone before: another's doing
 		}
 		deleted++
 	}

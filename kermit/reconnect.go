@@ -143,7 +143,8 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 		case <-t.C:
 		}
 		// A dial is bounded by the budget too (a blackholed connect
-		// waits out the kernel's SYN retries, about two minutes), though
+		// waits out the client's connect timeout, 30 s by default, or
+		// without one the kernel's SYN retries, about two minutes), though
 		// never to less than minDialTime, the time a login takes on a
 		// slow path, or the whole budget where that is shorter (asked
 		// to give up within 10 s, a dial given 20 s ran into the TLS

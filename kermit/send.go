@@ -356,6 +356,19 @@ func (s *Session) untrack(name string) {
 }
 
 func (s *Session) event(e Event) {
+	switch {
+	case e.Kind == FileDone && e.Sending:
+		s.stats.FilesSent++
+		s.stats.BytesSent += e.Bytes
+	case e.Kind == FileDone:
+		s.stats.FilesReceived++
+		s.stats.BytesReceived += e.Bytes
+	case e.Kind == FileFailed:
+		s.stats.FilesFailed++
+	}
+	if e.Kind == FileDone && e.Again {
+		s.stats.FilesFailed-- // told failed before, whole after all
+	}
 	if e.Sending {
 		// Which files are under way (only the engine's goroutine sends
 		// these kinds; FileProgress comes from the data path's too).

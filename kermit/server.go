@@ -151,6 +151,7 @@ func isLinkError(err error) bool {
 // command).
 func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 	for {
+		s.command = "" // none yet: a failure to read names none
 		p, err := s.nextPacket(ctx, s.cfg.IdleTimeout)
 		if err != nil {
 			var pe *PeerError

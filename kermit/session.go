@@ -212,6 +212,10 @@ type Stats struct {
 	Timeouts        int64
 	BadPackets      int64
 	FileBytes       int64
+	// Files and their bytes (of this session) by direction, as the
+	// events told them: FileDone, FileFailed.
+	FilesSent, FilesReceived, FilesFailed int64
+	BytesSent, BytesReceived             int64
 }
 
 // NewSession starts a session over rw. Close stops its reader.

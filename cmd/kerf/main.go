@@ -110,12 +110,17 @@ var onHangup atomic.Pointer[func()]
 // SIGHUP, and a function that says which of them came first (0: none).
 // Later ones are caught too, so that the engine can still tell the peer.
 // SIGHUP (a terminal closed) stops a client as SIGTERM does, telling the
-// peer and keeping partials; a running server takes it as a daemon's
-// reload (onHangup).
+// peer and keeping partials; a running server without a terminal (a
+// service) takes it as a daemon's reload (onHangup).
 func signalContext() (context.Context, func() syscall.Signal) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		// (Ignored, under nohup: left so; Notify would undo it.)
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	signal.Notify(sigc, sigs...)
 	var first atomic.Int32
 	go func() {
 		for s := range sigc {
@@ -170,7 +175,7 @@ func interrupted(ctx context.Context, err error) error {
 // error (exit 2), printed once and, with --json, as an error event,
 // instead of cli's "Incorrect Usage" and the whole help on stdout.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	uerr := usageErr("%s (see %s --help)", unitHint(longFlags(err.Error())), strings.Join(commandPath(c), " "))
+	uerr := usageErr("%s (see %s --help)", unitHint(longFlags(err.Error()), func(name string) bool { return isDurationFlag(c, name) }), strings.Join(commandPath(c), " "))
 	if enc := jsonOutput(c); enc != nil {
 		enc.Encode(jsonEvent{Event: "error", Error: uerr.Error()})
 		return &jsonReported{uerr}
@@ -180,11 +185,34 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 
 // unitless is the flag error of a duration given as a bare number
 // (QA: "--idle-timeout 90" was a "parse error").
-var unitless = regexp.MustCompile(`(invalid value "([0-9]+(?:\.[0-9]+)?)" for flag --[a-z0-9-]+): parse error`)
+var unitless = regexp.MustCompile(`(invalid value "([0-9]+(?:\.[0-9]+)?)" for flag --([a-z0-9-]+)): parse error`)
 
-// unitHint says what a unitless duration in msg lacks.
-func unitHint(msg string) string {
-	return unitless.ReplaceAllString(msg, "$1: a duration takes its unit (${2}s, ${2}m, ${2}h)")
+// unitHint says what a unitless duration in msg lacks, if the flag it
+// names is one (isDuration; review: "--sessions 1.5" was told of units).
+func unitHint(msg string, isDuration func(name string) bool) string {
+	m := unitless.FindStringSubmatch(msg)
+	if m == nil || !isDuration(m[3]) {
+		return msg
+	}
+	return strings.Replace(msg, m[0], fmt.Sprintf("%s: a duration takes its unit (%ss, %sm, %sh)", m[1], m[2], m[2], m[2]), 1)
+}
+
+// isDurationFlag reports whether c's command, or the app, has a
+// duration flag called name.
+func isDurationFlag(c *cli.Context, name string) bool {
+	var flags []cli.Flag
+	if c.Command != nil {
+		flags = c.Command.Flags
+	}
+	if c.App != nil {
+		flags = append(slices.Clip(flags), c.App.Flags...)
+	}
+	for _, f := range flags {
+		if d, ok := f.(*cli.DurationFlag); ok && (d.Name == name || slices.Contains(d.Aliases, name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneDashFlag is a long flag's name as Go's flag package writes it in its

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -750,8 +752,16 @@ func serveCommand() *cli.Command {
 			if c.Bool("plain-data") {
 				fmt.Fprintln(os.Stderr, "kerf: --plain-data: file data of clients that ask for it is not encrypted")
 			}
-			hangup := serveHangup
-			onHangup.Store(&hangup)
+			if !hasTerminal() {
+				// A service: SIGHUP is an operator's reload. One in a
+				// terminal stops on it, the terminal having closed.
+				hangup := serveHangup
+				onHangup.Store(&hangup)
+			}
+			// Its stderr a pipe whose reader went (a tee, a terminal
+			// closed): a log line must not kill the server with SIGPIPE
+			// (review); the write fails, and serving goes on.
+			signal.Ignore(syscall.SIGPIPE)
 			err = srv.Serve(c.Context)
 			onHangup.Store(nil)
 			if err == nil && c.Context.Err() != nil {
@@ -775,6 +785,17 @@ func serveCommand() *cli.Command {
 // certificate.
 func serveHangup() {
 	fmt.Fprintln(os.Stderr, "kerf: SIGHUP: still serving; nothing to reload (the users file is read at every login); SIGTERM or SIGINT stops the server")
+}
+
+// hasTerminal reports whether this process has a controlling terminal,
+// whose closing sends SIGHUP.
+func hasTerminal() bool {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // serverIdentity loads --cert/--key, or the state directory's key and

@@ -1,26 +1,17 @@
 package main
 
-import (
-	"regexp"
-	"strings"
-)
+import "strings"
 
-// packagePrefix matches the name of one of kerf's packages at the head
-// of an error's part: where the message begins, or after ": " or "(".
-var packagePrefix = regexp.MustCompile(`(^|: |\()(kermit|control|datachan|filestore|auth|framing|serialfallback|kerf): `)
-
-// plainWords is an error message as a user reads it on the terminal:
-// without the package names each layer put before its part (QA: "kerf:
-// kermit: peer error: kerf: … (kermit: … datachan: …)"), which say
-// where in kerf, not what. The peer's own text is said as the peer's.
-// (--json keeps the words as they came: scripts may match them.)
+// plainWords is an error message as a user reads it on the terminal: a
+// peer's E said as the peer's (QA: "kerf: kermit: peer error: kerf: …").
+// Only that fixed head is rewritten, with the one "kerf: " a kerf peer
+// puts before its own words: kerf's layers' names further on stay,
+// since a file may be called "kerf", "auth" or "control" (review: such
+// a name went missing from its message).
 func plainWords(msg string) string {
-	msg = strings.Replace(msg, "kermit: peer error: ", "the peer says: ", 1)
-	for {
-		out := packagePrefix.ReplaceAllString(msg, "$1")
-		if out == msg {
-			return msg
-		}
-		msg = out
+	rest, ok := strings.CutPrefix(msg, "kermit: peer error: ")
+	if !ok {
+		return msg
 	}
+	return "the peer says: " + strings.TrimPrefix(rest, "kerf: ")
 }

@@ -73,7 +73,11 @@ func (m *sourceRemover) event(e kermit.Event) {
 				// whole file), so this is no verified copy to remove the
 				// only other one for (QA: a same-length older file there
 				// had the source removed with nothing sent).
-				m.kept(e.Name, e.Path, fmt.Sprintf("the classic Kermit receiver went on from byte %d, which it said it had: no check confirms its copy", e.Offset))
+				why := fmt.Sprintf("the classic Kermit receiver went on from byte %d, which it said it had: no check confirms its copy", e.Offset)
+				if e.Size >= 0 && e.Offset >= e.Size {
+					why = "the classic Kermit receiver said it had the whole file: no check confirms its copy"
+				}
+				m.kept(e.Name, e.Path, why)
 				break
 			}
 			m.remove(e.Name, e.Path, s, true)

@@ -53,7 +53,8 @@ func TestSourceRemover(t *testing.T) {
 		{"done only, a kerf receiver", nil, []kermit.Event{done}, false, ""},
 		{"done, a classic receiver", nil, []kermit.Event{final}, true, ""},
 		// Its RESEND went on from what it said it had: no check of that.
-		{"resumed by a classic receiver", nil, []kermit.Event{{Kind: kermit.FileDone, Final: true, Offset: 5}}, false, "the classic Kermit receiver went on from byte 5, which it said it had: no check confirms its copy"},
+		{"resumed by a classic receiver", nil, []kermit.Event{{Kind: kermit.FileDone, Final: true, Offset: 2, Size: 5}}, false, "the classic Kermit receiver went on from byte 2, which it said it had: no check confirms its copy"},
+		{"found whole by a classic receiver", nil, []kermit.Event{{Kind: kermit.FileDone, Final: true, Offset: 5, Size: 5}}, false, "the classic Kermit receiver said it had the whole file: no check confirms its copy"},
 		{"failed, then a stray saved", nil, []kermit.Event{failed, saved}, false, ""},
 		{"appended to", appendTo, []kermit.Event{done, saved}, false, "changed since it was sent"},
 		{"rewritten in place, size and time put back", rewriteSameSizeAndTime, []kermit.Event{done, saved}, false, "changed since it was sent"},

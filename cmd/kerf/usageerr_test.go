@@ -27,8 +27,11 @@ func TestUnitlessDuration(t *testing.T) {
 		{`invalid value "90" for flag --idle-timeout: parse error`, `invalid value "90" for flag --idle-timeout: a duration takes its unit (90s, 90m, 90h)`},
 		{`invalid value "1.5" for flag --reconnect: parse error`, `invalid value "1.5" for flag --reconnect: a duration takes its unit (1.5s, 1.5m, 1.5h)`},
 		{`invalid value "abc" for flag --reconnect: parse error`, `invalid value "abc" for flag --reconnect: parse error`},
+		// Not a duration flag: no word of units.
+		{`invalid value "1.5" for flag --sessions: parse error`, `invalid value "1.5" for flag --sessions: parse error`},
 	} {
-		if got := unitHint(tc.in); got != tc.want {
+		isDuration := func(name string) bool { return name == "idle-timeout" || name == "reconnect" }
+		if got := unitHint(tc.in, isDuration); got != tc.want {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
 		}
 	}

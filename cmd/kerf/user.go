@@ -262,14 +262,14 @@ func userCommand() *cli.Command {
 						enc.Encode(e)
 						return nil
 					}
-					root2, access := now.Root, "read-write"
-					if root2 == "" {
-						root2 = "the server's --root"
+					shownRoot, access := now.Root, "read-write"
+					if shownRoot == "" {
+						shownRoot = "the server's --root"
 					}
 					if now.ReadOnly {
 						access = "read-only"
 					}
-					fmt.Fprintf(os.Stderr, "kerf: %s now has %s, %s\n", name, root2, access)
+					fmt.Fprintf(os.Stderr, "kerf: %s now has %s, %s\n", name, shownRoot, access)
 					if warning != "" {
 						fmt.Fprintf(os.Stderr, "kerf: warning: %s\n", warning)
 					}

@@ -215,7 +215,7 @@ type Stats struct {
 	// Files and their bytes (of this session) by direction, as the
 	// events told them: FileDone, FileFailed.
 	FilesSent, FilesReceived, FilesFailed int64
-	BytesSent, BytesReceived             int64
+	BytesSent, BytesReceived              int64
 }
 
 // NewSession starts a session over rw. Close stops its reader.

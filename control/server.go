@@ -739,7 +739,7 @@ func watchAccount(ctx context.Context, f *sessionFS, users AccountLookup, period
 		case <-tick.C:
 			if why := f.accountGone(users); why != "" {
 				f.log.Warn("session ended: the login no longer stands", "user", f.userName(), "why", why)
-				f.cancelCause(fmt.Errorf("kerf: the server ended this session: %s", why))
+				f.cancelCause(errors.New(kermit.AccountEndedPrefix + why))
 				return
 			}
 		}

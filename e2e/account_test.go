@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -92,4 +94,36 @@ func TestUserSetChangesRootAndAccess(t *testing.T) {
 	set("--read-write", "--root", "")
 	mustRun(t, srv, local, nil, "send", "a.txt", target(srv.addr, "b.txt"))
 	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "b.txt"))
+}
+
+// A user's root changed under a transfer ends its session, and the
+// client does not dial again into the new root with the rest of it
+// (review): the user is told, the partial kept where it was.
+func TestUserSetEndsTheSessionNoReconnect(t *testing.T) {
+	if !features.serveState {
+		t.Skip("this kerf has no users")
+	}
+	root, local, other := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "slow.bin"), randomBytes(4<<20, 32))
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, srv, local, nil, "send", "--limit-rate", "256K", "slow.bin", srv.addr)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the file's partial to grow", func() bool { return fileSize(partName(filepath.Join(root, "slow.bin"))) > 0 })
+	if out, err := exec.Command(kerfBin, "user", "set", "--state", srv.state, "--root", other, testUser).CombinedOutput(); err != nil {
+		t.Fatalf("kerf user set: %v\n%s", err, out)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(errb.String(), "your account was changed") {
+		t.Fatalf("want exit 4 saying the account was changed: %v\n%s", err, errb.String())
+	}
+	if entries, _ := os.ReadDir(other); len(entries) != 0 {
+		t.Errorf("the new root got %d entries: the client dialled again into it", len(entries))
+	}
 }

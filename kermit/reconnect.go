@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -177,6 +178,11 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 	return nil, r.gaveUp
 }
 
+// AccountEndedPrefix begins the E of a kerf server that ended a
+// session because the user's account was removed or changed (its root,
+// access, password or key): no successor is dialled for it.
+const AccountEndedPrefix = "kerf: the server ended this session: "
+
 // lostBy reports whether err, which ended a group or a command of s,
 // means that s itself is gone: its link ended, its data path failed, or
 // it failed in a way that is no answer of its peer's (a reset, a
@@ -202,6 +208,11 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		// unless the first's opened: then a successor's failure is the
 		// path or the server not back yet, a failed try.
 		return s.successor
+	case errors.As(err, &pe) && strings.HasPrefix(pe.Msg, AccountEndedPrefix):
+		// Its account removed or changed: a login again would fail, or
+		// go on under other terms (another root), which the user is
+		// to decide on (review).
+		return false
 	case errors.As(err, &pe):
 		// A server whose data path failed says so in an E and closes
 		// its data connections: this side's may not have seen the

@@ -382,3 +382,36 @@ func BenchmarkCreateCommitBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// A file of a batch not yet renamed, named as a later file's directory
+// ("a", then "a/x": a hostile server's get -r), is given its name
+// first, and the later file is refused at its Create: the batch ends
+// well, "a" whole (QA: the directory made for "a/x" stood where "a" was
+// to be renamed, and the group failed at its end).
+func TestBatchFileNamedAsALaterDirectory(t *testing.T) {
+	for _, unnamed := range []int64{0, filestore.NetUnnamedMax} {
+		root := t.TempDir()
+		d, _ := filestore.Open(root)
+		d.UnnamedMax = unnamed
+		d.BeginBatch()
+		in, err := d.Create("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.WriteAt([]byte("data of a"), 0)
+		if err := in.Commit(time.Now(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if in, err := d.Create("a/x"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			if in != nil {
+				in.Abort(false)
+			}
+			t.Errorf("UnnamedMax %d: Create of a/x under the file a: %v, want refused", unnamed, err)
+		}
+		if err := d.EndBatch(); err != nil {
+			t.Errorf("UnnamedMax %d: EndBatch: %v", unnamed, err)
+		}
+		checkFile(t, filepath.Join(root, "a"), "data of a")
+		d.Close()
+	}
+}

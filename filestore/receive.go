@@ -71,6 +71,13 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		// its final name before this one takes the temporary name. A
 		// failure there is another file's, for EndBatch to report.
 		d.flushPending()
+	} else if d.pendingFileAbove(dir) {
+		// A file of the batch is named as one of this one's
+		// directories: given its name first, it is in the way of the
+		// directory, and this file is refused now, not the batch's
+		// rename of that file at its end (QA: a hostile server's
+		// "a" then "a/x" failed the group).
+		d.flushPending()
 	}
 	if d.UnnamedMax > 0 {
 		// Where the directory, as listed, holds neither the name nor a
@@ -96,6 +103,22 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 	}
 	in.prepare(fresh)
 	return in, nil
+}
+
+// pendingFileAbove reports whether a file of the batch not yet renamed
+// (or of the flush under way) will be named dir or one of its parents.
+func (d *Dir) pendingFileAbove(dir string) bool {
+	if len(d.pendingN) == 0 && d.flushing == nil {
+		return false
+	}
+	for p := dir; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		pd, pb := splitRel(p)
+		key := pd + "/" + TempName(pb)
+		if d.pendingN[key] || d.flushing != nil && d.flushing.names[key] {
+			return true
+		}
+	}
+	return false
 }
 
 // beginName notes rel as a file under way in the transfer's names: no

@@ -310,7 +310,7 @@ func (s *Session) notBegun(files iter.Seq[OutgoingFile], begun []sentFile) {
 type GroupError struct{ Failed []string }
 
 func (e *GroupError) Error() string {
-	return fmt.Sprintf("kermit: %d not transferred (files or directories): %s", len(e.Failed), NameList(e.Failed))
+	return fmt.Sprintf("kermit: %d not transferred: %s", len(e.Failed), NameList(e.Failed))
 }
 
 // NameList joins names with commas, the first ten of them and a count of

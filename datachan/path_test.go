@@ -880,3 +880,27 @@ func TestShortReReadGoesPadded(t *testing.T) {
 		t.Error("received: not the first read with the re-read block padded")
 	}
 }
+
+// A batch that cannot go (the path failed before its Flush) is let go:
+// its Flush fails, and the next flushes, with nothing batched since,
+// succeed (QA: the batch was kept, every later flush failed with it, and
+// a server that flushes before it reads a command failed each command
+// at once, 80,000 log lines a second).
+func TestFlushOfAFailedBatchOnlyOnce(t *testing.T) {
+	s, r := pathPair(t, 1, nil, WithSmallFileBatching(true))
+	ctx := testContext(t)
+	d := randomData(5, 1000)
+	if _, err := s.SendFile(ctx, 1, bytes.NewReader(d), 0, int64(len(d))); err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the peer goes: the sender's path fails
+	s.fail(ErrClosed)
+	if err := s.Flush(); err == nil {
+		t.Fatal("the Flush of a batch over a failed path succeeded")
+	}
+	for i := range 3 {
+		if err := s.Flush(); err != nil {
+			t.Fatalf("flush %d after the failed one: %v", i+1, err)
+		}
+	}
+}

@@ -27,10 +27,15 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 	defer s.dropSkip()
 	s.serving = true
 	defer func() { s.serving = false }()
+	unread := 0 // failures in a row before any packet was read
 	for {
 		s.flush()
 		s.resetNegotiation()
-		if err := s.serveOne(ctx, fsys); err != nil {
+		err := s.serveOne(ctx, fsys)
+		if err == nil || s.command != "" {
+			unread = 0
+		}
+		if err != nil {
 			if errors.Is(err, errServerExit) {
 				return nil
 			}
@@ -67,6 +72,16 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				s.errorPacket(err.Error())
 				return err
 			}
+			if unread++; unread >= maxUnreadFailures && !s.cfg.KeepServing {
+				// Failing before it reads anything, it would fail so for
+				// ever, as fast as it can (QA: a data path's failure kept
+				// by its batch failed every flush; 80,000 log lines a
+				// second): the session ends. (A server of a line waits
+				// for the next packet there, whatever garbage came.)
+				s.cfg.Log.Info("server command failed", "command", commandName(s.command), "err", err)
+				s.errorPacket(peerText(err))
+				return err
+			}
 			if errors.Is(err, fs.ErrNotExist) && s.command == "GC" {
 				// The client's to know (its E says it): a REMOTE CD
 				// that finds no such directory is how a send to a new
@@ -95,6 +110,11 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 		}
 	}
 }
+
+// maxUnreadFailures is how many server commands in a row may fail
+// before reading a packet: one such failure is a stale state told once
+// (an E); more are a session that can no longer read a command.
+const maxUnreadFailures = 3
 
 // goOps are the words Go's file errors put before a path ("removeat
 // x: no such file or directory"), and the prefix of kerf's file store:

@@ -138,6 +138,10 @@ type Session struct {
 	holdDirs *heldDirs
 	// dataFailureSeen: the data path's failure was reported (readWatching).
 	dataFailureSeen bool
+	// dataLostHeard, once the data path is lost to its connections, is
+	// when the peer was last heard: each side may wait on the other to
+	// say more (dataLossGrace).
+	dataLostHeard time.Time
 	// peerHashingAck: the packet whose ACK ends peerHashingUntil, -1 for
 	// any packet (peerHashes).
 	peerHashingAck int
@@ -630,7 +634,7 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 	}
 	select {
 	case p := <-s.c.in:
-		return s.got(p)
+		return s.heard(p)
 	default:
 	}
 	if err := s.c.flush(); err != nil {
@@ -650,24 +654,57 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 			failed = df.Failed()
 		}
 	}
+	var quiet <-chan time.Time // the peer silent since the data path went
+	if watchData && !s.dataLostHeard.IsZero() {
+		t := time.NewTimer(time.Until(s.dataLostHeard.Add(dataLossGrace)))
+		defer t.Stop()
+		quiet = t.C
+	}
 	for {
 		select {
 		case p := <-s.c.in:
-			return s.got(p)
+			return s.heard(p)
 		case <-tc:
 			return inPacket{}, false, nil
 		case <-ctx.Done():
 			return inPacket{}, false, ctx.Err()
+		case <-quiet:
+			return inPacket{}, false, &DataPathError{Err: errDataLostSilence}
 		case <-failed:
 			// Once: the path stays failed, and its failure is told once.
 			s.dataFailureSeen = true
 			if err := df.LocalFailure(); err != nil {
 				return inPacket{}, false, &DataPathError{Err: err}
 			}
-			failed = nil // a lost connection: the peer or the link says more
+			// A lost connection: the peer or the link says more, but
+			// the peer may be waiting on this side as this side on it
+			// (QA: a send's sessions and their server waited so until
+			// the take-over, a minute later).
+			failed = nil
+			s.dataLostHeard = time.Now()
+			t := time.NewTimer(dataLossGrace)
+			defer t.Stop()
+			quiet = t.C
 		}
 	}
 }
+
+// heard is got of a packet read, noting that the peer spoke.
+func (s *Session) heard(p inPacket) (inPacket, bool, error) {
+	if !s.dataLostHeard.IsZero() {
+		s.dataLostHeard = time.Now()
+	}
+	return s.got(p)
+}
+
+// dataLossGrace is how long a session whose data connections were lost
+// waits for its peer to say anything before it counts itself lost: no
+// file can move any more, and each side may be waiting on the other.
+var dataLossGrace = 5 * time.Second
+
+// errDataLostSilence ends a session whose data connections were lost
+// and whose peer said nothing for dataLossGrace since.
+var errDataLostSilence = errors.New("kermit: the data connections were lost and the peer has said nothing since")
 
 // DataPathError is the failure of the data path, found on this side,
 // that ends a session: no file can go over it any more.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -164,8 +165,18 @@ func TestGetSixteenSessionsDataLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := kerfCmd(t, ctx, srv, local, []string{"--json"}, "get", "-r", "--sessions", "16", "--limit-rate", "4M", target(srv.addr, "tree"), "out")
+	// Reset once 16 files have begun: each taking about a second at
+	// this rate, that is a file in every session, whose data channel is
+	// open then (a file begins only after it). A reset while a session
+	// still pairs its data connections is another case, a failure to
+	// open it (flaky test hunt: one in four runs under load).
+	started := map[string]bool{}
 	stdout, stderr, killed, err := runResetting(t, cmd, func(line string) bool {
-		return strings.Contains(line, `"progress"`)
+		var e struct{ Event, Name string }
+		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "file_start" {
+			started[e.Name] = true
+		}
+		return len(started) >= 16
 	}, func() string { return resetServerEnd(t, dport) })
 	if killed == "" {
 		t.Fatalf("nothing reset:\n%s", stdout.String())

@@ -1,13 +1,11 @@
 package kermit_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +31,7 @@ func TestServerFailingBeforeEachCommandEnds(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	var logs lockedLog
+	var logs syncBuf
 	sp := &brokenFlushPath{stallingPath{closed: make(chan struct{})}}
 	cp := &stallingPath{closed: make(chan struct{}), cut: func() {}}
 	scfg, ccfg := kermit.DefaultConfig(), kermit.DefaultConfig()
@@ -66,22 +64,4 @@ func TestServerFailingBeforeEachCommandEnds(t *testing.T) {
 	if n := strings.Count(logs.String(), "server command failed"); n > 4 {
 		t.Errorf("%d failures logged before the session ended", n)
 	}
-}
-
-// lockedLog is a log's text, written from the session's goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

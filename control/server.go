@@ -160,6 +160,12 @@ type Server struct {
 	idleFree   *time.Timer
 	freeAfter  time.Duration // idleFreeAfter; tests shorten it
 	freeMemory func()        // debug.FreeOSMemory; tests count calls
+	// loggedIn counts the sessions that logged in and have not ended:
+	// the ones whose end is worth the memory back. A connection that
+	// never logs in holds next to nothing, and one left open kept the
+	// memory of those before it for its handshake's 10 s, again and
+	// again (QA o).
+	loggedIn int
 }
 
 // idleFreeAfter is how long a server has no session before it gives
@@ -433,11 +439,32 @@ func (s *Server) release(key string) {
 		delete(s.perAddr, key)
 	}
 	if s.conns == 0 {
-		if s.idleFree == nil {
-			s.idleFree = time.AfterFunc(s.freeAfter, s.freeIfIdle)
-		} else {
-			s.idleFree.Reset(s.freeAfter)
-		}
+		s.armIdleFreeLocked()
+	}
+}
+
+// sessionLoggedIn counts a session that logged in, until loginEnded.
+func (s *Server) sessionLoggedIn() {
+	s.mu.Lock()
+	s.loggedIn++
+	s.mu.Unlock()
+}
+
+// loginEnded ends what sessionLoggedIn counted: the last such session
+// gone, the memory goes back in freeAfter.
+func (s *Server) loginEnded() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loggedIn--; s.loggedIn == 0 {
+		s.armIdleFreeLocked()
+	}
+}
+
+func (s *Server) armIdleFreeLocked() {
+	if s.idleFree == nil {
+		s.idleFree = time.AfterFunc(s.freeAfter, s.freeIfIdle)
+	} else {
+		s.idleFree.Reset(s.freeAfter)
 	}
 }
 
@@ -449,10 +476,11 @@ func freeOSMemory() {
 	debug.FreeOSMemory()
 }
 
-// freeIfIdle gives freed memory back to the system if no session runs.
+// freeIfIdle gives freed memory back to the system if no logged-in
+// session runs.
 func (s *Server) freeIfIdle() {
 	s.mu.Lock()
-	idle := s.conns == 0
+	idle := s.loggedIn == 0
 	s.mu.Unlock()
 	if !idle {
 		return
@@ -663,6 +691,11 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*time.Second, func() { raw.Close() }) })
 	defer stop()
 	log.Info("session start", "tls", secure, "client_key", clientKey != "")
+	defer func() {
+		if fsys.counted {
+			s.loginEnded()
+		}
+	}()
 	began := time.Now()
 	err := sess.Serve(ctx, fsys)
 	if errors.Is(err, context.Canceled) {

@@ -110,6 +110,10 @@ type sessionFS struct {
 	live atomic.Pointer[liveness]
 
 	failures int
+	// counted: the session logged in, and the server counts it
+	// (sessionLoggedIn) until it ends. Only the session's goroutine
+	// sets it.
+	counted  bool
 	lastUser string // the user of the last successful login
 	lastPass []byte // and an HMAC of its password under passKey (a repeat is not hashed again)
 	passKey  []byte // random, this session's: lastPass says nothing outside it
@@ -212,6 +216,10 @@ func (f *sessionFS) bind(user, root string, readOnly bool) error {
 	f.mu.Unlock()
 	if old != nil {
 		old.Close()
+	}
+	if !f.counted {
+		f.counted = true
+		f.srv.sessionLoggedIn()
 	}
 	f.endHandshake()
 	return nil

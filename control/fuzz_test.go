@@ -177,7 +177,8 @@ func FuzzServerSession(f *testing.F) {
 		os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644)
 		os.Symlink(outside, filepath.Join(root, "link"))
 		s := &Server{cfg: withDefaults(ServerConfig{Root: root, Identity: fuzzIdentity(), Users: fuzzUsers{},
-			AllowClassic: true, Throttle: &auth.Throttle{}, MaxLoginAttempts: 1000}), perAddr: map[string]int{}}
+			AllowClassic: true, Throttle: &auth.Throttle{}, MaxLoginAttempts: 1000}), perAddr: map[string]int{},
+			freeAfter: idleFreeAfter, freeMemory: func() {}}
 		s.tlsConf = controlTLS(s.cfg.Identity)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

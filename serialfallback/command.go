@@ -92,10 +92,14 @@ func (p *commandPort) Read(b []byte) (int, error) {
 func (p *commandPort) Write(b []byte) (int, error) {
 	n, err := p.toProg.Write(b)
 	if err != nil {
+		// Its input closed is most often the program ending: its exit
+		// status, reaped a moment later, says why (CI: "broken pipe"
+		// instead of ssh's status 255, once in a while), as Read waits
+		// for it.
 		select {
 		case <-p.exited:
 			return n, &CommandEndedError{Command: p.cmd, Exited: true, Err: p.waitErr}
-		default:
+		case <-time.After(time.Second):
 		}
 	}
 	return n, err

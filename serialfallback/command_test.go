@@ -76,6 +76,27 @@ func TestCommandEndedSaysHow(t *testing.T) {
 	}
 }
 
+// A write to a command that closed its input and then ends says how
+// it ended, not only "broken pipe" (CI: the exit status was reaped a
+// moment after the write failed).
+func TestCommandWriteSaysHowItEnded(t *testing.T) {
+	defer func(g time.Duration) { commandGrace = g }(commandGrace)
+	commandGrace = 100 * time.Millisecond
+	l, err := Open(LinkConfig{Command: "exec 0<&-; sleep 0.2; exit 255"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ { // until the pipe is seen closed
+		_, werr = l.Write(bytes.Repeat([]byte("x"), 64<<10))
+	}
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || ee.ExitCode() != 255 {
+		t.Errorf("write: %v, want the command's exit status 255", werr)
+	}
+}
+
 // A command that does not end when its input does is terminated on
 // Close, with what it started: a shell waiting for its program (the
 // program would outlive a signal to the shell alone), and one that

@@ -112,22 +112,13 @@ func userCommand() *cli.Command {
 					if err := auth.CheckName(name); err != nil {
 						return usageErr("%v", err)
 					}
-					root := c.String("root")
-					if root != "" {
-						if root, err = filepath.Abs(root); err != nil {
-							return usageErr("%v", err)
-						}
+					root, err := userRoot(c)
+					if err != nil {
+						return err
 					}
 					keys, err := fingerprints(c.StringSlice("key"))
 					if err != nil {
 						return err
-					}
-					if root != "" {
-						if p := control.PrivateWithin(root, []string{c.String("state")}); p != "" {
-							// Its sessions could read the server's key
-							// and rewrite its users (serve refuses them).
-							return usageErr("--root %s holds the server's state directory %s: give a root outside it, or move the state (--state)", root, p)
-						}
 					}
 					u, err := usersFile(c)
 					if err != nil {
@@ -147,12 +138,7 @@ func userCommand() *cli.Command {
 					if err := u.Add(auth.User{Name: name, Secret: secret, Keys: keys, Root: root, ReadOnly: c.Bool("read-only")}); err != nil {
 						return usersErr(err)
 					}
-					warning := ""
-					if fi, err := os.Stat(root); root != "" && (err != nil || !fi.IsDir()) {
-						// The server does not make it: a typing error or a
-						// file system not mounted must not become a tree.
-						warning = fmt.Sprintf("%s is not a directory yet; %s cannot log in until it is", root, name)
-					}
+					warning := rootWarning(root, name)
 					if enc := jsonOutput(c); enc != nil {
 						e := userEvent("done", auth.User{Name: name, Secret: secret, Keys: keys, Root: root, ReadOnly: c.Bool("read-only")})
 						e.Token, e.UsersFile, e.Warning = token, u.Path(), warning
@@ -222,16 +208,9 @@ func userCommand() *cli.Command {
 					var root *string
 					var readOnly *bool
 					if c.IsSet("root") {
-						r := c.String("root")
-						if r != "" {
-							abs, err := filepath.Abs(r)
-							if err != nil {
-								return usageErr("%v", err)
-							}
-							if p := control.PrivateWithin(abs, []string{c.String("state")}); p != "" {
-								return usageErr("--root %s holds the server's state directory %s: give a root outside it, or move the state (--state)", abs, p)
-							}
-							r = abs
+						r, err := userRoot(c)
+						if err != nil {
+							return err
 						}
 						root = &r
 					}
@@ -252,10 +231,7 @@ func userCommand() *cli.Command {
 					if err != nil {
 						return usersErr(err)
 					}
-					warning := ""
-					if fi, err := os.Stat(now.Root); now.Root != "" && (err != nil || !fi.IsDir()) {
-						warning = fmt.Sprintf("%s is not a directory yet; %s cannot log in until it is", now.Root, name)
-					}
+					warning := rootWarning(now.Root, name)
 					if enc := jsonOutput(c); enc != nil {
 						e := userEvent("done", now)
 						e.UsersFile, e.Warning = u.Path(), warning
@@ -362,6 +338,34 @@ type jsonUserEvent struct {
 
 // userEvent is the event of kind ev for user e: name, how e logs in,
 // keys, access, root.
+// userRoot is --root made absolute ("" for the server's --root),
+// refused where it holds the server's state: its sessions could read
+// the server's key and rewrite its users (serve refuses them).
+func userRoot(c *cli.Context) (string, error) {
+	root := c.String("root")
+	if root == "" {
+		return "", nil
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return "", usageErr("%v", err)
+	}
+	if p := control.PrivateWithin(root, []string{c.String("state")}); p != "" {
+		return "", usageErr("--root %s holds the server's state directory %s: give a root outside it, or move the state (--state)", root, p)
+	}
+	return root, nil
+}
+
+// rootWarning says, if root is not a directory, that name cannot log
+// in yet: the server does not make it (a typing error or a file system
+// not mounted must not become a tree).
+func rootWarning(root, name string) string {
+	if fi, err := os.Stat(root); root != "" && (err != nil || !fi.IsDir()) {
+		return fmt.Sprintf("%s is not a directory yet; %s cannot log in until it is", root, name)
+	}
+	return ""
+}
+
 func userEvent(ev string, e auth.User) jsonUserEvent {
 	access := "read-write"
 	if e.ReadOnly {

@@ -234,8 +234,8 @@ func cleanName(name string, use nameUse) (string, error) {
 	if c == "." {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeName, name)
 	}
-	if n := strings.Count(c, "/") + 1; n > MaxDepth {
-		return "", fmt.Errorf("%w: a name %d levels deep", ErrTooDeep, n)
+	if err := checkDepth(c); err != nil {
+		return "", err
 	}
 	for el := range strings.SplitSeq(c, "/") {
 		// A directory so named too: its files would be stored where
@@ -316,10 +316,10 @@ func (d *Dir) resolveAs(name string, use nameUse) (string, error) {
 	if d.cwd == "." {
 		return c, nil // clean already: what path.Join would make of it, without its copies
 	}
+	// (Deep under a deep current directory: the depth is the tree's.)
 	c = path.Join(d.cwd, c)
-	if n := strings.Count(c, "/") + 1; n > MaxDepth {
-		// (Deep under a deep current directory: the depth is the tree's.)
-		return "", fmt.Errorf("%w: a name %d levels deep", ErrTooDeep, n)
+	if err := checkDepth(c); err != nil {
+		return "", err
 	}
 	return c, nil
 }
@@ -334,6 +334,17 @@ const MaxDepth = 256
 
 // ErrTooDeep is a name, or a directory of a walk, past MaxDepth.
 var ErrTooDeep = fmt.Errorf("refused: deeper than %d levels", MaxDepth)
+
+// levels is how many names rel, a clean relative path, has.
+func levels(rel string) int { return strings.Count(rel, "/") + 1 }
+
+// checkDepth refuses rel past MaxDepth.
+func checkDepth(rel string) error {
+	if n := levels(rel); n > MaxDepth {
+		return fmt.Errorf("%w: a name %d levels deep", ErrTooDeep, n)
+	}
+	return nil
+}
 
 // ErrLeadsOutside is a path refused because it would leave the tree:
 // through a symbolic link leading out, or "..". (os.Root's own words,

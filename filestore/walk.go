@@ -77,7 +77,7 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc, d
 	var ents []fs.DirEntry
 	var err error
 	done := func() {}
-	if strings.Count(name, "/")+1 >= MaxDepth {
+	if levels(name) >= MaxDepth {
 		// What it holds could have no name here (cleanName); and walked,
 		// each level costs as much as those above it.
 		err = fmt.Errorf("%s: %w", name, ErrTooDeep)

@@ -72,16 +72,6 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				s.errorPacket(err.Error())
 				return err
 			}
-			if unread++; unread >= maxUnreadFailures && !s.cfg.KeepServing {
-				// Failing before it reads anything, it would fail so for
-				// ever, as fast as it can (QA: a data path's failure kept
-				// by its batch failed every flush; 80,000 log lines a
-				// second): the session ends. (A server of a line waits
-				// for the next packet there, whatever garbage came.)
-				s.cfg.Log.Info("server command failed", "command", commandName(s.command), "err", err)
-				s.errorPacket(peerText(err))
-				return err
-			}
 			if errors.Is(err, fs.ErrNotExist) && s.command == "GC" {
 				// The client's to know (its E says it): a REMOTE CD
 				// that finds no such directory is how a send to a new
@@ -91,6 +81,15 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				// A GET of a name not there included (QA: an operator
 				// saw only a session that ended well).
 				s.cfg.Log.Info("server command failed", "command", commandName(s.command), "err", err)
+			}
+			if unread++; unread >= maxUnreadFailures && !s.cfg.KeepServing {
+				// Failing before it reads anything, it would fail so for
+				// ever, as fast as it can (QA: a data path's failure kept
+				// by its batch failed every flush; 80,000 log lines a
+				// second): the session ends. (A server of a line waits
+				// for the next packet there, whatever garbage came.)
+				s.errorPacket(peerText(err))
+				return err
 			}
 			var pe *PeerError
 			var ge *GroupError

@@ -438,9 +438,6 @@ func (s *Server) release(key string) {
 	if s.perAddr[key]--; s.perAddr[key] <= 0 {
 		delete(s.perAddr, key)
 	}
-	if s.conns == 0 {
-		s.armIdleFreeLocked()
-	}
 }
 
 // sessionLoggedIn counts a session that logged in, until loginEnded.
@@ -455,12 +452,9 @@ func (s *Server) sessionLoggedIn() {
 func (s *Server) loginEnded() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.loggedIn--; s.loggedIn == 0 {
-		s.armIdleFreeLocked()
+	if s.loggedIn--; s.loggedIn > 0 {
+		return
 	}
-}
-
-func (s *Server) armIdleFreeLocked() {
 	if s.idleFree == nil {
 		s.idleFree = time.AfterFunc(s.freeAfter, s.freeIfIdle)
 	} else {

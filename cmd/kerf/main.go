@@ -102,16 +102,16 @@ func runApp(ctx context.Context, app *cli.App, args []string) error {
 	return app.RunContext(ctx, moved)
 }
 
-// onHangup, once set, is what SIGHUP does instead of stopping the
-// command: kerf serve's (see serveHangup).
-var onHangup atomic.Pointer[func()]
+// hangupReloads: SIGHUP does not stop the command but is a running
+// server's reload (serveHangup).
+var hangupReloads atomic.Bool
 
 // signalContext returns a context cancelled by SIGINT, SIGTERM or
 // SIGHUP, and a function that says which of them came first (0: none).
 // Later ones are caught too, so that the engine can still tell the peer.
 // SIGHUP (a terminal closed) stops a client as SIGTERM does, telling the
 // peer and keeping partials; a running server without a terminal (a
-// service) takes it as a daemon's reload (onHangup).
+// service) takes it as a daemon's reload (hangupReloads).
 func signalContext() (context.Context, func() syscall.Signal) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigc := make(chan os.Signal, 1)
@@ -124,8 +124,8 @@ func signalContext() (context.Context, func() syscall.Signal) {
 	var first atomic.Int32
 	go func() {
 		for s := range sigc {
-			if h := onHangup.Load(); h != nil && s == syscall.SIGHUP && ctx.Err() == nil {
-				(*h)()
+			if s == syscall.SIGHUP && hangupReloads.Load() && ctx.Err() == nil {
+				serveHangup()
 				continue
 			}
 			if n, ok := s.(syscall.Signal); ok {

@@ -755,15 +755,14 @@ func serveCommand() *cli.Command {
 			if !hasTerminal() {
 				// A service: SIGHUP is an operator's reload. One in a
 				// terminal stops on it, the terminal having closed.
-				hangup := serveHangup
-				onHangup.Store(&hangup)
+				hangupReloads.Store(true)
 			}
 			// Its stderr a pipe whose reader went (a tee, a terminal
 			// closed): a log line must not kill the server with SIGPIPE
 			// (review); the write fails, and serving goes on.
 			signal.Ignore(syscall.SIGPIPE)
 			err = srv.Serve(c.Context)
-			onHangup.Store(nil)
+			hangupReloads.Store(false)
 			if err == nil && c.Context.Err() != nil {
 				// As its start is said (QA: an idle server stopped
 				// without a word).

@@ -26,10 +26,7 @@ func TestServerLogsChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs syncBuf
-	srv := startServerWith(t, root, func(c *control.ServerConfig) {
-		c.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	})
+	srv, logs := loggingServer(t, root)
 	ctx := ctxT(t)
 	cl := dialT(t, ctx, clientConfig(srv, nil))
 	for _, c := range [][]string{{"m", "d"}, {"R", "f.txt", "d/g.txt"}, {"E", "d/g.txt"}, {"d", "d"}, {"E", "*.1"}} {
@@ -78,10 +75,7 @@ func TestServerLogsWhatSessionsMoved(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "there.txt"), got, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuf
-	srv := startServerWith(t, root, func(c *control.ServerConfig) {
-		c.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	})
+	srv, logs := loggingServer(t, root)
 	ctx := ctxT(t)
 	cl := dialT(t, ctx, clientConfig(srv, nil))
 	sent := bytes.Repeat([]byte("kerf"), 25_000)
@@ -126,4 +120,14 @@ func TestServerLogsWhatSessionsMoved(t *testing.T) {
 	if !strings.Contains(failed, `command=GET`) || !strings.Contains(failed, "not-there.txt") {
 		t.Errorf("the failed GET is logged as %q", failed)
 	}
+}
+
+// loggingServer starts a server on root whose log, at info, is kept.
+func loggingServer(t *testing.T, root string) (*control.Server, *syncBuf) {
+	t.Helper()
+	logs := &syncBuf{}
+	srv := startServerWith(t, root, func(c *control.ServerConfig) {
+		c.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	return srv, logs
 }

@@ -600,7 +600,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	kc.Unprefix = kermit.UnprefixMinimal
 	// A C-Kermit told SET PARITY sends 7-bit with parity even over TCP.
 	kc.DetectParity = !secure
-	kc.Log = slog.New(storageWarnings{log.Handler(), fsys.userName})
+	kc.Log = slog.New(sessionLogHandler{log.Handler(), fsys.userName})
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()
 		// What arrived or went of each file under way, so that one cut

@@ -7,8 +7,9 @@ import (
 	"syscall"
 )
 
-// storageWarnings raises to warn the engine's info records whose error
-// is the server's own storage failing (a full disk or quota, an I/O
+// sessionLogHandler is what a session's engine logs through. It raises
+// to warn the engine's info records whose error is the server's own
+// storage failing (a full disk or quota, an I/O
 // error, a read-only file system, no permission on its files): the
 // engine logs a refused or failed file at info, as the client's
 // business, but these the server's operator must hear of at the
@@ -16,16 +17,16 @@ import (
 // names the session's user, if user says one, on every record that does
 // not (the engine's logger was made before the login: QA, its lines
 // could only be joined to a user by peer=).
-type storageWarnings struct {
+type sessionLogHandler struct {
 	slog.Handler
 	user func() string
 }
 
-func (h storageWarnings) Enabled(ctx context.Context, l slog.Level) bool {
+func (h sessionLogHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return h.Handler.Enabled(ctx, l) || l == slog.LevelInfo && h.Handler.Enabled(ctx, slog.LevelWarn)
 }
 
-func (h storageWarnings) Handle(ctx context.Context, r slog.Record) error {
+func (h sessionLogHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level == slog.LevelInfo && storageFailed(r) {
 		r.Level = slog.LevelWarn
 	}
@@ -41,12 +42,12 @@ func (h storageWarnings) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h storageWarnings) WithAttrs(as []slog.Attr) slog.Handler {
-	return storageWarnings{h.Handler.WithAttrs(as), h.user}
+func (h sessionLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return sessionLogHandler{h.Handler.WithAttrs(as), h.user}
 }
 
-func (h storageWarnings) WithGroup(name string) slog.Handler {
-	return storageWarnings{h.Handler.WithGroup(name), h.user}
+func (h sessionLogHandler) WithGroup(name string) slog.Handler {
+	return sessionLogHandler{h.Handler.WithGroup(name), h.user}
 }
 
 // hasAttr reports whether r has an attribute called key.

@@ -15,7 +15,7 @@ import (
 // (a name refused, a partial that differs) stay below the level.
 func TestStorageFailuresLoggedAsWarnings(t *testing.T) {
 	var buf bytes.Buffer
-	log := slog.New(storageWarnings{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}), nil}).With("peer", "192.0.2.1:5000")
+	log := slog.New(sessionLogHandler{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}), nil}).With("peer", "192.0.2.1:5000")
 	full := fmt.Errorf("filestore: a.bin needs 10 bytes, 5 are free: %w", syscall.ENOSPC)
 	log.Info("refusing file", "name", "a.bin", "err", full)
 	log.Info("file not stored", "name", "b.bin", "err", fmt.Errorf("write: %w", syscall.EIO))
@@ -36,7 +36,7 @@ func TestStorageFailuresLoggedAsWarnings(t *testing.T) {
 	}
 	// Asked for info, the rest comes out too, still at info.
 	buf.Reset()
-	log = slog.New(storageWarnings{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}), nil})
+	log = slog.New(sessionLogHandler{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}), nil})
 	log.Info("refusing file", "name", "../c.bin", "err", errors.New("leaves the tree"))
 	log.Info("refusing file", "name", "a.bin", "err", full)
 	if out := buf.String(); !strings.Contains(out, "level=INFO msg=\"refusing file\" name=../c.bin") || !strings.Contains(out, "level=WARN msg=\"refusing file\" name=a.bin") {
@@ -50,7 +50,7 @@ func TestStorageFailuresLoggedAsWarnings(t *testing.T) {
 func TestEngineRecordsNameTheUser(t *testing.T) {
 	var buf bytes.Buffer
 	user := ""
-	log := slog.New(storageWarnings{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}), func() string { return user }}).With("peer", "192.0.2.1:5000")
+	log := slog.New(sessionLogHandler{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}), func() string { return user }}).With("peer", "192.0.2.1:5000")
 	log.Info("before login")
 	user = "alice"
 	log.Info("refusing file", "name", "a.bin")

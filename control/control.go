@@ -160,11 +160,15 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if d.pending == nil {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.ttl)
+	wctx, cancel := context.WithTimeout(ctx, d.ttl)
 	defer cancel()
-	conns, err := d.pending.Wait(ctx)
+	conns, err := d.pending.Wait(wctx)
 	d.pending = nil
 	d.srv.plainTokens.Delete(d.tok)
+	if err != nil && ctx.Err() == nil && (errors.Is(err, datachan.ErrPairingExpired) || errors.Is(err, context.DeadlineExceeded)) {
+		// Said so that the client, which dialled them, knows them lost.
+		return nil, fmt.Errorf("%w (%w)", kermit.ErrDataNotArrived, datachan.ErrPairingExpired)
+	}
 	if err != nil {
 		return nil, err
 	}

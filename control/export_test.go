@@ -54,3 +54,14 @@ func OnIdleFree(s *Server, after time.Duration, f func()) {
 	defer s.mu.Unlock()
 	s.freeAfter, s.freeMemory = after, f
 }
+
+// LoseDataConns has the server reset the first n data connections it
+// accepts before it reads their hellos: connections lost on the way
+// while they pair.
+func LoseDataConns(c *ServerConfig, n int) {
+	c.loseDataConn = new(connLoss)
+	c.loseDataConn.left.Store(int32(n))
+}
+
+// LostDataConns is how many data connections s reset (LoseDataConns).
+func LostDataConns(s *Server) int { return int(s.cfg.loseDataConn.lost.Load()) }

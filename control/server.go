@@ -121,6 +121,8 @@ type ServerConfig struct {
 	// of classic sessions, which carry the data there.
 	RateLimit *datachan.Limiter
 	Log       *slog.Logger
+
+	loseDataConn *connLoss // tests: dataListener.lose
 }
 
 // DefaultTakeOverAfter is ServerConfig.TakeOverAfter's default. A live
@@ -195,7 +197,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("control: %w", err)
 	}
 	s.ln = ln
-	var data net.Listener = &dataListener{Listener: dln, tlsConf: datachan.OfferRecords(cfg.Identity.ServerTLS()), plainOK: s.plainOK}
+	var data net.Listener = &dataListener{Listener: dln, tlsConf: datachan.OfferRecords(cfg.Identity.ServerTLS()), plainOK: s.plainOK, lose: cfg.loseDataConn}
 	if cfg.QUIC {
 		// The TCP data port's number on UDP too where it is free, so
 		// that one number (and a firewall rule for both protocols)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"kerf/datachan"
 )
@@ -57,10 +58,31 @@ type dataListener struct {
 	net.Listener
 	tlsConf *tls.Config
 	plainOK func(datachan.Token) bool
+	// lose, set by tests, resets connections before their hellos are
+	// read: connections lost on the way while they pair.
+	lose *connLoss
+}
+
+// connLoss says which data connections a test has lost: the first left.
+type connLoss struct{ left, lost atomic.Int32 }
+
+func (l *connLoss) next() bool {
+	if l == nil || l.left.Add(-1) < 0 {
+		return false
+	}
+	l.lost.Add(1)
+	return true
 }
 
 func (l *dataListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
+	for err == nil && l.lose.next() {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+		c, err = l.Listener.Accept()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -168,8 +168,9 @@ func TestGetSixteenSessionsDataLost(t *testing.T) {
 	// Reset once 16 files have begun: each taking about a second at
 	// this rate, that is a file in every session, whose data channel is
 	// open then (a file begins only after it). A reset while a session
-	// still pairs its data connections is another case, a failure to
-	// open it (flaky test hunt: one in four runs under load).
+	// still pairs its data connections is another case (flaky test
+	// hunt: one in four runs under load), control's
+	// TestDataConnLostWhilePairing.
 	started := map[string]bool{}
 	stdout, stderr, killed, err := runResetting(t, cmd, func(line string) bool {
 		var e struct{ Event, Name string }

@@ -115,7 +115,7 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 	sl, err := s.request(ctx, typ, []byte(spec))
 	if err != nil {
 		var pe *PeerError
-		if errors.As(err, &pe) {
+		if errors.As(err, &pe) && !s.dataNotArrived(pe) {
 			err = &RefusedGetError{err}
 		}
 		return s.abort(err)
@@ -138,6 +138,12 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 		}
 	}
 	return nil
+}
+
+// dataNotArrived reports whether pe is a kerf server's word that the
+// data connections this side opened did not reach it (ErrDataNotArrived).
+func (s *Session) dataNotArrived(pe *PeerError) bool {
+	return s.data != nil && strings.Contains(pe.Msg, ErrDataNotArrived.Error())
 }
 
 // RefusedGetError is a GET the server answered with an E before any

@@ -11,6 +11,7 @@ package kermit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -177,9 +178,18 @@ type Dual interface {
 	// ACK), given the peer's field ("" when this side speaks first).
 	Offer(peerExt string) string
 	// Open is called once, when both sides have agreed to the extension;
-	// it connects the data path described by the extension fields.
+	// it connects the data path described by the extension fields. A
+	// server's Open whose wait for the peer's connections ran out
+	// returns an error wrapping ErrDataNotArrived.
 	Open(ctx context.Context, peerExt string) (DataPath, error)
 }
+
+// ErrDataNotArrived is why a server's Dual.Open failed when the client's
+// data connections did not arrive in time. The client, whose own Open
+// succeeded, dialled them: they were lost on the way (a reset while they
+// paired), and a session of its dialled again would open its data path,
+// so the client counts its session lost by this E, not refused.
+var ErrDataNotArrived = errors.New("the data connections did not arrive in time")
 
 // EventKind names what an Event reports.
 type EventKind int

@@ -208,6 +208,11 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		// unless the first's opened: then a successor's failure is the
 		// path or the server not back yet, a failed try.
 		return s.successor
+	case errors.As(err, &pe) && s.dataNotArrived(pe):
+		// The server waited for data connections this side had opened:
+		// lost on the way (flaky-test hunt: the GET failed, exit 4,
+		// while sessions lost a moment later were taken over).
+		return true
 	case errors.As(err, &pe) && strings.HasPrefix(pe.Msg, AccountEndedPrefix):
 		// Its account removed or changed: a login again would fail, or
 		// go on under other terms (another root), which the user is

@@ -198,6 +198,18 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 				if err := emit(top, n.fi); err != nil {
 					return err
 				}
+				// With its partial, if one is left beside it, as a
+				// directory's walk lists them: a resuming sender sends
+				// a file whole here but for one, so that the receiver's
+				// check removes it (QA o: left for ever after a cut
+				// replacement).
+				pdir, pbase := splitRel(n.rel)
+				part := TempName(pbase)
+				if fi, err := d.root.Lstat(path.Join(pdir, part)); err == nil && fi.Mode().IsRegular() {
+					if err := emit(path.Join(path.Dir(top), part), fi); err != nil {
+						return err
+					}
+				}
 				continue
 			}
 			nameOf := func(p string) string {

@@ -24,7 +24,8 @@ import (
 func TestListTree(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, "top/a.txt", "top/sub/b.txt", "top/sub/deeper/c.txt", "top/empty/",
-		"top/.hidden", "top/odd\nname", "other/x", "top.txt", "topaz/y", "br/a} {b", "br/a", "b")
+		"top/.hidden", "top/odd\nname", "other/x", "top.txt", "topaz/y", "br/a} {b", "br/a", "b",
+		"part/f", "part/.f.kerf-part", "part/.g.kerf-part")
 	os.Symlink("../other", filepath.Join(root, "top/link"))
 	d := openTree(t, root)
 	list := func(spec string) ([]string, error) {
@@ -66,6 +67,12 @@ func TestListTree(t *testing.T) {
 		// be quoted among others (framing.JoinSpec), not br/a and b.
 		{"{br/a} {b}", []string{"br/a} {b"}},
 		{"top/sub/deeper/.", []string{"top/sub/deeper/", "top/sub/deeper/c.txt"}}, // not top/sub/deeper/deeper
+		// A file named comes with the partial left beside it, as a
+		// directory's walk lists it, for a resuming sender's check;
+		// not a partial without its file.
+		{"part/f", []string{"part/f", "part/.f.kerf-part"}},
+		{"part/?", []string{"part/f", "part/.f.kerf-part"}},
+		{"part", []string{"part/", "part/.f.kerf-part", "part/.g.kerf-part", "part/f"}},
 	} {
 		got, err := list(c.spec)
 		if err != nil || !slices.Equal(got, c.want) {

@@ -591,7 +591,10 @@ func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 	// The proxy's flip offset counts the bytes of one connection.
 	fs.data.flipUpAt.Store(3 << 20)
 	r := run(t, fs.server, local, nil, "send", "--reconnect", "0", "--streams", "1", "t.bin", fs.addr())
-	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
+	// The server's reset can also reach the client before the answer to
+	// its hello, which the proxy, closing both ends at once, then drops
+	// (CI, once): that says "pairing stream 0".
+	if r.code != 4 || !strings.Contains(r.stderr, "data connection") && !strings.Contains(r.stderr, "pairing stream") {
 		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
 	t.Logf("kerf said: %s", r.stderr)

@@ -148,6 +148,9 @@ type Server struct {
 
 	plainTokens sync.Map // datachan.Token -> true: issued for plaintext
 
+	draining  chan struct{} // closed by Drain
+	drainOnce sync.Once
+
 	mu      sync.Mutex
 	conns   int
 	perAddr map[string]int
@@ -180,7 +183,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("control: the server needs a TLS identity (ServerConfig.Identity)")
 	}
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, tlsConf: controlTLS(cfg.Identity), perAddr: map[string]int{}, freeAfter: idleFreeAfter, freeMemory: freeOSMemory}
+	s := &Server{cfg: cfg, tlsConf: controlTLS(cfg.Identity), perAddr: map[string]int{}, freeAfter: idleFreeAfter, freeMemory: freeOSMemory, draining: make(chan struct{})}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
@@ -312,7 +315,7 @@ func (s *Server) Fingerprint() string { return s.cfg.Identity.Fingerprint }
 
 // errShuttingDown is why sessions end when the server stops: their
 // clients get it in an E packet instead of a connection cut short.
-var errShuttingDown = errors.New("kerf: the server is shutting down")
+var errShuttingDown = errors.New(kermit.ShuttingDown)
 
 // Serve accepts sessions until ctx ends or Close is called.
 func (s *Server) Serve(ctx context.Context) error {
@@ -491,6 +494,18 @@ func (s *Server) Sessions() int {
 	return s.conns
 }
 
+// Drain stops accepting sessions and ends each running one between its
+// client's commands (kermit.Config.Drain), for a stop that cuts no
+// transfer short: Serve returns once they have all ended, or, if its
+// context ends first, ends those left as it does. The data listeners
+// stay open for the commands under way.
+func (s *Server) Drain() {
+	s.drainOnce.Do(func() {
+		close(s.draining)
+		s.ln.Close()
+	})
+}
+
 // Close stops accepting; running sessions end when their peers leave.
 func (s *Server) Close() error {
 	err := s.ln.Close()
@@ -599,6 +614,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bo
 	kc.Streaming = true // TCP is reliable
 	reliableTimers(&kc)
 	kc.IdleTimeout = s.cfg.IdleTimeout
+	kc.Drain = s.draining
 	kc.Unprefix = kermit.UnprefixMinimal
 	// A C-Kermit told SET PARITY sends 7-bit with parity even over TCP.
 	kc.DetectParity = !secure

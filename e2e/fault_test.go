@@ -464,10 +464,10 @@ type midFile struct {
 	ctx        context.Context
 }
 
-func startSendMidFile(t *testing.T) midFile {
+func startSendMidFile(t *testing.T, serveArgs ...string) midFile {
 	t.Helper()
 	root, local := t.TempDir(), t.TempDir()
-	fs := startFaultServer(t, root, false)
+	fs := startFaultServer(t, root, false, serveArgs...)
 	data := randomBytes(16<<20, 15)
 	writeFile(t, filepath.Join(local, "k.bin"), data)
 	part := partName(filepath.Join(root, "k.bin"))
@@ -1119,6 +1119,51 @@ func TestServerStoppedSaysSoExitsZero(t *testing.T) {
 		if code := srv.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(srv.stderr.String(), "kerf: stopped ("+tc.word+")") {
 			t.Errorf("%v: exit %d, want 0 saying it stopped (%s):\n%s", tc.sig, code, tc.word, srv.stderr.String())
 		}
+	}
+}
+
+// With --drain, a stopped server takes no new session but lets the
+// transfer under way finish, then exits 0; a second signal ends what is
+// left at once, its partial kept.
+func TestServerDrainsOnStop(t *testing.T) {
+	m := startSendMidFile(t, "--drain", "1m")
+	m.fs.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "the server to say it drains", func() bool { return strings.Contains(m.fs.server.stderr.String(), "draining") })
+	// No new session meanwhile.
+	if r := run(t, m.fs.server, t.TempDir(), nil, "ls", m.fs.server.addr); r.code != 3 || !strings.Contains(r.stderr, "refused") {
+		t.Errorf("a new session while draining: %s; want exit 3, refused", r)
+	}
+	if err := m.cmd.Wait(); err != nil {
+		t.Fatalf("the send under way: %v\n%s", err, m.out.String())
+	}
+	if got, err := os.ReadFile(filepath.Join(m.root, "k.bin")); err != nil || !bytes.Equal(got, randomBytes(16<<20, 15)) {
+		t.Fatalf("the copy differs from what was sent (%v)", err)
+	}
+	select {
+	case <-m.fs.server.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the server did not stop once the transfer ended:\n%s", m.fs.server.stderr.String())
+	}
+	if code := m.fs.server.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(m.fs.server.stderr.String(), "kerf: stopped (terminated)") {
+		t.Errorf("exit %d, want 0 saying it stopped:\n%s", code, m.fs.server.stderr.String())
+	}
+
+	// A second signal: the transfer is ended, its partial kept.
+	m = startSendMidFile(t, "--drain", "1m")
+	m.fs.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "the server to say it drains", func() bool { return strings.Contains(m.fs.server.stderr.String(), "draining") })
+	m.fs.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.fs.server.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("a second signal did not stop the server:\n%s", m.fs.server.stderr.String())
+	}
+	if err := m.cmd.Wait(); err == nil {
+		t.Errorf("the send cut short succeeded:\n%s", m.out.String())
+	}
+	noFile(t, filepath.Join(m.root, "k.bin"))
+	if fileSize(m.part) <= 0 {
+		t.Errorf("no partial kept of the send cut short")
 	}
 }
 

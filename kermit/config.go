@@ -104,6 +104,12 @@ type Config struct {
 	// IdleTimeout ends a streaming or server session that hears nothing
 	// for this long (0 = never).
 	IdleTimeout time.Duration
+	// Drain, once closed, ends a server session between its client's
+	// commands: it goes on with the command under way, and ends, telling
+	// the client ShuttingDown, once it has waited 2 s for the next
+	// (the commands of one client operation, a CD then a SEND, come
+	// back to back). A server draining for a stop closes it.
+	Drain <-chan struct{}
 
 	// Dual, when set, offers the dual-channel extension; once both sides
 	// agree, the data path it opens carries file bytes.

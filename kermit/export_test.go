@@ -66,3 +66,11 @@ func WithoutLengthCheck(cfg Config) Config { cfg.noLengthCheck = true; return cf
 // WithoutInodes makes cfg a kerf from before already-there answers and
 // tree listings carried inode numbers (capas4Inodes).
 func WithoutInodes(cfg Config) Config { cfg.noInodes = true; return cfg }
+
+// SetDrainIdle sets how long a draining server session waits for the
+// next command; the returned func puts it back.
+func SetDrainIdle(d time.Duration) func() {
+	old := drainIdle
+	drainIdle = d
+	return func() { drainIdle = old }
+}

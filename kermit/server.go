@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"kerf/framing"
 )
@@ -37,6 +38,11 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 		}
 		if err != nil {
 			if errors.Is(err, errServerExit) {
+				return nil
+			}
+			if errors.Is(err, errDrained) {
+				s.cfg.Log.Info("session ended between commands: the server is stopping")
+				s.errorPacket(ShuttingDown)
 				return nil
 			}
 			if ctx.Err() != nil {
@@ -132,6 +138,42 @@ func peerText(err error) string {
 
 var errServerExit = errors.New("kermit: server finished")
 
+// ShuttingDown is the E packet text of a server session ended because
+// its server is stopping (Config.Drain, or cut short).
+const ShuttingDown = "kerf: the server is shutting down"
+
+// drainIdle is how long a draining server session waits for its
+// client's next command before it ends (Config.Drain).
+var drainIdle = 2 * time.Second
+
+var errDrained = errors.New("kermit: ended between commands, the server stopping")
+
+// commandWait is ctx for the wait for a client's next command: with
+// Config.Drain closed, it ends once the wait has lasted drainIdle.
+func (s *Session) commandWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	drain := s.cfg.Drain
+	if drain == nil {
+		return ctx, func() {}
+	}
+	idle := drainIdle
+	wctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-drain:
+		case <-wctx.Done():
+			return
+		}
+		t := time.NewTimer(idle)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(errDrained)
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, func() { cancel(nil) }
+}
+
 // cancelMessage is the E packet text for a session whose ctx ended: its
 // cause, when the canceller gave one.
 func cancelMessage(ctx context.Context) string {
@@ -171,8 +213,13 @@ func isLinkError(err error) bool {
 func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 	for {
 		s.command = "" // none yet: a failure to read names none
-		p, err := s.nextPacket(ctx, s.cfg.IdleTimeout)
+		wctx, done := s.commandWait(ctx)
+		p, err := s.nextPacket(wctx, s.cfg.IdleTimeout)
+		done()
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(context.Cause(wctx), errDrained) {
+				return errDrained
+			}
 			var pe *PeerError
 			if errors.As(err, &pe) {
 				return nil // the client gave up on something; keep serving

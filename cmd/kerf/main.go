@@ -131,11 +131,21 @@ func signalContext() (context.Context, func() syscall.Signal) {
 			if n, ok := s.(syscall.Signal); ok {
 				first.CompareAndSwap(0, int32(n))
 			}
+			if ctx.Err() != nil {
+				select {
+				case laterSignal <- s:
+				default:
+				}
+			}
 			cancel(&signalCause{s})
 		}
 	}()
 	return ctx, func() syscall.Signal { return syscall.Signal(first.Load()) }
 }
+
+// laterSignal has the signals that come after the one that cancelled
+// the command's context (a draining server's second: end now).
+var laterSignal = make(chan os.Signal, 1)
 
 // signalCause is why the command's context was cancelled: a signal.
 type signalCause struct{ sig os.Signal }

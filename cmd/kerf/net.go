@@ -633,6 +633,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
 			&cli.DurationFlag{Name: "take-over-after", Value: control.DefaultTakeOverAfter, Usage: "a client sending a file that another session is receiving takes it over (resuming it with --resume) once that session has moved nothing for this long (a client cut off, whose session the server has not seen end); 0: never, the client is refused \"busy\" until the old session's idle timeout"},
+			&cli.DurationFlag{Name: "drain", Usage: "on SIGTERM or SIGINT, take no new sessions and let those under way finish their commands (a transfer, a listing) for up to this long before ending them; a second signal ends them at once (0: end them at once; their clients resume when the server is back)"},
 			&cli.BoolFlag{Name: "quic", Usage: "also offer the data channel over QUIC (UDP, at the data address; its port number where free) to clients that ask (--quic)"},
 			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
 			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag, limitRateFlag,
@@ -761,7 +762,7 @@ func serveCommand() *cli.Command {
 			// closed): a log line must not kill the server with SIGPIPE
 			// (review); the write fails, and serving goes on.
 			signal.Ignore(syscall.SIGPIPE)
-			err = srv.Serve(c.Context)
+			err = srv.Serve(drained(c.Context, srv, c.Duration("drain")))
 			hangupReloads.Store(false)
 			if err == nil && c.Context.Err() != nil {
 				// As its start is said (QA: an idle server stopped
@@ -775,6 +776,37 @@ func serveCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// drained is the context a server serves under with --drain grace: the
+// signal that ends ctx starts a drain (control.Server.Drain), and the
+// context ends, cutting the sessions left, once grace has passed or
+// another signal comes. With no grace it is ctx.
+func drained(ctx context.Context, srv *control.Server, grace time.Duration) context.Context {
+	if grace <= 0 {
+		return ctx
+	}
+	sctx, cut := context.WithCancelCause(context.WithoutCancel(ctx))
+	go func() {
+		<-ctx.Done()
+		why := context.Cause(ctx)
+		if n := srv.Sessions(); n > 0 {
+			name := why.Error()
+			if sc := (*signalCause)(nil); errors.As(why, &sc) {
+				name = sc.sig.String()
+			}
+			fmt.Fprintf(os.Stderr, "kerf: %s: draining: no new sessions; the %d under way end once their commands are done, within %v (another signal ends them now)\n", name, n, grace)
+		}
+		srv.Drain()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-laterSignal:
+		}
+		cut(why)
+	}()
+	return sctx
 }
 
 // serveHangup is a running server's SIGHUP: kept serving, as daemons
@@ -870,6 +902,9 @@ func checkServeLimits(c *cli.Context) error {
 	}
 	if d := c.Duration("take-over-after"); d < 0 {
 		return usageErr("--take-over-after must be 0 (never) or more (%v given)", d)
+	}
+	if d := c.Duration("drain"); d < 0 {
+		return usageErr("--drain must be 0 (none) or more (%v given)", d)
 	}
 	for _, name := range []string{"max-sessions", "max-sessions-per-addr"} {
 		if c.Int(name) < 1 {

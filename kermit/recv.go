@@ -1219,10 +1219,17 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	}
 	// (On the data path Wait had it whole: cur.off is its length.)
 	switch {
-	case !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf):
+	case !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && (s.neg.peerKerf || s.cfg.Parity)):
 		// Short, or long from a kerf peer (one from before
 		// changedWhileSent sends a changed file whole): not this file.
+		// Long over a 7-bit line (parity): as likely the sender's own
+		// way with 8-bit bytes, not agreed, as a file that grew (QA p:
+		// C-Kermit's SET TRANSFER LOCKING-SHIFT FORCED, its SO and SI
+		// stored as data, 16,895 bytes for 16,384).
 		err := fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
+		if cur.off > cur.attrs.Length && !s.neg.peerKerf {
+			err = fmt.Errorf("kermit: %s: received %d bytes, sender announced %d, over a 7-bit line (parity): not stored, since the sender may be coding 8-bit bytes in a way not agreed (locking shifts: SET TRANSFER LOCKING-SHIFT OFF there), or the file grew while it was sent: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
+		}
 		if s.neg.notStored {
 			// This file, not the rest of the group (QA: an in-band
 			// /proc file, announced 0 bytes, ended the transfer); what

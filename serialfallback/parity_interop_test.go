@@ -3,6 +3,9 @@ package serialfallback_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +147,43 @@ func TestInteropParityLen96(t *testing.T) {
 				peertest.CheckFiles(t, dst, files)
 			})
 		}
+	}
+}
+
+// A C-Kermit told SET TRANSFER LOCKING-SHIFT FORCED codes 8-bit bytes
+// with SO and SI on a 7-bit line, unasked; kerf, which does not decode
+// them, gets more bytes than the A packet announced. That file is not
+// stored under its name, and the receive says why (QA p: it was stored,
+// 16,895 bytes for 16,384, and reported done).
+func TestInteropLockingShiftForcedNotStored(t *testing.T) {
+	all := make([]byte, 16384)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	files := []peertest.File{{Name: "allbytes", Data: all}}
+	st := setting{31, 4096, 3}
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	var failed []kermit.Event
+	cfg := kerfConfig(st, fastBaud)
+	cfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			failed = append(failed, e)
+		}
+	}
+	done := runKerfParity(t, a, "auto", cfg, receiveKerf(t, dst))
+	ck := peertest.CKermit(t, b, "set parity even\n"+ckSettings(st)+"set transfer locking-shift forced\ncd "+src+"\n"+sendList(files), src)
+	ck.Wait(2 * time.Minute) // (C-Kermit counts the file failed)
+	select {
+	case <-done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("kerf receive: still running")
+	}
+	if len(failed) != 1 || failed[0].Err == nil || !strings.Contains(failed[0].Err.Error(), "locking shifts") {
+		t.Errorf("failures %+v; want allbytes's, naming locking shifts", failed)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "allbytes")); !os.IsNotExist(err) {
+		t.Errorf("allbytes stored (%v)", err)
 	}
 }

@@ -355,6 +355,15 @@ type incoming struct {
 	zeroFrom atomic.Int64
 	holeEnd  atomic.Int64
 	gap      gapFree // a sparse named partial's gap-free prefix
+	// carry is the tail of the last sparse write past its last page
+	// boundary, at carryOff, held back so that a write that follows on
+	// completes the page: classic Kermit's packets are 1-9 KB, and their
+	// pages of zeros straddle the writes (QA p: a 131 KB image of 100
+	// bytes of data stored whole). Written out before anything else.
+	carryMu  sync.Mutex
+	carry    []byte
+	carryOff int64
+	joined   []byte // carry and the write it joins
 
 	// room is the file system's free space Room admitted the file
 	// against, and promised what of it is not written yet.
@@ -455,8 +464,11 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	}
 	in.empty.Store(false)
 	in.touched.Store(true)
-	if in.sparse && len(b) >= sparseMin && off >= in.zeroFrom.Load() {
-		return in.writeSparse(b, off)
+	if in.sparse && off >= in.zeroFrom.Load() {
+		return in.writeCarried(b, off)
+	}
+	if err := in.flushCarry(); err != nil {
+		return 0, err
 	}
 	n, err := in.f.WriteAt(b, off)
 	in.wrote(int64(n))
@@ -464,6 +476,57 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 		in.gap.received(off, off+int64(n), in.f.setPrefix)
 	}
 	return n, err
+}
+
+// writeCarried is writeSparse of b at off joined to the carry before it,
+// holding back the tail past the last page boundary as the new carry.
+func (in *incoming) writeCarried(b []byte, off int64) (int, error) {
+	in.carryMu.Lock()
+	defer in.carryMu.Unlock()
+	w, at := b, off
+	if len(in.carry) > 0 {
+		if in.carryOff+int64(len(in.carry)) == off {
+			in.joined = append(append(in.joined[:0], in.carry...), b...)
+			w, at = in.joined, in.carryOff
+		} else if err := in.flushCarryLocked(); err != nil {
+			return 0, err
+		}
+		in.carry = in.carry[:0]
+	}
+	keep := min(len(w), int((at+int64(len(w)))%sparseMin))
+	if head := w[:len(w)-keep]; len(head) > 0 {
+		if _, err := in.writeSparse(head, at); err != nil {
+			return 0, err
+		}
+	}
+	in.carry = append(in.carry[:0], w[len(w)-keep:]...)
+	in.carryOff = at + int64(len(w)-keep)
+	return len(b), nil
+}
+
+// flushCarry writes out the carry (writeCarried).
+func (in *incoming) flushCarry() error {
+	in.carryMu.Lock()
+	defer in.carryMu.Unlock()
+	return in.flushCarryLocked()
+}
+
+func (in *incoming) flushCarryLocked() error {
+	if len(in.carry) == 0 {
+		return nil
+	}
+	if end := in.carryOff + int64(len(in.carry)); allZero(in.carry) && in.holeEnd.Load() <= end {
+		// Zeros to the end of what came: a hole too, as cp makes the
+		// last part-page of zeros (if more follows, it is written over
+		// what the file's length leaves as zeros).
+		in.holeEnd.Store(end)
+		in.gap.received(in.carryOff, end, in.f.setPrefix)
+		in.carry = in.carry[:0]
+		return nil
+	}
+	_, err := in.writeSparse(in.carry, in.carryOff)
+	in.carry = in.carry[:0]
+	return err
 }
 
 // writeSparse writes b at off, where the file is known to hold nothing,
@@ -534,6 +597,9 @@ func (in *incoming) Partial() (int64, uint32, error) {
 	if err := in.settle(); err != nil {
 		return 0, 0, err
 	}
+	if err := in.flushCarry(); err != nil {
+		return 0, 0, err
+	}
 	size, err := in.f.size()
 	if err != nil {
 		return 0, 0, err
@@ -572,6 +638,9 @@ func (in *incoming) Truncate(size int64) error {
 	if err := in.settle(); err != nil {
 		return err
 	}
+	if err := in.flushCarry(); err != nil {
+		return err
+	}
 	in.prepared = true
 	if in.hasRecorded && in.recorded > size {
 		in.hasRecorded = false // the recorded range is cut
@@ -603,6 +672,9 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	}
 	in.releasePromise() // all written that will be
 	if err := in.settle(); err != nil {
+		return err
+	}
+	if err := in.flushCarry(); err != nil {
 		return err
 	}
 	if end := in.holeEnd.Load(); end > 0 {
@@ -979,6 +1051,9 @@ func (in *incoming) Abort(keep bool) error {
 		return nil
 	}
 	if keep {
+		// (A carry that cannot be written is not counted received:
+		// the prefix kept ends before it.)
+		in.flushCarry()
 		if size, err := in.f.size(); err == nil && size > 0 {
 			if in.prepared {
 				// The engine cut the file to what it received without a

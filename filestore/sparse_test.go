@@ -188,3 +188,42 @@ func TestSparseReceiveByPage(t *testing.T) {
 		t.Errorf("%d bytes allocated; want at most %d", a, most)
 	}
 }
+
+// Written in packets of a few hundred bytes to a few KB, as classic
+// Kermit's are, in order, the pages of zeros still become holes: the
+// tail of each write past a page boundary waits for the next (QA p: a
+// 131 KB image of 100 bytes of data was stored whole). What comes out
+// of order, or last, is written as it is.
+func TestSparseReceiveInPackets(t *testing.T) {
+	const page = 4096
+	dir, d := openSparse(t)
+	in, err := d.Create("img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 64<<10+100+64<<10+77)
+	copy(want[64<<10:], bytes.Repeat([]byte{0xa5}, 100))
+	copy(want[len(want)-77:], "the end, unaligned")
+	for off, i := 0, 0; off < len(want); i++ {
+		n := min(len(want)-off, []int{1103, 340, 94, 9024, 4096}[i%5])
+		if got, err := in.WriteAt(want[off:off+n], int64(off)); err != nil || got != n {
+			t.Fatalf("WriteAt(%d bytes at %d) = %d, %v", n, off, got, err)
+		}
+		off += n
+	}
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "img")
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read back %d bytes, %v; want the %d written", len(got), err, len(want))
+	}
+	// One page for the 100 bytes, one or two for the tail.
+	if a := allocated(t, p); a > 3*page {
+		t.Errorf("%d bytes allocated for a file of %d bytes with 2 pages of data; want at most %d", a, len(want), 3*page)
+	}
+}

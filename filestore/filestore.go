@@ -156,9 +156,13 @@ type Dir struct {
 	// that receives, like Create and Commit.
 	batching bool
 	pending  []*incoming
-	pendingN map[string]bool // dir + "/" + tmp of pending files
-	flushing *flush          // a full batch being flushed in the background
-	flushErr error           // a finished background flush's first error, for EndBatch
+	// pendingSince is when the oldest of pending was committed: a batch
+	// older than maxBatchAge is flushed at the next commit (QA q: on a
+	// slow link a kill -9 lost up to 256 verified files a session).
+	pendingSince time.Time
+	pendingN     map[string]bool // dir + "/" + tmp of pending files
+	flushing     *flush          // a full batch being flushed in the background
+	flushErr     error           // a finished background flush's first error, for EndBatch
 }
 
 // flush is a batch handed to a background goroutine.

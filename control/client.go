@@ -353,7 +353,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		if streams <= 0 {
 			streams = AutoStreams(raw)
 		}
-		cl.dual = &clientDual{host: rhost, streams: max(1, min(streams, datachan.MaxStreams)), plain: cfg.PlainData,
+		cl.dual = &clientDual{host: rhost, streams: max(1, min(streams, datachan.MaxStreams)), asked: cfg.Streams > 0, plain: cfg.PlainData,
 			compress: cfg.Compress, congestion: cfg.Congestion, quic: cfg.QUIC, log: cfg.Log,
 			pathOpts: withLimit(cfg.PathOpts, cfg.RateLimit), beforeDial: cfg.beforeDataDial,
 			tlsConf: auth.ClientTLS(host, func(fp string) error {

@@ -216,6 +216,7 @@ func (d *serverDual) close() {
 type clientDual struct {
 	host       string
 	streams    int
+	asked      bool        // streams given by the user, not AutoStreams
 	plain      bool        // ask for plaintext data connections
 	compress   bool        // ask for compressed data blocks
 	quic       bool        // ask for the data channel over QUIC
@@ -279,6 +280,10 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	n, err := strconv.Atoi(f['N'])
 	if err != nil || n < 1 || n > min(datachan.MaxStreams, max(1, d.streams)) {
 		return nil, fmt.Errorf("control: bad stream count %q in the server's Send-Init", f['N'])
+	}
+	if n < d.streams && d.asked && d.log != nil {
+		// (QA q: --streams 32 against a server's 8, said nowhere.)
+		d.log.Info("the server allows fewer data connections than asked (its --max-streams)", "asked", d.streams, "allowed", n)
 	}
 	tok, err := decodeToken(f['T'])
 	if err != nil {

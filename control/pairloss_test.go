@@ -3,8 +3,10 @@ package control_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"kerf/control"
@@ -92,4 +94,31 @@ func pairLossClients(t *testing.T, ctx context.Context, srv *control.Server, dst
 		sessions, stores = append(sessions, cl.Session()), append(stores, store)
 	}
 	return sessions, stores
+}
+
+// A client that asks for more data connections than the server allows
+// goes on with what it is given, and says so at info; one that left the
+// number to kerf does not (QA q: --streams 32 against a server's 8 was
+// cut without a word).
+func TestFewerStreamsThanAskedSaid(t *testing.T) {
+	root := t.TempDir()
+	srv := startServerWith(t, root, func(c *control.ServerConfig) { c.MaxStreams = 2 })
+	for _, asked := range []int{8, 0} {
+		var log syncBuf
+		cl, err := control.Dial(ctxT(t), clientConfig(srv, func(c *control.ClientConfig) {
+			c.Streams = asked
+			c.Log = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Send(ctxT(t), []kermit.OutgoingFile{memFile("s.bin", rnd(100000, 1))}); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+		said := strings.Contains(log.String(), "fewer data connections than asked")
+		if said != (asked > 0) {
+			t.Errorf("--streams %d against a server's 2: said %v, want %v; log:\n%s", asked, said, asked > 0, log.String())
+		}
+	}
 }

@@ -328,7 +328,7 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 			// streams may have reached the server for the token, and
 			// TCP connections beside them would be refused as a mix.
 			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("datachan: QUIC connection to %s: no answer in %v", net.JoinHostPort(d.host, qport), quicFallbackAfter)
+				err = fmt.Errorf("datachan: QUIC connection to %s: no answer in %v (UDP blocked on the way, or a path whose MTU is under QUIC's 1,200-byte packets)", net.JoinHostPort(d.host, qport), quicFallbackAfter)
 			}
 			if d.log != nil {
 				d.log.Info("data over TLS on TCP instead of QUIC", "cause", err.Error())

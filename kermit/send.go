@@ -1671,8 +1671,9 @@ func (p *progressWriterAt) WriteAt(b []byte, off int64) (int, error) {
 const unsentTag = "kerf-unsent"
 
 // ErrNameTooLong is a file the sender could not send: its name does not
-// fit one Kermit packet (about 9,000 bytes at most).
-var ErrNameTooLong = errors.New("its path is longer than one Kermit packet holds (about 9,000 bytes): the sender could not name it, not sent")
+// fit one Kermit packet of the session (about 9,000 bytes at most with
+// long packets, 90 without; the sender says its limit).
+var ErrNameTooLong = errors.New("its path is longer than one Kermit packet of this session holds: the sender could not name it, not sent")
 
 // noteUnnameable remembers name, which does not fit a packet, for the
 // group's B (to a kerf peer, which otherwise never hears of it).

@@ -16,6 +16,7 @@ import (
 func TestNegotiateKerfPeersMinimalPrefixing(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Unprefix = UnprefixMinimal
+	cfg.Reliable = true // TCP: no repeat compression (capas4KeepRepeat)
 	mine := myParams(&cfg, false)
 	peer, err := framing.ParseParams(mine.Marshal())
 	if err != nil {
@@ -32,6 +33,43 @@ func TestNegotiateKerfPeersMinimalPrefixing(t *testing.T) {
 	enc, used := n.out.Encode(nil, src, 1000)
 	if used != 256 || len(enc) != 256+2 {
 		t.Errorf("256 byte values encoded to %d bytes (used %d), want 258: only SOH and QCTL prefixed", len(enc), used)
+	}
+}
+
+// Between kerfs sending binary, repeat compression is off, but where
+// both say their link is a line (capas4KeepRepeat): there a run of
+// zeros is worth its compression (QA p). Either side on TCP, or a kerf
+// from before the bit, turns it off; both sides always agree.
+func TestNegotiateRepeatOnLinesOnly(t *testing.T) {
+	zeros := make([]byte, 1000)
+	for _, c := range []struct {
+		name                 string
+		reliableA, reliableB bool
+		oldB                 bool // B a kerf from before the bit
+		want                 bool
+	}{
+		{"both on lines", false, false, false, true},
+		{"one on TCP", false, true, false, false},
+		{"both on TCP", true, true, false, false},
+		{"the peer from before", false, false, true, false},
+	} {
+		a, b := DefaultConfig(), DefaultConfig()
+		a.Reliable, b.Reliable = c.reliableA, c.reliableB
+		pa, pb := myParams(&a, false), myParams(&b, false)
+		if c.oldB {
+			pb.Capas4 &^= capas4KeepRepeat
+		}
+		pa.WhatAmI = framing.WhatValid | framing.WhatBinary // a sends, binary
+		seenByB, _ := framing.ParseParams(pa.Marshal())
+		seenByA, _ := framing.ParseParams(pb.Marshal())
+		na, nb := negotiate(&a, pa, seenByA, true), negotiate(&b, pb, seenByB, false)
+		if (na.out.REPT != 0) != c.want || na.out.REPT != nb.in.REPT {
+			t.Errorf("%s: sender's repeat prefix %q, receiver's %q; want on=%v, the same", c.name, na.out.REPT, nb.in.REPT, c.want)
+		}
+		enc, _ := na.out.Encode(nil, zeros, 9000)
+		if c.want && len(enc) > 100 {
+			t.Errorf("%s: 1,000 zeros encoded to %d bytes", c.name, len(enc))
+		}
 	}
 }
 

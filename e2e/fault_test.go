@@ -1129,6 +1129,10 @@ func TestServerDrainsOnStop(t *testing.T) {
 	m := startSendMidFile(t, "--drain", "1m")
 	m.fs.cmd.Process.Signal(syscall.SIGTERM)
 	waitFor(t, "the server to say it drains", func() bool { return strings.Contains(m.fs.server.stderr.String(), "draining") })
+	// A service's SIGHUP meanwhile is its reload still, not a second
+	// signal that cuts (review).
+	m.fs.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the server to take the SIGHUP", func() bool { return strings.Contains(m.fs.server.stderr.String(), "SIGHUP: still serving") })
 	// No new session meanwhile.
 	if r := run(t, m.fs.server, t.TempDir(), nil, "ls", m.fs.server.addr); r.code != 3 || !strings.Contains(r.stderr, "refused") {
 		t.Errorf("a new session while draining: %s; want exit 3, refused", r)

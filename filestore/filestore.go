@@ -160,6 +160,7 @@ type Dir struct {
 	// older than maxBatchAge is flushed at the next commit (QA q: on a
 	// slow link a kill -9 lost up to 256 verified files a session).
 	pendingSince time.Time
+	pendingBytes int64           // the sizes announced of pending's files
 	pendingN     map[string]bool // dir + "/" + tmp of pending files
 	flushing     *flush          // a full batch being flushed in the background
 	flushErr     error           // a finished background flush's first error, for EndBatch

@@ -355,6 +355,9 @@ type incoming struct {
 	zeroFrom atomic.Int64
 	holeEnd  atomic.Int64
 	gap      gapFree // a sparse named partial's gap-free prefix
+	// announced is the size WillHold was told (-1: none), which a
+	// batch counts to time itself (Dir.flushBeforeLong).
+	announced int64
 	// carry is the tail of the last sparse write past its last page
 	// boundary, at carryOff, held back so that a write that follows on
 	// completes the page: classic Kermit's packets are 1-9 KB, and their
@@ -638,7 +641,16 @@ func (in *incoming) Truncate(size int64) error {
 	if err := in.settle(); err != nil {
 		return err
 	}
-	if err := in.flushCarry(); err != nil {
+	// What the cut leaves of the carry is written; what lies past it is
+	// not (review: a write that failed there failed the cut, and the
+	// whole partial went).
+	in.carryMu.Lock()
+	if end := in.carryOff + int64(len(in.carry)); end > size {
+		in.carry = in.carry[:max(0, size-in.carryOff)]
+	}
+	err := in.flushCarryLocked()
+	in.carryMu.Unlock()
+	if err != nil {
 		return err
 	}
 	in.prepared = true
@@ -712,8 +724,9 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		}
 		d.pendingN[in.dir+"/"+in.tmp] = true
 		if len(d.pending) == 1 {
-			d.pendingSince = time.Now()
+			d.pendingSince, d.pendingBytes = time.Now(), 0
 		}
+		d.pendingBytes += max(in.announced, 0)
 		switch n := batchedFiles.Add(1); {
 		case n > batchBudget():
 			// The process holds its share of descriptors in batches
@@ -868,16 +881,25 @@ const maxBatch = 256
 const maxBatchAge = time.Second
 
 // bigForBatch is the size past which a file that begins flushes the
-// batch before it (flushBeforeBig): seconds to hours on a slow link,
-// which the files before it would wait out for their names. (A LAN
-// moves it in a few milliseconds; the flush goes on beside it.)
+// batch before it (flushBeforeLong), whatever the pace: seconds to hours
+// on a slow link, which the files before it would wait out for their
+// names. (A LAN moves it in a few milliseconds; the flush goes on beside
+// it.)
 const bigForBatch = 8 << 20
 
-// flushBeforeBig flushes, in the background, a batch that would
-// otherwise wait out a big file (bigForBatch) before its files got
-// their names.
-func (d *Dir) flushBeforeBig() {
-	if d.batching && len(d.pending) > 0 {
+// flushBeforeLong flushes, in the background, a batch that would
+// otherwise wait for a file of size bytes (-1: not known) before its
+// files got their names, when that wait would take the batch past
+// maxBatchAge: a batch that old already, a big file (bigForBatch), or
+// one that at the pace the batch's files came would take that long (a
+// serial line: 8 MiB is 11 minutes at 115,200 bps; review).
+func (d *Dir) flushBeforeLong(size int64) {
+	if !d.batching || len(d.pending) == 0 {
+		return
+	}
+	age := time.Since(d.pendingSince)
+	if age >= maxBatchAge || size < 0 || size > bigForBatch ||
+		d.pendingBytes > 0 && float64(size)*age.Seconds() >= float64(d.pendingBytes)*maxBatchAge.Seconds() {
 		d.flushInBackground()
 	}
 }

@@ -227,3 +227,30 @@ func TestSparseReceiveInPackets(t *testing.T) {
 		t.Errorf("%d bytes allocated for a file of %d bytes with 2 pages of data; want at most %d", a, len(want), 3*page)
 	}
 }
+
+// A cut of a sparse file keeps what was received below the cut, the
+// bytes still held back from the last write included, and nothing past
+// it.
+func TestSparseCutKeepsTheHeldBytesBelowIt(t *testing.T) {
+	dir, d := openSparse(t)
+	in, err := d.Create("img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789"), 100)
+	if _, err := in.WriteAt(data, 0); err != nil { // all of it under a page: held back
+		t.Fatal(err)
+	}
+	if err := in.Truncate(600); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "img")); err != nil || !bytes.Equal(got, data[:600]) {
+		t.Fatalf("after a cut at 600: %q, %v; want the first 600 bytes written", got, err)
+	}
+}

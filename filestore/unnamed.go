@@ -201,9 +201,8 @@ func (d *Dir) createUnnamed(rel, dir, base, tmp string) (*incoming, error) {
 // temporary name's way instead.
 func (in *incoming) WillHold(size int64, resume bool) error {
 	in.told = true
-	if size < 0 || size > bigForBatch {
-		in.d.flushBeforeBig()
-	}
+	in.d.flushBeforeLong(size)
+	in.announced = size
 	if !in.unnamed || !resume && size >= 0 && size <= in.d.UnnamedMax {
 		return nil
 	}

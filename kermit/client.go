@@ -143,7 +143,7 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 // dataNotArrived reports whether pe is a kerf server's word that the
 // data connections this side opened did not reach it (ErrDataNotArrived).
 func (s *Session) dataNotArrived(pe *PeerError) bool {
-	return s.data != nil && strings.Contains(pe.Msg, ErrDataNotArrived.Error())
+	return s.data != nil && strings.HasPrefix(pe.Msg, errOpeningData.Error()+": "+ErrDataNotArrived.Error())
 }
 
 // RefusedGetError is a GET the server answered with an E before any

@@ -106,9 +106,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Drain, once closed, ends a server session between its client's
 	// commands: it goes on with the command under way, and ends, telling
-	// the client ShuttingDown, once it has waited 2 s for the next
+	// the client ShuttingDown, once it has waited 10 s for the next
 	// (the commands of one client operation, a CD then a SEND, come
-	// back to back). A server draining for a stop closes it.
+	// back to back, or after the client's walk of its tree). A server draining for a stop closes it.
 	Drain <-chan struct{}
 
 	// Dual, when set, offers the dual-channel extension; once both sides

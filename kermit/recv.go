@@ -984,7 +984,7 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	if cur.text {
 		buf = cur.fromCanonical(buf)
 	}
-	if cur.display == nil && !cur.text && cur.attrs.Length >= 0 && s.neg.check < 3 && !s.neg.peerKerf &&
+	if cur.display == nil && !cur.text && cur.attrs.Length >= 0 && (s.neg.check < 3 || s.cfg.Parity) && !s.neg.peerKerf &&
 		cur.off+int64(len(buf)) > cur.attrs.Length {
 		// More than announced, checked only by a 6- or 12-bit sum: on
 		// a noisy line a damaged repeat count passes it as easily as a
@@ -996,6 +996,11 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 		// the next, where refusing it at its Z took an E, which ended
 		// the batch. (Under a 16-bit CRC a file that grew is kept.)
 		cur.overrun = fmt.Errorf("kermit: %s: more than the %d bytes announced came: with block check %d a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3): %w", cur.name, cur.attrs.Length, s.neg.check, errLengthMismatch)
+		if s.neg.check >= 3 {
+			// Over a 7-bit line (parity): the same cancel, for the
+			// sender's coding (below, at the file's end: QA p).
+			cur.overrun = fmt.Errorf("kermit: %s: more than the %d bytes announced came over a 7-bit line (parity): not stored, since the sender may be coding 8-bit bytes in a way not agreed (locking shifts: SET TRANSFER LOCKING-SHIFT OFF there), or the file grew while it was sent: %w", cur.name, cur.attrs.Length, errLengthMismatch)
+		}
 		s.cancelFile.Store(true)
 		return nil
 	}

@@ -144,7 +144,7 @@ const ShuttingDown = "kerf: the server is shutting down"
 
 // drainIdle is how long a draining server session waits for its
 // client's next command before it ends (Config.Drain).
-var drainIdle = 2 * time.Second
+var drainIdle = 10 * time.Second
 
 var errDrained = errors.New("kermit: ended between commands, the server stopping")
 

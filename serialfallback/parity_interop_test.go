@@ -154,13 +154,13 @@ func TestInteropParityLen96(t *testing.T) {
 // with SO and SI on a 7-bit line, unasked; kerf, which does not decode
 // them, gets more bytes than the A packet announced. That file is not
 // stored under its name, and the receive says why (QA p: it was stored,
-// 16,895 bytes for 16,384, and reported done).
+// 16,895 bytes for 16,384, and reported done). The next file arrives.
 func TestInteropLockingShiftForcedNotStored(t *testing.T) {
 	all := make([]byte, 16384)
 	for i := range all {
 		all[i] = byte(i)
 	}
-	files := []peertest.File{{Name: "allbytes", Data: all}}
+	files := []peertest.File{{Name: "allbytes", Data: all}, {Name: "plain.txt", Data: []byte("seven-bit text, no shifts\n")}}
 	st := setting{31, 4096, 3}
 	src, dst := t.TempDir(), t.TempDir()
 	peertest.WriteFiles(t, src, files)
@@ -185,5 +185,11 @@ func TestInteropLockingShiftForcedNotStored(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dst, "allbytes")); !os.IsNotExist(err) {
 		t.Errorf("allbytes stored (%v)", err)
+	}
+	// That file alone: the batch goes on (the review: refused at its
+	// Z, it took an E, which ended the batch).
+	peertest.CheckFiles(t, dst, files[1:])
+	if _, err := os.Stat(filepath.Join(dst, ".allbytes.kerf-part")); !os.IsNotExist(err) {
+		t.Errorf("a partial of allbytes kept (%v): no prefix of it is the file's", err)
 	}
 }

@@ -124,7 +124,9 @@ func signalContext() (context.Context, func() syscall.Signal) {
 	var first atomic.Int32
 	go func() {
 		for s := range sigc {
-			if s == syscall.SIGHUP && hangupReloads.Load() && ctx.Err() == nil {
+			if s == syscall.SIGHUP && hangupReloads.Load() {
+				// A service's reload, a drain under way too (review:
+				// taken for the second signal, it cut every transfer).
 				serveHangup()
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kerf/filestore"
+	"kerf/kermit"
 )
 
 // openSparse opens a new Dir with Sparse set, closed when the test ends.
@@ -18,6 +19,21 @@ func openSparse(t *testing.T) (string, *filestore.Dir) {
 	d := openTree(t, dir)
 	d.Sparse = true
 	return dir, d
+}
+
+// newSparseFile begins receiving name afresh in a new Dir with Sparse
+// set, and returns the Dir's directory.
+func newSparseFile(t *testing.T, name string) (string, kermit.Incoming) {
+	t.Helper()
+	dir, d := openSparse(t)
+	in, err := d.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	return dir, in
 }
 
 // allocated is the space a file takes on disk.
@@ -149,14 +165,7 @@ func TestSparseAfterResume(t *testing.T) {
 // are written whole. (QA: 11 bytes in a 3 GiB image took 3 MiB.)
 func TestSparseReceiveByPage(t *testing.T) {
 	const mib, page = 1 << 20, 4096
-	dir, d := openSparse(t)
-	in, err := d.Create("img")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
+	dir, in := newSparseFile(t, "img")
 	want := make([]byte, 16*mib+100)
 	few := make([]byte, mib) // 11 bytes in a block of zeros
 	copy(few[mib/2+3:], "eleven byte")
@@ -196,14 +205,7 @@ func TestSparseReceiveByPage(t *testing.T) {
 // of order, or last, is written as it is.
 func TestSparseReceiveInPackets(t *testing.T) {
 	const page = 4096
-	dir, d := openSparse(t)
-	in, err := d.Create("img")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
+	dir, in := newSparseFile(t, "img")
 	want := make([]byte, 64<<10+100+64<<10+77)
 	copy(want[64<<10:], bytes.Repeat([]byte{0xa5}, 100))
 	copy(want[len(want)-77:], "the end, unaligned")
@@ -232,14 +234,7 @@ func TestSparseReceiveInPackets(t *testing.T) {
 // bytes still held back from the last write included, and nothing past
 // it.
 func TestSparseCutKeepsTheHeldBytesBelowIt(t *testing.T) {
-	dir, d := openSparse(t)
-	in, err := d.Create("img")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Truncate(0); err != nil {
-		t.Fatal(err)
-	}
+	dir, in := newSparseFile(t, "img")
 	data := bytes.Repeat([]byte("0123456789"), 100)
 	if _, err := in.WriteAt(data, 0); err != nil { // all of it under a page: held back
 		t.Fatal(err)

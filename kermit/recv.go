@@ -997,8 +997,11 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 		// the batch. (Under a 16-bit CRC a file that grew is kept.)
 		cur.overrun = fmt.Errorf("kermit: %s: more than the %d bytes announced came: with block check %d a damaged packet can pass unnoticed, so it is not stored (send it again with block check 3): %w", cur.name, cur.attrs.Length, s.neg.check, errLengthMismatch)
 		if s.neg.check >= 3 {
-			// Over a 7-bit line (parity): the same cancel, for the
-			// sender's coding (below, at the file's end: QA p).
+			// Over a 7-bit line (parity), under any check: as likely
+			// the sender coding 8-bit bytes in a way not agreed as a
+			// file that grew (QA p: C-Kermit's SET TRANSFER
+			// LOCKING-SHIFT FORCED, its SO and SI stored as data,
+			// 16,895 bytes for 16,384, and told done).
 			cur.overrun = fmt.Errorf("kermit: %s: more than the %d bytes announced came over a 7-bit line (parity): not stored, since the sender may be coding 8-bit bytes in a way not agreed (locking shifts: SET TRANSFER LOCKING-SHIFT OFF there), or the file grew while it was sent: %w", cur.name, cur.attrs.Length, errLengthMismatch)
 		}
 		s.cancelFile.Store(true)
@@ -1224,17 +1227,12 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 	}
 	// (On the data path Wait had it whole: cur.off is its length.)
 	switch {
-	case !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && (s.neg.peerKerf || s.cfg.Parity)):
+	case !cur.text && cur.attrs.Length >= 0 && (cur.off < cur.attrs.Length || cur.off > cur.attrs.Length && s.neg.peerKerf):
 		// Short, or long from a kerf peer (one from before
 		// changedWhileSent sends a changed file whole): not this file.
-		// Long over a 7-bit line (parity): as likely the sender's own
-		// way with 8-bit bytes, not agreed, as a file that grew (QA p:
-		// C-Kermit's SET TRANSFER LOCKING-SHIFT FORCED, its SO and SI
-		// stored as data, 16,895 bytes for 16,384).
+		// (Long from a classic peer under a weak check or over parity
+		// was canceled as it overran: writeData.)
 		err := fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
-		if cur.off > cur.attrs.Length && !s.neg.peerKerf {
-			err = fmt.Errorf("kermit: %s: received %d bytes, sender announced %d, over a 7-bit line (parity): not stored, since the sender may be coding 8-bit bytes in a way not agreed (locking shifts: SET TRANSFER LOCKING-SHIFT OFF there), or the file grew while it was sent: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
-		}
 		if s.neg.notStored {
 			// This file, not the rest of the group (QA: an in-band
 			// /proc file, announced 0 bytes, ended the transfer); what

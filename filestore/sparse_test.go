@@ -36,6 +36,21 @@ func newSparseFile(t *testing.T, name string) (string, kermit.Incoming) {
 	return dir, in
 }
 
+// commitReadBack commits in, received as name in dir, checks that it
+// reads back as want, and returns its path.
+func commitReadBack(t *testing.T, in kermit.Incoming, dir, name string, want []byte) string {
+	t.Helper()
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read back %d bytes, %v; want the %d written", len(got), err, len(want))
+	}
+	return p
+}
+
 // allocated is the space a file takes on disk.
 func allocated(t *testing.T, p string) int64 {
 	t.Helper()
@@ -184,14 +199,7 @@ func TestSparseReceiveByPage(t *testing.T) {
 		}
 		copy(want[w.off:], w.b)
 	}
-	if err := in.Commit(time.Time{}, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "img")
-	got, err := os.ReadFile(p)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("read back %d bytes, %v; want the %d written", len(got), err, len(want))
-	}
+	p := commitReadBack(t, in, dir, "img", want)
 	// 128 pages of every, one page each for few (twice) and tail's end.
 	if a, most := allocated(t, p), int64(128+3)*page+64<<10; a > most {
 		t.Errorf("%d bytes allocated; want at most %d", a, most)
@@ -216,14 +224,7 @@ func TestSparseReceiveInPackets(t *testing.T) {
 		}
 		off += n
 	}
-	if err := in.Commit(time.Time{}, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "img")
-	got, err := os.ReadFile(p)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("read back %d bytes, %v; want the %d written", len(got), err, len(want))
-	}
+	p := commitReadBack(t, in, dir, "img", want)
 	// One page for the 100 bytes, one or two for the tail.
 	if a := allocated(t, p); a > 3*page {
 		t.Errorf("%d bytes allocated for a file of %d bytes with 2 pages of data; want at most %d", a, len(want), 3*page)
@@ -242,10 +243,5 @@ func TestSparseCutKeepsTheHeldBytesBelowIt(t *testing.T) {
 	if err := in.Truncate(600); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.Commit(time.Time{}, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := os.ReadFile(filepath.Join(dir, "img")); err != nil || !bytes.Equal(got, data[:600]) {
-		t.Fatalf("after a cut at 600: %q, %v; want the first 600 bytes written", got, err)
-	}
+	commitReadBack(t, in, dir, "img", data[:600])
 }

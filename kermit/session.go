@@ -215,9 +215,14 @@ type Stats struct {
 	NAKsReceived    int64
 	Timeouts        int64
 	BadPackets      int64
-	FileBytes       int64
+	// FileBytes is the file data moved over the link, either way,
+	// including files canceled part-way; a resumed file's bytes
+	// already at the receiver are not counted. Tests use it to see
+	// what went on the wire.
+	FileBytes int64
 	// Files and their bytes (of this session) by direction, as the
-	// events told them: FileDone, FileFailed.
+	// events told them: FileDone, FileFailed. Only files completed
+	// count towards BytesSent and BytesReceived.
 	FilesSent, FilesReceived, FilesFailed int64
 	BytesSent, BytesReceived              int64
 }

@@ -31,6 +31,7 @@ type recvFile struct {
 	err         error    // a WriteAt failure
 	done        chan struct{}
 	abandoned   bool // Abandon let it go: what comes of it is dropped
+	stopping    bool // Abandon is writing out what was queued: no more
 	// firstSpans back got and wrote while each holds one range, as a
 	// file in order does: no allocation for either per file.
 	firstSpans [2]span
@@ -494,7 +495,8 @@ func (s *stream) diskLoop() {
 }
 
 // Abandon stops writing file id (blocks that arrive later are dropped),
-// waits for writes in progress, and returns how many bytes from the start
+// waits for the blocks already verified to be written, even on a failed
+// Path, and returns how many bytes from the start
 // of its expected range are on dst without a gap. With several
 // connections blocks land out of order, so after an interruption only
 // that prefix is worth keeping for recovery; the caller cuts the file
@@ -506,11 +508,14 @@ func (p *Path) Abandon(id uint32) int64 {
 	if f == nil {
 		return 0
 	}
-	f.dst = nil
+	// Blocks already verified are written first, so that the prefix
+	// counts them; those that come from now on are dropped.
+	f.stopping = true
 	p.forgetDamageLocked(id)
 	for f.writing > 0 {
 		p.writesDone.Wait()
 	}
+	f.dst = nil
 	if !f.abandoned {
 		f.abandoned = true
 		p.waited = append(p.waited, id) // forgotten at the next Expect
@@ -535,7 +540,7 @@ func (p *Path) Abandon(id uint32) int64 {
 func (p *Path) store(b *frame) {
 	f := b.file
 	p.mu.Lock()
-	if p.dropLocked(f) {
+	if p.dropLocked(f) || f.stopping {
 		p.mu.Unlock()
 		p.putFrame(b)
 		return
@@ -568,13 +573,16 @@ func (p *Path) store(b *frame) {
 }
 
 // dropLocked reports whether a block of f is to be dropped unwritten:
-// the file failed or was abandoned, or the Path failed (the caller may
-// be discarding the file). store asks before it queues a block, and
-// writeLocked asks again for every block, since any of these may have
-// happened while p.mu was released (for an earlier write, or waiting for
-// the file's writer).
+// the file failed, or was let go (Wait returned, or Abandon). store asks
+// before it queues a block, and writeLocked asks again for every block,
+// since either may have happened while p.mu was released (for an earlier
+// write, or waiting for the file's writer).
+//
+// A failed Path is no reason: its blocks were verified, and a partial
+// kept for a resume should hold them (the engine calls Abandon, which
+// waits for them, before it closes or cuts the file).
 func (p *Path) dropLocked(f *recvFile) bool {
-	return f.err != nil || f.dst == nil || p.err != nil
+	return f.err != nil || f.dst == nil
 }
 
 // maxQueuedBytes bounds the payload bytes waiting for a file's writer.

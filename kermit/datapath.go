@@ -39,8 +39,9 @@ type DataPath interface {
 	// writes out its queued packets before a Wait that would block, and
 	// only then: a small file's data is usually in before its Z.
 	Ready(id uint32) bool
-	// Abandon stops writing file id, waits for writes in progress and
-	// returns the length of the gap-free prefix of [off, off+n) on dst:
+	// Abandon stops writing file id, waits for the blocks already
+	// verified to be written (the engine closes or cuts the file only
+	// after it) and returns the length of the gap-free prefix of [off, off+n) on dst:
 	// what an interrupted file keeps for recovery.
 	Abandon(id uint32) int64
 

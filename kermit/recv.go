@@ -188,7 +188,11 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if cur.text || cur.attrs.Length < 0 && s.neg.peerKerf {
 				// (Of no announced length, from a kerf: a stream it
 				// cannot send again from where it stopped; kept, it
-				// held the disk it filled.)
+				// held the disk it filled.) Its blocks, if any, stop
+				// first: none is written once the file is closed.
+				if s.dualActive() && cur.expected {
+					s.data.Abandon(cur.id)
+				}
 				cur.inc.Abort(false)
 			} else {
 				kept = s.keepPartial(cur, cur.inc)

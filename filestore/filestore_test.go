@@ -585,3 +585,38 @@ func TestRoomSharedAcrossSessions(t *testing.T) {
 	}
 	second.Abort(false)
 }
+
+// A flat store (a get without -r) keeps the last "/" element of a name
+// and no more: a backslash is part of a Unix name, not a separator, so
+// a server's a\b is refused as unsafe, not stored as b, which may be
+// another file of the same get (QA r: the server's real b was refused
+// and the local b replaced by a\b's bytes).
+func TestFlatStoreSplitsOnlyOnSlash(t *testing.T) {
+	dir := t.TempDir()
+	d, err := filestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.Flat = true
+	for _, n := range []string{"a\\b", "\\etc\\passwd", "sub\\file", "c\\", "x/y\\z"} {
+		if in, err := d.Create(n); !errors.Is(err, filestore.ErrUnsafeName) {
+			if err == nil {
+				in.Abort(false)
+			}
+			t.Errorf("Create(%q): %v; want ErrUnsafeName", n, err)
+		}
+	}
+	in, err := d.Create("deep/er/f.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.WriteAt([]byte("flat"), 0)
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "f.txt" {
+		t.Fatalf("stored %v, want only f.txt", ents)
+	}
+}

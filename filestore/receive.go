@@ -38,7 +38,10 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		return nil, fmt.Errorf("filestore: %s: a file name cannot end in /", name)
 	}
 	if d.Flat {
-		name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+		// Only "/" separates: a backslash is a character of a Unix name
+		// (a\b from a server is not b, which may be another file
+		// of the same get), and is refused below as unsafe to store.
+		name = path.Base(name)
 	}
 	if path.Base(name) == "." {
 		// A directory (".." is refused as leaving the tree, below):

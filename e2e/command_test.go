@@ -177,3 +177,49 @@ func startSSHD(t *testing.T) string {
 	return fmt.Sprintf("%s -p %d -i %s -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
 		shellQuote(sshPath), port, shellQuote(filepath.Join(dir, "id")))
 }
+
+// serial get -r fetches a tree, from a kerf serial server and from a
+// C-Kermit server (GET /RECURSIVE, which C-Kermit takes as DIR/*; its
+// refusal of a bare directory name is given that hint). Without -r a
+// directory is refused, as over the network (QA r: the refusal said
+// "use -r", which serial get did not have).
+func TestSerialGetTree(t *testing.T) {
+	ck := peertest.RequirePeer(t, "kermit")
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatal("this test needs script, to give C-Kermit a pty: apt-get install bsdutils")
+	}
+	srv := t.TempDir()
+	files := map[string][]byte{
+		"t1/a.bin":         randomBytes(70_000, 51),
+		"t1/sub/b.bin":     randomBytes(1_000, 52),
+		"t1/sub/deep/c.tx": []byte("c\n"),
+	}
+	for n, b := range files {
+		writeFile(t, filepath.Join(srv, n), b)
+	}
+	check := func(dir string) {
+		t.Helper()
+		for n := range files {
+			sameFile(t, filepath.Join(srv, n), filepath.Join(dir, n))
+		}
+	}
+	kerfServer := shellQuote(kerfBin) + " serial server --stdio --dir " + shellQuote(srv)
+	out := t.TempDir()
+	if r := run(t, nil, out, nil, "serial", "get", "-r", "--command", kerfServer, "--dir", out, "t1"); r.code != 0 {
+		t.Fatalf("serial get -r from kerf: %s", r)
+	}
+	check(out)
+	if r := run(t, nil, out, nil, "serial", "get", "--command", kerfServer, "--dir", t.TempDir(), "t1"); r.code != 4 || !strings.Contains(r.stderr, "is a directory") {
+		t.Errorf("serial get of a directory without -r: %s; want exit 4, a directory", r)
+	}
+
+	ckServer := "cd " + shellQuote(srv) + " && script -qec " + shellQuote(shellQuote(ck)+" -q -x") + " /dev/null"
+	out = t.TempDir()
+	if r := run(t, nil, out, nil, "serial", "get", "-r", "--command", ckServer, "--dir", out, "t1/*"); r.code != 0 {
+		t.Fatalf("serial get -r 't1/*' from C-Kermit: %s", r)
+	}
+	check(out)
+	if r := run(t, nil, out, nil, "serial", "get", "-r", "--command", ckServer, "--dir", t.TempDir(), "t1"); r.code != 4 || !strings.Contains(r.stderr, "t1/*") {
+		t.Errorf("serial get -r t1 from C-Kermit: %s; want exit 4 and the hint t1/*", r)
+	}
+}

@@ -49,7 +49,7 @@ var (
 
 	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, serialExcludeFlag, filesFromFlag, from0Flag, removeSourceFlag})
 	serialReceiveFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, dirFlag, sparseFlag})
-	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag})
+	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "a remote directory stands for its tree, built under --dir (GET /RECURSIVE: a kerf or C-Kermit server)"}})
 	serialServerFlags  = serialGetFlags
 )
 
@@ -228,17 +228,18 @@ func serialCommand() *cli.Command {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
-						// As a network get without -r.
+						// As a network get.
 						rep.expectNames(c.Args().Slice())
-						store.Flat = !c.Bool("resume")
+						opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume")}
+						store.Flat = !opts.Recursive && !opts.Resume
 						store.UniqueNames = c.NArg() > 1 || store.Flat
 						// Only what was asked for (review: a serial get
 						// took any name its peer sent). The peer may be
 						// kerf or a classic Kermit: compared as a
 						// classic's, which takes a name as asked too.
-						store.Expect = expectNames(c.Args().Slice(), c.Bool("resume"), true)
+						store.Expect = expectNames(c.Args().Slice(), opts.Recursive || opts.Resume, true)
 						err := getEach(specGroups(c.Args().Slice(), true), func(spec string) error {
-							return s.GetWith(c.Context, spec, kermit.GetOptions{Resume: c.Bool("resume")}, store)
+							return s.GetWith(c.Context, spec, opts, store)
 						}, rep.refusedSpec)
 						if err == nil && !s.PeerIsKerf() {
 							rep.missingNames()

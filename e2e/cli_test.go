@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -551,4 +552,53 @@ func TestBackslashNamesGivenAsListed(t *testing.T) {
 	}
 	mustRun(t, srv, local, nil, "rm", target(srv.addr, `bad/u\\v`))
 	noFile(t, filepath.Join(root, `bad/u\v`))
+}
+
+// Every name a server has is reached by the name ls shows, those it
+// shows quoted (a control character, a leading or trailing space, a
+// leading quote, bytes not UTF-8, a character that reorders text)
+// included: each shown name given back to rm removes that file and no
+// other, and mv and get take the quoted form too (QA r: only the raw
+// bytes worked, and "esc\x1b[1m" was "a syntax error in pattern").
+func TestQuotedNamesGivenAsListed(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	odd := []string{" lead", "trail ", "tab\tx", "esc\x1b[1m", "\xff\xfe", "rtl\u202eX", `"q`, "nl\nname", "sp ace*"}
+	for _, n := range odd {
+		writeFile(t, filepath.Join(root, "odd", n), []byte(n))
+	}
+	writeFile(t, filepath.Join(root, "odd", "keep"), []byte("keep"))
+	srv := startServer(t, root, serverOpts{})
+	r := mustRun(t, srv, local, nil, "ls", target(srv.addr, "odd"))
+	var shown []string
+	line := regexp.MustCompile(`^\S+ +\d+ \S+ \S+ (.+)$`) // mode, size, date, time, name
+	for _, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("ls line %q", l)
+		}
+		if m[1] != "keep" {
+			shown = append(shown, m[1])
+		}
+	}
+	if len(shown) != len(odd) {
+		t.Fatalf("ls showed %d odd names, want %d:\n%s", len(shown), len(odd), r.stdout)
+	}
+	got := t.TempDir()
+	mustRun(t, srv, got, nil, "get", target(srv.addr, "odd/"+shown[0]), "first.txt")
+	if b, _ := os.ReadFile(filepath.Join(got, "first.txt")); string(b) != odd[0] {
+		t.Errorf("get of %s as first.txt brought %q", shown[0], b)
+	}
+	mustRun(t, srv, local, nil, "mv", target(srv.addr, "odd/"+shown[1]), target(srv.addr, "odd/renamed"))
+	for _, s := range shown[2:] {
+		mustRun(t, srv, local, nil, "rm", target(srv.addr, "odd/"+s))
+	}
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, "odd/"+shown[0]))
+	ents, _ := os.ReadDir(filepath.Join(root, "odd"))
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if !slices.Equal(left, []string{"keep", "renamed"}) {
+		t.Errorf("left %q, want keep and renamed", left)
+	}
 }

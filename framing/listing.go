@@ -31,9 +31,9 @@ const listingTime = time.DateTime
 
 // AppendListingLine appends e as one listing line: mode as ls -l writes
 // it, size, UTC modification time, name ("/" after a directory's). A
-// name with control characters, not UTF-8, beginning with a double
-// quote, or beginning or ending with a space (which a reader would not
-// see) is written quoted with Go's escapes (strconv.Quote), so that a
+// name with control characters or characters that reorder text
+// (Reorders), not UTF-8, beginning with a double quote, or beginning or
+// ending with a space (which a reader would not see) is written quoted with Go's escapes (strconv.Quote), so that a
 // newline cannot forge an entry and every name comes back exact.
 func AppendListingLine(b []byte, e ListingEntry) []byte {
 	return appendListingLine(b, e, false)
@@ -90,7 +90,7 @@ func appendListingHead(b []byte, e ListingEntry, exact bool) []byte {
 func appendListingName(b []byte, e ListingEntry) []byte {
 	b = append(b, ' ')
 	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 ||
-		strings.HasPrefix(e.Name, " ") || strings.HasSuffix(e.Name, " ") {
+		strings.IndexFunc(e.Name, Reorders) >= 0 || strings.HasPrefix(e.Name, " ") || strings.HasSuffix(e.Name, " ") {
 		b = strconv.AppendQuote(b, e.Name)
 	} else {
 		b = append(b, e.Name...)
@@ -104,6 +104,20 @@ func appendListingName(b []byte, e ListingEntry) []byte {
 // IsControl reports whether r is a control character (C0, DEL or C1),
 // which no name kerf takes or writes bare may hold.
 func IsControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+
+// Reorders reports whether r, shown, would break or reorder the text
+// around it: the Unicode line and paragraph separators and the
+// bidirectional marks, embeddings, overrides and isolates. A listing
+// quotes a name with one, as a terminal cannot show it as it is.
+func Reorders(r rune) bool {
+	switch {
+	case r == 0x2028, r == 0x2029:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
 
 // Matches reports whether a regular file of size, modification time mt
 // and permissions perm is the one e lists: the quick check (rsync's,

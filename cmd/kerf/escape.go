@@ -2,6 +2,7 @@ package main
 
 import (
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -90,4 +91,52 @@ func remoteName(rp string) (name string, literal bool, err error) {
 		return "", false, usageErr("%s: a name with escaped and unescaped wildcards both cannot be sent (a pattern is matched by the server, which takes no escapes)", rp)
 	}
 	return name, strings.ContainsAny(path.Base(name), "*?[{"), nil
+}
+
+// quotedElements is the remote path rp with each run of elements that
+// ls shows quoted (a name with a control character, a leading or
+// trailing space, a leading double quote, bytes not UTF-8: "tab\tx",
+// Go's escapes, protocol.md §8; ls -R quotes a whole path) replaced by
+// what it quotes, its escapable characters escaped: a name is given
+// back as ls shows it (QA r). A quoted string must run from an
+// element's start to an element's end; anything else stays as it is,
+// so a name that merely begins with a quote is still itself.
+func quotedElements(rp string) string {
+	if !strings.Contains(rp, `"`) {
+		return rp
+	}
+	var b strings.Builder
+	for i := 0; i < len(rp); {
+		if rp[i] == '"' {
+			q, err := strconv.QuotedPrefix(rp[i:])
+			if next := i + len(q); err == nil && (next == len(rp) || rp[next] == '/') {
+				if name, _ := strconv.Unquote(q); name != "" && name != "." && name != ".." {
+					b.WriteString(escapeName(name))
+					i = next
+					continue
+				}
+			}
+		}
+		end := strings.IndexByte(rp[i:], '/')
+		if end < 0 {
+			b.WriteString(rp[i:])
+			break
+		}
+		b.WriteString(rp[i : i+end+1])
+		i += end + 1
+	}
+	return b.String()
+}
+
+// escapeName is name (or a path: "/" is not escapable) with each
+// escapable character escaped: the inverse of unescapeName.
+func escapeName(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if strings.IndexByte(escapable, name[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(name[i])
+	}
+	return b.String()
 }

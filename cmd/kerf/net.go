@@ -1178,6 +1178,7 @@ func getCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
+				rp = quotedElements(rp)
 				if addr != "" && ad != addr {
 					return usageErr("all remote paths must be on one host")
 				}
@@ -1593,6 +1594,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if err != nil {
 					return err
 				}
+				rp = quotedElements(rp)
 				if host == "" {
 					host = addr
 				} else if addr != host {
@@ -1809,10 +1811,12 @@ func mvCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			from = quotedElements(from)
 			to := c.Args().Get(1)
+			toParsed := false // ls's quoted names taken out
 			if !strings.HasPrefix(to, "/") {
 				if a2, p2, err := parseTarget(to); err == nil && a2 == addr {
-					to = p2
+					to, toParsed = quotedElements(p2), true
 				} else if err == nil && strings.Contains(to, "/") && looksLikeHost(to[:strings.Index(to, "/")], addr) {
 					// A name with a port, or FROM's host on another
 					// port, is a host, not a directory to move into.
@@ -1829,6 +1833,9 @@ func mvCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
+			if !toParsed {
+				to = quotedElements(to)
+			}
 			// No wildcards here: escapes are only dropped.
 			if _, err := cl.Generic(c.Context, 'R', unescapeName(from), unescapeName(to)); err != nil {
 				return transferErr(fmt.Errorf("mv: %w", err))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"kerf/framing"
 )
 
 // printable is the one way text that kerf did not write itself — file
@@ -52,10 +54,8 @@ func escaped(r rune, n int) bool {
 	switch {
 	case r == utf8.RuneError && n == 1, r < 0x20, r >= 0x7f && r < 0xa0:
 		return true
-	case r == 0x2028, r == 0x2029: // line and paragraph separators
+	case framing.Reorders(r): // separators, bidirectional controls
 		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true // bidirectional marks, embeddings, overrides, isolates
 	}
 	return false
 }

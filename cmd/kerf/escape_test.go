@@ -1,0 +1,32 @@
+package main
+
+import "testing"
+
+// A remote path element that is one whole Go-quoted string, as ls
+// shows a name that needs quoting, stands for that name, its escapable
+// characters escaped; anything else is left as it is.
+func TestQuotedElements(t *testing.T) {
+	for _, c := range []struct{ in, want, name string }{
+		{`in/"tab\tx"`, "in/tab\tx", "in/tab\tx"},
+		{`"sp ace*"/f`, `sp\ ace\*/f`, "sp ace*/f"},
+		{`d/"\"q"`, `d/"q`, `d/"q`},
+		{`d/"a\\b"`, `d/a\\b`, `d/a\b`},
+		{`d/"\xff\xfe"`, "d/\xff\xfe", "d/\xff\xfe"},
+		{`d/"q`, `d/"q`, `d/"q`},                // not a whole quoted string
+		{`d/"bad\q"`, `d/"bad\q"`, `d/"bad\q"`}, // not Go's escapes
+		{`d/""`, `d/""`, `d/""`},                // no name
+		{`d/".."`, `d/".."`, `d/".."`},          // not a way up
+		{`d/"a/b"`, `d/a/b`, `d/a/b`},
+		{`"d/trail "/`, `d/trail\ /`, `d/trail /`}, // ls -R quotes a path
+		{`"a"b/c`, `"a"b/c`, `"a"b/c`},             // ends mid-element
+		{`plain/a*.txt`, `plain/a*.txt`, `plain/a*.txt`},
+	} {
+		got := quotedElements(c.in)
+		if got != c.want {
+			t.Errorf("quotedElements(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if n := unescapeName(got); n != c.name {
+			t.Errorf("unescapeName(quotedElements(%q)) = %q, want %q", c.in, n, c.name)
+		}
+	}
+}

@@ -248,3 +248,46 @@ func TestGetRemoveSourceFilesFromCKermit(t *testing.T) {
 		t.Errorf("C-Kermit's file: %v", err)
 	}
 }
+
+// Hard links of one file are each removed once sent, send and get: the
+// removal of the first moves the others' change time, and only their
+// link count changed (QA r: the second was kept, "changed since it was
+// sent", exit 0).
+func TestRemoveSourceFilesHardLinks(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	data := randomBytes(50_000, 31)
+	link := func(dir string) {
+		t.Helper()
+		writeFile(t, filepath.Join(dir, "hl/a"), data)
+		for _, n := range []string{"hl/b", "hl/sub/c"} {
+			os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755)
+			if err := os.Link(filepath.Join(dir, "hl/a"), filepath.Join(dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	names := []string{"hl/a", "hl/b", "hl/sub/c"}
+	link(local)
+	r := mustRun(t, srv, local, []string{"--json"}, "send", "--remove-source-files", "-r", "hl", srv.addr)
+	for _, n := range names {
+		if _, err := os.Lstat(filepath.Join(local, n)); !os.IsNotExist(err) {
+			t.Errorf("send: %s still here (%v)", n, err)
+		}
+		sameContent(t, filepath.Join(root, n), data)
+	}
+	if k := eventsNamed(parseEvents(t, r.stdout), "source_kept"); len(k) != 0 {
+		t.Errorf("send: source_kept %+v, want none", k)
+	}
+
+	os.RemoveAll(filepath.Join(root, "hl"))
+	link(root)
+	dst := t.TempDir()
+	mustRun(t, srv, dst, nil, "get", "--remove-source-files", "-r", target(srv.addr, "hl"), ".")
+	for _, n := range names {
+		sameContent(t, filepath.Join(dst, n), data)
+		if _, err := os.Lstat(filepath.Join(root, n)); !os.IsNotExist(err) {
+			t.Errorf("get: %s still at the server (%v)", n, err)
+		}
+	}
+}

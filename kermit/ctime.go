@@ -62,8 +62,23 @@ func ChangedSinceSent(fi fs.FileInfo, size int64, mtime time.Time, st FileStatus
 	if now := StatusOf(fi); st.Known && now.Known && (now.Dev != st.Dev || now.Ino != st.Ino) {
 		return "replaced since it was sent"
 	}
-	if !ctime.IsZero() && !ChangeTimeOf(fi).Equal(ctime) {
+	if !ctime.IsZero() && !ChangeTimeOf(fi).Equal(ctime) && !onlyLinksChanged(st, StatusOf(fi)) {
 		return "changed since it was sent"
 	}
 	return ""
+}
+
+// onlyLinksChanged reports whether the status now differs from was, as
+// far as it shows, only in the file's link count, which moves its ctime
+// without touching its data: a link made to it (a snapshot tool
+// hard-linking the tree being sent), or one of its other names removed
+// (a --remove-source-files of two hard links: removing the first moved
+// the second's ctime; QA r). A changed mode or owner does not clear it:
+// cp -p and rsync -a rewrite a file in place and give it back its time
+// along with a mode and owner (review: a mix of old and new bytes was
+// stored).
+func onlyLinksChanged(was, now FileStatus) bool {
+	return was.Known && now.Known && now.Links != was.Links && now.Links > 0 &&
+		now.Dev == was.Dev && now.Ino == was.Ino &&
+		now.Mode == was.Mode && now.UID == was.UID && now.GID == was.GID
 }

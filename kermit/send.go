@@ -1089,15 +1089,10 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 			// (QA: said to be written to with its time put back).
 			return fmt.Errorf("%s was renamed, or another file put at its name, while it was being sent; %s", f.Name, tail)
 		}
-		if was, now := f.Status, StatusOf(fi); was.Known && now.Known && now.Links > was.Links &&
-			now.Mode == was.Mode && now.UID == was.UID && now.GID == was.GID {
-			// Only new links (a snapshot tool hard-linking the tree
-			// being sent): that explains the ctime, and a backup would
-			// otherwise fail on every file linked meanwhile. A changed
-			// mode or owner does not clear it: cp -p and rsync -a
-			// rewrite a file in place and give it back its time along
-			// with a mode and owner (review: a mix of old and new
-			// bytes was stored).
+		if onlyLinksChanged(f.Status, StatusOf(fi)) {
+			// Links made or removed: that explains the ctime, and a
+			// backup would otherwise fail on every file linked
+			// meanwhile.
 			return nil
 		}
 		// Written, and given back its size and time (touch -r, cp -p);

@@ -663,6 +663,40 @@ func TestKerfGetBracketsAndTreesFromCKermitServer(t *testing.T) {
 	})
 }
 
+// A directory whose name has brackets, at a C-Kermit server: a file in
+// it named with the brackets escaped comes (with -r too, where the name
+// check took the escapes for a pattern and refused it), and a wildcard
+// under it, which C-Kermit would match against d1 as well, is refused
+// before anything is asked (QA r: d\[1\]/* fetched d1's file).
+func TestKerfGetFromBracketDirAtCKermitServer(t *testing.T) {
+	ckdir := t.TempDir()
+	writeFile(t, filepath.Join(ckdir, "d[1]/x"), []byte("in d[1]\n"))
+	writeFile(t, filepath.Join(ckdir, "d1/x"), []byte("in d1\n"))
+	for _, args := range [][]string{nil, {"-r"}} {
+		_, addr := ckermitServer(t, ckdir) // one connection each
+		local := t.TempDir()
+		r := run(t, nil, local, nil, "get", append(append([]string{"--classic"}, args...), target(addr, `d\[1\]/x`), ".")...)
+		if r.code != 0 {
+			t.Fatalf("get %q d\\[1\\]/x: %s", args, r)
+		}
+		got := filepath.Join(local, "x")
+		if len(args) > 0 {
+			got = filepath.Join(local, "d[1]/x")
+		}
+		if b, err := os.ReadFile(got); err != nil || string(b) != "in d[1]\n" {
+			t.Errorf("get %q d\\[1\\]/x: %q, %v", args, b, err)
+		}
+	}
+	local := t.TempDir()
+	r := run(t, nil, local, nil, "get", "--classic", target("127.0.0.1:1", `d\[1\]/*`), ".")
+	if r.code != 2 || !strings.Contains(r.stderr, "as a pattern") {
+		t.Errorf("get d\\[1\\]/* from a classic server: %s; want a usage error", r)
+	}
+	if ents, _ := os.ReadDir(local); len(ents) != 0 {
+		t.Errorf("stored %v", ents)
+	}
+}
+
 // A name given twice is asked for once: a classic server would send it
 // twice, and the second copy was refused as another file of that name
 // (QA: exit 4).

@@ -57,11 +57,17 @@ func nameAsked(spec, name string, tree, classic bool) bool {
 	// (its paths from its own directory): compared from past them too.
 	rel := strings.TrimPrefix(name, "/")
 	dir := strings.Trim(path.Dir(spec), "/")
-	if classic && rel != name && dir != "." && dir != "" && !strings.HasPrefix(fold(rel, true, false), fold(dir, true, true)+"/") {
+	dirPattern := true
+	if hasEscape(dir) {
+		// Its wildcard characters are its own (QA r: d\[1\]/x from
+		// C-Kermit, the file asked for, was refused).
+		dir, dirPattern = unescapeName(dir), false
+	}
+	if classic && rel != name && dir != "." && dir != "" && !strings.HasPrefix(fold(rel, true, false), fold(dir, true, dirPattern)+"/") {
 		return false // an absolute path, not under what was asked for
 	}
 	if dir != "." && dir != "" {
-		if rest, ok := strings.CutPrefix(fold(rel, classic, false), fold(dir, classic, true)+"/"); ok {
+		if rest, ok := strings.CutPrefix(fold(rel, classic, false), fold(dir, classic, dirPattern)+"/"); ok {
 			if treeUnder(base, rel[len(rel)-len(rest):], classic) {
 				return true
 			}

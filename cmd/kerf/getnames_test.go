@@ -58,6 +58,11 @@ func TestExpectNames(t *testing.T) {
 		{[]string{`a\[1\].txt`}, false, false, "a[1].txt", true},
 		{[]string{`a\[1\].txt`}, false, false, "a1.txt", false},
 		{[]string{`s\*`}, false, false, "s*", true},
+		// In a directory of the spec, from a classic Kermit's tree
+		// (QA r: the file asked for was refused).
+		{[]string{`d\[1\]/x`}, true, true, "d[1]/x", true},
+		{[]string{`d\[1\]/x`}, true, true, "d1/x", false},
+		{[]string{`d\[1\]/x`}, true, false, "x", true},
 		{[]string{`s\*`}, false, false, "sx", false},
 		{[]string{`\{a,b\}`}, false, false, "a", false},
 		{[]string{`\{a,b\}`}, false, false, "{a,b}", true},

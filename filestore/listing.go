@@ -221,6 +221,7 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 				}
 				return path.Join(top, strings.TrimPrefix(p, n.rel+"/"))
 			}
+			unsearched := "" // the directory last said unsearchable
 			err := walkDir(d.root, n.rel, func(p string, de fs.DirEntry, err error) error {
 				if err != nil {
 					if de == nil {
@@ -236,8 +237,19 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 					return nil
 				}
 				fi, err := de.Info()
-				if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
 					return nil // gone since it was read
+				}
+				if err != nil {
+					// Read but not searched (mode 0600, say): its
+					// entries cannot be looked at, which is said once
+					// for the directory, as for one not read at all
+					// (QA r: shown as empty, exit 0).
+					if parent := path.Dir(p); parent != unsearched {
+						unsearched = parent
+						return problem(nameOf(parent), err)
+					}
+					return nil
 				}
 				name := nameOf(p)
 				if name == "." {

@@ -602,3 +602,35 @@ func TestQuotedNamesGivenAsListed(t *testing.T) {
 		t.Errorf("left %q, want keep and renamed", left)
 	}
 }
+
+// A send's destination takes the escapes and quotes every remote path
+// takes (QA r: 'host/sd/a\ b' went as "a\ b", refused as unsafe).
+func TestSendDestinationEscapes(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "f"), []byte("f\n"))
+	srv := startServer(t, root, serverOpts{})
+	for dest, stored := range map[string]string{
+		`sd/a\ b`:      "sd/a b",
+		`sd/br\[1\]`:   "sd/br[1]",
+		`sd/" lead"`:   "sd/ lead",
+		`sd/dir\ x/`:   "sd/dir x/f",
+		`sd/p*`:        "sd/p*",
+		`sd/back\\sl/`: `sd/back\sl/f`,
+	} {
+		r := run(t, srv, local, nil, "send", "f", target(srv.addr, dest))
+		if strings.Contains(stored, `\`) {
+			// A backslash in a name is refused (README).
+			if r.code != 4 {
+				t.Errorf("send to %s: %s; want a refusal", dest, r)
+			}
+			continue
+		}
+		if r.code != 0 {
+			t.Errorf("send to %s: %s", dest, r)
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(root, stored)); err != nil || string(b) != "f\n" {
+			t.Errorf("send to %s: %s holds %q, %v", dest, stored, b, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -31,8 +32,8 @@ const listingTime = time.DateTime
 
 // AppendListingLine appends e as one listing line: mode as ls -l writes
 // it, size, UTC modification time, name ("/" after a directory's). A
-// name with control characters or characters that reorder text
-// (Reorders), not UTF-8, beginning with a double quote, or beginning or
+// name with control characters or characters not seen as themselves
+// (Unseen), not UTF-8, beginning with a double quote, or beginning or
 // ending with a space (which a reader would not see) is written quoted with Go's escapes (strconv.Quote), so that a
 // newline cannot forge an entry and every name comes back exact.
 func AppendListingLine(b []byte, e ListingEntry) []byte {
@@ -90,7 +91,7 @@ func appendListingHead(b []byte, e ListingEntry, exact bool) []byte {
 func appendListingName(b []byte, e ListingEntry) []byte {
 	b = append(b, ' ')
 	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 ||
-		strings.IndexFunc(e.Name, Reorders) >= 0 || strings.HasPrefix(e.Name, " ") || strings.HasSuffix(e.Name, " ") {
+		strings.IndexFunc(e.Name, Unseen) >= 0 || strings.HasPrefix(e.Name, " ") || strings.HasSuffix(e.Name, " ") {
 		b = strconv.AppendQuote(b, e.Name)
 	} else {
 		b = append(b, e.Name...)
@@ -105,18 +106,20 @@ func appendListingName(b []byte, e ListingEntry) []byte {
 // which no name kerf takes or writes bare may hold.
 func IsControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
 
-// Reorders reports whether r, shown, would break or reorder the text
-// around it: the Unicode line and paragraph separators and the
-// bidirectional marks, embeddings, overrides and isolates. A listing
-// quotes a name with one, as a terminal cannot show it as it is.
-func Reorders(r rune) bool {
-	switch {
-	case r == 0x2028, r == 0x2029:
-		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+// Unseen reports whether r, shown, would not be seen as itself: a
+// format character (Unicode Cf: the bidirectional marks, embeddings,
+// overrides and isolates, which reorder the text around them; zero-width
+// spaces and joiners, the soft hyphen, the byte order mark, tag
+// characters, which hide text), the line and paragraph separators, the
+// combining grapheme joiner and the Hangul fillers, which show as
+// nothing. A listing quotes a name with one, and kerf's terminal output
+// escapes it, so that two names cannot look alike (QA r).
+func Unseen(r rune) bool {
+	switch r {
+	case 0x2028, 0x2029, 0x034f, 0x115f, 0x1160, 0x3164, 0xffa0:
 		return true
 	}
-	return false
+	return r >= 0x80 && unicode.Is(unicode.Cf, r)
 }
 
 // Matches reports whether a regular file of size, modification time mt

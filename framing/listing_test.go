@@ -43,6 +43,11 @@ func TestAppendListingLine(t *testing.T) {
 			"-rw-r--r--            0 2026-12-01 04:05:06 \" lead\"\n"},
 		{ListingEntry{fs.ModeDir | 0o755, 0, listingTimeUTC, "d/trail ", 0},
 			"drwxr-xr-x            0 2026-12-01 04:05:06 \"d/trail \"/\n"},
+		// Not seen as themselves on a terminal (QA r).
+		{ListingEntry{0o644, 0, listingTimeUTC, "zw\u200bsp", 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \"zw\\u200bsp\"\n"},
+		{ListingEntry{0o644, 0, listingTimeUTC, "rlo\u202etxt", 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \"rlo\\u202etxt\"\n"},
 		{ListingEntry{0o644, 0, listingTimeUTC, "in side", 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 in side\n"},
 		{ListingEntry{0o644, 0, time.Date(2026, 12, 1, 5, 5, 6, 0, time.FixedZone("x", 3600)), "zone", 0},

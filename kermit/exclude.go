@@ -60,6 +60,20 @@ func ParseExclusions(patterns []string) (Exclusions, error) {
 	return x, nil
 }
 
+// hasDoubleStar reports whether p has two unescaped stars in a row (an
+// escaped one, \*, is a star of the name: QA r, \** was refused).
+func hasDoubleStar(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == '\\':
+			i++ // what it escapes
+		case p[i] == '*' && i+1 < len(p) && p[i+1] == '*':
+			return true
+		}
+	}
+	return false
+}
+
 func parseExclusion(p string) (exclusion, error) {
 	if len(p) > maxExcludeLen {
 		return exclusion{}, fmt.Errorf("exclude pattern of %d bytes: at most %d", len(p), maxExcludeLen)
@@ -67,7 +81,7 @@ func parseExclusion(p string) (exclusion, error) {
 	// rsync's two forms that path.Match would take as something else,
 	// silently: refused, with what to write instead.
 	switch {
-	case strings.Contains(p, "**"):
+	case hasDoubleStar(p):
 		return exclusion{}, fmt.Errorf("exclude pattern %q: ** is not supported (a pattern without / matches at any depth; * stays within one element)", p)
 	case strings.Contains(p, "[[:"):
 		return exclusion{}, fmt.Errorf("exclude pattern %q: character classes such as [[:digit:]] are not supported (write the characters: [0-9])", p)

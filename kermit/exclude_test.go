@@ -42,6 +42,11 @@ func TestExclusions(t *testing.T) {
 		{[]string{"[!a-c]*"}, "a1", false, false},
 		{[]string{`\[!x]`}, "[!x]", false, true}, // escaped: literal
 		{[]string{"[^a-c]*"}, "a1", false, false},
+		// An escaped star beside a star is no ** (QA r: refused).
+		{[]string{`\**`}, "*lead", false, true},
+		{[]string{`\**`}, "lead*", false, false},
+		{[]string{`*\**`}, "mid*dle", false, true},
+		{[]string{`*\**`}, "middle", false, false},
 	} {
 		x, err := ParseExclusions(c.patterns)
 		if err != nil {
@@ -51,7 +56,7 @@ func TestExclusions(t *testing.T) {
 			t.Errorf("%q excludes %q (dir %v) = %v, want %v", c.patterns, c.name, c.dir, got, c.want)
 		}
 	}
-	for _, bad := range []string{"", "/", "//", "a//b", "[", "a/[b", "**/x", "a/**", "[[:digit:]]"} {
+	for _, bad := range []string{"", "/", "//", "a//b", "[", "a/[b", "**/x", "a/**", `\***`, "[[:digit:]]"} {
 		if _, err := ParseExclusions([]string{bad}); err == nil {
 			t.Errorf("pattern %q accepted", bad)
 		}

@@ -939,6 +939,10 @@ func sendCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// A name, never a pattern: its escapes and quotes are
+			// taken out as every remote path's are (QA r: 'host/a\ b'
+			// went as "a\ b").
+			rdir = unescapeName(quotedElements(rdir))
 			if err := checkSessions(c); err != nil {
 				return err
 			}

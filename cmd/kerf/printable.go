@@ -13,9 +13,11 @@ import (
 // human output: a malicious server must not be able to move the cursor,
 // recolour, retitle or forge lines (docs/security.md, §5). Bytes below
 // 0x20 (newline and tab too), DEL and bytes that are not UTF-8 become
-// \xHH; C1 controls, the Unicode line and paragraph separators and the
-// bidirectional controls (which reorder what follows) become \uHHHH.
-// Everything else, accents, CJK and emoji included, is kept. --json
+// \xHH; C1 controls and what would not be seen as itself
+// (framing.Unseen: format characters such as the bidirectional controls,
+// which reorder what follows, and zero-width ones, which hide; the line
+// and paragraph separators; fillers) become \uHHHH (\UHHHHHHHH past
+// U+FFFF). Everything else, accents, CJK and emoji included, is kept. --json
 // output is exact instead: encoding/json escapes it.
 func printable(s string) string {
 	i := 0
@@ -38,6 +40,8 @@ func printable(s string) string {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case escaped(r, n) && r < utf8.RuneSelf:
 			fmt.Fprintf(&b, `\x%02x`, r)
+		case escaped(r, n) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
 		case escaped(r, n):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
@@ -54,7 +58,7 @@ func escaped(r rune, n int) bool {
 	switch {
 	case r == utf8.RuneError && n == 1, r < 0x20, r >= 0x7f && r < 0xa0:
 		return true
-	case framing.Reorders(r): // separators, bidirectional controls
+	case framing.Unseen(r): // format characters, separators, fillers
 		return true
 	}
 	return false

@@ -19,6 +19,13 @@ func TestPrintable(t *testing.T) {
 		{"bad\xffutf8\xc3", `bad\xffutf8\xc3`},
 		{"rlo\u202etxt.exe", `rlo\u202etxt.exe`},
 		{"ls\u2028sep", `ls\u2028sep`},
+		// Unseen as themselves (QA r: two names looked alike).
+		{"zw\u200bsp", `zw\u200bsp`},
+		{"soft\u00adhy", `soft\u00adhy`},
+		{"bom\ufeff", `bom\ufeff`},
+		{"wj\u2060", `wj\u2060`},
+		{"fill\u3164er", `fill\u3164er`},
+		{"tag\U000e0041", `tag\U000e0041`},
 		{"ünïcode ñame 日本語 🙂 ä\u00a0b", "ünïcode ñame 日本語 🙂 ä\u00a0b"},
 		{"\ufffd is a real character", "\ufffd is a real character"},
 	} {

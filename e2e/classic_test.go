@@ -103,6 +103,42 @@ if fail exit 5 "finish failed"`, host, port, ckermitLogin())
 	}
 }
 
+// C-Kermit's REMOTE PRINT and SEND /MAIL ask for a file to be printed
+// or mailed (the A packet's disposition): kerf, which only stores files,
+// refuses them, and C-Kermit says they failed; the user's file of that
+// name stays (QA s: it was replaced, and C-Kermit said the print was
+// done). A plain send after them still goes.
+func TestCKermitPrintAndMailRefused(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{classic: true})
+	for _, n := range []string{"p.txt", "m.txt"} {
+		writeFile(t, filepath.Join(root, n), []byte("the user's own "+n+"\n"))
+		writeFile(t, filepath.Join(local, n), []byte("sent "+n+"\n"))
+	}
+	writeFile(t, filepath.Join(local, "plain.txt"), []byte("plain\n"))
+	host, port, _ := net.SplitHostPort(srv.addr)
+	script := fmt.Sprintf(`set host %s %s /raw-socket
+if fail exit 1 "connect failed"
+%sset transfer display brief
+remote print p.txt
+if success exit 2 "remote print succeeded"
+send /mail:someone@example.com m.txt
+if success exit 3 "send /mail succeeded"
+send plain.txt
+if fail exit 4 "send failed"
+finish`, host, port, ckermitLogin())
+	k := startCKermit(t, local, script)
+	if code := k.wait(t); code != 0 {
+		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
+	}
+	for _, n := range []string{"p.txt", "m.txt"} {
+		if b, _ := os.ReadFile(filepath.Join(root, n)); string(b) != "the user's own "+n+"\n" {
+			t.Errorf("%s at the server now holds %q", n, b)
+		}
+	}
+	sameFile(t, filepath.Join(local, "plain.txt"), filepath.Join(root, "plain.txt"))
+}
+
 // ckermitServer starts C-Kermit as a Kermit server listening on a TCP
 // port in dir, for one connection, and returns its address once it
 // listens.

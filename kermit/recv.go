@@ -546,6 +546,13 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	var ext []byte
 	disp := cur.attrs.Disposition
 	recovery := strings.HasPrefix(disp, "R")
+	if disp != "" && !recovery && disp != dispositionUnlessThere && !cur.expected {
+		// Print, mail, submit as a job…: not stored as a file of its
+		// name in place of the user's (QA s: C-Kermit's REMOTE PRINT
+		// replaced a file, and it said the print was done).
+		cur.inc.Abort(true) // a partial already there is kept
+		return s.refuse(cur, "+", dispositionError(disp))
+	}
 	// '=' for a text file is only "store it": no kerf sends it so.
 	unlessThere := disp == dispositionUnlessThere && s.neg.unlessThere && !cur.text
 	if (recovery || unlessThere) && !cur.expected {
@@ -939,6 +946,30 @@ var ErrAlreadyThere = errors.New("already there (same size and time)")
 // errTextRecovery refuses a text-mode file sent for recovery: its bytes
 // here are converted, so no offset in them stands for the sender's.
 var errTextRecovery = errors.New("a text-mode file cannot be resumed (send it whole, or in binary mode)")
+
+// ErrDisposition is why a file the sender asked to be printed, mailed
+// or otherwise handled other than stored (the A packet's "+"
+// disposition) is refused: a kerf receiver only stores files.
+var ErrDisposition = errors.New("this receiver only stores files")
+
+// dispositionError is ErrDisposition for the disposition d, in words.
+func dispositionError(d string) error {
+	what := fmt.Sprintf("disposition %q", d)
+	switch d[0] {
+	case 'M':
+		what = "to be mailed"
+		if to := d[1:]; to != "" {
+			what += " to " + to
+		}
+	case 'P':
+		what = "to be printed"
+	case 'S':
+		what = "to be submitted as a job"
+	case 'O', 'T':
+		what = "to be shown as a message"
+	}
+	return fmt.Errorf("the sender asked for the file %s: %w", what, ErrDisposition)
+}
 
 // reasonAlreadyThere is the refusal reason a kerf receiver gives a kerf
 // sender asking for recovery of a file it has whole (not an attribute

@@ -31,6 +31,18 @@ func (d *Dir) Chdir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("filestore: %s is not a directory", rel)
 	}
+	if rel != "." {
+		// Entered only if it can be searched: one of mode 0600 (read,
+		// not searched) was entered, and what came next failed naming
+		// "." (QA r: "openat .: permission denied").
+		if _, err := d.root.Stat(rel + "/."); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("filestore: %s: %w", rel, err)
+		}
+	}
 	d.cwd = rel
 	return nil
 }

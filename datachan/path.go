@@ -264,6 +264,11 @@ type stream struct {
 	raw   syscall.RawConn // conn's socket, for sendfile; nil: not a bare TCP connection
 	tls   *TLSConn        // conn as a TLS data connection, if it is one
 	diskq chan *frame     // verified blocks waiting for WriteAt; nil: the reader writes
+	// diskMu orders a send to diskq (from the reader, or from Expect
+	// delivering parked blocks) with its close as the reader ends:
+	// after it, diskClosed, blocks are written by whoever has them.
+	diskMu     sync.Mutex
+	diskClosed bool
 
 	// Resend requests to send on this connection. A list, not a bounded
 	// channel, so that the reader that adds to it never waits for the
@@ -440,12 +445,12 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	}
 	p.wg.Go(p.resendLoop)
 	for _, s := range p.streams {
-		p.wg.Go(s.readLoop)
-		p.wg.Go(s.writeLoop)
 		if cfg.writeBehind > 0 {
-			s.diskq = make(chan *frame, cfg.writeBehind)
+			s.diskq = make(chan *frame, cfg.writeBehind) // before the reader, which closes it
 			p.wg.Go(s.diskLoop)
 		}
+		p.wg.Go(s.readLoop)
+		p.wg.Go(s.writeLoop)
 	}
 	return p
 }

@@ -954,3 +954,33 @@ func TestPathFailureKeepsVerifiedBlocks(t *testing.T) {
 		t.Fatal("the kept prefix differs from what was sent")
 	}
 }
+
+// The same with write-behind: blocks waiting in a connection's disk
+// queue when it fails are written too, and counted (review: the disk
+// writer returned on the failure and they were dropped).
+func TestPathFailureKeepsQueuedBlocksWriteBehind(t *testing.T) {
+	a, b := net.Pipe()
+	p := NewPath([]net.Conn{a}, WithWriteBehind(4))
+	t.Cleanup(func() { p.Close(); b.Close() })
+	data := randomData(22, 4000)
+	dst := &gatedFile{memFile: newMemFile(4000), open: make(chan struct{}), entered: make(chan struct{})}
+	if err := p.Expect(1, dst, 0, 4000); err != nil {
+		t.Fatal(err)
+	}
+	writeBlock(t, b, 1, 0, data[:1000])
+	<-dst.entered
+	writeBlock(t, b, 1, 1000, data[1000:2000])
+	writeBlock(t, b, 1, 2000, data[2000:3000])
+	waitFor(t, func() bool { return p.Stats().BlocksReceived == 3 })
+	b.Close()
+	if _, err := p.Wait(testContext(t), 1); err == nil {
+		t.Fatal("Wait succeeded on a failed path with the file incomplete")
+	}
+	close(dst.open)
+	if n := p.Abandon(1); n != 3000 {
+		t.Fatalf("prefix %d after the path failed, want 3000 (three blocks verified)", n)
+	}
+	if !bytes.Equal(dst.bytes()[:3000], data[:3000]) {
+		t.Fatal("the kept prefix differs from what was sent")
+	}
+}

@@ -199,6 +199,15 @@ func (p *Path) Ready(id uint32) bool {
 // readLoop reads frames from the connection until it fails or the Path
 // stops.
 func (s *stream) readLoop() {
+	if s.diskq != nil {
+		defer func() {
+			// diskLoop writes what is queued, then ends.
+			s.diskMu.Lock()
+			s.diskClosed = true
+			close(s.diskq)
+			s.diskMu.Unlock()
+		}()
+	}
 	if s.pairing != nil {
 		if err := s.readPairing(); err != nil {
 			s.p.fail(err)
@@ -468,29 +477,40 @@ func (p *Path) admitLocked(f *recvFile, h framing.BlockHeader) (bool, error) {
 }
 
 // queueDisk writes an admitted block, or hands it to the connection's
-// disk writer if it has one (write-behind).
+// disk writer if it has one (write-behind), counted against its file
+// so that Wait and Abandon wait for it there too.
 func (s *stream) queueDisk(f *frame) {
+	p := s.p
 	if s.diskq == nil {
-		s.p.store(f)
+		p.store(f)
 		return
 	}
-	select {
-	case s.diskq <- f:
-	case <-s.p.failed:
-		s.p.putFrame(f)
+	p.mu.Lock()
+	counted := p.countLocked(f)
+	p.mu.Unlock()
+	if !counted {
+		p.putFrame(f)
+		return
 	}
+	s.diskMu.Lock()
+	defer s.diskMu.Unlock()
+	if s.diskClosed {
+		p.mu.Lock()
+		p.storeCountedLocked(f)
+		return
+	}
+	s.diskq <- f // diskLoop takes every block until diskq is closed
 }
 
-// diskLoop writes verified blocks to their files.
+// diskLoop writes verified blocks to their files until the connection's
+// reader, the only one to queue them, has ended (and closed diskq):
+// those queued when the Path fails are verified, and written all the
+// same (store drops those of files let go).
 func (s *stream) diskLoop() {
 	p := s.p
-	for {
-		select {
-		case f := <-s.diskq:
-			p.store(f)
-		case <-p.failed:
-			return
-		}
+	for f := range s.diskq {
+		p.mu.Lock()
+		p.storeCountedLocked(f)
 	}
 }
 
@@ -538,14 +558,30 @@ func (p *Path) Abandon(id uint32) int64 {
 // connections). At most maxQueuedBytes wait per file; past that a
 // reader waits too, so memory stays bounded.
 func (p *Path) store(b *frame) {
-	f := b.file
 	p.mu.Lock()
-	if p.dropLocked(f) || f.stopping {
+	if !p.countLocked(b) {
 		p.mu.Unlock()
 		p.putFrame(b)
 		return
 	}
+	p.storeCountedLocked(b)
+}
+
+// countLocked counts block b in its file's writing, for Wait and
+// Abandon to wait for, unless it is to be dropped (then false).
+func (p *Path) countLocked(b *frame) bool {
+	f := b.file
+	if p.dropLocked(f) || f.stopping {
+		return false
+	}
 	f.writing++
+	return true
+}
+
+// storeCountedLocked is store of a block countLocked counted, with p.mu
+// held; it releases p.mu.
+func (p *Path) storeCountedLocked(b *frame) {
+	f := b.file
 	if f.busy && f.queuedBytes+len(b.payload) <= maxQueuedBytes {
 		f.queued = append(f.queued, b)
 		f.queuedBytes += len(b.payload)

@@ -116,11 +116,6 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 	if err != nil {
 		var pe *PeerError
 		if errors.As(err, &pe) && !s.dataNotArrived(pe) {
-			if o.Recursive && !s.peerWasKerf && !strings.ContainsAny(spec, "*?[{") {
-				// C-Kermit's GET /RECURSIVE of a directory's bare name
-				// says only "File is not readable" (QA r).
-				err = fmt.Errorf("%w (a classic Kermit server is asked for a tree as %s/*)", err, strings.TrimSuffix(spec, "/"))
-			}
 			err = &RefusedGetError{err}
 		}
 		return s.abort(err)

@@ -1120,7 +1120,7 @@ func isRemoteDir(rdir string) bool { return rdir != "" && rdir != "/" && rdir !=
 // takes the session back there: a classic server (C-Kermit) keeps its
 // directory from one client to the next, and the next command's paths
 // expect the one it had.
-func classicDirBack(ctx context.Context, cl *control.Client) func() {
+func classicDirBack(ctx context.Context, cl remoteCommander) func() {
 	pwd, err := cl.Generic(ctx, 'A')
 	back := strings.TrimSpace(pwd)
 	if err != nil || back == "" {
@@ -1371,38 +1371,52 @@ func getCommand() *cli.Command {
 				return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)
 			}
 			err = getEach(specGroups(specs, cfg.Classic), func(spec string) error {
-				err := get(spec)
-				var pe *kermit.PeerError
-				if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && len(specs) == 1 && isPlainName(spec) {
-					// C-Kermit's server answers GET /RECURSIVE of a
-					// directory's name with "File is not readable", and
-					// sends its tree when asked for DIR/* (the files
-					// under their paths from its directory, as a kerf
-					// server sends them): asked so (QA: get -r of
-					// the README's form failed). A file it may not read
-					// keeps its own answer.
-					if again := classicTree(c.Context, cl, spec, get); !errors.As(again, &pe) {
-						return again
-					}
-				}
-				return err
+				return classicTreeAgain(c.Context, cl, cl.Session(), opts.Recursive, specs, spec, get(spec), get)
 			}, rep.refusedSpec)
 			if err == nil && !renamed && !cl.Session().PeerIsKerf() {
 				// A kerf server names what it has not; a classic one
 				// is silent.
 				rep.missingNames()
 			}
-			var pe *kermit.PeerError
-			if errors.As(err, &pe) && opts.Recursive && !cl.Session().PeerIsKerf() && len(specs) > 1 && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
-				// C-Kermit's server answers GET /RECURSIVE of a
-				// directory's name with "File is not readable" (one
-				// name alone is asked again as DIR/*, above).
-				err = fmt.Errorf("%w (a classic Kermit server sends a directory's tree when asked for DIR/*; the files then come under the path they have from the server's directory)", err)
-			}
+			err = classicTreeHint(err, cl.Session(), opts.Recursive, specs)
 			noteRefused(c, clients)
 			return rep.end(err, true)
 		}),
 	}
+}
+
+// remoteCommander sends REMOTE (generic) commands: a network client or
+// a serial session.
+type remoteCommander interface {
+	Generic(ctx context.Context, cmd byte, args ...string) (string, error)
+}
+
+// classicTreeAgain is a get -r's answer to err, what getting spec (one
+// of specs) from sess came to. C-Kermit's server answers GET /RECURSIVE
+// of a directory's name with "File is not readable", and sends its tree
+// when asked for DIR/* (the files under their paths from its directory,
+// as a kerf server sends them): one plain name alone is asked again so
+// (QA: get -r of the README's form failed; QA r: serial get had no -r).
+// A file it may not read keeps its own answer.
+func classicTreeAgain(ctx context.Context, g remoteCommander, sess *kermit.Session, recursive bool, specs []string, spec string, err error, get func(string) error) error {
+	var pe *kermit.PeerError
+	if errors.As(err, &pe) && recursive && !sess.PeerIsKerf() && len(specs) == 1 && isPlainName(spec) {
+		if again := classicTree(ctx, g, spec, get); !errors.As(again, &pe) {
+			return again
+		}
+	}
+	return err
+}
+
+// classicTreeHint adds to a get -r's error from a classic server, of
+// several names none a wildcard, how it would send their trees (one
+// name alone is asked again as DIR/*: classicTreeAgain).
+func classicTreeHint(err error, sess *kermit.Session, recursive bool, specs []string) error {
+	var pe *kermit.PeerError
+	if errors.As(err, &pe) && recursive && !sess.PeerIsKerf() && len(specs) > 1 && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
+		return fmt.Errorf("%w (a classic Kermit server sends a directory's tree when asked for DIR/*; the files then come under the path they have from the server's directory)", err)
+	}
+	return err
 }
 
 // classicTree gets the tree of the directory dir from a classic server
@@ -1410,7 +1424,7 @@ func getCommand() *cli.Command {
 // its files come under dir's last element, as a kerf server sends them
 // (get -r host/a/b . makes ./b); if the server will not change into the
 // parent, they come under the path dir gives.
-func classicTree(ctx context.Context, cl *control.Client, dir string, get func(spec string) error) error {
+func classicTree(ctx context.Context, cl remoteCommander, dir string, get func(spec string) error) error {
 	parent, base := path.Split(dir)
 	if parent == "" {
 		return get(path.Join(dir, "*"))

@@ -238,9 +238,12 @@ func serialCommand() *cli.Command {
 						// kerf or a classic Kermit: compared as a
 						// classic's, which takes a name as asked too.
 						store.Expect = expectNames(c.Args().Slice(), opts.Recursive || opts.Resume, true)
-						err := getEach(specGroups(c.Args().Slice(), true), func(spec string) error {
-							return s.GetWith(c.Context, spec, opts, store)
+						specs := c.Args().Slice()
+						get := func(spec string) error { return s.GetWith(c.Context, spec, opts, store) }
+						err := getEach(specGroups(specs, true), func(spec string) error {
+							return classicTreeAgain(c.Context, s, s, opts.Recursive, specs, spec, get(spec), get)
 						}, rep.refusedSpec)
+						err = classicTreeHint(err, s, opts.Recursive, specs)
 						if err == nil && !s.PeerIsKerf() {
 							rep.missingNames()
 						}

@@ -731,6 +731,18 @@ func TestKerfGetFromBracketDirAtCKermitServer(t *testing.T) {
 	if ents, _ := os.ReadDir(local); len(ents) != 0 {
 		t.Errorf("stored %v", ents)
 	}
+	// Over a serial link too (the peer is not known before the GET).
+	r = run(t, nil, local, nil, "serial", "get", "--command", "true", "--dir", local, `d\[1\]/*`)
+	if r.code != 2 || !strings.Contains(r.stderr, "as a pattern") {
+		t.Errorf("serial get d\\[1\\]/*: %s; want a usage error", r)
+	}
+	// An escaped space is a name's own: asked for as it is (review).
+	writeFile(t, filepath.Join(ckdir, "my dir/f.txt"), []byte("spaced\n"))
+	_, addr := ckermitServer(t, ckdir)
+	if r := run(t, nil, local, nil, "get", "--classic", target(addr, `my\ dir/*`), "."); r.code != 0 {
+		t.Fatalf("get my\\ dir/*: %s", r)
+	}
+	sameFile(t, filepath.Join(ckdir, "my dir/f.txt"), filepath.Join(local, "f.txt"))
 }
 
 // A name given twice is asked for once: a classic server would send it

@@ -46,6 +46,33 @@ func unescapeName(name string) string {
 	return b.String()
 }
 
+// hasEscapedWildcard reports whether name has an escaped wildcard
+// character, bracket or brace (not an escaped space or backslash).
+func hasEscapedWildcard(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if isEscape(name, i) {
+			if strings.IndexByte("*?[]{}", name[i+1]) >= 0 {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+// classicDirPattern refuses, for a classic Kermit server, a remote path
+// whose directory has escaped wildcard characters and whose last element
+// is a pattern: such a server takes no escapes, and with a wildcard
+// after it matches the directory's brackets as a pattern too (QA r:
+// d[1]/* fetched d1's files). Refused, not guessed at; a name without a
+// wildcard it takes as it is.
+func classicDirPattern(rp, given string) error {
+	if dir := path.Dir(rp); hasEscapedWildcard(dir) && hasWildcard(path.Base(rp)) {
+		return usageErr("%s: a classic Kermit server cannot be asked for the files of a directory whose name has wildcard characters (%s): it takes them as a pattern; name a file in it, or fetch from a kerf server", given, unescapeName(dir))
+	}
+	return nil
+}
+
 // hasEscape reports whether name has an escape.
 func hasEscape(name string) bool {
 	for i := 0; i < len(name); i++ {

@@ -30,3 +30,25 @@ func TestQuotedElements(t *testing.T) {
 		}
 	}
 }
+
+// Only escaped wildcard characters in a directory, before a pattern,
+// are refused for a classic server: an escaped space is a name's
+// (review: 'my\ dir/*' was refused).
+func TestClassicDirPattern(t *testing.T) {
+	for _, c := range []struct {
+		rp      string
+		refused bool
+	}{
+		{`d\[1\]/*`, true},
+		{`a/d\*/x?`, true},
+		{`d\[1\]/x`, false},
+		{`my\ dir/*`, false},
+		{`back\\sl/*`, false},
+		{`plain/*`, false},
+		{`d[1]/*`, false}, // not escaped: a pattern the user meant
+	} {
+		if err := classicDirPattern(c.rp, c.rp); (err != nil) != c.refused {
+			t.Errorf("classicDirPattern(%q) = %v, want refused %v", c.rp, err, c.refused)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func nameAsked(spec, name string, tree, classic bool) bool {
 	rel := strings.TrimPrefix(name, "/")
 	dir := strings.Trim(path.Dir(spec), "/")
 	dirPattern := true
-	if hasEscape(dir) {
+	if hasEscape(dir) && !hasWildcard(dir) {
 		// Its wildcard characters are its own (QA r: d\[1\]/x from
 		// C-Kermit, the file asked for, was refused).
 		dir, dirPattern = unescapeName(dir), false

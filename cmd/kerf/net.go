@@ -1192,13 +1192,10 @@ func getCommand() *cli.Command {
 					}
 					rp = "." // get -r host/ dest: the whole tree
 				}
-				if dir := path.Dir(rp); c.Bool("classic") && hasEscape(dir) && hasWildcard(path.Base(rp)) {
-					// A classic Kermit takes the escapes of no name, and
-					// with a wildcard after it matches a directory's
-					// brackets as a pattern: d[1]/* fetched d1's files
-					// (QA r). Refused, not guessed at. (A name without
-					// one it takes as it is.)
-					return usageErr("%s: a classic Kermit server cannot be asked for the files of a directory whose name has wildcard characters (%s): it takes them as a pattern; name a file in it, or fetch from a kerf server", a, unescapeName(dir))
+				if c.Bool("classic") {
+					if err := classicDirPattern(rp, a); err != nil {
+						return err
+					}
 				}
 				addr = ad
 				if !slices.Contains(specs, rp) {

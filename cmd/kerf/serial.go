@@ -227,6 +227,13 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
+					for _, spec := range c.Args().Slice() {
+						// The peer is most likely a classic Kermit, and
+						// is not known before the first GET.
+						if err := classicDirPattern(spec, spec); err != nil {
+							return err
+						}
+					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
 						// As a network get.
 						rep.expectNames(c.Args().Slice())

@@ -247,7 +247,15 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 					// (QA r: shown as empty, exit 0).
 					if parent := path.Dir(p); parent != unsearched {
 						unsearched = parent
-						return problem(nameOf(parent), err)
+						if perr := problem(nameOf(parent), err); perr != nil {
+							return perr
+						}
+					}
+					// Nothing under it can be looked at either: not
+					// entered, if it is a directory (review: a problem
+					// line for each of its subdirectories).
+					if de.IsDir() {
+						return fs.SkipDir
 					}
 					return nil
 				}

@@ -17,7 +17,7 @@ import (
 // ls -R of a tree with an unreadable directory looked complete, exit 0.)
 func TestListTreeProblems(t *testing.T) {
 	root := t.TempDir()
-	makeTree(t, root, "t/pub/a", "t/priv/s", "t/zed/b", "lone/x", "t/unsearched/u", "t/unsearched/v")
+	makeTree(t, root, "t/pub/a", "t/priv/s", "t/zed/b", "lone/x", "t/unsearched/u", "t/unsearched/v", "t/unsearched/sub/w")
 	for dir, mode := range map[string]os.FileMode{"t/priv": 0, "lone": 0, "t/unsearched": 0o644} {
 		if err := os.Chmod(filepath.Join(root, dir), mode); err != nil {
 			t.Fatal(err)

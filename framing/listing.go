@@ -92,7 +92,7 @@ func appendListingName(b []byte, e ListingEntry) []byte {
 	b = append(b, ' ')
 	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 ||
 		strings.IndexFunc(e.Name, Unseen) >= 0 || strings.HasPrefix(e.Name, " ") || strings.HasSuffix(e.Name, " ") {
-		b = strconv.AppendQuote(b, e.Name)
+		b = appendQuoted(b, e.Name)
 	} else {
 		b = append(b, e.Name...)
 	}
@@ -100,6 +100,38 @@ func appendListingName(b []byte, e ListingEntry) []byte {
 		b = append(b, '/')
 	}
 	return append(b, '\n')
+}
+
+// appendQuoted appends s quoted as strconv.Quote does, but with every
+// rune Unseen reports as an escape (\uHHHH, \UHHHHHHHH), which Quote
+// keeps as it is when Go counts it printable (the Hangul fillers, the
+// combining grapheme joiner): quoted, a name must show what it holds to
+// any reader (review). strconv.Unquote reads it back the same.
+func appendQuoted(b []byte, s string) []byte {
+	if strings.IndexFunc(s, Unseen) < 0 {
+		return strconv.AppendQuote(b, s)
+	}
+	b = append(b, '"')
+	for s != "" {
+		i := strings.IndexFunc(s, Unseen)
+		if i < 0 {
+			i = len(s)
+		}
+		if i > 0 {
+			q := strconv.AppendQuote(nil, s[:i])
+			b = append(b, q[1:len(q)-1]...)
+			s = s[i:]
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s)
+		if r > 0xffff {
+			b = fmt.Appendf(b, `\U%08x`, r)
+		} else {
+			b = fmt.Appendf(b, `\u%04x`, r)
+		}
+		s = s[n:]
+	}
+	return append(b, '"')
 }
 
 // IsControl reports whether r is a control character (C0, DEL or C1),

@@ -48,6 +48,11 @@ func TestAppendListingLine(t *testing.T) {
 			"-rw-r--r--            0 2026-12-01 04:05:06 \"zw\\u200bsp\"\n"},
 		{ListingEntry{0o644, 0, listingTimeUTC, "rlo\u202etxt", 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 \"rlo\\u202etxt\"\n"},
+		// Printable to Go, unseen on a terminal: escaped in the quotes.
+		{ListingEntry{0o644, 0, listingTimeUTC, "fill\u3164er\tx", 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \"fill\\u3164er\\tx\"\n"},
+		{ListingEntry{0o644, 0, listingTimeUTC, "tag\U000e0041", 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \"tag\\U000e0041\"\n"},
 		{ListingEntry{0o644, 0, listingTimeUTC, "in side", 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 in side\n"},
 		{ListingEntry{0o644, 0, time.Date(2026, 12, 1, 5, 5, 6, 0, time.FixedZone("x", 3600)), "zone", 0},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -260,8 +261,10 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		var dnsErr *net.DNSError
 		switch {
-		case d.Timeout > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-			// (Go's words: "i/o timeout".)
+		case d.Timeout > 0 && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)):
+			// (Go's words: "i/o timeout". The dialer's deadline comes
+			// as either, whichever of its context and the socket's
+			// deadline fires first: CI met the second.)
 			return nil, fmt.Errorf("control: %w: no answer in %v (a host down, or a firewall dropping the connection; --connect-timeout)", err, d.Timeout)
 		case errors.Is(err, syscall.ECONNREFUSED) && portGiven:
 			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port?)", err)

@@ -139,6 +139,37 @@ finish`, host, port, ckermitLogin())
 	sameFile(t, filepath.Join(local, "plain.txt"), filepath.Join(root, "plain.txt"))
 }
 
+// kerf's E messages reach C-Kermit, which shows an E's data as it
+// comes, as plain text: no repeat counts, no doubled prefixes (QA s:
+// "~$z~%0" for zzzz00000, "a##b#~c" for a#b~c). Read from C-Kermit's
+// packet log.
+func TestCKermitSeesPlainErrorText(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{classic: true})
+	plog := filepath.Join(t.TempDir(), "packets.log")
+	host, port, _ := net.SplitHostPort(srv.addr)
+	script := fmt.Sprintf(`set host %s %s /raw-socket
+if fail exit 1 "connect failed"
+%slog packets %s
+remote delete a#b~c&d.txt
+remote cd zzzz00000
+close packets
+finish`, host, port, ckermitLogin(), plog)
+	k := startCKermit(t, local, script)
+	if code := k.wait(t); code != 0 {
+		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
+	}
+	b, err := os.ReadFile(plog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a#b~c&d.txt: no such file or directory", "zzzz00000"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("C-Kermit's packet log has no E saying %q:\n%s", want, b)
+		}
+	}
+}
+
 // ckermitServer starts C-Kermit as a Kermit server listening on a TCP
 // port in dir, for one connection, and returns its address once it
 // listens.

@@ -55,3 +55,32 @@ func TestFitMessage(t *testing.T) {
 		}
 	}
 }
+
+// To a classic Kermit an E's text goes plain, as it shows it: printable
+// characters as they are (no repeat counts, no doubled prefixes),
+// controls as spaces, past ASCII as "?" over a 7-bit link; cut as any
+// message is (QA s).
+func TestPlainErrorText(t *testing.T) {
+	for _, tc := range []struct {
+		msg      string
+		sevenBit bool
+		most     int
+		want     string
+	}{
+		{"kerf: a#b~c&d.txt: zzzz00000", false, 90, "kerf: a#b~c&d.txt: zzzz00000"},
+		{"nl\nname\x01", false, 90, "nl name "},
+		{"café", false, 90, "café"},
+		{"café", true, 90, "caf??"},
+		{"kerf: " + strings.Repeat("x", 100) + ": no space", false, 40, ""},
+	} {
+		got := string(fitMessage(plainText{sevenBit: tc.sevenBit}, tc.msg, tc.most))
+		switch {
+		case tc.want != "" && got != tc.want:
+			t.Errorf("%q: %q, want %q", tc.msg, got, tc.want)
+		case len(got) > tc.most:
+			t.Errorf("%q: %d bytes, more than %d", tc.msg, len(got), tc.most)
+		case tc.want == "" && (!strings.Contains(got, "...") || !strings.HasSuffix(got, "no space")):
+			t.Errorf("%q cut to %q: want its start, ... and its end", tc.msg, got)
+		}
+	}
+}

@@ -515,8 +515,17 @@ func (s *Session) errorPacket(msg string) {
 
 // errorPacketAt is errorPacket numbered seq.
 func (s *Session) errorPacketAt(seq int, msg string) {
-	var enc framing.Quoting = s.neg.out
-	data := fitMessage(&enc, msg, s.neg.maxData)
+	var data []byte
+	if s.neg.peerKerf {
+		var enc framing.Quoting = s.neg.out
+		data = fitMessage(&enc, msg, s.neg.maxData)
+	} else {
+		// C-Kermit shows an E's data as it comes, undecoded: a repeat
+		// prefix or a doubled # reached its user as "~$z" for "zzzz"
+		// and "a##b" for "a#b" (QA s). Plain text, then: nothing that
+		// needs a prefix.
+		data = fitMessage(plainText{sevenBit: s.neg.out.QBIN != 0}, msg, s.neg.maxData)
+	}
 	_ = s.c.send(seq, 'E', data)
 	_ = s.c.flush()
 	s.cfg.Log.Debug("sent E", "msg", msg)
@@ -550,7 +559,7 @@ const (
 // ("...: no space left on device"), and a command sent with the
 // protocol's defaults, as kerf sends MKDIR, is answered in a packet of
 // 94 bytes (QA: a long path's "no space left on devi").
-func fitMessage(enc *framing.Quoting, msg string, most int) []byte {
+func fitMessage(enc messageEncoder, msg string, most int) []byte {
 	data, n := enc.Encode(nil, []byte(msg), most)
 	const gap = "..."
 	for keep := n; n < len(msg) && keep > len(gap); keep-- {
@@ -570,6 +579,31 @@ func fitMessage(enc *framing.Quoting, msg string, most int) []byte {
 		}
 	}
 	return data
+}
+
+// messageEncoder encodes a message's bytes into at most most bytes of
+// packet data, saying how many it took (framing.Quoting, plainText).
+type messageEncoder interface {
+	Encode(dst, src []byte, most int) ([]byte, int)
+}
+
+// plainText is an E's text for a classic Kermit, which shows it as it
+// comes: every byte as itself, but a control character as a space and,
+// over a 7-bit link (sevenBit), a byte past ASCII as "?".
+type plainText struct{ sevenBit bool }
+
+func (p plainText) Encode(dst, src []byte, most int) ([]byte, int) {
+	n := min(len(src), most)
+	for _, c := range src[:n] {
+		switch {
+		case c < 0x20 || c == 0x7f:
+			c = ' '
+		case c >= 0x80 && p.sevenBit:
+			c = '?'
+		}
+		dst = append(dst, c)
+	}
+	return dst, n
 }
 
 // lineTime is how long a line of speed bits per second takes to carry n
@@ -597,7 +631,7 @@ func (s *Session) peerReason(ctx context.Context, err error) error {
 		case !ok:
 			return err
 		case !p.bad && p.Type == 'E':
-			msg, _ := s.decodeString(p.Data)
+			msg := s.decodeMessage(p.Data)
 			return fmt.Errorf("%w (%v)", &PeerError{Msg: msg}, err)
 		}
 	}
@@ -886,6 +920,16 @@ func (s *Session) decodeString(data []byte) (string, error) {
 		return "", fmt.Errorf("%w: %v", ErrProtocol, err)
 	}
 	return string(out), nil
+}
+
+// decodeMessage is an E's text: decoded, or as it came when it does
+// not decode (a peer that sends its messages plain, as kerf does to a
+// classic Kermit, whose "#" is then no prefix).
+func (s *Session) decodeMessage(data []byte) string {
+	if msg, err := s.decodeString(data); err == nil {
+		return msg
+	}
+	return string(data)
 }
 
 // encodeString encodes b whole into one data field; it fails if the

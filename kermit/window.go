@@ -394,7 +394,7 @@ func (s *Session) handleStreamingReply(p inPacket) error {
 	case p.bad:
 		return fmt.Errorf("%w: damaged packet on a reliable link", ErrProtocol)
 	case p.Type == 'E':
-		msg, _ := s.decodeString(p.Data)
+		msg := s.decodeMessage(p.Data)
 		return &PeerError{Msg: msg}
 	case p.Type == 'N':
 		return fmt.Errorf("%w: NAK received on a reliable link", ErrProtocol)
@@ -736,7 +736,7 @@ func (s *Session) handleReply(p inPacket) error {
 	}
 	switch p.Type {
 	case 'E':
-		msg, _ := s.decodeString(p.Data)
+		msg := s.decodeMessage(p.Data)
 		return &PeerError{Msg: msg}
 	case 'Y':
 		sl := s.sw.inFlight(p.Seq)
@@ -1238,7 +1238,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		s.retries, s.damage = 0, 0
 		w.longest = max(w.longest, in.wireN)
 		if in.Type == 'E' {
-			msg, _ := s.decodeString(in.Data)
+			msg := s.decodeMessage(in.Data)
 			return framing.Packet{}, &PeerError{Msg: msg}
 		}
 		fresh := !w.started

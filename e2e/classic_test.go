@@ -170,6 +170,32 @@ finish`, host, port, ckermitLogin(), plog)
 	}
 }
 
+// C-Kermit's PSEND sends a file's tail from an offset, announcing the
+// whole length: kerf fails it and keeps nothing, so that a RESEND after
+// it sends the file whole and right (QA s: the tail was kept as the
+// partial, and the RESEND "completed" it into the wrong bytes).
+func TestCKermitPsendKeepsNoPartial(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{classic: true})
+	data := randomBytes(300_000, 61)
+	writeFile(t, filepath.Join(local, "big.bin"), data)
+	host, port, _ := net.SplitHostPort(srv.addr)
+	script := fmt.Sprintf(`set host %s %s /raw-socket
+if fail exit 1 "connect failed"
+%sset file type binary
+psend big.bin 1000
+if success exit 2 "psend stored"
+resend big.bin
+if fail exit 3 "resend failed"
+finish`, host, port, ckermitLogin())
+	k := startCKermit(t, local, script)
+	if code := k.wait(t); code != 0 {
+		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
+	}
+	sameContent(t, filepath.Join(root, "big.bin"), data)
+	noFile(t, filepath.Join(root, ".big.bin.kerf-part"))
+}
+
 // ckermitServer starts C-Kermit as a Kermit server listening on a TCP
 // port in dir, for one connection, and returns its address once it
 // listens.

@@ -1268,14 +1268,16 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		// (Long from a classic peer under a weak check or over parity
 		// was canceled as it overran: writeData.)
 		err := fmt.Errorf("kermit: %s: received %d bytes, sender announced %d: %w", cur.name, cur.off, cur.attrs.Length, errLengthMismatch)
+		// What came is no prefix to resume from: a file cut short as it
+		// was read, or C-Kermit's PSEND, which sends a file's tail from
+		// an offset under the whole length (QA s: kept as a partial,
+		// a RESEND then "completed" it into the wrong bytes).
+		inc.Abort(false)
 		if s.neg.notStored {
 			// This file, not the rest of the group (QA: an in-band
-			// /proc file, announced 0 bytes, ended the transfer); what
-			// came is no prefix to resume from.
-			inc.Abort(false)
+			// /proc file, announced 0 bytes, ended the transfer).
 			return &notStoredError{err}
 		}
-		inc.Abort(true)
 		return err
 	case !cur.text && cur.attrs.Length >= 0 && cur.off > cur.attrs.Length:
 		// A file that grew while a classic Kermit sent it (a log being

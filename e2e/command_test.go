@@ -205,8 +205,8 @@ func TestSerialGetTree(t *testing.T) {
 	}
 	kerfServer := shellQuote(kerfBin) + " serial server --stdio --dir " + shellQuote(srv)
 	out := t.TempDir()
-	if r := run(t, nil, out, nil, "serial", "get", "-r", "--command", kerfServer, "--dir", out, "t1"); r.code != 0 {
-		t.Fatalf("serial get -r from kerf: %s", r)
+	if r := run(t, nil, out, nil, "serial", "get", "-r", "--command", kerfServer, "--dir", out, "t1"); r.code != 0 || strings.Contains(r.stderr, "dot files") {
+		t.Fatalf("serial get -r from kerf: %s; want exit 0, no word of a classic server's limits", r)
 	}
 	check(out)
 	if r := run(t, nil, out, nil, "serial", "get", "--command", kerfServer, "--dir", t.TempDir(), "t1"); r.code != 4 || !strings.Contains(r.stderr, "is a directory") {
@@ -220,8 +220,8 @@ func TestSerialGetTree(t *testing.T) {
 	}
 	check(out)
 	out = t.TempDir()
-	if r := run(t, nil, out, nil, "serial", "get", "-r", "--command", ckServer, "--dir", out, "t1"); r.code != 0 {
-		t.Fatalf("serial get -r t1 from C-Kermit (asked again as t1/*): %s", r)
+	if r := run(t, nil, out, nil, "serial", "get", "-r", "--command", ckServer, "--dir", out, "t1"); r.code != 0 || !strings.Contains(r.stderr, "no dot files") {
+		t.Fatalf("serial get -r t1 from C-Kermit (asked again as t1/*): %s; want exit 0 and what such a tree lacks said (QA s)", r)
 	}
 	check(out)
 }

@@ -1375,7 +1375,7 @@ func getCommand() *cli.Command {
 				// is silent.
 				rep.missingNames()
 			}
-			err = classicTreeHint(err, cl.Session(), opts.Recursive, specs)
+			err = classicTreeHint(c, err, cl.Session(), opts.Recursive, specs)
 			noteRefused(c, clients)
 			return rep.end(err, true)
 		}),
@@ -1408,7 +1408,12 @@ func classicTreeAgain(ctx context.Context, g remoteCommander, sess *kermit.Sessi
 // classicTreeHint adds to a get -r's error from a classic server, of
 // several names none a wildcard, how it would send their trees (one
 // name alone is asked again as DIR/*: classicTreeAgain).
-func classicTreeHint(err error, sess *kermit.Session, recursive bool, specs []string) error {
+func classicTreeHint(c *cli.Context, err error, sess *kermit.Session, recursive bool, specs []string) error {
+	if err == nil && recursive && !sess.PeerIsKerf() {
+		// Not silent about what such a tree lacks (QA s: a backup by
+		// get -r from C-Kermit came without them, exit 0).
+		clientLogger(c).Warn("a classic Kermit server sends no empty directories, and C-Kermit no dot files unless it is set so (SET MATCH DOTFILE ON)")
+	}
 	var pe *kermit.PeerError
 	if errors.As(err, &pe) && recursive && !sess.PeerIsKerf() && len(specs) > 1 && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
 		return fmt.Errorf("%w (a classic Kermit server sends a directory's tree when asked for DIR/*; the files then come under the path they have from the server's directory)", err)

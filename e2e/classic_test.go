@@ -196,6 +196,23 @@ finish`, host, port, ckermitLogin())
 	noFile(t, filepath.Join(root, ".big.bin.kerf-part"))
 }
 
+// A tree sent to C-Kermit comes without its empty directories, which a
+// classic Kermit cannot be asked to make: said, not lost without a word
+// (QA s).
+func TestKerfSendTreeToCKermitSaysEmptyDirs(t *testing.T) {
+	ckdir, local := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "tree/full/f.txt"), []byte("f\n"))
+	if err := os.MkdirAll(filepath.Join(local, "tree/emptyd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, addr := ckermitServer(t, ckdir)
+	r := run(t, nil, local, nil, "send", "--classic", "-r", "tree", target(addr, ""))
+	if r.code != 0 || !strings.Contains(r.stderr, "empty directory is not made") || !strings.Contains(r.stderr, "tree/emptyd") {
+		t.Fatalf("send -r to C-Kermit: %s; want exit 0 and tree/emptyd said not made", r)
+	}
+	sameFile(t, filepath.Join(local, "tree/full/f.txt"), filepath.Join(ckdir, "tree/full/f.txt"))
+}
+
 // ckermitServer starts C-Kermit as a Kermit server listening on a TCP
 // port in dir, for one connection, and returns its address once it
 // listens.

@@ -1313,6 +1313,10 @@ func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) {
 // data. A classic Kermit has no way to make a directory, and is sent none.
 func (s *Session) sendDir(ctx context.Context, f OutgoingFile) error {
 	if !s.neg.peerKerf {
+		if !f.Filled {
+			// Said, not lost without a word (QA s).
+			s.cfg.Log.Warn("an empty directory is not made: a classic Kermit makes no directories", "dir", f.Name)
+		}
 		return nil
 	}
 	name := f.Name

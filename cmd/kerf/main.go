@@ -79,11 +79,27 @@ func main() {
 	if errors.Is(err, kermit.ErrCtrlC) {
 		os.Exit(128 + int(syscall.SIGINT)) // Ctrl-C typed on the line (serial --stdio)
 	}
+	if loginRequired(err) {
+		os.Exit(exitConnect) // not logged in, whatever the command was
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)
 	}
 	os.Exit(exitUsage)
+}
+
+// loginRequired reports whether err is a server's refusal of a command
+// for want of a login (C-Kermit's "Login required", kerf's "login
+// required"): exit 3, as a refused login is, not 4 (QA s: a script
+// could not tell it from a failed transfer).
+func loginRequired(err error) bool {
+	var pe *kermit.PeerError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	msg := strings.ToLower(strings.TrimSpace(pe.Msg))
+	return strings.HasPrefix(msg, "login required") || strings.HasPrefix(msg, "kerf: login required")
 }
 
 // runApp runs app on the command line args, flags after arguments

@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"kerf/kermit"
+)
 
 // Go's flag package names a long flag with one dash in its errors; kerf
 // says it as the help does.
@@ -33,6 +39,24 @@ func TestUnitlessDuration(t *testing.T) {
 		isDuration := func(name string) bool { return name == "idle-timeout" || name == "reconnect" }
 		if got := unitHint(tc.in, isDuration); got != tc.want {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// A server's refusal for want of a login is exit 3, as a refused login
+// is (QA s: C-Kermit's "Login required" was exit 4).
+func TestLoginRequired(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("ls .: %w", &kermit.PeerError{Msg: "Login required"}), true},
+		{transferErr(fmt.Errorf("ls: %w", &kermit.PeerError{Msg: "kerf: login required (REMOTE LOGIN user password)"})), true},
+		{&kermit.PeerError{Msg: "File not found"}, false},
+		{errors.New("login required"), false}, // not the peer's word
+	} {
+		if got := loginRequired(tc.err); got != tc.want {
+			t.Errorf("loginRequired(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

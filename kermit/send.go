@@ -136,6 +136,12 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			// of one refused at its F the rest would (review).
 			partly := fmt.Errorf("not sent whole, the transfer having stopped (a receiver that keeps partials lets --resume go on from what came): %w", err)
 			unsure := fmt.Errorf("not confirmed: its data and end went out, but the transfer stopped before the receiver answered (it may or may not have stored it; --resume finds out): %w", err)
+			if pe := (*PeerError)(nil); errors.As(err, &pe) {
+				// It did answer, with an error, which may be this file's
+				// or one after it (QA s: C-Kermit's "Error writing
+				// data" was said to be no answer).
+				unsure = fmt.Errorf("not confirmed: its data and end went out, and the receiver then stopped the transfer with an error (it may or may not have stored it; --resume finds out): %w", err)
+			}
 			// Files are sent one after another, and each that stays
 			// under way had its Z queued before the next began; only the
 			// last may have stopped short of it.

@@ -22,6 +22,7 @@ func TestPeerText(t *testing.T) {
 		{fmt.Errorf("remote cd: filestore: %w", &fs.PathError{Op: "openat", Path: "a b/c", Err: errors.New("not a directory")}), "remote cd: a b/c: not a directory"},
 		{errors.New("filestore: x exists and is not a directory"), "x exists and is not a directory"},
 		{errors.New("the file open.txt is busy"), "the file open.txt is busy"},
+		{fmt.Errorf("filestore: %w", &fs.PathError{Op: "statat", Path: "abslink", Err: errors.New("path escapes from parent")}), "abslink: refused: the path leads outside the directory (through a symbolic link or ..)"},
 	} {
 		if got := peerText(tc.err); got != tc.want {
 			t.Errorf("peerText(%q) = %q, want %q", tc.err, got, tc.want)

@@ -133,6 +133,9 @@ var goOps = sync.OnceValue(func() *regexp.Regexp {
 // file or directory", where the log has "removeat nonexist.txt: ...").
 func peerText(err error) string {
 	msg := goOps().ReplaceAllString(err.Error(), "$1")
+	// os.Root's refusal, in the words a network server gives it (QA r:
+	// a serial server said "path escapes from parent").
+	msg = strings.ReplaceAll(msg, "path escapes from parent", "refused: the path leads outside the directory (through a symbolic link or ..)")
 	return strings.ReplaceAll(msg, "filestore: ", "")
 }
 

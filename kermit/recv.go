@@ -616,10 +616,17 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			reply.ResumeAt = 0
 		}
 	}
-	if rc, ok := cur.inc.(RoomChecker); ok && cur.attrs.Length > cur.start && !cur.text {
-		if err := rc.Room(cur.attrs.Length - cur.start); err != nil {
+	need, tag := cur.attrs.Length, "1"
+	if need < 0 && cur.attrs.LengthK > 0 {
+		// Only the size in K (a Kermit that sends no exact length):
+		// as good for the room, within a K (QA r: a terabyte so
+		// announced was taken, to fill the disk).
+		need, tag = (cur.attrs.LengthK-1)*1024+1, "!"
+	}
+	if rc, ok := cur.inc.(RoomChecker); ok && need > cur.start && !cur.text {
+		if err := rc.Room(need - cur.start); err != nil {
 			cur.inc.Abort(cur.start > 0) // a kept partial stays for later
-			return s.refuse(cur, "1", err)
+			return s.refuse(cur, tag, err)
 		}
 	}
 	if cur.start == 0 && !cur.prepared {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -224,4 +225,64 @@ func TestSerialGetTree(t *testing.T) {
 		t.Fatalf("serial get -r t1 from C-Kermit (asked again as t1/*): %s; want exit 0 and what such a tree lacks said (QA s)", r)
 	}
 	check(out)
+}
+
+// A serial receiver that cannot give one file its final name (a sticky
+// directory where another user's file has it) fails the group at its
+// end; the sender then confirms, with a second pass the receiver waits
+// for, the files that were saved, as over the network, and reports only
+// the one (QA r: all were told "not saved", and --remove-source-files
+// kept them all).
+func TestSerialGroupFailureConfirmsTheRest(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the file the receiver may not replace is another user's")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to run the receiver as nobody: %v", err)
+	}
+	// Not under t.TempDir, whose parent only root may enter.
+	top, err := os.MkdirTemp("", "kerf-sticky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	sticky := filepath.Join(top, "in")
+	if err := os.Mkdir(sticky, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(top, 0o755)
+	os.Chmod(sticky, os.ModeSticky|0o777)
+	writeFile(t, filepath.Join(sticky, "f"), []byte("root's own\n"))
+	local := t.TempDir()
+	names := []string{"a", "f", "h", "z"}
+	for _, n := range names {
+		writeFile(t, filepath.Join(local, n), []byte("new "+n+"\n"))
+	}
+	recv := shellQuote(setpriv) + " --reuid=65534 --regid=65534 --clear-groups " + shellQuote(kerfBin) + " serial receive --stdio --dir " + shellQuote(sticky)
+	r := run(t, nil, local, []string{"--json"}, "serial", append([]string{"send", "--remove-source-files", "--command", recv}, names...)...)
+	if r.code != 4 {
+		t.Fatalf("send: %s; want exit 4 for f alone", r)
+	}
+	var failed []string
+	for _, e := range eventsNamed(parseEvents(t, r.stdout), "file_error") {
+		failed = append(failed, e.Name)
+	}
+	if !slices.Equal(failed, []string{"f"}) {
+		t.Errorf("file_error for %q, want f alone:\n%s", failed, r.stdout)
+	}
+	for _, n := range []string{"a", "h", "z"} {
+		if b, err := os.ReadFile(filepath.Join(sticky, n)); err != nil || string(b) != "new "+n+"\n" {
+			t.Errorf("%s at the receiver: %q, %v", n, b, err)
+		}
+		if _, err := os.Stat(filepath.Join(local, n)); !os.IsNotExist(err) {
+			t.Errorf("%s saved but not removed here (%v)", n, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(sticky, "f")); string(b) != "root's own\n" {
+		t.Errorf("the file the receiver may not replace now holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(local, "f")); err != nil {
+		t.Errorf("f, not saved, was removed here (%v)", err)
+	}
 }

@@ -424,7 +424,28 @@ func sendConfirming(ctx context.Context, s *Session, list FileList, rc *Reconnec
 			resume := s.cfg.Resume
 			s.cfg.Resume = true
 			tr.takeOver(0, 0)
+			// A receiver that does not stay for the second pass (a
+			// serial one of one group, from before it took one) ends
+			// the link, and the files would be told not begun: they
+			// keep the first pass's word instead.
+			first, tell2 := err, s.cfg.Events
+			var held []Event
+			s.cfg.Events = func(e Event) {
+				if e.Kind == FileFailed && errors.Is(e.Err, ErrNotBegun) {
+					held = append(held, e)
+					return
+				}
+				tell2(e)
+			}
 			err2 := s.Send(ctx, again)
+			s.cfg.Events = tell2
+			var ge2 *GroupError
+			for _, e := range held {
+				if err2 != nil && !errors.As(err2, &pe) && !errors.As(err2, &ge2) {
+					e.Err = &CutOffError{&savingFailedError{first}}
+				}
+				tell2(e)
+			}
 			tr.standIn(0, 0)
 			s.cfg.Resume = resume
 			var ge *GroupError

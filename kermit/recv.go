@@ -493,7 +493,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 					err = partErr
 				}
 				if err != nil {
-					return fmt.Errorf("kermit: %w", err)
+					return &groupSaveError{fmt.Errorf("kermit: %w", err)}
 				}
 			}
 			s.finishDirs(store)
@@ -994,6 +994,21 @@ func (s *Session) alreadyThere(cur *recvFile) bool {
 	size, mod, ok := ex.Existing()
 	return ok && size == cur.attrs.Length && framing.SameModTime(mod, cur.attrs.ModTime)
 }
+
+// ErrGroupSaveFailed matches (errors.Is) a Receive's error when the
+// group ended but saving its files under their names failed for some:
+// a kerf sender then sends those it cannot count as saved again, as a
+// second group, to confirm them (SendParallelWith), which a receiver
+// of one group should wait for.
+var ErrGroupSaveFailed = errors.New("kermit: the group's files could not all be saved under their names")
+
+// groupSaveError is a Receive's error at a group's end when saving its
+// files failed: its words are the cause's.
+type groupSaveError struct{ err error }
+
+func (e *groupSaveError) Error() string        { return e.err.Error() }
+func (e *groupSaveError) Unwrap() error        { return e.err }
+func (e *groupSaveError) Is(target error) bool { return target == ErrGroupSaveFailed }
 
 // ErrSaveFailed is why a received file that was done (verified) failed
 // after all: it could not be saved under its name at the group's end.

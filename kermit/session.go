@@ -433,6 +433,9 @@ func (s *Session) PeerIsKerf() bool { return s.peerWasKerf }
 // SetEvents sets the progress callback.
 func (s *Session) SetEvents(f func(Event)) { s.cfg.Events = f }
 
+// Events is the progress callback SetEvents set.
+func (s *Session) Events() func(Event) { return s.cfg.Events }
+
 // SetKeepServing sets Config.KeepServing.
 func (s *Session) SetKeepServing(on bool) { s.cfg.KeepServing = on }
 

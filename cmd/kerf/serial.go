@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -206,7 +208,11 @@ func serialCommand() *cli.Command {
 					rep := newReporter(c, files)
 					rep.skippedLocal(skipped)
 					s.SetEvents(rep.event)
-					return rep.end(s.Send(c.Context, files), false)
+					// As a network send: a receiver that fails the group
+					// at its end for one file (a rename refused) has the
+					// files it did save confirmed by a second pass, not
+					// all told not saved (QA r).
+					return rep.end(kermit.SendParallelWith(c.Context, []*kermit.Session{s}, kermit.ListOf(files), kermit.SendOptions{}), false)
 				}),
 			},
 			{
@@ -214,6 +220,13 @@ func serialCommand() *cli.Command {
 				Action: jsonErrors(func(c *cli.Context) error {
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, _ *reporter) error {
 						err := s.Receive(c.Context, store)
+						if errors.Is(err, kermit.ErrGroupSaveFailed) && s.PeerIsKerf() {
+							// A kerf sender sends again, resuming, what it
+							// cannot count as saved, to confirm what was
+							// (QA r: all told not saved for one rename
+							// refused): taken, if it comes soon.
+							secondPass(c.Context, s, store)
+						}
 						if err == nil {
 							s.AnswerLateRepeats(c.Context) // a noisy line may lose the B's ACK
 						}
@@ -328,6 +341,38 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 	// and get were run for the files, so those fail them.
 	return rep.end(run(s, store, rep), !serving)
 }
+
+// secondPass receives the group a kerf sender sends after one whose
+// files could not all be saved (kermit.ErrGroupSaveFailed), giving up
+// if nothing of it has come within secondPassWait (a sender from before
+// it sends none). Its outcome is the first group's, already reported:
+// the files it confirms are told skipped, those that fail again failed.
+func secondPass(ctx context.Context, s *kermit.Session, store kermit.Store) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	began := make(chan struct{})
+	var once sync.Once
+	tell := s.Events()
+	s.SetEvents(func(e kermit.Event) {
+		once.Do(func() { close(began) })
+		if tell != nil {
+			tell(e)
+		}
+	})
+	defer s.SetEvents(tell)
+	go func() {
+		select {
+		case <-began:
+		case <-time.After(secondPassWait):
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.Receive(ctx, store)
+}
+
+// secondPassWait bounds the wait for a kerf sender's second pass.
+const secondPassWait = 15 * time.Second
 
 // finishStarted ends the server mode of a Kermit that a get started
 // with --command (kermit -x through ssh): it is this get's to end, and

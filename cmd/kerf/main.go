@@ -203,12 +203,30 @@ func interrupted(ctx context.Context, err error) error {
 // error (exit 2), printed once and, with --json, as an error event,
 // instead of cli's "Incorrect Usage" and the whole help on stdout.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	uerr := usageErr("%s (see %s --help)", unitHint(longFlags(err.Error()), func(name string) bool { return isDurationFlag(c, name) }), strings.Join(commandPath(c), " "))
+	uerr := usageErr("%s (see %s --help)%s", unitHint(longFlags(err.Error()), func(name string) bool { return isDurationFlag(c, name) }), strings.Join(commandPath(c), " "), dashFileHint(err.Error()))
 	if enc := jsonOutput(c); enc != nil {
 		enc.Encode(jsonEvent{Event: "error", Error: uerr.Error()})
 		return &jsonReported{uerr}
 	}
 	return uerr
+}
+
+// undefinedFlag is Go's flag error for a flag no command has.
+var undefinedFlag = regexp.MustCompile(`flag provided but not defined: -(-?[^ ]+)`)
+
+// dashFileHint says, when the flag msg refuses is a local file's name
+// (QA r: "-leading-dash"), how to give it as one.
+func dashFileHint(msg string) string {
+	m := undefinedFlag.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	for _, name := range []string{"-" + m[1], "--" + m[1]} {
+		if _, err := os.Lstat(name); err == nil {
+			return fmt.Sprintf("; a file named %s is given as ./%s, or after --", name, name)
+		}
+	}
+	return ""
 }
 
 // unitless is the flag error of a duration given as a bare number

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"kerf/kermit"
@@ -58,5 +60,20 @@ func TestLoginRequired(t *testing.T) {
 		if got := loginRequired(tc.err); got != tc.want {
 			t.Errorf("loginRequired(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// A flag refused that is a local file's name is told how to be given
+// (QA r: "-leading-dash" was only "not defined").
+func TestDashFileHint(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("-leading-dash", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if h := dashFileHint("flag provided but not defined: -leading-dash"); !strings.Contains(h, "./-leading-dash") {
+		t.Errorf("hint %q, want ./-leading-dash", h)
+	}
+	if h := dashFileHint("flag provided but not defined: -bogus"); h != "" {
+		t.Errorf("hint %q for a flag no file is named", h)
 	}
 }

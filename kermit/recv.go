@@ -320,7 +320,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				if s.nonames > 1 {
 					name = fmt.Sprintf("NONAME.%d", s.nonames)
 				}
-				s.cfg.Log.Warn("sender gave no file name", "stored as", name)
+				s.cfg.Log.Warn("the sender gave no file name: stored under a name of its own", "name", name)
 			}
 			s.recvFileID++
 			cur = &recvFile{name: name, id: s.recvFileID, text: s.cfg.Text, began: time.Now(), attrs: framing.NewAttributes()}

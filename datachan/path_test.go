@@ -926,61 +926,53 @@ func (g *gatedFile) WriteAt(p []byte, off int64) (int, error) {
 // are written all the same, and Abandon counts them in the prefix to
 // keep: a transfer cut behind a slow disk keeps what arrived (CI: a
 // 16 MiB send cut at 5 MiB kept nothing), and the resume sends less.
+// Queued for the file's writer by a second connection, or in a
+// connection's write-behind queue (review: its disk writer returned on
+// the failure and they were dropped).
 func TestPathFailureKeepsVerifiedBlocks(t *testing.T) {
-	a1, b1 := net.Pipe()
-	a2, b2 := net.Pipe()
-	p := NewPath([]net.Conn{a1, a2})
-	t.Cleanup(func() { p.Close(); b1.Close(); b2.Close() })
-	data := randomData(21, 4000)
-	dst := &gatedFile{memFile: newMemFile(4000), open: make(chan struct{}), entered: make(chan struct{})}
-	if err := p.Expect(1, dst, 0, 4000); err != nil {
-		t.Fatal(err)
-	}
-	writeBlock(t, b1, 1, 0, data[:1000])
-	<-dst.entered // the first block's write is held
-	writeBlock(t, b2, 1, 1000, data[1000:2000])
-	writeBlock(t, b2, 1, 2000, data[2000:3000])
-	waitFor(t, func() bool { return p.Stats().BlocksReceived == 3 })
-	b2.Close() // cut: no end record
-	ctx := testContext(t)
-	if _, err := p.Wait(ctx, 1); err == nil {
-		t.Fatal("Wait succeeded on a failed path with the file incomplete")
-	}
-	close(dst.open)
-	if n := p.Abandon(1); n != 3000 {
-		t.Fatalf("prefix %d after the path failed, want 3000 (three blocks verified)", n)
-	}
-	if !bytes.Equal(dst.bytes()[:3000], data[:3000]) {
-		t.Fatal("the kept prefix differs from what was sent")
-	}
-}
-
-// The same with write-behind: blocks waiting in a connection's disk
-// queue when it fails are written too, and counted (review: the disk
-// writer returned on the failure and they were dropped).
-func TestPathFailureKeepsQueuedBlocksWriteBehind(t *testing.T) {
-	a, b := net.Pipe()
-	p := NewPath([]net.Conn{a}, WithWriteBehind(4))
-	t.Cleanup(func() { p.Close(); b.Close() })
-	data := randomData(22, 4000)
-	dst := &gatedFile{memFile: newMemFile(4000), open: make(chan struct{}), entered: make(chan struct{})}
-	if err := p.Expect(1, dst, 0, 4000); err != nil {
-		t.Fatal(err)
-	}
-	writeBlock(t, b, 1, 0, data[:1000])
-	<-dst.entered
-	writeBlock(t, b, 1, 1000, data[1000:2000])
-	writeBlock(t, b, 1, 2000, data[2000:3000])
-	waitFor(t, func() bool { return p.Stats().BlocksReceived == 3 })
-	b.Close()
-	if _, err := p.Wait(testContext(t), 1); err == nil {
-		t.Fatal("Wait succeeded on a failed path with the file incomplete")
-	}
-	close(dst.open)
-	if n := p.Abandon(1); n != 3000 {
-		t.Fatalf("prefix %d after the path failed, want 3000 (three blocks verified)", n)
-	}
-	if !bytes.Equal(dst.bytes()[:3000], data[:3000]) {
-		t.Fatal("the kept prefix differs from what was sent")
+	for _, tc := range []struct {
+		name  string
+		conns int
+		opts  []Option
+	}{
+		{"second connection", 2, nil},
+		{"write-behind", 1, []Option{WithWriteBehind(4)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ours, peers []net.Conn
+			for range tc.conns {
+				a, b := net.Pipe()
+				ours, peers = append(ours, a), append(peers, b)
+			}
+			p := NewPath(ours, tc.opts...)
+			t.Cleanup(func() {
+				p.Close()
+				for _, b := range peers {
+					b.Close()
+				}
+			})
+			last := peers[len(peers)-1] // the connection that is cut
+			data := randomData(21, 4000)
+			dst := &gatedFile{memFile: newMemFile(4000), open: make(chan struct{}), entered: make(chan struct{})}
+			if err := p.Expect(1, dst, 0, 4000); err != nil {
+				t.Fatal(err)
+			}
+			writeBlock(t, peers[0], 1, 0, data[:1000])
+			<-dst.entered // the first block's write is held
+			writeBlock(t, last, 1, 1000, data[1000:2000])
+			writeBlock(t, last, 1, 2000, data[2000:3000])
+			waitFor(t, func() bool { return p.Stats().BlocksReceived == 3 })
+			last.Close() // cut: no end record
+			if _, err := p.Wait(testContext(t), 1); err == nil {
+				t.Fatal("Wait succeeded on a failed path with the file incomplete")
+			}
+			close(dst.open)
+			if n := p.Abandon(1); n != 3000 {
+				t.Fatalf("prefix %d after the path failed, want 3000 (three blocks verified)", n)
+			}
+			if !bytes.Equal(dst.bytes()[:3000], data[:3000]) {
+				t.Fatal("the kept prefix differs from what was sent")
+			}
+		})
 	}
 }

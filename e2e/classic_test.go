@@ -103,6 +103,20 @@ if fail exit 5 "finish failed"`, host, port, ckermitLogin())
 	}
 }
 
+// runCKermitClient runs C-Kermit in dir as a client of srv (raw TCP,
+// logged in) through the script body, then FINISH, and fails the test
+// unless it exits 0 (the body says "exit N" for what went wrong).
+func runCKermitClient(t *testing.T, srv *server, dir, body string) *ckermit {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(srv.addr)
+	script := fmt.Sprintf("set host %s %s /raw-socket\nif fail exit 1 \"connect failed\"\n%s%s\nfinish", host, port, ckermitLogin(), body)
+	k := startCKermit(t, dir, script)
+	if code := k.wait(t); code != 0 {
+		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
+	}
+	return k
+}
+
 // C-Kermit's REMOTE PRINT and SEND /MAIL ask for a file to be printed
 // or mailed (the A packet's disposition): kerf, which only stores files,
 // refuses them, and C-Kermit says they failed; the user's file of that
@@ -116,21 +130,13 @@ func TestCKermitPrintAndMailRefused(t *testing.T) {
 		writeFile(t, filepath.Join(local, n), []byte("sent "+n+"\n"))
 	}
 	writeFile(t, filepath.Join(local, "plain.txt"), []byte("plain\n"))
-	host, port, _ := net.SplitHostPort(srv.addr)
-	script := fmt.Sprintf(`set host %s %s /raw-socket
-if fail exit 1 "connect failed"
-%sset transfer display brief
+	runCKermitClient(t, srv, local, `set transfer display brief
 remote print p.txt
 if success exit 2 "remote print succeeded"
 send /mail:someone@example.com m.txt
 if success exit 3 "send /mail succeeded"
 send plain.txt
-if fail exit 4 "send failed"
-finish`, host, port, ckermitLogin())
-	k := startCKermit(t, local, script)
-	if code := k.wait(t); code != 0 {
-		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
-	}
+if fail exit 4 "send failed"`)
 	for _, n := range []string{"p.txt", "m.txt"} {
 		if b, _ := os.ReadFile(filepath.Join(root, n)); string(b) != "the user's own "+n+"\n" {
 			t.Errorf("%s at the server now holds %q", n, b)
@@ -147,18 +153,10 @@ func TestCKermitSeesPlainErrorText(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{classic: true})
 	plog := filepath.Join(t.TempDir(), "packets.log")
-	host, port, _ := net.SplitHostPort(srv.addr)
-	script := fmt.Sprintf(`set host %s %s /raw-socket
-if fail exit 1 "connect failed"
-%slog packets %s
+	runCKermitClient(t, srv, local, fmt.Sprintf(`log packets %s
 remote delete a#b~c&d.txt
 remote cd zzzz00000
-close packets
-finish`, host, port, ckermitLogin(), plog)
-	k := startCKermit(t, local, script)
-	if code := k.wait(t); code != 0 {
-		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
-	}
+close packets`, plog))
 	b, err := os.ReadFile(plog)
 	if err != nil {
 		t.Fatal(err)
@@ -179,19 +177,11 @@ func TestCKermitPsendKeepsNoPartial(t *testing.T) {
 	srv := startServer(t, root, serverOpts{classic: true})
 	data := randomBytes(300_000, 61)
 	writeFile(t, filepath.Join(local, "big.bin"), data)
-	host, port, _ := net.SplitHostPort(srv.addr)
-	script := fmt.Sprintf(`set host %s %s /raw-socket
-if fail exit 1 "connect failed"
-%sset file type binary
+	runCKermitClient(t, srv, local, `set file type binary
 psend big.bin 1000
 if success exit 2 "psend stored"
 resend big.bin
-if fail exit 3 "resend failed"
-finish`, host, port, ckermitLogin())
-	k := startCKermit(t, local, script)
-	if code := k.wait(t); code != 0 {
-		t.Fatalf("C-Kermit exit %d:\n%s", code, k.out.String())
-	}
+if fail exit 3 "resend failed"`)
 	sameContent(t, filepath.Join(root, "big.bin"), data)
 	noFile(t, filepath.Join(root, ".big.bin.kerf-part"))
 }

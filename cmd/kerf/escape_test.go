@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // A remote path element that is one whole Go-quoted string, as ls
 // shows a name that needs quoting, stands for that name, its escapable
@@ -51,4 +55,21 @@ func TestClassicDirPattern(t *testing.T) {
 			t.Errorf("classicDirPattern(%q) = %v, want refused %v", c.rp, err, c.refused)
 		}
 	}
+}
+
+// A remote path as a user may type it: quotedElements never fails, and
+// a name quoted as ls quotes it always comes back as that name.
+func FuzzQuotedElements(f *testing.F) {
+	for _, s := range []string{`in/"tab\tx"`, `"d/trail "/`, `d/"\"q"`, `"a"b/c`, `"\xff"`, `""/""`, `d\[1\]/*`} {
+		f.Add(s, "name")
+	}
+	f.Fuzz(func(t *testing.T, rp, name string) {
+		_ = unescapeName(quotedElements(rp))
+		if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+			return
+		}
+		if got := unescapeName(quotedElements("dir/" + strconv.Quote(name))); got != "dir/"+name {
+			t.Errorf("%q quoted came back as %q", name, got)
+		}
+	})
 }

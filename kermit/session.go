@@ -133,6 +133,10 @@ type Session struct {
 	command string
 	// peerWasKerf: the last exchange of parameters was with a kerf peer.
 	peerWasKerf bool
+	// peerClassic: an exchange of parameters has shown the peer is a
+	// classic Kermit, which is sent its E messages plain (none yet, or
+	// a kerf: encoded, as every packet).
+	peerClassic bool
 	// holdDirs, if set, takes the directory attributes finishDirs would
 	// give: a GetParallel gives them once all its sessions are done.
 	holdDirs *heldDirs
@@ -473,6 +477,7 @@ func (s *Session) apply(n negotiated, typ byte) {
 	}
 	s.neg = n
 	s.peerWasKerf = n.peerKerf
+	s.peerClassic = !n.peerKerf
 	if !s.c.force3.Load() {
 		s.c.probe3.Store(false)
 	}
@@ -519,15 +524,17 @@ func (s *Session) errorPacket(msg string) {
 // errorPacketAt is errorPacket numbered seq.
 func (s *Session) errorPacketAt(seq int, msg string) {
 	var data []byte
-	if s.neg.peerKerf {
-		var enc framing.Quoting = s.neg.out
-		data = fitMessage(&enc, msg, s.neg.maxData)
-	} else {
+	if s.peerClassic {
 		// C-Kermit shows an E's data as it comes, undecoded: a repeat
 		// prefix or a doubled # reached its user as "~$z" for "zzzz"
 		// and "a##b" for "a#b" (QA s). Plain text, then: nothing that
-		// needs a prefix.
+		// needs a prefix. Only to a peer known classic: a kerf decodes
+		// (the review: a kerf client's command sent without an I, its
+		// answer plain, read "no#Such" as "no^Suchdir").
 		data = fitMessage(plainText{sevenBit: s.neg.out.QBIN != 0}, msg, s.neg.maxData)
+	} else {
+		var enc framing.Quoting = s.neg.out
+		data = fitMessage(&enc, msg, s.neg.maxData)
 	}
 	_ = s.c.send(seq, 'E', data)
 	_ = s.c.flush()

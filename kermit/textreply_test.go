@@ -196,3 +196,16 @@ func TestShortWithoutI(t *testing.T) {
 		t.Errorf("REMOTE SET sent %q, want a G first", got)
 	}
 }
+
+// A kerf server's E to a command sent without an I reaches the kerf
+// client exact: an E goes plain only to a peer known classic (the
+// review: "no#Such#dir" came back as "no^Suchdir").
+func TestErrorTextExactWithoutI(t *testing.T) {
+	ccfg := kermit.DefaultConfig()
+	ccfg.ShortWithoutI = true
+	cli, _, ctx := tappedClient(t, t.TempDir(), ccfg)
+	_, err := cli.Generic(ctx, 'C', "no#Such#dir~~~~")
+	if err == nil || !strings.Contains(err.Error(), "no#Such#dir~~~~") {
+		t.Errorf("REMOTE CD of a missing directory: %v; want its name exact", err)
+	}
+}

@@ -795,11 +795,24 @@ func TestKerfGetFromBracketDirAtCKermitServer(t *testing.T) {
 	if ents, _ := os.ReadDir(local); len(ents) != 0 {
 		t.Errorf("stored %v", ents)
 	}
-	// Over a serial link too (the peer is not known before the GET).
-	r = run(t, nil, local, nil, "serial", "get", "--command", "true", "--dir", local, `d\[1\]/*`)
-	if r.code != 2 || !strings.Contains(r.stderr, "as a pattern") {
-		t.Errorf("serial get d\\[1\\]/*: %s; want a usage error", r)
+	// Over a serial link too, once the peer is known to be classic (a
+	// kerf serial server takes the escapes: the review).
+	ckServer := "cd " + shellQuote(ckdir) + " && script -qec " + shellQuote(shellQuote(peertest.RequirePeer(t, "kermit"))+" -q -x") + " /dev/null"
+	r = run(t, nil, local, nil, "serial", "get", "--command", ckServer, "--dir", local, `d\[1\]/*`)
+	if r.code == 0 || !strings.Contains(r.stderr, "as a pattern") {
+		t.Errorf("serial get d\\[1\\]/* from C-Kermit: %s; want it refused", r)
 	}
+	if ents, _ := os.ReadDir(local); len(ents) != 0 {
+		t.Errorf("stored %v", ents)
+	}
+	kerfServer := shellQuote(kerfBin) + " serial server --stdio --dir " + shellQuote(ckdir)
+	if r := run(t, nil, local, nil, "serial", "get", "--command", kerfServer, "--dir", local, `d\[1\]/*`); r.code != 0 {
+		t.Errorf("serial get d\\[1\\]/* from a kerf serial server: %s", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(local, "x")); err != nil || string(b) != "in d[1]\n" {
+		t.Errorf("from a kerf serial server: x holds %q, %v; want d[1]'s", b, err)
+	}
+	os.Remove(filepath.Join(local, "x"))
 	// An escaped space is a name's own: asked for as it is (review).
 	writeFile(t, filepath.Join(ckdir, "my dir/f.txt"), []byte("spaced\n"))
 	_, addr := ckermitServer(t, ckdir)

@@ -272,6 +272,16 @@ func (s *Session) initServer(ctx context.Context) error {
 	return nil
 }
 
+// Hello exchanges parameters with a server (an I packet), so that
+// PeerIsKerf says what it is before a command depends on it. A server
+// that refuses I is taken as a classic Kermit's defaults.
+func (s *Session) Hello(ctx context.Context) error {
+	if err := s.initServer(ctx); err != nil {
+		return s.abort(err)
+	}
+	return nil
+}
+
 // request sends R or G and waits for its answer: an ACK, or an S that
 // opens the transaction carrying the reply.
 func (s *Session) request(ctx context.Context, typ byte, arg []byte) (*slot, error) {

@@ -240,13 +240,6 @@ func serialCommand() *cli.Command {
 					if c.NArg() < 1 {
 						return usageErr("usage: kerf serial get --line DEV REMOTE...")
 					}
-					for _, spec := range c.Args().Slice() {
-						// The peer is most likely a classic Kermit, and
-						// is not known before the first GET.
-						if err := classicDirPattern(spec, spec); err != nil {
-							return err
-						}
-					}
 					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
 						// As a network get.
 						rep.expectNames(c.Args().Slice())
@@ -259,6 +252,22 @@ func serialCommand() *cli.Command {
 						// classic's, which takes a name as asked too.
 						store.Expect = expectNames(c.Args().Slice(), opts.Recursive || opts.Resume, true)
 						specs := c.Args().Slice()
+						if slices.ContainsFunc(specs, func(spec string) bool { return classicDirPattern(spec, spec) != nil }) {
+							// Asked only of a classic Kermit, which would
+							// take the directory's escaped brackets as a
+							// pattern: the peer is found out first (the
+							// review: a kerf serial server was refused).
+							if err := s.Hello(c.Context); err != nil {
+								return err
+							}
+							if !s.PeerIsKerf() {
+								for _, spec := range specs {
+									if err := classicDirPattern(spec, spec); err != nil {
+										return err
+									}
+								}
+							}
+						}
 						get := func(spec string) error { return s.GetWith(c.Context, spec, opts, store) }
 						err := getEach(specGroups(specs, true), func(spec string) error {
 							return classicTreeAgain(c.Context, s, s, opts.Recursive, specs, spec, get(spec), get)

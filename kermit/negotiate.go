@@ -99,6 +99,16 @@ const capas4Inodes = 2
 // sides agree.
 const capas4KeepRepeat = 4
 
+// capas4SecondPass is a kerf bit in the fourth CAPAS byte: "as a
+// receiver, after a group that failed while its files were saved under
+// their names (an E at the B), I take the sender's second pass, which
+// confirms them, resuming" (protocol.md §5.4). A server always has; a
+// serial receiver of one group waits for it only since this bit, so a
+// sender on a line (Config.Reliable off) sends it only to one that sets
+// it: another would have ended, and the sender would retry its S to the
+// retry limit (the review).
+const capas4SecondPass = 8
+
 // negotiated is what both sides agreed in the Send-Init exchange.
 type negotiated struct {
 	check     framing.CheckType
@@ -120,6 +130,7 @@ type negotiated struct {
 	notStored   bool            // a file the receiver could not store is an N in the Z's ACK (capas2NotStored)
 	fileCRC     bool            // a Z in packets carries the whole file's CRC-32C (capas3FileCRC)
 	inodes      bool            // already-there answers and listings carry inode numbers (capas4Inodes)
+	secondPass  bool            // the peer takes a second pass after a group failed saving (capas4SecondPass)
 	out         framing.Quoting // how we encode what we send
 	in          framing.Quoting // how we decode what we receive
 	timeout     time.Duration   // how long the peer wants us to wait for it
@@ -168,6 +179,7 @@ func myParams(cfg *Config, server bool) framing.Params {
 	if !cfg.Reliable {
 		p.Capas4 |= capas4KeepRepeat
 	}
+	p.Capas4 |= capas4SecondPass
 	if cfg.noPassedOver {
 		p.Capas3 &^= capas3PassedOver
 	}
@@ -238,6 +250,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.notStored = peer.Capas2&capas2NotStored != 0 && mine.Capas2&capas2NotStored != 0
 	n.fileCRC = n.notStored && peer.Capas3&capas3FileCRC != 0 && mine.Capas3&capas3FileCRC != 0
 	n.inodes = peer.Capas4&capas4Inodes != 0 && mine.Capas4&capas4Inodes != 0
+	n.secondPass = peer.Capas4&capas4SecondPass != 0
 
 	// Longest packet we may send: the peer's receive limit, less the
 	// header, the check and a safety margin (C-Kermit 10 itself keeps 2).

@@ -408,7 +408,8 @@ func sendConfirming(ctx context.Context, s *Session, list FileList, rc *Reconnec
 	// (the E came at the group's end, not while data moved: a server
 	// shutting down, a disk full, which a second try would only meet
 	// again).
-	if err != nil && errors.As(err, &pe) && s.neg.peerKerf && ctx.Err() == nil && tr.allNotSaved(0) {
+	// (On a line, only to a receiver that says it stays for it.)
+	if err != nil && errors.As(err, &pe) && s.neg.peerKerf && (s.cfg.Reliable || s.neg.secondPass) && ctx.Err() == nil && tr.allNotSaved(0) {
 		// The directories first, since the receiver that failed the
 		// group gave none its mode and time (it does at a group's good
 		// end), then the files cut off; of a name, only its first file

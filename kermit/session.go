@@ -437,8 +437,9 @@ func (s *Session) PeerIsKerf() bool { return s.peerWasKerf }
 // SetEvents sets the progress callback.
 func (s *Session) SetEvents(f func(Event)) { s.cfg.Events = f }
 
-// Events is the progress callback SetEvents set.
-func (s *Session) Events() func(Event) { return s.cfg.Events }
+// BytesHeard counts the bytes read from the link so far; safe to call
+// while the session runs (a watchdog's sign that the peer speaks).
+func (s *Session) BytesHeard() int64 { return s.c.rawIn.Load() }
 
 // SetKeepServing sets Config.KeepServing.
 func (s *Session) SetKeepServing(on bool) { s.cfg.KeepServing = on }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -353,28 +352,31 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 
 // secondPass receives the group a kerf sender sends after one whose
 // files could not all be saved (kermit.ErrGroupSaveFailed), giving up
-// if nothing of it has come within secondPassWait (a sender from before
-// it sends none). Its outcome is the first group's, already reported:
-// the files it confirms are told skipped, those that fail again failed.
+// if nothing at all has come from it within secondPassWait (a sender
+// from before it sends none). Its outcome is the first group's,
+// already reported: the files it confirms are told skipped, those that
+// fail again failed. (Watched by the bytes heard, not by events: its
+// directories, which come first, make none; the review.)
 func secondPass(ctx context.Context, s *kermit.Session, store kermit.Store) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	began := make(chan struct{})
-	var once sync.Once
-	tell := s.Events()
-	s.SetEvents(func(e kermit.Event) {
-		once.Do(func() { close(began) })
-		if tell != nil {
-			tell(e)
-		}
-	})
-	defer s.SetEvents(tell)
+	before := s.BytesHeard()
 	go func() {
-		select {
-		case <-began:
-		case <-time.After(secondPassWait):
-			cancel()
-		case <-ctx.Done():
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		give := time.After(secondPassWait)
+		for {
+			select {
+			case <-tick.C:
+				if s.BytesHeard() > before {
+					return
+				}
+			case <-give:
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	s.Receive(ctx, store)

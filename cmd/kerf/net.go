@@ -1398,9 +1398,13 @@ type remoteCommander interface {
 func classicTreeAgain(ctx context.Context, g remoteCommander, sess *kermit.Session, recursive bool, specs []string, spec string, err error, get func(string) error) error {
 	var pe *kermit.PeerError
 	if errors.As(err, &pe) && recursive && !sess.PeerIsKerf() && len(specs) == 1 && isPlainName(spec) {
-		if again := classicTree(ctx, g, spec, get); !errors.As(again, &pe) {
+		again := classicTree(ctx, g, spec, get)
+		if !errors.As(again, &pe) {
 			return again
 		}
+		// Both refused: said, the second too (the review: only "File
+		// is not readable" was left).
+		return fmt.Errorf("%w (asked again for %s/*, as a classic Kermit server sends a directory's tree: %v)", err, strings.TrimSuffix(spec, "/"), pe.Msg)
 	}
 	return err
 }

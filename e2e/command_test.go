@@ -286,3 +286,35 @@ func TestSerialGroupFailureConfirmsTheRest(t *testing.T) {
 		t.Errorf("f, not saved, was removed here (%v)", err)
 	}
 }
+
+// From a classic Kermit each file is saved under its name before its Z
+// is answered: such a sender takes that ACK for the file stored, and
+// C-Kermit's SEND /DELETE removes its source then (QA s: a server
+// killed a moment after a move had lost every file, held for the
+// group's end). Seen in the order of the receiver's events: each
+// file_saved right after its file_done, not all at the end.
+func TestClassicSenderFilesSavedAtTheirZ(t *testing.T) {
+	gk := peertest.RequirePeer(t, "gkermit")
+	local, in := t.TempDir(), t.TempDir()
+	names := []string{"a", "b", "c"}
+	for i, n := range names {
+		writeFile(t, filepath.Join(local, n), randomBytes(3000+i, uint64(70+i)))
+	}
+	r := run(t, nil, local, []string{"--json"}, "serial", "receive", "--dir", in, "--command", shellQuote(gk)+" -s a b c 2>/dev/null")
+	if r.code != 0 {
+		t.Fatalf("receive from gkermit -s: %s", r)
+	}
+	var order []string
+	for _, e := range parseEvents(t, r.stdout) {
+		if e.Event == "file_done" || e.Event == "file_saved" {
+			order = append(order, e.Event+" "+e.Name)
+		}
+	}
+	want := []string{"file_done a", "file_saved a", "file_done b", "file_saved b", "file_done c", "file_saved c"}
+	if !slices.Equal(order, want) {
+		t.Errorf("events %q, want each file saved before the next", order)
+	}
+	for _, n := range names {
+		sameFile(t, filepath.Join(local, n), filepath.Join(in, n))
+	}
+}

@@ -282,6 +282,21 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return err
 			}
 			gotS, s.awaitingS = true, false
+			if batch != nil && !s.neg.peerKerf {
+				// A classic Kermit takes the ACK of a file's Z for the
+				// file stored, and C-Kermit's SEND /DELETE removes its
+				// source then: each file is saved under its name,
+				// durably, before its Z is answered, not at the group's
+				// end (QA s: a server killed a moment after lost every
+				// file of a move).
+				var err error
+				s.working(func() { err = batch.EndBatch() })
+				s.saved(batch, err)
+				batch, s.batching = nil, false
+				if err != nil {
+					return fmt.Errorf("kermit: %w", err)
+				}
+			}
 		case 'F', 'X':
 			if !gotS {
 				return fmt.Errorf("%w: %c packet before S", ErrProtocol, p.Type)

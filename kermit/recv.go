@@ -234,9 +234,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		batch.BeginBatch()
 		defer func() {
 			if batch != nil {
-				var err error
-				s.working(func() { err = batch.EndBatch() })
-				s.saved(batch, err)
+				s.saveBatch(batch)
 			}
 		}()
 	}
@@ -289,9 +287,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// durably, before its Z is answered, not at the group's
 				// end (QA s: a server killed a moment after lost every
 				// file of a move).
-				var err error
-				s.working(func() { err = batch.EndBatch() })
-				s.saved(batch, err)
+				err := s.saveBatch(batch)
 				batch, s.batching = nil, false
 				if err != nil {
 					return fmt.Errorf("kermit: %w", err)
@@ -482,9 +478,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				// side keeps of it does not grow with its files, and
 				// its sender hears of them (savedAck) and keeps nothing
 				// either.
-				var err error
-				s.working(func() { err = batch.EndBatch() })
-				s.saved(batch, err)
+				err := s.saveBatch(batch)
 				if err != nil && partErr == nil {
 					partErr = err
 				}
@@ -500,9 +494,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			}
 		case 'B':
 			if batch != nil {
-				var err error
-				s.working(func() { err = batch.EndBatch() })
-				s.saved(batch, err)
+				err := s.saveBatch(batch)
 				batch = nil
 				if err == nil {
 					err = partErr
@@ -1373,6 +1365,15 @@ var savedAck = []byte("S")
 // whose flush failed (for some file, not necessarily this one).
 type savedChecker interface {
 	Saved(name string) bool
+}
+
+// saveBatch ends batch, saving its files under their names, and
+// reports them (saved); its error is the save's.
+func (s *Session) saveBatch(batch groupBatcher) error {
+	var err error
+	s.working(func() { err = batch.EndBatch() })
+	s.saved(batch, err)
+	return err
 }
 
 // saved reports the files of a batch as durable (FileSaved), or, when

@@ -495,8 +495,7 @@ func (s *stream) queueDisk(f *frame) {
 	s.diskMu.Lock()
 	defer s.diskMu.Unlock()
 	if s.diskClosed {
-		p.mu.Lock()
-		p.storeCountedLocked(f)
+		p.storeCounted(f)
 		return
 	}
 	s.diskq <- f // diskLoop takes every block until diskq is closed
@@ -509,8 +508,7 @@ func (s *stream) queueDisk(f *frame) {
 func (s *stream) diskLoop() {
 	p := s.p
 	for f := range s.diskq {
-		p.mu.Lock()
-		p.storeCountedLocked(f)
+		p.storeCounted(f)
 	}
 }
 
@@ -576,6 +574,12 @@ func (p *Path) countLocked(b *frame) bool {
 	}
 	f.writing++
 	return true
+}
+
+// storeCounted is store of a block countLocked counted.
+func (p *Path) storeCounted(b *frame) {
+	p.mu.Lock()
+	p.storeCountedLocked(b)
 }
 
 // storeCountedLocked is store of a block countLocked counted, with p.mu

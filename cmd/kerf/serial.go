@@ -251,20 +251,19 @@ func serialCommand() *cli.Command {
 						// classic's, which takes a name as asked too.
 						store.Expect = expectNames(c.Args().Slice(), opts.Recursive || opts.Resume, true)
 						specs := c.Args().Slice()
-						if slices.ContainsFunc(specs, func(spec string) bool { return classicDirPattern(spec, spec) != nil }) {
-							// Asked only of a classic Kermit, which would
+						for _, spec := range specs {
+							// Refused only by a classic Kermit, which would
 							// take the directory's escaped brackets as a
 							// pattern: the peer is found out first (the
 							// review: a kerf serial server was refused).
-							if err := s.Hello(c.Context); err != nil {
-								return err
-							}
-							if !s.PeerIsKerf() {
-								for _, spec := range specs {
-									if err := classicDirPattern(spec, spec); err != nil {
-										return err
-									}
+							if refused := classicDirPattern(spec, spec); refused != nil {
+								if err := s.Hello(c.Context); err != nil {
+									return err
 								}
+								if !s.PeerIsKerf() {
+									return refused
+								}
+								break
 							}
 						}
 						get := func(spec string) error { return s.GetWith(c.Context, spec, opts, store) }

@@ -976,3 +976,52 @@ func TestPathFailureKeepsVerifiedBlocks(t *testing.T) {
 		})
 	}
 }
+
+// Blocks parked for a file not expected yet are still written when the
+// path fails before its Expect: Expect takes the file, writes them and
+// returns the failure, and Abandon counts them (CI: a get cut 3 MiB in,
+// its first blocks ahead of the file's A, kept nothing for --resume).
+func TestParkedBlocksKeptWhenPathFailsFirst(t *testing.T) {
+	for _, compressed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compressed=%v", compressed), func(t *testing.T) {
+			a, b := net.Pipe()
+			p := NewPath([]net.Conn{a}, WithCompression(true))
+			t.Cleanup(func() { p.Close(); b.Close() })
+			data := randomData(22, 3000)
+			for off := 0; off < 2000; off += 1000 {
+				block := data[off : off+1000]
+				if !compressed {
+					writeBlock(t, b, 1, uint64(off), block)
+					continue
+				}
+				payload := compressedPayload(uint32(len(block)), framing.CRC32C(block), block)
+				frame := make([]byte, framing.BlockHeaderLen+len(payload))
+				copy(frame[framing.BlockHeaderLen:], payload)
+				framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Offset: uint64(off), Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(frame)
+				if _, err := b.Write(frame); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(t, func() bool { return p.Stats().Parked == 2 })
+			b.Close() // cut: no end record
+			waitFor(t, func() bool {
+				select {
+				case <-p.Failed():
+					return true
+				default:
+					return false
+				}
+			})
+			dst := newMemFile(3000)
+			if err := p.Expect(1, dst, 0, 3000); err == nil {
+				t.Fatal("Expect on a failed path returned no error")
+			}
+			if n := p.Abandon(1); n != 2000 {
+				t.Fatalf("prefix %d after the path failed, want 2000 (two blocks parked)", n)
+			}
+			if !bytes.Equal(dst.bytes()[:2000], data[:2000]) {
+				t.Fatal("the kept prefix differs from what was sent")
+			}
+		})
+	}
+}

@@ -48,15 +48,18 @@ func (f *recvFile) complete() bool {
 // Expect announces that bytes [off, off+n) of file id will arrive and are
 // to be written to dst. Blocks of id that arrived before are taken from
 // the park, or asked for again if the park was full.
+//
+// On a failed Path it still takes the file and writes the blocks parked
+// for it, then returns the Path's error: a file cut off
+// before its receiver took it keeps them, Abandon counting them, as it
+// would had they come a moment later (a get cut 3 MiB in kept nothing
+// when its first blocks beat the file's A).
 func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	if off < 0 || n < 0 || off+n < off {
 		return fmt.Errorf("datachan: Expect of file %d: bad range %d+%d", id, off, n)
 	}
 	p.mu.Lock()
-	if p.err != nil {
-		p.mu.Unlock()
-		return p.err
-	}
+	failed := p.err
 	if p.files[id] != nil || p.finished.has(id) {
 		p.mu.Unlock()
 		return fmt.Errorf("datachan: file %d is already expected", id)
@@ -100,6 +103,9 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 		}
 		err = fmt.Errorf("%w: %w", ErrProtocol, err)
 		p.fail(err)
+		if failed != nil {
+			return failed
+		}
 		return err
 	}
 	// The file's first blocks are here already: write them now rather
@@ -107,6 +113,13 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	// this is the whole file, and Wait then returns at once).
 	for _, e := range admitted {
 		p.store(e.f)
+	}
+	if failed != nil {
+		// No stream delivers now: decoded here, and nothing asked for.
+		for _, e := range compressed {
+			p.storeParkedCompressed(f, e)
+		}
+		return failed
 	}
 	for i, e := range compressed {
 		if err := e.s.decodeAndDeliver(e.f); err != nil {
@@ -124,6 +137,25 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 		}
 	}
 	return nil
+}
+
+// storeParkedCompressed decodes a compressed block parked for f and
+// writes it, on a failed Path (Expect); one that does not decode, or
+// does not fit, is dropped: the prefix ends before it.
+func (p *Path) storeParkedCompressed(f *recvFile, e early) {
+	out, h, err := p.decompressBlock(e.f, e.h)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	ok, err := p.admitLocked(f, h)
+	p.mu.Unlock()
+	if !ok || err != nil {
+		p.putFrame(out)
+		return
+	}
+	out.h, out.file = h, f
+	p.store(out)
 }
 
 // Wait blocks until every byte of file id has been verified and written,

@@ -375,8 +375,16 @@ func TestXferLogPaths(t *testing.T) {
 // GET side: the data connection dies while the server sends; the client
 // keeps its partial file, `get --resume` (REGET) fetches only the rest.
 func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
+	t.Run("cut as blocks come", func(t *testing.T) { testGetResumeAfterDrop(t, 0) })
+	// The control connection slow: the file's blocks are cut off before
+	// its A reaches the client, all of them in the park.
+	t.Run("cut before the file is taken", func(t *testing.T) { testGetResumeAfterDrop(t, 300*time.Millisecond) })
+}
+
+func testGetResumeAfterDrop(t *testing.T, ctlDelay time.Duration) {
 	root, local := t.TempDir(), t.TempDir()
 	fs := startFaultServer(t, root, false)
+	fs.ctl.delayDown.Store(int64(ctlDelay))
 	const size = 12 << 20
 	src := filepath.Join(root, "g.bin")
 	writeFile(t, src, randomBytes(size, 13))
@@ -385,20 +393,15 @@ func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
 	// One data connection: blocks arrive in order, so the kept partial
 	// is everything that arrived (with several, see the next test).
 	// Blocks that come before the client has taken the file (its A's
-	// answer) wait in the data path's park, and a cut then keeps
-	// nothing (seen once in CI-like load): the case is tried again
-	// then, up to three times, for the one under test.
-	var r result
-	kept := int64(-1)
-	for attempt := 0; attempt < 3 && kept <= 0; attempt++ {
-		fs.data.cutDown.Store(3 << 20)
-		r = run(t, fs.server, local, []string{"--json"}, "get", "--reconnect", "0", "--streams", "1", target(fs.addr(), "g.bin"), ".")
-		if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
-			t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
-		}
-		noFile(t, dst)
-		kept = fileSize(partName(dst))
+	// answer) wait in the data path's park, and are kept too (CI: a cut
+	// then kept nothing).
+	fs.data.cutDown.Store(3 << 20)
+	r := run(t, fs.server, local, []string{"--json"}, "get", "--reconnect", "0", "--streams", "1", target(fs.addr(), "g.bin"), ".")
+	if r.code != 4 || !strings.Contains(r.stderr, "data connection") {
+		t.Fatalf("want exit 4 and an error about the data connection, got %s", r)
 	}
+	noFile(t, dst)
+	kept := fileSize(partName(dst))
 	if kept <= 0 || kept >= size {
 		t.Fatalf("client kept %d bytes of %d", kept, size)
 	}
@@ -409,6 +412,7 @@ func TestGetResumeAfterDataConnectionDropped(t *testing.T) {
 	}
 
 	fs.data.cutDown.Store(0)
+	fs.ctl.delayDown.Store(0)
 	down := fs.data.downBytes.Load()
 	r = mustRun(t, fs.server, local, []string{"--json"}, "get", "--streams", "1", "--resume", target(fs.addr(), "g.bin"), ".")
 	checkDoneEvent(t, r, "g.bin", size, kept)

@@ -31,6 +31,8 @@ type DataPath interface {
 	// Expect announces that bytes [off, off+n) of file id will arrive and
 	// must be written to dst. Blocks for id that arrive before Expect wait
 	// for it. A refused file is Expect-ed with a dst that discards.
+	// On a failed path Expect returns the failure, but still takes id
+	// and writes what came for it: Abandon counts that.
 	Expect(id uint32, dst io.WriterAt, off, n int64) error
 	// Wait blocks until every byte of file id has been verified and
 	// written to dst, and returns the CRC-32C of [off, off+n).

@@ -657,10 +657,14 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			report, flush := s.progress(cur.name, cur.attrs.Length, cur.start, false)
 			dst, cur.flushProgress = &progressWriterAt{w: cur.inc, report: report}, flush
 		}
-		if err := s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start); err != nil {
+		err := s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start)
+		// Expected even when it fails: a failed path still writes the
+		// blocks that came before this A, and the kept partial's
+		// Abandon counts them (it counts nothing for a file not taken).
+		cur.expected = true
+		if err != nil {
 			return nil, err
 		}
-		cur.expected = true
 	}
 	return append(reply.Marshal(), ext...), nil
 }

@@ -236,11 +236,20 @@ func TestSendReceiveSettings(t *testing.T) {
 				// A 7-bit line: the high bit of every byte is lost.
 				a, b = sevenBit{a}, sevenBit{b}
 			}
-			serr, rerr, _ := transfer(t, a, b, cfg, cfg, out, dst)
+			serr, rerr, st := transfer(t, a, b, cfg, cfg, out, dst)
 			if serr != nil || rerr != nil {
 				t.Fatalf("send: %v, receive: %v", serr, rerr)
 			}
 			checkFiles(t, dst, files)
+			// The files' bytes, in text mode too (not the CRs added on
+			// the wire: QA s saw 26 bytes reported for a 23-byte file).
+			var size int64
+			for _, f := range files {
+				size += int64(len(f.data))
+			}
+			if st.FileBytes != size {
+				t.Errorf("sender counted %d file bytes, want %d", st.FileBytes, size)
+			}
 			fi, err := os.Stat(filepath.Join(dst, "all256.bin"))
 			if err != nil || fi.Mode().Perm() != 0o640 {
 				t.Errorf("permissions not kept: %v %v", fi.Mode(), err)

@@ -1227,8 +1227,7 @@ func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (mo
 		if s.neg.fileCRC {
 			crc = framing.UpdateCRC32C(crc, src.pending()[:n])
 		}
-		src.consume(n)
-		moved += int64(n)
+		moved += int64(src.consume(n))
 		if s.neg.streaming {
 			err = s.stream(ctx, data, n)
 		} else {
@@ -1263,8 +1262,27 @@ func newDataSource(r io.Reader, text bool) *dataSource {
 }
 
 func (d *dataSource) pending() []byte { return d.buf[d.start:] }
-func (d *dataSource) consume(n int)   { d.start += n }
 func (d *dataSource) empty() bool     { return d.eof && d.start >= len(d.buf) }
+
+// consume takes n pending bytes as sent and returns how many of the
+// file's bytes they hold: in text mode, less the CRs fill put before
+// each LF (a 23-byte file was reported as 26 bytes moved, more than its
+// size; QA s). Every LF has one, so a CR of the file's own before an LF
+// is followed by that CR, and only the added ones by the LF.
+func (d *dataSource) consume(n int) int {
+	sent := d.buf[d.start : d.start+n]
+	d.start += n
+	if !d.text {
+		return n
+	}
+	file := n
+	for i, c := range sent {
+		if c == '\r' && d.start-n+i+1 < len(d.buf) && d.buf[d.start-n+i+1] == '\n' {
+			file--
+		}
+	}
+	return file
+}
 
 func (d *dataSource) fill() error {
 	if d.eof || len(d.buf)-d.start >= 32*1024 {

@@ -154,6 +154,9 @@ type Config struct {
 	// noPassedOver leaves capas3PassedOver out (tests: a kerf from
 	// before it).
 	noPassedOver bool
+	// noSecondPass leaves capas4SecondPass out (tests: a kerf from
+	// before it).
+	noSecondPass bool
 	// noLengthCheck: a sender that does not compare what it read of a
 	// file in packets with the size it announced (tests: a kerf from
 	// before that check).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -192,4 +193,62 @@ func sendOneSessionOn(t *testing.T, reliable bool, out []kermit.OutgoingFile, ds
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// A sender on a line (not Reliable) sends no second pass to a receiver
+// that did not say it takes one (capas4SecondPass): such a receiver of
+// one group has ended, and an S would go unanswered to the retry limit.
+// The receiver here ends after its group, the line staying open; the
+// sender must not write to it again, and reports the first pass's
+// failure. The same receiver saying it takes the pass gets one.
+func TestLineSenderWithholdsSecondPass(t *testing.T) {
+	for _, takes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("receiver takes it=%v", takes), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			src, dst := t.TempDir(), t.TempDir()
+			out := numberedFiles(src, "f%d", 5, 3000)
+			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+			if !takes {
+				rcfg = kermit.WithoutSecondPass(rcfg)
+			}
+			a, b := link(t, 0, 1)
+			send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+			t.Cleanup(func() { send.Close(); recv.Close() })
+			dir, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { dir.Close() })
+			store := renameFailStore{dir, dst, "f2"}
+			after := make(chan int, 1)
+			go func() {
+				recv.Receive(ctx, store) // the group fails at its end
+				if takes {
+					recv.Receive(ctx, dir) // the second pass, into a store that works
+				}
+				// Then whatever the sender writes, until it closes.
+				n, _ := io.Copy(io.Discard, b)
+				after <- int(n)
+			}()
+			err = kermit.SendParallel(ctx, []*kermit.Session{send}, out)
+			send.Close()
+			a.Close() // the session leaves its link open
+			heard := <-after
+			if !takes && heard > 0 {
+				t.Errorf("the sender wrote %d bytes after the group to a receiver that takes no second pass", heard)
+			}
+			var pe *kermit.PeerError
+			switch {
+			case !takes && !errors.As(err, &pe):
+				t.Errorf("error %v; want the receiver's E of the first pass", err)
+			case takes && err != nil:
+				// The second pass stored f2 too (the store fails once).
+				t.Errorf("error %v after the second pass", err)
+			}
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("the sender ran into the test's deadline: %v", err)
+			}
+		})
+	}
 }

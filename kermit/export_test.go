@@ -34,6 +34,10 @@ func SendInitWire(cfg Config) []byte {
 // were announced (capas3PassedOver).
 func WithoutPassedOver(cfg Config) Config { cfg.noPassedOver = true; return cfg }
 
+// WithoutSecondPass makes cfg a kerf from before a receiver said it
+// takes a second pass (capas4SecondPass).
+func WithoutSecondPass(cfg Config) Config { cfg.noSecondPass = true; return cfg }
+
 // SetMaxTextReply sets maxTextReply to n and returns what puts it back.
 func SetMaxTextReply(n int) func() {
 	old := maxTextReply

@@ -179,7 +179,9 @@ func myParams(cfg *Config, server bool) framing.Params {
 	if !cfg.Reliable {
 		p.Capas4 |= capas4KeepRepeat
 	}
-	p.Capas4 |= capas4SecondPass
+	if !cfg.noSecondPass {
+		p.Capas4 |= capas4SecondPass
+	}
 	if cfg.noPassedOver {
 		p.Capas3 &^= capas3PassedOver
 	}

@@ -108,6 +108,20 @@ func TestGetToDevNull(t *testing.T) {
 	if r := run(t, srv, local, nil, "get", "-r", target(srv.addr, "/"), os.DevNull); r.code != 2 {
 		t.Errorf("get -r to /dev/null: %s; want exit 2", r)
 	}
+	// A move to it, or to a link to it, would leave the file nowhere:
+	// refused, and the server's copy stays (QA u: removed, exit 0).
+	link := filepath.Join(local, "null")
+	if err := os.Symlink(os.DevNull, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dst := range []string{os.DevNull, link} {
+		if r := run(t, srv, local, nil, "get", "--remove-source-files", target(srv.addr, "big.bin"), dst); r.code != 2 || !strings.Contains(r.stderr, "keeps nothing") {
+			t.Errorf("get --remove-source-files to %s: %s; want exit 2", dst, r)
+		}
+		if _, err := os.Stat(filepath.Join(root, "big.bin")); err != nil {
+			t.Fatalf("the server's big.bin after a move to %s: %v", dst, err)
+		}
+	}
 }
 
 // Several names in one get, one with braces inside it: each is fetched

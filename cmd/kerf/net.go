@@ -1231,6 +1231,10 @@ func getCommand() *cli.Command {
 					return usageErr("%s takes one file (fetched, checked and not stored); -r, several files or a wildcard need a directory", dest)
 				}
 				openDir = dest
+			} else if isNullDevice(dest) && c.Bool(removeSourceFlag.Name) {
+				// The server's only copy was removed for a file kept
+				// nowhere (QA u).
+				return usageErr("--remove-source-files: %s keeps nothing", dest)
 			}
 			made := missingDirs(openDir)
 			store, err := filestore.Open(openDir)

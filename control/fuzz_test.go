@@ -183,7 +183,7 @@ func FuzzServerSession(f *testing.F) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan struct{})
-		go func() { s.handle(ctx, newFuzzConn(data)); close(done) }()
+		go func() { s.handle(ctx, newFuzzConn(data), nil); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):

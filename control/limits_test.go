@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,16 +95,11 @@ func TestSessionLimits(t *testing.T) {
 				c.MaxSessions, c.MaxSessionsPerAddr = tc.total, tc.perAddr
 				c.HandshakeTimeout = time.Minute // only the limit can close the next one
 			})
+			// Sessions logged in hold their slots.
+			ctx := ctxT(t)
+			var held []*control.Client
 			for range 3 {
-				c, err := net.Dial("tcp", srv.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-			}
-			// Held connections are counted before the next is accepted.
-			for srv.Sessions() < 3 {
-				time.Sleep(time.Millisecond)
+				held = append(held, dialT(t, ctx, clientConfig(srv, nil)))
 			}
 			c, err := net.Dial("tcp", srv.Addr().String())
 			if err != nil {
@@ -115,8 +111,86 @@ func TestSessionLimits(t *testing.T) {
 			if got, err := io.ReadAll(c); string(got) != control.BusyNotice {
 				t.Errorf("a connection beyond the limit read %q (%v), want %q", got, err, control.BusyNotice)
 			}
-			if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
+			if _, err := control.Dial(ctx, clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
 				t.Errorf("a client beyond the limit: %v, want ErrServerBusy", err)
+			}
+			for i, cl := range held {
+				if _, err := cl.Generic(ctx, 'D', ""); err != nil {
+					t.Errorf("session %d, logged in, after the refusals: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// silentFrom opens a TCP connection to srv from the loopback address ip,
+// and leaves it silent.
+func silentFrom(t *testing.T, srv *control.Server, ip string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	c, err := d.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Connections that have not logged in give their slots up to new ones
+// at the limits: silent connections from other addresses filling every
+// slot, or the client's own address's, do not keep a user out (QA v: 16
+// addresses reconnecting every 10 s kept a default server full). The
+// one given up is from the address holding most; a session logged in
+// keeps its slot.
+func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
+	cases := []struct {
+		name    string
+		silent  []string // addresses of the silent connections, in order
+		dropped []int    // which of them the client's connection closes
+	}{
+		// Full overall: the address with most gives one, its oldest.
+		{"overall", []string{"127.0.0.2", "127.0.0.3", "127.0.0.3", "127.0.0.2", "127.0.0.3", "127.0.0.4"}, []int{1}},
+		// Full for the client's own address: one of its own goes.
+		{"per address", []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, []int{0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			srv := startServerWith(t, root, func(c *control.ServerConfig) {
+				c.MaxSessions, c.MaxSessionsPerAddr = 6, 3
+				c.HandshakeTimeout = time.Minute // only the limits can close them
+			})
+			var silent []net.Conn
+			for _, ip := range tc.silent {
+				silent = append(silent, silentFrom(t, srv, ip))
+				for srv.Sessions() < len(silent) {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(2 * time.Millisecond) // distinct ages
+			}
+			ctx := ctxT(t)
+			cl := dialT(t, ctx, clientConfig(srv, nil))
+			data := rnd(100<<10, 9)
+			if err := cl.Send(ctx, []kermit.OutgoingFile{memFile("in.bin", data)}); err != nil {
+				t.Fatalf("send beside the silent connections: %v", err)
+			}
+			checkStored(t, root, map[string][]byte{"in.bin": data})
+			for i, c := range silent {
+				c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				_, err := c.Read(make([]byte, 1))
+				var ne net.Error
+				open := errors.As(err, &ne) && ne.Timeout()
+				if want := !slices.Contains(tc.dropped, i); open != want {
+					t.Errorf("silent connection %d (%s): open %v, want %v", i, tc.silent[i], open, want)
+				}
+			}
+			// The logged-in session is not given up for a newcomer: the
+			// next connections take the silent ones' slots, then none.
+			for range len(tc.silent) - len(tc.dropped) {
+				silentFrom(t, srv, "127.0.0.9")
+			}
+			if _, err := cl.Generic(ctx, 'D', ""); err != nil {
+				t.Errorf("the logged-in session after newcomers took the silent ones' slots: %v", err)
 			}
 		})
 	}

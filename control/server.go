@@ -154,6 +154,9 @@ type Server struct {
 	mu      sync.Mutex
 	conns   int
 	perAddr map[string]int
+	// slots are the connections counted in conns: those not past their
+	// handshake (not logged in) may be evicted for a new one (admit).
+	slots map[*connSlot]struct{}
 	// refusing counts connections being told BusyNotice.
 	refusing atomic.Int32
 	// throttled: which throttled logins are logged at warn.
@@ -183,7 +186,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("control: the server needs a TLS identity (ServerConfig.Identity)")
 	}
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, tlsConf: controlTLS(cfg.Identity), perAddr: map[string]int{}, freeAfter: idleFreeAfter, freeMemory: freeOSMemory, draining: make(chan struct{})}
+	s := &Server{cfg: cfg, tlsConf: controlTLS(cfg.Identity), perAddr: map[string]int{}, slots: map[*connSlot]struct{}{}, freeAfter: idleFreeAfter, freeMemory: freeOSMemory, draining: make(chan struct{})}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
@@ -364,8 +367,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		// A command after an outage need not sit out the kernel's
 		// two-minute backoff (datachan.RTOMax), as the client's side.
 		datachan.CapRTO(c)
-		key := addrKey(c.RemoteAddr())
-		if !s.admit(key) {
+		slot := s.admit(c)
+		if slot == nil {
 			s.cfg.Log.Warn("connection refused: too many sessions", "peer", c.RemoteAddr().String())
 			s.refuseBusy(c)
 			continue
@@ -373,8 +376,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.release(key)
-			s.handle(ctx, c)
+			defer s.release(slot)
+			s.handle(ctx, c, slot)
 		}()
 	}
 }
@@ -424,25 +427,101 @@ func addrKey(a net.Addr) string {
 	return a.String()
 }
 
-// admit counts a new connection against the limits.
-func (s *Server) admit(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conns >= s.cfg.MaxSessions || s.perAddr[key] >= s.cfg.MaxSessionsPerAddr {
-		return false
-	}
-	s.conns++
-	s.perAddr[key]++
-	return true
+// connSlot is one connection counted against the session limits.
+type connSlot struct {
+	key     string // addrKey of its peer
+	conn    net.Conn
+	since   time.Time
+	settled bool // past its handshake (logged in): never evicted
+	evicted bool // its count was given to a newer connection
 }
 
-func (s *Server) release(key string) {
+// admit counts a new connection c against the limits, or returns nil.
+// At a limit, a connection that has not logged in gives its slot up:
+// from the new one's address if that is the limit reached, else from
+// the address holding most such connections, the oldest of them. A
+// connection that never logs in held its slot for the handshake's 10 s,
+// and 16 addresses reconnecting every 10 s kept every user of a default
+// server out without an account (QA v); now such connections must
+// outpace every login instead, and a client's lone connection is the
+// last taken.
+func (s *Server) admit(c net.Conn) *connSlot {
+	key := addrKey(c.RemoteAddr())
+	s.mu.Lock()
+	var victim *connSlot
+	switch {
+	case s.perAddr[key] >= s.cfg.MaxSessionsPerAddr:
+		victim = s.evictableLocked(key)
+	case s.conns >= s.cfg.MaxSessions:
+		victim = s.evictableLocked("")
+	}
+	if (s.conns >= s.cfg.MaxSessions || s.perAddr[key] >= s.cfg.MaxSessionsPerAddr) && victim == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	if victim != nil {
+		s.uncountLocked(victim)
+		victim.evicted = true
+	}
+	slot := &connSlot{key: key, conn: c, since: time.Now()}
+	s.slots[slot] = struct{}{}
+	s.conns++
+	s.perAddr[key]++
+	s.mu.Unlock()
+	if victim != nil {
+		s.cfg.Log.Info("connection dropped: not logged in, its slot taken by a new connection at the session limit", "peer", victim.conn.RemoteAddr().String(), "seconds", time.Since(victim.since).Seconds())
+		victim.conn.Close()
+	}
+	return slot
+}
+
+// evictableLocked picks the connection admit evicts: one not logged in,
+// of address key if given, else of the address with most of them; the
+// oldest. Nil if none.
+func (s *Server) evictableLocked(key string) *connSlot {
+	pending := map[string]int{}
+	for sl := range s.slots {
+		if !sl.settled && (key == "" || sl.key == key) {
+			pending[sl.key]++
+		}
+	}
+	var best *connSlot
+	for sl := range s.slots {
+		if sl.settled || key != "" && sl.key != key {
+			continue
+		}
+		if best == nil || pending[sl.key] > pending[best.key] || pending[sl.key] == pending[best.key] && sl.since.Before(best.since) {
+			best = sl
+		}
+	}
+	return best
+}
+
+func (s *Server) uncountLocked(slot *connSlot) {
+	delete(s.slots, slot)
+	s.conns--
+	if s.perAddr[slot.key]--; s.perAddr[slot.key] <= 0 {
+		delete(s.perAddr, slot.key)
+	}
+}
+
+func (s *Server) release(slot *connSlot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.conns--
-	if s.perAddr[key]--; s.perAddr[key] <= 0 {
-		delete(s.perAddr, key)
+	if !slot.evicted {
+		s.uncountLocked(slot)
 	}
+}
+
+// settle marks slot past its handshake (logged in), or back before it
+// (logged out): only an unsettled one may be evicted.
+func (s *Server) settle(slot *connSlot, settled bool) {
+	if slot == nil {
+		return
+	}
+	s.mu.Lock()
+	slot.settled = settled
+	s.mu.Unlock()
 }
 
 // sessionLoggedIn counts a session that logged in, until loginEnded.
@@ -518,7 +597,7 @@ func (s *Server) Close() error {
 const classicRefusal = "kerf: this server requires TLS (use kerf, or ask for --allow-classic)"
 
 // handle sniffs the first byte: TLS, or a classic Kermit peer.
-func (s *Server) handle(ctx context.Context, raw net.Conn) {
+func (s *Server) handle(ctx context.Context, raw net.Conn, slot *connSlot) {
 	defer raw.Close()
 	log := s.cfg.Log.With("peer", raw.RemoteAddr().String())
 	tuneControl(raw)
@@ -538,7 +617,7 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 			log.Info("TLS handshake failed", "err", err)
 			return
 		}
-		s.serveSession(ctx, tc, raw, true, auth.PeerFingerprint(tc.ConnectionState()), log)
+		s.serveSession(ctx, tc, raw, slot, true, auth.PeerFingerprint(tc.ConnectionState()), log)
 		return
 	}
 	if !s.cfg.AllowClassic {
@@ -555,7 +634,7 @@ func (s *Server) handle(ctx context.Context, raw net.Conn) {
 	if s.cfg.RateLimit != nil {
 		conn = datachan.LimitConn(pc, s.cfg.RateLimit)
 	}
-	s.serveSession(ctx, conn, raw, false, "", log)
+	s.serveSession(ctx, conn, raw, slot, false, "", log)
 }
 
 // refuseClassic answers a plain Kermit peer with an E packet and closes
@@ -597,12 +676,12 @@ func refuseClassic(raw net.Conn, first byte, wait time.Duration) {
 // connection). raw is the TCP connection underneath, whose deadline
 // bounds the handshake until the client has logged in. clientKey is the
 // fingerprint of the key the TLS client presented, if any.
-func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, secure bool, clientKey string, log *slog.Logger) {
+func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *connSlot, secure bool, clientKey string, log *slog.Logger) {
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }
 	defer cancel()
 	ip := raw.RemoteAddr().(*net.TCPAddr).IP
-	fsys := &sessionFS{srv: s, ip: ip, raw: raw, secure: secure, log: log, ctx: ctx, cancel: cancel, cancelCause: cancelCause}
+	fsys := &sessionFS{srv: s, slot: slot, ip: ip, raw: raw, secure: secure, log: log, ctx: ctx, cancel: cancel, cancelCause: cancelCause}
 	if secure {
 		fsys.clientKey = clientKey
 	}

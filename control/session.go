@@ -94,6 +94,7 @@ func checkLength(name string) error {
 // the kermit.Authorizer that gates every command.
 type sessionFS struct {
 	srv    *Server
+	slot   *connSlot // its count against the session limits
 	ip     net.IP
 	raw    net.Conn
 	secure bool
@@ -231,6 +232,7 @@ func (f *sessionFS) endHandshake() {
 	if !f.handshakeOver {
 		f.handshakeOver = true
 		f.raw.SetDeadline(time.Time{})
+		f.srv.settle(f.slot, true)
 	}
 }
 
@@ -428,6 +430,7 @@ func (f *sessionFS) Logout() {
 		// was held until the idle timeout).
 		f.handshakeOver = false
 		f.raw.SetDeadline(time.Now().Add(f.srv.cfg.HandshakeTimeout))
+		f.srv.settle(f.slot, false)
 	}
 }
 

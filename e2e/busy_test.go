@@ -2,10 +2,11 @@ package e2e
 
 import (
 	"context"
-	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,18 +20,14 @@ func TestServerAtItsSessionLimit(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{args: []string{"--max-sessions-per-addr", "1", "--handshake-timeout", "3s"}})
 	writeFile(t, filepath.Join(local, "a.txt"), []byte("hello"))
-	// A connection that never speaks holds the one session until the
-	// handshake timeout drops it (accepted before the next, which
-	// queues behind it).
-	held, err := net.Dial("tcp", srv.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
+	// A session logged in holds the one slot (a connection that has not
+	// logged in gives it up to the next).
+	release := holdSession(t, srv)
 	r := run(t, srv, local, nil, "ls", target(srv.addr, ""))
 	if r.code != 3 || !strings.Contains(r.stderr, "session limit") {
 		t.Fatalf("ls at the limit: %s; want exit 3 naming the session limit", r)
 	}
+	time.AfterFunc(2*time.Second, release)
 	r = run(t, srv, local, []string{"--json"}, "send", "--reconnect", "60s", "a.txt", target(srv.addr, "in/"))
 	if r.code != 0 || !strings.Contains(r.stderr, "trying again") {
 		t.Fatalf("send at the limit: %s; want it to try again and succeed", r)
@@ -49,11 +46,7 @@ func TestWaitingForASessionOutlastsARestart(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	srv := startServer(t, root, serverOpts{args: []string{"--max-sessions-per-addr", "1", "--handshake-timeout", "30s"}})
 	writeFile(t, filepath.Join(local, "a.txt"), []byte("hello"))
-	held, err := net.Dial("tcp", srv.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
+	release := holdSession(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := kerfCmd(t, ctx, srv, local, []string{"--json"}, "send", "--reconnect", "60s", "a.txt", target(srv.addr, "in/"))
@@ -65,7 +58,7 @@ func TestWaitingForASessionOutlastsARestart(t *testing.T) {
 	waitFor(t, "the send to wait for a session", func() bool { return strings.Contains(out.String(), "trying again") })
 	srv.cmd.Process.Kill()
 	<-srv.done
-	held.Close()
+	release()
 	time.Sleep(1500 * time.Millisecond) // its next dial is refused
 	again := exec.Command(kerfBin, "serve", "--root", root, "--listen", srv.addr, "--data-listen", "127.0.0.1:0", "--state", srv.state)
 	again.Stderr = &syncBuffer{}
@@ -77,4 +70,33 @@ func TestWaitingForASessionOutlastsARestart(t *testing.T) {
 		t.Fatalf("send waiting through a restart: %v\n%s", err, out.String())
 	}
 	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "in/a.txt"))
+}
+
+// holdSession logs a client in to srv and keeps it there, a send from
+// standard input whose input has not come, until release.
+func holdSession(t *testing.T, srv *server) (release func()) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	cmd := kerfCmd(t, ctx, srv, t.TempDir(), nil, "send", "-", target(srv.addr, "held.bin"))
+	cmd.Stdin = pr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	logins := strings.Count(srv.stderr.String(), "msg=login ")
+	waitFor(t, "the holding session's login", func() bool { return strings.Count(srv.stderr.String(), "msg=login ") > logins })
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			pw.Close()
+			cmd.Wait()
+			cancel()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }

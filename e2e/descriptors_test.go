@@ -25,8 +25,11 @@ func TestServerOutOfDescriptorsStaysUp(t *testing.T) {
 	writeFile(t, filepath.Join(root, "a.txt"), []byte("still here"))
 	srv := startServer(t, root, serverOpts{wrap: []string{prlimit, "--nofile=48:48"}, args: []string{"--handshake-timeout", "2s"}})
 	var conns []net.Conn
-	for range 80 {
-		c, err := net.Dial("tcp", srv.addr)
+	for i := range 80 {
+		// From five addresses: sixteen from one (its limit) are all it
+		// holds, each newer one taking an older one's slot.
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i/16))}}
+		c, err := d.Dial("tcp", srv.addr)
 		if err != nil {
 			break // the kernel's backlog is full: enough
 		}

@@ -157,6 +157,10 @@ type Server struct {
 	// slots are the connections counted in conns: those not past their
 	// handshake (not logged in) may be evicted for a new one (admit).
 	slots map[*connSlot]struct{}
+	// evictions counts the connections admit dropped since
+	// evictionNoted, when it last said so at warn.
+	evictions     int
+	evictionNoted time.Time
 	// refusing counts connections being told BusyNotice.
 	refusing atomic.Int32
 	// throttled: which throttled logins are logged at warn.
@@ -469,11 +473,32 @@ func (s *Server) admit(c net.Conn) *connSlot {
 	s.perAddr[key]++
 	s.mu.Unlock()
 	if victim != nil {
-		s.cfg.Log.Info("connection dropped: not logged in, its slot taken by a new connection at the session limit", "peer", victim.conn.RemoteAddr().String(), "seconds", time.Since(victim.since).Seconds())
+		s.noteEviction(victim)
 		victim.conn.Close()
 	}
 	return slot
 }
+
+// noteEviction logs a connection admit dropped: at warn, at most one
+// line in evictionNoteEvery (a flood would write thousands a second),
+// counting those it stands for, at info each.
+func (s *Server) noteEviction(victim *connSlot) {
+	peer := victim.conn.RemoteAddr().String()
+	s.cfg.Log.Info("connection dropped: not logged in, its slot taken by a new connection at the session limit", "peer", peer, "seconds", time.Since(victim.since).Seconds())
+	s.mu.Lock()
+	s.evictions++
+	n := s.evictions
+	if time.Since(s.evictionNoted) < evictionNoteEvery {
+		s.mu.Unlock()
+		return
+	}
+	s.evictionNoted, s.evictions = time.Now(), 0
+	s.mu.Unlock()
+	s.cfg.Log.Warn("at the session limit: connections that had not logged in were dropped to admit new ones (many: a peer holding connections open without logging in)", "dropped", n, "last_peer", peer)
+}
+
+// evictionNoteEvery spaces noteEviction's warnings.
+const evictionNoteEvery = 10 * time.Second
 
 // evictableLocked picks the connection admit evicts: one not logged in,
 // of address key if given, else of the address with most of them; the

@@ -116,7 +116,18 @@ const (
 	extPlain    = 'X'
 	extCompress = 'Z'
 	extQUIC     = 'Q'
+	// extMaxBlock: "B<bytes>" from a server, the largest data block it
+	// takes; a client sends none bigger. A kerf from before it sends
+	// none and ignores it.
+	extMaxBlock = 'B'
 )
+
+// DefaultMaxBlockSize is what a server takes in a data block unless
+// configured (ServerConfig.MaxBlockSize): the default block size, so
+// that a session's memory is what the defaults make it (16 sends of
+// 8 streams asking for 16 MiB blocks took the server to 636 MB with a
+// 4 MiB limit, 190 MB with 1 MiB).
+const DefaultMaxBlockSize = datachan.DefaultBlockSize
 
 func (d *serverDual) Offer(peerExt string) string {
 	d.withdraw()
@@ -150,6 +161,7 @@ func (d *serverDual) Offer(peerExt string) string {
 	if d.quic {
 		ext += fmt.Sprintf(";%c%d", extQUIC, d.srv.ql.Addr().(*net.UDPAddr).Port)
 	}
+	ext += fmt.Sprintf(";%c%d", extMaxBlock, d.srv.cfg.MaxBlockSize)
 	return ext
 }
 
@@ -289,6 +301,12 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if err != nil {
 		return nil, err
 	}
+	maxBlock := 0
+	if mb, ok := f[extMaxBlock]; ok {
+		if maxBlock, err = strconv.Atoi(mb); err != nil || maxBlock < 1 {
+			return nil, fmt.Errorf("control: bad block size limit %q in the server's Send-Init", mb)
+		}
+	}
 	_, plain := f[extPlain]
 	if plain && !d.plain {
 		return nil, fmt.Errorf("control: the server asked for plaintext data connections, which this client did not offer")
@@ -347,6 +365,9 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	d.encrypted = !plain
 	d.compressed = compress
 	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))
+	if maxBlock > 0 {
+		opts = append(opts, datachan.WithBlockSizeCap(maxBlock))
+	}
 	if !overQUIC {
 		// (dialData's connections: their answers are read by the Path.)
 		opts = append(opts, datachan.WithEarlyPairing())

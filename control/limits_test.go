@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"kerf/control"
+	"kerf/datachan"
 	"kerf/filestore"
 	"kerf/framing"
 	"kerf/kermit"
@@ -470,4 +471,22 @@ func TestServerFreesMemoryWhenIdle(t *testing.T) {
 	if n := freed.Load(); n != 1 {
 		t.Errorf("memory freed %d times once the last logged-in session ended, want 1", n)
 	}
+}
+
+// The server tells its block limit (B in its Send-Init's extension), and
+// a client whose block size is bigger sends blocks that fit: a send
+// with 4 MiB client blocks against a 64 KiB limit goes (the server fails
+// a path that brings a bigger block).
+func TestClientBlocksCappedByTheServer(t *testing.T) {
+	root := t.TempDir()
+	srv := startServerWith(t, root, func(c *control.ServerConfig) { c.MaxBlockSize = 64 << 10 })
+	ctx := ctxT(t)
+	cl := dialT(t, ctx, clientConfig(srv, func(c *control.ClientConfig) {
+		c.PathOpts = append(c.PathOpts, datachan.WithBlockSize(4<<20))
+	}))
+	data := rnd(5<<20, 11)
+	if err := cl.Send(ctx, []kermit.OutgoingFile{memFile("big.bin", data)}); err != nil {
+		t.Fatalf("send with blocks over the server's limit: %v", err)
+	}
+	checkStored(t, root, map[string][]byte{"big.bin": data})
 }

@@ -52,6 +52,12 @@ type ServerConfig struct {
 	// MaxStreams is how many data connections a client may open
 	// (default 8).
 	MaxStreams int
+	// MaxBlockSize is the largest data block the server takes (default
+	// DefaultMaxBlockSize), told to the client, which sends no bigger: a
+	// session's memory for what it receives follows the block size, and
+	// a client's --block-size of 16 MiB took 107 MB of the server's per
+	// session (QA v).
+	MaxBlockSize int
 
 	// Identity is the server's TLS certificate (required): every
 	// connection is TLS 1.3 unless AllowClassic lets plain Kermit in.
@@ -262,6 +268,10 @@ func withDefaults(cfg ServerConfig) ServerConfig {
 		cfg.MaxStreams = 8
 	}
 	cfg.MaxStreams = min(cfg.MaxStreams, datachan.MaxStreams)
+	if cfg.MaxBlockSize <= 0 {
+		cfg.MaxBlockSize = DefaultMaxBlockSize
+	}
+	cfg.MaxBlockSize = min(cfg.MaxBlockSize, framing.MaxBlockLen)
 	if cfg.TakeOverAfter == 0 {
 		cfg.TakeOverAfter = DefaultTakeOverAfter
 	}
@@ -782,7 +792,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 	var dual *serverDual
 	if secure {
 		dual = &serverDual{srv: s, maxStreams: s.cfg.MaxStreams, ttl: s.cfg.DataTokenTTL,
-			pathOpts: withLimit(s.cfg.PathOpts, s.cfg.RateLimit), allowed: fsys.loggedIn}
+			pathOpts: append(withLimit(s.cfg.PathOpts, s.cfg.RateLimit), datachan.WithReceiveLimit(s.cfg.MaxBlockSize)), allowed: fsys.loggedIn}
 		if !s.cfg.DataFromAnyAddress {
 			dual.remote = ip
 		}

@@ -124,6 +124,9 @@ func (p *Path) decompressBlock(f *frame, h framing.BlockHeader) (*frame, framing
 	if err != nil {
 		return nil, h, err
 	}
+	if lim := p.cfg.receiveLimit(); int(pre.Length) > lim {
+		return nil, h, fmt.Errorf("stands for %d bytes, more than this receiver takes in a block (%d)", pre.Length, lim)
+	}
 	out := p.getFrame(int(pre.Length))
 	got, err := blockDecoder().DecodeAll(f.payload[framing.CompressedPrefixLen:], out.payload[:0:pre.Length])
 	if err != nil {

@@ -162,6 +162,30 @@ type config struct {
 	limit       *Limiter
 	sendfile    Sendfile
 	early       bool // WithEarlyPairing
+	blockCap    int  // WithBlockSizeCap; 0: none
+	recvLimit   int  // WithReceiveLimit; 0: framing.MaxBlockLen
+}
+
+// WithBlockSizeCap caps the block size this side sends at n, whatever
+// WithBlockSize says: the most the peer said it takes.
+func WithBlockSizeCap(n int) Option {
+	return func(c *config) { c.blockCap = min(max(n, 1), framing.MaxBlockLen) }
+}
+
+// WithReceiveLimit makes a block of more than n file bytes (compressed
+// or not) a protocol error: what a receiver's memory per connection is
+// sized by, told to the peer so that it sends no bigger
+// (WithBlockSizeCap). 0 or more than framing.MaxBlockLen: that.
+func WithReceiveLimit(n int) Option {
+	return func(c *config) { c.recvLimit = n }
+}
+
+// receiveLimit is the largest block this Path takes.
+func (c *config) receiveLimit() int {
+	if c.recvLimit <= 0 || c.recvLimit > framing.MaxBlockLen {
+		return framing.MaxBlockLen
+	}
+	return c.recvLimit
 }
 
 // WithEarlyPairing says the connections come from DialEarly: each
@@ -403,6 +427,9 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.blockCap > 0 {
+		cfg.blockSize = min(cfg.blockSize, cfg.blockCap)
 	}
 	p := &Path{
 		cfg:      cfg,

@@ -285,6 +285,9 @@ func (s *stream) readBlock() error {
 	if h.Length == 0 {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)
 	}
+	if lim := p.cfg.receiveLimit(); int(h.Length) > lim {
+		return s.protocolError("file %d offset %d: a block of %d bytes, more than this receiver takes (%d)", h.FileID, h.Offset, h.Length, lim)
+	}
 	if h.Flags&framing.BlockFlagCompressed != 0 && !p.cfg.compress {
 		// Only a peer that agreed may send them: a server that refused
 		// compression spends nothing decoding.

@@ -152,7 +152,7 @@ const maxTimerSlack = 100 * time.Millisecond
 
 // Data-path tuning, for both ends.
 var (
-	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216"}
+	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216 (a server takes at most its --max-block-size, 1 MiB by default, and says so: a send's blocks are cut to it)"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); a get asks the server to send with it, the sender's being what counts; QUIC data streams use quic-go's own"}
 	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take on the wire (compressed, with -z), all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k; 0: none). On a server: all sessions together"}
 	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
@@ -621,6 +621,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: fmt.Sprintf(":%d", control.DefaultPort), Usage: "control address"},
 			&cli.StringFlag{Name: "data-listen", Usage: "data address (default: the control host, any port)"},
 			&cli.IntFlag{Name: "max-streams", Value: 8, Usage: fmt.Sprintf("data connections per session (1-%d)", datachan.MaxStreams)},
+			&cli.IntFlag{Name: "max-block-size", Value: control.DefaultMaxBlockSize, Usage: fmt.Sprintf("the largest data block taken from a client, told to it (1024-%d): a session's memory for what it receives follows it", framing.MaxBlockLen)},
 			stateFlag(),
 			&cli.StringFlag{Name: "cert", Usage: "PEM certificate chain (default: a self-signed one in the state directory)"},
 			&cli.StringFlag{Name: "key", Usage: "PEM private key for --cert"},
@@ -662,6 +663,9 @@ func serveCommand() *cli.Command {
 			}
 			if fi, err := os.Stat(c.String("root")); err != nil || !fi.IsDir() {
 				return usageErr("--root %s is not a directory", c.String("root"))
+			}
+			if mb := c.Int("max-block-size"); mb < 1024 || mb > framing.MaxBlockLen {
+				return usageErr("--max-block-size %d: must be between 1024 and %d", mb, framing.MaxBlockLen)
 			}
 			if err := checkStreams("max-streams", c.Int("max-streams")); err != nil {
 				return err
@@ -715,7 +719,7 @@ func serveCommand() *cli.Command {
 			srv, err := control.NewServer(control.ServerConfig{
 				XferLog: xl, PathOpts: opts, RateLimit: limit,
 				Root: c.String("root"), Private: private, Addr: c.String("listen"), DataAddr: c.String("data-listen"),
-				MaxStreams: c.Int("max-streams"), Log: log,
+				MaxStreams: c.Int("max-streams"), MaxBlockSize: c.Int("max-block-size"), Log: log,
 				Identity: id, Users: users, Anonymous: c.Bool("anonymous"),
 				AllowClassic: c.Bool("allow-classic"), AllowPlainData: c.Bool("plain-data"),
 				RefuseCompression: c.Bool("no-compression"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),

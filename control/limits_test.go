@@ -138,21 +138,23 @@ func silentFrom(t *testing.T, srv *control.Server, ip string) net.Conn {
 }
 
 // Connections that have not logged in give their slots up to new ones
-// at the limits: silent connections from other addresses filling every
-// slot, or the client's own address's, do not keep a user out (QA v: 16
-// addresses reconnecting every 10 s kept a default server full). The
-// one given up is from the address holding most; a session logged in
-// keeps its slot.
+// at the overall limit: silent connections from other addresses filling
+// every slot do not keep a user out (QA v: 16 addresses reconnecting
+// every 10 s kept a default server full). The one given up is from the
+// address holding most, never the newcomer's own; a session logged in
+// keeps its slot. At an address's own limit the newcomer is refused
+// (TestSessionLimits, and below).
 func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
 	cases := []struct {
 		name    string
 		silent  []string // addresses of the silent connections, in order
 		dropped []int    // which of them the client's connection closes
 	}{
-		// Full overall: the address with most gives one, its oldest.
-		{"overall", []string{"127.0.0.2", "127.0.0.3", "127.0.0.3", "127.0.0.2", "127.0.0.3", "127.0.0.4"}, []int{1}},
-		// Full for the client's own address: one of its own goes.
-		{"per address", []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, []int{0}},
+		// The address with most gives one, its oldest.
+		{"most from one address", []string{"127.0.0.2", "127.0.0.3", "127.0.0.3", "127.0.0.2", "127.0.0.3", "127.0.0.4"}, []int{1}},
+		// Not the client's own address's, though it holds as many and
+		// the older.
+		{"not the newcomer's address", []string{"127.0.0.2", "127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3", "127.0.0.4"}, []int{3}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +197,29 @@ func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an address at its own limit", func(t *testing.T) {
+		srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
+			c.MaxSessions, c.MaxSessionsPerAddr = 6, 3
+			c.HandshakeTimeout = time.Minute
+		})
+		var silent []net.Conn
+		for range 3 {
+			silent = append(silent, silentFrom(t, srv, "127.0.0.1"))
+		}
+		for srv.Sessions() < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
+			t.Errorf("a client at its address's limit: %v, want ErrServerBusy", err)
+		}
+		for i, c := range silent {
+			c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			var ne net.Error
+			if _, err := c.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+				t.Errorf("silent connection %d of the address was closed: %v", i, err)
+			}
+		}
+	})
 }
 
 // Garbage and oversized packets neither crash the server nor disturb

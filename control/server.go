@@ -451,29 +451,30 @@ type connSlot struct {
 }
 
 // admit counts a new connection c against the limits, or returns nil.
-// At a limit, a connection that has not logged in gives its slot up:
-// from the new one's address if that is the limit reached, else from
-// the address holding most such connections, the oldest of them. A
-// connection that never logs in held its slot for the handshake's 10 s,
-// and 16 addresses reconnecting every 10 s kept every user of a default
-// server out without an account (QA v); now such connections must
-// outpace every login instead, and a client's lone connection is the
-// last taken.
+// At the overall limit, a connection that has not logged in gives its
+// slot up: from the address holding most such connections (not the new
+// one's), the oldest of them. A connection that never logs in held its
+// slot for the handshake's 10 s, and 16 addresses reconnecting every
+// 10 s kept every user of a default server out without an account (QA
+// v); now such connections must outpace every login instead, and a
+// client's lone connection is the last taken. At an address's own limit
+// the new connection is refused, as before: taking a slot from its own
+// address gains that address nothing, and a client opening more
+// sessions than its address may have would only evict its own (said
+// "closed during the TLS handshake", not busy).
 func (s *Server) admit(c net.Conn) *connSlot {
 	key := addrKey(c.RemoteAddr())
 	s.mu.Lock()
 	var victim *connSlot
-	switch {
-	case s.perAddr[key] >= s.cfg.MaxSessionsPerAddr:
-		victim = s.evictableLocked(key)
-	case s.conns >= s.cfg.MaxSessions:
-		victim = s.evictableLocked("")
-	}
-	if (s.conns >= s.cfg.MaxSessions || s.perAddr[key] >= s.cfg.MaxSessionsPerAddr) && victim == nil {
+	if s.perAddr[key] >= s.cfg.MaxSessionsPerAddr {
 		s.mu.Unlock()
 		return nil
 	}
-	if victim != nil {
+	if s.conns >= s.cfg.MaxSessions {
+		if victim = s.evictableLocked(key); victim == nil {
+			s.mu.Unlock()
+			return nil
+		}
 		s.uncountLocked(victim)
 		victim.evicted = true
 	}
@@ -511,18 +512,18 @@ func (s *Server) noteEviction(victim *connSlot) {
 const evictionNoteEvery = 10 * time.Second
 
 // evictableLocked picks the connection admit evicts: one not logged in,
-// of address key if given, else of the address with most of them; the
-// oldest. Nil if none.
-func (s *Server) evictableLocked(key string) *connSlot {
+// not of address but (the new connection's), of the address with most
+// of them; the oldest. Nil if none.
+func (s *Server) evictableLocked(but string) *connSlot {
 	pending := map[string]int{}
 	for sl := range s.slots {
-		if !sl.settled && (key == "" || sl.key == key) {
+		if !sl.settled && sl.key != but {
 			pending[sl.key]++
 		}
 	}
 	var best *connSlot
 	for sl := range s.slots {
-		if sl.settled || key != "" && sl.key != key {
+		if sl.settled || sl.key == but {
 			continue
 		}
 		if best == nil || pending[sl.key] > pending[best.key] || pending[sl.key] == pending[best.key] && sl.since.Before(best.since) {

@@ -630,7 +630,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "plain-data", Usage: "allow unencrypted data connections to clients that ask (--plain-data); control stays encrypted"},
 			&cli.BoolFlag{Name: "data-from-any-address", Usage: "accept data connections from addresses other than the control connection's"},
 			&cli.IntFlag{Name: "max-sessions", Value: 256, Usage: "connections at once (at the limit, one not logged in gives way to a new one)"},
-			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address (an IPv6 /64; at the limit, one of its own not logged in gives way)"},
+			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address (an IPv6 /64)"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
 			&cli.DurationFlag{Name: "take-over-after", Value: control.DefaultTakeOverAfter, Usage: "a client sending a file that another session is receiving takes it over (resuming it with --resume) once that session has moved nothing for this long (a client cut off, whose session the server has not seen end); 0: never, the client is refused \"busy\" until the old session's idle timeout"},

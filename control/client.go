@@ -35,6 +35,13 @@ var ErrCredentials = errors.New("control: credentials not accepted")
 // (its BusyNotice): worth trying again later.
 var ErrServerBusy = errors.New("the server is at its session limit (its --max-sessions or --max-sessions-per-addr)")
 
+// ErrDroppedAtLogin is a login whose connection the server (a kerf
+// server, its key checked) closed without an answer: one at its overall
+// session limit gives the slot of a connection slow to log in to a new
+// one, and one stopped or restarted ends every connection. Worth trying
+// again, as ErrServerBusy is.
+var ErrDroppedAtLogin = errors.New("the server closed the connection before it answered the login (at its session limit it drops connections slow to log in; or it stopped)")
+
 // ErrServerShort marks an ErrLogin refused because the server ran out
 // of something a session gives back when it ends (open files): worth
 // trying again later, as ErrServerBusy is.
@@ -419,6 +426,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			var le *kermit.LinkError
 			if cfg.Classic && errors.As(err, &le) && le.Op == "reading" {
 				return nil, fmt.Errorf("control: login: the server closed the connection (a kerf server refuses plain Kermit unless started with --allow-classic; without --classic kerf uses TLS): %w", err)
+			}
+			if !cfg.Classic && errors.As(err, &le) {
+				// A kerf server (its key checked) that ends a login
+				// without a word: at its session limit, or stopped.
+				return nil, fmt.Errorf("control: login at %s: %w (%w)", addr, ErrDroppedAtLogin, err)
 			}
 			return nil, fmt.Errorf("control: login: %w", err)
 		}

@@ -138,13 +138,14 @@ func silentFrom(t *testing.T, srv *control.Server, ip string) net.Conn {
 }
 
 // Connections that have not logged in give their slots up to new ones
-// at the overall limit: silent connections from other addresses filling
-// every slot do not keep a user out (QA v: 16 addresses reconnecting
-// every 10 s kept a default server full). The one given up is from the
-// address holding most, never the newcomer's own; a session logged in
-// keeps its slot. At an address's own limit the newcomer is refused
-// (TestSessionLimits, and below).
+// at the overall limit, once older than EvictAfter: silent connections
+// from other addresses filling every slot do not keep a user out (QA v:
+// 16 addresses reconnecting every 10 s kept a default server full). The
+// one given up is from the address holding most, never the newcomer's
+// own. At an address's own limit the newcomer is refused (TestSessionLimits,
+// and below), and so it is while those holding the slots are younger.
 func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
+	const evictAfter = 50 * time.Millisecond
 	cases := []struct {
 		name    string
 		silent  []string // addresses of the silent connections, in order
@@ -162,6 +163,7 @@ func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
 			srv := startServerWith(t, root, func(c *control.ServerConfig) {
 				c.MaxSessions, c.MaxSessionsPerAddr = 6, 3
 				c.HandshakeTimeout = time.Minute // only the limits can close them
+				c.EvictAfter = evictAfter
 			})
 			var silent []net.Conn
 			for _, ip := range tc.silent {
@@ -171,6 +173,7 @@ func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
 				}
 				time.Sleep(2 * time.Millisecond) // distinct ages
 			}
+			time.Sleep(evictAfter)
 			ctx := ctxT(t)
 			cl := dialT(t, ctx, clientConfig(srv, nil))
 			data := rnd(100<<10, 9)
@@ -187,20 +190,65 @@ func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
 					t.Errorf("silent connection %d (%s): open %v, want %v", i, tc.silent[i], open, want)
 				}
 			}
-			// The logged-in session is not given up for a newcomer: the
-			// next connections take the silent ones' slots, then none.
-			for range len(tc.silent) - len(tc.dropped) {
-				silentFrom(t, srv, "127.0.0.9")
-			}
-			if _, err := cl.Generic(ctx, 'D', ""); err != nil {
-				t.Errorf("the logged-in session after newcomers took the silent ones' slots: %v", err)
+			// Counted once: the slot given up is the newcomer's, not
+			// freed again when its connection's goroutine ends.
+			if n := srv.Sessions(); n != 6 {
+				t.Errorf("%d connections counted, want 6", n)
 			}
 		})
 	}
+	t.Run("a logged-in session keeps its slot", func(t *testing.T) {
+		srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
+			c.MaxSessions, c.MaxSessionsPerAddr = 2, 2
+			c.HandshakeTimeout = time.Minute
+			c.EvictAfter = evictAfter
+		})
+		ctx := ctxT(t)
+		cl := dialT(t, ctx, clientConfig(srv, nil)) // the oldest
+		time.Sleep(2 * time.Millisecond)
+		first := silentFrom(t, srv, "127.0.0.2")
+		for srv.Sessions() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(evictAfter)
+		silentFrom(t, srv, "127.0.0.3") // takes first's slot
+		waitClosed(t, first)
+		time.Sleep(evictAfter)
+		last := silentFrom(t, srv, "127.0.0.4") // takes .3's, not the session's
+		if _, err := cl.Generic(ctx, 'D', ""); err != nil {
+			t.Errorf("the logged-in session after newcomers took the silent ones' slots: %v", err)
+		}
+		last.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		var ne net.Error
+		if _, err := last.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("the last connection was not admitted: %v", err)
+		}
+		if n := srv.Sessions(); n != 2 {
+			t.Errorf("%d connections counted, want 2", n)
+		}
+	})
+	t.Run("younger than EvictAfter", func(t *testing.T) {
+		srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
+			c.MaxSessions, c.MaxSessionsPerAddr = 2, 2
+			c.HandshakeTimeout = time.Minute
+			c.EvictAfter = time.Minute
+		})
+		silentFrom(t, srv, "127.0.0.2")
+		silentFrom(t, srv, "127.0.0.3")
+		for srv.Sessions() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		// A client on its way in is not cut off for a newcomer: the
+		// newcomer is told busy, and dials again.
+		if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
+			t.Errorf("a client at the limit, the others young: %v, want ErrServerBusy", err)
+		}
+	})
 	t.Run("an address at its own limit", func(t *testing.T) {
 		srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
 			c.MaxSessions, c.MaxSessionsPerAddr = 6, 3
 			c.HandshakeTimeout = time.Minute
+			c.EvictAfter = evictAfter
 		})
 		var silent []net.Conn
 		for range 3 {
@@ -209,6 +257,7 @@ func TestSilentConnectionsGiveWayAtTheLimits(t *testing.T) {
 		for srv.Sessions() < 3 {
 			time.Sleep(time.Millisecond)
 		}
+		time.Sleep(evictAfter)
 		if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
 			t.Errorf("a client at its address's limit: %v, want ErrServerBusy", err)
 		}
@@ -514,4 +563,34 @@ func TestClientBlocksCappedByTheServer(t *testing.T) {
 		t.Fatalf("send with blocks over the server's limit: %v", err)
 	}
 	checkStored(t, root, map[string][]byte{"big.bin": data})
+}
+
+// A kerf server (its key checked) that closes a connection before it
+// answers the login, as one at its overall limit does to a connection
+// slow to log in, gives ErrDroppedAtLogin, which a send or get dials
+// again for (it was a plain error, exit 3).
+func TestLoginDroppedIsToldAsSuch(t *testing.T) {
+	id := testIdentity(t)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", id.ServerTLS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.(*tls.Conn).Handshake()
+				c.Read(make([]byte, 1)) // the login's first bytes
+				c.Close()
+			}()
+		}
+	}()
+	_, err = control.Dial(ctxT(t), control.ClientConfig{Addr: ln.Addr().String(), User: testUser, Password: testPass, VerifyHost: pin(id.Fingerprint)})
+	if !errors.Is(err, control.ErrDroppedAtLogin) {
+		t.Fatalf("Dial: %v, want ErrDroppedAtLogin", err)
+	}
 }

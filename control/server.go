@@ -113,6 +113,11 @@ type ServerConfig struct {
 	// them a new connection is closed at once.
 	MaxSessions        int
 	MaxSessionsPerAddr int
+	// EvictAfter: at the overall session limit, a connection not logged
+	// in for this long gives its slot up to a new one (default
+	// DefaultEvictAfter; negative, never): one still in its handshake or
+	// login a moment is a client on its way in, not one holding a slot.
+	EvictAfter time.Duration
 	// MaxLoginAttempts per connection (default 3); then it is closed.
 	MaxLoginAttempts int
 	// Throttle slows down failed logins per address (default
@@ -268,6 +273,9 @@ func withDefaults(cfg ServerConfig) ServerConfig {
 		cfg.MaxStreams = 8
 	}
 	cfg.MaxStreams = min(cfg.MaxStreams, datachan.MaxStreams)
+	if cfg.EvictAfter == 0 {
+		cfg.EvictAfter = DefaultEvictAfter
+	}
 	if cfg.MaxBlockSize <= 0 {
 		cfg.MaxBlockSize = DefaultMaxBlockSize
 	}
@@ -450,14 +458,22 @@ type connSlot struct {
 	evicted bool // its count was given to a newer connection
 }
 
+// DefaultEvictAfter is ServerConfig.EvictAfter's default: a login on a
+// LAN takes tens of milliseconds, one through a slow path or behind
+// others' password hashing some hundreds.
+const DefaultEvictAfter = time.Second
+
 // admit counts a new connection c against the limits, or returns nil.
-// At the overall limit, a connection that has not logged in gives its
-// slot up: from the address holding most such connections (not the new
-// one's), the oldest of them. A connection that never logs in held its
-// slot for the handshake's 10 s, and 16 addresses reconnecting every
-// 10 s kept every user of a default server out without an account (QA
-// v); now such connections must outpace every login instead, and a
-// client's lone connection is the last taken. At an address's own limit
+// At the overall limit, a connection that has not logged in within
+// EvictAfter gives its slot up: from the address holding most such
+// connections (not the new one's), the oldest of them. A connection
+// that never logs in held its slot for the handshake's 10 s, and 16
+// addresses reconnecting every 10 s kept every user of a default server
+// out without an account (QA v); now such connections must be opened
+// again every second, and a client's lone connection is the last taken.
+// One younger is a client on its way in: evicted, it failed where a
+// refusal would have had it dial again (the review: 6 of 8 sends at
+// once from one host, exit 3). At an address's own limit
 // the new connection is refused, as before: taking a slot from its own
 // address gains that address nothing, and a client opening more
 // sessions than its address may have would only evict its own (said
@@ -511,19 +527,24 @@ func (s *Server) noteEviction(victim *connSlot) {
 // evictionNoteEvery spaces noteEviction's warnings.
 const evictionNoteEvery = 10 * time.Second
 
-// evictableLocked picks the connection admit evicts: one not logged in,
-// not of address but (the new connection's), of the address with most
-// of them; the oldest. Nil if none.
+// evictableLocked picks the connection admit evicts: one not logged in
+// for EvictAfter, not of address but (the new connection's), of the
+// address with most of them; the oldest. Nil if none.
 func (s *Server) evictableLocked(but string) *connSlot {
+	if s.cfg.EvictAfter < 0 {
+		return nil
+	}
+	before := time.Now().Add(-s.cfg.EvictAfter)
+	evictable := func(sl *connSlot) bool { return !sl.settled && sl.key != but && sl.since.Before(before) }
 	pending := map[string]int{}
 	for sl := range s.slots {
-		if !sl.settled && sl.key != but {
+		if evictable(sl) {
 			pending[sl.key]++
 		}
 	}
 	var best *connSlot
 	for sl := range s.slots {
-		if sl.settled || sl.key == but {
+		if !evictable(sl) {
 			continue
 		}
 		if best == nil || pending[sl.key] > pending[best.key] || pending[sl.key] == pending[best.key] && sl.since.Before(best.since) {

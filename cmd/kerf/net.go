@@ -514,7 +514,7 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 	waiting := false // found busy: the server is there, and a dial that fails now is one more wait
 	for {
 		cl, err := dialAfterThrottle(c.Context, cfg)
-		again := errors.Is(err, control.ErrServerBusy) || errors.Is(err, control.ErrServerShort) ||
+		again := errors.Is(err, control.ErrServerBusy) || errors.Is(err, control.ErrServerShort) || errors.Is(err, control.ErrDroppedAtLogin) ||
 			// A server restarted while this one waited refuses a
 			// connection for a moment (QA: the first refusal ended the
 			// command, exit 3). Not what a second try brings again.

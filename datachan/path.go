@@ -231,8 +231,9 @@ func SameHost(c net.Conn) bool {
 }
 
 // WithBlockSize sets the payload size of the blocks this side sends
-// (1 .. framing.MaxBlockLen; default DefaultBlockSize). The receiver
-// accepts any size up to framing.MaxBlockLen.
+// (1 .. framing.MaxBlockLen; default DefaultBlockSize), capped by
+// WithBlockSizeCap. The receiver takes any size up to its
+// WithReceiveLimit (framing.MaxBlockLen if none).
 func WithBlockSize(n int) Option {
 	return func(c *config) { c.blockSize = min(max(n, 1), framing.MaxBlockLen) }
 }

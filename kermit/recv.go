@@ -658,10 +658,11 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			dst, cur.flushProgress = &progressWriterAt{w: cur.inc, report: report}, flush
 		}
 		err := s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start)
-		// Expected even when it fails: a failed path still writes the
+		// Expected when the path has failed too: it still writes the
 		// blocks that came before this A, and the kept partial's
-		// Abandon counts them (it counts nothing for a file not taken).
-		cur.expected = true
+		// Abandon counts them. (Not for another error, a file id used
+		// twice: Abandon would count another file's.)
+		cur.expected = err == nil || s.dataFailed()
 		if err != nil {
 			return nil, err
 		}

@@ -74,7 +74,15 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 			if de := (*DataPathError)(nil); errors.As(err, &de) {
 				// No file can go over the data path any more: the client
 				// is told why, and the session ends.
-				s.cfg.Log.Info("data path failed", "err", err)
+				if df, ok := s.data.(DataFailure); ok && df.LocalFailure() != nil {
+					// Found here (a protocol error, damage past
+					// recovery), not a connection lost: the operator's
+					// to know too (the review: a client's oversize
+					// blocks refused, said at info only).
+					s.cfg.Log.Warn("data path failed", "err", err)
+				} else {
+					s.cfg.Log.Info("data path failed", "err", err)
+				}
 				s.errorPacket(err.Error())
 				return err
 			}

@@ -111,11 +111,28 @@ func onPty(t *testing.T, argv, env []string) *ptyRun {
 	t.Cleanup(cancel)
 	p := &ptyRun{cmd: exec.CommandContext(ctx, kerfBin, argv...)}
 	p.cmd.Env = env
-	tty, err := pty.Start(p.cmd)
+	tty, tts, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tty.Close() })
+	// At INTR the line discipline signals, then flushes what is queued
+	// for the reader: kerf's last words after a Ctrl-C, written at once,
+	// could go with it (CI: exit 130, nothing said). Set before kerf
+	// starts, as kerf's prompt keeps the flags it finds.
+	if tio, err := unix.IoctlGetTermios(int(tts.Fd()), unix.TCGETS); err == nil {
+		tio.Lflag |= unix.NOFLSH
+		if err := unix.IoctlSetTermios(int(tts.Fd()), unix.TCSETS, tio); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = tts, tts, tts
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	err = p.cmd.Start()
+	tts.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.tty = tty
 	p.r = bufio.NewReader(io.TeeReader(tty, &p.out))
 	return p

@@ -168,13 +168,9 @@ type Server struct {
 	// slots are the connections counted in conns: those not past their
 	// handshake (not logged in) may be evicted for a new one (admit).
 	slots map[*connSlot]struct{}
-	// evictions counts the connections admit dropped since
-	// evictionNoted, when it last said so at warn.
-	evictions     int
-	evictionNoted time.Time
-	// refusals the same for connections refused (noteRefusal).
-	refusals     int
-	refusalNoted time.Time
+	// evictions and refusals space the warnings of connections admit
+	// dropped or refused.
+	evictions, refusals spacedWarning
 	// refusing counts connections being told BusyNotice.
 	refusing atomic.Int32
 	// throttled: which throttled logins are logged at warn.
@@ -509,44 +505,49 @@ func (s *Server) admit(c net.Conn) *connSlot {
 	return slot
 }
 
-// noteEviction logs a connection admit dropped: at warn, at most one
-// line in evictionNoteEvery (a flood would write thousands a second),
-// counting those it stands for, at info each.
+// noteEviction logs a connection admit dropped, at info, and at warn
+// as spacedWarning says.
 func (s *Server) noteEviction(victim *connSlot) {
 	peer := victim.conn.RemoteAddr().String()
 	s.cfg.Log.Info("connection dropped: not logged in, its slot taken by a new connection at the session limit", "peer", peer, "seconds", time.Since(victim.since).Seconds())
-	s.mu.Lock()
-	s.evictions++
-	n := s.evictions
-	if time.Since(s.evictionNoted) < evictionNoteEvery {
-		s.mu.Unlock()
-		return
+	if n := s.evictions.count(&s.mu); n > 0 {
+		s.cfg.Log.Warn("at the session limit: connections that had not logged in were dropped to admit new ones (many: a peer holding connections open without logging in)", "dropped", n, "last_peer", peer)
 	}
-	s.evictionNoted, s.evictions = time.Now(), 0
-	s.mu.Unlock()
-	s.cfg.Log.Warn("at the session limit: connections that had not logged in were dropped to admit new ones (many: a peer holding connections open without logging in)", "dropped", n, "last_peer", peer)
 }
 
-// evictionNoteEvery spaces noteEviction's and noteRefusal's warnings.
-const evictionNoteEvery = 10 * time.Second
-
-// noteRefusal logs a connection refused at the session limits: at warn
-// the first in evictionNoteEvery, with the count of those since the
-// last warning (a flood wrote a line a connection, 245 in 30 s of QA
-// v's), at info each.
+// noteRefusal logs a connection refused at the session limits, at info,
+// and at warn as spacedWarning says.
 func (s *Server) noteRefusal(c net.Conn) {
 	peer := c.RemoteAddr().String()
 	s.cfg.Log.Info("connection refused: too many sessions", "peer", peer)
-	s.mu.Lock()
-	s.refusals++
-	n := s.refusals
-	if time.Since(s.refusalNoted) < evictionNoteEvery {
-		s.mu.Unlock()
-		return
+	if n := s.refusals.count(&s.mu); n > 0 {
+		s.cfg.Log.Warn("connection refused: too many sessions (--max-sessions, --max-sessions-per-addr)", "refused", n, "last_peer", peer)
 	}
-	s.refusalNoted, s.refusals = time.Now(), 0
-	s.mu.Unlock()
-	s.cfg.Log.Warn("connection refused: too many sessions (--max-sessions, --max-sessions-per-addr)", "refused", n, "last_peer", peer)
+}
+
+// spacedWarning counts events said at warn at most once in
+// spacedWarningEvery, each such line with the count since the last: a
+// flood of connections wrote a line each (245 in 30 s of QA v's
+// slot-filling script; thousands a second possible).
+type spacedWarning struct {
+	n     int
+	noted time.Time
+}
+
+const spacedWarningEvery = 10 * time.Second
+
+// count counts one event, under mu, and returns how many to say now, or
+// 0 if the last warning was too recent.
+func (w *spacedWarning) count(mu *sync.Mutex) int {
+	mu.Lock()
+	defer mu.Unlock()
+	w.n++
+	if time.Since(w.noted) < spacedWarningEvery {
+		return 0
+	}
+	n := w.n
+	w.noted, w.n = time.Now(), 0
+	return n
 }
 
 // evictableLocked picks the connection admit evicts: one not logged in

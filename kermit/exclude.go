@@ -31,6 +31,11 @@ type exclusion struct {
 	elements int    // how many name elements it matches
 	anchored bool   // leading slash: from the top of the names
 	dirOnly  bool   // trailing slash: directories only
+	// prefix and suffix are the pattern's literal ends (none if it has
+	// an escape): what a name must begin and end with to match, checked
+	// before path.Match (QA w: 252 patterns cost 12.6 CPU-s for 200,000
+	// files, rsync 0.47; 40-54 µs a name, BenchmarkExcludes).
+	prefix, suffix string
 }
 
 // maxExclusions and maxExcludeLen bound what a server keeps of a
@@ -95,6 +100,14 @@ func parseExclusion(p string) (exclusion, error) {
 		return exclusion{}, fmt.Errorf("exclude pattern %q: %w", p, err)
 	}
 	e.elements = strings.Count(e.pattern, "/") + 1
+	if !strings.Contains(e.pattern, "\\") {
+		if i := strings.IndexAny(e.pattern, "*?["); i >= 0 {
+			e.prefix = e.pattern[:i]
+			e.suffix = e.pattern[strings.LastIndexAny(e.pattern, "*?]")+1:]
+		} else {
+			e.prefix = e.pattern // no wildcard: the name itself
+		}
+	}
 	return e, nil
 }
 
@@ -150,7 +163,14 @@ func (x Exclusions) matches(elems []string, dir bool) bool {
 		default:
 			continue
 		}
-		if ok, _ := path.Match(e.pattern, strings.Join(tail, "/")); ok {
+		name := tail[0]
+		if len(tail) > 1 {
+			name = strings.Join(tail, "/")
+		}
+		if len(name) < len(e.prefix)+len(e.suffix) || !strings.HasPrefix(name, e.prefix) || !strings.HasSuffix(name, e.suffix) {
+			continue
+		}
+		if ok, _ := path.Match(e.pattern, name); ok {
 			return true
 		}
 	}

@@ -20,7 +20,12 @@ func TestExclude(t *testing.T) {
 	kept := []string{"proj/main.go", "proj/doc/build", "proj/doc/a.txt"}
 	gone := []string{"proj/main.o", "proj/.git", "proj/build", "notes.o"}
 	excl := []string{"--exclude", "*.o", "--exclude", ".git", "--exclude", "build/"}
-	mustRun(t, srv, local, nil, "send", append(append([]string{"-r"}, excl...), "proj", "notes.o", srv.addr)...)
+	// The send takes them from a file (--exclude-from, as rsync's: its
+	// comments and blank lines skipped, CRLF line ends taken), one flag
+	// beside it.
+	from := filepath.Join(t.TempDir(), "excludes")
+	writeFile(t, from, []byte("# build products\r\n*.o\r\n\n; and the repository\n.git\n"))
+	mustRun(t, srv, local, nil, "send", "-r", "--exclude-from", from, "--exclude", "build/", "proj", "notes.o", srv.addr)
 	check := func(dir string) {
 		t.Helper()
 		for _, f := range kept {

@@ -177,9 +177,38 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 // excludeFlag leaves files out of a send or get.
 var excludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: "leave out files and directories matching `PATTERN` (repeatable; like rsync's simple ones: *.tmp or .git any element of a path, a/*.o its last ones, /top/dir from the top, cache/ directories only; * ? [a-z] [!a-z] per element, no ** or [[:class:]]); a get needs a kerf server"}
 
-// exclusions is the --exclude flags' Exclusions.
+// excludeFromFlag reads --exclude patterns from files (QA w: rsync's
+// --exclude-from was missing, and a long list took as many flags).
+var excludeFromFlag = &cli.StringSliceFlag{Name: "exclude-from", Usage: "read --exclude patterns from `FILE`, one a line; blank lines and lines beginning with # or ; are skipped, as rsync's (repeatable)"}
+
+// excludePatterns is the patterns of the --exclude flags, then of the
+// --exclude-from files.
+func excludePatterns(c *cli.Context) ([]string, error) {
+	pats := slices.Clone(c.StringSlice("exclude"))
+	for _, name := range c.StringSlice(excludeFromFlag.Name) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, usageErr("--exclude-from: %v", err)
+		}
+		for line := range strings.Lines(string(b)) {
+			line = strings.TrimRight(line, "\r\n")
+			if line == "" || line[0] == '#' || line[0] == ';' {
+				continue
+			}
+			pats = append(pats, line)
+		}
+	}
+	return pats, nil
+}
+
+// exclusions is the Exclusions of the --exclude flags and the
+// --exclude-from files.
 func exclusions(c *cli.Context) (kermit.Exclusions, error) {
-	x, err := kermit.ParseExclusions(c.StringSlice("exclude"))
+	pats, err := excludePatterns(c)
+	if err != nil {
+		return nil, err
+	}
+	x, err := kermit.ParseExclusions(pats)
 	if err != nil {
 		return nil, usageErr("--exclude: %v", err)
 	}
@@ -927,6 +956,7 @@ func sendCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
+			excludeFromFlag,
 			filesFromFlag,
 			from0Flag,
 			removeSourceFlag,
@@ -1169,6 +1199,7 @@ func getCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
+			excludeFromFlag,
 			sparseFlag,
 			getRemoveSourceFlag,
 			getSessionsFlag,
@@ -1286,7 +1317,8 @@ func getCommand() *cli.Command {
 			rep.expectNames(specs)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
-			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: c.StringSlice("exclude"), RemoveSource: c.Bool(removeSourceFlag.Name)}
+			pats, _ := excludePatterns(c) // read and checked by exclusions above
+			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: pats, RemoveSource: c.Bool(removeSourceFlag.Name)}
 			if opts.RemoveSource && !cfg.Classic && (!renamed || asName == unescapeName(path.Base(path.Clean(specs[0])))) {
 				// (A classic server refuses the removal anyway; a file
 				// stored under another name is a rename, even there.)

@@ -48,7 +48,7 @@ var (
 	resumeFlag        = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
 	dirFlag           = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
 
-	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, serialExcludeFlag, filesFromFlag, from0Flag, removeSourceFlag})
+	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, serialExcludeFlag, excludeFromFlag, filesFromFlag, from0Flag, removeSourceFlag})
 	serialReceiveFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, dirFlag, sparseFlag})
 	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "a remote directory stands for its tree, built under --dir (GET /RECURSIVE: a kerf or C-Kermit server)"}})
 	serialServerFlags  = serialGetFlags

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,13 @@ func TestExclude(t *testing.T) {
 	// comments and blank lines skipped, CRLF line ends taken), one flag
 	// beside it.
 	from := filepath.Join(t.TempDir(), "excludes")
-	writeFile(t, from, []byte("# build products\r\n*.o\r\n\n; and the repository\n.git\n"))
+	lines := "# build products\r\n*.o\r\n\n; and the repository\n.git\n"
+	for i := range 300 {
+		// More than a get may give a server (256): a send matches its
+		// own (QA w: refused).
+		lines += fmt.Sprintf("nomatch%d*.tmp\n", i)
+	}
+	writeFile(t, from, []byte(lines))
 	mustRun(t, srv, local, nil, "send", "-r", "--exclude-from", from, "--exclude", "build/", "proj", "notes.o", srv.addr)
 	check := func(dir string) {
 		t.Helper()
@@ -42,6 +49,9 @@ func TestExclude(t *testing.T) {
 	// The server has everything; the get leaves out the same.
 	for _, f := range all {
 		writeFile(t, filepath.Join(root, f), []byte(f))
+	}
+	if r := run(t, srv, back, nil, "get", "-r", "--exclude-from", from, target(srv.addr, "proj"), "."); r.code != 2 || !strings.Contains(r.stderr, "at most 256") {
+		t.Errorf("a get with more patterns than a server keeps: %s; want exit 2", r)
 	}
 	mustRun(t, srv, back, nil, "get", append(append([]string{"-r", "--sessions", "2"}, excl...), target(srv.addr, "proj"), target(srv.addr, "notes.o"), ".")...)
 	check(back)

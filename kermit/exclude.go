@@ -49,10 +49,27 @@ const (
 // the exclusions of the session's next GET.
 const excludeParam = "kerf-exclude"
 
-// ParseExclusions checks patterns and returns them as Exclusions.
+// MaxLocalExclusions bounds the patterns a sender matches itself
+// (ParseLocalExclusions); a GET's go to the server, which keeps at most
+// 256 (QA w: a send of more than 256 was refused, for no reason of its
+// own).
+const MaxLocalExclusions = 4096
+
+// ParseExclusions checks patterns, at most 256 (what a server keeps of
+// a GET's), and returns them as Exclusions.
 func ParseExclusions(patterns []string) (Exclusions, error) {
-	if len(patterns) > maxExclusions {
-		return nil, fmt.Errorf("%d exclude patterns: at most %d", len(patterns), maxExclusions)
+	return parseExclusions(patterns, maxExclusions)
+}
+
+// ParseLocalExclusions is ParseExclusions of a sender's own patterns,
+// at most MaxLocalExclusions.
+func ParseLocalExclusions(patterns []string) (Exclusions, error) {
+	return parseExclusions(patterns, MaxLocalExclusions)
+}
+
+func parseExclusions(patterns []string, max int) (Exclusions, error) {
+	if len(patterns) > max {
+		return nil, fmt.Errorf("%d exclude patterns: at most %d", len(patterns), max)
 	}
 	var x Exclusions
 	for _, p := range patterns {

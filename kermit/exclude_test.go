@@ -1,6 +1,7 @@
 package kermit
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -92,4 +93,23 @@ func FuzzExclusions(f *testing.F) {
 			t.Errorf("%q on %q: alone %v, in a list %v", pattern, name, got, !got)
 		}
 	})
+}
+
+// A sender matches its own patterns: up to MaxLocalExclusions; a GET's
+// go to the server, which keeps 256.
+func TestExclusionBounds(t *testing.T) {
+	pats := make([]string, 300)
+	for i := range pats {
+		pats[i] = fmt.Sprintf("p%d*", i)
+	}
+	if _, err := ParseExclusions(pats); err == nil {
+		t.Error("ParseExclusions took 300 patterns")
+	}
+	x, err := ParseLocalExclusions(pats)
+	if err != nil || !x.Excludes("dir/p299x", false) {
+		t.Errorf("ParseLocalExclusions of 300: %v", err)
+	}
+	if _, err := ParseLocalExclusions(make([]string, MaxLocalExclusions+1)); err == nil {
+		t.Error("ParseLocalExclusions took more than its bound")
+	}
 }

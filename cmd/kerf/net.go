@@ -202,13 +202,18 @@ func excludePatterns(c *cli.Context) ([]string, error) {
 }
 
 // exclusions is the Exclusions of the --exclude flags and the
-// --exclude-from files.
-func exclusions(c *cli.Context) (kermit.Exclusions, error) {
+// --exclude-from files: of a send (local: this side matches them), or of
+// a get, whose patterns go to the server (fewer).
+func exclusions(c *cli.Context, local bool) (kermit.Exclusions, error) {
 	pats, err := excludePatterns(c)
 	if err != nil {
 		return nil, err
 	}
-	x, err := kermit.ParseExclusions(pats)
+	parse := kermit.ParseExclusions
+	if local {
+		parse = kermit.ParseLocalExclusions
+	}
+	x, err := parse(pats)
 	if err != nil {
 		return nil, usageErr("--exclude: %v", err)
 	}
@@ -990,7 +995,7 @@ func sendCommand() *cli.Command {
 				!listing && len(src.paths) == 1 && streamed(src.paths[0]) != "":
 				return sendStdin(c, src.paths, addr, rdir)
 			}
-			ex, err := exclusions(c)
+			ex, err := exclusions(c, true)
 			if err != nil {
 				return err
 			}
@@ -1304,7 +1309,7 @@ func getCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
-			ex, err := exclusions(c)
+			ex, err := exclusions(c, false)
 			if err != nil {
 				return err
 			}

@@ -163,10 +163,10 @@ type Server struct {
 	drainOnce sync.Once
 
 	mu      sync.Mutex
-	conns   int
 	perAddr map[string]int
-	// slots are the connections counted in conns: those not past their
-	// handshake (not logged in) may be evicted for a new one (admit).
+	// slots are the connections counted against the limits: those not
+	// past their handshake (not logged in) may be evicted for a new one
+	// (admit).
 	slots map[*connSlot]struct{}
 	// evictions and refusals space the warnings of connections admit
 	// dropped or refused.
@@ -485,7 +485,7 @@ func (s *Server) admit(c net.Conn) *connSlot {
 		s.mu.Unlock()
 		return nil
 	}
-	if s.conns >= s.cfg.MaxSessions {
+	if len(s.slots) >= s.cfg.MaxSessions {
 		if victim = s.evictableLocked(key); victim == nil {
 			s.mu.Unlock()
 			return nil
@@ -495,7 +495,6 @@ func (s *Server) admit(c net.Conn) *connSlot {
 	}
 	slot := &connSlot{key: key, conn: c, since: time.Now()}
 	s.slots[slot] = struct{}{}
-	s.conns++
 	s.perAddr[key]++
 	s.mu.Unlock()
 	if victim != nil {
@@ -579,7 +578,6 @@ func (s *Server) evictableLocked(but string) *connSlot {
 
 func (s *Server) uncountLocked(slot *connSlot) {
 	delete(s.slots, slot)
-	s.conns--
 	if s.perAddr[slot.key]--; s.perAddr[slot.key] <= 0 {
 		delete(s.perAddr, slot.key)
 	}
@@ -650,7 +648,7 @@ func (s *Server) freeIfIdle() {
 func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.conns
+	return len(s.slots)
 }
 
 // Drain stops accepting sessions and ends each running one between its

@@ -202,12 +202,12 @@ func excludePatterns(c *cli.Context) ([]string, error) {
 }
 
 // exclusions is the Exclusions of the --exclude flags and the
-// --exclude-from files: of a send (local: this side matches them), or of
-// a get, whose patterns go to the server (fewer).
-func exclusions(c *cli.Context, local bool) (kermit.Exclusions, error) {
+// --exclude-from files, and their patterns: of a send (local: this side
+// matches them), or of a get, whose patterns go to the server (fewer).
+func exclusions(c *cli.Context, local bool) (kermit.Exclusions, []string, error) {
 	pats, err := excludePatterns(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	parse := kermit.ParseExclusions
 	if local {
@@ -215,9 +215,9 @@ func exclusions(c *cli.Context, local bool) (kermit.Exclusions, error) {
 	}
 	x, err := parse(pats)
 	if err != nil {
-		return nil, usageErr("--exclude: %v", err)
+		return nil, nil, usageErr("--exclude: %v", err)
 	}
-	return x, nil
+	return x, pats, nil
 }
 
 // ownRoots names the users whose root is not the server's (as
@@ -995,7 +995,7 @@ func sendCommand() *cli.Command {
 				!listing && len(src.paths) == 1 && streamed(src.paths[0]) != "":
 				return sendStdin(c, src.paths, addr, rdir)
 			}
-			ex, err := exclusions(c, true)
+			ex, _, err := exclusions(c, true)
 			if err != nil {
 				return err
 			}
@@ -1309,7 +1309,7 @@ func getCommand() *cli.Command {
 			if err := checkSessions(c); err != nil {
 				return err
 			}
-			ex, err := exclusions(c, false)
+			ex, pats, err := exclusions(c, false)
 			if err != nil {
 				return err
 			}
@@ -1322,7 +1322,6 @@ func getCommand() *cli.Command {
 			rep.expectNames(specs)
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
-			pats, _ := excludePatterns(c) // read and checked by exclusions above
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: pats, RemoveSource: c.Bool(removeSourceFlag.Name)}
 			if opts.RemoveSource && !cfg.Classic && (!renamed || asName == unescapeName(path.Base(path.Clean(specs[0])))) {
 				// (A classic server refuses the removal anyway; a file

@@ -191,7 +191,7 @@ func serialCommand() *cli.Command {
 					case none:
 						return newReporter(c, nil).end(nil, false)
 					}
-					ex, err := exclusions(c, true)
+					ex, _, err := exclusions(c, true)
 					if err != nil {
 						return err
 					}

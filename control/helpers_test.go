@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -127,4 +128,18 @@ func getInto(t testing.TB, ctx context.Context, cl *control.Client, dir, name st
 		t.Fatal(err)
 	}
 	checkStored(t, dir, map[string][]byte{name: want})
+}
+
+// serveEach accepts connections on ln until it is closed, each handled
+// by handle in a goroutine of its own: a fake peer.
+func serveEach(ln net.Listener, handle func(net.Conn)) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
 }

@@ -19,16 +19,10 @@ func TestHandshakeHintOnlyForNonTLSPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("C-Kermit>\r\n"))
-			time.AfterFunc(5*time.Second, func() { c.Close() })
-		}
-	}()
+	serveEach(ln, func(c net.Conn) {
+		c.Write([]byte("C-Kermit>\r\n"))
+		time.AfterFunc(5*time.Second, func() { c.Close() })
+	})
 	cfg := control.ClientConfig{Addr: ln.Addr().String(), User: "u", Password: "p", VerifyHost: pin("sha256:none")}
 	_, err = control.Dial(ctxT(t), cfg)
 	if err == nil || !strings.Contains(err.Error(), "--classic") {

@@ -576,19 +576,11 @@ func TestLoginDroppedIsToldAsSuch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				c.(*tls.Conn).Handshake()
-				c.Read(make([]byte, 1)) // the login's first bytes
-				c.Close()
-			}()
-		}
-	}()
+	serveEach(ln, func(c net.Conn) {
+		c.(*tls.Conn).Handshake()
+		c.Read(make([]byte, 1)) // the login's first bytes
+		c.Close()
+	})
 	_, err = control.Dial(ctxT(t), control.ClientConfig{Addr: ln.Addr().String(), User: testUser, Password: testPass, VerifyHost: pin(id.Fingerprint)})
 	if !errors.Is(err, control.ErrDroppedAtLogin) {
 		t.Fatalf("Dial: %v, want ErrDroppedAtLogin", err)

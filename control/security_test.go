@@ -513,15 +513,7 @@ func TestLoginGivesUpOnASilentServer(t *testing.T) {
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{id.Cert}, MinVersion: tls.VersionTLS13})
 	must(t, err)
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(io.Discard, c) }() // reads, never answers
-		}
-	}()
+	serveEach(ln, func(c net.Conn) { defer c.Close(); io.Copy(io.Discard, c) }) // reads, never answers
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()

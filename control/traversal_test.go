@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,22 +172,14 @@ func startHostile(t *testing.T, names []string) (addr, fingerprint string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				kc := kermit.DefaultConfig()
-				kc.Streaming = true
-				s := kermit.NewSession(c, kc)
-				defer s.Close()
-				s.Serve(context.Background(), &hostileFS{names: names})
-			}()
-		}
-	}()
+	serveEach(ln, func(c net.Conn) {
+		defer c.Close()
+		kc := kermit.DefaultConfig()
+		kc.Streaming = true
+		s := kermit.NewSession(c, kc)
+		defer s.Close()
+		s.Serve(context.Background(), &hostileFS{names: names})
+	})
 	return ln.Addr().String(), id.Fingerprint
 }
 

@@ -41,20 +41,14 @@ func TestReceiveLimitAndBlockSizeCap(t *testing.T) {
 		r := NewPath(b, WithReceiveLimit(2048), WithCompression(true))
 		t.Cleanup(func() { r.Close(); a[0].Close() })
 		raw := make([]byte, 4096) // zeros: a small frame
-		payload := compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw)
-		if len(payload) > 2048 {
-			t.Fatalf("test setup: compressed payload of %d bytes", len(payload))
+		if n := len(compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw)); n > 2048 {
+			t.Fatalf("test setup: compressed payload of %d bytes", n)
 		}
 		dst := newMemFile(len(raw))
 		if err := r.Expect(1, dst, 0, int64(len(raw))); err != nil {
 			t.Fatal(err)
 		}
-		frame := make([]byte, framing.BlockHeaderLen+len(payload))
-		copy(frame[framing.BlockHeaderLen:], payload)
-		framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(frame)
-		if _, err := a[0].Write(frame); err != nil {
-			t.Fatal(err)
-		}
+		writeCompressedBlock(t, a[0], 1, 0, raw)
 		if _, err := r.Wait(testContext(t), 1); !errors.Is(err, ErrProtocol) {
 			t.Fatalf("Wait: %v, want a protocol error", err)
 		}

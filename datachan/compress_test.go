@@ -227,6 +227,19 @@ func readGoldenFile(t *testing.T, path string) map[string]string {
 
 // compressedPayload builds the payload of a compressed block standing
 // for raw, with the prefix's fields as given.
+// writeCompressedBlock writes raw, compressed, as block off of file id
+// on c, its prefix and header right.
+func writeCompressedBlock(t *testing.T, c net.Conn, id uint32, off uint64, raw []byte) {
+	t.Helper()
+	payload := compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw)
+	frame := make([]byte, framing.BlockHeaderLen+len(payload))
+	copy(frame[framing.BlockHeaderLen:], payload)
+	framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: id, Offset: off, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(frame)
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func compressedPayload(length, crc uint32, raw []byte) []byte {
 	b := make([]byte, framing.CompressedPrefixLen)
 	framing.CompressedPrefix{Length: length, CRC: crc}.Put(b)
@@ -376,14 +389,8 @@ func TestEarlyCompressedBlockDecodedOnlyWhenExpected(t *testing.T) {
 	defer cc[0].Close()
 	raw := make([]byte, 4<<20)
 	copy(raw, "not all zeros")
-	payload := compressedPayload(uint32(len(raw)), framing.CRC32C(raw), raw)
-	frame := make([]byte, framing.BlockHeaderLen+len(payload))
-	copy(frame[framing.BlockHeaderLen:], payload)
 	for id := uint32(1); id <= 20; id++ {
-		framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: id, Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(frame)
-		if _, err := cc[0].Write(frame); err != nil {
-			t.Fatal(err)
-		}
+		writeCompressedBlock(t, cc[0], id, 0, raw)
 	}
 	waitFor(t, func() bool { return r.Stats().Parked == 20 })
 	if n := r.Stats().CompressedReceived; n != 0 {

@@ -994,13 +994,7 @@ func TestParkedBlocksKeptWhenPathFailsFirst(t *testing.T) {
 					writeBlock(t, b, 1, uint64(off), block)
 					continue
 				}
-				payload := compressedPayload(uint32(len(block)), framing.CRC32C(block), block)
-				frame := make([]byte, framing.BlockHeaderLen+len(payload))
-				copy(frame[framing.BlockHeaderLen:], payload)
-				framing.BlockHeader{Flags: framing.BlockFlagCompressed, FileID: 1, Offset: uint64(off), Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(frame)
-				if _, err := b.Write(frame); err != nil {
-					t.Fatal(err)
-				}
+				writeCompressedBlock(t, b, 1, uint64(off), block)
 			}
 			waitFor(t, func() bool { return p.Stats().Parked == 2 })
 			b.Close() // cut: no end record

@@ -579,18 +579,17 @@ func (f *sessionFS) List(spec string) (string, error) {
 	return list, clearErr(err, spec)
 }
 
-// ListExact is List or ListLiteral with times to the nanosecond
-// (kermit.ExactLister).
-func (f *sessionFS) ListExact(spec string, literal bool) (string, error) {
+// ListTo is List, ListLiteral or ListExact as form asks, written as it
+// is made (kermit.ListWriter).
+func (f *sessionFS) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 	d, err := f.spec(spec)
-	if literal {
+	if form.Literal {
 		d, err = f.named(spec)
 	}
 	if err != nil {
-		return "", err
+		return err
 	}
-	list, err := d.ListExact(spec, literal)
-	return list, clearErr(err, spec)
+	return clearErr(d.ListTo(spec, form, w), spec)
 }
 
 // Space is the free space where the user's tree is (REMOTE SPACE).

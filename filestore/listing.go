@@ -3,12 +3,12 @@
 package filestore
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
-	"sort"
 	"strings"
 
 	"kerf/framing"
@@ -17,92 +17,174 @@ import (
 
 // List describes the entries matching spec (a directory or a pattern),
 // one per line: type and permissions, size, modification time, name.
-func (d *Dir) List(spec string) (string, error) { return d.list(spec, false, false) }
+func (d *Dir) List(spec string) (string, error) { return d.listString(spec, kermit.ListForm{}) }
 
 // ListLiteral is List of the one entry name names as it is, whatever
 // wildcard characters it has (kermit.LiteralFS: a client's escaped name).
-func (d *Dir) ListLiteral(name string) (string, error) { return d.list(name, true, false) }
+func (d *Dir) ListLiteral(name string) (string, error) {
+	return d.listString(name, kermit.ListForm{Literal: true})
+}
 
 // ListExact is List (or ListLiteral) with the times to the nanosecond
 // (framing.AppendListingLineExact), as tree listings give them
 // (kermit.ExactLister).
 func (d *Dir) ListExact(spec string, literal bool) (string, error) {
-	return d.list(spec, literal, true)
+	return d.listString(spec, kermit.ListForm{Exact: true, Literal: literal})
 }
 
-func (d *Dir) list(spec string, literal, exact bool) (string, error) {
+func (d *Dir) listString(spec string, form kermit.ListForm) (string, error) {
+	var b strings.Builder
+	if err := d.ListTo(spec, form, &b); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// ListTo writes List's lines (ListLiteral's, ListExact's, as form asks)
+// to w as it makes them (kermit.ListWriter), so that the listing of a
+// directory of any size is never held: the server holds its entries'
+// names (dirList), sorted, and the line being written (QA w: one ls of
+// 500,000 entries took a server 346 MB, eight at once 3.1 GB). An error
+// of the whole (nothing matches, a name that does not exist) comes
+// before any line; an entry that cannot be looked at ends the listing
+// with its error where it comes.
+func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 	if strings.TrimSpace(spec) == "" {
 		spec = "."
 	}
-	// Names and patterns as for GET (braces, "link/" and all); one name
-	// that is a directory lists what it holds.
-	names, err := d.specNamesOf(spec, literal)
-	if err != nil {
-		return "", err
-	}
 	appendLine := framing.AppendListingLine
-	if exact {
+	if form.Exact {
 		appendLine = framing.AppendListingLineExact
 	}
-	if len(names) == 1 && names[0].err == nil && !names[0].pattern && names[0].fi.IsDir() {
-		return d.listDir(names[0].rel, appendLine)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var line []byte
+	emit := func(name string, fi fs.FileInfo) error {
+		line = appendLine(line[:0], listingEntry(name, fi))
+		_, err := bw.Write(line)
+		return err
 	}
-	var ents []fs.FileInfo
-	matched := false
-	for _, n := range names {
-		matched = matched || !n.nomatch
+	// Names and patterns as for GET (braces, "link/" and all); one name
+	// that is a directory lists what it holds. One name's entries come
+	// in order (one directory's, sorted); several names' are sorted
+	// together, by their names alone (sortedNames).
+	var (
+		first *specName // held until a second says it is no lone directory
+		seen  int
+		many  *nameArena
+		werr  error
+	)
+	err := d.eachSpecName(spec, form.Literal, func(n specName, alone bool) bool {
+		seen++
+		switch {
+		case !alone:
+			// Of several names: a pattern's that matched nothing is
+			// left out if others did; any other error is the listing's.
+			if n.nomatch {
+				if first == nil {
+					first = &n
+				}
+				return true
+			}
+			if n.err != nil {
+				werr = n.err
+				return false
+			}
+			if many == nil {
+				many = &nameArena{}
+			}
+			if n.fi.IsDir() {
+				// (Followed, if "link/": looked at again so.)
+				many.add(n.rel + "/")
+			} else {
+				many.add(n.rel)
+			}
+			return true
+		case n.err != nil:
+			werr = n.err
+			return false
+		case seen == 1:
+			first = &n
+			return true
+		case seen == 2:
+			if werr = emit(path.Base(first.rel), first.fi); werr != nil {
+				return false
+			}
+		}
+		werr = emit(path.Base(n.rel), n.fi)
+		return werr == nil
+	})
+	if err == nil {
+		err = werr
 	}
 	switch {
-	// Nothing at all: said, as by GET and REMOTE DELETE, not an
-	// empty listing (QA: a script's `kerf ls host/in/*.csv`
-	// succeeded with no files there).
-	case len(names) == 0: // one pattern
-		return "", fmt.Errorf("filestore: no files match %s", spec)
-	case !matched:
-		return "", names[0].err
+	case err != nil:
+	case many != nil:
+		err = d.listSorted(many, emit)
+	case seen == 0:
+		// Nothing at all: said, as by GET and REMOTE DELETE, not an
+		// empty listing (QA: a script's `kerf ls host/in/*.csv`
+		// succeeded with no files there).
+		err = fmt.Errorf("filestore: no files match %s", spec)
+	case first != nil && first.nomatch:
+		err = first.err // of several names, none matched
+	case seen == 1 && !first.pattern && first.fi.IsDir():
+		err = d.listDir(first.rel, emit)
+	case seen == 1:
+		err = emit(path.Base(first.rel), first.fi)
 	}
-	for _, n := range names {
-		if n.nomatch {
-			continue // a listing of what there is, as before
-		}
-		if n.err != nil {
-			return "", n.err
-		}
-		ents = append(ents, n.fi)
+	if err != nil {
+		return err
 	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	var b []byte
-	for _, e := range ents {
-		b = appendLine(b, listingEntry(e.Name(), e))
-	}
-	return string(b), nil
+	return bw.Flush()
 }
 
-// listDir is the listing of directory rel, a line each entry made by
-// appendLine. The entries come in order (readDir): each line is made as
-// its entry is read, its FileInfo dropped at once (QA w: 500,000
-// entries held as FileInfos, then sorted again, took the server to 332-
-// 392 MB for one ls; 302-313 MB now, the rest the entries, the text
-// and its packets).
-func (d *Dir) listDir(rel string, appendLine func([]byte, framing.ListingEntry) []byte) (string, error) {
-	des, done, err := readDir(d.root, rel)
-	defer done()
-	if err != nil {
-		return "", fmt.Errorf("filestore: %w", err)
+// listSorted emits the entries names holds, sorted by their last
+// element, each as it is now (one gone since is passed over).
+func (d *Dir) listSorted(names *nameArena, emit func(string, fs.FileInfo) error) error {
+	names.sortByBase()
+	for i := range names.Len() {
+		rel := names.At(i)
+		lstat := d.root.Lstat
+		if strings.HasSuffix(rel, "/") {
+			rel, lstat = strings.TrimSuffix(rel, "/"), d.root.Stat
+		}
+		fi, err := lstat(rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Errorf("filestore: %w", err)
+		}
+		if err := emit(path.Base(rel), fi); err != nil {
+			return err
+		}
 	}
-	var b []byte
-	for _, e := range des {
+	return nil
+}
+
+// listDir emits the entries of directory rel, in order, each looked at
+// as it is emitted.
+func (d *Dir) listDir(rel string, emit func(string, fs.FileInfo) error) error {
+	ents, err := readDir(d.root, rel, nil)
+	defer ents.close()
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	for i := range ents.Len() {
 		// Partial files are listed (their owner may want them gone:
 		// Remove takes them), though GET never serves one.
+		e := ents.Entry(i)
 		info, err := e.Info()
 		switch {
 		case err == nil:
-			b = appendLine(b, listingEntry(e.Name(), info))
+			if err := emit(e.Name(), info); err != nil {
+				return err
+			}
 		case !errors.Is(err, fs.ErrNotExist): // (gone: passed over)
-			return "", fmt.Errorf("filestore: %w", asNamed(err, path.Join(rel, e.Name())))
+			return fmt.Errorf("filestore: %w", asNamed(err, path.Join(rel, e.Name())))
 		}
 	}
-	return string(b), nil
+	return nil
 }
 
 // listingEntry is fi's listing line under name.
@@ -203,20 +285,18 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 		if err != nil {
 			return err
 		}
-		names, err := d.globOrLiteral(rel, literal)
-		if err != nil {
-			if len(pats) == 1 || errors.Is(err, path.ErrBadPattern) {
-				return err
-			}
-			continue // not there
-		}
 		// Each entry under its name from the current directory: the
 		// pattern's own directory part and the entry's last element.
 		dir := path.Dir(path.Clean(pat)) // "photos/." is photos
-		for _, n := range names {
+		each := func(n specName) error {
 			top := path.Join(dir, path.Base(n.rel))
 			if rel == d.cwd {
 				top = "."
+			}
+			if n.err != nil {
+				// A match that cannot be looked at: left out, and said
+				// where problems are.
+				return problem(top, n.err)
 			}
 			if !n.fi.IsDir() {
 				if err := emit(top, n.fi); err != nil {
@@ -234,7 +314,7 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 						return err
 					}
 				}
-				continue
+				return nil
 			}
 			nameOf := func(p string) string {
 				if p == n.rel {
@@ -246,7 +326,7 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 				return path.Join(top, strings.TrimPrefix(p, n.rel+"/"))
 			}
 			unsearched := "" // the directory last said unsearchable
-			err := walkDir(d.root, n.rel, func(p string, de fs.DirEntry, err error) error {
+			return walkDir(d.root, n.rel, func(p string, de fs.DirEntry, err error) error {
 				if err != nil {
 					if de == nil {
 						return fs.SkipDir // gone since it was matched
@@ -289,9 +369,20 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 				}
 				return emit(name, fi)
 			})
-			if err != nil {
+		}
+		var werr error
+		err = d.eachMatch(rel, literal, func(n specName) bool {
+			werr = each(n)
+			return werr == nil
+		})
+		if err != nil {
+			if len(pats) == 1 || errors.Is(err, path.ErrBadPattern) {
 				return err
 			}
+			continue // not there
+		}
+		if werr != nil {
+			return werr
 		}
 	}
 	return nil

@@ -47,11 +47,8 @@ func (d *Dir) Match(spec string, recursive bool) ([]kermit.OutgoingFile, error) 
 // ServerFS that embeds a Dir and wraps its Match would have its wrapper
 // passed over.)
 func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool, yield func(kermit.OutgoingFile) bool) (left int, err error) {
-	names, err := d.specNames(spec)
-	if err != nil {
-		return 0, err
-	}
-	for _, n := range names {
+	var whole error // a single name's, which comes instead of any entry
+	err = d.eachSpecName(spec, false, func(n specName, alone bool) bool {
 		var bad error // what makes a name given plainly unsendable
 		var target fs.FileInfo
 		var targetErr error
@@ -106,20 +103,23 @@ func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool
 		default:
 			bad = fmt.Errorf("filestore: %s is not a regular file (%s)", n.rel, EntryKind(fi.Mode()))
 		}
-		if !more {
-			return left, nil
+		if !more || bad == nil {
+			return more
 		}
-		if bad == nil {
-			continue
+		if alone && !n.pattern {
+			whole = bad
+			return false
 		}
-		if len(names) == 1 {
-			return 0, bad
-		}
-		// One of several names: the others still go, and this one is
-		// reported as not sent (as a file that cannot be read is).
-		if !yield(unreadable(path.Base(n.rel), bad)) {
-			return left, nil
-		}
+		// One of several names (or a wildcard's match): the others
+		// still go, and this one is reported as not sent (as a file
+		// that cannot be read is).
+		return yield(unreadable(path.Base(n.rel), bad))
+	})
+	if err == nil {
+		err = whole
+	}
+	if err != nil {
+		return 0, err
 	}
 	return left, nil
 }
@@ -186,71 +186,157 @@ type specName struct {
 	nomatch  bool  // err is of a pattern, one of several, that matched nothing
 }
 
-// specNames splits spec into names (see Match) and resolves each to its
-// entry. A name given plainly that does not exist is an error; one a
-// wildcard found and that is gone since its directory was read is left
-// out.
-func (d *Dir) specNames(spec string) ([]specName, error) { return d.specNamesOf(spec, false) }
-
-// specNamesOf is specNames, or with literal the one entry spec names as
-// it is: no split into names, no pattern (ListLiteral).
-func (d *Dir) specNamesOf(spec string, literal bool) ([]specName, error) {
+// eachSpecName splits spec into names (see Match), resolves each to
+// its entry and hands them to yield one at a time, a wildcard's matches
+// as they are looked at, until yield returns false: what a wildcard
+// matches in a directory of a million entries is never held but as the
+// names of the matches (readDir; QA w: a GET of entry* in a directory
+// of 500,000 took the server 434 MB). With literal, spec is the one
+// entry it names as it is: no split into names, no pattern
+// (ListLiteral). A name given plainly that does not exist is an error;
+// one a wildcard found and that is gone since its directory was read is
+// left out. With a single name, an error of it comes back, before any
+// entry; of several names, each one's error comes as its specName's, and
+// the caller decides (Match sends the others, List fails). alone is
+// whether spec was a single name.
+func (d *Dir) eachSpecName(spec string, literal bool, yield func(n specName, alone bool) bool) error {
 	pats := []string{spec}
 	if !literal {
 		pats = d.specPatterns(spec)
 	}
 	if err := checkSpecSize(pats); err != nil {
-		return nil, err
+		return err
 	}
-	var out []specName
+	alone := len(pats) == 1
 	// Each entry once, however many names find it: a GET of "* * * …"
-	// held every match once a star (QA: 8 KB of stars, 800 MB).
-	seen := map[string]bool{}
+	// held every match once a star (QA: 8 KB of stars, 800 MB). What
+	// the names before found is told by the names themselves, not kept:
+	// the plain names found, and the wildcards read.
+	var dups dupCheck
 	for _, pat := range pats {
 		rel, err := d.resolve(pat)
+		found, more := 0, true
 		if err == nil {
-			var more []specName
-			more, err = d.globOrLiteral(rel, literal)
-			if e := path.Base(pat); len(more) == 1 && (e == "." || e == "..") {
-				// Its contents, as send -r has "dir/." (cp's rule).
-				more[0].contents = true
-			}
-			if len(more) == 1 && more[0].fi.Mode()&fs.ModeSymlink != 0 && strings.HasSuffix(pat, "/") {
-				// "link/" is the directory the link leads to, as for
-				// ls(1); os.Root follows it only within the tree.
-				if fi, serr := d.root.Stat(rel); serr == nil && fi.IsDir() {
-					more[0].fi = fi
+			fix := d.specFix(pat)
+			wild := false
+			err = d.eachMatch(rel, literal, func(m specName) bool {
+				wild = wild || m.pattern
+				m, ok := fix(m)
+				if !ok {
+					return true
 				}
-			}
-			if len(more) == 1 && strings.HasSuffix(pat, "/") && more[0].fi.Mode().IsRegular() && err == nil {
-				// "f/" names a directory, as for ls(1) and rm(1):
-				// never the file f (QA: get host/file/ took the file).
-				more, err = nil, fmt.Errorf("filestore: %s: %w", rel, unix.ENOTDIR)
-			}
-			found := len(more)
-			for _, m := range more {
-				if !seen[m.rel] {
-					seen[m.rel] = true
-					out = append(out, m)
+				found++
+				if !alone && dups.seen(m) {
+					return true
 				}
+				dups.found(m)
+				more = yield(m, alone)
+				return more
+			})
+			if !more {
+				return nil
 			}
-			if err == nil && found == 0 && len(pats) > 1 {
+			if dir, base := splitRel(rel); err == nil && !literal && hasWildcard(base) && (wild || found == 0) {
+				// Read as a wildcard (not an entry of that name).
+				dups.wild = append(dups.wild, wildRead{dir, kermit.GlobClasses(base), strings.HasSuffix(pat, "/")})
+			}
+			if err == nil && found == 0 && !alone {
 				// A wildcard among several names that matches
 				// nothing: a GET says so (QA: it was passed over
 				// in silence, exit 0, where alone it fails).
-				out = append(out, specName{rel: pat, pattern: true, nomatch: true, err: fmt.Errorf("filestore: no files match %s", pat)})
+				if !yield(specName{rel: pat, pattern: true, nomatch: true, err: fmt.Errorf("filestore: no files match %s", pat)}, alone) {
+					return nil
+				}
 			}
 		}
 		if err != nil {
-			if len(pats) == 1 {
-				return nil, err
+			if alone {
+				return err
 			}
-			// One of several names: the caller decides (Match sends
-			// the others, List fails).
-			out = append(out, specName{rel: pat, err: err})
+			if !yield(specName{rel: pat, err: err}, alone) {
+				return nil
+			}
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// specFix is what name pat asks of each entry it finds beyond the entry
+// itself: "dir/." and "dir/.." its contents (cp's rule, as send -r has
+// "dir/."); "link/" the directory the link leads to, as for ls(1) (os.Root
+// follows it only within the tree), and "f/" a directory, never the file
+// f (QA: get host/file/ took the file), an error when named plainly, and
+// a match left out for a wildcard ("d*/": the directories, as a shell's).
+func (d *Dir) specFix(pat string) func(specName) (specName, bool) {
+	slash := strings.HasSuffix(pat, "/")
+	e := path.Base(pat)
+	contents := e == "." || e == ".."
+	return func(m specName) (specName, bool) {
+		if m.err != nil {
+			return m, true
+		}
+		if contents && !m.pattern {
+			m.contents = true
+		}
+		if !slash {
+			return m, true
+		}
+		if m.fi.Mode()&fs.ModeSymlink != 0 {
+			if fi, serr := d.root.Stat(m.rel); serr == nil && fi.IsDir() {
+				m.fi = fi
+			}
+		}
+		switch {
+		case m.fi.IsDir():
+		case m.pattern:
+			return m, false
+		case m.fi.Mode().IsRegular():
+			m.fi, m.err = nil, fmt.Errorf("filestore: %s: %w", m.rel, unix.ENOTDIR)
+		}
+		return m, true
+	}
+}
+
+// dupCheck tells whether a name found was found before by the names of
+// a spec before it: a plain name by being one of them, a wildcard's
+// match by what the wildcards read match.
+type dupCheck struct {
+	plain map[string]bool
+	wild  []wildRead
+}
+
+// wildRead is a wildcard whose directory was read: base (after
+// kermit.GlobClasses) matched in dir, only directories if dirsOnly
+// ("d*/").
+type wildRead struct {
+	dir, base string
+	dirsOnly  bool
+}
+
+// found records a plain name's entry.
+func (c *dupCheck) found(m specName) {
+	if m.err == nil && !m.pattern {
+		if c.plain == nil {
+			c.plain = map[string]bool{}
+		}
+		c.plain[m.rel] = true
+	}
+}
+
+func (c *dupCheck) seen(m specName) bool {
+	if m.err != nil {
+		return false
+	}
+	if c.plain[m.rel] {
+		return true
+	}
+	dir, base := splitRel(m.rel)
+	for _, w := range c.wild {
+		if w.dir == dir && globMatches(w.base, base) && (!w.dirsOnly || m.fi.IsDir()) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxSpecNames and maxSpecWildcards bound what one request may name:
@@ -307,69 +393,71 @@ func (d *Dir) specPatterns(spec string) []string {
 	return pats
 }
 
-// globOrLiteral is glob, or with literal rel's own entry only.
-func (d *Dir) globOrLiteral(rel string, literal bool) ([]specName, error) {
-	if !literal {
-		return d.glob(nil, rel)
-	}
-	fi, err := d.root.Lstat(rel)
-	if err != nil {
-		return nil, fmt.Errorf("filestore: %w", err)
-	}
-	return []specName{{rel: rel, fi: fi}}, nil
-}
-
 // hasWildcard reports whether a name element has path.Match's wildcards.
 func hasWildcard(elem string) bool { return strings.ContainsAny(elem, "*?[") }
 
-// glob appends to out what rel names: rel itself if it has no wildcards
-// or names an existing entry, else the entries of its directory that its
-// last element matches as a pattern (never temporary files, and names
-// with a leading dot only for a pattern with one). An
-// existing name wins because a peer has no way to quote *, ? and [
-// (CleanName refuses the backslash): "star*" would otherwise always
-// bring "stardust" too, and "brk[et" nothing at all.
-func (d *Dir) glob(out []specName, rel string) ([]specName, error) {
+// eachMatch hands yield, until it returns false, what rel names: with
+// literal, or if rel has no wildcards or names an existing entry, rel
+// itself; else, in order of name, the entries of its directory that its
+// last element matches as a pattern (globMatches). An existing name wins
+// because a peer has no way to quote *, ? and [ (CleanName refuses the
+// backslash): "star*" would otherwise always bring "stardust" too, and
+// "brk[et" nothing at all. An error of the whole (rel not there, its
+// directory unreadable, a bad pattern) comes back before any entry; a
+// match whose details cannot be read comes as its specName's err.
+func (d *Dir) eachMatch(rel string, literal bool, yield func(specName) bool) error {
 	dir, base := splitRel(rel)
-	if !hasWildcard(base) {
-		fi, err := d.root.Lstat(rel)
+	fi, err := d.root.Lstat(rel)
+	if literal || !hasWildcard(base) {
 		if err != nil {
-			return nil, fmt.Errorf("filestore: %w", err)
+			return fmt.Errorf("filestore: %w", err)
 		}
-		return append(out, specName{rel: rel, fi: fi}), nil
+		yield(specName{rel: rel, fi: fi})
+		return nil
 	}
-	if fi, err := d.root.Lstat(rel); err == nil {
-		return append(out, specName{rel: rel, fi: fi}), nil
+	if err == nil {
+		yield(specName{rel: rel, fi: fi})
+		return nil
 	}
 	// [!a] as the shell has it (QA: it matched a, as path.Match's
 	// class of '!' and 'a').
 	base = kermit.GlobClasses(base)
 	if _, err := path.Match(base, ""); err != nil {
-		return nil, fmt.Errorf("filestore: %s: %w", rel, err)
+		return fmt.Errorf("filestore: %s: %w", rel, err)
 	}
-	ents, done, err := readDir(d.root, dir)
-	defer done()
+	ents, err := readDir(d.root, dir, func(name string) bool { return globMatches(base, name) })
+	defer ents.close()
 	if err != nil {
-		return nil, fmt.Errorf("filestore: %w", err)
+		return fmt.Errorf("filestore: %w", err)
 	}
-	for _, e := range ents {
-		// A leading dot is matched only by one in the pattern, as shells
-		// and C-Kermit (SET MATCH DOTFILE OFF) match it: "*" must not
-		// bring .ssh or .netrc along.
-		if strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(base, ".") {
-			continue
+	for i := range ents.Len() {
+		e := ents.Entry(i)
+		m := specName{rel: path.Join(dir, e.Name()), pattern: true}
+		m.fi, err = e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // gone: passed over
 		}
-		if ok, _ := path.Match(base, e.Name()); ok && !IsPartName(e.Name()) {
-			fi, err := e.Info()
-			switch {
-			case err == nil:
-				out = append(out, specName{rel: path.Join(dir, e.Name()), pattern: true, fi: fi})
-			case !errors.Is(err, fs.ErrNotExist): // (gone: passed over)
-				return nil, fmt.Errorf("filestore: %w", err)
-			}
+		if err != nil {
+			m.err = fmt.Errorf("filestore: %w", err)
+		}
+		if !yield(m) {
+			return nil
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// globMatches reports whether pattern (path.Match's, after
+// kermit.GlobClasses) matches name, an entry's name, as a wildcard of a
+// filespec matches: never a partial file, and a leading dot only with
+// one in the pattern, as shells and C-Kermit (SET MATCH DOTFILE OFF)
+// match it: "*" must not bring .ssh or .netrc along.
+func globMatches(pattern, name string) bool {
+	if strings.HasPrefix(name, ".") && !strings.HasPrefix(pattern, ".") {
+		return false
+	}
+	ok, _ := path.Match(pattern, name)
+	return ok && !IsPartName(name)
 }
 
 // walk hands yield the regular files under directory top, named

@@ -747,3 +747,42 @@ func TestErrorsDoNotShowTheRoot(t *testing.T) {
 		}
 	}
 }
+
+// Names found by several names of a request come once, whichever name
+// comes first, and a wildcard ending in "/" finds directories (and
+// links to them) only, as a shell's does.
+func TestSpecDuplicatesAndDirectoryWildcards(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "p/a.txt", "p/b.txt", "p/dir1/x", "p/dir2/y")
+	if err := os.Symlink("dir1", filepath.Join(root, "p", "link")); err != nil {
+		t.Fatal(err)
+	}
+	d := openTree(t, root)
+	names := func(listing string) []string {
+		var out []string
+		for line := range strings.Lines(listing) {
+			f := strings.Fields(line)
+			out = append(out, f[0][:1]+" "+f[len(f)-1])
+		}
+		return out
+	}
+	for _, c := range []struct {
+		spec string
+		want []string
+	}{
+		{"p/a.txt p/*", []string{"- a.txt", "- b.txt", "d dir1/", "d dir2/", "l link"}},
+		{"p/* p/a.txt p/b.*", []string{"- a.txt", "- b.txt", "d dir1/", "d dir2/", "l link"}},
+		{"p/*/", []string{"d dir1/", "d dir2/", "d link/"}},
+		{"p/dir*/ p/*", []string{"- a.txt", "- b.txt", "d dir1/", "d dir2/", "l link"}},
+		{"p/*.txt/", nil},
+	} {
+		l, err := d.List(c.spec)
+		if got := names(l); !slices.Equal(got, c.want) || (err != nil) != (c.want == nil) {
+			t.Errorf("List(%q) = %q, %v; want %q", c.spec, got, err, c.want)
+		}
+	}
+	files, err := d.Match("p/a.txt p/*.txt p/a.*", false)
+	if got := fileNames(files); err != nil || !slices.Equal(got, []string{"a.txt", "b.txt"}) {
+		t.Errorf("Match = %q, %v; want each once", got, err)
+	}
+}

@@ -36,7 +36,7 @@ func TestReadDirIsReadDir(t *testing.T) {
 	}
 	defer root.Close()
 	for _, rel := range []string{".", "many"} {
-		ents, done, err := readDir(root, rel)
+		list, err := readDir(root, rel, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,10 +44,11 @@ func TestReadDirIsReadDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ents) != len(want) {
-			t.Fatalf("%s: %d entries, want %d", rel, len(ents), len(want))
+		if list.Len() != len(want) {
+			t.Fatalf("%s: %d entries, want %d", rel, list.Len(), len(want))
 		}
-		for i, e := range ents {
+		for i := range list.Len() {
+			e := list.Entry(i)
 			w := want[i]
 			if e.Name() != w.Name() || e.Type() != w.Type() || e.IsDir() != w.IsDir() {
 				t.Errorf("%s: entry %d: %q %v, want %q %v", rel, i, e.Name(), e.Type(), w.Name(), w.Type())
@@ -68,6 +69,6 @@ func TestReadDirIsReadDir(t *testing.T) {
 				t.Errorf("%s: %q: identity %v, %v", rel, e.Name(), id, ok)
 			}
 		}
-		done()
+		list.close()
 	}
 }

@@ -2,7 +2,29 @@
 
 package filestore
 
-import "io/fs"
+import (
+	"io"
+	"io/fs"
+)
 
-// readDirEntries reads the entries of the open directory d.
-func readDirEntries(d *openDir) ([]fs.DirEntry, error) { return d.f.ReadDir(-1) }
+// readDirEntries hands add the name and type of each entry of the open
+// directory d, a batch at a time.
+func readDirEntries(d *openDir, add func(name []byte, typ fs.FileMode) error) error {
+	for {
+		ents, err := d.f.ReadDir(1024)
+		for _, e := range ents {
+			if aerr := add([]byte(e.Name()), e.Type()); aerr != nil {
+				return aerr
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return &fs.PathError{Op: "readdirent", Path: d.rel, Err: err}
+		}
+		if len(ents) == 0 {
+			return nil
+		}
+	}
+}

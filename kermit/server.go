@@ -595,6 +595,10 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 			form := TreeForm{Ino: s.neg.inodes, Problems: arg(2) == problemsArg}
 			return s.serveTree(ctx, p.Seq, func(spec string, w io.Writer) error { return tl.ListTree(spec, form, w) }, arg(0))
 		}
+		if lw, ok := fsys.(ListWriter); ok {
+			form := ListForm{Exact: arg(1) == exactArg, Literal: lit != nil}
+			return s.serveTree(ctx, p.Seq, func(spec string, w io.Writer) error { return lw.ListTo(spec, form, w) }, arg(0))
+		}
 		list := fsys.List
 		if lit != nil {
 			list = lit.ListLiteral
@@ -751,6 +755,21 @@ const problemsArg = "kerf-problems"
 // `ls -R --json` give a file the same time.
 type ExactLister interface {
 	ListExact(spec string, literal bool) (string, error)
+}
+
+// A ListWriter is a ServerFS that writes the listing of REMOTE
+// DIRECTORY as it makes it (filestore.Dir.ListTo), in form, so that a
+// directory of any size costs the server only the packets in flight; it
+// is asked rather than List, ListLiteral and ListExact.
+type ListWriter interface {
+	ListTo(spec string, form ListForm, w io.Writer) error
+}
+
+// A ListForm is how a listing is asked for: Exact, with times to the
+// nanosecond (ExactLister); Literal, of the one name as it is
+// (LiteralFS).
+type ListForm struct {
+	Exact, Literal bool
 }
 
 // exactArg, as REMOTE DIRECTORY's second argument, asks a kerf server

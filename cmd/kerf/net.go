@@ -1695,7 +1695,10 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 			unread := 0 // directories ls -R could not list
 			for i, rp := range paths {
 				var reply string
-				var problems []framing.ListingProblem
+				var out *listingOut
+				if cmd == 'D' {
+					out = newListingOut(c, rp, len(paths) > 1, i > 0)
+				}
 				// (err: the previous path's, cleared; rp: checked above)
 				err = nil
 				arg, literal, _ := remoteName(rp)
@@ -1712,8 +1715,12 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				switch {
 				case err != nil:
 				case cmd == 'D' && c.Bool("recursive"):
-					reply, problems, err = listTree(c.Context, cl, arg)
-					if err == nil && reply == "" && len(problems) == 0 && !literal && hasWildcard(path.Base(rp)) {
+					// Times with their fraction of a second as the
+					// server listed them, and the directories under it
+					// the server could not list; each entry printed as
+					// it comes.
+					err = cl.Session().ListTreeEach(c.Context, arg, out.entry, out.problem)
+					if err == nil && out.entries == 0 && len(out.problems) == 0 && !literal && hasWildcard(path.Base(rp)) {
 						// A tree's listing leaves out what is not there
 						// (a sender's quick check wants no error), so
 						// a pattern that matched nothing comes empty:
@@ -1724,9 +1731,12 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 					// Times to the nanosecond where the server has
 					// them, as ls -R's: --json gives a file one time
 					// whichever way it was listed (QA).
-					reply, err = cl.Session().ListExact(c.Context, arg)
+					reply, err = cl.Session().ListExactEach(c.Context, arg, out.entry)
 				default:
 					reply, err = cl.Generic(c.Context, cmd, arg)
+				}
+				if out != nil {
+					out.flush() // what was listed, before any word of what failed
 				}
 				if err != nil {
 					label := rp
@@ -1755,27 +1765,12 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 				if cmd != 'D' {
 					continue
 				}
-				if len(paths) > 1 && jsonOutput(c) == nil {
-					// As ls does with several names.
-					if i > 0 {
-						fmt.Println()
-					}
-					fmt.Printf("%s:\n", printable(rp))
-				}
-				if enc := jsonOutput(c); enc != nil {
-					if entries, ok := parseListing(rp, reply); ok {
-						for _, e := range entries {
-							enc.Encode(e)
-						}
-					} else {
-						enc.Encode(jsonListing{Event: "listing", Path: rp, Text: reply})
-					}
-				} else {
-					fmt.Print(printableLines(listingText(reply)))
-				}
+				out.text(reply)
+				out.flush()
 				// What could not be listed is said after the rest, and
 				// the listing does not pass for whole (exit 4), as
 				// ls -R and get -r say it (QA: exit 0, nothing said).
+				problems := out.problems
 				for _, p := range problems {
 					msg := fmt.Sprintf("%s -R: %s: cannot list its contents: %s", name, p.Name, p.Cause)
 					if enc := jsonOutput(c); enc != nil {
@@ -1822,21 +1817,6 @@ var errNoMatch = errors.New("no files match")
 // errNotSent: a remote command's path was not sent, the session being
 // fit for the next.
 var errNotSent = errors.New("not sent")
-
-// listTree is ls -R's listing of spec: the tree in kerf's listing form,
-// times with their fraction of a second as the server listed them, and
-// the directories under it the server could not list.
-func listTree(ctx context.Context, cl *control.Client, spec string) (string, []framing.ListingProblem, error) {
-	entries, problems, err := cl.Session().ListTreeProblems(ctx, spec)
-	if err != nil {
-		return "", nil, err
-	}
-	var b []byte
-	for _, e := range entries {
-		b = framing.AppendListingLineExact(b, e)
-	}
-	return string(b), problems, nil
-}
 
 // listingText is a listing as ls prints it: a kerf server's lines with
 // their times to the second, as ls -l shows them (--json gives the

@@ -1,0 +1,114 @@
+package kermit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"kerf/filestore"
+	"kerf/framing"
+	"kerf/kermit"
+)
+
+// pacedLister lists n made-up entries (and with problems, a problem line
+// half-way) and, half-way through, waits until the client has been
+// handed an entry: a listing held whole on either side until it ends
+// never gets there.
+type pacedLister struct {
+	*filestore.Dir
+	n    int
+	seen chan struct{}
+}
+
+func (p *pacedLister) write(w io.Writer, problem, ino bool) error {
+	var line []byte
+	for i := range p.n {
+		if i == p.n/2 {
+			if problem {
+				line = framing.AppendListingProblem(line[:0], framing.ListingProblem{Name: "locked", Cause: "permission denied"})
+				if _, err := w.Write(line); err != nil {
+					return err
+				}
+			}
+			select {
+			case <-p.seen:
+			case <-time.After(30 * time.Second):
+				return errors.New("half-way through the listing, the client had been handed no entry")
+			}
+		}
+		e := framing.ListingEntry{Mode: 0o644, Size: int64(i), ModTime: time.Unix(1e9+int64(i), 5), Name: fmt.Sprintf("entry-%06d", i)}
+		if ino {
+			e.Ino = uint64(i + 1)
+			line = framing.AppendListingLineIno(line[:0], e)
+		} else {
+			line = framing.AppendListingLineExact(line[:0], e)
+		}
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pacedLister) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
+	return p.write(w, false, false)
+}
+
+func (p *pacedLister) ListTree(spec string, form kermit.TreeForm, w io.Writer) error {
+	return p.write(w, form.Problems, form.Ino)
+}
+
+// A listing comes to the client's hands as it is made, entry by entry,
+// on both sides (QA w: ls of 500,000 entries held the listing whole on
+// the server and on the client, 300 MB each, and printed nothing until
+// it had all come); ls -R's problem lines come with it.
+func TestListingsStreamToTheClient(t *testing.T) {
+	dir, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	const n = 20000 // some 40 packets
+	for _, tree := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tree=%v", tree), func(t *testing.T) {
+			fs := &pacedLister{Dir: dir, n: n, seen: make(chan struct{})}
+			cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			go srv.Serve(ctx, fs)
+			var once sync.Once
+			got := 0
+			entry := func(e framing.ListingEntry) error {
+				if want := fmt.Sprintf("entry-%06d", got); e.Name != want || e.Size != int64(got) || e.ModTime.Nanosecond() != 5 {
+					return fmt.Errorf("entry %d: %+v, want %s", got, e, want)
+				}
+				got++
+				once.Do(func() { close(fs.seen) })
+				return nil
+			}
+			var problems []framing.ListingProblem
+			if tree {
+				err = cli.ListTreeEach(ctx, "x", entry, func(p framing.ListingProblem) error {
+					problems = append(problems, p)
+					return nil
+				})
+			} else {
+				var text string
+				text, err = cli.ListExactEach(ctx, "x", entry)
+				if text != "" {
+					t.Errorf("a kerf server's listing came back as text: %.80q", text)
+				}
+			}
+			if err != nil || got != n {
+				t.Fatalf("%d entries, %v; want %d", got, err, n)
+			}
+			if tree && (len(problems) != 1 || problems[0].Name != "locked") {
+				t.Errorf("problems %+v, want the one", problems)
+			}
+		})
+	}
+}

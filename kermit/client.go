@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"strings"
 	"sync"
@@ -395,11 +396,21 @@ func (s *Session) ListExactEach(ctx context.Context, spec string, entry func(fra
 // request gives none). None is held (QA w: ls -R of 1M
 // entries took the client 736 MB, nothing printed until the end).
 func (s *Session) ListTreeEach(ctx context.Context, spec string, entry func(framing.ListingEntry) error, problem func(framing.ListingProblem) error) error {
+	return s.listTreeEach(ctx, spec, true, entry, problem)
+}
+
+// listTreeEach is ListTreeEach, asking for the problem lines only with
+// problems (a sender's quick check wants none).
+func (s *Session) listTreeEach(ctx context.Context, spec string, problems bool, entry func(framing.ListingEntry) error, problem func(framing.ListingProblem) error) error {
+	args := []string{treeArg}
+	if problems {
+		args = append(args, problemsArg)
+	}
 	inodes := false
 	lines := &listingLines{line: func(line string) error {
 		if strings.HasPrefix(line, "!") {
 			p, err := framing.ParseListingProblem(line)
-			if err != nil {
+			if err != nil || problem == nil {
 				return err
 			}
 			return problem(p)
@@ -417,7 +428,7 @@ func (s *Session) ListTreeEach(ctx context.Context, spec string, entry func(fram
 	err := s.listingTo(ctx, true, func(bool) io.Writer {
 		inodes = s.neg.inodes
 		return lines
-	}, spec, treeArg, problemsArg)
+	}, spec, args...)
 	if err != nil {
 		return err
 	}
@@ -535,14 +546,65 @@ func (s *Session) listingTo(ctx context.Context, kerfOnly bool, to func(kerf boo
 func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial func(name string) string) ([]OutgoingFile, error) {
 	var tops []string
 	seen := map[string]bool{}
-	for _, f := range files {
+	// Each file by its name, and by its partial's as a hash (a file
+	// taken for one with a partial left is only sent, which is what
+	// the check would do without a listing): the listing's entries are
+	// looked up as they come and none is kept (QA w: send --resume of
+	// 1M files held the listing's text, its entries and a map of them,
+	// beside the files: 1.09 GB).
+	idx := make(map[string]int, len(files))
+	var parts map[uint64]int
+	seed := maphash.MakeSeed()
+	if partial != nil {
+		parts = make(map[uint64]int)
+	}
+	for i, f := range files {
 		top, _, _ := strings.Cut(f.Name, "/")
 		if top != "" && !seen[top] {
 			seen[top] = true
 			tops = append(tops, top)
 		}
+		idx[f.Name] = i
+		if partial != nil && !f.Dir {
+			parts[maphash.String(seed, partial(f.Name))] = i
+		}
 	}
-	have := map[string]framing.ListingEntry{}
+	seen = nil
+	const (
+		whole = 1 << iota
+		partialLeft
+	)
+	state := make([]uint8, len(files))
+	var there []uint64 // inode numbers, if the listing has them
+	entry := func(e framing.ListingEntry) error {
+		if i, ok := parts[maphash.String(seed, e.Name)]; ok {
+			// A partial left there: resumed from it, last, since the
+			// session cut off while sending it may still hold it until
+			// the server takes it over (a minute's silence; protocol.md
+			// §6), and the other files need not wait for that.
+			state[i] |= partialLeft
+		}
+		i, ok := idx[e.Name]
+		if !ok {
+			return nil
+		}
+		f := &files[i]
+		perm := f.Mode
+		if f.Mode == 0 && !f.ModeKnown {
+			perm = e.Mode // not known here: not compared
+		}
+		if f.Dir || f.Open == nil || f.Size < 0 || f.ModTime.IsZero() || !e.Matches(f.Size, f.ModTime, perm) {
+			return nil
+		}
+		state[i] |= whole
+		if e.Ino != 0 {
+			if there == nil {
+				there = make([]uint64, len(files))
+			}
+			there[i] = e.Ino
+		}
+		return nil
+	}
 	for len(tops) > 0 {
 		// A spec of at most about a kilobyte, which any packet length a
 		// kerf peer agrees to carries.
@@ -555,43 +617,31 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 			tops = tops[1:]
 		}
 		spec, _ := framing.JoinSpec(batch)
-		entries, err := s.ListTree(ctx, spec)
+		// (Entries a listing gave before it failed stand: each says
+		// what the server has.)
+		err := s.listTreeEach(ctx, spec, false, entry, nil)
 		if isLinkError(err) || ctx.Err() != nil {
 			return files, err
 		}
 		if errors.Is(err, ErrNoTreeListing) {
 			return files, nil // no listing: the engine checks each file
 		}
-		if err != nil {
-			continue // this batch's files are checked by the engine
-		}
-		for _, e := range entries {
-			have[e.Name] = e
-		}
+		// Another error: this batch's files are checked by the engine.
 	}
 	var send, later []OutgoingFile
-	for _, f := range files {
-		e, ok := have[f.Name]
-		if partial != nil && !f.Dir {
-			if _, left := have[partial(f.Name)]; left {
-				// A partial left there: resumed from it, last, since
-				// the session cut off while sending it may still hold
-				// it until the server takes it over (a minute's
-				// silence; protocol.md §6), and the other files need
-				// not wait for that.
-				later = append(later, f)
-				continue
+	for i, f := range files {
+		switch {
+		case state[i]&partialLeft != 0 && !f.Dir:
+			later = append(later, f)
+		case state[i]&whole != 0:
+			ev := Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime}
+			if there != nil {
+				ev.ThereIno = there[i]
 			}
-		}
-		perm := f.Mode
-		if f.Mode == 0 && !f.ModeKnown {
-			perm = e.Mode // not known here: not compared
-		}
-		if !ok || f.Dir || f.Open == nil || f.Size < 0 || f.ModTime.IsZero() || !e.Matches(f.Size, f.ModTime, perm) {
+			s.event(ev)
+		default:
 			send = append(send, f)
-			continue
 		}
-		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime, ThereIno: e.Ino})
 	}
 	return append(send, later...), nil
 }

@@ -586,3 +586,49 @@ func TestLoginDroppedIsToldAsSuch(t *testing.T) {
 		t.Fatalf("Dial: %v, want ErrDroppedAtLogin", err)
 	}
 }
+
+// An address whose connections keep ending without logging in (a slot
+// filler reopening them as they are dropped, QA v) is refused, told
+// busy, once they add up to PenaltyBlock; a few such, and sessions that
+// logged in, cost it nothing; and with the penalty off nothing is
+// refused.
+func TestAddressThatNeverLogsInIsRefused(t *testing.T) {
+	notKerf := func(srv *control.Server) { // connects, says nothing, goes
+		c, err := net.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	blocks := int(control.PenaltyBlock / control.DefaultNoLoginPenalty)
+	t.Run("penalty", func(t *testing.T) {
+		srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) { c.PenalizeLoopback = true })
+		for range blocks - 1 {
+			notKerf(srv)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for range 3 { // logged in: no penalty
+			cl := dialT(t, ctxT(t), clientConfig(srv, nil))
+			cl.Close()
+		}
+		for range blocks + 5 {
+			notKerf(srv)
+		}
+		time.Sleep(200 * time.Millisecond) // their ends counted
+		if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
+			t.Errorf("a client from an address of %d connections that did not log in: %v, want ErrServerBusy", 2*blocks+4, err)
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		srv := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
+			c.PenalizeLoopback = true
+			c.NoLoginPenalty = -1
+		})
+		for range 2 * blocks {
+			notKerf(srv)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cl := dialT(t, ctxT(t), clientConfig(srv, nil))
+		cl.Close()
+	})
+}

@@ -118,6 +118,15 @@ type ServerConfig struct {
 	// DefaultEvictAfter; negative, never): one still in its handshake or
 	// login a moment is a client on its way in, not one holding a slot.
 	EvictAfter time.Duration
+	// NoLoginPenalty is what each connection that ends without logging
+	// in (evicted, timed out in its handshake, closed) costs its address
+	// (an IPv6 /64): past PenaltyBlock of them, the address's new
+	// connections are refused until they have run out, at most
+	// PenaltyMax ahead (default DefaultNoLoginPenalty; negative, none).
+	// Loopback addresses are not penalized (a server behind a local
+	// proxy or tunnel sees all its clients so) unless PenalizeLoopback.
+	NoLoginPenalty   time.Duration
+	PenalizeLoopback bool
 	// MaxLoginAttempts per connection (default 3); then it is closed.
 	MaxLoginAttempts int
 	// Throttle slows down failed logins per address (default
@@ -170,7 +179,10 @@ type Server struct {
 	slots map[*connSlot]struct{}
 	// evictions and refusals space the warnings of connections admit
 	// dropped or refused.
-	evictions, refusals spacedWarning
+	evictions, refusals, penalized spacedWarning
+	// penalties are the addresses whose connections ended without
+	// logging in (NoLoginPenalty), at most maxPenalized of them.
+	penalties map[string]*penalty
 	// refusing counts connections being told BusyNotice.
 	refusing atomic.Int32
 	// throttled: which throttled logins are logged at warn.
@@ -274,6 +286,9 @@ func withDefaults(cfg ServerConfig) ServerConfig {
 	cfg.MaxStreams = min(cfg.MaxStreams, datachan.MaxStreams)
 	if cfg.EvictAfter == 0 {
 		cfg.EvictAfter = DefaultEvictAfter
+	}
+	if cfg.NoLoginPenalty == 0 {
+		cfg.NoLoginPenalty = DefaultNoLoginPenalty
 	}
 	if cfg.MaxBlockSize <= 0 {
 		cfg.MaxBlockSize = DefaultMaxBlockSize
@@ -388,8 +403,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		// A command after an outage need not sit out the kernel's
 		// two-minute backoff (datachan.RTOMax), as the client's side.
 		datachan.CapRTO(c)
-		slot := s.admit(c)
-		if slot == nil {
+		slot, penalized := s.admit(c)
+		switch {
+		case penalized:
+			// Told busy, as at the limits: a client there tries
+			// again, within its --reconnect time.
+			s.notePenalized(c)
+			s.refuseBusy(c)
+			continue
+		case slot == nil:
 			s.noteRefusal(c)
 			s.refuseBusy(c)
 			continue
@@ -455,6 +477,7 @@ type connSlot struct {
 	since   time.Time
 	settled bool // past its handshake (logged in): never evicted
 	evicted bool // its count was given to a newer connection
+	welcome bool // it logged in once: its end costs its address nothing
 }
 
 // DefaultEvictAfter is ServerConfig.EvictAfter's default: a login on a
@@ -477,23 +500,27 @@ const DefaultEvictAfter = time.Second
 // address gains that address nothing, and a client opening more
 // sessions than its address may have would only evict its own (said
 // "closed during the TLS handshake", not busy).
-func (s *Server) admit(c net.Conn) *connSlot {
+func (s *Server) admit(c net.Conn) (slot *connSlot, penalized bool) {
 	key := addrKey(c.RemoteAddr())
 	s.mu.Lock()
 	var victim *connSlot
+	if s.penalizedLocked(key) {
+		s.mu.Unlock()
+		return nil, true
+	}
 	if s.perAddr[key] >= s.cfg.MaxSessionsPerAddr {
 		s.mu.Unlock()
-		return nil
+		return nil, false
 	}
 	if len(s.slots) >= s.cfg.MaxSessions {
 		if victim = s.evictableLocked(key); victim == nil {
 			s.mu.Unlock()
-			return nil
+			return nil, false
 		}
 		s.uncountLocked(victim)
 		victim.evicted = true
 	}
-	slot := &connSlot{key: key, conn: c, since: time.Now()}
+	slot = &connSlot{key: key, conn: c, since: time.Now()}
 	s.slots[slot] = struct{}{}
 	s.perAddr[key]++
 	s.mu.Unlock()
@@ -501,7 +528,96 @@ func (s *Server) admit(c net.Conn) *connSlot {
 		s.noteEviction(victim)
 		victim.conn.Close()
 	}
-	return slot
+	return slot, false
+}
+
+// DefaultNoLoginPenalty is ServerConfig.NoLoginPenalty's default, and
+// PenaltyBlock and PenaltyMax its bounds, as OpenSSH's
+// PerSourcePenalties has them for connections that do not
+// authenticate: an address whose connections end without logging in 15
+// times in quick succession (a slot-filler reopening them as they are
+// evicted, QA v) is refused for as long as it has run up, up to 10
+// minutes; a user's few mistakes (a changed host key, a wrong password)
+// cost nothing that shows.
+const (
+	DefaultNoLoginPenalty = time.Second
+	PenaltyBlock          = 15 * time.Second
+	PenaltyMax            = 10 * time.Minute
+)
+
+// maxPenalized bounds the addresses penalties remember: past it, those
+// whose penalty has run out are forgotten, and a new one is not taken
+// while none has.
+const maxPenalized = 65536
+
+// penalty is an address's: what its connections that did not log in
+// ran up (until), and whether it is refused until then (blocked, once
+// until stood PenaltyBlock ahead).
+type penalty struct {
+	until   time.Time
+	blocked bool
+}
+
+// penalizedLocked reports whether key's new connections are refused
+// now, forgetting a penalty run out.
+func (s *Server) penalizedLocked(key string) bool {
+	p := s.penalties[key]
+	if p == nil {
+		return false
+	}
+	if !time.Now().Before(p.until) {
+		delete(s.penalties, key)
+		return false
+	}
+	return p.blocked
+}
+
+// penalizeLocked charges key one connection that ended without logging
+// in. A blocked address's refused connections are not admitted, so they
+// cost nothing more: the block runs out as it was set.
+func (s *Server) penalizeLocked(key string) {
+	if s.cfg.NoLoginPenalty < 0 {
+		return
+	}
+	now := time.Now()
+	p := s.penalties[key]
+	if p == nil {
+		if len(s.penalties) >= maxPenalized {
+			for k, q := range s.penalties {
+				if !now.Before(q.until) {
+					delete(s.penalties, k)
+				}
+			}
+			if len(s.penalties) >= maxPenalized {
+				return
+			}
+		}
+		if s.penalties == nil {
+			s.penalties = map[string]*penalty{}
+		}
+		p = &penalty{}
+		s.penalties[key] = p
+	}
+	if p.until.Before(now) {
+		p.until = now
+	}
+	p.until = p.until.Add(s.cfg.NoLoginPenalty)
+	if ahead := p.until.Sub(now); ahead >= PenaltyBlock {
+		p.blocked = true
+		if ahead > PenaltyMax {
+			p.until = now.Add(PenaltyMax)
+		}
+	}
+}
+
+// notePenalized logs a connection refused for its address's penalty,
+// at info, and at warn as spacedWarning says.
+func (s *Server) notePenalized(c net.Conn) {
+	peer := c.RemoteAddr().String()
+	s.cfg.Log.Info("connection refused: its address's connections have been ending without logging in", "peer", peer)
+	if n := s.penalized.count(&s.mu); n > 0 {
+		s.cfg.Log.Warn("connections refused from addresses whose connections kept ending without logging in (--no-login-penalty)", "refused", n, "last_peer", peer)
+	}
 }
 
 // noteEviction logs a connection admit dropped, at info, and at warn
@@ -589,6 +705,16 @@ func (s *Server) release(slot *connSlot) {
 	if !slot.evicted {
 		s.uncountLocked(slot)
 	}
+	if !slot.welcome && (s.cfg.PenalizeLoopback || !isLoopback(slot.conn.RemoteAddr())) {
+		s.penalizeLocked(slot.key)
+	}
+}
+
+// isLoopback reports whether a is a loopback address (a local proxy's,
+// a tunnel's: all its clients').
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }
 
 // settle marks slot past its handshake (logged in), or back before it
@@ -599,6 +725,7 @@ func (s *Server) settle(slot *connSlot, settled bool) {
 	}
 	s.mu.Lock()
 	slot.settled = settled
+	slot.welcome = slot.welcome || settled
 	s.mu.Unlock()
 }
 

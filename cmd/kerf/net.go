@@ -665,6 +665,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "data-from-any-address", Usage: "accept data connections from addresses other than the control connection's"},
 			&cli.IntFlag{Name: "max-sessions", Value: 256, Usage: "connections at once (at the limit, one not logged in gives way to a new one)"},
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address (an IPv6 /64)"},
+			&cli.DurationFlag{Name: "no-login-penalty", Value: control.DefaultNoLoginPenalty, Usage: "what each connection that ends without logging in costs its address: once they add up to 15s, its new connections are told busy until they run out (at most 10 minutes ahead); loopback addresses are never penalized; 0: no penalty"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
 			&cli.DurationFlag{Name: "take-over-after", Value: control.DefaultTakeOverAfter, Usage: "a client sending a file that another session is receiving takes it over (resuming it with --resume) once that session has moved nothing for this long (a client cut off, whose session the server has not seen end); 0: never, the client is refused \"busy\" until the old session's idle timeout"},
@@ -759,7 +760,8 @@ func serveCommand() *cli.Command {
 				RefuseCompression: c.Bool("no-compression"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 				DataFromAnyAddress: c.Bool("data-from-any-address"),
 				MaxSessions:        c.Int("max-sessions"), MaxSessionsPerAddr: c.Int("max-sessions-per-addr"),
-				IdleTimeout: c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"), TakeOverAfter: takeOverAfter(c.Duration("take-over-after")),
+				NoLoginPenalty: noLoginPenalty(c.Duration("no-login-penalty")),
+				IdleTimeout:    c.Duration("idle-timeout"), HandshakeTimeout: c.Duration("handshake-timeout"), TakeOverAfter: takeOverAfter(c.Duration("take-over-after")),
 				Sparse: c.Bool("sparse"),
 			})
 			if err != nil {
@@ -922,6 +924,15 @@ func noteRefused(c *cli.Context, clients []*control.Client) {
 // takeOverAfter maps --take-over-after to ServerConfig.TakeOverAfter,
 // where 0 is the default and never is negative (checkServeLimits
 // refuses a negative flag).
+// noLoginPenalty is --no-login-penalty as ServerConfig takes it (0: none,
+// which the config says negative).
+func noLoginPenalty(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 func takeOverAfter(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
@@ -941,8 +952,10 @@ func checkServeLimits(c *cli.Context) error {
 	if d := c.Duration("take-over-after"); d < 0 {
 		return usageErr("--take-over-after must be 0 (never) or more (%v given)", d)
 	}
-	if d := c.Duration("drain"); d < 0 {
-		return usageErr("--drain must be 0 (none) or more (%v given)", d)
+	for _, name := range []string{"drain", "no-login-penalty"} {
+		if d := c.Duration(name); d < 0 {
+			return usageErr("--%s must be 0 (none) or more (%v given)", name, d)
+		}
 	}
 	for _, name := range []string{"max-sessions", "max-sessions-per-addr"} {
 		if c.Int(name) < 1 {

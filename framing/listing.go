@@ -206,14 +206,11 @@ func parseListingLine(line string, withIno bool) (ListingEntry, error) {
 		return bad("size")
 	}
 	rest = rest[sp+1:]
-	if len(rest) < len(listingTime)+2 {
+	mt, n, ok := parseListingTime(rest)
+	if !ok || len(rest) < n+2 {
 		return bad("time")
 	}
-	mt, err := time.Parse(listingTime, rest[:len(listingTime)])
-	if err != nil {
-		return bad("time")
-	}
-	rest = rest[len(listingTime):]
+	rest = rest[n:]
 	if rest[0] == '.' {
 		// An exact line's fraction of a second: nine digits.
 		if len(rest) < 11 {
@@ -270,6 +267,40 @@ func parseListingLine(line string, withIno bool) (ListingEntry, error) {
 	}
 	return ListingEntry{Mode: mode, Size: size, ModTime: mt, Name: name, Ino: ino}, nil
 }
+
+// parseListingTime reads the time at the start of s as listingTime
+// writes it, and says how long it was. The year has four digits or more,
+// and a sign before the year 0: a file system that keeps 64-bit seconds
+// (tmpfs, btrfs) holds times in year 10000 and after (`touch -d
+// @253402300800`), and time.Format writes them so, where time.Parse
+// takes four digits only (review: one such file made ls fail).
+func parseListingTime(s string) (t time.Time, n int, ok bool) {
+	digits := 0
+	if strings.HasPrefix(s, "-") {
+		n = 1
+	}
+	for n+digits < len(s) && s[n+digits] >= '0' && s[n+digits] <= '9' {
+		digits++
+	}
+	if digits < 4 || digits > 12 {
+		return time.Time{}, 0, false
+	}
+	year, err := strconv.Atoi(s[:n+digits])
+	n += digits
+	const rest = len(listingTime) - 4 // "-01-02 15:04:05"
+	if err != nil || len(s) < n+rest {
+		return time.Time{}, 0, false
+	}
+	// The rest in year 2000 (a leap year: 29 February parses), moved to
+	// the year read.
+	t, err = time.Parse(listingTime, "2000"+s[n:n+rest])
+	if err != nil || year != 2000 && t.Month() == time.February && t.Day() == 29 && !isLeap(year) {
+		return time.Time{}, 0, false
+	}
+	return t.AddDate(year-2000, 0, 0), n + rest, true
+}
+
+func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
 
 // A ListingProblem is a tree listing's line for an entry whose contents
 // could not be listed (a directory the server may not read): the listing

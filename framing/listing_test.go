@@ -163,6 +163,8 @@ func FuzzParseListingLine(f *testing.F) {
 		"-rw-r--r--            2 2026-12-01 04:05:06 \"new\\nline\"",
 		"drwx------            0 2026-12-01 04:05:06 \"bad\\xffutf8\"/",
 		"-rwSr-Sr-T 1 2026-12-01 04:05:06 x y/z",
+		"-rw-r--r--            4 10000-01-01 00:00:00.000000001 far",
+		"-rw-r--r--            4 -0001-03-04 05:06:07 far",
 	} {
 		f.Add(s)
 	}
@@ -327,4 +329,42 @@ func FuzzParseListingProblem(f *testing.F) {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", line, p, out, back, err)
 		}
 	})
+}
+
+// A time outside the years 0000-9999, which file systems keeping 64-bit
+// seconds hold, is written with the year's digits as time.Format writes
+// it and read back (review: a file of year 10000 made `kerf ls` fail),
+// and a day that year has not is refused.
+func TestListingLineFarYears(t *testing.T) {
+	for _, c := range []struct {
+		t    time.Time
+		line string
+	}{
+		{time.Unix(253402300800, 0), "-rw-r--r--            4 10000-01-01 00:00:00 far\n"},
+		{time.Unix(1<<40, 5), "-rw-r--r--            4 36812-02-20 00:36:16.000000005 far\n"},
+		{time.Date(-1, 3, 4, 5, 6, 7, 0, time.UTC), "-rw-r--r--            4 -0001-03-04 05:06:07 far\n"},
+		{time.Date(0, 2, 29, 0, 0, 0, 0, time.UTC), "-rw-r--r--            4 0000-02-29 00:00:00 far\n"},
+		{time.Date(999, 12, 31, 23, 59, 59, 0, time.UTC), "-rw-r--r--            4 0999-12-31 23:59:59 far\n"},
+	} {
+		e := ListingEntry{Mode: 0o644, Size: 4, ModTime: c.t, Name: "far"}
+		got := string(AppendListingLineExact(nil, e))
+		if got != c.line {
+			t.Errorf("%v: line %q, want %q", c.t, got, c.line)
+		}
+		back, err := ParseListingLine(got[:len(got)-1])
+		if err != nil || !back.ModTime.Equal(c.t) || back.Name != "far" || back.Size != 4 {
+			t.Errorf("%q parsed %+v, %v; want time %v", got, back, err, c.t)
+		}
+	}
+	for _, line := range []string{
+		"-rw-r--r--  4 10001-02-29 00:00:00 far", // not a leap year
+		"-rw-r--r--  4 201-01-01 00:00:00 far",   // three digits
+		"-rw-r--r--  4 +2010-01-01 00:00:00 far",
+		"-rw-r--r--  4 --2010-01-01 00:00:00 far",
+		"-rw-r--r--  4 1234567890123-01-01 00:00:00 far",
+	} {
+		if e, err := ParseListingLine(line); !errors.Is(err, ErrNotListing) {
+			t.Errorf("ParseListingLine(%q) = %+v, %v; want ErrNotListing", line, e, err)
+		}
+	}
 }

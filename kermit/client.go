@@ -365,19 +365,21 @@ func (s *Session) ListTree(ctx context.Context, spec string) ([]framing.ListingE
 // listing of millions of entries costs the client only what entry keeps
 // (QA w: ls of 500,000 entries held the listing whole, 281-325 MB, and
 // printed it at the end). Another server's reply, not in kerf's form,
-// comes back whole as text, in whatever form that server writes. An
-// error of entry ends the listing with it.
-func (s *Session) ListExactEach(ctx context.Context, spec string, entry func(framing.ListingEntry) error) (text string, err error) {
+// comes back whole as text, in whatever form that server writes; a line
+// of a kerf server's that is not in its form (a newer server's, say) goes
+// to other as it came. An error of entry or other ends the listing with
+// it.
+func (s *Session) ListExactEach(ctx context.Context, spec string, entry func(framing.ListingEntry) error, other func(line string) error) (text string, err error) {
 	var lines *listingLines
-	other := cappedBuffer{max: maxTextReply}
+	whole := cappedBuffer{max: maxTextReply}
 	err = s.listingTo(ctx, false, func(kerf bool) io.Writer {
 		if !kerf {
-			return &other
+			return &whole
 		}
 		lines = &listingLines{line: func(line string) error {
 			e, err := framing.ParseListingLine(line)
 			if err != nil {
-				return err
+				return other(line)
 			}
 			return entry(e)
 		}}
@@ -386,7 +388,7 @@ func (s *Session) ListExactEach(ctx context.Context, spec string, entry func(fra
 	if err == nil && lines != nil {
 		err = lines.Close()
 	}
-	return other.String(), err
+	return whole.String(), err
 }
 
 // ListTreeEach is ListTree handing each entry to entry as it comes, and
@@ -452,10 +454,10 @@ func (l *listingLines) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
+		if end := i; end < 0 && len(l.part)+len(p) > maxListingLine || end >= 0 && len(l.part)+end > maxListingLine {
+			return 0, fmt.Errorf("kermit: a listing line longer than %d KiB", maxListingLine>>10)
+		}
 		if i < 0 {
-			if len(l.part)+len(p) > maxListingLine {
-				return 0, fmt.Errorf("kermit: a listing line longer than %d KiB", maxListingLine>>10)
-			}
 			l.part = append(l.part, p...)
 			break
 		}

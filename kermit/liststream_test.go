@@ -24,9 +24,16 @@ type pacedLister struct {
 	seen chan struct{}
 }
 
-func (p *pacedLister) write(w io.Writer, problem, ino bool) error {
+func (p *pacedLister) write(w io.Writer, problem, ino, foreign bool) error {
 	var line []byte
 	for i := range p.n {
+		if i == p.n/4 && foreign {
+			// A line not in kerf's form (a newer server's): passed on
+			// as it came, the rest still read.
+			if _, err := io.WriteString(w, "a line of another form\n"); err != nil {
+				return err
+			}
+		}
 		if i == p.n/2 {
 			if problem {
 				line = framing.AppendListingProblem(line[:0], framing.ListingProblem{Name: "locked", Cause: "permission denied"})
@@ -55,11 +62,11 @@ func (p *pacedLister) write(w io.Writer, problem, ino bool) error {
 }
 
 func (p *pacedLister) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
-	return p.write(w, false, false)
+	return p.write(w, false, false, true)
 }
 
 func (p *pacedLister) ListTree(spec string, form kermit.TreeForm, w io.Writer) error {
-	return p.write(w, form.Problems, form.Ino)
+	return p.write(w, form.Problems, form.Ino, false)
 }
 
 // A listing comes to the client's hands as it is made, entry by entry,
@@ -98,9 +105,16 @@ func TestListingsStreamToTheClient(t *testing.T) {
 				})
 			} else {
 				var text string
-				text, err = cli.ListExactEach(ctx, "x", entry)
+				var others []string
+				text, err = cli.ListExactEach(ctx, "x", entry, func(line string) error {
+					others = append(others, line)
+					return nil
+				})
 				if text != "" {
 					t.Errorf("a kerf server's listing came back as text: %.80q", text)
+				}
+				if len(others) != 1 || others[0] != "a line of another form" {
+					t.Errorf("lines not in kerf's form: %q, want the one", others)
 				}
 			}
 			if err != nil || got != n {

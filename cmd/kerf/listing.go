@@ -106,6 +106,17 @@ func (o *listingOut) entry(e framing.ListingEntry) error {
 	return err
 }
 
+// other says a line of a kerf server's listing that is not in its form
+// as it came: a line of text, or a --json listing event of it.
+func (o *listingOut) other(line string) error {
+	o.said()
+	if o.enc != nil {
+		return o.enc.Encode(jsonListing{Event: "listing", Path: o.rpath, Text: line + "\n"})
+	}
+	_, err := o.w.WriteString(printable(line) + "\n")
+	return err
+}
+
 func (o *listingOut) problem(p framing.ListingProblem) error {
 	o.problems = append(o.problems, p)
 	return nil

@@ -1744,7 +1744,7 @@ func remoteCommand(name, usage string, cmd byte) *cli.Command {
 					// Times to the nanosecond where the server has
 					// them, as ls -R's: --json gives a file one time
 					// whichever way it was listed (QA).
-					reply, err = cl.Session().ListExactEach(c.Context, arg, out.entry)
+					reply, err = cl.Session().ListExactEach(c.Context, arg, out.entry, out.other)
 				default:
 					reply, err = cl.Generic(c.Context, cmd, arg)
 				}

@@ -69,8 +69,10 @@ func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 	// together, by their names alone (sortedNames).
 	var (
 		first *specName // held until a second says it is no lone directory
+		only  specName  // the first of several names' finds
 		seen  int
 		many  *nameArena
+		found int // names several names found (each once)
 		werr  error
 	)
 	err := d.eachSpecName(spec, form.Literal, func(n specName, alone bool) bool {
@@ -88,6 +90,9 @@ func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 			if n.err != nil {
 				werr = n.err
 				return false
+			}
+			if found++; found == 1 {
+				only = n
 			}
 			if many == nil {
 				many = &nameArena{}
@@ -118,6 +123,10 @@ func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 	}
 	switch {
 	case err != nil:
+	case found == 1 && seen == 1 && !only.pattern && only.fi.IsDir():
+		// One directory named more than once ("p p"): what it holds,
+		// as when named once.
+		err = d.listDir(only.rel, emit)
 	case many != nil:
 		err = d.listSorted(many, emit)
 	case seen == 0:
@@ -132,10 +141,10 @@ func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 	case seen == 1:
 		err = emit(path.Base(first.rel), first.fi)
 	}
-	if err != nil {
-		return err
+	if ferr := bw.Flush(); err == nil {
+		err = ferr // (else what was listed goes before the error)
 	}
-	return bw.Flush()
+	return err
 }
 
 // listSorted emits the entries names holds, sorted by their last
@@ -294,9 +303,10 @@ func (d *Dir) listTree(spec string, w io.Writer, literal bool, form kermit.TreeF
 				top = "."
 			}
 			if n.err != nil {
-				// A match that cannot be looked at: left out, and said
-				// where problems are.
-				return problem(top, n.err)
+				// A match that cannot be looked at (its directory may
+				// be read, not searched): the listing's error, as the
+				// whole request's was before a match came alone.
+				return n.err
 			}
 			if !n.fi.IsDir() {
 				if err := emit(top, n.fi); err != nil {

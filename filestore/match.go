@@ -226,7 +226,7 @@ func (d *Dir) eachSpecName(spec string, literal bool, yield func(n specName, alo
 					return true
 				}
 				found++
-				if !alone && dups.seen(m) {
+				if !alone && dups.seen(m, d.isDirOrLinkToDir) {
 					return true
 				}
 				dups.found(m)
@@ -275,8 +275,8 @@ func (d *Dir) specFix(pat string) func(specName) (specName, bool) {
 		if m.err != nil {
 			return m, true
 		}
-		if contents && !m.pattern {
-			m.contents = true
+		if contents {
+			m.contents = true // each match's, "d*/." (cp -r d*/. merges them)
 		}
 		if !slash {
 			return m, true
@@ -295,6 +295,19 @@ func (d *Dir) specFix(pat string) func(specName) (specName, bool) {
 		}
 		return m, true
 	}
+}
+
+// isDirOrLinkToDir reports whether m is a directory or a link to one in
+// the tree.
+func (d *Dir) isDirOrLinkToDir(m specName) bool {
+	if m.fi.IsDir() {
+		return true
+	}
+	if m.fi.Mode()&fs.ModeSymlink == 0 {
+		return false
+	}
+	fi, err := d.root.Stat(m.rel)
+	return err == nil && fi.IsDir()
 }
 
 // dupCheck tells whether a name found was found before by the names of
@@ -323,7 +336,11 @@ func (c *dupCheck) found(m specName) {
 	}
 }
 
-func (c *dupCheck) seen(m specName) bool {
+// seen reports whether m was found before; isDir says whether m stands
+// for a directory, as a "d*/" before it took a link to one (review: a
+// link found by "l*/" as its directory and then by name was sent
+// twice).
+func (c *dupCheck) seen(m specName, isDir func(specName) bool) bool {
 	if m.err != nil {
 		return false
 	}
@@ -332,7 +349,7 @@ func (c *dupCheck) seen(m specName) bool {
 	}
 	dir, base := splitRel(m.rel)
 	for _, w := range c.wild {
-		if w.dir == dir && globMatches(w.base, base) && (!w.dirsOnly || m.fi.IsDir()) {
+		if w.dir == dir && globMatches(w.base, base) && (!w.dirsOnly || isDir(m)) {
 			return true
 		}
 	}

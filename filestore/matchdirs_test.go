@@ -786,3 +786,30 @@ func TestSpecDuplicatesAndDirectoryWildcards(t *testing.T) {
 		t.Errorf("Match = %q, %v; want each once", got, err)
 	}
 }
+
+// The review's cases: a link to a directory found by "l*/" (as the
+// directory) and then by its name is one entry; one directory named
+// twice lists what it holds, as named once; "d*/." walks each match
+// from within.
+func TestSpecRepeatsOfLinksAndDirectories(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "p/a.txt", "p/dir1/x", "q/d1/in1", "q/d2/in2")
+	if err := os.Symlink("dir1", filepath.Join(root, "p", "ld")); err != nil {
+		t.Fatal(err)
+	}
+	d := openTree(t, root)
+	files, err := d.Match("p/l*/ p/ld", true)
+	if got := fileNames(files); err != nil || !slices.Equal(got, []string{"ld/x"}) {
+		t.Errorf("Match(p/l*/ p/ld) = %q, %v; want ld/x once", got, err)
+	}
+	if l, err := d.List("p/l*/ p/ld"); err != nil || strings.Count(l, " ld") != 1 {
+		t.Errorf("List(p/l*/ p/ld) = %q, %v; want ld once", l, err)
+	}
+	if l, err := d.List("p/dir1 p/dir1"); err != nil || !strings.HasSuffix(l, " x\n") || strings.Count(l, "\n") != 1 {
+		t.Errorf("List(p/dir1 p/dir1) = %q, %v; want what it holds", l, err)
+	}
+	files, err = d.Match("q/d*/.", true)
+	if got := fileNames(files); err != nil || !slices.Equal(got, []string{"in1", "in2"}) {
+		t.Errorf("Match(q/d*/.) = %q, %v; want each match's contents from within", got, err)
+	}
+}

@@ -133,11 +133,13 @@ func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 	}
 	// One match at a time, as its directory's names are (QA w: rm of
 	// 500,000 files by a pattern held them all, 329 MB).
+	var merr error
 	err := d.eachMatch(rel, false, func(m specName) bool {
 		if m.err != nil {
-			n++
-			fail(m, m.err)
-			return true
+			// A match that cannot be looked at (its directory may be
+			// read, not searched): nothing there can be deleted.
+			merr = m.err
+			return false
 		}
 		if !m.fi.Mode().IsRegular() {
 			return true
@@ -154,7 +156,12 @@ func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 		deleted++
 		return true
 	})
+	if err == nil {
+		err = merr
+	}
 	switch {
+	case err != nil && deleted > 0:
+		return fmt.Errorf("filestore: %s: deleted %d matching files, then: %w", rel, deleted, err)
 	case err != nil:
 		return err
 	case n == 0:

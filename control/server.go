@@ -615,9 +615,9 @@ func (s *Server) penalizeLocked(key string) {
 func (s *Server) notePenalized(c net.Conn) {
 	peer := c.RemoteAddr().String()
 	s.cfg.Log.Info("connection refused: its address's connections have been ending without logging in", "peer", peer)
-	if n := s.penalized.count(&s.mu); n > 0 {
-		s.cfg.Log.Warn("connections refused from addresses whose connections kept ending without logging in (--no-login-penalty)", "refused", n, "last_peer", peer)
-	}
+	s.penalized.count(&s.mu, peer, func(n int, last string) {
+		s.cfg.Log.Warn("connections refused from addresses whose connections kept ending without logging in (--no-login-penalty)", "refused", n, "last_peer", last)
+	})
 }
 
 // noteEviction logs a connection admit dropped, at info, and at warn
@@ -625,9 +625,9 @@ func (s *Server) notePenalized(c net.Conn) {
 func (s *Server) noteEviction(victim *connSlot) {
 	peer := victim.conn.RemoteAddr().String()
 	s.cfg.Log.Info("connection dropped: not logged in, its slot taken by a new connection at the session limit", "peer", peer, "seconds", time.Since(victim.since).Seconds())
-	if n := s.evictions.count(&s.mu); n > 0 {
-		s.cfg.Log.Warn("at the session limit: connections that had not logged in were dropped to admit new ones (many: a peer holding connections open without logging in)", "dropped", n, "last_peer", peer)
-	}
+	s.evictions.count(&s.mu, peer, func(n int, last string) {
+		s.cfg.Log.Warn("at the session limit: connections that had not logged in were dropped to admit new ones (many: a peer holding connections open without logging in)", "dropped", n, "last_peer", last)
+	})
 }
 
 // noteRefusal logs a connection refused at the session limits, at info,
@@ -635,34 +635,57 @@ func (s *Server) noteEviction(victim *connSlot) {
 func (s *Server) noteRefusal(c net.Conn) {
 	peer := c.RemoteAddr().String()
 	s.cfg.Log.Info("connection refused: too many sessions", "peer", peer)
-	if n := s.refusals.count(&s.mu); n > 0 {
-		s.cfg.Log.Warn("connection refused: too many sessions (--max-sessions, --max-sessions-per-addr)", "refused", n, "last_peer", peer)
-	}
+	s.refusals.count(&s.mu, peer, func(n int, last string) {
+		s.cfg.Log.Warn("connection refused: too many sessions (--max-sessions, --max-sessions-per-addr)", "refused", n, "last_peer", last)
+	})
 }
 
-// spacedWarning counts events said at warn at most once in
-// spacedWarningEvery, each such line with the count since the last: a
+// spacedWarning says events at warn at most once in every (default
+// spacedWarningEvery), each such line with the count since the last: a
 // flood of connections wrote a line each (245 in 30 s of QA v's
-// slot-filling script; thousands a second possible).
+// slot-filling script; thousands a second possible). What comes within
+// that time is said when it has passed, so that the last of a burst is
+// said too (it waited for an event after it, which might never come).
 type spacedWarning struct {
 	n     int
+	last  string // the last event's peer
 	noted time.Time
+	later *time.Timer // set while events wait to be said
+	every time.Duration
 }
 
 const spacedWarningEvery = 10 * time.Second
 
-// count counts one event, under mu, and returns how many to say now, or
-// 0 if the last warning was too recent.
-func (w *spacedWarning) count(mu *sync.Mutex) int {
+// count counts one event of peer, under mu, and calls say, outside mu,
+// with the events to say now, or later once every has passed since the
+// last line.
+func (w *spacedWarning) count(mu *sync.Mutex, peer string, say func(n int, last string)) {
 	mu.Lock()
-	defer mu.Unlock()
 	w.n++
-	if time.Since(w.noted) < spacedWarningEvery {
-		return 0
+	w.last = peer
+	every := w.every
+	if every == 0 {
+		every = spacedWarningEvery
+	}
+	if wait := every - time.Since(w.noted); wait > 0 {
+		if w.later == nil {
+			w.later = time.AfterFunc(wait, func() {
+				mu.Lock()
+				n, last := w.n, w.last
+				w.noted, w.n, w.later = time.Now(), 0, nil
+				mu.Unlock()
+				if n > 0 {
+					say(n, last)
+				}
+			})
+		}
+		mu.Unlock()
+		return
 	}
 	n := w.n
 	w.noted, w.n = time.Now(), 0
-	return n
+	mu.Unlock()
+	say(n, peer)
 }
 
 // evictableLocked picks the connection admit evicts: one not logged in

@@ -153,7 +153,7 @@ func (d *Dir) listSorted(names *nameArena, emit func(string, fs.FileInfo) error)
 	names.sortByBase()
 	for i := range names.Len() {
 		rel := names.At(i)
-		lstat := d.root.Lstat
+		lstat := d.lstatAt
 		if strings.HasSuffix(rel, "/") {
 			rel, lstat = strings.TrimSuffix(rel, "/"), d.root.Stat
 		}
@@ -169,6 +169,26 @@ func (d *Dir) listSorted(names *nameArena, emit func(string, fs.FileInfo) error)
 		}
 	}
 	return nil
+}
+
+// lstatAt is os.Root's Lstat of rel through its directory's cached
+// handle: one fstatat, where the root's walks each element afresh
+// (review: a listing of several names took twice as long).
+func (d *Dir) lstatAt(rel string) (fs.FileInfo, error) {
+	dir, base := splitRel(rel)
+	if base == "" || base == "." || base == ".." {
+		return d.root.Lstat(rel)
+	}
+	h, err := d.openDir(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.putDir(h)
+	st, err := h.lstat(d, base)
+	if err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: rel, Err: err}
+	}
+	return statInfo{name: base, st: st}, nil
 }
 
 // listDir emits the entries of directory rel, in order, each looked at

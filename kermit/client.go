@@ -376,7 +376,7 @@ func (s *Session) ListExactEach(ctx context.Context, spec string, entry func(fra
 		if !kerf {
 			return &whole
 		}
-		lines = &listingLines{line: func(line string) error {
+		lines = &listingLines{ctx: ctx, line: func(line string) error {
 			e, err := framing.ParseListingLine(line)
 			if err != nil {
 				return other(line)
@@ -387,6 +387,9 @@ func (s *Session) ListExactEach(ctx context.Context, spec string, entry func(fra
 	}, spec, exactArg)
 	if err == nil && lines != nil {
 		err = lines.Close()
+	}
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
 	}
 	return whole.String(), err
 }
@@ -409,7 +412,7 @@ func (s *Session) listTreeEach(ctx context.Context, spec string, problems bool, 
 		args = append(args, problemsArg)
 	}
 	inodes := false
-	lines := &listingLines{line: func(line string) error {
+	lines := &listingLines{ctx: ctx, line: func(line string) error {
 		if strings.HasPrefix(line, "!") {
 			p, err := framing.ParseListingProblem(line)
 			if err != nil || problem == nil {
@@ -431,16 +434,24 @@ func (s *Session) listTreeEach(ctx context.Context, spec string, problems bool, 
 		inodes = s.neg.inodes
 		return lines
 	}, spec, args...)
-	if err != nil {
-		return err
+	if err == nil {
+		err = lines.Close()
 	}
-	return lines.Close()
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	return err
 }
 
 // listingLines is a writer that hands line each whole line written to
 // it, without its line end (LF, or CRLF as a text transaction may bring
 // it), as it comes.
 type listingLines struct {
+	// ctx, if set, ends the listing once done: the lines of a listing
+	// printed to a slow terminal keep coming while the user's Ctrl-C
+	// waits for a pause that never comes (QA x: printed to the end,
+	// exit 0).
+	ctx  context.Context
 	line func(string) error
 	part []byte
 }
@@ -467,6 +478,9 @@ func (l *listingLines) Write(p []byte) (int, error) {
 			line = l.part
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
+		if l.ctx != nil && l.ctx.Err() != nil {
+			return 0, context.Cause(l.ctx)
+		}
 		if err := l.line(string(line)); err != nil {
 			return 0, err
 		}

@@ -126,3 +126,45 @@ func TestListingsStreamToTheClient(t *testing.T) {
 		})
 	}
 }
+
+// A listing whose context ends part-way ends there, with the context's
+// error, however fast its lines keep coming: the entries stop (QA x:
+// Ctrl-C on ls to a slow terminal printed the listing to its end and
+// exited 0).
+func TestListingEndsWithItsContext(t *testing.T) {
+	dir, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	const n = 20000
+	for _, tree := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tree=%v", tree), func(t *testing.T) {
+			fs := &pacedLister{Dir: dir, n: n, seen: make(chan struct{})}
+			close(fs.seen) // no waiting half-way
+			cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+			sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+			defer scancel()
+			go srv.Serve(sctx, fs)
+			ctx, cancel := context.WithCancel(sctx)
+			got, after := 0, 0
+			entry := func(e framing.ListingEntry) error {
+				if ctx.Err() != nil {
+					after++
+				}
+				if got++; got == 100 {
+					cancel()
+				}
+				return nil
+			}
+			if tree {
+				err = cli.ListTreeEach(ctx, "x", entry, func(framing.ListingProblem) error { return nil })
+			} else {
+				_, err = cli.ListExactEach(ctx, "x", entry, func(string) error { return nil })
+			}
+			if !errors.Is(err, context.Canceled) || after != 0 || got != 100 {
+				t.Errorf("%d entries (%d after the end), %v; want 100 and context.Canceled", got, after, err)
+			}
+		})
+	}
+}

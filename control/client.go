@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -317,6 +318,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			}
 			var rh tls.RecordHeaderError
 			if errors.As(err, &rh) && string(rh.RecordHeader[:]) == BusyNotice[:len(rh.RecordHeader)] {
+				if words := flight.notice(); words != "" && words+"\r\n" != BusyNotice {
+					// Another busy notice (an address refused for a
+					// while): the server's words.
+					return nil, fmt.Errorf("control: %s: %w", addr, &busyError{words})
+				}
 				return nil, fmt.Errorf("control: %s: %w", addr, ErrServerBusy)
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
@@ -446,6 +452,30 @@ type firstFlight struct {
 	net.Conn
 	done        atomic.Bool
 	wrote, read time.Time // set by the handshake's goroutine alone
+	head        []byte    // the first bytes read, for a notice in clear
+}
+
+// busyError is a kerf server's busy notice other than BusyNotice, in its
+// own words: tried again as ErrServerBusy is.
+type busyError struct{ words string }
+
+func (e *busyError) Error() string        { return "the server says: " + e.words }
+func (e *busyError) Is(target error) bool { return target == ErrServerBusy }
+
+// notice is the first line the server sent, if it came in clear and
+// whole ("kerf: busy: ..."), without its line end; "" if not.
+func (c *firstFlight) notice() string {
+	line, _, ok := bytes.Cut(c.head, []byte("\n"))
+	if !ok || !bytes.HasPrefix(line, []byte("kerf: ")) {
+		return ""
+	}
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	for _, b := range line {
+		if b < ' ' || b > '~' {
+			return "" // printable ASCII only: a server's words, not bytes
+		}
+	}
+	return string(line)
 }
 
 func (c *firstFlight) Write(b []byte) (int, error) {
@@ -460,8 +490,14 @@ func (c *firstFlight) Read(b []byte) (int, error) {
 	if n > 0 && !c.done.Load() && c.read.IsZero() && !c.wrote.IsZero() {
 		c.read = time.Now()
 	}
+	if n > 0 && !c.done.Load() && len(c.head) < maxNotice {
+		c.head = append(c.head, b[:min(n, maxNotice-len(c.head))]...)
+	}
 	return n, err
 }
+
+// maxNotice bounds the first bytes a client keeps for a notice.
+const maxNotice = 256
 
 // roundTrip ends the timing (call it once the handshake is over) and
 // returns the round trip, 0 if there was none.

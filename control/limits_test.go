@@ -615,8 +615,9 @@ func TestAddressThatNeverLogsInIsRefused(t *testing.T) {
 			notKerf(srv)
 		}
 		time.Sleep(200 * time.Millisecond) // their ends counted
-		if _, err := control.Dial(ctxT(t), clientConfig(srv, nil)); !errors.Is(err, control.ErrServerBusy) {
-			t.Errorf("a client from an address of %d connections that did not log in: %v, want ErrServerBusy", 2*blocks+4, err)
+		_, err := control.Dial(ctxT(t), clientConfig(srv, nil))
+		if !errors.Is(err, control.ErrServerBusy) || !strings.Contains(err.Error(), "ending without logging in") || !strings.Contains(err.Error(), " s more") {
+			t.Errorf("a client from an address of %d connections that did not log in: %v, want ErrServerBusy saying why and how long", 2*blocks+4, err)
 		}
 	})
 	t.Run("off", func(t *testing.T) {

@@ -405,15 +405,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		datachan.CapRTO(c)
 		slot, penalized := s.admit(c)
 		switch {
-		case penalized:
-			// Told busy, as at the limits: a client there tries
-			// again, within its --reconnect time.
+		case penalized > 0:
+			// Told busy, as at the limits, and why: a client there
+			// tries again, within its --reconnect time.
 			s.notePenalized(c)
-			s.refuseBusy(c)
+			s.refuseBusy(c, penaltyNotice(penalized))
 			continue
 		case slot == nil:
 			s.noteRefusal(c)
-			s.refuseBusy(c)
+			s.refuseBusy(c, BusyNotice)
 			continue
 		}
 		s.wg.Add(1)
@@ -431,6 +431,14 @@ func (s *Server) Serve(ctx context.Context) error {
 // and tries again; a person or a classic Kermit reads it as a line.
 const BusyNotice = "kerf: busy: at its session limit, try again later\r\n"
 
+// penaltyNotice is the busy notice of an address refused for its
+// connections that did not log in (ServerConfig.NoLoginPenalty), for
+// left more: a kerf client takes it as it takes BusyNotice and says
+// these words (QA x: told "at its session limit", no hint how long).
+func penaltyNotice(left time.Duration) string {
+	return fmt.Sprintf("kerf: busy: refused for %d s more: connections from your address kept ending without logging in\r\n", int(left.Round(time.Second)/time.Second))
+}
+
 // refusingMax bounds the refused connections told BusyNotice at once;
 // past it (a flood) they are closed at once, as they all were before.
 const refusingMax = 64
@@ -439,7 +447,7 @@ const refusingMax = 64
 // ClientHello is read and dropped first, for up to a second: closing
 // with it unread would reset the connection, which may discard the
 // notice before the client reads it.
-func (s *Server) refuseBusy(c net.Conn) {
+func (s *Server) refuseBusy(c net.Conn, notice string) {
 	if s.refusing.Add(1) > refusingMax {
 		s.refusing.Add(-1)
 		c.Close()
@@ -451,7 +459,7 @@ func (s *Server) refuseBusy(c net.Conn) {
 		defer s.refusing.Add(-1)
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(time.Second))
-		if _, err := io.WriteString(c, BusyNotice); err != nil {
+		if _, err := io.WriteString(c, notice); err != nil {
 			return
 		}
 		if cw, ok := c.(interface{ CloseWrite() error }); ok {
@@ -500,22 +508,22 @@ const DefaultEvictAfter = time.Second
 // address gains that address nothing, and a client opening more
 // sessions than its address may have would only evict its own (said
 // "closed during the TLS handshake", not busy).
-func (s *Server) admit(c net.Conn) (slot *connSlot, penalized bool) {
+func (s *Server) admit(c net.Conn) (slot *connSlot, penalized time.Duration) {
 	key := addrKey(c.RemoteAddr())
 	s.mu.Lock()
 	var victim *connSlot
-	if s.penalizedLocked(key) {
+	if left := s.penalizedLocked(key); left > 0 {
 		s.mu.Unlock()
-		return nil, true
+		return nil, left
 	}
 	if s.perAddr[key] >= s.cfg.MaxSessionsPerAddr {
 		s.mu.Unlock()
-		return nil, false
+		return nil, 0
 	}
 	if len(s.slots) >= s.cfg.MaxSessions {
 		if victim = s.evictableLocked(key); victim == nil {
 			s.mu.Unlock()
-			return nil, false
+			return nil, 0
 		}
 		s.uncountLocked(victim)
 		victim.evicted = true
@@ -528,7 +536,7 @@ func (s *Server) admit(c net.Conn) (slot *connSlot, penalized bool) {
 		s.noteEviction(victim)
 		victim.conn.Close()
 	}
-	return slot, false
+	return slot, 0
 }
 
 // DefaultNoLoginPenalty is ServerConfig.NoLoginPenalty's default, and
@@ -558,18 +566,22 @@ type penalty struct {
 	blocked bool
 }
 
-// penalizedLocked reports whether key's new connections are refused
-// now, forgetting a penalty run out.
-func (s *Server) penalizedLocked(key string) bool {
+// penalizedLocked returns how long key's new connections are refused
+// from now (0: they are not), forgetting a penalty run out.
+func (s *Server) penalizedLocked(key string) time.Duration {
 	p := s.penalties[key]
 	if p == nil {
-		return false
+		return 0
 	}
-	if !time.Now().Before(p.until) {
+	left := time.Until(p.until)
+	if left <= 0 {
 		delete(s.penalties, key)
-		return false
+		return 0
 	}
-	return p.blocked
+	if !p.blocked {
+		return 0
+	}
+	return left
 }
 
 // penalizeLocked charges key one connection that ended without logging
@@ -614,7 +626,8 @@ func (s *Server) penalizeLocked(key string) {
 // at info, and at warn as spacedWarning says.
 func (s *Server) notePenalized(c net.Conn) {
 	peer := c.RemoteAddr().String()
-	s.cfg.Log.Info("connection refused: its address's connections have been ending without logging in", "peer", peer)
+	// (Per connection at debug: a flood writes thousands a second; QA x.)
+	s.cfg.Log.Debug("connection refused: its address's connections have been ending without logging in", "peer", peer)
 	s.penalized.count(&s.mu, peer, func(n int, last string) {
 		s.cfg.Log.Warn("connections refused from addresses whose connections kept ending without logging in (--no-login-penalty)", "refused", n, "last_peer", last)
 	})
@@ -634,7 +647,7 @@ func (s *Server) noteEviction(victim *connSlot) {
 // and at warn as spacedWarning says.
 func (s *Server) noteRefusal(c net.Conn) {
 	peer := c.RemoteAddr().String()
-	s.cfg.Log.Info("connection refused: too many sessions", "peer", peer)
+	s.cfg.Log.Debug("connection refused: too many sessions", "peer", peer)
 	s.refusals.count(&s.mu, peer, func(n int, last string) {
 		s.cfg.Log.Warn("connection refused: too many sessions (--max-sessions, --max-sessions-per-addr)", "refused", n, "last_peer", last)
 	})

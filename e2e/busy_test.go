@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -131,5 +132,18 @@ func TestSendsAtOnceBeyondTheLimitsAllGo(t *testing.T) {
 				sameFile(t, filepath.Join(local, fmt.Sprintf("f%d.bin", i)), filepath.Join(root, "in", fmt.Sprintf("f%d.bin", i)))
 			}
 		})
+	}
+}
+
+// A --no-login-penalty that would shut an address out after a mistake
+// or two, or a negative one, is a usage error (QA x: 1h was taken, and
+// one wrong password then locked the address out for 10 minutes).
+func TestServeNoLoginPenaltyBounds(t *testing.T) {
+	for _, v := range []string{"-1s", "6s", "1h"} {
+		out, err := exec.Command(kerfBin, "serve", "--root", t.TempDir(), "--state", t.TempDir(), "--listen", "127.0.0.1:0", "--no-login-penalty", v).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--no-login-penalty") {
+			t.Errorf("--no-login-penalty %s: %v, %q; want exit 2 naming the flag", v, err, out)
+		}
 	}
 }

@@ -238,7 +238,7 @@ func (d *Dir) eachSpecName(spec string, literal bool, yield func(n specName, alo
 			}
 			if dir, base := splitRel(rel); err == nil && !literal && hasWildcard(base) && (wild || found == 0) {
 				// Read as a wildcard (not an entry of that name).
-				dups.wild = append(dups.wild, wildRead{dir, kermit.GlobClasses(base), strings.HasSuffix(pat, "/")})
+				dups.wild = append(dups.wild, wildRead{dir, kermit.GlobClasses(base), namesDirectory(pat)})
 			}
 			if err == nil && found == 0 && !alone {
 				// A wildcard among several names that matches
@@ -268,15 +268,18 @@ func (d *Dir) eachSpecName(spec string, literal bool, yield func(n specName, alo
 // f (QA: get host/file/ took the file), an error when named plainly, and
 // a match left out for a wildcard ("d*/": the directories, as a shell's).
 func (d *Dir) specFix(pat string) func(specName) (specName, bool) {
-	slash := strings.HasSuffix(pat, "/")
+	slash := namesDirectory(pat)
 	e := path.Base(pat)
 	contents := e == "." || e == ".."
 	return func(m specName) (specName, bool) {
 		if m.err != nil {
 			return m, true
 		}
-		if contents {
-			m.contents = true // each match's, "d*/." (cp -r d*/. merges them)
+		if contents && !m.pattern {
+			// Not a wildcard's matches ("d*/."): walked from within,
+			// they would land in one directory, a file of one over
+			// another's of its name (QA x).
+			m.contents = true
 		}
 		if !slash {
 			return m, true
@@ -308,6 +311,14 @@ func (d *Dir) isDirOrLinkToDir(m specName) bool {
 	}
 	fi, err := d.root.Stat(m.rel)
 	return err == nil && fi.IsDir()
+}
+
+// namesDirectory reports whether pat names a directory only: it ends in
+// "/" or in "/." or "/.." ("f/." is no more the file f than "f/" is;
+// QA x).
+func namesDirectory(pat string) bool {
+	e := path.Base(pat)
+	return strings.HasSuffix(pat, "/") || e == "." && pat != "." || e == ".." && pat != ".."
 }
 
 // dupCheck tells whether a name found was found before by the names of

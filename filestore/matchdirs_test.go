@@ -787,13 +787,15 @@ func TestSpecDuplicatesAndDirectoryWildcards(t *testing.T) {
 	}
 }
 
-// The review's cases: a link to a directory found by "l*/" (as the
-// directory) and then by its name is one entry; one directory named
-// twice lists what it holds, as named once; "d*/." walks each match
-// from within.
+// The review's and QA x's cases: a link to a directory found by "l*/"
+// (as the directory) and then by its name is one entry; one directory
+// named twice lists what it holds, as named once; "d*/." finds
+// directories only and sends each under its own name (walked from
+// within, two files "common" landed on one name); "f/." of a file f is
+// no directory.
 func TestSpecRepeatsOfLinksAndDirectories(t *testing.T) {
 	root := t.TempDir()
-	makeTree(t, root, "p/a.txt", "p/dir1/x", "q/d1/in1", "q/d2/in2")
+	makeTree(t, root, "p/a.txt", "p/dir1/x", "q/d1/common", "q/d2/common", "q/dfile")
 	if err := os.Symlink("dir1", filepath.Join(root, "p", "ld")); err != nil {
 		t.Fatal(err)
 	}
@@ -809,7 +811,14 @@ func TestSpecRepeatsOfLinksAndDirectories(t *testing.T) {
 		t.Errorf("List(p/dir1 p/dir1) = %q, %v; want what it holds", l, err)
 	}
 	files, err = d.Match("q/d*/.", true)
-	if got := fileNames(files); err != nil || !slices.Equal(got, []string{"in1", "in2"}) {
-		t.Errorf("Match(q/d*/.) = %q, %v; want each match's contents from within", got, err)
+	if got := fileNames(files); err != nil || !slices.Equal(got, []string{"d1/common", "d2/common"}) {
+		t.Errorf("Match(q/d*/.) = %q, %v; want each directory under its name", got, err)
+	}
+	files, err = d.Match("q/d1/.", true)
+	if got := fileNames(files); err != nil || !slices.Equal(got, []string{"common"}) {
+		t.Errorf("Match(q/d1/.) = %q, %v; want its contents from within", got, err)
+	}
+	if files, err := d.Match("q/dfile/.", false); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Match(q/dfile/.) = %q, %v; want not a directory", fileNames(files), err)
 	}
 }

@@ -665,7 +665,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "data-from-any-address", Usage: "accept data connections from addresses other than the control connection's"},
 			&cli.IntFlag{Name: "max-sessions", Value: 256, Usage: "connections at once (at the limit, one not logged in gives way to a new one)"},
 			&cli.IntFlag{Name: "max-sessions-per-addr", Value: 16, Usage: "connections at once from one address (an IPv6 /64)"},
-			&cli.DurationFlag{Name: "no-login-penalty", Value: control.DefaultNoLoginPenalty, Usage: "what each connection that ends without logging in costs its address: once they add up to 15s, its new connections are told busy until they run out (at most 10 minutes ahead); loopback addresses are never penalized; 0: no penalty"},
+			&cli.DurationFlag{Name: "no-login-penalty", Value: control.DefaultNoLoginPenalty, Usage: "what each connection that ends without logging in costs its address: once they add up to 15s, its new connections are told busy until they run out (at most 10 minutes ahead); loopback addresses are never penalized; 0: no penalty; at most 5s"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 10 * time.Minute, Usage: "drop sessions silent this long"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: 10 * time.Second, Usage: "time from connect to login"},
 			&cli.DurationFlag{Name: "take-over-after", Value: control.DefaultTakeOverAfter, Usage: "a client sending a file that another session is receiving takes it over (resuming it with --resume) once that session has moved nothing for this long (a client cut off, whose session the server has not seen end); 0: never, the client is refused \"busy\" until the old session's idle timeout"},
@@ -952,10 +952,13 @@ func checkServeLimits(c *cli.Context) error {
 	if d := c.Duration("take-over-after"); d < 0 {
 		return usageErr("--take-over-after must be 0 (never) or more (%v given)", d)
 	}
-	for _, name := range []string{"drain", "no-login-penalty"} {
-		if d := c.Duration(name); d < 0 {
-			return usageErr("--%s must be 0 (none) or more (%v given)", name, d)
-		}
+	if d := c.Duration("drain"); d < 0 {
+		return usageErr("--drain must be 0 (none) or more (%v given)", d)
+	}
+	// Past a third of the block, three mistakes (a wrong password, a
+	// changed host key) would shut an address out (QA x: at 1h, one).
+	if d, most := c.Duration("no-login-penalty"), control.PenaltyBlock/3; d < 0 || d > most {
+		return usageErr("--no-login-penalty must be 0 (none) to %v: at %v a block begins after %d connections that did not log in (%v given)", most, most, int(control.PenaltyBlock/most), d)
 	}
 	for _, name := range []string{"max-sessions", "max-sessions-per-addr"} {
 		if c.Int(name) < 1 {

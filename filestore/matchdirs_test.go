@@ -401,6 +401,15 @@ func TestRemovePattern(t *testing.T) {
 	if err := d.Remove("keep.txt/"); err == nil {
 		t.Error("Remove(keep.txt/) removed the file, as if the slash were not there")
 	}
+	// Only a directory and a link match: said so, not "no files match"
+	// (QA x), and both stay.
+	os.Symlink("keep.txt", filepath.Join(dir, "sub.lnk"))
+	if err := d.Remove("sub.*"); err == nil || !strings.Contains(err.Error(), "only 2 other entries") {
+		t.Errorf("Remove(sub.*) of a directory and a link: %v; want it to say what it matched", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "sub.lnk")); err != nil {
+		t.Error("a pattern removed a link")
+	}
 }
 
 // SetDirAttrs changes a directory in the tree and nothing else: not the

@@ -118,7 +118,7 @@ func (d *Dir) RemoveEach(name string, literal bool, removed func(rel string)) er
 // did not (QA: the first refusal ended it, unsaid what was deleted).
 func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 	const most = 8 // named in the error: an E packet's worth
-	n, deleted, unnamed := 0, 0, 0
+	n, deleted, unnamed, others := 0, 0, 0, 0
 	var failed []string
 	fail := func(m specName, err error) {
 		if len(failed) == most {
@@ -142,6 +142,7 @@ func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 			return false
 		}
 		if !m.fi.Mode().IsRegular() {
+			others++
 			return true
 		}
 		n++
@@ -164,6 +165,9 @@ func (d *Dir) removeMatching(rel string, removed func(rel string)) error {
 		return fmt.Errorf("filestore: %s: deleted %d matching files, then: %w", rel, deleted, err)
 	case err != nil:
 		return err
+	case n == 0 && others > 0:
+		// (QA x: "no files match" of links a name deletes.)
+		return fmt.Errorf("filestore: %s: matches no regular file, only %d other entries (links, directories, special files), which a pattern does not delete: name each", rel, others)
 	case n == 0:
 		return fmt.Errorf("filestore: %s: no files match", rel)
 	case len(failed) > 0:

@@ -886,23 +886,32 @@ func (s *Session) sendText(ctx context.Context, title string, text io.Reader) er
 		return err
 	}
 	src := newDataSource(text, true)
-	for {
-		if err := src.fill(); err != nil {
-			return err
-		}
-		if src.empty() {
-			break
-		}
+	send := func() error {
 		data, n := s.neg.out.Encode(nil, src.pending(), s.neg.maxData)
 		src.consume(n)
 		// Streaming, as file data goes: a receiver that streams ACKs no
 		// D, and a window waiting for those ACKs would stall once full.
 		if s.neg.streaming {
-			err = s.stream(ctx, data, n)
-		} else {
-			_, err = s.queue(ctx, 'D', data, n)
+			return s.stream(ctx, data, n)
 		}
-		if err != nil {
+		_, err := s.queue(ctx, 'D', data, n)
+		return err
+	}
+	for {
+		if err := src.fill(); err != nil {
+			// What the text had before its error goes first: the lines
+			// a listing made before it failed (review 49: lost).
+			for len(src.pending()) > 0 {
+				if serr := send(); serr != nil {
+					return serr
+				}
+			}
+			return err
+		}
+		if src.empty() {
+			break
+		}
+		if err := send(); err != nil {
 			return err
 		}
 	}

@@ -72,3 +72,18 @@ func TestReadDirIsReadDir(t *testing.T) {
 		list.close()
 	}
 }
+
+// A name longer than a slot says is refused, not cut (names on Linux are
+// at most 255 bytes: a guard).
+func TestDirListRefusesOverlongName(t *testing.T) {
+	l := &dirList{dir: &openDir{rel: "d", closed: true}}
+	if err := l.add([]byte("short"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.add(make([]byte, 1<<16), 0); err == nil {
+		t.Error("a name of 64 KiB taken")
+	}
+	if l.Len() != 1 || l.Name(0) != "short" {
+		t.Errorf("%d entries, the first %q", l.Len(), l.Name(0))
+	}
+}

@@ -70,14 +70,17 @@ const (
 var errDirTooBig = errors.New("directory too big to list")
 
 func (l *dirList) add(name []byte, typ fs.FileMode) error {
+	if len(name) > math.MaxUint16 {
+		return l.tooBig()
+	}
 	last := len(l.chunks) - 1
 	if last < 0 || len(l.chunks[last])+len(name) > cap(l.chunks[last]) {
 		size := firstChunk
 		if last >= 0 {
 			size = min(2*cap(l.chunks[last]), maxChunk)
 		}
-		if len(l.chunks) > math.MaxUint16 || len(name) > math.MaxUint16 {
-			return &fs.PathError{Op: "readdirent", Path: l.dir.rel, Err: errDirTooBig}
+		if len(l.chunks) > math.MaxUint16 {
+			return l.tooBig()
 		}
 		l.chunks = append(l.chunks, make([]byte, 0, max(size, len(name))))
 		last++
@@ -86,6 +89,10 @@ func (l *dirList) add(name []byte, typ fs.FileMode) error {
 	l.ents = append(l.ents, dirSlot{pos: uint32(len(c)), chunk: uint16(last), n: uint16(len(name)), typ: typ})
 	l.chunks[last] = append(c, name...)
 	return nil
+}
+
+func (l *dirList) tooBig() error {
+	return &fs.PathError{Op: "readdirent", Path: l.dir.rel, Err: errDirTooBig}
 }
 
 func (l *dirList) bytes(s dirSlot) []byte {

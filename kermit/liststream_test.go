@@ -70,24 +70,39 @@ func (p *pacedLister) ListTree(spec string, form kermit.TreeForm, w io.Writer) e
 	return p.write(w, form.Problems, form.Ino, false)
 }
 
+// servedLister serves fs (one of the listers below, over an empty tree)
+// to a client in dual-channel mode for the test's length.
+func servedLister(t *testing.T, fs kermit.ServerFS) (*kermit.Session, context.Context) {
+	t.Helper()
+	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	go srv.Serve(ctx, fs)
+	return cli, ctx
+}
+
+// emptyTree is a tree for a lister's other ServerFS methods.
+func emptyTree(t *testing.T) *filestore.Dir {
+	t.Helper()
+	dir, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	return dir
+}
+
 // A listing comes to the client's hands as it is made, entry by entry,
 // on both sides (QA w: ls of 500,000 entries held the listing whole on
 // the server and on the client, 300 MB each, and printed nothing until
 // it had all come); ls -R's problem lines come with it.
 func TestListingsStreamToTheClient(t *testing.T) {
-	dir, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
+	dir := emptyTree(t)
 	const n = 20000 // some 40 packets
 	for _, tree := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tree=%v", tree), func(t *testing.T) {
 			fs := &pacedLister{Dir: dir, n: n, seen: make(chan struct{})}
-			cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			go srv.Serve(ctx, fs)
+			cli, ctx := servedLister(t, fs)
 			var once sync.Once
 			got := 0
 			entry := func(e framing.ListingEntry) error {
@@ -99,6 +114,7 @@ func TestListingsStreamToTheClient(t *testing.T) {
 				return nil
 			}
 			var problems []framing.ListingProblem
+			var err error
 			if tree {
 				err = cli.ListTreeEach(ctx, "x", entry, func(p framing.ListingProblem) error {
 					problems = append(problems, p)
@@ -133,20 +149,13 @@ func TestListingsStreamToTheClient(t *testing.T) {
 // Ctrl-C on ls to a slow terminal printed the listing to its end and
 // exited 0).
 func TestListingEndsWithItsContext(t *testing.T) {
-	dir, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
+	dir := emptyTree(t)
 	const n = 20000
 	for _, tree := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tree=%v", tree), func(t *testing.T) {
 			fs := &pacedLister{Dir: dir, n: n, seen: make(chan struct{})}
 			close(fs.seen) // no waiting half-way
-			cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
-			sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
-			defer scancel()
-			go srv.Serve(sctx, fs)
+			cli, sctx := servedLister(t, fs)
 			ctx, cancel := context.WithCancel(sctx)
 			got, after := 0, 0
 			entry := func(e framing.ListingEntry) error {
@@ -158,6 +167,7 @@ func TestListingEndsWithItsContext(t *testing.T) {
 				}
 				return nil
 			}
+			var err error
 			if tree {
 				err = cli.ListTreeEach(ctx, "x", entry, func(framing.ListingProblem) error { return nil })
 			} else {
@@ -170,16 +180,11 @@ func TestListingEndsWithItsContext(t *testing.T) {
 	}
 }
 
-// failingLister lists n made-up entries and then fails.
-type failingLister struct {
-	*filestore.Dir
-	n int
-}
+// failingLister lists pacedLister's entries and then fails.
+type failingLister struct{ pacedLister }
 
 func (f *failingLister) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
-	p := &pacedLister{n: f.n, seen: make(chan struct{})}
-	close(p.seen)
-	if err := p.write(w, false, false, false); err != nil {
+	if err := f.write(w, false, false, false); err != nil {
 		return err
 	}
 	return errors.New("the disk went away")
@@ -189,18 +194,13 @@ func (f *failingLister) ListTo(spec string, form kermit.ListForm, w io.Writer) e
 // the failure, then the server's error (review 49: the lines in flight
 // were dropped, 19,226 of 20,000 came).
 func TestListingFailingPartWayKeepsItsLines(t *testing.T) {
-	dir, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
+	dir := emptyTree(t)
 	const n = 20000
-	cli, srv := dualSessions(t, kermit.DefaultConfig(), kermit.DefaultConfig(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go srv.Serve(ctx, &failingLister{Dir: dir, n: n})
+	fs := &failingLister{pacedLister{Dir: dir, n: n, seen: make(chan struct{})}}
+	close(fs.seen)
+	cli, ctx := servedLister(t, fs)
 	got := 0
-	_, err = cli.ListExactEach(ctx, "x", func(framing.ListingEntry) error { got++; return nil }, func(string) error { return nil })
+	_, err := cli.ListExactEach(ctx, "x", func(framing.ListingEntry) error { got++; return nil }, func(string) error { return nil })
 	var pe *kermit.PeerError
 	if got != n || !errors.As(err, &pe) || !strings.Contains(err.Error(), "the disk went away") {
 		t.Errorf("%d entries, %v; want %d and the server's error", got, err, n)

@@ -579,8 +579,8 @@ func (f *sessionFS) List(spec string) (string, error) {
 	return list, clearErr(err, spec)
 }
 
-// ListTo is List, ListLiteral or ListExact as form asks, written as it
-// is made (kermit.ListWriter).
+// ListTo is List or ListLiteral, to the nanosecond if form asks,
+// written as it is made (kermit.ListWriter).
 func (f *sessionFS) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 	d, err := f.spec(spec)
 	if form.Literal {

@@ -25,13 +25,6 @@ func (d *Dir) ListLiteral(name string) (string, error) {
 	return d.listString(name, kermit.ListForm{Literal: true})
 }
 
-// ListExact is List (or ListLiteral) with the times to the nanosecond
-// (framing.AppendListingLineExact), as tree listings give them
-// (kermit.ExactLister).
-func (d *Dir) ListExact(spec string, literal bool) (string, error) {
-	return d.listString(spec, kermit.ListForm{Exact: true, Literal: literal})
-}
-
 func (d *Dir) listString(spec string, form kermit.ListForm) (string, error) {
 	var b strings.Builder
 	if err := d.ListTo(spec, form, &b); err != nil {
@@ -40,8 +33,8 @@ func (d *Dir) listString(spec string, form kermit.ListForm) (string, error) {
 	return b.String(), nil
 }
 
-// ListTo writes List's lines (ListLiteral's, ListExact's, as form asks)
-// to w as it makes them (kermit.ListWriter), so that the listing of a
+// ListTo writes List's lines (ListLiteral's, to the nanosecond, as form
+// asks) to w as it makes them (kermit.ListWriter), so that the listing of a
 // directory of any size is never held: the server holds its entries'
 // names (dirList), sorted, and the line being written (QA w: one ls of
 // 500,000 entries took a server 346 MB, eight at once 3.1 GB). An error

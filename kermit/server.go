@@ -603,9 +603,6 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		if lit != nil {
 			list = lit.ListLiteral
 		}
-		if el, ok := fsys.(ExactLister); ok && arg(1) == exactArg {
-			list = func(spec string) (string, error) { return el.ListExact(spec, lit != nil) }
-		}
 		if reply, err = list(arg(0)); err != nil {
 			return err
 		}
@@ -749,31 +746,26 @@ type TreeForm struct {
 // server from before it ignores it: the listing comes without them.
 const problemsArg = "kerf-problems"
 
-// An ExactLister is a ServerFS whose REMOTE DIRECTORY can carry times
-// to the nanosecond (framing.AppendListingLineExact), as tree listings
-// do: asked by a kerf client with exactArg, so that `ls --json` and
-// `ls -R --json` give a file the same time.
-type ExactLister interface {
-	ListExact(spec string, literal bool) (string, error)
-}
-
 // A ListWriter is a ServerFS that writes the listing of REMOTE
 // DIRECTORY as it makes it (filestore.Dir.ListTo), in form, so that a
 // directory of any size costs the server only the packets in flight; it
-// is asked rather than List, ListLiteral and ListExact.
+// is asked rather than List and ListLiteral. Only a ListWriter's
+// listing carries times to the nanosecond (ListForm.Exact).
 type ListWriter interface {
 	ListTo(spec string, form ListForm, w io.Writer) error
 }
 
 // A ListForm is how a listing is asked for: Exact, with times to the
-// nanosecond (ExactLister); Literal, of the one name as it is
-// (LiteralFS).
+// nanosecond (framing.AppendListingLineExact), as tree listings have
+// them, asked by a kerf client with exactArg so that `ls --json` and
+// `ls -R --json` give a file the same time; Literal, of the one name as
+// it is (LiteralFS).
 type ListForm struct {
 	Exact, Literal bool
 }
 
 // exactArg, as REMOTE DIRECTORY's second argument, asks a kerf server
-// for its listing with times to the nanosecond (ExactLister). A server
+// for its listing with times to the nanosecond (ListForm.Exact). A server
 // that does not know it lists as it always does, to the second.
 const exactArg = "kerf-exact"
 

@@ -42,6 +42,13 @@ func usageErr(format string, a ...any) error {
 func connectErr(err error) error  { return &exitError{exitConnect, err} }
 func transferErr(err error) error { return &exitError{exitTransfer, err} }
 
+// mayExecAgain is set by main: only the kerf program re-executes itself
+// (--timer-slack).
+// A test that runs the command line in-process would re-execute the test
+// binary, which ran every test again from the start and left the first
+// image's temporary directories behind.
+var mayExecAgain bool
+
 func main() {
 	ctx, caught := signalContext()
 	stopProfiling, err := startProfiling()
@@ -58,6 +65,7 @@ func main() {
 	// help foo`); main gives them the usage code instead.
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	setUsageErrors(app.Commands)
+	mayExecAgain = true
 	err = runApp(ctx, app, os.Args)
 	stopProfiling()
 	if err == nil {

@@ -34,7 +34,7 @@ func raiseTimerSlack(ctx context.Context, want time.Duration) {
 	if again {
 		nameThreads(name)
 	}
-	if want <= 0 {
+	if want <= 0 || !mayExecAgain {
 		return
 	}
 	cur, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)

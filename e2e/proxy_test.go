@@ -137,6 +137,15 @@ func (p *proxy) accept() {
 			c.Close()
 			continue
 		}
+		if p.holdDownAt.Load() > 0 {
+			// A held connection keeps what the server wrote after the
+			// held block in its buffers, and autotuning let this end's
+			// grow to many MiB: the blocks after it all went there under
+			// load, none on the other connections (a test waiting for
+			// data past the held block timed out). Bounded here, the
+			// rest is the server's send buffer (tcp_wmem, 4 MiB at most).
+			s.(*net.TCPConn).SetReadBuffer(128 << 10)
+		}
 		if !p.track(c) || !p.track(s) {
 			c.Close()
 			s.Close()

@@ -4,6 +4,7 @@ package filestore
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -64,10 +65,15 @@ func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 		first *specName // held until a second says it is no lone directory
 		only  specName  // the first of several names' finds
 		seen  int
-		many  *nameArena
+		many  *nameList
 		found int // names several names found (each once)
 		werr  error
 	)
+	defer func() {
+		if many != nil {
+			many.close() // (its runs, if it has any and was not listed)
+		}
+	}()
 	err := d.eachSpecName(spec, form.Literal, func(n specName, alone bool) bool {
 		seen++
 		switch {
@@ -88,15 +94,15 @@ func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 				only = n
 			}
 			if many == nil {
-				many = &nameArena{}
+				many = &nameList{key: baseName}
 			}
 			if n.fi.IsDir() {
 				// (Followed, if "link/": looked at again so.)
-				many.add(n.rel + "/")
+				werr = many.add([]byte(n.rel+"/"), 0)
 			} else {
-				many.add(n.rel)
+				werr = many.add([]byte(n.rel), 0)
 			}
-			return true
+			return werr == nil
 		case n.err != nil:
 			werr = n.err
 			return false
@@ -142,10 +148,13 @@ func (d *Dir) ListTo(spec string, form kermit.ListForm, w io.Writer) error {
 
 // listSorted emits the entries names holds, sorted by their last
 // element, each as it is now (one gone since is passed over).
-func (d *Dir) listSorted(names *nameArena, emit func(string, fs.FileInfo) error) error {
-	names.sortByBase()
-	for i := range names.Len() {
-		rel := names.At(i)
+func (d *Dir) listSorted(names *nameList, emit func(string, fs.FileInfo) error) error {
+	defer names.close()
+	if err := names.finish(); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	for name := range names.all() {
+		rel := string(name)
 		lstat := d.lstatAt
 		if strings.HasSuffix(rel, "/") {
 			rel, lstat = strings.TrimSuffix(rel, "/"), d.root.Stat
@@ -161,7 +170,20 @@ func (d *Dir) listSorted(names *nameArena, emit func(string, fs.FileInfo) error)
 			return err
 		}
 	}
+	if err := names.readErr(); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
 	return nil
+}
+
+// baseName is name's last element ("a/b/" gives "b"): several names'
+// finds are listed in its order.
+func baseName(name []byte) []byte {
+	b := bytes.TrimSuffix(name, []byte("/"))
+	if j := bytes.LastIndexByte(b, '/'); j >= 0 {
+		return b[j+1:]
+	}
+	return b
 }
 
 // lstatAt is os.Root's Lstat of rel through its directory's cached
@@ -192,10 +214,9 @@ func (d *Dir) listDir(rel string, emit func(string, fs.FileInfo) error) error {
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	for i := range ents.Len() {
+	for e := range ents.all() {
 		// Partial files are listed (their owner may want them gone:
 		// Remove takes them), though GET never serves one.
-		e := ents.Entry(i)
 		info, err := e.Info()
 		switch {
 		case err == nil:
@@ -205,6 +226,9 @@ func (d *Dir) listDir(rel string, emit func(string, fs.FileInfo) error) error {
 		case !errors.Is(err, fs.ErrNotExist): // (gone: passed over)
 			return fmt.Errorf("filestore: %w", asNamed(err, path.Join(rel, e.Name())))
 		}
+	}
+	if err := ents.readErr(); err != nil {
+		return fmt.Errorf("filestore: %w", err)
 	}
 	return nil
 }

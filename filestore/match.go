@@ -458,8 +458,7 @@ func (d *Dir) eachMatch(rel string, literal bool, yield func(specName) bool) err
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	for i := range ents.Len() {
-		e := ents.Entry(i)
+	for e := range ents.all() {
 		m := specName{rel: path.Join(dir, e.Name()), pattern: true}
 		m.fi, err = e.Info()
 		if errors.Is(err, fs.ErrNotExist) {
@@ -471,6 +470,9 @@ func (d *Dir) eachMatch(rel string, literal bool, yield func(specName) bool) err
 		if !yield(m) {
 			return nil
 		}
+	}
+	if err := ents.readErr(); err != nil {
+		return fmt.Errorf("filestore: %w", err)
 	}
 	return nil
 }

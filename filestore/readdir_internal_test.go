@@ -35,7 +35,15 @@ func TestReadDirIsReadDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	for _, rel := range []string{".", "many"} {
+	spills := t.TempDir()
+	defer func(at int, dir string) { spillAt, SpillDir = at, dir }(spillAt, SpillDir)
+	SpillDir = spills
+	for _, c := range []struct {
+		rel     string
+		spillAt int
+	}{{".", spillAt}, {"many", spillAt}, {"many", 16 << 10}, {"many", 1}} {
+		spillAt = c.spillAt
+		rel := c.rel
 		list, err := readDir(root, rel, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -47,9 +55,16 @@ func TestReadDirIsReadDir(t *testing.T) {
 		if list.Len() != len(want) {
 			t.Fatalf("%s: %d entries, want %d", rel, list.Len(), len(want))
 		}
-		for i := range list.Len() {
-			e := list.Entry(i)
+		if spilled, runs := list.spill != nil, len(list.runs); spilled != (c.spillAt < 64<<10) || spilled && runs < 3 {
+			t.Errorf("%s, spilling at %d bytes: spilled %v, %d runs", rel, c.spillAt, spilled, runs)
+		}
+		if left, _ := os.ReadDir(spills); len(left) != 0 {
+			t.Errorf("%s: the runs' file has a name: %v", rel, left)
+		}
+		i := 0
+		for e := range list.all() {
 			w := want[i]
+			i++
 			if e.Name() != w.Name() || e.Type() != w.Type() || e.IsDir() != w.IsDir() {
 				t.Errorf("%s: entry %d: %q %v, want %q %v", rel, i, e.Name(), e.Type(), w.Name(), w.Type())
 				continue
@@ -69,6 +84,9 @@ func TestReadDirIsReadDir(t *testing.T) {
 				t.Errorf("%s: %q: identity %v, %v", rel, e.Name(), id, ok)
 			}
 		}
+		if i != len(want) || list.readErr() != nil {
+			t.Errorf("%s, spilling at %d bytes: %d entries came (%v), want %d", rel, c.spillAt, i, list.readErr(), len(want))
+		}
 		list.close()
 	}
 }
@@ -83,7 +101,7 @@ func TestDirListRefusesOverlongName(t *testing.T) {
 	if err := l.add(make([]byte, 1<<16), 0); err == nil {
 		t.Error("a name of 64 KiB taken")
 	}
-	if l.Len() != 1 || l.Name(0) != "short" {
-		t.Errorf("%d entries, the first %q", l.Len(), l.Name(0))
+	if got := slices.Collect(l.all()); l.Len() != 1 || len(got) != 1 || got[0].Name() != "short" {
+		t.Errorf("%d entries: %v", l.Len(), got)
 	}
 }

@@ -1,14 +1,11 @@
 package filestore
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
-	"math"
+	"iter"
 	"os"
 	"path"
-	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,94 +22,47 @@ import (
 func readDir(root *os.Root, rel string, keep func(name string) bool) (*dirList, error) {
 	f, err := root.Open(rel)
 	if err != nil {
-		return &dirList{dir: &openDir{root: root, rel: rel, closed: true}}, err
+		return &dirList{dir: &openDir{root: root, rel: rel, closed: true}, nameList: nameList{rel: rel}}, err
 	}
-	l := &dirList{dir: &openDir{f: f, root: root, rel: rel}}
+	l := &dirList{dir: &openDir{f: f, root: root, rel: rel}, nameList: nameList{rel: rel}}
 	err = readDirEntries(l.dir, func(name []byte, typ fs.FileMode) error {
 		if keep != nil && !keep(string(name)) {
 			return nil
 		}
 		return l.add(name, typ)
 	})
-	slices.SortFunc(l.ents, func(a, b dirSlot) int { return bytes.Compare(l.bytes(a), l.bytes(b)) })
+	if ferr := l.finish(); err == nil {
+		err = ferr
+	}
 	return l, err
 }
 
-// dirList is a directory's entries, sorted by name, held compactly: the
-// names in a few large chunks, a fixed-size slot each for where its name
-// is and its type. (QA w: a directory of 500,000 entries read as
-// fs.DirEntry values, each keeping its details once they were asked for,
-// took a server 346 MB to list and 434 MB to match a wildcard in; a slot
-// is 12 bytes beside the name, and the chunks, unlike one growing
-// buffer, are never copied or left half empty.)
+// dirList is a directory's entries, sorted by name (a nameList), and
+// the directory, open while their details may be asked for.
 type dirList struct {
-	dir    *openDir
-	chunks [][]byte
-	ents   []dirSlot
+	nameList
+	dir *openDir
 }
 
-type dirSlot struct {
-	pos   uint32
-	chunk uint16
-	n     uint16
-	typ   fs.FileMode
-}
-
-// Chunks of names grow from firstChunk (a small directory costs little)
-// to maxChunk.
-const (
-	firstChunk = 4 << 10
-	maxChunk   = 1 << 20
-)
-
-// errDirTooBig: a directory of more names than a list's slots reach
-// (64 GiB of them), or a name longer than 64 KiB.
-var errDirTooBig = errors.New("directory too big to list")
-
-func (l *dirList) add(name []byte, typ fs.FileMode) error {
-	if len(name) > math.MaxUint16 {
-		return l.tooBig()
-	}
-	last := len(l.chunks) - 1
-	if last < 0 || len(l.chunks[last])+len(name) > cap(l.chunks[last]) {
-		size := firstChunk
-		if last >= 0 {
-			size = min(2*cap(l.chunks[last]), maxChunk)
+// all yields the entries in order, each made as it is yielded: its
+// details are read when asked for (once an entry). A run that cannot be
+// read back ends it early, and readErr then says why.
+func (l *dirList) all() iter.Seq[fs.DirEntry] {
+	return func(yield func(fs.DirEntry) bool) {
+		for name, typ := range l.nameList.all() {
+			if !yield(&lazyEntry{dir: l.dir, name: string(name), typ: typ}) {
+				return
+			}
 		}
-		if len(l.chunks) > math.MaxUint16 {
-			return l.tooBig()
-		}
-		l.chunks = append(l.chunks, make([]byte, 0, max(size, len(name))))
-		last++
 	}
-	c := l.chunks[last]
-	l.ents = append(l.ents, dirSlot{pos: uint32(len(c)), chunk: uint16(last), n: uint16(len(name)), typ: typ})
-	l.chunks[last] = append(c, name...)
-	return nil
-}
-
-func (l *dirList) tooBig() error {
-	return &fs.PathError{Op: "readdirent", Path: l.dir.rel, Err: errDirTooBig}
-}
-
-func (l *dirList) bytes(s dirSlot) []byte {
-	return l.chunks[s.chunk][s.pos : s.pos+uint32(s.n)]
-}
-
-// Len is the number of entries.
-func (l *dirList) Len() int { return len(l.ents) }
-
-// Name is entry i's name.
-func (l *dirList) Name(i int) string { return string(l.bytes(l.ents[i])) }
-
-// Entry is entry i, its details read when asked for (once an entry).
-func (l *dirList) Entry(i int) fs.DirEntry {
-	return &lazyEntry{dir: l.dir, name: l.Name(i), typ: l.ents[i].typ}
 }
 
 // close lets go of the directory: details asked for from then on are
-// read through the root.
-func (l *dirList) close() { l.dir.close() }
+// read through the root. The runs go too.
+func (l *dirList) close() {
+	l.dir.close()
+	l.nameList.close()
+}
 
 // openDir is a directory being read, which its entries' Info may read
 // again while it is open, and through the root (confined, not following
@@ -211,7 +161,7 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc, d
 	}
 	defer ents.close()
 	if depth >= maxOpenDepth {
-		ents.close()
+		ents.dir.close() // (its runs, if any, stay until the walk leaves it)
 	}
 	if err != nil {
 		// Second call, to report the error; entries read are still walked.
@@ -222,66 +172,21 @@ func walkDirFrom(root *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc, d
 			return err
 		}
 	}
-	for i := range ents.Len() {
+	for e := range ents.all() {
 		// The entry is made as it is walked, and what its Info reads
 		// goes with it: a directory of a million entries holds only
 		// their names and types meanwhile.
-		e := ents.Entry(i)
 		if err := walkDirFrom(root, path.Join(name, e.Name()), e, fn, depth+1); err != nil {
 			if err == fs.SkipDir {
-				break
+				return nil
 			}
 			return err
 		}
 	}
-	return nil
-}
-
-// nameArena is names held as compactly as dirList holds a directory's:
-// a listing of several names, whose matches are sorted together.
-type nameArena struct {
-	names []byte
-	ends  []int
-}
-
-func (a *nameArena) add(name string) {
-	a.names = append(a.names, name...)
-	a.ends = append(a.ends, len(a.names))
-}
-
-func (a *nameArena) Len() int { return len(a.ends) }
-
-func (a *nameArena) bytes(i int) []byte {
-	start := 0
-	if i > 0 {
-		start = a.ends[i-1]
-	}
-	return a.names[start:a.ends[i]]
-}
-
-// At is name i.
-func (a *nameArena) At(i int) string { return string(a.bytes(i)) }
-
-// sortByBase orders the names by their last element, stably (one name's
-// matches stay in the order found where they tie).
-func (a *nameArena) sortByBase() {
-	idx := make([]int, a.Len())
-	for i := range idx {
-		idx[i] = i
-	}
-	base := func(i int) []byte {
-		b := bytes.TrimSuffix(a.bytes(i), []byte("/"))
-		if j := bytes.LastIndexByte(b, '/'); j >= 0 {
-			return b[j+1:]
+	if err := ents.readErr(); err != nil {
+		if err = fn(name, d, err); err != nil && err != fs.SkipDir {
+			return err
 		}
-		return b
 	}
-	slices.SortStableFunc(idx, func(x, y int) int { return bytes.Compare(base(x), base(y)) })
-	var names []byte
-	ends := make([]int, 0, len(idx))
-	for _, i := range idx {
-		names = append(names, a.bytes(i)...)
-		ends = append(ends, len(names))
-	}
-	a.names, a.ends = names, ends
+	return nil
 }

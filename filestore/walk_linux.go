@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,6 +66,18 @@ func readDirEntries(d *openDir, add func(name []byte, typ fs.FileMode) error) er
 			}
 		}
 	}
+}
+
+// spillFile is a file for a big directory's runs: with no name (the
+// runs hold names of a tree others may not see, and go with the list,
+// or with the process if it dies), or removed as soon as it is made
+// where the file system has no O_TMPFILE.
+func spillFile(dir string) (*os.File, error) {
+	f, err := os.OpenFile(dir, os.O_RDWR|unix.O_TMPFILE, 0o600)
+	if err == nil {
+		return f, nil
+	}
+	return namedSpillFile(dir)
 }
 
 // direntType is the type a dirent's d_type says, if it says one.

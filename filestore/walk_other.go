@@ -5,6 +5,7 @@ package filestore
 import (
 	"io"
 	"io/fs"
+	"os"
 )
 
 // readDirEntries hands add the name and type of each entry of the open
@@ -28,3 +29,7 @@ func readDirEntries(d *openDir, add func(name []byte, typ fs.FileMode) error) er
 		}
 	}
 }
+
+// spillFile is a file for a big directory's runs, removed as soon as it
+// is made.
+func spillFile(dir string) (*os.File, error) { return namedSpillFile(dir) }

@@ -732,6 +732,9 @@ func serveCommand() *cli.Command {
 				return usageErr("%v", err)
 			}
 			users.Protected = true // and at every reading from now on
+			// A directory too big to sort in memory is sorted in runs
+			// on disk: in the state directory, where /tmp may be memory.
+			filestore.SpillDir = c.String("state")
 			if fi, err := os.Stat(users.Path()); err == nil && fi.Mode().Perm()&0o044 != 0 {
 				// Not refused (nothing is given away to those who may read
 				// it alone), but its hashes are then open to an offline

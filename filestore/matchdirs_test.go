@@ -831,3 +831,26 @@ func TestSpecRepeatsOfLinksAndDirectories(t *testing.T) {
 		t.Errorf("Match(q/dfile/.) = %q, %v; want not a directory", fileNames(files), err)
 	}
 }
+
+// A name spelt as a directory's ("f/", "f/.", "f/..") deletes no file,
+// as GET of it fetches none: rm(1) refuses "f/" and "f/." alike (the
+// file f was deleted by "f/." before).
+func TestRemoveOfADirectorySpellingTakesNoFile(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, "f", "sub/g")
+	d := openTree(t, root)
+	for _, name := range []string{"f/", "f/.", "./f/.", "f/..", "sub/g/.", "/f/."} {
+		err := d.Remove(name)
+		if err == nil || !strings.Contains(err.Error(), "not a file") {
+			t.Errorf("Remove(%q) = %v; want it refused as not a file", name, err)
+		}
+	}
+	for _, f := range []string{"f", "sub/g"} {
+		if _, err := os.Lstat(filepath.Join(root, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if err := d.Remove("sub/./g"); err != nil {
+		t.Errorf("Remove(sub/./g) = %v", err)
+	}
+}

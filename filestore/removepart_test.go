@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,13 @@ func TestRemoveLivePartialAnySpelling(t *testing.T) {
 		if _, serr := os.Lstat(filepath.Join(root, tmp)); serr != nil {
 			t.Fatalf("Remove(%q) = %v, and the live partial is gone", name, err)
 		}
-		if !errors.Is(err, filestore.ErrBusy) {
+		// "/." names a directory: refused as not a file, as for any
+		// file so spelt; otherwise the partial's lock refuses.
+		if strings.HasSuffix(name, "/.") {
+			if err == nil || !strings.Contains(err.Error(), "not a file") {
+				t.Errorf("Remove(%q) = %v, want it refused as not a file", name, err)
+			}
+		} else if !errors.Is(err, filestore.ErrBusy) {
 			t.Errorf("Remove(%q) = %v, want ErrBusy", name, err)
 		}
 	}

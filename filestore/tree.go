@@ -85,6 +85,11 @@ func (d *Dir) RemoveEach(name string, literal bool, removed func(rel string)) er
 		// "f/" names a directory, as for rm(1): never the file f.
 		return fmt.Errorf("filestore: %s: not a file (a name ending in / is a directory)", name)
 	}
+	if namesDirectory(name) {
+		// So do "f/." and "f/..", as GET takes them (the file f was
+		// deleted, where GET of "f/." says it is not a directory).
+		return fmt.Errorf("filestore: %s: not a file (a name ending in /. or /.. is a directory)", name)
+	}
 	if IsPartName(path.Base(name)) {
 		return d.removePart(name)
 	}

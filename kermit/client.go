@@ -673,10 +673,38 @@ func joins(names []string) bool {
 // packet would give it (protocol.md §8, REMOTE DIRECTORY with kerf-get):
 // what a resuming client compares with its files for GetOptions.Skip.
 func (s *Session) GetListing(ctx context.Context, spec string, recursive bool) ([]framing.ListingEntry, error) {
-	if recursive {
-		return s.listing(ctx, spec, getRecursiveArg)
+	var list []framing.ListingEntry
+	err := s.GetListingEach(ctx, spec, recursive, func(e framing.ListingEntry) error {
+		list = append(list, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return s.listing(ctx, spec, getArg)
+	return list, nil
+}
+
+// GetListingEach is GetListing handing each entry to entry as its line
+// comes, none held: a resuming get of a tree of millions of files holds
+// only what entry keeps (the files it has whole), not the listing. An
+// error of entry ends the listing with it.
+func (s *Session) GetListingEach(ctx context.Context, spec string, recursive bool, entry func(framing.ListingEntry) error) error {
+	arg := getArg
+	if recursive {
+		arg = getRecursiveArg
+	}
+	lines := &listingLines{ctx: ctx, line: func(line string) error {
+		e, err := framing.ParseListingLine(line)
+		if err != nil {
+			return err
+		}
+		return entry(e)
+	}}
+	err := s.listingTo(ctx, true, func(bool) io.Writer { return lines }, spec, arg)
+	if err == nil {
+		err = lines.Close()
+	}
+	return err
 }
 
 // sendSkip tells a kerf server which files of the next GET this client

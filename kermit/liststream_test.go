@@ -70,6 +70,27 @@ func (p *pacedLister) ListTree(spec string, form kermit.TreeForm, w io.Writer) e
 	return p.write(w, form.Problems, form.Ino, false)
 }
 
+// MatchEach yields n made-up files, as a GET of a tree would send them,
+// waiting half-way as write does: a get listing (kerf-get) is made from
+// them.
+func (p *pacedLister) MatchEach(spec string, recursive bool, keep func(string) bool, yield func(kermit.OutgoingFile) bool) (int, error) {
+	for i := range p.n {
+		if i == p.n/2 {
+			select {
+			case <-p.seen:
+			case <-time.After(30 * time.Second):
+				return 0, errors.New("half-way through the files, the client had been handed no entry")
+			}
+		}
+		f := kermit.OutgoingFile{Name: fmt.Sprintf("entry-%06d", i), Size: int64(i), ModTime: time.Unix(1e9+int64(i), 5), Mode: 0o644,
+			Open: func() (kermit.FileReader, error) { return nil, errors.New("not for sending") }}
+		if !yield(f) {
+			break
+		}
+	}
+	return 0, nil
+}
+
 // servedLister serves fs (one of the listers below, over an empty tree)
 // to a client in dual-channel mode for the test's length.
 func servedLister(t *testing.T, fs kermit.ServerFS) (*kermit.Session, context.Context) {
@@ -99,8 +120,9 @@ func emptyTree(t *testing.T) *filestore.Dir {
 func TestListingsStreamToTheClient(t *testing.T) {
 	dir := emptyTree(t)
 	const n = 20000 // some 40 packets
-	for _, tree := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tree=%v", tree), func(t *testing.T) {
+	for _, kind := range []string{"ls", "tree", "get"} {
+		tree := kind == "tree"
+		t.Run(kind, func(t *testing.T) {
 			fs := &pacedLister{Dir: dir, n: n, seen: make(chan struct{})}
 			cli, ctx := servedLister(t, fs)
 			var once sync.Once
@@ -115,7 +137,10 @@ func TestListingsStreamToTheClient(t *testing.T) {
 			}
 			var problems []framing.ListingProblem
 			var err error
-			if tree {
+			if kind == "get" {
+				// What a resuming get compares with its files.
+				err = cli.GetListingEach(ctx, "x", true, entry)
+			} else if tree {
 				err = cli.ListTreeEach(ctx, "x", entry, func(p framing.ListingProblem) error {
 					problems = append(problems, p)
 					return nil

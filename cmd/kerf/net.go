@@ -1361,19 +1361,27 @@ func getCommand() *cli.Command {
 				// What is here whole is found from one listing of the
 				// GET's files and left out by the server
 				// (kermit.GetOptions.Skip), not sent to be thrown away.
-				list, err := cl.Session().GetListing(c.Context, quoteSpec(specs), true)
+				// Each entry is looked at as it comes: only those whole
+				// here are kept, not the listing.
+				listed := 0
+				err := cl.Session().GetListingEach(c.Context, quoteSpec(specs), true, func(e framing.ListingEntry) error {
+					if ex.Excludes(e.Name, false) {
+						return nil
+					}
+					listed++
+					if store.HasWhole(e) {
+						opts.Skip = append(opts.Skip, e)
+					}
+					return nil
+				})
 				var le *kermit.LinkError
 				if errors.As(err, &le) || c.Context.Err() != nil {
 					return rep.end(err, true)
 				}
-				list = slices.DeleteFunc(list, func(e framing.ListingEntry) bool { return ex.Excludes(e.Name, false) })
-				for _, e := range list {
-					if store.HasWhole(e) {
-						opts.Skip = append(opts.Skip, e)
-					}
-				}
 				if err == nil {
-					toFetch = len(list) - len(opts.Skip)
+					toFetch = listed - len(opts.Skip)
+				} else {
+					opts.Skip = nil // (as before: a listing that failed part-way told nothing)
 				}
 			}
 			// Only what was asked for is stored (a file under a name

@@ -23,6 +23,10 @@ var (
 	// ErrDamaging: one block arrived damaged maxDamage times: the path
 	// changes what it carries, and asking again will not get it through.
 	ErrDamaging = errors.New("datachan: the data path keeps damaging the data")
+	// ErrStalled: one connection's data went unacknowledged while the
+	// others' was (stallwatch.go). Found on this side, and said to the
+	// peer, unlike a connection lost, which the peer may explain.
+	ErrStalled = errors.New("datachan: data connection stalled")
 )
 
 // Defaults of a Path.
@@ -472,6 +476,9 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 			(cfg.sendfile == SendfileAlways || cfg.sendfile == SendfileAuto && !onSameHost(c))
 	}
 	p.wg.Go(p.resendLoop)
+	if grace, ok := stallWatchable(conns); ok {
+		p.wg.Go(func() { p.watchStalls(grace) })
+	}
 	for _, s := range p.streams {
 		if cfg.writeBehind > 0 {
 			s.diskq = make(chan *frame, cfg.writeBehind) // before the reader, which closes it

@@ -37,12 +37,12 @@ func TestDataLossThenSilenceEndsTheWait(t *testing.T) {
 		}
 	}()
 	for i := range 4 {
-		if _, ok, err := s.readWatching(ctx, 0, true); err != nil || !ok {
+		if _, ok, err := s.readWatching(ctx, 0, watchAll); err != nil || !ok {
 			t.Fatalf("read %d while the peer speaks: ok %v, %v", i+1, ok, err)
 		}
 	}
 	// Then it falls silent.
-	_, _, err := s.readWatching(ctx, 0, true)
+	_, _, err := s.readWatching(ctx, 0, watchAll)
 	var de *DataPathError
 	if !errors.As(err, &de) || !errors.Is(err, errDataLostSilence) {
 		t.Fatalf("a silent peer after the data path was lost: %v, want the silence's DataPathError", err)

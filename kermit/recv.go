@@ -821,7 +821,7 @@ func (s *Session) AnswerLateRepeats(ctx context.Context) {
 	// looks like packets), the command ends within a few quiet spells.
 	deadline := time.Now().Add(4 * quiet)
 	for time.Now().Before(deadline) {
-		p, ok, err := s.readWatching(ctx, quiet, false)
+		p, ok, err := s.readWatching(ctx, quiet, watchNone)
 		switch {
 		case err != nil || !ok:
 			return

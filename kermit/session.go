@@ -666,12 +666,29 @@ func (s *Session) abort(err error) error {
 // read waits for the next packet from the reader, up to d (0 = forever).
 // It returns ok=false on timeout.
 func (s *Session) read(ctx context.Context, d time.Duration) (inPacket, bool, error) {
-	return s.readWatching(ctx, d, false)
+	return s.readWatching(ctx, d, watchNone)
 }
 
-// readWatching is read that, with watchData, also ends when the data path
+// dataWatch is what of the data path's failure a read watches for.
+type dataWatch int
+
+const (
+	watchNone dataWatch = iota
+	// watchLocal: a failure found on this side (DataFailure's
+	// LocalFailure) ends the read with its cause; a lost connection is
+	// left to the receiving side's waits. A sender waiting for ACKs
+	// (pump) watches so: a stall it found is said in its E at once,
+	// where otherwise the peer, seeing only the connections close, said
+	// "lost" first and the cause went unsaid.
+	watchLocal
+	// watchAll: watchLocal, and a lost connection starts the wait for
+	// the peer to say anything (dataLossGrace).
+	watchAll
+)
+
+// readWatching is read that, as watch asks, also ends when the data path
 // fails for a cause found on this side (DataFailure), with that cause.
-func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData bool) (inPacket, bool, error) {
+func (s *Session) readWatching(ctx context.Context, d time.Duration, watch dataWatch) (inPacket, bool, error) {
 	if p := s.again; p != nil {
 		s.again = nil
 		return *p, true, nil
@@ -699,13 +716,13 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 	}
 	var failed <-chan struct{}
 	var df DataFailure
-	if watchData && !s.dataFailureSeen {
+	if watch != watchNone && !s.dataFailureSeen {
 		if df, _ = s.data.(DataFailure); df != nil {
 			failed = df.Failed()
 		}
 	}
 	var quiet <-chan time.Time // the peer silent since the data path went
-	if watchData && !s.dataLostHeard.IsZero() {
+	if watch == watchAll && !s.dataLostHeard.IsZero() {
 		t := time.NewTimer(time.Until(s.dataLostHeard.Add(dataLossGrace)))
 		defer t.Stop()
 		quiet = t.C
@@ -721,11 +738,17 @@ func (s *Session) readWatching(ctx context.Context, d time.Duration, watchData b
 		case <-quiet:
 			return inPacket{}, false, &DataPathError{Err: errDataLostSilence}
 		case <-failed:
-			// Once: the path stays failed, and its failure is told once.
-			s.dataFailureSeen = true
 			if err := df.LocalFailure(); err != nil {
+				// Once: the path stays failed, and its failure is told
+				// once.
+				s.dataFailureSeen = true
 				return inPacket{}, false, &DataPathError{Err: err}
 			}
+			if watch == watchLocal {
+				failed = nil
+				continue
+			}
+			s.dataFailureSeen = true
 			// A lost connection: the peer or the link says more, but
 			// the peer may be waiting on this side as this side on it
 			// (QA: a send's sessions and their server waited so until

@@ -651,7 +651,7 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 			wait = time.Nanosecond
 		}
 	}
-	p, ok, err := s.read(ctx, wait)
+	p, ok, err := s.readWatching(ctx, wait, watchLocal)
 	if err != nil {
 		return err
 	}
@@ -1182,7 +1182,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 				return p, nil
 			}
 		}
-		in, ok, err := s.readWatching(ctx, timeout, true)
+		in, ok, err := s.readWatching(ctx, timeout, watchAll)
 		if err != nil {
 			return framing.Packet{}, err
 		}

@@ -1,0 +1,65 @@
+package datachan
+
+import (
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ackStateOf asks the kernel about c's acknowledgements (TCP_INFO).
+func ackStateOf(c net.Conn, now time.Time) ackState {
+	tc, ok := bareTCP(c)
+	if !ok {
+		return ackState{}
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return ackState{}
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
+		return ackState{}
+	}
+	return ackState{
+		known: true,
+		// Data out, or window probes unanswered: a peer whose window
+		// was shut when its path went (a reader held to --limit-rate
+		// often has it so) has data waiting here that is not out, and
+		// the probes for its window are what go unanswered.
+		unacked: info.Unacked > 0 || info.Probes > 0,
+		lastAck: now.Add(-time.Duration(info.Last_ack_recv) * time.Millisecond),
+	}
+}
+
+// stallWatchable reports whether conns can be watched for a stall, and
+// the grace then: several TCP connections whose retransmission timeout
+// is capped (TCP_RTO_MAX_MS, Linux 6.15 on). Uncapped, a connection
+// retries up to 120 s after its siblings once an outage ends, and TCP's
+// own give-up comes about as soon as a grace that allowed for it.
+func stallWatchable(conns []net.Conn) (time.Duration, bool) {
+	if len(conns) < 2 {
+		return 0, false // one connection silent is the link's outage
+	}
+	most := time.Duration(0)
+	for _, c := range conns {
+		tc, ok := bareTCP(c)
+		if !ok {
+			return 0, false
+		}
+		rc, err := tc.SyscallConn()
+		if err != nil {
+			return 0, false
+		}
+		ms, gerr := 0, error(nil)
+		if err := rc.Control(func(fd uintptr) { ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS) }); err != nil || gerr != nil {
+			return 0, false
+		}
+		most = max(most, time.Duration(ms)*time.Millisecond)
+	}
+	if most <= 0 || most > RTOMax {
+		return 0, false
+	}
+	return stallGrace(most), true
+}

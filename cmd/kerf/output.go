@@ -82,6 +82,7 @@ type reporter struct {
 	stallStop  chan struct{}
 	stallEnded bool
 	current    map[string]int64
+	attempts   map[string]attempt // the files under way: their sizes and where they began
 	// planned is, for a send, what each file adds to total: its size
 	// less what a resume found there. A file refused, failed or found
 	// whole takes its part out, so that the bar ends at its end.
@@ -257,6 +258,15 @@ func (r *reporter) event(e kermit.Event) {
 		}
 	}
 	switch e.Kind {
+	case kermit.FileStart, kermit.FileProgress:
+		if r.attempts == nil {
+			r.attempts = map[string]attempt{}
+		}
+		r.attempts[e.Name] = attempt{size: e.Size, offset: e.Offset}
+	case kermit.FileDone, kermit.FileSkipped, kermit.FileFailed:
+		delete(r.attempts, e.Name)
+	}
+	switch e.Kind {
 	case kermit.FileStart:
 		if n, again := r.current[e.Name]; again {
 			// Begun again: whole (its partial was not the start of the
@@ -276,11 +286,13 @@ func (r *reporter) event(e kermit.Event) {
 				// came since counts from here. (A sender's FileStart
 				// has no offset: it learns it later.)
 				r.startAt[e.Name] = max(e.Offset, 0)
-				if r.json != nil {
-					// Said again, with where it begins now: the first
-					// file_start's offset was not used (QA).
-					r.json.Encode(jsonEvent{Event: "file_start", Name: e.Name, Size: &size, Offset: e.Offset})
-				}
+			}
+			if r.json != nil {
+				// Said again, with where it begins now: the first
+				// file_start's offset was not used (QA), and after a
+				// reconnection its progress counts from the new one
+				// (QA y: 98 %, then 14 %, with nothing said between).
+				r.json.Encode(jsonEvent{Event: "file_start", Name: e.Name, Size: &size, Offset: e.Offset})
 			}
 			r.replan(e.Name, e.Size)
 			r.showBar()
@@ -307,7 +319,7 @@ func (r *reporter) event(e kermit.Event) {
 		r.showBar()
 		if r.json != nil && time.Since(r.last) > 500*time.Millisecond {
 			r.last = time.Now()
-			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &moved, Seconds: time.Since(r.start).Seconds()})
+			r.json.Encode(jsonEvent{Event: "progress", Name: e.Name, Size: &size, Bytes: &moved, Offset: e.Offset, Seconds: time.Since(r.start).Seconds()})
 		}
 	case kermit.FileDone:
 		if e.Again {
@@ -832,6 +844,10 @@ func (r *reporter) watchStalls(stop chan struct{}) {
 // checkStall says, as of now, that nothing has moved for a while if so:
 // on the bar, and with --json as a progress event of a file under way
 // every stallEvery, with stalled_seconds.
+// attempt is a file under way, as its last event had it: its size (-1:
+// not known) and where this attempt began in it.
+type attempt struct{ size, offset int64 }
+
 func (r *reporter) checkStall(now time.Time) {
 	if len(r.current) == 0 || r.moved.IsZero() {
 		return
@@ -848,7 +864,12 @@ func (r *reporter) checkStall(now time.Time) {
 		r.stallSaid = now
 		name := slices.Min(slices.Collect(maps.Keys(r.current)))
 		moved := r.current[name]
-		r.json.Encode(jsonEvent{Event: "progress", Name: name, Bytes: &moved, Seconds: now.Sub(r.start).Seconds(), Stalled: d.Seconds()})
+		a, ok := r.attempts[name]
+		ev := jsonEvent{Event: "progress", Name: name, Bytes: &moved, Offset: a.offset, Seconds: now.Sub(r.start).Seconds(), Stalled: d.Seconds()}
+		if ok && a.size >= 0 {
+			ev.Size = &a.size // (QA y: left out just when it mattered)
+		}
+		r.json.Encode(ev)
 	}
 }
 

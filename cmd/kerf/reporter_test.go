@@ -445,3 +445,42 @@ func TestReporterSaysStalls(t *testing.T) {
 		t.Errorf("stalls said %v, want [6 11]", stalls)
 	}
 }
+
+// After a reconnection a file goes on from where the receiver kept it:
+// a second file_start says where (QA y: progress went from 98 % to 14 %
+// with only a reconnecting event between), each progress event carries
+// its offset, and a stalled one its size (QA y: left out then).
+func TestReporterSaysEachAttempt(t *testing.T) {
+	var out bytes.Buffer
+	r := &reporter{out: io.Discard, json: json.NewEncoder(&out), start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "f", Size: 1000},
+		{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 900},
+		{Kind: kermit.FileStart, Name: "f", Size: 1000, Offset: 300}, // the gap-free part kept
+	} {
+		r.event(e)
+	}
+	time.Sleep(600 * time.Millisecond) // (progress events go at most every 500 ms)
+	r.event(kermit.Event{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 200, Offset: 300})
+	r.moved = time.Now().Add(-stallAfter - time.Second)
+	r.checkStall(time.Now())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		`{"event":"file_start","name":"f","size":1000}`,
+		`{"event":"progress","name":"f","size":1000,"bytes":900,`,
+		`{"event":"file_start","name":"f","size":1000,"offset":300}`,
+		`{"event":"progress","name":"f","size":1000,"bytes":200,"offset":300,`,
+		`{"event":"progress","name":"f","size":1000,"bytes":200,"offset":300,`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d events, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("event %d: %s\nwant it to begin %s", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[4], `"stalled_seconds"`) {
+		t.Errorf("the last event is not the stall's: %s", lines[4])
+	}
+}

@@ -242,6 +242,9 @@ type clientDual struct {
 	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
 
 	log *slog.Logger // nil: nothing said
+	// fewerSaid: the server's allowing fewer data connections than
+	// asked was said (once).
+	fewerSaid bool
 	// quicFailed is why QUIC, offered by the server, was given up for
 	// TCP (nil if it was not).
 	quicFailed error
@@ -293,9 +296,11 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if err != nil || n < 1 || n > min(datachan.MaxStreams, max(1, d.streams)) {
 		return nil, fmt.Errorf("control: bad stream count %q in the server's Send-Init", f['N'])
 	}
-	if n < d.streams && d.asked && d.log != nil {
-		// (QA q: --streams 32 against a server's 8, said nowhere.)
-		d.log.Info("the server allows fewer data connections than asked (its --max-streams)", "asked", d.streams, "allowed", n)
+	if n < d.streams && d.asked && d.log != nil && !d.fewerSaid {
+		// (QA q: --streams 32 against a server's 8, said nowhere; QA y:
+		// said at info, which a client does not print.) Once a client.
+		d.fewerSaid = true
+		d.log.Warn("the server allows fewer data connections than asked (its --max-streams)", "asked", d.streams, "allowed", n)
 	}
 	tok, err := decodeToken(f['T'])
 	if err != nil {

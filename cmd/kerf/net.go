@@ -1339,6 +1339,10 @@ func getCommand() *cli.Command {
 			defer cl.Close()
 			rep := newReporter(c, nil)
 			rep.expectNames(specs)
+			// One file asked for by its name: the bar's total is its
+			// size, once its A tells it (QA y: a spinner, no percentage
+			// or time left, for a long fetch of one file).
+			rep.oneFile = len(specs) == 1 && !hasWildcard(specs[0]) && !c.Bool("recursive")
 			cl.Session().SetEvents(rep.event)
 			rep.channel = cl.DataChannel
 			opts := kermit.GetOptions{Recursive: c.Bool("recursive"), Resume: c.Bool("resume"), Exclude: pats, RemoveSource: c.Bool(removeSourceFlag.Name)}

@@ -83,6 +83,9 @@ type reporter struct {
 	stallEnded bool
 	current    map[string]int64
 	attempts   map[string]attempt // the files under way: their sizes and where they began
+	// oneFile: a get of one file by its name, whose size, once known,
+	// is the bar's total.
+	oneFile bool
 	// planned is, for a send, what each file adds to total: its size
 	// less what a resume found there. A file refused, failed or found
 	// whole takes its part out, so that the bar ends at its end.
@@ -300,6 +303,10 @@ func (r *reporter) event(e kermit.Event) {
 		}
 		r.current[e.Name] = 0
 		r.noteStart(e.Name, e.Offset)
+		if r.oneFile && r.total < 0 && e.Size >= 0 && len(r.planned) == 0 {
+			// The one file a get asked for: its size is the total.
+			r.total, r.planned = 0, map[string]int64{e.Name: 0}
+		}
 		if e.Size >= 0 {
 			r.replan(e.Name, e.Size-e.Offset) // the offset was there
 		}

@@ -484,3 +484,30 @@ func TestReporterSaysEachAttempt(t *testing.T) {
 		t.Errorf("the last event is not the stall's: %s", lines[4])
 	}
 }
+
+// A get of one file by its name has a total, its size less what was
+// there, once its start tells it: the bar shows a percentage and the
+// time left (QA y: a spinner for a long fetch of one file). A get of
+// several keeps no total.
+func TestReporterOneFileGetHasATotal(t *testing.T) {
+	for _, one := range []bool{true, false} {
+		r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}, total: -1, oneFile: one}
+		for _, e := range []kermit.Event{
+			{Kind: kermit.FileStart, Name: "f", Size: 100, Offset: 40},
+			{Kind: kermit.FileProgress, Name: "f", Size: 100, Bytes: 30, Offset: 40},
+		} {
+			r.event(e)
+		}
+		want := int64(-1)
+		if one {
+			want = 60
+		}
+		if r.total != want {
+			t.Errorf("one file %v: total %d, want %d", one, r.total, want)
+		}
+		r.event(kermit.Event{Kind: kermit.FileDone, Name: "f", Size: 100, Bytes: 60, Offset: 40})
+		if r.done != 60 || one && r.total != 60 {
+			t.Errorf("one file %v: done %d of %d, want 60 of 60", one, r.done, r.total)
+		}
+	}
+}

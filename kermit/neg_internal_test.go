@@ -233,3 +233,36 @@ func TestRepeatPrefixOffWhenItClashes(t *testing.T) {
 		}
 	}
 }
+
+// A long packet to a peer other than kerf stays, MARK to check, within
+// the MAXLX it advertised: G-Kermit reads it into a buffer of that size,
+// header and all (QA z: at -e 9000 it overflowed and left without a
+// word). A kerf peer takes MAXLX of data and check, as the protocol has
+// it.
+func TestLongPacketsFitThePeersBuffer(t *testing.T) {
+	cfg := DefaultConfig()
+	mine := myParams(&cfg, false)
+	for _, kerf := range []bool{false, true} {
+		peer, err := framing.ParseParams(mine.Marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer.MaxLenX = 9000
+		if !kerf {
+			peer.Capas2 &^= capas2RawOK
+		}
+		n := negotiate(&cfg, mine, peer, true)
+		if !n.long || n.peerKerf != kerf {
+			t.Fatalf("kerf %v: long %v, peerKerf %v", kerf, n.long, n.peerKerf)
+		}
+		p := framing.Packet{Seq: 1, Type: 'D', Data: make([]byte, n.maxData)}
+		b, err := framing.Frame{Check: n.check}.AppendPacket(nil, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire := len(b)
+		if kerf && n.maxData+n.check.Len() != 9000-2 || !kerf && wire > 9000 {
+			t.Errorf("kerf %v: %d bytes of data, %d on the wire; want the whole within 9000 (a kerf peer: its data and check within it)", kerf, n.maxData, wire)
+		}
+	}
+}

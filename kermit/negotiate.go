@@ -254,6 +254,10 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.inodes = peer.Capas4&capas4Inodes != 0 && mine.Capas4&capas4Inodes != 0
 	n.secondPass = peer.Capas4&capas4SecondPass != 0
 
+	// longHeaderWire is what a long packet has beyond LENX's count: MARK,
+	// LEN, SEQ, TYPE, LENX1, LENX2, HCHECK; and 2 more, the margin the
+	// short packets keep.
+	const longHeaderWire = 9
 	// Longest packet we may send: the peer's receive limit, less the
 	// header, the check and a safety margin (C-Kermit 10 itself keeps 2).
 	chk := n.check.Len()
@@ -270,6 +274,14 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 		}
 		lx = min(lx, framing.MaxLongLen)
 		n.maxData = lx - chk - 2
+		if !n.peerKerf {
+			// G-Kermit reads a packet into a buffer of its MAXLX that
+			// holds the header too: at -e 9000, its documented most, a
+			// packet of that length overflowed it and it left without
+			// a word (QA z; C-Kermit's 3 bytes short overflow it too).
+			// The whole packet, MARK to check, stays within MAXLX.
+			n.maxData -= longHeaderWire
+		}
 	}
 	if n.maxData < 10 {
 		n.maxData = 10

@@ -922,3 +922,33 @@ if fail exit 2 "send failed"`, plog, host, port))
 	}
 	noFile(t, filepath.Join(root, "up.bin"))
 }
+
+// C-Kermit's GET of a file the server may not read fails with the
+// server's reason in an E packet, as a missing file's does (QA z: an
+// empty group came, and C-Kermit failed without a word); a GET of a
+// readable file goes on after it. The server runs as nobody, the file
+// is root's own, mode 0600.
+func TestCKermitGetUnreadableSaysWhy(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(root, "noread.txt"), []byte("secret\n"))
+	if err := os.Chmod(filepath.Join(root, "noread.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "ok.txt"), []byte("readable\n"))
+	os.Chmod(filepath.Join(root, "ok.txt"), 0o644)
+	srv := startServer(t, root, serverOpts{classic: true, uid: 65534})
+	k := runCKermitClient(t, srv, local, `get noread.txt
+if success exit 2 "get of an unreadable file succeeded"
+echo GETFAILED [\v(xfermsg)]
+get ok.txt
+if fail exit 3 "get failed"
+`)
+	out := k.out.String()
+	if !strings.Contains(out, "GETFAILED [") || !strings.Contains(out, "permission denied") {
+		t.Errorf("C-Kermit was not told why the GET failed:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(local, "noread.txt")); err == nil {
+		t.Error("noread.txt arrived")
+	}
+	sameFile(t, filepath.Join(root, "ok.txt"), filepath.Join(local, "ok.txt"))
+}

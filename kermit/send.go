@@ -182,6 +182,8 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 		s.sending = s.sending[:0]
 	}()
 	var failed []string
+	var firstFailure error
+	begun := false
 	for !s.cancelGroup.Load() {
 		f, ok := src.next() // reported by its own events from here on
 		if !ok {
@@ -194,16 +196,31 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			if err := s.sendDir(ctx, f); err != nil {
 				return err
 			}
+			begun = true
 			continue
 		}
 		if err := s.sendFile(ctx, f); err != nil {
 			var skip *skipError
 			if errors.As(err, &skip) {
 				failed = append(failed, f.Name)
+				if firstFailure == nil {
+					firstFailure = skip.err
+				}
 				continue
 			}
 			return err
 		}
+		begun = true
+	}
+	if !begun && firstFailure != nil && !s.neg.peerKerf && !s.cancelGroup.Load() {
+		// Nothing of the group went, and a classic peer hears of no
+		// file's failure (a kerf peer did, announceUnsent): an E with
+		// the first failure's words, not an empty group it would take
+		// for a transfer that failed for no reason (QA z: C-Kermit's
+		// GET of an unreadable file said nothing; a missing one's E
+		// said why).
+		s.errorPacket(peerText(firstFailure))
+		return fmt.Errorf("%w: %w", &GroupError{Failed: failed}, firstFailure)
 	}
 	sl, err := s.queue(ctx, 'B', s.unnameableReport(), 0)
 	if err != nil {

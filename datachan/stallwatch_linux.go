@@ -7,30 +7,37 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ackStateOf asks the kernel about c's acknowledgements (TCP_INFO).
-func ackStateOf(c net.Conn, now time.Time) ackState {
+// tcpState is what the kernel says of a connection (TCP_INFO) for the
+// stall watch.
+type tcpState struct {
+	waiting  bool          // data out and unacknowledged, window probes unanswered, or data not sent
+	acked    uint64        // bytes the peer has acknowledged, in all
+	sinceAck time.Duration // since an acknowledgement (of anything) last came
+}
+
+// tcpStateOf asks the kernel about c, if it is a TCP connection.
+func tcpStateOf(c net.Conn) (tcpState, bool) {
 	tc, ok := bareTCP(c)
 	if !ok {
-		return ackState{}
+		return tcpState{}, false
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return ackState{}
+		return tcpState{}, false
 	}
 	var info *unix.TCPInfo
 	var ierr error
 	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
-		return ackState{}
+		return tcpState{}, false
 	}
-	return ackState{
-		known: true,
-		// Data out, or window probes unanswered: a peer whose window
-		// was shut when its path went (a reader held to --limit-rate
-		// often has it so) has data waiting here that is not out, and
-		// the probes for its window are what go unanswered.
-		unacked: info.Unacked > 0 || info.Probes > 0,
-		lastAck: now.Add(-time.Duration(info.Last_ack_recv) * time.Millisecond),
-	}
+	// Probes: a peer whose window was shut when its path went (a reader
+	// held to --limit-rate often has it so) has its data here, unsent,
+	// and the probes for its window go unanswered.
+	return tcpState{
+		waiting:  info.Unacked > 0 || info.Probes > 0 || info.Notsent_bytes > 0,
+		acked:    info.Bytes_acked,
+		sinceAck: time.Duration(info.Last_ack_recv) * time.Millisecond,
+	}, true
 }
 
 // stallWatchable reports whether conns can be watched for a stall, and

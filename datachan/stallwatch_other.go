@@ -7,8 +7,14 @@ import (
 	"time"
 )
 
-// ackStateOf knows nothing elsewhere: TCP_INFO is Linux's.
-func ackStateOf(net.Conn, time.Time) ackState { return ackState{} }
+// tcpState: nothing is known elsewhere (TCP_INFO is Linux's).
+type tcpState struct {
+	waiting  bool
+	acked    uint64
+	sinceAck time.Duration
+}
+
+func tcpStateOf(net.Conn) (tcpState, bool) { return tcpState{}, false }
 
 // stallWatchable: no stall watch elsewhere (stallwatch.go).
 func stallWatchable([]net.Conn) (time.Duration, bool) { return 0, false }

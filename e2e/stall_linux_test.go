@@ -21,6 +21,7 @@ import (
 // after about 160 s (QA y), and the session with it. Both ways: a GET's
 // server finds it, a send's client.
 func TestStalledDataConnectionIsGivenUp(t *testing.T) {
+	t.Parallel() // (mostly waiting: 40 s for each stall to be found)
 	rtoCapped(t)
 	if _, err := exec.LookPath("nft"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -136,6 +137,37 @@ func TestStalledDataConnectionIsGivenUp(t *testing.T) {
 		}
 		sameFile(t, filepath.Join(root, "big.bin"), filepath.Join(local, "big.bin"))
 	})
+}
+
+// A data connection whose far end stops reading it while the others are
+// read (a proxy hung on one flow: its kernel still acknowledges, with a
+// shut window) is given up too, by the server sending on it, and the
+// client reconnects and resumes (QA y: the transfer waited for the
+// 5-minute idle timeout).
+func TestUnreadDataConnectionIsGivenUp(t *testing.T) {
+	t.Parallel() // (mostly waiting)
+	rtoCapped(t)
+	root, local := t.TempDir(), t.TempDir()
+	fs := startFaultServer(t, root, true)
+	const size = 48 << 20
+	writeFile(t, filepath.Join(root, "big.bin"), randomBytes(size, 94))
+	fs.data.holdDownAt.Store(4<<20 + 1) // the block at 4 MiB, and its connection, go no further
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "get", "--streams", "4", "--limit-rate", "6M", target(fs.addr(), "big.bin"), local)
+	stdout, stderr, released, err := runResetting(t, cmd, func(line string) bool {
+		return strings.Contains(line, `"reconnecting"`)
+	}, func() string {
+		fs.data.holdDownAt.Store(0) // the new connections pass
+		return "released"
+	})
+	if err != nil || released == "" {
+		t.Fatalf("get: %v (reconnected: %v)\nstdout:\n%s\nstderr:\n%s", err, released != "", stdout, stderr)
+	}
+	if !strings.Contains(stdout.String(), "stalled") {
+		t.Errorf("the reconnection does not name the stall:\n%s", stdout)
+	}
+	sameFile(t, filepath.Join(root, "big.bin"), filepath.Join(local, "big.bin"))
 }
 
 // rtoCapped skips the test on a kernel that cannot cap a connection's

@@ -289,6 +289,18 @@ func (r *reporter) event(e kermit.Event) {
 				// came since counts from here. (A sender's FileStart
 				// has no offset: it learns it later.)
 				r.startAt[e.Name] = max(e.Offset, 0)
+			} else if !e.Sending && e.Offset > at {
+				// Going on from what the receiver kept (a resume after
+				// a reconnection): that much of what went before counts
+				// now, not at the file's end (QA y: the bar fell from
+				// 74 MiB to 0, and came back only at the end).
+				kept := min(r.earlier[e.Name], e.Offset-at)
+				r.done += kept
+				r.earlier[e.Name] -= kept
+				if r.startAt == nil {
+					r.startAt = map[string]int64{}
+				}
+				r.startAt[e.Name] = e.Offset
 			}
 			if r.json != nil {
 				// Said again, with where it begins now: the first

@@ -511,3 +511,29 @@ func TestReporterOneFileGetHasATotal(t *testing.T) {
 		}
 	}
 }
+
+// A received file that goes on after a reconnection from what the
+// receiver kept counts that part at once: the total does not fall to
+// the new attempt's bytes and jump back at the end (QA y: 74 MiB, then
+// 0 B), and it ends at the file's size.
+func TestReporterResumedAttemptKeepsItsCount(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+	for _, e := range []kermit.Event{
+		{Kind: kermit.FileStart, Name: "f", Size: 1000},
+		{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 900},
+		{Kind: kermit.FileStart, Name: "f", Size: 1000, Offset: 300},
+	} {
+		r.event(e)
+	}
+	if r.done != 300 {
+		t.Errorf("after the new attempt's start: %d bytes done, want the 300 kept", r.done)
+	}
+	r.event(kermit.Event{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 200, Offset: 300})
+	if r.done != 500 {
+		t.Errorf("200 bytes into it: %d done, want 500", r.done)
+	}
+	r.event(kermit.Event{Kind: kermit.FileDone, Name: "f", Size: 1000, Bytes: 700, Offset: 300})
+	if r.done != 1000 {
+		t.Errorf("at its end: %d done, want 1000", r.done)
+	}
+}

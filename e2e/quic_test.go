@@ -46,6 +46,12 @@ func TestQUICTransfers(t *testing.T) {
 		t.Fatalf("get --quic -z: done %+v, want data quic and wire_bytes", done)
 	}
 
+	// --congestion is TCP's: over QUIC it is said to go unused (QA y).
+	r = mustRun(t, srv, local, nil, "send", "--quic", "--congestion", "reno", "tree/sub/small.bin", srv.addr)
+	if !strings.Contains(r.stderr, "--congestion is for TCP data connections") {
+		t.Fatalf("send --quic --congestion reno: stderr %q lacks the note", r.stderr)
+	}
+
 	// Without --quic, the same server uses TCP (TLS).
 	os.RemoveAll(filepath.Join(root, "tree"))
 	r = mustRun(t, srv, local, []string{"--json"}, "send", "-r", "tree", srv.addr)

@@ -922,6 +922,10 @@ func noteRefused(c *cli.Context, clients []*control.Client) {
 	if c.Bool("plain-data") && !c.Bool("quic") && cl.Dual() && cl.DataEncrypted() {
 		fmt.Fprintln(os.Stderr, "kerf: the server does not allow --plain-data (kerf serve --plain-data): the data went over TLS")
 	}
+	if c.IsSet("congestion") && cl.Dual() && cl.DataOverQUIC() {
+		// (QA y F6: left without a word; the get's refusal is said.)
+		fmt.Fprintln(os.Stderr, "kerf: --congestion is for TCP data connections: the data went over QUIC, with quic-go's own")
+	}
 }
 
 // takeOverAfter maps --take-over-after to ServerConfig.TakeOverAfter,

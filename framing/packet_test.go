@@ -409,6 +409,7 @@ func FuzzParsePacket(f *testing.F) {
 		"\x01 #D#)6#@#A",
 		"\x01\x7f'Dabc",
 		"\x01\x80+D",
+		"\x01\x00+D", // LEN 96 under space parity, read with none (QA z)
 		"\x81\xa5$Y+\xa6\xb1",
 		"\x01#\x01",
 	} {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,5 +335,44 @@ func TestFileCRCResumed(t *testing.T) {
 	}
 	if e := got.String(); e != "failed,done again" {
 		t.Errorf("receiver's events: %q; want failed, then done again", e)
+	}
+}
+
+// A resumed file's progress in packets says where the attempt began, on
+// both sides, as the data channel's does (review 50: offset 0, after a
+// file_start with the offset).
+func TestPacketProgressCarriesOffset(t *testing.T) {
+	data := bytes.Repeat([]byte("resumed letters "), 12_500) // 200,000 bytes
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"big.txt", data}})
+	if err := os.WriteFile(filepath.Join(dst, ".big.txt"+filestore.PartSuffix), data[:120_000], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kermit.DefaultConfig()
+	scfg, rcfg := cfg, cfg
+	scfg.Resume = true
+	var mu sync.Mutex
+	offsets := map[string][]int64{}
+	note := func(side string) func(kermit.Event) {
+		return func(e kermit.Event) {
+			if e.Kind == kermit.FileProgress {
+				mu.Lock()
+				offsets[side] = append(offsets[side], e.Offset)
+				mu.Unlock()
+			}
+		}
+	}
+	scfg.Events, rcfg.Events = note("sender"), note("receiver")
+	a, b := link(t, 0, 1)
+	serr, rerr, _ := transfer(t, a, b, scfg, rcfg, out, dst)
+	if serr != nil || rerr != nil {
+		t.Fatalf("send: %v, receive: %v", serr, rerr)
+	}
+	checkFiles(t, dst, []testFile{{"big.txt", data}})
+	for _, side := range []string{"sender", "receiver"} {
+		offs := offsets[side]
+		if len(offs) == 0 || slices.ContainsFunc(offs, func(o int64) bool { return o != 120_000 }) {
+			t.Errorf("%s's progress offsets: %v; want each 120000", side, offs)
+		}
 	}
 }

@@ -1092,7 +1092,7 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	}
 	cur.off += int64(len(buf))
 	if s.cfg.Events != nil {
-		s.event(Event{Kind: FileProgress, Name: cur.name, Size: cur.attrs.Length, Bytes: cur.off - cur.start})
+		s.event(Event{Kind: FileProgress, Name: cur.name, Size: cur.attrs.Length, Bytes: cur.off - cur.start, Offset: cur.start})
 	}
 	return nil
 }

@@ -861,7 +861,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			return fmt.Errorf("kermit: seeking %s for recovery: %w", f.Name, err)
 		}
 	}
-	moved, crc, canceled, err := s.sendData(ctx, r, f)
+	moved, crc, canceled, err := s.sendData(ctx, r, f, off)
 	if err != nil {
 		return err
 	}
@@ -1216,7 +1216,7 @@ func (s *Session) closeAwaitingZ() {
 }
 
 // sendData sends the file's bytes as D packets.
-func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (moved int64, crc uint32, canceled bool, err error) {
+func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile, off int64) (moved int64, crc uint32, canceled bool, err error) {
 	src := newDataSource(r, s.cfg.Text)
 	for {
 		if s.cancelFile.Load() || s.cancelGroup.Load() {
@@ -1254,7 +1254,7 @@ func (s *Session) sendData(ctx context.Context, r io.Reader, f OutgoingFile) (mo
 			return moved, crc, false, err
 		}
 		if s.cfg.Events != nil {
-			s.event(Event{Kind: FileProgress, Name: f.Name, Size: f.Size, Bytes: moved, Sending: true})
+			s.event(Event{Kind: FileProgress, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Sending: true})
 		}
 	}
 }

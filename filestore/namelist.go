@@ -166,16 +166,21 @@ func (l *nameList) spillRun() error {
 	w := l.w
 	w.Reset(io.NewOffsetWriter(l.spill, l.spillOff))
 	var rec [6]byte
+	end := l.spillOff
 	for _, e := range l.ents {
 		binary.LittleEndian.PutUint32(rec[:4], uint32(e.typ))
 		binary.LittleEndian.PutUint16(rec[4:], e.n)
 		w.Write(rec[:])
 		w.Write(l.bytes(e))
-		l.spillOff += int64(len(rec)) + int64(e.n)
+		end += int64(len(rec)) + int64(e.n)
 	}
 	if err := w.Flush(); err != nil {
+		// The run's place stays where it began: a later run written
+		// there must not take this one's half-written bytes for its
+		// own (review 50: read back as empty names).
 		return &fs.PathError{Op: "readdirent", Path: l.rel, Err: fmt.Errorf("keeping the names of a big directory in %s: %w", spillDir(), err)}
 	}
+	l.spillOff = end
 	l.runs = append(l.runs, l.spillOff)
 	// The chunks go (the next run makes its own, growing again), the
 	// slots' room stays.

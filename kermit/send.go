@@ -183,7 +183,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	}()
 	var failed []string
 	var firstFailure error
-	begun := false
+	begun, refusedOrCut := false, false
 	for !s.cancelGroup.Load() {
 		f, ok := src.next() // reported by its own events from here on
 		if !ok {
@@ -203,8 +203,10 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 			var skip *skipError
 			if errors.As(err, &skip) {
 				failed = append(failed, f.Name)
-				if firstFailure == nil {
+				if firstFailure == nil && skip.before {
 					firstFailure = skip.err
+				} else if !skip.before {
+					refusedOrCut = true
 				}
 				continue
 			}
@@ -212,15 +214,17 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 		}
 		begun = true
 	}
-	if !begun && firstFailure != nil && !s.neg.peerKerf && !s.cancelGroup.Load() {
-		// Nothing of the group went, and a classic peer hears of no
-		// file's failure (a kerf peer did, announceUnsent): an E with
-		// the first failure's words, not an empty group it would take
-		// for a transfer that failed for no reason (QA z: C-Kermit's
-		// GET of an unreadable file said nothing; a missing one's E
-		// said why).
+	if !begun && !refusedOrCut && firstFailure != nil && !s.neg.peerKerf && !s.cancelGroup.Load() {
+		// Nothing of the group went, every file failing here before
+		// it began, and a classic peer hears of no file's failure (a
+		// kerf peer did, announceUnsent): an E with the first
+		// failure's words, not an empty group it would take for a
+		// transfer that failed for no reason (QA z: C-Kermit's GET of
+		// an unreadable file said nothing; a missing one's E said
+		// why). A file the peer refused or canceled is its own doing,
+		// and its group ends as ever (review 50).
 		s.errorPacket(peerText(firstFailure))
-		return fmt.Errorf("%w: %w", &GroupError{Failed: failed}, firstFailure)
+		return &toldError{fmt.Errorf("%w: %w", &GroupError{Failed: failed}, firstFailure)}
 	}
 	sl, err := s.queue(ctx, 'B', s.unnameableReport(), 0)
 	if err != nil {
@@ -347,8 +351,13 @@ func NameList(names []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
-// skipError marks a per-file failure that does not end the group.
-type skipError struct{ err error }
+// skipError marks a per-file failure that does not end the group;
+// before says it failed here before anything of it went (it could not
+// be opened, or named), not by the receiver's refusal or cancel.
+type skipError struct {
+	err    error
+	before bool
+}
 
 func (e *skipError) Error() string { return e.err.Error() }
 func (e *skipError) Unwrap() error { return e.err }
@@ -549,7 +558,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				return err
 			}
 		}
-		return &skipError{err}
+		return &skipError{err: err, before: true}
 	}
 	closeR := true
 	defer func() {
@@ -566,7 +575,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 		s.noteUnnameable(f.Name)
-		return &skipError{err}
+		return &skipError{err: err, before: true}
 	}
 	s.sendFileID++
 	id := s.sendFileID
@@ -663,7 +672,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				}
 				err := fmt.Errorf("the receiver's recovery point for %s was lost; resume again", f.Name)
 				s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
-				return &skipError{err}
+				return &skipError{err: err}
 			}
 		} else if last != nil {
 			verdict = last
@@ -700,7 +709,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		err := s.refusal(reply.Reasons)
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true, Path: f.Path})
-		return &skipError{err}
+		return &skipError{err: err}
 	}
 	var off int64
 	var prefixCRC uint32
@@ -715,7 +724,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		err := fmt.Errorf("%w: the receiver asked to go on from byte %d of %s, a recovery this send did not ask for (--resume)", ErrProtocol, reply.ResumeAt, f.Name)
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
-		return &skipError{err}
+		return &skipError{err: err}
 	}
 	if reply.ResumeAt > 0 {
 		off = reply.ResumeAt
@@ -805,7 +814,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				return nil
 			}
 			s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
-			return &skipError{why}
+			return &skipError{err: why}
 		}
 		if err != nil {
 			return s.peerReason(ctx, fmt.Errorf("kermit: sending %s: %w", f.Name, err))
@@ -851,7 +860,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			return nil
 		}
 		if gaveUp {
-			return &skipError{changed}
+			return &skipError{err: changed}
 		}
 		return nil
 	}
@@ -923,17 +932,17 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			return s.sendFile(ctx, f)
 		}
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
-		return &skipError{why}
+		return &skipError{err: why}
 	}
 	s.stats.FileBytes += moved
 	if canceled {
 		// Not transferred: the group reports it (exit 4 at the CLI).
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrCanceled, Sending: true})
-		return &skipError{ErrCanceled}
+		return &skipError{err: ErrCanceled}
 	}
 	if changed != nil {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: changed, Sending: true, Path: f.Path})
-		return &skipError{changed}
+		return &skipError{err: changed}
 	}
 	done := Event{Kind: FileDone, Name: f.Name, Size: f.Size, Bytes: moved, Offset: off, Duration: time.Since(start), Sending: true, Path: f.Path}
 	if len(zdata) > 0 && zdata[0] == 'C' && !s.cfg.Text {
@@ -1411,7 +1420,7 @@ func (s *Session) sendHeaderOnly(ctx context.Context, name string, attrs [][]byt
 	enc, err := s.encodeField([]byte(name))
 	if err != nil {
 		s.noteUnnameable(name)
-		return nil, &skipError{err}
+		return nil, &skipError{err: err}
 	}
 	s.sendFileID++
 	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {

@@ -652,8 +652,9 @@ func (s *Session) peerReason(ctx context.Context, err error) error {
 // abort sends an E packet describing err and returns err.
 func (s *Session) abort(err error) error {
 	var pe *PeerError
-	if errors.As(err, &pe) || errors.Is(err, ErrPeerRestarted) {
-		return err // never answer an E with an E, nor a new S with one
+	var told *toldError
+	if errors.As(err, &pe) || errors.Is(err, ErrPeerRestarted) || errors.As(err, &told) {
+		return err // never answer an E with an E, nor a new S with one, nor say it twice
 	}
 	msg := err.Error()
 	if errors.Is(err, context.Canceled) {
@@ -662,6 +663,13 @@ func (s *Session) abort(err error) error {
 	s.errorPacket(msg)
 	return err
 }
+
+// toldError is an error this side has already said to the peer in an
+// E: abort does not say it again.
+type toldError struct{ err error }
+
+func (e *toldError) Error() string { return e.err.Error() }
+func (e *toldError) Unwrap() error { return e.err }
 
 // read waits for the next packet from the reader, up to d (0 = forever).
 // It returns ok=false on timeout.

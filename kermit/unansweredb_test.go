@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +160,60 @@ func TestSilentPeerGivenItsTime(t *testing.T) {
 	}
 	if got['Z'] <= cfg.MaxRetries+1 {
 		t.Errorf("the Z went %d times: the adaptive timer did not send it again sooner than TIME", got['Z'])
+	}
+}
+
+// A group of which nothing went ends, to a classic receiver, with an E
+// of the reason when its files failed here (QA z: an unreadable file's
+// GET gave C-Kermit an empty group and no reason), and with its B as
+// ever when the receiver refused the only file itself (review 50: it
+// got an E with kerf's words for its own refusal).
+func TestClassicGroupOfNothingSaysWhy(t *testing.T) {
+	init := framing.Params{MaxLen: 94, Timeout: 1, EOL: '\r', QCTL: '#', QBIN: 'Y', Check: 1, REPT: ' ', Capas: framing.CapAttrs}
+	for _, tc := range []struct {
+		name    string
+		open    bool // the file opens
+		wantE   bool
+		eSaying string
+	}{
+		{"unreadable here", false, true, "permission denied"},
+		{"refused there", true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := kermit.OutgoingFile{Name: "only.bin", Size: 3, ModTime: time.Unix(1e9, 0), Open: func() (kermit.FileReader, error) {
+				return nil, &fs.PathError{Op: "open", Path: "only.bin", Err: fs.ErrPermission}
+			}}
+			if tc.open {
+				f = writeFiles(t, t.TempDir(), []testFile{{"only.bin", []byte("abc")}})[0]
+			}
+			got := map[byte]int{}
+			var eText string
+			cfg := kermit.DefaultConfig()
+			cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 200*time.Millisecond, 50*time.Millisecond, 2
+			err := sendToScript(cfg, []kermit.OutgoingFile{f}, func(c net.Conn) {
+				answerPackets(c, func(_ []byte, p framing.Packet) (framing.Packet, bool) {
+					got[p.Type]++
+					switch p.Type {
+					case 'S':
+						return framing.Packet{Seq: p.Seq, Type: 'Y', Data: init.Marshal()}, true
+					case 'A':
+						return framing.Packet{Seq: p.Seq, Type: 'Y', Data: []byte("N+")}, true
+					case 'E':
+						eText = string(p.Data)
+						return framing.Packet{}, false
+					}
+					return framing.Packet{Seq: p.Seq, Type: 'Y'}, true
+				})
+			})
+			if err == nil {
+				t.Fatal("send of a file that did not go succeeded")
+			}
+			if tc.wantE && (got['E'] != 1 || got['B'] != 0 || !strings.Contains(eText, tc.eSaying)) {
+				t.Errorf("the receiver got %v, E %q; want an E saying %q, no B", got, eText, tc.eSaying)
+			}
+			if !tc.wantE && (got['E'] != 0 || got['B'] != 1 || got['A'] == 0) {
+				t.Errorf("the receiver got %v; want its refusal of the A, then a B and no E", got)
+			}
+		})
 	}
 }

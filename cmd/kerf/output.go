@@ -93,6 +93,10 @@ type reporter struct {
 	// earlier are the bytes moved of files begun again before they
 	// were (FileStart again): what the receiver kept of them counts.
 	earlier map[string]int64
+	// keptBefore is, of each received file under way, what earlier
+	// attempts moved that the receiver kept and a later attempt went on
+	// from (counted in done already).
+	keptBefore map[string]int64
 	// startAt is where each file under way began, its resume point (from
 	// its FileStart or first progress): of what a begun-again file moved
 	// before, the receiver kept at most its last offset less this.
@@ -287,8 +291,12 @@ func (r *reporter) event(e kermit.Event) {
 				// Begun again from before where it began (a receiver's
 				// partial that was not the start of the file): what
 				// came since counts from here. (A sender's FileStart
-				// has no offset: it learns it later.)
+				// has no offset: it learns it later.) What earlier
+				// attempts counted as kept is not.
 				r.startAt[e.Name] = max(e.Offset, 0)
+				r.done -= r.keptBefore[e.Name]
+				r.earlier[e.Name] += r.keptBefore[e.Name]
+				delete(r.keptBefore, e.Name)
 			} else if !e.Sending && e.Offset > at {
 				// Going on from what the receiver kept (a resume after
 				// a reconnection): that much of what went before counts
@@ -300,6 +308,10 @@ func (r *reporter) event(e kermit.Event) {
 				if r.startAt == nil {
 					r.startAt = map[string]int64{}
 				}
+				if r.keptBefore == nil {
+					r.keptBefore = map[string]int64{}
+				}
+				r.keptBefore[e.Name] += kept
 				r.startAt[e.Name] = e.Offset
 			}
 			if r.json != nil {
@@ -309,7 +321,14 @@ func (r *reporter) event(e kermit.Event) {
 				// (QA y: 98 %, then 14 %, with nothing said between).
 				r.json.Encode(jsonEvent{Event: "file_start", Name: e.Name, Size: &size, Offset: e.Offset})
 			}
-			r.replan(e.Name, e.Size)
+			if e.Sending || e.Size < 0 {
+				r.replan(e.Name, e.Size)
+			} else {
+				// What this attempt brings and what earlier ones kept
+				// (review 50: a one-file get's bar went from 300 of 600
+				// to 0 of 1000).
+				r.replan(e.Name, e.Size-max(e.Offset, 0)+r.keptBefore[e.Name])
+			}
 			r.showBar()
 			break
 		}
@@ -348,12 +367,14 @@ func (r *reporter) event(e kermit.Event) {
 			delete(r.failedNow, e.Name)
 		}
 		kept := min(r.earlier[e.Name], max(e.Offset-r.startAt[e.Name], 0))
+		keptBefore := r.keptBefore[e.Name]
 		delete(r.earlier, e.Name)
 		delete(r.startAt, e.Name)
+		delete(r.keptBefore, e.Name)
 		r.done += e.Bytes - r.current[e.Name] + kept
 		delete(r.current, e.Name)
 		r.files++
-		r.replan(e.Name, e.Bytes+kept)
+		r.replan(e.Name, e.Bytes+kept+keptBefore)
 		r.showBar()
 		if r.unsaved == nil {
 			r.unsaved, r.finished = map[string]int64{}, map[string]bool{}
@@ -438,8 +459,9 @@ func (r *reporter) event(e kermit.Event) {
 		if !r.finished[e.Name] {
 			// (Else another file of the name, refused: "same name as
 			// ..., sent already". The first stays counted.)
-			r.done -= r.current[e.Name]
+			r.done -= r.current[e.Name] + r.keptBefore[e.Name]
 			delete(r.current, e.Name)
+			delete(r.keptBefore, e.Name)
 			r.replan(e.Name, 0)
 			r.showBar()
 		}

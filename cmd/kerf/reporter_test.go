@@ -537,3 +537,23 @@ func TestReporterResumedAttemptKeepsItsCount(t *testing.T) {
 		t.Errorf("at its end: %d done, want 1000", r.done)
 	}
 }
+
+// A one-file get resumed at 400 of 1000, 300 moved, then going on at 700
+// after a reconnection: the bar stays at 300 of 600 and ends at 600 of
+// 600 (review 50: it fell to 0 of 1000, and showed 150 of 1000 when 850
+// of the file was there).
+func TestReporterOneFileGetAcrossAReconnection(t *testing.T) {
+	r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}, total: -1, oneFile: true}
+	step := func(e kermit.Event, done, total int64) {
+		t.Helper()
+		r.event(e)
+		if r.done != done || r.total != total {
+			t.Errorf("after %v at %d: %d of %d, want %d of %d", e.Kind, e.Offset, r.done, r.total, done, total)
+		}
+	}
+	step(kermit.Event{Kind: kermit.FileStart, Name: "f", Size: 1000, Offset: 400}, 0, 600)
+	step(kermit.Event{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 300, Offset: 400}, 300, 600)
+	step(kermit.Event{Kind: kermit.FileStart, Name: "f", Size: 1000, Offset: 700}, 300, 600)
+	step(kermit.Event{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 150, Offset: 700}, 450, 600)
+	step(kermit.Event{Kind: kermit.FileDone, Name: "f", Size: 1000, Bytes: 300, Offset: 700}, 600, 600)
+}

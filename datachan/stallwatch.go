@@ -10,24 +10,27 @@ import (
 // blocks in its socket until TCP gives up on it: about 160 s with the
 // retransmission timeout capped (RTOMax), and the whole transfer waits
 // for them (QA y: one of four connections dropped 3 s in, the send
-// reconnected and resumed after 160 s). So does one whose far end stops
-// reading it alone (a proxy hung on one flow), until the idle timeout
-// (QA y: 5 minutes). The sending side sees it first: the connection has
-// data waiting (out and unacknowledged, or not sent for a shut window)
-// and what the peer acknowledges of it no longer grows, while the
-// others' does. watchStalls asks the kernel (TCP_INFO) once a second and
+// reconnected and resumed after 160 s). The sending side sees it first:
+// the connection has data waiting (out and unacknowledged, or window
+// probes out) and no acknowledgement of anything comes, while the
+// others' do. watchStalls asks the kernel (TCP_INFO) once a second and
 // fails the Path when one connection has been so for stallGrace: the
 // session is lost, and reconnects and resumes as for a reset.
 //
+// A connection whose far end reads it slowly, or not at all, is no
+// stall: its shut window's probes are answered. (A reader that wrote
+// the other streams' blocks to a slow disk left its own unread for
+// minutes, and is nothing to give up on; review 50. So a proxy hung on
+// one flow still waits for the idle timeout, QA y.)
+//
 // A whole link that goes silent is an outage, ridden out as before: no
-// connection moves, so none is suspect. When it heals, the connections
-// retry at their own times, up to RTOMax apart, so the grace is two of
-// those and a margin (the first retry may be lost too). A peer that
-// stops reading everything (its disk stalled) moves none either.
+// connection is heard from, so none is suspect. When it heals, the
+// connections retry at their own times, up to RTOMax apart, so the
+// grace is two of those and a margin (the first retry may be lost too).
 
 // stallQuiet is how long a connection must have had data waiting with
-// nothing of it acknowledged to be suspect, once another was heard
-// from stallMargin after it stopped.
+// no acknowledgement coming to be suspect, once another was heard from
+// stallMargin after it stopped.
 const stallQuiet = 5 * time.Second
 
 // stallMargin is how much later than a connection stopped another must
@@ -48,12 +51,12 @@ type ackState struct {
 	known   bool // the kernel said (a TCP connection on Linux)
 	waiting bool // data waiting: out and unacknowledged, or not sent (a shut window)
 	// stopped is since when the connection has had data waiting and
-	// none of it acknowledged: the later of when it began to wait and
-	// when what the peer acknowledged last grew.
+	// heard nothing: the later of when it began to wait and when an
+	// acknowledgement (of anything) last came.
 	stopped time.Time
-	// moved is when what the peer acknowledged last grew; heard, when
-	// an acknowledgement of anything (a keepalive's too) last came.
-	moved, heard time.Time
+	// heard is when an acknowledgement of anything (a keepalive's, a
+	// window probe's too) last came.
+	heard time.Time
 }
 
 // stallJudge tells, from each connection's ackState at each check, when
@@ -81,15 +84,12 @@ func (j *stallJudge) check(now time.Time, st []ackState) int {
 	return -1
 }
 
-// heardSince reports whether a connection other than i showed at or
-// after t that the path works and the peer reads: its data was
-// acknowledged, or, with none waiting, it was heard from (an idle
-// connection's keepalive). One heard only with data waiting (a shut
-// window's probes answered) shows neither: a peer that stops reading
-// every connection (its disk stalled) stalls none of them.
+// heardSince reports whether a connection other than i was heard from
+// (an acknowledgement of anything: its data, a keepalive, a window
+// probe) at or after t: the path works.
 func heardSince(st []ackState, i int, t time.Time) bool {
 	for k, s := range st {
-		if k != i && s.known && (!s.moved.Before(t) || !s.waiting && !s.heard.Before(t)) {
+		if k != i && s.known && !s.heard.Before(t) {
 			return true
 		}
 	}
@@ -102,9 +102,8 @@ func heardSince(st []ackState, i int, t time.Time) bool {
 func (p *Path) watchStalls(grace time.Duration) {
 	j := stallJudge{grace: grace, suspect: make([]time.Time, len(p.streams))}
 	st := make([]ackState, len(p.streams))
-	acked := make([]uint64, len(p.streams))
 	for i := range st {
-		st[i].stopped, st[i].moved = time.Now(), time.Now()
+		st[i].stopped = time.Now()
 	}
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()
@@ -117,21 +116,25 @@ func (p *Path) watchStalls(grace time.Duration) {
 		now := time.Now()
 		for i, s := range p.streams {
 			k, ok := tcpStateOf(s.conn)
-			if ok && k.acked != acked[i] {
-				st[i].moved = now
-			}
-			if ok && (k.acked != acked[i] || !st[i].waiting) {
-				// Moving, or not waiting: a stop, if one comes, is from
-				// now.
+			heard := now.Add(-k.sinceAck)
+			switch {
+			case !ok || !st[i].waiting:
+				// Not waiting: a stop, if one comes, is from now.
 				st[i].stopped = now
+			case heard.After(st[i].stopped):
+				// Any acknowledgement, a shut window's probe answered
+				// too: the peer is there, only slow to read (review 50:
+				// a stream whose reader wrote the others' blocks to a
+				// slow disk was taken for stalled when its stop was
+				// when its data was last acknowledged).
+				st[i].stopped = heard
 			}
-			acked[i] = k.acked
 			st[i].known, st[i].waiting = ok, ok && k.waiting
-			st[i].heard = now.Add(-k.sinceAck)
+			st[i].heard = heard
 		}
 		if i := j.check(now, st); i >= 0 {
 			s := p.streams[i]
-			p.fail(fmt.Errorf("%w: stream %d (%v): nothing of its data acknowledged for %v while the other connections' was (the path drops its packets, or its far end stopped reading it)",
+			p.fail(fmt.Errorf("%w: stream %d (%v): no acknowledgement for %v with data out, while the other connections' came (the path drops its packets)",
 				ErrStalled, s.idx, s.conn.RemoteAddr(), now.Sub(st[i].stopped).Round(time.Second)))
 			return
 		}

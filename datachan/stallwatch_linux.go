@@ -11,7 +11,6 @@ import (
 // stall watch.
 type tcpState struct {
 	waiting  bool          // data out and unacknowledged, window probes unanswered, or data not sent
-	acked    uint64        // bytes the peer has acknowledged, in all
 	sinceAck time.Duration // since an acknowledgement (of anything) last came
 }
 
@@ -35,7 +34,6 @@ func tcpStateOf(c net.Conn) (tcpState, bool) {
 	// and the probes for its window go unanswered.
 	return tcpState{
 		waiting:  info.Unacked > 0 || info.Probes > 0 || info.Notsent_bytes > 0,
-		acked:    info.Bytes_acked,
 		sinceAck: time.Duration(info.Last_ack_recv) * time.Millisecond,
 	}, true
 }

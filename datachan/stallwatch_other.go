@@ -10,7 +10,6 @@ import (
 // tcpState: nothing is known elsewhere (TCP_INFO is Linux's).
 type tcpState struct {
 	waiting  bool
-	acked    uint64
 	sinceAck time.Duration
 }
 

@@ -6,49 +6,56 @@ import (
 )
 
 // stallJudge, over timelines of two or three connections checked once a
-// second: a connection that stops moving while another moves, or is
-// heard from idle, is stalled after stallQuiet and the grace, whether
-// its path drops it or its peer stops reading it alone; an outage of
-// them all, a retry that comes within the grace after it heals, a peer
-// that stops reading all of them and an idle connection are not.
+// second: a connection with data waiting that is heard from no more
+// while another is (flowing, or idle with its keepalives) is stalled
+// after stallQuiet and the grace; an outage of them all, a retry that
+// comes within the grace after it heals, a connection read slowly or
+// not at all (its window's probes answered; review 50) and an idle one
+// are not.
 func TestStallJudge(t *testing.T) {
 	const rto = 15 * time.Second
 	grace := stallGrace(rto)
 	found := func(at int) int { return at + int((stallQuiet+grace)/time.Second) + 2 }
-	// conn is a connection at second s: whether data waits on it, the
-	// second it stopped (last moved, or began to wait), the second it
-	// last moved, and the second it was last heard from.
-	type conn func(s int) (waiting bool, stopped, moved, heard int)
-	flowing := func(s int) (bool, int, int, int) { return true, s, s, s }
+	// conn is a connection at second s: whether data waits on it, and
+	// the second it was last heard from (its stop, while it waits, is
+	// the later of that and when it began to wait: here, the start).
+	type conn func(s int) (waiting bool, heard int)
+	flowing := func(s int) (bool, int) { return true, s }
 	// Idle from the start, a keepalive answered every 15 s.
-	idle := func(s int) (bool, int, int, int) { return false, s, 0, s - s%15 }
-	// Nothing acknowledged from second c on.
+	idle := func(s int) (bool, int) { return false, s - s%15 }
+	// Nothing heard from second c on.
 	cutAt := func(c int) conn {
-		return func(s int) (bool, int, int, int) { return true, min(s, c), min(s, c), min(s, c) }
+		return func(s int) (bool, int) { return true, min(s, c) }
 	}
 	// Flowing, then idle from second c on (its data all sent), heard by
 	// keepalives.
 	doneAt := func(c int) conn {
-		return func(s int) (bool, int, int, int) {
+		return func(s int) (bool, int) {
 			if s < c {
-				return true, s, s, s
+				return true, s
 			}
-			return false, s, c, max(c, s-s%15)
+			return false, max(c, s-s%15)
 		}
 	}
 	// Silent from..back, flowing again from back.
 	outage := func(from, back int) conn {
-		return func(s int) (bool, int, int, int) {
+		return func(s int) (bool, int) {
 			if s >= from && s < back {
-				return true, from, from, from
+				return true, from
 			}
-			return true, s, s, s
+			return true, s
 		}
 	}
-	// Its peer stops reading it from second c: data waits unsent, the
-	// probes for its window are answered.
+	// Its peer reads it slowly or not at all from second c: data waits
+	// behind a shut window, whose probes are answered (every 15 s at
+	// most, the capped timeout).
 	unread := func(c int) conn {
-		return func(s int) (bool, int, int, int) { return true, min(s, c), min(s, c), s }
+		return func(s int) (bool, int) {
+			if s < c {
+				return true, s
+			}
+			return true, c + (s-c)/15*15
+		}
 	}
 	cases := []struct {
 		name  string
@@ -61,12 +68,12 @@ func TestStallJudge(t *testing.T) {
 		{"an outage of all, each back within RTOMax", []conn{outage(10, 101), outage(10, 115)}, -1, 0},
 		{"an outage of all, one back after two retries", []conn{outage(10, 100), outage(10, 130)}, -1, 0},
 		{"an outage of all, never back", []conn{cutAt(10), cutAt(10), cutAt(10)}, -1, 0},
-		{"an outage of all, the idle one's keepalive unanswered", []conn{cutAt(10), func(s int) (bool, int, int, int) { return false, s, 0, min(s-s%15, 10) }}, -1, 0},
-		{"a peer that stops reading one, the others read", []conn{unread(5), flowing}, 0, found(5)},
-		{"a peer that stops reading all", []conn{unread(5), unread(5), unread(6)}, -1, 0},
+		{"an outage of all, the idle one's keepalive unanswered", []conn{cutAt(10), func(s int) (bool, int) { return false, min(s-s%15, 10) }}, -1, 0},
+		{"one read slowly or not at all, the others flowing", []conn{unread(5), flowing, flowing}, -1, 0},
+		{"all unread", []conn{unread(5), unread(5), unread(6)}, -1, 0},
 		{"an idle connection beside a busy one", []conn{idle, flowing}, -1, 0},
-		{"one moving again just within the grace", []conn{outage(10, 10+int((stallQuiet+grace)/time.Second)-1), flowing}, -1, 0},
-		{"one moving again just past it", []conn{outage(10, 10+int((stallQuiet+grace)/time.Second)+2), flowing}, 0, found(10) - 1},
+		{"one heard again just within the grace", []conn{outage(10, 10+int((stallQuiet+grace)/time.Second)-1), flowing}, -1, 0},
+		{"one heard again just past it", []conn{outage(10, 10+int((stallQuiet+grace)/time.Second)+2), flowing}, 0, found(10) - 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,8 +84,8 @@ func TestStallJudge(t *testing.T) {
 			got, at := -1, 0
 			for s := 1; s <= 300 && got < 0; s++ {
 				for i, f := range c.conns {
-					w, stopped, moved, heard := f(s)
-					st[i] = ackState{known: true, waiting: w, stopped: sec(stopped), moved: sec(moved), heard: sec(heard)}
+					w, heard := f(s)
+					st[i] = ackState{known: true, waiting: w, stopped: sec(heard), heard: sec(heard)}
 				}
 				got, at = j.check(sec(s), st), s
 			}
@@ -92,7 +99,7 @@ func TestStallJudge(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	for s := range 200 {
 		at := now.Add(time.Duration(s) * time.Second)
-		if got := j.check(at, []ackState{{}, {known: true, waiting: true, stopped: at, moved: at, heard: at}}); got >= 0 {
+		if got := j.check(at, []ackState{{}, {known: true, waiting: true, stopped: at, heard: at}}); got >= 0 {
 			t.Fatalf("connection %d stalled, its state unknown", got)
 		}
 	}

@@ -76,6 +76,8 @@ type proxy struct {
 	wg         sync.WaitGroup
 	closing    chan struct{}
 	closeOnce  sync.Once
+	released   chan struct{} // closed by releaseHold: held connections go on
+	releaseOne sync.Once
 	open       map[net.Conn]bool
 }
 
@@ -90,11 +92,14 @@ func listenProxy(addr, target string, frames bool) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, frames: frames, blocks: map[blockKey]int{}, closing: make(chan struct{}), open: map[net.Conn]bool{}}
+	p := &proxy{ln: ln, target: target, frames: frames, blocks: map[blockKey]int{}, closing: make(chan struct{}), released: make(chan struct{}), open: map[net.Conn]bool{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
 }
+
+// releaseHold lets the connections held at holdDownAt go on.
+func (p *proxy) releaseHold() { p.releaseOne.Do(func() { close(p.released) }) }
 
 func (p *proxy) close() {
 	p.closeOnce.Do(p.shut)
@@ -194,9 +199,13 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 			p.mu.Unlock()
 			if h := p.holdDownAt.Load(); !up && h > 0 && key.offset == uint64(h-1) {
 				// The block and everything after it on this connection
-				// stay here; the other connections go on.
-				<-p.closing
-				return
+				// stay here, until releaseHold; the other connections
+				// go on.
+				select {
+				case <-p.closing:
+					return
+				case <-p.released:
+				}
 			}
 		case "KRFN":
 			p.mu.Lock()

@@ -242,9 +242,6 @@ type clientDual struct {
 	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
 
 	log *slog.Logger // nil: nothing said
-	// fewerSaid: the server's allowing fewer data connections than
-	// asked was said (once).
-	fewerSaid bool
 	// quicFailed is why QUIC, offered by the server, was given up for
 	// TCP (nil if it was not).
 	quicFailed error
@@ -282,6 +279,10 @@ func (d *clientDual) Offer(string) string {
 	return ext
 }
 
+// fewerStreamsSaid: a server's allowing fewer data connections than
+// asked was said (once a process).
+var fewerStreamsSaid atomic.Bool
+
 func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath, error) {
 	if peerExt == "" {
 		// Not offered for this command (not logged in yet): in-band.
@@ -296,10 +297,11 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if err != nil || n < 1 || n > min(datachan.MaxStreams, max(1, d.streams)) {
 		return nil, fmt.Errorf("control: bad stream count %q in the server's Send-Init", f['N'])
 	}
-	if n < d.streams && d.asked && d.log != nil && !d.fewerSaid {
+	if n < d.streams && d.asked && d.log != nil && !fewerStreamsSaid.Swap(true) {
 		// (QA q: --streams 32 against a server's 8, said nowhere; QA y:
-		// said at info, which a client does not print.) Once a client.
-		d.fewerSaid = true
+		// said at info, which a client does not print.) Once a process:
+		// each session of --sessions N, and each reconnection, is a
+		// client of its own (review 50).
 		d.log.Warn("the server allows fewer data connections than asked (its --max-streams)", "asked", d.streams, "allowed", n)
 	}
 	tok, err := decodeToken(f['T'])

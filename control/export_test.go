@@ -65,3 +65,7 @@ func LoseDataConns(c *ServerConfig, n int) {
 
 // LostDataConns is how many data connections s reset (LoseDataConns).
 func LostDataConns(s *Server) int { return int(s.cfg.loseDataConn.lost.Load()) }
+
+// ForgetFewerStreamsSaid lets the next client say again that it was
+// allowed fewer data connections than it asked for.
+func ForgetFewerStreamsSaid() { fewerStreamsSaid.Store(false) }

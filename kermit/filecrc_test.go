@@ -308,19 +308,28 @@ func TestFileCRCStreamNotSentAgain(t *testing.T) {
 	}
 }
 
+// resumedBigTxt is a 200,000-byte big.txt to send, a partial of its
+// first 120,000 bytes at the receiver, and configurations of a sender
+// that resumes and of its receiver.
+func resumedBigTxt(t *testing.T) (data []byte, out []kermit.OutgoingFile, dst string, scfg, rcfg kermit.Config) {
+	t.Helper()
+	data = bytes.Repeat([]byte("resumed letters "), 12_500)
+	src := t.TempDir()
+	dst = t.TempDir()
+	out = writeFiles(t, src, []testFile{{"big.txt", data}})
+	if err := os.WriteFile(filepath.Join(dst, ".big.txt"+filestore.PartSuffix), data[:120_000], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scfg, rcfg = kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Resume = true
+	return data, out, dst, scfg, rcfg
+}
+
 // A resumed file's check covers the kept partial too (its CRC combined
 // with the rest's): damage in the part sent is caught, the partial is
 // thrown away with it, and the file comes again whole.
 func TestFileCRCResumed(t *testing.T) {
-	data := bytes.Repeat([]byte("resumed letters "), 12_500) // 200,000 bytes
-	src, dst := t.TempDir(), t.TempDir()
-	out := writeFiles(t, src, []testFile{{"big.txt", data}})
-	if err := os.WriteFile(filepath.Join(dst, ".big.txt"+filestore.PartSuffix), data[:120_000], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := kermit.DefaultConfig()
-	scfg, rcfg := cfg, cfg
-	scfg.Resume = true
+	data, out, dst, scfg, rcfg := resumedBigTxt(t)
 	var got endings
 	rcfg.Events = got.of("big.txt")
 	a, b := link(t, 0, 1)
@@ -342,15 +351,7 @@ func TestFileCRCResumed(t *testing.T) {
 // both sides, as the data channel's does (review 50: offset 0, after a
 // file_start with the offset).
 func TestPacketProgressCarriesOffset(t *testing.T) {
-	data := bytes.Repeat([]byte("resumed letters "), 12_500) // 200,000 bytes
-	src, dst := t.TempDir(), t.TempDir()
-	out := writeFiles(t, src, []testFile{{"big.txt", data}})
-	if err := os.WriteFile(filepath.Join(dst, ".big.txt"+filestore.PartSuffix), data[:120_000], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := kermit.DefaultConfig()
-	scfg, rcfg := cfg, cfg
-	scfg.Resume = true
+	data, out, dst, scfg, rcfg := resumedBigTxt(t)
 	var mu sync.Mutex
 	offsets := map[string][]int64{}
 	note := func(side string) func(kermit.Event) {

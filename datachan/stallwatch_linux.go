@@ -14,19 +14,32 @@ type tcpState struct {
 	sinceAck time.Duration // since an acknowledgement (of anything) last came
 }
 
-// tcpStateOf asks the kernel about c, if it is a TCP connection.
-func tcpStateOf(c net.Conn) (tcpState, bool) {
+// onSocket runs f on the socket of the TCP connection under c's
+// wrappers (TLS, rate limits) and reports whether it could, and f did
+// not fail.
+func onSocket(c net.Conn, f func(fd int) error) bool {
 	tc, ok := bareTCP(c)
 	if !ok {
-		return tcpState{}, false
+		return false
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return tcpState{}, false
+		return false
 	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return false
+	}
+	return ferr == nil
+}
+
+// tcpStateOf asks the kernel about c, if it is a TCP connection.
+func tcpStateOf(c net.Conn) (tcpState, bool) {
 	var info *unix.TCPInfo
-	var ierr error
-	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
+	if !onSocket(c, func(fd int) (err error) {
+		info, err = unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		return err
+	}) {
 		return tcpState{}, false
 	}
 	// Probes: a peer whose window was shut when its path went (a reader
@@ -49,16 +62,11 @@ func stallWatchable(conns []net.Conn) (time.Duration, bool) {
 	}
 	most := time.Duration(0)
 	for _, c := range conns {
-		tc, ok := bareTCP(c)
-		if !ok {
-			return 0, false
-		}
-		rc, err := tc.SyscallConn()
-		if err != nil {
-			return 0, false
-		}
-		ms, gerr := 0, error(nil)
-		if err := rc.Control(func(fd uintptr) { ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS) }); err != nil || gerr != nil {
+		var ms int
+		if !onSocket(c, func(fd int) (err error) {
+			ms, err = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS)
+			return err
+		}) {
 			return 0, false
 		}
 		most = max(most, time.Duration(ms)*time.Millisecond)

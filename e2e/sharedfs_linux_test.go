@@ -19,17 +19,11 @@ import (
 // CI=true.
 func otherMachine(t *testing.T) (wrap []string, addr string) {
 	t.Helper()
-	unavailable := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("a network namespace: %s; CI=true, so this is a failure, not a skip", why)
-		}
-		t.Skip("a network namespace: " + why)
-	}
 	if os.Geteuid() != 0 {
-		unavailable("needs root")
+		unavailable(t, "a network namespace: needs root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		unavailable("ip(8) not found (Debian: apt-get install iproute2)")
+		unavailable(t, "a network namespace: ip(8) not found (Debian: apt-get install iproute2)")
 	}
 	n := os.Getpid() % 200
 	ns, here, there := fmt.Sprintf("kerf-e2e-%d", os.Getpid()), fmt.Sprintf("kfh%d", os.Getpid()), fmt.Sprintf("kft%d", os.Getpid())
@@ -42,7 +36,7 @@ func otherMachine(t *testing.T) (wrap []string, addr string) {
 		return nil
 	}
 	if err := run("netns", "add", ns); err != nil {
-		unavailable(err.Error())
+		unavailable(t, "a network namespace: "+err.Error())
 	}
 	t.Cleanup(func() { run("link", "del", here); run("netns", "del", ns) })
 	for _, args := range [][]string{
@@ -59,6 +53,16 @@ func otherMachine(t *testing.T) (wrap []string, addr string) {
 		}
 	}
 	return []string{"ip", "netns", "exec", ns}, nsAddr
+}
+
+// unavailable skips the test for why, what it needs not being here;
+// under CI=true, where .ci/run installs it, it fails instead.
+func unavailable(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s; CI=true, so this is a failure, not a skip", why)
+	}
+	t.Skip(why)
 }
 
 // A move between two machines that share a file system: the server

@@ -55,8 +55,25 @@ func (f *recvFile) complete() bool {
 // would had they come a moment later (a get cut 3 MiB in kept nothing
 // when its first blocks beat the file's A).
 func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
+	return p.ExpectKept(id, dst, off, n, nil)
+}
+
+// ExpectKept is Expect of a file of which dst already holds the ranges
+// kept (a resumed partial's data past its gap-free prefix, their CRCs
+// read from dst): they count as received, and the sender sends only
+// what lies between them. They must be sorted, disjoint and within
+// [off, off+n).
+func (p *Path) ExpectKept(id uint32, dst io.WriterAt, off, n int64, kept []framing.KeptRange) error {
 	if off < 0 || n < 0 || off+n < off {
 		return fmt.Errorf("datachan: Expect of file %d: bad range %d+%d", id, off, n)
+	}
+	if len(kept) >= maxGaps {
+		return fmt.Errorf("datachan: Expect of file %d: %d kept ranges, more than a file may have", id, len(kept))
+	}
+	for i, r := range kept {
+		if r.Off < off || r.End > off+n || r.End <= r.Off || i > 0 && r.Off <= kept[i-1].End {
+			return fmt.Errorf("datachan: Expect of file %d: kept range [%d,%d) is not sorted, apart and within [%d,%d)", id, r.Off, r.End, off, off+n)
+		}
 	}
 	p.mu.Lock()
 	failed := p.err
@@ -67,7 +84,12 @@ func (p *Path) Expect(id uint32, dst io.WriterAt, off, n int64) error {
 	p.forgetWaitedLocked(id)
 	f := &recvFile{id: id, dst: dst, off: uint64(off), end: uint64(off + n), done: make(chan struct{})}
 	f.got, f.wrote = f.firstSpans[0:0:1], f.firstSpans[1:1:2]
-	if n == 0 {
+	for _, r := range kept {
+		// Apart and sorted: neither add can fail.
+		f.got.add(uint64(r.Off), uint64(r.End), r.CRC)
+		f.wrote.add(uint64(r.Off), uint64(r.End), 0)
+	}
+	if n == 0 || f.complete() {
 		close(f.done)
 	}
 	p.files[id] = f
@@ -555,11 +577,19 @@ func (s *stream) diskLoop() {
 // that prefix is worth keeping for recovery; the caller cuts the file
 // there. An unknown id has a prefix of 0.
 func (p *Path) Abandon(id uint32) int64 {
+	prefix, _ := p.AbandonKept(id)
+	return prefix
+}
+
+// AbandonKept is Abandon that also returns the ranges of the file on
+// dst past that prefix, sorted and apart: what a resume need not send
+// again (ExpectKept).
+func (p *Path) AbandonKept(id uint32) (prefix int64, kept [][2]int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := p.files[id]
 	if f == nil {
-		return 0
+		return 0, nil
 	}
 	// Blocks already verified are written first, so that the prefix
 	// counts them; those that come from now on are dropped.
@@ -573,10 +603,15 @@ func (p *Path) Abandon(id uint32) int64 {
 		f.abandoned = true
 		p.waited = append(p.waited, id) // forgotten at the next Expect
 	}
-	if len(f.wrote) == 0 || f.wrote[0].start != f.off {
-		return 0
+	ws := f.wrote
+	if len(ws) > 0 && ws[0].start == f.off {
+		prefix = int64(ws[0].end - f.off)
+		ws = ws[1:]
 	}
-	return int64(f.wrote[0].end - f.off)
+	for _, w := range ws {
+		kept = append(kept, [2]int64{int64(w.start), int64(w.end)})
+	}
+	return prefix, kept
 }
 
 // store writes one verified block, and completes its file when it was

@@ -42,3 +42,38 @@ func (t *tempFile) takePrefix() (int64, bool) {
 func (t *tempFile) clearPrefix() {
 	ignoringEINTR(func() error { return unix.Fremovexattr(t.fd, prefixAttr) })
 }
+
+// keptAttr records, on a partial kept for recovery, the ranges past its
+// gap-free prefix that hold received data (blocks that came over other
+// data connections after one stalled): "PREFIX;OFF-END,OFF-END…" in hex.
+// PartialKept offers them to the sender, which then sends only the gaps.
+const keptAttr = "user.kerf.kept"
+
+// setKept records prefix and ranges; unlike setPrefix it says whether it
+// could, since a partial whose gaps are not recorded must be cut at its
+// prefix.
+func (t *tempFile) setKept(prefix int64, ranges [][2]int64) error {
+	return ignoringEINTR(func() error { return unix.Fsetxattr(t.fd, keptAttr, encodeKept(prefix, ranges), 0) })
+}
+
+// takeKept returns what setKept recorded, if anything readable, and
+// removes the record: what is written after it is not covered.
+func (t *tempFile) takeKept() (prefix int64, ranges [][2]int64, ok bool) {
+	buf := make([]byte, 64+maxKeptRanges*34)
+	var n int
+	err := ignoringEINTR(func() error {
+		var err error
+		n, err = unix.Fgetxattr(t.fd, keptAttr, buf)
+		return err
+	})
+	if err != nil {
+		return 0, nil, false
+	}
+	ignoringEINTR(func() error { return unix.Fremovexattr(t.fd, keptAttr) })
+	return decodeKept(buf[:n])
+}
+
+// clearKept takes the record off (see clearPrefix).
+func (t *tempFile) clearKept() {
+	ignoringEINTR(func() error { return unix.Fremovexattr(t.fd, keptAttr) })
+}

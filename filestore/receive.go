@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -146,6 +148,7 @@ func (in *incoming) prepare(fresh bool) {
 		// The record covers the file as it was kept; whatever this
 		// session does to it, it is not on the file any more.
 		in.recorded, in.hasRecorded = in.f.takePrefix()
+		in.keptPrefix, in.kept, in.hasKept = in.f.takeKept()
 		// A leftover partial may hold data anywhere until it is
 		// truncated: no write into it may be skipped before then.
 		in.zeroFrom.Store(math.MaxInt64)
@@ -342,6 +345,14 @@ type incoming struct {
 	// when it was opened: trusted by Partial, void after a Truncate.
 	recorded    int64
 	hasRecorded bool
+	// keptPrefix and kept are what the file holds when it has gaps: data
+	// in [0, keptPrefix) and in the ranges kept (sorted, apart, past
+	// keptPrefix), nothing trusted between them. Read from the partial's
+	// record when it is opened (takeKept), given out by PartialKept,
+	// replaced by KeepRanges; recorded on it again by Abort(true).
+	keptPrefix int64
+	kept       [][2]int64
+	hasKept    bool
 	// prepared: Partial or Truncate ran (or the file is new), so what the
 	// file holds was received in this session from a known start; only
 	// then may Abort record its length as data.
@@ -600,15 +611,25 @@ func allZero(b []byte) bool {
 // end; the CRC of the whole would then never match the sender's and
 // recovery would start again from 0. The file is cut at its first hole.
 func (in *incoming) Partial() (int64, uint32, error) {
+	size, crc, _, err := in.PartialKept(0)
+	return size, crc, err
+}
+
+// PartialKept is Partial that also gives, when the partial was kept
+// with ranges past its prefix (KeepRanges), up to most of them with the
+// CRC-32C of their bytes (kermit.KeptPartial): the file is cut after
+// the last one given, and the sender need send only the gaps. With most
+// 0 it is Partial.
+func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, error) {
 	if err := in.settle(); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if err := in.flushCarry(); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	size, err := in.f.size()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	cut := in.f.firstHole(size)
 	if in.hasRecorded && in.recorded <= size {
@@ -618,26 +639,104 @@ func (in *incoming) Partial() (int64, uint32, error) {
 		// a hole was written too.
 		cut = max(cut, in.recorded)
 	}
-	in.prepared = true
-	if cut < size {
-		if err := in.f.truncate(cut); err != nil {
-			return 0, 0, err
+	var ranges [][2]int64
+	if in.hasKept && in.keptPrefix <= size {
+		// Kept with gaps by a receiver that stopped cleanly: the prefix
+		// is exact (what follows it is a gap, whether or not the file
+		// system left a hole there), and so are the ranges.
+		cut = in.keptPrefix
+		for _, r := range in.kept {
+			if len(ranges) == most || r[1] > size {
+				break
+			}
+			ranges = append(ranges, r)
 		}
-		size = cut
+	}
+	in.kept, in.hasKept = nil, false
+	in.prepared = true
+	end := cut
+	if len(ranges) > 0 {
+		end = ranges[len(ranges)-1][1]
+		in.keptPrefix, in.kept, in.hasKept = cut, ranges, true
+	}
+	if end < size {
+		if err := in.f.truncate(end); err != nil {
+			in.kept, in.hasKept = nil, false
+			return 0, 0, nil, err
+		}
+		size = end
 	}
 	if in.sparse && !in.unnamed {
-		in.gap.reset(size)
+		in.gap.reset(cut)
+		for _, r := range ranges {
+			in.gap.received(r[0], r[1], func(int64) {})
+		}
 	}
 	// Nothing lies beyond size now: a sparse receive may leave holes
 	// there again. (A sparse partial left by a crash, with no recorded
 	// prefix, is cut at its first hole, so a disk image resumes from
-	// about its first run of zeros.)
+	// about its first run of zeros.) The gaps between kept ranges hold
+	// what they hold: the zeros sent into them are written.
 	in.zeroFrom.Store(size)
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	if _, err := io.Copy(h, io.NewSectionReader(in.f, 0, size)); err != nil {
-		return 0, 0, err
+	crcOf := func(off, end int64) (uint32, error) {
+		h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		_, err := io.Copy(h, io.NewSectionReader(in.f, off, end-off))
+		return h.Sum32(), err
 	}
-	return size, h.Sum32(), nil
+	crc, err := crcOf(0, cut)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	var kept []framing.KeptRange
+	for _, r := range ranges {
+		c, err := crcOf(r[0], r[1])
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		kept = append(kept, framing.KeptRange{Off: r[0], End: r[1], CRC: c})
+	}
+	return cut, crc, kept, nil
+}
+
+// KeepRanges says, before Abort(true), that of what this session
+// received only [0, prefix) and ranges (past prefix, sorted, apart) are
+// on the file: it is cut after the last range (at most maxKeptRanges are
+// kept), and Abort records them for PartialKept. The file's length
+// after it is returned.
+func (in *incoming) KeepRanges(prefix int64, ranges [][2]int64) (int64, error) {
+	if len(ranges) > maxKeptRanges {
+		ranges = ranges[:maxKeptRanges]
+	}
+	end := prefix
+	if len(ranges) > 0 && !in.unnamed {
+		end = ranges[len(ranges)-1][1]
+	} else {
+		ranges = nil
+	}
+	if err := in.Truncate(end); err != nil {
+		return 0, err
+	}
+	in.keptPrefix, in.kept, in.hasKept = prefix, slices.Clone(ranges), len(ranges) > 0
+	return end, nil
+}
+
+// cutKept drops what the kept ranges say of the file past size.
+// Cut within the gap after the prefix, the file still has one: the
+// record stays, with no range.
+func (in *incoming) cutKept(size int64) {
+	if !in.hasKept {
+		return
+	}
+	if size <= in.keptPrefix {
+		in.kept, in.hasKept = nil, false
+		return
+	}
+	n := 0
+	for n < len(in.kept) && in.kept[n][0] < size {
+		in.kept[n][1] = min(in.kept[n][1], size)
+		n++
+	}
+	in.kept = in.kept[:n]
 }
 
 func (in *incoming) Truncate(size int64) error {
@@ -660,6 +759,7 @@ func (in *incoming) Truncate(size int64) error {
 	if in.hasRecorded && in.recorded > size {
 		in.hasRecorded = false // the recorded range is cut
 	}
+	in.cutKept(size)
 	if size == 0 && in.empty.Load() {
 		return nil
 	}
@@ -1110,7 +1210,22 @@ func (in *incoming) Abort(keep bool) error {
 		// (A carry that cannot be written is not counted received:
 		// the prefix kept ends before it.)
 		in.flushCarry()
-		if size, err := in.f.size(); err == nil && size > 0 {
+		size, err := in.f.size()
+		if err == nil && in.hasKept && (in.prepared || !in.touched.Load()) {
+			// Kept with gaps (KeepRanges, or a record of them given out
+			// or left untouched): recorded as such, or, if that cannot
+			// be, cut where its data stops being whole.
+			if in.f.setKept(in.keptPrefix, in.kept) != nil {
+				err = in.f.truncate(in.keptPrefix)
+				size = in.keptPrefix
+				if err == nil && size > 0 {
+					in.f.setPrefix(size)
+				}
+			}
+			if err == nil && size > 0 {
+				return nil
+			}
+		} else if err == nil && size > 0 {
 			if in.prepared {
 				// The engine cut the file to what it received without a
 				// gap before keeping it: all of it is data, whatever

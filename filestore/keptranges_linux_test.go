@@ -1,0 +1,100 @@
+package filestore_test
+
+import (
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"kerf/filestore"
+	"kerf/framing"
+	"kerf/kermit"
+)
+
+// A partial kept with ranges past its prefix (KeepRanges, as after a
+// data connection stalled) gives them back to the next attempt
+// (PartialKept) with their CRCs, as many as asked; the prefix recorded
+// is trusted as it is, even where the gap after it holds bytes (a file
+// system without holes), and a partial opened and left alone keeps its
+// record.
+func TestPartialKeepsRangesPastItsPrefix(t *testing.T) {
+	const mib = 1 << 20
+	data := make([]byte, 5*mib)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12 + 1)
+	}
+	crcOf := func(off, end int64) uint32 { return crc32.Checksum(data[off:end], crc32.MakeTable(crc32.Castagnoli)) }
+	for fsName, root := range recoveryDirs(t) {
+		t.Run(fsName, func(t *testing.T) {
+			d, err := filestore.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			open := func() kermit.KeptPartial {
+				t.Helper()
+				in, err := d.Create("k.bin")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return in.(kermit.KeptPartial)
+			}
+			kp := open()
+			in := kp.(kermit.Incoming)
+			if err := in.Truncate(0); err != nil {
+				t.Fatal(err)
+			}
+			// Received: [0,1), [2,3), [4,5) MiB; in the gap [1,2) MiB
+			// bytes that are not data (what a file system without
+			// holes, or a write that failed half way, leaves).
+			for _, r := range [][2]int64{{0, mib}, {2 * mib, 3 * mib}, {4 * mib, 5 * mib}} {
+				if _, err := in.WriteAt(data[r[0]:r[1]], r[0]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := in.WriteAt([]byte("not data"), mib+100); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := kp.KeepRanges(mib, [][2]int64{{2 * mib, 3 * mib}, {4 * mib, 5 * mib}}); err != nil || n != 5*mib {
+				t.Fatalf("KeepRanges = %d, %v; want %d", n, err, 5*mib)
+			}
+			if err := in.Abort(true); err != nil {
+				t.Fatal(err)
+			}
+
+			// Opened and left alone: the record stays.
+			if err := open().(kermit.Incoming).Abort(true); err != nil {
+				t.Fatal(err)
+			}
+
+			want := []framing.KeptRange{{Off: 2 * mib, End: 3 * mib, CRC: crcOf(2*mib, 3*mib)}, {Off: 4 * mib, End: 5 * mib, CRC: crcOf(4*mib, 5*mib)}}
+			kp = open()
+			size, crc, kept, err := kp.PartialKept(64)
+			if err != nil || size != mib || crc != crcOf(0, mib) || !slices.Equal(kept, want) {
+				t.Fatalf("PartialKept(64) = %d, %08x, %+v, %v; want %d, %08x, %+v", size, crc, kept, err, mib, crcOf(0, mib), want)
+			}
+			kp.(kermit.Incoming).Abort(true)
+
+			// Asked for one range: the file is cut after it.
+			kp = open()
+			if size, _, kept, err = kp.PartialKept(1); err != nil || size != mib || !slices.Equal(kept, want[:1]) {
+				t.Fatalf("PartialKept(1) = %d, %+v, %v; want %d, %+v", size, kept, err, mib, want[:1])
+			}
+			part := filepath.Join(root, ".k.bin"+filestore.PartSuffix)
+			if fi, err := os.Stat(part); err != nil || fi.Size() != 3*mib {
+				t.Fatalf("partial after PartialKept(1): %v, %v; want %d bytes", fi, err, 3*mib)
+			}
+			kp.(kermit.Incoming).Abort(true)
+
+			// Asked for none (a sender that takes none): cut at the
+			// prefix, whatever the gap holds.
+			in = open().(kermit.Incoming)
+			size, crc, err = in.Partial()
+			if err != nil || size != mib || crc != crcOf(0, mib) {
+				t.Fatalf("Partial = %d, %08x, %v; want %d, %08x", size, crc, err, mib, crcOf(0, mib))
+			}
+			in.Abort(false)
+		})
+	}
+}

@@ -157,6 +157,9 @@ type Config struct {
 	// noSecondPass leaves capas4SecondPass out (tests: a kerf from
 	// before it).
 	noSecondPass bool
+	// noKeptRanges leaves capas4KeptRanges out (tests: a kerf from
+	// before it).
+	noKeptRanges bool
 	// noLengthCheck: a sender that does not compare what it read of a
 	// file in packets with the size it announced (tests: a kerf from
 	// before that check).
@@ -225,11 +228,15 @@ const (
 
 // Event reports transfer progress to the command line.
 type Event struct {
-	Kind     EventKind
-	Name     string
-	Size     int64 // -1 if unknown
-	Bytes    int64 // bytes of file data moved so far (this session)
-	Offset   int64 // resume point
+	Kind   EventKind
+	Name   string
+	Size   int64 // -1 if unknown
+	Bytes  int64 // bytes of file data moved so far (this session)
+	Offset int64 // resume point
+	// Kept is the part of Bytes the receiver had already, past the
+	// resume point (ranges a resume did not send again:
+	// capas4KeptRanges); FileProgress and FileDone.
+	Kept     int64
 	CRC32C   uint32
 	Duration time.Duration
 	Err      error

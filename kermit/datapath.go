@@ -3,6 +3,8 @@ package kermit
 import (
 	"context"
 	"io"
+
+	"kerf/framing"
 )
 
 // DataPath carries file contents outside the Kermit packet stream: the
@@ -74,4 +76,19 @@ type DataFailure interface {
 // returns it in bytes per second, 0 for none.
 type RateLimited interface {
 	RateLimit() int64
+}
+
+// DataKeeper is an optional extension of a DataPath: an interrupted
+// file keeps not only its gap-free prefix but the ranges that came past
+// it (blocks over other connections after one stalled), and a resumed
+// one is expected with those ranges already there, so that only the
+// gaps cross again (capas4KeptRanges).
+type DataKeeper interface {
+	// AbandonKept is Abandon that also returns the ranges of the file
+	// (offsets in the file, sorted, apart) on dst past that prefix.
+	AbandonKept(id uint32) (prefix int64, kept [][2]int64)
+	// ExpectKept is Expect of a file whose dst holds kept already
+	// (sorted, apart, within [off, off+n)): they count as received,
+	// their CRCs in Wait's.
+	ExpectKept(id uint32, dst io.WriterAt, off, n int64, kept []framing.KeptRange) error
 }

@@ -38,6 +38,10 @@ func WithoutPassedOver(cfg Config) Config { cfg.noPassedOver = true; return cfg 
 // takes a second pass (capas4SecondPass).
 func WithoutSecondPass(cfg Config) Config { cfg.noSecondPass = true; return cfg }
 
+// WithoutKeptRanges makes cfg a kerf from before a resume's A-ACK
+// listed ranges kept past its point (capas4KeptRanges).
+func WithoutKeptRanges(cfg Config) Config { cfg.noKeptRanges = true; return cfg }
+
 // SetMaxTextReply sets maxTextReply to n and returns what puts it back.
 func SetMaxTextReply(n int) func() {
 	old := maxTextReply

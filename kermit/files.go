@@ -6,6 +6,8 @@ import (
 	"iter"
 	"slices"
 	"time"
+
+	"kerf/framing"
 )
 
 // FileReader is an open file being sent. *os.File satisfies it.
@@ -199,6 +201,20 @@ type Incoming interface {
 	// Abort ends an incomplete file. With keep, the partial data stays
 	// (under its temporary name) for a later recovery.
 	Abort(keep bool) error
+}
+
+// KeptPartial is an optional extension of an Incoming: a partial kept
+// with ranges of data past its gap-free prefix (DataKeeper).
+type KeptPartial interface {
+	// PartialKept is Partial that also gives up to most of the ranges
+	// past size kept with the partial, with their CRC-32Cs; the file
+	// is cut after the last one given.
+	PartialKept(most int) (size int64, crc uint32, kept []framing.KeptRange, err error)
+	// KeepRanges says, before Abort(true), that only [0, prefix) and
+	// ranges (past it, sorted, apart) hold data: the file is cut after
+	// the last range kept, and they are recorded for PartialKept. It
+	// returns the file's length.
+	KeepRanges(prefix int64, ranges [][2]int64) (int64, error)
 }
 
 // SizeHinted is an optional extension of an Incoming: told, once the

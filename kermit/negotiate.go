@@ -109,6 +109,14 @@ const capas4KeepRepeat = 4
 // retry limit (the review).
 const capas4SecondPass = 8
 
+// capas4KeptRanges is a kerf bit in the fourth CAPAS byte: "as a
+// receiver resuming a file over the data channel, I may list in the ACK
+// to its A the ranges I hold past my recovery point ('k' fields); as a
+// sender I then send only the gaps" (protocol.md §6). After a data
+// connection stalled, the blocks the others carried past its gap are
+// not sent again (QA y: 72-87% of a 200 MB file was).
+const capas4KeptRanges = 16
+
 // negotiated is what both sides agreed in the Send-Init exchange.
 type negotiated struct {
 	check     framing.CheckType
@@ -131,6 +139,7 @@ type negotiated struct {
 	fileCRC     bool            // a Z in packets carries the whole file's CRC-32C (capas3FileCRC)
 	inodes      bool            // already-there answers and listings carry inode numbers (capas4Inodes)
 	secondPass  bool            // the peer takes a second pass after a group failed saving (capas4SecondPass)
+	keptRanges  bool            // a resume's A-ACK may list ranges kept past its point (capas4KeptRanges)
 	out         framing.Quoting // how we encode what we send
 	in          framing.Quoting // how we decode what we receive
 	timeout     time.Duration   // how long the peer wants us to wait for it
@@ -181,6 +190,9 @@ func myParams(cfg *Config, server bool) framing.Params {
 	}
 	if !cfg.noSecondPass {
 		p.Capas4 |= capas4SecondPass
+	}
+	if !cfg.noKeptRanges {
+		p.Capas4 |= capas4KeptRanges
 	}
 	if cfg.noPassedOver {
 		p.Capas3 &^= capas3PassedOver
@@ -253,6 +265,7 @@ func negotiate(cfg *Config, mine, peer framing.Params, weSend bool) negotiated {
 	n.fileCRC = n.notStored && peer.Capas3&capas3FileCRC != 0 && mine.Capas3&capas3FileCRC != 0
 	n.inodes = peer.Capas4&capas4Inodes != 0 && mine.Capas4&capas4Inodes != 0
 	n.secondPass = peer.Capas4&capas4SecondPass != 0
+	n.keptRanges = peer.Capas4&capas4KeptRanges != 0 && mine.Capas4&capas4KeptRanges != 0
 
 	// longHeaderWire is what a long packet has beyond LENX's count: MARK,
 	// LEN, SEQ, TYPE, LENX1, LENX2, HCHECK; and 2 more, the margin the

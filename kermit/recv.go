@@ -154,6 +154,7 @@ type recvFile struct {
 	pendCR   bool
 	latin1   bool   // text in ISO 8859-1, stored as UTF-8
 	prefix   uint32 // CRC-32C of the kept partial when resuming
+	kept     int64  // bytes past start the partial had (ranges kept), not sent again
 	// crc is the CRC-32C of the data decoded from D packets, in the
 	// transfer's canonical form (capas3FileCRC).
 	crc      uint32
@@ -602,16 +603,21 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			return s.refuse(cur, "+", err)
 		}
 	}
+	var kept []framing.KeptRange
 	if recovery && !cur.expected {
 		var size int64
 		var crc uint32
 		var err error
-		s.working(func() { size, crc, err = cur.inc.Partial() })
+		if kp, ok := cur.inc.(KeptPartial); ok {
+			s.working(func() { size, crc, kept, err = kp.PartialKept(s.keptRoom()) })
+		} else {
+			s.working(func() { size, crc, err = cur.inc.Partial() })
+		}
 		if err != nil {
 			return nil, fmt.Errorf("kermit: recovery of %s: %w", cur.name, err)
 		}
-		if cur.attrs.Length >= 0 && size > cur.attrs.Length {
-			size = 0
+		if cur.attrs.Length >= 0 && (size > cur.attrs.Length || len(kept) > 0 && kept[len(kept)-1].End > cur.attrs.Length) {
+			size, kept = 0, nil // no part of this file (Truncate(0) below)
 		}
 		if size > 0 {
 			reply.ResumeAt = size
@@ -621,6 +627,9 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			s.peerHashes(size, -1) // the sender checks its prefix against it
 		} else {
 			reply.ResumeAt = 0
+		}
+		for _, k := range kept {
+			ext = framing.AppendKeptRange(ext, k)
 		}
 	}
 	need, tag := cur.attrs.Length, "1"
@@ -657,7 +666,19 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			report, flush := s.progress(cur.name, cur.attrs.Length, cur.start, false)
 			dst, cur.flushProgress = &progressWriterAt{w: cur.inc, report: report}, flush
 		}
-		err := s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start)
+		var err error
+		if len(kept) > 0 {
+			// keptRoom gave some: the path keeps them (DataKeeper).
+			err = s.data.(DataKeeper).ExpectKept(cur.id, dst, cur.start, cur.attrs.Length-cur.start, kept)
+			for _, k := range kept {
+				cur.kept += k.End - k.Off
+			}
+			if pw, ok := dst.(*progressWriterAt); ok {
+				pw.report(cur.kept) // on the disk already
+			}
+		} else {
+			err = s.data.Expect(cur.id, dst, cur.start, cur.attrs.Length-cur.start)
+		}
 		// Expected when the path has failed too: it still writes the
 		// blocks that came before this A, and the kept partial's
 		// Abandon counts them. (Not for another error, a file id used
@@ -668,6 +689,17 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		}
 	}
 	return append(reply.Marshal(), ext...), nil
+}
+
+// keptRoom is how many kept ranges a recovery's ACK may list: none
+// unless both sides take them over a data path that keeps them, and no
+// more than fit in one packet beside the recovery point and its CRC.
+func (s *Session) keptRoom() int {
+	if _, ok := s.data.(DataKeeper); !ok || !s.neg.keptRanges || !s.dualActive() {
+		return 0
+	}
+	const pointAndCRC = 2 + 19 + 2 + 8
+	return max(0, min(64, (s.neg.maxData-pointAndCRC)/framing.KeptRangeLen))
 }
 
 // refuse answers cur's A with a refusal for reason (the attribute's tag)
@@ -1338,8 +1370,8 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		}
 		return err
 	}
-	s.stats.FileBytes += cur.off - cur.start
-	done.Size, done.Bytes, done.Offset = cur.attrs.Length, cur.off-cur.start, cur.start
+	s.stats.FileBytes += cur.off - cur.start - cur.kept
+	done.Size, done.Bytes, done.Offset, done.Kept = cur.attrs.Length, cur.off-cur.start, cur.start, cur.kept
 	done.Duration = time.Since(cur.began)
 	s.event(done)
 	if s.batching {
@@ -1405,13 +1437,23 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 	cur.cutOff = true
 	size := cur.off
 	if s.dualActive() && cur.expected {
-		n := s.data.Abandon(cur.id)
-		if err := inc.Truncate(cur.start + n); err != nil {
+		dk, ok1 := s.data.(DataKeeper)
+		kp, ok2 := inc.(KeptPartial)
+		var err error
+		if ok1 && ok2 {
+			// What came past the prefix is kept too, for a resume
+			// to send only the gaps (capas4KeptRanges).
+			n, kept := dk.AbandonKept(cur.id)
+			size, err = kp.KeepRanges(cur.start+n, kept)
+		} else {
+			size = cur.start + s.data.Abandon(cur.id)
+			err = inc.Truncate(size)
+		}
+		if err != nil {
 			s.cfg.Log.Warn("cutting partial file", "name", cur.name, "err", err)
 			inc.Abort(false)
 			return false
 		}
-		size = cur.start + n
 	}
 	inc.Abort(true)
 	// An empty partial is not kept (filestore removes it), nor anything

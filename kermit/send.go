@@ -608,6 +608,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	reply.ResumeAt = -1
 	var peerCRC uint32
 	var havePeerCRC bool
+	var kept []framing.KeptRange // ranges the receiver holds past its point (capas4KeptRanges)
 	if s.neg.attrs {
 		a := s.attrsOf(f)
 		a.Length = f.Size
@@ -656,7 +657,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			if err != nil {
 				return err
 			}
-			reply, peerCRC, havePeerCRC, err = parseAttrReplyExt(last.ackData)
+			reply, peerCRC, havePeerCRC, kept, err = parseAttrReplyExt(last.ackData)
 			if err != nil {
 				return err
 			}
@@ -677,7 +678,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		} else if last != nil {
 			verdict = last
 			last.onAck = func(data []byte) error {
-				if rp, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
+				if rp, _, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
 					refused = true
 					if eager && strings.HasPrefix(rp.Reasons, reasonAlreadyThere) {
 						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime, ThereIno: inoOfAlreadyThere(rp.Reasons)})
@@ -713,7 +714,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	var off int64
 	var prefixCRC uint32
-	if reply.ResumeAt > 0 && !resume {
+	if (reply.ResumeAt > 0 || len(kept) > 0) && !resume {
 		// A recovery point this send did not ask for (no R in its A):
 		// neither sent from 0, which such a receiver may append to
 		// what it has, nor taken on the receiver's word (QA: a point
@@ -725,6 +726,23 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		err := fmt.Errorf("%w: the receiver asked to go on from byte %d of %s, a recovery this send did not ask for (--resume)", ErrProtocol, reply.ResumeAt, f.Name)
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})
 		return &skipError{err: err}
+	}
+	// restart has the receiver discard its partial, not of this file, and
+	// sends the file afresh.
+	restart := func() error {
+		s.cfg.Log.Info("partial file differs, sending whole file", "name", f.Name)
+		if _, err := s.queue(ctx, 'Z', s.discardZ(errRestart), 0); err != nil {
+			return err
+		}
+		// Once: the restart asks for no recovery, and a point
+		// given to it all the same fails the file (above).
+		saved := s.cfg.Resume
+		s.cfg.Resume = false
+		defer func() { s.cfg.Resume = saved }()
+		s.untrack(f.Name) // the restart begins it again (FileStart)
+		closeR = false
+		r.Close()
+		return s.sendFile(ctx, f)
 	}
 	if reply.ResumeAt > 0 {
 		off = reply.ResumeAt
@@ -744,21 +762,30 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			if longer || err != nil || c != peerCRC {
 				// The partial is not a prefix of this file: have the
 				// receiver discard it and send the file afresh.
-				s.cfg.Log.Info("partial file differs, sending whole file", "name", f.Name)
-				if _, err := s.queue(ctx, 'Z', s.discardZ(errRestart), 0); err != nil {
-					return err
-				}
-				// Once: the restart asks for no recovery, and a point
-				// given to it all the same fails the file (above).
-				saved := s.cfg.Resume
-				s.cfg.Resume = false
-				defer func() { s.cfg.Resume = saved }()
-				s.untrack(f.Name) // the restart begins it again (FileStart)
-				closeR = false
-				r.Close()
-				return s.sendFile(ctx, f)
+				return restart()
 			}
 			prefixCRC = c
+		}
+	}
+	var keptBytes int64
+	if len(kept) > 0 {
+		// Each range the receiver kept past its point must be of this
+		// file as it is now, or its partial is another's.
+		same := dual && s.neg.keptRanges && keptFit(kept, off, f.Size)
+		if same {
+			s.working(func() {
+				for _, k := range kept {
+					c, err := crcOfRange(r, k.Off, k.End)
+					if err != nil || c != k.CRC {
+						same = false
+						return
+					}
+					keptBytes += k.End - k.Off
+				}
+			})
+		}
+		if !same {
+			return restart()
 		}
 	}
 
@@ -782,7 +809,14 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			}
 		}
 		waited := s.waitingOnPeer()
-		crc, sent, err := s.sendUntilVerdict(ctx, id, src, off, n, verdict, &refused)
+		var crc uint32
+		var sent int64
+		if len(kept) > 0 {
+			crc, err = s.sendGaps(ctx, id, src, off, f.Size, kept)
+			sent = n
+		} else {
+			crc, sent, err = s.sendUntilVerdict(ctx, id, src, off, n, verdict, &refused)
+		}
 		waited()
 		if err == nil && sent < n {
 			// Refused while its data went (a pipelined A): the rest
@@ -854,8 +888,8 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 				s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
 				return nil
 			}
-			s.stats.FileBytes += moved
-			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true, Path: f.Path})
+			s.stats.FileBytes += moved - keptBytes
+			s.event(Event{Kind: FileDone, Name: f.Name, Size: size, Bytes: moved, Kept: keptBytes, Offset: off, CRC32C: whole, Duration: time.Since(start), Sending: true, Path: f.Path})
 			s.savedSoFar(data)
 			return nil
 		}
@@ -1342,17 +1376,71 @@ func (d *dataSource) fill() error {
 }
 
 // crcOfPrefix computes the CRC-32C of the first n bytes of r.
-func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) {
-	buf := make([]byte, 256*1024)
+func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) { return crcOfRange(r, 0, n) }
+
+// crcOfRange is the CRC-32C of bytes [off, end) of r.
+func crcOfRange(r io.ReaderAt, off, end int64) (uint32, error) {
+	buf := make([]byte, min(256*1024, max(end-off, 0)))
 	var crc uint32
-	for off := int64(0); off < n; {
-		m := min(int64(len(buf)), n-off)
+	for off < end {
+		m := min(int64(len(buf)), end-off)
 		k, err := r.ReadAt(buf[:m], off)
 		crc = framing.UpdateCRC32C(crc, buf[:k])
 		off += int64(k)
-		if err != nil && !(err == io.EOF && off == n) {
+		if err != nil && !(err == io.EOF && off == end) {
 			return 0, err
 		}
+		if k == 0 && err == nil {
+			return 0, io.ErrNoProgress
+		}
+	}
+	return crc, nil
+}
+
+// keptFit reports whether kept ranges a receiver listed are sorted,
+// apart, past its recovery point off and within the file's size.
+func keptFit(kept []framing.KeptRange, off, size int64) bool {
+	last := off
+	for _, k := range kept {
+		if k.Off <= last || k.End <= k.Off || k.End > size {
+			return false
+		}
+		last = k.End
+	}
+	return size >= 0
+}
+
+// sendGaps sends bytes [off, end) of file id but the ranges the
+// receiver kept (capas4KeptRanges), and returns the CRC-32C of all of
+// [off, end): the gaps' combined with the kept ranges', which the
+// sender read and found the same.
+func (s *Session) sendGaps(ctx context.Context, id uint32, src *sourceAt, off, end int64, kept []framing.KeptRange) (uint32, error) {
+	var crc uint32
+	pos := off
+	gap := func(to int64) error {
+		if to <= pos {
+			return nil
+		}
+		c, err := s.data.SendFile(ctx, id, src, pos, to-pos)
+		if err != nil {
+			return err
+		}
+		crc = framing.CombineCRC32C(crc, c, to-pos)
+		pos = to
+		return nil
+	}
+	for _, k := range kept {
+		if err := gap(k.Off); err != nil {
+			return 0, err
+		}
+		crc = framing.CombineCRC32C(crc, k.CRC, k.End-k.Off)
+		if src.report != nil {
+			src.report(k.End - k.Off) // there already: counted as passed
+		}
+		pos = k.End
+	}
+	if err := gap(end); err != nil {
+		return 0, err
 	}
 	return crc, nil
 }
@@ -1580,9 +1668,28 @@ func reasonWords(reasons string) string {
 
 // parseAttrReplyExt parses the ACK to an A packet, including kerf's
 // optional "c" field with the CRC-32C of the receiver's partial file.
-func parseAttrReplyExt(data []byte) (framing.AttrReply, uint32, bool, error) {
+func parseAttrReplyExt(data []byte) (framing.AttrReply, uint32, bool, []framing.KeptRange, error) {
 	var crc uint32
 	have := false
+	var kept []framing.KeptRange
+	// Only an acceptance with a recovery point has them: a refusal's
+	// words are not fields.
+	for len(data) > 0 && data[0] == framing.AttrLength {
+		i := indexField(data, framing.AttrKept)
+		if i < 0 {
+			break
+		}
+		l := int(data[i+1]) - 32
+		if i+2+l > len(data) {
+			return framing.AttrReply{}, 0, false, nil, fmt.Errorf("%w: attribute reply: kept range cut short", ErrProtocol)
+		}
+		k, err := framing.ParseKeptRange(data[i+2 : i+2+l])
+		if err != nil {
+			return framing.AttrReply{}, 0, false, nil, fmt.Errorf("%w: attribute reply: %v", ErrProtocol, err)
+		}
+		kept = append(kept, k)
+		data = append(append([]byte(nil), data[:i]...), data[i+2+l:]...)
+	}
 	if i := indexField(data, 'c'); i >= 0 {
 		l := int(data[i+1]) - 32
 		if l > 0 && i+2+l <= len(data) {
@@ -1594,9 +1701,9 @@ func parseAttrReplyExt(data []byte) (framing.AttrReply, uint32, bool, error) {
 	}
 	r, err := framing.ParseAttrReply(data)
 	if err != nil {
-		return r, 0, false, fmt.Errorf("%w: attribute reply: %v", ErrProtocol, err)
+		return r, 0, false, nil, fmt.Errorf("%w: attribute reply: %v", ErrProtocol, err)
 	}
-	return r, crc, have, nil
+	return r, crc, have, kept, nil
 }
 
 // indexField finds a tag-length-value field with the given tag in an

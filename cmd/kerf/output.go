@@ -200,11 +200,14 @@ func (r *reporter) sourceRemoved(name, path string) {
 }
 
 type jsonEvent struct {
-	Event   string  `json:"event"`
-	Name    string  `json:"name,omitempty"`
-	Size    *int64  `json:"size,omitempty"`
-	Bytes   *int64  `json:"bytes,omitempty"` // progress, file_done and done: there, 0 too
-	Offset  int64   `json:"offset,omitempty"`
+	Event  string `json:"event"`
+	Name   string `json:"name,omitempty"`
+	Size   *int64 `json:"size,omitempty"`
+	Bytes  *int64 `json:"bytes,omitempty"` // progress, file_done and done: there, 0 too
+	Offset int64  `json:"offset,omitempty"`
+	// Kept, on a file_done: of bytes, what the receiver had already past
+	// the offset (ranges kept when a data connection stalled), not sent.
+	Kept    int64   `json:"kept,omitempty"`
 	Seconds float64 `json:"seconds,omitempty"`
 	// Stalled, on a progress event: nothing has moved for this long
 	// (said every stallEvery while so).
@@ -385,7 +388,7 @@ func (r *reporter) event(e kermit.Event) {
 			break // quiet: nothing to print
 		}
 		secs := e.Duration.Seconds()
-		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: &moved, Offset: e.Offset, Seconds: secs, Withdrawn: e.Again}
+		ev := jsonEvent{Event: "file_done", Name: e.Name, Size: &size, Bytes: &moved, Offset: e.Offset, Kept: e.Kept, Seconds: secs, Withdrawn: e.Again}
 		// Only the data channel computes a CRC; classic transfers leave it
 		// zero, and a zero printed would be a false claim. (A real CRC of
 		// zero, one file in 2^32, is left out too: absent, never wrong.)
@@ -393,7 +396,7 @@ func (r *reporter) event(e kermit.Event) {
 			ev.CRC32C = fmt.Sprintf("%08x", e.CRC32C)
 		}
 		if secs > 0 {
-			ev.Rate = float64(e.Bytes) / secs
+			ev.Rate = float64(e.Bytes-e.Kept) / secs
 		}
 		if r.json != nil {
 			r.json.Encode(ev)

@@ -1,0 +1,116 @@
+package kermit_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"kerf/filestore"
+	"kerf/kermit"
+)
+
+// keptPartial leaves in dst the partial of name a receiver keeps after
+// an interruption in which the blocks of gaps never came (a stalled
+// data connection): data elsewhere, ranges recorded (KeepRanges).
+func keptPartial(t *testing.T, dst, name string, data []byte, prefix int64, kept [][2]int64) {
+	t.Helper()
+	d, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in, err := d.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append([][2]int64{{0, prefix}}, kept...) {
+		if _, err := in.WriteAt(data[r[0]:r[1]], r[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := in.(kermit.KeptPartial).KeepRanges(prefix, kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Abort(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A resume sends only what the partial lacks: its prefix and the
+// ranges it kept past it are not sent again (capas4KeptRanges). With a
+// kerf from before that, or a range that is not of the file as it is
+// now, the file still arrives whole and right.
+func TestDualResumeSendsOnlyTheGaps(t *testing.T) {
+	const mib = 1 << 20
+	data := randomBytes(8*mib, 11)
+	kept := [][2]int64{{3 * mib, 5 * mib}, {6 * mib, 7 * mib}}
+	for _, tc := range []struct {
+		name      string
+		old       func(kermit.Config) kermit.Config // applied to one side
+		oldSender bool
+		damage    bool // a kept range differs from the file
+		wantBytes int64
+		wantKept  int64 // FileDone's Kept, both sides
+	}{
+		{name: "gaps", wantBytes: 8*mib - 2*mib - 3*mib, wantKept: 3 * mib},
+		{name: "old-receiver", old: kermit.WithoutKeptRanges, wantBytes: 8*mib - 2*mib},
+		{name: "old-sender", old: kermit.WithoutKeptRanges, oldSender: true, wantBytes: 8*mib - 2*mib},
+		{name: "changed", damage: true, wantBytes: 8 * mib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, []testFile{{"big.bin", data}})
+			there := data
+			if tc.damage {
+				there = append([]byte(nil), data...)
+				there[6*mib+5] ^= 0x40
+			}
+			keptPartial(t, dst, "big.bin", there, 2*mib, kept)
+			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+			scfg.Resume = true
+			var mu sync.Mutex
+			done := map[bool]kermit.Event{}
+			for _, cfg := range []*kermit.Config{&scfg, &rcfg} {
+				cfg.Events = func(e kermit.Event) {
+					if e.Kind == kermit.FileDone {
+						mu.Lock()
+						done[e.Sending] = e
+						mu.Unlock()
+					}
+				}
+			}
+			if tc.old != nil {
+				if tc.oldSender {
+					scfg = tc.old(scfg)
+				} else {
+					rcfg = tc.old(rcfg)
+				}
+			}
+			st, serr, rerr := dualTransfer(t, scfg, rcfg, out, dst)
+			if serr != nil || rerr != nil {
+				t.Fatalf("send %v, receive %v", serr, rerr)
+			}
+			checkFiles(t, dst, []testFile{{"big.bin", data}})
+			if st.FileBytes != tc.wantBytes {
+				t.Errorf("sent %d bytes, want %d", st.FileBytes, tc.wantBytes)
+			}
+			mu.Lock()
+			for sending, e := range done {
+				if e.Kept != tc.wantKept || e.Bytes != e.Size-e.Offset {
+					t.Errorf("FileDone (sending %v): bytes %d, kept %d, offset %d; want kept %d, bytes to the end", sending, e.Bytes, e.Kept, e.Offset, tc.wantKept)
+				}
+			}
+			if len(done) != 2 {
+				t.Errorf("FileDone told by %d sides", len(done))
+			}
+			mu.Unlock()
+			if _, err := os.Stat(filepath.Join(dst, ".big.bin"+filestore.PartSuffix)); !os.IsNotExist(err) {
+				t.Errorf("partial left behind: %v", err)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"kerf/filestore"
 	"kerf/framing"
@@ -96,5 +97,64 @@ func TestPartialKeepsRangesPastItsPrefix(t *testing.T) {
 			}
 			in.Abort(false)
 		})
+	}
+}
+
+// The ranges a resume was given are read again before the file is
+// named: their bytes were not sent, and one changed on the disk since
+// (another process writing into the partial) fails the file rather
+// than be named received.
+func TestCommitChecksTheKeptRangesAgain(t *testing.T) {
+	const mib = 1 << 20
+	data := make([]byte, 3*mib)
+	for i := range data {
+		data[i] = byte(i*13 + 5)
+	}
+	for _, meddle := range []bool{false, true} {
+		root := t.TempDir()
+		d, err := filestore.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := d.Create("c.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Truncate(0)
+		in.WriteAt(data[:mib], 0)
+		in.WriteAt(data[2*mib:], 2*mib)
+		in.(kermit.KeptPartial).KeepRanges(mib, [][2]int64{{2 * mib, 3 * mib}})
+		in.Abort(true)
+
+		in, err = d.Create("c.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, kept, err := in.(kermit.KeptPartial).PartialKept(64); err != nil || len(kept) != 1 {
+			t.Fatalf("PartialKept: %+v, %v", kept, err)
+		}
+		if meddle {
+			f, err := os.OpenFile(filepath.Join(root, ".c.bin"+filestore.PartSuffix), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte{^data[2*mib+7]}, 2*mib+7)
+			f.Close()
+		}
+		if _, err := in.WriteAt(data[mib:2*mib], mib); err != nil {
+			t.Fatal(err)
+		}
+		err = in.Commit(time.Time{}, 0o644)
+		_, statErr := os.Stat(filepath.Join(root, "c.bin"))
+		if meddle && (err == nil || statErr == nil) {
+			t.Errorf("a kept range changed on the disk: Commit %v, file named: %v", err, statErr == nil)
+		}
+		if !meddle && (err != nil || statErr != nil) {
+			t.Errorf("Commit %v, %v", err, statErr)
+		}
+		if err != nil {
+			in.Abort(true)
+		}
+		d.Close()
 	}
 }

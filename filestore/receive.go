@@ -353,6 +353,7 @@ type incoming struct {
 	keptPrefix int64
 	kept       [][2]int64
 	hasKept    bool
+	keptGiven  []framing.KeptRange // what PartialKept gave out, checked again by Commit
 	// prepared: Partial or Truncate ran (or the file is new), so what the
 	// file holds was received in this session from a known start; only
 	// then may Abort record its length as data.
@@ -695,7 +696,25 @@ func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, e
 		}
 		kept = append(kept, framing.KeptRange{Off: r[0], End: r[1], CRC: c})
 	}
+	in.keptGiven = kept
 	return cut, crc, kept, nil
+}
+
+// checkKept reads again the ranges PartialKept gave out: the sender did
+// not send them, and the file's check trusted their CRCs as they were
+// then, so a range changed on the disk since (another process writing
+// into the partial) would otherwise be named as received.
+func (in *incoming) checkKept() error {
+	for _, k := range in.keptGiven {
+		h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		if _, err := io.Copy(h, io.NewSectionReader(in.f, k.Off, k.End-k.Off)); err != nil {
+			return fmt.Errorf("filestore: reading again bytes %d-%d of %s, kept from before: %w", k.Off, k.End, in.final, err)
+		}
+		if h.Sum32() != k.CRC {
+			return fmt.Errorf("filestore: bytes %d-%d of %s, kept from an earlier attempt, changed on the disk during this one; not stored", k.Off, k.End, in.final)
+		}
+	}
+	return nil
 }
 
 // KeepRanges says, before Abort(true), that of what this session
@@ -722,8 +741,12 @@ func (in *incoming) KeepRanges(prefix int64, ranges [][2]int64) (int64, error) {
 
 // cutKept drops what the kept ranges say of the file past size.
 // Cut within the gap after the prefix, the file still has one: the
-// record stays, with no range.
+// record stays, with no range. The ranges given out are not checked
+// again once cut: a cut is a new start.
 func (in *incoming) cutKept(size int64) {
+	if len(in.keptGiven) > 0 && in.keptGiven[len(in.keptGiven)-1].End > size {
+		in.keptGiven = nil
+	}
 	if !in.hasKept {
 		return
 	}
@@ -790,6 +813,9 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		return err
 	}
 	if err := in.flushCarry(); err != nil {
+		return err
+	}
+	if err := in.checkKept(); err != nil {
 		return err
 	}
 	if end := in.holeEnd.Load(); end > 0 {

@@ -50,16 +50,19 @@ func TestDualResumeSendsOnlyTheGaps(t *testing.T) {
 	kept := [][2]int64{{3 * mib, 5 * mib}, {6 * mib, 7 * mib}}
 	for _, tc := range []struct {
 		name      string
+		prefix    int64
 		old       func(kermit.Config) kermit.Config // applied to one side
 		oldSender bool
 		damage    bool // a kept range differs from the file
 		wantBytes int64
 		wantKept  int64 // FileDone's Kept, both sides
 	}{
-		{name: "gaps", wantBytes: 8*mib - 2*mib - 3*mib, wantKept: 3 * mib},
-		{name: "old-receiver", old: kermit.WithoutKeptRanges, wantBytes: 8*mib - 2*mib},
-		{name: "old-sender", old: kermit.WithoutKeptRanges, oldSender: true, wantBytes: 8*mib - 2*mib},
-		{name: "changed", damage: true, wantBytes: 8 * mib},
+		{name: "gaps", prefix: 2 * mib, wantBytes: 8*mib - 2*mib - 3*mib, wantKept: 3 * mib},
+		// The first block never came: no prefix, ranges all the same.
+		{name: "no-prefix", wantBytes: 8*mib - 3*mib, wantKept: 3 * mib},
+		{name: "old-receiver", prefix: 2 * mib, old: kermit.WithoutKeptRanges, wantBytes: 8*mib - 2*mib},
+		{name: "old-sender", prefix: 2 * mib, old: kermit.WithoutKeptRanges, oldSender: true, wantBytes: 8*mib - 2*mib},
+		{name: "changed", prefix: 2 * mib, damage: true, wantBytes: 8 * mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
@@ -69,7 +72,7 @@ func TestDualResumeSendsOnlyTheGaps(t *testing.T) {
 				there = append([]byte(nil), data...)
 				there[6*mib+5] ^= 0x40
 			}
-			keptPartial(t, dst, "big.bin", there, 2*mib, kept)
+			keptPartial(t, dst, "big.bin", there, tc.prefix, kept)
 			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
 			scfg.Resume = true
 			var mu sync.Mutex

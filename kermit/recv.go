@@ -631,6 +631,9 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		for _, k := range kept {
 			ext = framing.AppendKeptRange(ext, k)
 		}
+		// Dealt with, even from 0: the ranges kept are the file's now
+		// (no Truncate(0) below).
+		cur.prepared = cur.prepared || len(kept) > 0
 	}
 	need, tag := cur.attrs.Length, "1"
 	if need < 0 && cur.attrs.LengthK > 0 {

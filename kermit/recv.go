@@ -619,17 +619,22 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		if cur.attrs.Length >= 0 && (size > cur.attrs.Length || len(kept) > 0 && kept[len(kept)-1].End > cur.attrs.Length) {
 			size, kept = 0, nil // no part of this file (Truncate(0) below)
 		}
+		var check int64 // what the sender reads to check what is here
 		if size > 0 {
 			reply.ResumeAt = size
 			cur.off, cur.start, cur.prefix = size, size, crc
 			h := strconv.FormatUint(uint64(crc), 16)
 			ext = append([]byte{'c', byte(32 + len(h))}, h...)
-			s.peerHashes(size, -1) // the sender checks its prefix against it
+			check = size
 		} else {
 			reply.ResumeAt = 0
 		}
 		for _, k := range kept {
 			ext = framing.AppendKeptRange(ext, k)
+			check += k.End - k.Off
+		}
+		if check > 0 {
+			s.peerHashes(check, -1) // the sender checks the prefix and ranges against its file
 		}
 		// Dealt with, even from 0: the ranges kept are the file's now
 		// (no Truncate(0) below).

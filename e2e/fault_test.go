@@ -639,10 +639,11 @@ func TestCorruptionUnderTLSFailsCleanly(t *testing.T) {
 }
 
 // With two data connections blocks land out of order; when one
-// connection dies the file is cut to its gap-free prefix, so that the
-// kept partial is always a prefix of the source and recovery from its
-// length is right.
-func TestGetResumeTwoStreamsKeepsOnlyAPrefix(t *testing.T) {
+// connection dies the partial keeps its gap-free prefix and the ranges
+// that came past it, recorded on it (user.kerf.kept), and nothing else:
+// every byte the record vouches for is the source's, the file ends with
+// the last range, and the resume sends only the rest.
+func TestGetResumeTwoStreamsKeepsWhatCame(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	fs := startFaultServer(t, root, false)
 	const size = 12 << 20
@@ -657,18 +658,67 @@ func TestGetResumeTwoStreamsKeepsOnlyAPrefix(t *testing.T) {
 		t.Fatalf("want exit 4, got %s", r)
 	}
 	noFile(t, dst)
+	var vouched int64 // bytes past the prefix the record vouches for
 	if kept, err := os.ReadFile(partName(dst)); err == nil {
-		if len(kept) >= size || !bytes.Equal(kept, data[:len(kept)]) {
-			t.Fatalf("kept partial of %d bytes is not a prefix of the source", len(kept))
+		prefix, ranges := keptRecord(t, partName(dst), int64(len(kept)))
+		end := prefix
+		if !bytes.Equal(kept[:prefix], data[:prefix]) {
+			t.Fatalf("the partial's prefix of %d bytes is not the source's", prefix)
 		}
+		for _, r := range ranges {
+			if !bytes.Equal(kept[r[0]:r[1]], data[r[0]:r[1]]) {
+				t.Fatalf("the partial's kept range [%d,%d) is not the source's", r[0], r[1])
+			}
+			vouched += r[1] - r[0]
+			end = r[1]
+		}
+		if int64(len(kept)) != end || end >= size {
+			t.Fatalf("partial of %d bytes; its record ends at %d (file %d)", len(kept), end, size)
+		}
+		t.Logf("kept: prefix %d, ranges %v", prefix, ranges)
 	} else if !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
 
 	fs.data.cutDown.Store(0)
-	mustRun(t, fs.server, local, []string{"--json"}, "get", "--streams", "2", "--resume", target(fs.addr(), "g.bin"), ".")
+	r = mustRun(t, fs.server, local, []string{"--json"}, "get", "--streams", "2", "--resume", target(fs.addr(), "g.bin"), ".")
 	sameFile(t, src, dst)
 	noFile(t, partName(dst))
+	if done := eventsNamed(parseEvents(t, r.stdout), "file_done"); len(done) != 1 || done[0].Kept != vouched {
+		t.Errorf("want one file_done with kept %d:\n%s", vouched, r.stdout)
+	}
+}
+
+// keptRecord reads the record of what a partial of size bytes holds:
+// its gap-free prefix and the ranges past it (user.kerf.kept, written
+// by a receiver that stopped cleanly), or, without one, all of it as
+// the prefix.
+func keptRecord(t *testing.T, part string, size int64) (prefix int64, ranges [][2]int64) {
+	t.Helper()
+	buf := make([]byte, 4096)
+	n, err := unix.Getxattr(part, "user.kerf.kept", buf)
+	if err != nil {
+		t.Logf("no record of kept ranges (%v): the partial counts as a prefix", err)
+		return size, nil
+	}
+	p, rest, _ := strings.Cut(string(buf[:n]), ";")
+	prefix, err = strconv.ParseInt(p, 16, 64)
+	if err != nil {
+		t.Fatalf("record %q: %v", buf[:n], err)
+	}
+	for _, item := range strings.Split(rest, ",") {
+		if item == "" {
+			continue
+		}
+		o, e, _ := strings.Cut(item, "-")
+		off, err1 := strconv.ParseInt(o, 16, 64)
+		end, err2 := strconv.ParseInt(e, 16, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("record %q: bad range %q", buf[:n], item)
+		}
+		ranges = append(ranges, [2]int64{off, end})
+	}
+	return prefix, ranges
 }
 
 // The receiving client is killed (SIGKILL) while a block in the middle of

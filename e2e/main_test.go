@@ -352,6 +352,7 @@ type event struct {
 	Size    *int64   `json:"size"`
 	Bytes   int64    `json:"bytes"`
 	Offset  int64    `json:"offset"`
+	Kept    int64    `json:"kept"` // file_done: of bytes, what the receiver had past offset
 	Seconds float64  `json:"seconds"`
 	Stalled float64  `json:"stalled_seconds"` // progress: nothing moved for this long
 	CRC32C  string   `json:"crc32c"`

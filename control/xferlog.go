@@ -100,7 +100,7 @@ func (l *XferLog) Record(e kermit.Event, remoteHost, user string) error {
 		Time:       now(),
 		Duration:   e.Duration,
 		RemoteHost: remoteHost,
-		Bytes:      e.Bytes,
+		Bytes:      e.Bytes - e.Kept, // kept ranges did not move
 		Name:       name,
 		Sending:    e.Sending,
 		User:       user,

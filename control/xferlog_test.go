@@ -69,6 +69,8 @@ func TestXferLogRecordEvents(t *testing.T) {
 		{Kind: kermit.FileFailed, Name: "f.bin", Sending: true, Err: kermit.ErrNotSaved},
 		// A resume found it whole: nothing moved, no line.
 		{Kind: kermit.FileSkipped, Name: "w", Err: kermit.ErrAlreadyThere},
+		// Resumed with ranges the receiver kept: they did not move.
+		{Kind: kermit.FileDone, Name: "g.bin", Bytes: 10, Kept: 4, Sending: true, Path: "g.bin"},
 	}
 	for _, e := range events {
 		if err := l.Record(e, "2001:db8::1", ""); err != nil {
@@ -82,6 +84,7 @@ func TestXferLogRecordEvents(t *testing.T) {
 		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 7 /in/d.bin b _ i a anonymous kerf 0 * c",
 		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 3 /in/e.bin b _ i a anonymous kerf 0 * c",
 		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 0 /in/e.bin b _ i a anonymous kerf 0 * i",
+		"Sat Jan 31 03:04:05 2026 1 2001:db8::1 6 /g.bin b _ o a anonymous kerf 0 * c",
 	}, "\n") + "\n"
 	if got := buf.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

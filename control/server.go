@@ -955,7 +955,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 				mu.Unlock()
 				return
 			case kermit.FileProgress:
-				moved[e.Name] = e.Bytes
+				moved[e.Name] = e.Bytes - e.Kept // ranges kept did not move
 				mu.Unlock()
 				return
 			case kermit.FileFailed, kermit.FileSkipped:

@@ -3,6 +3,7 @@ package filestore_test
 import (
 	"hash/crc32"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -156,5 +157,54 @@ func TestCommitChecksTheKeptRangesAgain(t *testing.T) {
 			in.Abort(true)
 		}
 		d.Close()
+	}
+}
+
+// A resumed file complete and checked whose naming fails is kept whole
+// for the next attempt, not cut back to the ranges it began with
+// (review 51).
+func TestFailedCommitAfterKeptResumeKeepsItAll(t *testing.T) {
+	const mib = 1 << 20
+	data := make([]byte, 3*mib)
+	for i := range data {
+		data[i] = byte(i*11 + 3)
+	}
+	root := t.TempDir()
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in, _ := d.Create("c.bin")
+	in.Truncate(0)
+	in.WriteAt(data[:mib], 0)
+	in.WriteAt(data[2*mib:], 2*mib)
+	in.(kermit.KeptPartial).KeepRanges(mib, [][2]int64{{2 * mib, 3 * mib}})
+	in.Abort(true)
+
+	in, _ = d.Create("c.bin")
+	if _, _, kept, err := in.(kermit.KeptPartial).PartialKept(64); err != nil || len(kept) != 1 {
+		t.Fatalf("PartialKept: %+v, %v", kept, err)
+	}
+	in.WriteAt(data[mib:2*mib], mib)
+	// The directory made immutable meanwhile: the rename fails (for
+	// root too), and the partial stays where it is.
+	if out, err := exec.Command("chattr", "+i", root).CombinedOutput(); err != nil {
+		t.Skipf("cannot make %s immutable (chattr +i needs root and a file system that has the flag): %v %s", root, err, out)
+	}
+	err = in.Commit(time.Time{}, 0o644)
+	if out, err := exec.Command("chattr", "-i", root).CombinedOutput(); err != nil {
+		t.Fatalf("chattr -i: %v %s", err, out)
+	}
+	if err == nil {
+		t.Fatal("Commit in an immutable directory succeeded")
+	}
+	in.Abort(true)
+
+	in, _ = d.Create("c.bin")
+	defer in.Abort(false)
+	size, crc, err := in.Partial()
+	if want := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)); err != nil || size != 3*mib || crc != want {
+		t.Errorf("Partial after the failed commit = %d, %08x, %v; want all %d bytes, %08x", size, crc, err, 3*mib, want)
 	}
 }

@@ -818,6 +818,9 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if err := in.checkKept(); err != nil {
 		return err
 	}
+	// Whole and checked: if naming it fails now, Abort(true) keeps all
+	// of it as received, not the ranges it began with (review 51).
+	in.kept, in.hasKept, in.keptGiven = nil, false, nil
 	if end := in.holeEnd.Load(); end > 0 {
 		// The file ends in a hole: give it its length.
 		size, err := in.f.size()

@@ -1,6 +1,7 @@
 package kermit_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -115,5 +116,72 @@ func TestDualResumeSendsOnlyTheGaps(t *testing.T) {
 				t.Errorf("partial left behind: %v", err)
 			}
 		})
+	}
+}
+
+// roomStore is a filestore whose files say there is room for free
+// bytes (RoomChecker), whatever the disk has.
+type roomStore struct {
+	*filestore.Dir
+	free int64
+}
+
+type roomIncoming struct {
+	kermit.Incoming
+	kermit.KeptPartial
+	free int64
+}
+
+func (s roomStore) Create(name string) (kermit.Incoming, error) {
+	in, err := s.Dir.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return roomIncoming{in, in.(kermit.KeptPartial), s.free}, nil
+}
+
+func (r roomIncoming) Room(n int64) error {
+	if n > r.free {
+		return fmt.Errorf("needs %d bytes, %d free", n, r.free)
+	}
+	return nil
+}
+
+// The room a resume needs leaves out the ranges kept (on the disk
+// already), and a resume refused for room keeps them, with or without a
+// prefix (review 51: the whole rest was asked for, and a partial with
+// no prefix was removed with its ranges).
+func TestDualResumeRoomLeavesOutTheKeptRanges(t *testing.T) {
+	const mib = 1 << 20
+	data := randomBytes(8*mib, 12)
+	kept := [][2]int64{{3 * mib, 5 * mib}, {6 * mib, 7 * mib}}
+	for _, prefix := range []int64{0, mib} {
+		for _, free := range []int64{8*mib - prefix - 3*mib, 8*mib - prefix - 3*mib - 1} {
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, []testFile{{"big.bin", data}})
+			keptPartial(t, dst, "big.bin", data, prefix, kept)
+			d, err := filestore.Open(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scfg := kermit.DefaultConfig()
+			scfg.Resume = true
+			st, serr, rerr := dualTransferTo(t, scfg, kermit.DefaultConfig(), out, roomStore{d, free})
+			d.Close()
+			fits := free == 8*mib-prefix-3*mib
+			if fits {
+				if serr != nil || rerr != nil || st.FileBytes != free {
+					t.Errorf("prefix %d, room for the gaps: send %v, receive %v, sent %d (want %d)", prefix, serr, rerr, st.FileBytes, free)
+				}
+				checkFiles(t, dst, []testFile{{"big.bin", data}})
+				continue
+			}
+			if serr == nil {
+				t.Errorf("prefix %d, a byte short: the send did not fail", prefix)
+			}
+			if fi, err := os.Stat(filepath.Join(dst, ".big.bin"+filestore.PartSuffix)); err != nil || fi.Size() != 7*mib {
+				t.Errorf("prefix %d, refused for room: partial %v, %v; want it kept, 7 MiB", prefix, fi, err)
+			}
+		}
 	}
 }

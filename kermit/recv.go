@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -632,6 +633,7 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		for _, k := range kept {
 			ext = framing.AppendKeptRange(ext, k)
 			check += k.End - k.Off
+			cur.kept += k.End - k.Off
 		}
 		if check > 0 {
 			s.peerHashes(check, -1) // the sender checks the prefix and ranges against its file
@@ -647,9 +649,10 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		// announced was taken, to fill the disk).
 		need, tag = (cur.attrs.LengthK-1)*1024+1, "!"
 	}
-	if rc, ok := cur.inc.(RoomChecker); ok && need > cur.start && !cur.text {
-		if err := rc.Room(need - cur.start); err != nil {
-			cur.inc.Abort(cur.start > 0) // a kept partial stays for later
+	if rc, ok := cur.inc.(RoomChecker); ok && need > cur.start+cur.kept && !cur.text {
+		// (The ranges kept are on the disk already.)
+		if err := rc.Room(need - cur.start - cur.kept); err != nil {
+			cur.inc.Abort(cur.start > 0 || cur.kept > 0) // a kept partial stays for later
 			return s.refuse(cur, tag, err)
 		}
 	}
@@ -671,16 +674,18 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		}
 		var dst io.WriterAt = cur.inc
 		if s.cfg.Events != nil {
-			report, flush := s.progress(cur.name, cur.attrs.Length, cur.start, false)
+			var kept *atomic.Int64
+			if cur.kept > 0 {
+				kept = new(atomic.Int64)
+				kept.Store(cur.kept)
+			}
+			report, flush := s.progressKept(cur.name, cur.attrs.Length, cur.start, false, kept)
 			dst, cur.flushProgress = &progressWriterAt{w: cur.inc, report: report}, flush
 		}
 		var err error
 		if len(kept) > 0 {
 			// keptRoom gave some: the path keeps them (DataKeeper).
 			err = s.data.(DataKeeper).ExpectKept(cur.id, dst, cur.start, cur.attrs.Length-cur.start, kept)
-			for _, k := range kept {
-				cur.kept += k.End - k.Off
-			}
 			if pw, ok := dst.(*progressWriterAt); ok {
 				pw.report(cur.kept) // on the disk already
 			}

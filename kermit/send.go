@@ -657,7 +657,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			if err != nil {
 				return err
 			}
-			reply, peerCRC, havePeerCRC, kept, err = parseAttrReplyExt(last.ackData)
+			reply, peerCRC, havePeerCRC, kept, err = parseAttrReplyExt(last.ackData, s.neg.keptRanges)
 			if err != nil {
 				return err
 			}
@@ -678,7 +678,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		} else if last != nil {
 			verdict = last
 			last.onAck = func(data []byte) error {
-				if rp, _, _, _, err := parseAttrReplyExt(data); err == nil && !rp.Accept && !gaveUp {
+				if rp, _, _, _, err := parseAttrReplyExt(data, false); err == nil && !rp.Accept && !gaveUp {
 					refused = true
 					if eager && strings.HasPrefix(rp.Reasons, reasonAlreadyThere) {
 						s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrAlreadyThere, Sending: true, Size: f.Size, Path: f.Path, ModTime: f.ModTime, ThereIno: inoOfAlreadyThere(rp.Reasons)})
@@ -796,7 +796,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		src := &sourceAt{r: r}
 		if s.cfg.Events != nil {
 			var flush func()
-			src.report, flush = s.progress(f.Name, f.Size, off, true)
+			src.report, flush = s.progressKept(f.Name, f.Size, off, true, &src.kept)
 			s.setFlush(f.Name, flush)
 		}
 		if n >= eagerFlushSize {
@@ -1434,6 +1434,7 @@ func (s *Session) sendGaps(ctx context.Context, id uint32, src *sourceAt, off, e
 			return 0, err
 		}
 		crc = framing.CombineCRC32C(crc, k.CRC, k.End-k.Off)
+		src.kept.Add(k.End - k.Off)
 		if src.report != nil {
 			src.report(k.End - k.Off) // there already: counted as passed
 		}
@@ -1668,13 +1669,13 @@ func reasonWords(reasons string) string {
 
 // parseAttrReplyExt parses the ACK to an A packet, including kerf's
 // optional "c" field with the CRC-32C of the receiver's partial file.
-func parseAttrReplyExt(data []byte) (framing.AttrReply, uint32, bool, []framing.KeptRange, error) {
+func parseAttrReplyExt(data []byte, keptRanges bool) (framing.AttrReply, uint32, bool, []framing.KeptRange, error) {
 	var crc uint32
 	have := false
 	var kept []framing.KeptRange
-	// Only an acceptance with a recovery point has them: a refusal's
-	// words are not fields.
-	for len(data) > 0 && data[0] == framing.AttrLength {
+	// Kept ranges only when agreed (capas4KeptRanges), and only in an
+	// acceptance with a recovery point: a refusal's words are not fields.
+	for keptRanges && len(data) > 0 && data[0] == framing.AttrLength {
 		i := indexField(data, framing.AttrKept)
 		if i < 0 {
 			break
@@ -1735,6 +1736,12 @@ func indexField(data []byte, tag byte) int {
 // to 256 KiB short left a command's total short: CI, e2e
 // TestSessionLostIsTakenOver).
 func (s *Session) progress(name string, size, off int64, sending bool) (report func(n int64), flush func()) {
+	return s.progressKept(name, size, off, sending, nil)
+}
+
+// progressKept is progress whose events say in Kept what of their
+// Bytes is ranges the receiver kept (kept, counted by the caller).
+func (s *Session) progressKept(name string, size, off int64, sending bool, kept *atomic.Int64) (report func(n int64), flush func()) {
 	var done, last atomic.Int64
 	var mu sync.Mutex // reports one at a time, never going back
 	events := s.cfg.Events
@@ -1745,7 +1752,11 @@ func (s *Session) progress(name string, size, off int64, sending bool) (report f
 		defer mu.Unlock()
 		if d := done.Load(); d-last.Load() >= least && d > last.Load() {
 			last.Store(d)
-			events(Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Offset: off, Sending: sending})
+			e := Event{Kind: FileProgress, Name: name, Size: size, Bytes: d, Offset: off, Sending: sending}
+			if kept != nil {
+				e.Kept = kept.Load()
+			}
+			events(e)
 		}
 	}
 	report = func(n int64) {
@@ -1778,6 +1789,7 @@ type sourceAt struct {
 	r      io.ReaderAt
 	report func(int64)
 	failed atomic.Bool
+	kept   atomic.Int64 // ranges the receiver kept, passed over (sendGaps)
 }
 
 func (p *sourceAt) ReadAt(b []byte, off int64) (int, error) {

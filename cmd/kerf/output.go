@@ -370,19 +370,24 @@ func (r *reporter) event(e kermit.Event) {
 			delete(r.failedNow, e.Name)
 		}
 		kept := min(r.earlier[e.Name], max(e.Offset-r.startAt[e.Name], 0))
+		// The ranges the receiver kept past the offset (e.Kept, counted
+		// in Bytes as they were passed) were moved by this run only as
+		// far as its earlier attempts moved more than their prefix;
+		// kept from another run, they are not this run's bytes.
+		moved := e.Bytes - e.Kept + min(r.earlier[e.Name]-kept, e.Kept)
 		keptBefore := r.keptBefore[e.Name]
 		delete(r.earlier, e.Name)
 		delete(r.startAt, e.Name)
 		delete(r.keptBefore, e.Name)
-		r.done += e.Bytes - r.current[e.Name] + kept
+		r.done += moved - r.current[e.Name] + kept
 		delete(r.current, e.Name)
 		r.files++
-		r.replan(e.Name, e.Bytes+kept+keptBefore)
+		r.replan(e.Name, moved+kept+keptBefore)
 		r.showBar()
 		if r.unsaved == nil {
 			r.unsaved, r.finished = map[string]int64{}, map[string]bool{}
 		}
-		r.unsaved[e.Name] = e.Bytes + kept
+		r.unsaved[e.Name] = moved + kept
 		r.finished[e.Name] = true
 		if r.json == nil && r.bar == nil {
 			break // quiet: nothing to print

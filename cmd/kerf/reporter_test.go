@@ -557,3 +557,44 @@ func TestReporterOneFileGetAcrossAReconnection(t *testing.T) {
 	step(kermit.Event{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 150, Offset: 700}, 450, 600)
 	step(kermit.Event{Kind: kermit.FileDone, Name: "f", Size: 1000, Bytes: 300, Offset: 700}, 600, 600)
 }
+
+// Ranges the receiver kept past the offset (Event.Kept) count in the
+// run's bytes only when this run moved them, in an attempt before a
+// reconnection; kept from an earlier run they are not this one's
+// (review 51: the done total counted them).
+func TestReporterKeptRangesCountOnlyWhenThisRunMovedThem(t *testing.T) {
+	for _, sending := range []bool{false, true} {
+		// Another run kept 300 and the range 500-800: 400 moved now.
+		r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+		for _, e := range []kermit.Event{
+			{Kind: kermit.FileStart, Name: "f", Size: 1000, Offset: 300, Sending: sending},
+			{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 700, Offset: 300, Sending: sending},
+			{Kind: kermit.FileDone, Name: "f", Size: 1000, Bytes: 700, Kept: 300, Offset: 300, Sending: sending},
+		} {
+			r.event(e)
+		}
+		if r.done != 400 {
+			t.Errorf("sending %v, kept by another run: %d bytes done, want 400", sending, r.done)
+		}
+
+		// This run moved 850 (to 300, 500-800 and some more), then
+		// went on from 300 with 500-800 kept: the whole file is its.
+		r = &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+		start := kermit.Event{Kind: kermit.FileStart, Name: "f", Size: 1000, Offset: 300, Sending: sending}
+		if sending {
+			start.Offset = 0 // a sender learns it later
+		}
+		for _, e := range []kermit.Event{
+			{Kind: kermit.FileStart, Name: "f", Size: 1000, Sending: sending},
+			{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 850, Sending: sending},
+			start,
+			{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 700, Offset: 300, Sending: sending},
+			{Kind: kermit.FileDone, Name: "f", Size: 1000, Bytes: 700, Kept: 300, Offset: 300, Sending: sending},
+		} {
+			r.event(e)
+		}
+		if r.done != 1000 {
+			t.Errorf("sending %v, kept by this run: %d bytes done, want 1000", sending, r.done)
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package kermit_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"kerf/datachan"
 	"kerf/filestore"
 	"kerf/kermit"
 )
@@ -46,8 +48,17 @@ func keptPartial(t *testing.T, dst, name string, data []byte, prefix int64, kept
 // kerf from before that, or a range that is not of the file as it is
 // now, the file still arrives whole and right.
 func TestDualResumeSendsOnlyTheGaps(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testDualResumeSendsOnlyTheGaps(t, randomBytes(8<<20, 11)) })
+	// Compressed blocks stand for file ranges as plain ones do (text
+	// that compresses: each block goes compressed).
+	defer func(o []datachan.Option) { dualOpts = o }(dualOpts)
+	dualOpts = []datachan.Option{datachan.WithCompression(true)}
+	text := bytes.Repeat([]byte("kerf keeps what came past the gap. "), 8<<20/35+1)[:8<<20]
+	t.Run("compressed", func(t *testing.T) { testDualResumeSendsOnlyTheGaps(t, text) })
+}
+
+func testDualResumeSendsOnlyTheGaps(t *testing.T, data []byte) {
 	const mib = 1 << 20
-	data := randomBytes(8*mib, 11)
 	kept := [][2]int64{{3 * mib, 5 * mib}, {6 * mib, 7 * mib}}
 	for _, tc := range []struct {
 		name      string

@@ -18,7 +18,10 @@ import (
 //	0-3   magic "KRFB"
 //	4     version (1)
 //	5     flags: bit 0 = payload compressed (see CompressedPrefix),
-//	      bits 1-7 zero
+//	      bit 1 = zeros: no payload follows, the Length file bytes are
+//	      zeros (a hole in a sparse file), and the CRC is of that many
+//	      zero bytes (ZerosCRC32C); only to a peer that agreed (control:
+//	      ";H"), never with bit 0; bits 2-7 zero
 //	6-7   reserved, zero
 //	8-11  file id
 //	12-19 offset of the payload in the file
@@ -54,7 +57,8 @@ const (
 	ResendMagic = "KRFN" // a resend request
 
 	BlockFlagCompressed = 1 << 0 // payload is a CompressedPrefix and a zstd frame
-	blockFlagsKnown     = BlockFlagCompressed
+	BlockFlagZeros      = 1 << 1 // no payload: Length bytes of zeros
+	blockFlagsKnown     = BlockFlagCompressed | BlockFlagZeros
 )
 
 // Sentinel errors of ParseBlockHeader and ParseResendRequest; they are
@@ -107,7 +111,7 @@ func ParseBlockHeader(b []byte) (BlockHeader, error) {
 		Length:     binary.BigEndian.Uint32(b[20:24]),
 		PayloadCRC: binary.BigEndian.Uint32(b[24:28]),
 	}
-	if h.Flags&^blockFlagsKnown != 0 || b[6] != 0 || b[7] != 0 {
+	if h.Flags&^blockFlagsKnown != 0 || h.Flags == BlockFlagCompressed|BlockFlagZeros || b[6] != 0 || b[7] != 0 {
 		return BlockHeader{}, fmt.Errorf("%w: flags %#02x, reserved %#02x%02x", ErrBlockReserved, h.Flags, b[6], b[7])
 	}
 	if h.Length > MaxBlockLen {

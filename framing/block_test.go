@@ -234,7 +234,7 @@ func FuzzParseBlockHeader(f *testing.F) {
 		if !bytes.Equal(out[:], in[:BlockHeaderLen]) {
 			t.Fatalf("Put(Parse(%x)) = %x", in[:BlockHeaderLen], out)
 		}
-		if h.Length > MaxBlockLen || h.Flags&^BlockFlagCompressed != 0 {
+		if h.Length > MaxBlockLen || h.Flags&^(BlockFlagCompressed|BlockFlagZeros) != 0 || h.Flags == BlockFlagCompressed|BlockFlagZeros {
 			t.Fatalf("accepted %+v", h)
 		}
 	})

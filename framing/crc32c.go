@@ -86,3 +86,17 @@ func gf2MatrixSquare(square, mat *gf2Matrix) {
 		square[n] = gf2MatrixTimes(mat, mat[n])
 	}
 }
+
+// ZerosCRC32C returns the CRC-32C of n zero bytes without the bytes:
+// the check a block of zeros (BlockFlagZeros) carries. The register
+// starts all ones and zero bytes only shift it, a linear map.
+func ZerosCRC32C(n int64) uint32 {
+	reg := ^uint32(0)
+	ops := zeroBytesOps()
+	for k := 0; n > 0; k, n = k+1, n>>1 {
+		if n&1 != 0 {
+			reg = gf2MatrixTimes(&ops[k], reg)
+		}
+	}
+	return ^reg
+}

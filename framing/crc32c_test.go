@@ -2,6 +2,7 @@ package framing
 
 import (
 	"bytes"
+	"hash/crc32"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -121,4 +122,17 @@ func byteSize(n int) string {
 		return strconv.Itoa(n>>10) + "KiB"
 	}
 	return strconv.Itoa(n) + "B"
+}
+
+func TestZerosCRC32C(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 7, 4096, 65535, 1 << 20, 1<<20 + 17, 3 << 20} {
+		want := crc32.Checksum(make([]byte, n), crc32.MakeTable(crc32.Castagnoli))
+		if got := ZerosCRC32C(int64(n)); got != want {
+			t.Errorf("ZerosCRC32C(%d) = %08x, want %08x", n, got, want)
+		}
+	}
+	// Known answer: CRC-32C of 32 zero bytes (RFC 3720, B.4).
+	if got := ZerosCRC32C(32); got != 0x8a9136aa {
+		t.Errorf("ZerosCRC32C(32) = %08x, want 8a9136aa", got)
+	}
 }

@@ -30,7 +30,8 @@ def frame(magic, version, flags, reserved, fid, off, length, crc):
 def block(name, flags, fid, off, payload=None, length=None, err=None, mutate=None, version=1, reserved=0, magic=b"KRFB"):
     payload = payload if payload is not None else b""
     length = len(payload) if length is None else length
-    pcrc = crc32c(payload)
+    # A block of zeros (flag 2) carries the CRC of that many zero bytes.
+    pcrc = crc32c(bytes(length)) if flags & 2 else crc32c(payload)
     b = bytearray(frame(magic, version, flags, reserved, fid, off, length, pcrc))
     if mutate:
         mutate(b)
@@ -75,7 +76,9 @@ block("bad-magic", 0, 1, 0, magic=b"KRFX", err="magic")
 block("bad-header-check", 0, 1, 0, payload=b"123456789", mutate=flip(13, 0), err="headercheck")
 block("bad-header-crc-field", 0, 1, 0, mutate=flip(31, 7), err="headercheck")
 block("bad-version", 0, 1, 0, version=2, err="version")
-block("unknown-flag", 2, 1, 0, err="reserved")
+block("zeros-flag", 2, 5, 1 << 20, length=4096)
+block("unknown-flag", 4, 1, 0, err="reserved")
+block("zeros-and-compressed", 3, 1, 0, length=4096, err="reserved")
 block("reserved-bytes", 0, 1, 0, reserved=1, err="reserved")
 resend("resend", 4, 786432, 262144)
 resend("resend-bad-check", 4, 786432, 262144, mutate=flip(20, 3), err="headercheck")

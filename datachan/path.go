@@ -126,6 +126,7 @@ type Path struct {
 		duplicates, parked, deferred             atomic.Int64
 		compressedBlocks                         atomic.Int64
 		compressedReceived, wireReceived         atomic.Int64
+		zeroBytesSent, zeroBytesReceived         atomic.Int64
 		// moving counts bytes as reads return them and as a rate
 		// limit lets them go, within blocks: progress for a watchdog
 		// on a slow path, where one block takes a long while.
@@ -150,6 +151,9 @@ type Stats struct {
 	CompressedReceived int64 // compressed blocks received and decoded; BytesReceived counts the file bytes
 	WireBytesReceived  int64 // payload bytes of good blocks as they arrived (compressed ones at their compressed size), duplicates included
 
+	ZeroBytesSent     int64 // file bytes sent as blocks of zeros, with no payload (a sparse file's holes: WithZeroBlocks)
+	ZeroBytesReceived int64 // file bytes received so
+
 	FilesKept int // received files whose record the Path keeps: expected and not yet forgotten (bounded, whatever the files of a session)
 }
 
@@ -163,6 +167,7 @@ type config struct {
 	parkLimit   int
 	batch       bool
 	compress    bool
+	zeroBlocks  bool
 	limit       *Limiter
 	sendfile    Sendfile
 	early       bool // WithEarlyPairing
@@ -533,6 +538,9 @@ func (p *Path) Stats() Stats {
 		CompressedBlocks:   p.stats.compressedBlocks.Load(),
 		CompressedReceived: p.stats.compressedReceived.Load(),
 		WireBytesReceived:  p.stats.wireReceived.Load(),
+
+		ZeroBytesSent:     p.stats.zeroBytesSent.Load(),
+		ZeroBytesReceived: p.stats.zeroBytesReceived.Load(),
 	}
 }
 

@@ -310,6 +310,9 @@ func (s *stream) readBlock() error {
 	if lim := p.cfg.receiveLimit(); int(h.Length) > lim {
 		return s.protocolError("file %d offset %d: a block of %d bytes, more than this receiver takes (%d): send with --block-size %d or less (a kerf client from before the server told it its limit sends what it is given)", h.FileID, h.Offset, h.Length, lim, lim)
 	}
+	if h.Flags&framing.BlockFlagZeros != 0 {
+		return s.readZeros(h) // no payload
+	}
 	if h.Flags&framing.BlockFlagCompressed != 0 && !p.cfg.compress {
 		// Only a peer that agreed may send them: a server that refused
 		// compression spends nothing decoding.

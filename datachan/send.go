@@ -38,6 +38,9 @@ type sendJob struct {
 	reading   sync.WaitGroup
 	// noSendfile: sendfile refused this file; its blocks are copied.
 	noSendfile atomic.Bool
+	// holes: the file, when it has holes and the peer takes blocks of
+	// zeros (WithZeroBlocks): a block in a hole goes as a header alone.
+	holes *os.File
 
 	// What every block of the job shares; set before the first is queued.
 	src io.ReaderAt
@@ -81,6 +84,15 @@ func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	j.reading.Add(1)
 	j.mu.Unlock()
 	defer j.reading.Done()
+	if j.holes != nil && isHole(j.holes, pos, j.blockLen(pos)) {
+		f, c := p.zeroBlock(j.id, pos, j.blockLen(pos))
+		if u, ok := j.src.(UnreadCounter); ok {
+			u.Unread(j.blockLen(pos))
+		}
+		j.add(pos, c)
+		f.job = j
+		return f
+	}
 	zc := j.zc
 	if zc != nil && j.noSendfile.Load() {
 		// sendfile refused this file: its later blocks are read once
@@ -164,6 +176,9 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	job.pending.Store(1)
 	if file := p.zeroCopySource(src); file != nil && n >= zeroCopyMin {
 		job.zc = file
+	}
+	if n > bs {
+		job.holes = p.holesOf(src) // (one block: not worth the look)
 	}
 	if n > 0 && n <= bs {
 		// One block: read here, and written here too if a connection

@@ -1,0 +1,74 @@
+package datachan
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sparseFile writes a 10 MiB file whose only data are at [0, 1 MiB),
+// 100 bytes at 5 MiB + 100 and its last 100 bytes; the rest are holes.
+func sparseFile(t *testing.T) (*os.File, []byte) {
+	t.Helper()
+	const mib = 1 << 20
+	want := make([]byte, 10*mib)
+	copy(want, randomData(3, mib))
+	copy(want[5*mib+100:], randomData(4, 100))
+	copy(want[10*mib-100:], randomData(5, 100))
+	f, err := os.Create(filepath.Join(t.TempDir(), "sparse.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	for _, r := range [][2]int{{0, mib}, {5*mib + 100, 5*mib + 200}, {10*mib - 100, 10 * mib}} {
+		if _, err := f.WriteAt(want[r[0]:r[1]], int64(r[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !hasHoles(f) {
+		t.Fatalf("%s has no holes on this file system", f.Name())
+	}
+	return f, want
+}
+
+// A sparse file's blocks that lie in holes cross as headers alone, to a
+// peer that takes them, and arrive as zeros.
+func TestHolesCrossAsBlocksOfZeros(t *testing.T) {
+	f, want := sparseFile(t)
+	s, r := pathPair(t, 2, nil, WithZeroBlocks(true))
+	transferFrom(t, s, r, 1, f, want)
+	// Blocks 1-4 and 6-8 (of 1 MiB) are all hole; 0, 5 and 9 hold data.
+	if got, wantZeros := s.Stats().ZeroBytesSent, int64(7<<20); got != wantZeros {
+		t.Errorf("%d bytes sent as zeros, want %d", got, wantZeros)
+	}
+	if got := r.Stats().ZeroBytesReceived; got != 7<<20 {
+		t.Errorf("%d bytes received as zeros, want %d", got, 7<<20)
+	}
+	if got := s.Stats().BytesSent; got != 3<<20 {
+		t.Errorf("%d payload bytes sent, want %d", got, 3<<20)
+	}
+
+	// Without the agreement every block carries its bytes.
+	s, r = pathPair(t, 2, nil)
+	transferFrom(t, s, r, 1, f, want)
+	if got := s.Stats().ZeroBytesSent; got != 0 {
+		t.Errorf("%d bytes sent as zeros to a peer that did not agree", got)
+	}
+}
+
+// A block of zeros from a peer that did not agree is a protocol error.
+func TestBlocksOfZerosUnagreedAreRefused(t *testing.T) {
+	f, want := sparseFile(t)
+	cc, sc := pairedConns(t, 1)
+	s, r := NewPath(cc, WithZeroBlocks(true)), NewPath(sc)
+	t.Cleanup(func() { s.Close(); r.Close() })
+	if err := r.Expect(1, newMemFile(len(want)), 0, int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	s.SendFile(testContext(t), 1, f, 0, int64(len(want)))
+	<-r.Failed()
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "not agreed") {
+		t.Errorf("receiver failed with %v; want a block of zeros not agreed", err)
+	}
+}

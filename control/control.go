@@ -49,7 +49,10 @@ const DefaultPort = 1649
 // it agrees, and then both ends compress what they send. A client that
 // wants the data channel over QUIC adds ";Q"; a server that listens for
 // QUIC answers ";Q<udp port>", and the client then opens the streams of
-// one QUIC connection there instead of TCP connections to P.
+// one QUIC connection there instead of TCP connections to P. A client
+// that takes blocks of zeros (a sparse file's holes sent as headers
+// alone) adds ";H", and a server that does echoes it; then both send
+// them.
 func parseExt(ext string) map[byte]string {
 	m := map[byte]string{}
 	for _, f := range strings.Split(ext, ";") {
@@ -85,6 +88,7 @@ type serverDual struct {
 	tok        datachan.Token
 	plain      bool // the pending token was issued for plaintext
 	compress   bool // the offer agreed to compressed data blocks
+	zeroBlocks bool // the offer agreed to blocks of zeros
 	quic       bool // the offer named the QUIC port
 	pathOpts   []datachan.Option
 	path       *datachan.Path
@@ -116,6 +120,7 @@ const (
 	extPlain    = 'X'
 	extCompress = 'Z'
 	extQUIC     = 'Q'
+	extHoles    = 'H'
 	// extMaxBlock: "B<bytes>" from a server, the largest data block it
 	// takes; a client sends none bigger. A kerf from before it sends
 	// none and ignores it.
@@ -145,6 +150,7 @@ func (d *serverDual) Offer(peerExt string) string {
 	d.plain = wantPlain && d.srv.cfg.AllowPlainData && !d.quic
 	_, wantCompress := f[extCompress]
 	d.compress = wantCompress && !d.srv.cfg.RefuseCompression
+	_, d.zeroBlocks = f[extHoles]
 	d.tok = datachan.NewToken()
 	if d.plain {
 		d.srv.plainTokens.Store(d.tok, true)
@@ -157,6 +163,9 @@ func (d *serverDual) Offer(peerExt string) string {
 	}
 	if d.compress {
 		ext += ";" + string(extCompress)
+	}
+	if d.zeroBlocks {
+		ext += ";" + string(extHoles)
 	}
 	if d.quic {
 		ext += fmt.Sprintf(";%c%d", extQUIC, d.srv.ql.Addr().(*net.UDPAddr).Port)
@@ -204,7 +213,7 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if tc, ok := conns[0].(*datachan.TLSConn); ok {
 		d.records = tc.Records()
 	}
-	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress))...)
+	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress), datachan.WithZeroBlocks(d.zeroBlocks))...)
 	d.live.Store(d.path)
 	return d.path, nil
 }
@@ -276,7 +285,7 @@ func (d *clientDual) Offer(string) string {
 	if d.quic {
 		ext += ";" + string(extQUIC)
 	}
-	return ext
+	return ext + ";" + string(extHoles)
 }
 
 // fewerStreamsSaid: a server's allowing fewer data connections than
@@ -371,7 +380,8 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	d.overQUIC = overQUIC
 	d.encrypted = !plain
 	d.compressed = compress
-	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress))
+	_, zeroBlocks := f[extHoles]
+	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress), datachan.WithZeroBlocks(zeroBlocks))
 	if maxBlock > 0 {
 		opts = append(opts, datachan.WithBlockSizeCap(maxBlock))
 	}

@@ -36,21 +36,36 @@ func allocatedBytes(t *testing.T, p string) int64 {
 	return st.Blocks * 512
 }
 
+// wireOfHoles checks that a transfer of makeSparse's file sent its
+// holes as blocks of zeros: the data that crossed is the three 1 MiB
+// blocks that hold its data, not 64 MiB (--json's done).
+func wireOfHoles(t *testing.T, r result) {
+	t.Helper()
+	done := eventsNamed(parseEvents(t, r.stdout), "done")
+	if len(done) != 1 || done[0].WireBytes <= 0 || done[0].WireBytes > 3<<20 {
+		t.Errorf("want a done whose wire_bytes are at most 3 MiB (holes as blocks of zeros):\n%s", r.stdout)
+	}
+}
+
 // --sparse on the receiving side (get, or a server's serve) keeps a
-// sparse file's holes; without it the copy is whole.
+// sparse file's holes; without it the copy is whole. Either way the
+// holes cross as blocks of zeros.
 func TestSparseTransfers(t *testing.T) {
 	t.Run("get", func(t *testing.T) {
 		root, local := t.TempDir(), t.TempDir()
 		src := filepath.Join(root, "disk.img")
 		makeSparse(t, src)
 		srv := startServer(t, root, serverOpts{})
-		mustRun(t, srv, local, nil, "get", "--sparse", target(srv.addr, "disk.img"), ".")
+		r := mustRun(t, srv, local, []string{"--json"}, "get", "--sparse", target(srv.addr, "disk.img"), ".")
+		wireOfHoles(t, r)
 		dst := filepath.Join(local, "disk.img")
 		sameFile(t, src, dst)
 		if a := allocatedBytes(t, dst); a > 1<<20 {
 			t.Errorf("get --sparse: %d bytes allocated for 192 KiB of data", a)
 		}
-		mustRun(t, srv, local, nil, "get", target(srv.addr, "disk.img"), "whole/")
+		r = mustRun(t, srv, local, []string{"--json"}, "get", target(srv.addr, "disk.img"), "whole/")
+		wireOfHoles(t, r)
+		sameFile(t, src, filepath.Join(local, "whole", "disk.img"))
 		if a := allocatedBytes(t, filepath.Join(local, "whole", "disk.img")); a < 60<<20 {
 			t.Errorf("get without --sparse: only %d bytes allocated; the test cannot tell", a)
 		}
@@ -60,7 +75,8 @@ func TestSparseTransfers(t *testing.T) {
 		src := filepath.Join(local, "disk.img")
 		makeSparse(t, src)
 		srv := startServer(t, root, serverOpts{args: []string{"--sparse"}})
-		mustRun(t, srv, local, nil, "send", "disk.img", srv.addr)
+		r := mustRun(t, srv, local, []string{"--json"}, "send", "disk.img", srv.addr)
+		wireOfHoles(t, r)
 		dst := filepath.Join(root, "disk.img")
 		sameFile(t, src, dst)
 		if a := allocatedBytes(t, dst); a > 1<<20 {

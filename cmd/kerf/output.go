@@ -120,9 +120,10 @@ type reporter struct {
 	wanted  []wantedName
 	unfound int
 	// wire counts the bytes the data blocks took on the data
-	// connections, and says whether they travelled compressed (it is
-	// known once the data connections are open).
-	wire func() (int64, bool)
+	// connections, and says how they travelled smaller than the files
+	// ("zstd", "holes", both, or "": wireBytes), known once the data
+	// connections are open.
+	wire func() (int64, string)
 	// channel names what carried the data (control.Client.DataChannel).
 	channel func() string
 }
@@ -217,7 +218,7 @@ type jsonEvent struct {
 	Reason  string  `json:"reason,omitempty"` // file_skipped, source_kept
 	Path    string  `json:"path,omitempty"`   // source_removed, source_kept: the local file
 	Rate    float64 `json:"bytes_per_second,omitempty"`
-	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress: data bytes as they travelled
+	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress or holes sent as zeros: data bytes as they travelled
 	Files   *int    `json:"files,omitempty"`      // done: files transferred
 	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; absent: in-band)
 	// Withdrawn, on a file_done or file_saved: the file_error told of
@@ -936,17 +937,17 @@ func (r *reporter) finish(err error) error {
 		rate = float64(r.done) / secs
 	}
 	var wire int64
-	compressed := false
+	how := ""
 	if r.wire != nil {
-		if wire, compressed = r.wire(); !compressed {
+		if wire, how = r.wire(); how == "" {
 			wire = 0
 		}
 	}
 	if r.bar != nil {
 		r.bar.Finish()
 		note := ""
-		if compressed {
-			note = fmt.Sprintf(" (%s on the wire, zstd)", humanBytes(wire))
+		if how != "" {
+			note = fmt.Sprintf(" (%s on the wire, %s)", humanBytes(wire), how)
 		}
 		fmt.Fprintf(r.out, "%d file(s), %s%s in %.2fs, %s\n", r.files, humanBytes(r.done), note, secs, humanRate(rate))
 	}

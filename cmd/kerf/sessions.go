@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -286,14 +287,25 @@ func sessionsOf(clients []*control.Client) []*kermit.Session {
 }
 
 // wireBytes is a reporter's wire function over every session's data
-// connections: the sum of the count of their Stats, and whether the
-// first's data travelled compressed.
-func wireBytes(clients, gone *[]*control.Client, count func(datachan.Stats) int64) func() (int64, bool) {
-	return func() (n int64, compressed bool) {
+// connections: the sum of the count of their Stats, and how the data
+// travelled smaller than the files: "zstd" (compressed), "holes" (a
+// sparse file's holes as blocks of zeros), both, or "" (as it is).
+func wireBytes(clients, gone *[]*control.Client, count func(datachan.Stats) int64) func() (int64, string) {
+	return func() (n int64, how string) {
+		var zeros int64
 		for _, cl := range append(slices.Clone(*clients), *gone...) {
-			n += count(cl.DataStats())
+			st := cl.DataStats()
+			n += count(st)
+			zeros += st.ZeroBytesSent + st.ZeroBytesReceived
 		}
-		return n, (*clients)[0].DataCompressed()
+		var ways []string
+		if (*clients)[0].DataCompressed() {
+			ways = append(ways, "zstd")
+		}
+		if zeros > 0 {
+			ways = append(ways, "holes")
+		}
+		return n, strings.Join(ways, ", ")
 	}
 }
 

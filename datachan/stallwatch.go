@@ -134,8 +134,11 @@ func (p *Path) watchStalls(grace time.Duration) {
 		}
 		if i := j.check(now, st); i >= 0 {
 			s := p.streams[i]
-			p.fail(fmt.Errorf("%w: stream %d (%v): no acknowledgement for %v with data out, while the other connections' came (the path drops its packets)",
-				ErrStalled, s.idx, s.conn.RemoteAddr(), now.Sub(st[i].stopped).Round(time.Second)))
+			// Both ends named: a client's connections share the
+			// server's address, and only their own ports tell them
+			// apart (QA ws51).
+			p.fail(fmt.Errorf("%w: stream %d (%v to %v): no acknowledgement for %v with data out, while the other connections' came (the path drops its packets)",
+				ErrStalled, s.idx, s.conn.LocalAddr(), s.conn.RemoteAddr(), now.Sub(st[i].stopped).Round(time.Second)))
 			return
 		}
 	}

@@ -110,8 +110,8 @@ func testDualResumeSendsOnlyTheGaps(t *testing.T, data []byte) {
 				t.Fatalf("send %v, receive %v", serr, rerr)
 			}
 			checkFiles(t, dst, []testFile{{"big.bin", data}})
-			if st.FileBytes != tc.wantBytes {
-				t.Errorf("sent %d bytes, want %d", st.FileBytes, tc.wantBytes)
+			if st.FileBytes != tc.wantBytes || st.BytesSent != tc.wantBytes {
+				t.Errorf("sent %d bytes (files done: %d), want %d", st.FileBytes, st.BytesSent, tc.wantBytes)
 			}
 			mu.Lock()
 			for sending, e := range done {

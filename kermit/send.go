@@ -391,10 +391,10 @@ func (s *Session) event(e Event) {
 	switch {
 	case e.Kind == FileDone && e.Sending:
 		s.stats.FilesSent++
-		s.stats.BytesSent += e.Bytes
+		s.stats.BytesSent += e.Bytes - e.Kept // (kept ranges did not move)
 	case e.Kind == FileDone:
 		s.stats.FilesReceived++
-		s.stats.BytesReceived += e.Bytes
+		s.stats.BytesReceived += e.Bytes - e.Kept
 	case e.Kind == FileFailed:
 		s.stats.FilesFailed++
 	}
@@ -1801,6 +1801,14 @@ func (p *sourceAt) ReadAt(b []byte, off int64) (int, error) {
 		p.failed.Store(true)
 	}
 	return n, err
+}
+
+// Unread counts bytes the data channel sent without reading them (a
+// sparse file's holes, as blocks of zeros: datachan.UnreadCounter).
+func (p *sourceAt) Unread(n int64) {
+	if p.report != nil {
+		p.report(n)
+	}
 }
 
 // File lets the data channel send the file's blocks with sendfile

@@ -374,21 +374,22 @@ func (r *reporter) event(e kermit.Event) {
 		// The ranges the receiver kept past the offset (e.Kept, counted
 		// in Bytes as they were passed) were moved by this run only as
 		// far as its earlier attempts moved more than their prefix;
-		// kept from another run, they are not this run's bytes.
-		moved := e.Bytes - e.Kept + min(r.earlier[e.Name]-kept, e.Kept)
+		// kept from another run, they are not this run's bytes. (The
+		// file_done's bytes stay e.Bytes, with its kept beside them.)
+		ran := e.Bytes - e.Kept + min(r.earlier[e.Name]-kept, e.Kept)
 		keptBefore := r.keptBefore[e.Name]
 		delete(r.earlier, e.Name)
 		delete(r.startAt, e.Name)
 		delete(r.keptBefore, e.Name)
-		r.done += moved - r.current[e.Name] + kept
+		r.done += ran - r.current[e.Name] + kept
 		delete(r.current, e.Name)
 		r.files++
-		r.replan(e.Name, moved+kept+keptBefore)
+		r.replan(e.Name, ran+kept+keptBefore)
 		r.showBar()
 		if r.unsaved == nil {
 			r.unsaved, r.finished = map[string]int64{}, map[string]bool{}
 		}
-		r.unsaved[e.Name] = moved + kept
+		r.unsaved[e.Name] = ran + kept
 		r.finished[e.Name] = true
 		if r.json == nil && r.bar == nil {
 			break // quiet: nothing to print

@@ -659,9 +659,9 @@ func (p *Path) storeCounted(b *frame) {
 // held; it releases p.mu.
 func (p *Path) storeCountedLocked(b *frame) {
 	f := b.file
-	if f.busy && f.queuedBytes+len(b.payload) <= maxQueuedBytes {
+	if f.busy && f.queuedBytes+b.held() <= maxQueuedBytes {
 		f.queued = append(f.queued, b)
-		f.queuedBytes += len(b.payload)
+		f.queuedBytes += b.held()
 		p.mu.Unlock()
 		return
 	}
@@ -677,7 +677,7 @@ func (p *Path) storeCountedLocked(b *frame) {
 		}
 		b = f.queued[next]
 		f.queued[next] = nil
-		f.queuedBytes -= len(b.payload)
+		f.queuedBytes -= b.held()
 	}
 	f.queued = f.queued[:0] // kept for the file's next run
 	f.busy = false
@@ -710,12 +710,19 @@ func (p *Path) writeLocked(f *recvFile, b *frame) {
 		return
 	}
 	p.mu.Unlock()
-	_, err := dst.WriteAt(b.payload, int64(b.h.Offset))
+	n := uint64(len(b.payload))
+	var err error
+	if b.h.Flags&framing.BlockFlagZeros != 0 {
+		n = uint64(b.h.Length)
+		err = writeZeros(dst, int64(b.h.Offset), int64(n))
+	} else {
+		_, err = dst.WriteAt(b.payload, int64(b.h.Offset))
+	}
 	p.mu.Lock()
 	f.writing--
 	if err == nil {
 		start := b.h.Offset
-		f.wrote.add(start, start+uint64(len(b.payload)), 0)
+		f.wrote.add(start, start+n, 0)
 	}
 	if f.err != nil {
 		return

@@ -40,7 +40,10 @@ type sendJob struct {
 	noSendfile atomic.Bool
 	// holes: the file, when it has holes and the peer takes blocks of
 	// zeros (WithZeroBlocks): a block in a hole goes as a header alone.
-	holes *os.File
+	// [dataFrom, dataTo) is the last run of data found in it (under mu):
+	// the blocks within it are read without asking again.
+	holes            *os.File
+	dataFrom, dataTo int64
 
 	// What every block of the job shares; set before the first is queued.
 	src io.ReaderAt
@@ -84,7 +87,7 @@ func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	j.reading.Add(1)
 	j.mu.Unlock()
 	defer j.reading.Done()
-	if j.holes != nil && isHole(j.holes, pos, j.blockLen(pos)) {
+	if j.holes != nil && j.inHole(pos) {
 		f, c := p.zeroBlock(j.id, pos, j.blockLen(pos))
 		if u, ok := j.src.(UnreadCounter); ok {
 			u.Unread(j.blockLen(pos))
@@ -107,6 +110,27 @@ func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	j.add(pos, c)
 	f.job = j
 	return f
+}
+
+// inHole reports whether the job's block at pos lies wholly in a hole
+// of its file, asking the file system only outside the last run of data
+// found: a file with few holes, or one a file system compresses (which
+// says it has holes and has none), costs a few lseeks, not one a block.
+func (j *sendJob) inHole(pos int64) bool {
+	l := j.blockLen(pos)
+	j.mu.Lock()
+	known := j.dataFrom <= pos && pos+l <= j.dataTo
+	j.mu.Unlock()
+	if known {
+		return false
+	}
+	hole, from, to := dataAt(j.holes, pos, l)
+	if !hole && to > from {
+		j.mu.Lock()
+		j.dataFrom, j.dataTo = from, to
+		j.mu.Unlock()
+	}
+	return hole
 }
 
 // abandon marks the job abandoned and waits for the reads of its src

@@ -1,6 +1,7 @@
 package datachan
 
 import (
+	"io"
 	"os"
 
 	"kerf/framing"
@@ -17,11 +18,25 @@ func WithZeroBlocks(on bool) Option {
 	return func(c *config) { c.zeroBlocks = on }
 }
 
+// A HoleHinter is a SendFile src that knows, from the fstat its open
+// made, whether its file may have holes (known false: not a hint).
+type HoleHinter interface {
+	MayHaveHoles() (holes, known bool)
+}
+
 // holesOf returns the file under src if the Path sends blocks of zeros
 // and the file has holes (fewer blocks allocated than its size needs),
-// else nil: a file without holes costs no lseek a block.
+// else nil: a file without holes costs no lseek a block, and with a
+// hint no system call at all.
 func (p *Path) holesOf(src any) *os.File {
 	if !p.cfg.zeroBlocks {
+		return nil
+	}
+	holes, known := false, false
+	if h, ok := src.(HoleHinter); ok {
+		holes, known = h.MayHaveHoles()
+	}
+	if known && !holes {
 		return nil
 	}
 	var f *os.File
@@ -31,7 +46,7 @@ func (p *Path) holesOf(src any) *os.File {
 	case FileSource:
 		f = s.File()
 	}
-	if f == nil || !hasHoles(f) {
+	if f == nil || !known && !hasHoles(f) {
 		return nil
 	}
 	return f
@@ -56,8 +71,10 @@ func (p *Path) zeroBlock(id uint32, pos, l int64) (*frame, uint32) {
 }
 
 // readZeros takes the block of zeros whose header is h (no payload
-// follows): checked, and delivered as a frame of zeros, which the file's
-// store writes as it writes any (a sparse receive leaves a hole).
+// follows): checked, and delivered as a frame of its header alone, kept
+// so (parked, queued, or dropped as a duplicate) until it is written,
+// when its zeros are written from zeroBuf as any block's bytes are (a
+// sparse receive leaves a hole).
 func (s *stream) readZeros(h framing.BlockHeader) error {
 	p := s.p
 	if !p.cfg.zeroBlocks {
@@ -66,10 +83,34 @@ func (s *stream) readZeros(h framing.BlockHeader) error {
 	if h.PayloadCRC != framing.ZerosCRC32C(int64(h.Length)) {
 		return s.protocolError("file %d offset %d: a block of %d zeros whose check is not theirs", h.FileID, h.Offset, h.Length)
 	}
-	f := p.getFrame(int(h.Length))
-	clear(f.payload)
-	h.Flags &^= framing.BlockFlagZeros
+	f := p.getFrame(1)
+	f.payload = f.payload[:0]
 	f.h = h
 	p.stats.zeroBytesReceived.Add(int64(h.Length))
 	return s.deliver(f)
+}
+
+// held is what a received frame counts against its file's queue: its
+// payload, or for a block of zeros the buffer it holds.
+func (f *frame) held() int {
+	if f.h.Flags&framing.BlockFlagZeros != 0 {
+		return f.payloadCap()
+	}
+	return len(f.payload)
+}
+
+// zeroBuf is what blocks of zeros are written from. Never written to:
+// io.WriterAt may not change what it is given.
+var zeroBuf = make([]byte, 1<<20)
+
+// writeZeros writes n zero bytes to dst at off.
+func writeZeros(dst io.WriterAt, off, n int64) error {
+	for n > 0 {
+		k := min(n, int64(len(zeroBuf)))
+		if _, err := dst.WriteAt(zeroBuf[:k], off); err != nil {
+			return err
+		}
+		off, n = off+k, n-k
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package datachan
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,5 +71,50 @@ func TestBlocksOfZerosUnagreedAreRefused(t *testing.T) {
 	<-r.Failed()
 	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "not agreed") {
 		t.Errorf("receiver failed with %v; want a block of zeros not agreed", err)
+	}
+}
+
+// Blocks of zeros that come before their file is expected are parked as
+// the headers they are: a small park holds them all, and none is asked
+// for again (review 51b: each held 1 MiB of zeros there, and past the
+// park's limit came back as data).
+func TestBlocksOfZerosParkAsHeaders(t *testing.T) {
+	f, want := sparseFile(t)
+	s, r := pathPair(t, 2, nil, WithZeroBlocks(true), WithParkLimit(4<<20))
+	ctx := testContext(t)
+	done := make(chan error, 1)
+	go func() { _, err := s.SendFile(ctx, 1, f, 0, int64(len(want))); done <- err }()
+	waitFor(t, func() bool { st := r.Stats(); return st.Parked+st.Deferred == 10 })
+	dst := newMemFile(len(want))
+	if err := r.Expect(1, dst, 0, int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst.bytes(), want) {
+		t.Fatal("received bytes differ")
+	}
+	if st := r.Stats(); st.Deferred != 0 || s.Stats().BlocksResent != 0 {
+		t.Errorf("deferred %d, sent again %d; want every block parked", st.Deferred, s.Stats().BlocksResent)
+	}
+}
+
+// A sparse file that shrank below the range being sent is read, and
+// found short, not sent as zeros past its end (review 51b).
+func TestShrunkSparseFileIsNotSentAsZeros(t *testing.T) {
+	f, want := sparseFile(t)
+	if err := f.Truncate(4 << 20); err != nil {
+		t.Fatal(err)
+	}
+	s, r := pathPair(t, 1, nil, WithZeroBlocks(true))
+	if err := r.Expect(1, newMemFile(len(want)), 0, int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendFile(testContext(t), 1, f, 0, int64(len(want))); err == nil {
+		t.Error("SendFile of a file cut to 4 MiB of 10 succeeded")
 	}
 }

@@ -178,6 +178,13 @@ func (f *LocalFile) OpenedStat() fs.FileInfo {
 	return statInfo{name: path.Base(f.name), st: f.opened}
 }
 
+// MayHaveHoles reports, from the open's fstat, whether the file has
+// fewer blocks allocated than its size needs (datachan.HoleHinter: only
+// such a file's blocks are looked at for holes).
+func (f *LocalFile) MayHaveHoles() (holes, known bool) {
+	return f.opened.Blocks*512 < f.opened.Size, true
+}
+
 // File returns the file as an *os.File, for sendfile(2)
 // (datachan.FileSource); from then on Close closes that.
 func (f *LocalFile) File() *os.File {

@@ -1803,6 +1803,15 @@ func (p *sourceAt) ReadAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// MayHaveHoles passes on what the open file knows of its holes
+// (datachan.HoleHinter).
+func (p *sourceAt) MayHaveHoles() (holes, known bool) {
+	if h, ok := p.r.(interface{ MayHaveHoles() (bool, bool) }); ok {
+		return h.MayHaveHoles()
+	}
+	return false, false
+}
+
 // Unread counts bytes the data channel sent without reading them (a
 // sparse file's holes, as blocks of zeros: datachan.UnreadCounter).
 func (p *sourceAt) Unread(n int64) {

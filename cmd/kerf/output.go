@@ -218,7 +218,7 @@ type jsonEvent struct {
 	Reason  string  `json:"reason,omitempty"` // file_skipped, source_kept
 	Path    string  `json:"path,omitempty"`   // source_removed, source_kept: the local file
 	Rate    float64 `json:"bytes_per_second,omitempty"`
-	Wire    int64   `json:"wire_bytes,omitempty"` // done, with --compress or holes sent as zeros: data bytes as they travelled
+	Wire    *int64  `json:"wire_bytes,omitempty"` // done, with --compress or holes sent as zeros: data bytes as they travelled (0 too)
 	Files   *int    `json:"files,omitempty"`      // done: files transferred
 	Data    string  `json:"data,omitempty"`       // done: what carried the data (quic, tls, tcp; absent: in-band)
 	// Withdrawn, on a file_done or file_saved: the file_error told of
@@ -954,7 +954,10 @@ func (r *reporter) finish(err error) error {
 	}
 	if r.json != nil {
 		files := r.files
-		ev := jsonEvent{Event: "done", Bytes: &r.done, Files: &files, Seconds: secs, Rate: rate, Wire: wire}
+		ev := jsonEvent{Event: "done", Bytes: &r.done, Files: &files, Seconds: secs, Rate: rate}
+		if how != "" {
+			ev.Wire = &wire // (a file all holes: 0, said)
+		}
 		if r.channel != nil {
 			ev.Data = r.channel()
 		}

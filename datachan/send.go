@@ -201,14 +201,23 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	if file := p.zeroCopySource(src); file != nil && n >= zeroCopyMin {
 		job.zc = file
 	}
-	if n > bs {
-		job.holes = p.holesOf(src) // (one block: not worth the look)
+	if n >= minZeroBlock {
+		// (A gap a resume sends is often one block: QA aa, a resumed
+		// sparse image's one-block gaps went as data.)
+		job.holes = p.holesOf(src)
 	}
 	if n > 0 && n <= bs {
 		// One block: read here, and written here too if a connection
 		// is free (no hand-off to a writer and back).
-		f, c, err := p.readBlock(src, job.zc, id, off, n)
-		if err != nil {
+		var f *frame
+		var c uint32
+		var err error
+		if job.holes != nil && job.inHole(off) {
+			f, c = p.zeroBlock(id, off, n)
+			if u, ok := src.(UnreadCounter); ok {
+				u.Unread(n)
+			}
+		} else if f, c, err = p.readBlock(src, job.zc, id, off, n); err != nil {
 			return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, off, err)
 		}
 		if p.writeInline(f) {

@@ -18,6 +18,10 @@ func WithZeroBlocks(on bool) Option {
 	return func(c *config) { c.zeroBlocks = on }
 }
 
+// minZeroBlock is the least a SendFile must send for its holes to be
+// looked for: a small file's one block is read whatever it holds.
+const minZeroBlock = 64 << 10
+
 // A HoleHinter is a SendFile src that knows, from the fstat its open
 // made, whether its file may have holes (known false: not a hint).
 type HoleHinter interface {

@@ -118,3 +118,25 @@ func TestShrunkSparseFileIsNotSentAsZeros(t *testing.T) {
 		t.Error("SendFile of a file cut to 4 MiB of 10 succeeded")
 	}
 }
+
+// A range of one block in a hole goes as a block of zeros too (QA aa: a
+// resume's one-block gaps of a sparse image went as data).
+func TestOneBlockInAHoleIsABlockOfZeros(t *testing.T) {
+	f, want := sparseFile(t)
+	s, r := pathPair(t, 1, nil, WithZeroBlocks(true))
+	ctx := testContext(t)
+	dst := newMemFile(len(want))
+	const mib = 1 << 20
+	if err := r.Expect(1, dst, 2*mib, mib); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendFile(ctx, 1, f, 2*mib, mib); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stats().ZeroBytesSent; got != mib {
+		t.Errorf("%d bytes sent as zeros, want %d", got, mib)
+	}
+}

@@ -178,6 +178,43 @@ func (f *LocalFile) OpenedStat() fs.FileInfo {
 	return statInfo{name: path.Base(f.name), st: f.opened}
 }
 
+// CRC32C is the CRC-32C of bytes [off, end) of the file, its holes
+// counted without being read (a sender's check of a receiver's partial
+// of a sparse image: kermit's crcOfRange).
+func (f *LocalFile) CRC32C(off, end int64) (uint32, error) {
+	release, err := f.use("read")
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	return crcOfRange(f.fd, fdReader(f.fd), off, end)
+}
+
+// fdReader reads a descriptor its caller keeps open (with pread), taking
+// no lock of its own.
+type fdReader int
+
+func (fd fdReader) ReadAt(b []byte, off int64) (int, error) {
+	total := 0
+	for len(b) > 0 {
+		var n int
+		err := ignoringEINTR(func() error {
+			var err error
+			n, err = unix.Pread(int(fd), b, off)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, io.EOF
+		}
+		total += n
+		b, off = b[n:], off+int64(n)
+	}
+	return total, nil
+}
+
 // MayHaveHoles reports, from the open's fstat, whether the file has
 // fewer blocks allocated than its size needs (datachan.HoleHinter: only
 // such a file's blocks are looked at for holes).

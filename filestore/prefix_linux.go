@@ -77,3 +77,11 @@ func (t *tempFile) takeKept() (prefix int64, ranges [][2]int64, ok bool) {
 func (t *tempFile) clearKept() {
 	ignoringEINTR(func() error { return unix.Fremovexattr(t.fd, keptAttr) })
 }
+
+// punchHole makes [off, off+n) of the file a hole (zeros), keeping its
+// size: a kept partial's gaps, which may hold bytes that are not data.
+func (t *tempFile) punchHole(off, n int64) error {
+	return ignoringEINTR(func() error {
+		return unix.Fallocate(t.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	})
+}

@@ -17,3 +17,5 @@ func (t *tempFile) setKept(int64, [][2]int64) error { return errors.ErrUnsupport
 func (t *tempFile) takeKept() (int64, [][2]int64, bool) { return 0, nil, false }
 
 func (t *tempFile) clearKept() {}
+
+func (t *tempFile) punchHole(int64, int64) error { return errors.ErrUnsupported }

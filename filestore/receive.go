@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"io/fs"
 	"math"
 	"path"
@@ -677,13 +675,16 @@ func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, e
 	// there again. (A sparse partial left by a crash, with no recorded
 	// prefix, is cut at its first hole, so a disk image resumes from
 	// about its first run of zeros.) The gaps between kept ranges hold
-	// what they hold: the zeros sent into them are written.
-	in.zeroFrom.Store(size)
-	crcOf := func(off, end int64) (uint32, error) {
-		h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-		_, err := io.Copy(h, io.NewSectionReader(in.f, off, end-off))
-		return h.Sum32(), err
+	// what they hold, so a sparse receive makes them holes first, and
+	// then leaves the zeros sent into them as holes too (QA aa: a
+	// resumed 20 GiB image with 4 MB of data took 531 MiB); where it
+	// cannot, their zeros are written.
+	zeroFrom := size
+	if in.sparse && len(ranges) > 0 && in.punchGaps(cut, ranges) == nil {
+		zeroFrom = cut
 	}
+	in.zeroFrom.Store(zeroFrom)
+	crcOf := func(off, end int64) (uint32, error) { return crcOfRange(in.f.fd, in.f, off, end) }
 	crc, err := crcOf(0, cut)
 	if err != nil {
 		return 0, 0, nil, err
@@ -700,17 +701,31 @@ func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, e
 	return cut, crc, kept, nil
 }
 
+// punchGaps makes the gaps between prefix and the kept ranges holes.
+func (in *incoming) punchGaps(prefix int64, ranges [][2]int64) error {
+	from := prefix
+	for _, r := range ranges {
+		if r[0] > from {
+			if err := in.f.punchHole(from, r[0]-from); err != nil {
+				return err
+			}
+		}
+		from = r[1]
+	}
+	return nil
+}
+
 // checkKept reads again the ranges PartialKept gave out: the sender did
 // not send them, and the file's check trusted their CRCs as they were
 // then, so a range changed on the disk since (another process writing
 // into the partial) would otherwise be named as received.
 func (in *incoming) checkKept() error {
 	for _, k := range in.keptGiven {
-		h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-		if _, err := io.Copy(h, io.NewSectionReader(in.f, k.Off, k.End-k.Off)); err != nil {
+		c, err := crcOfRange(in.f.fd, in.f, k.Off, k.End)
+		if err != nil {
 			return fmt.Errorf("filestore: reading again bytes %d-%d of %s, kept from before: %w", k.Off, k.End, in.final, err)
 		}
-		if h.Sum32() != k.CRC {
+		if c != k.CRC {
 			return fmt.Errorf("filestore: bytes %d-%d of %s, kept from an earlier attempt, changed on the disk during this one; not stored", k.Off, k.End, in.final)
 		}
 	}

@@ -51,8 +51,11 @@ func (r *fsRoom) admit(n int64, statfs func(*unix.Statfs_t) error) (free int64, 
 	free = r.free - (r.written.Load() - r.writtenAt) - r.promised.Load()
 	if r.at.IsZero() || time.Since(r.at) > time.Second || n > free/2 {
 		var st unix.Statfs_t
-		if err := statfs(&st); err != nil || st.Bsize <= 0 {
-			return 0, true // unknown: let the writes tell
+		if err := statfs(&st); err != nil || st.Bsize <= 0 || st.Blocks == 0 {
+			// Unknown: let the writes tell. (A file system of no size,
+			// ramfs, has no limit but memory: QA aa, 0 free refused
+			// every file.)
+			return 0, true
 		}
 		r.free, r.at, r.writtenAt = math.MaxInt64, time.Now(), r.written.Load()
 		if int64(st.Bavail) <= math.MaxInt64/int64(st.Bsize) {

@@ -14,7 +14,7 @@ import (
 func TestFSRoomCountsOnce(t *testing.T) {
 	avail := uint64(100)
 	statfs := func(st *unix.Statfs_t) error {
-		st.Bsize, st.Bavail = 1, avail
+		st.Bsize, st.Bavail, st.Blocks = 1, avail, 1<<40
 		return nil
 	}
 	var r fsRoom
@@ -84,5 +84,18 @@ func TestWritesCountedWithoutPromise(t *testing.T) {
 			t.Errorf("%s size: 5000 bytes written counted as %d", c.name, got)
 		}
 		inc.Abort(false)
+	}
+}
+
+// A file system of no size (ramfs: f_blocks 0, no limit but memory) is
+// taken as unknown, not full (QA aa: every file was refused).
+func TestFSRoomOfNoSizeIsUnknown(t *testing.T) {
+	var r fsRoom
+	statfs := func(st *unix.Statfs_t) error {
+		st.Bsize, st.Bavail, st.Blocks = 4096, 0, 0
+		return nil
+	}
+	if _, ok := r.admit(1<<30, statfs); !ok {
+		t.Error("a file refused on a file system that says it has no size")
 	}
 }

@@ -1378,8 +1378,14 @@ func (d *dataSource) fill() error {
 // crcOfPrefix computes the CRC-32C of the first n bytes of r.
 func crcOfPrefix(r io.ReaderAt, n int64) (uint32, error) { return crcOfRange(r, 0, n) }
 
-// crcOfRange is the CRC-32C of bytes [off, end) of r.
+// crcOfRange is the CRC-32C of bytes [off, end) of r (by r itself when
+// it can do better: filestore.LocalFile skips a sparse file's holes).
 func crcOfRange(r io.ReaderAt, off, end int64) (uint32, error) {
+	if c, ok := r.(interface {
+		CRC32C(off, end int64) (uint32, error)
+	}); ok {
+		return c.CRC32C(off, end)
+	}
 	buf := make([]byte, min(256*1024, max(end-off, 0)))
 	var crc uint32
 	for off < end {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"kerf/internal/holes"
 	"kerf/kermit"
 )
 
@@ -187,7 +188,7 @@ func (f *LocalFile) CRC32C(off, end int64) (uint32, error) {
 		return 0, err
 	}
 	defer release()
-	return crcOfRange(f.fd, fdReader(f.fd), off, end)
+	return holes.CRC32C(f.fd, fdReader(f.fd), off, end)
 }
 
 // fdReader reads a descriptor its caller keeps open (with pread), taking

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kerf/framing"
+	"kerf/internal/holes"
 	"kerf/kermit"
 )
 
@@ -684,7 +685,7 @@ func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, e
 		zeroFrom = cut
 	}
 	in.zeroFrom.Store(zeroFrom)
-	crcOf := func(off, end int64) (uint32, error) { return crcOfRange(in.f.fd, in.f, off, end) }
+	crcOf := func(off, end int64) (uint32, error) { return holes.CRC32C(in.f.fd, in.f, off, end) }
 	crc, err := crcOf(0, cut)
 	if err != nil {
 		return 0, 0, nil, err
@@ -721,7 +722,7 @@ func (in *incoming) punchGaps(prefix int64, ranges [][2]int64) error {
 // into the partial) would otherwise be named as received.
 func (in *incoming) checkKept() error {
 	for _, k := range in.keptGiven {
-		c, err := crcOfRange(in.f.fd, in.f, k.Off, k.End)
+		c, err := holes.CRC32C(in.f.fd, in.f, k.Off, k.End)
 		if err != nil {
 			return fmt.Errorf("filestore: reading again bytes %d-%d of %s, kept from before: %w", k.Off, k.End, in.final, err)
 		}

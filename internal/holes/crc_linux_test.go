@@ -1,4 +1,4 @@
-package filestore
+package holes
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"kerf/framing"
 )
 
-// crcOfRange counts holes as zeros without reading them and gives the
+// CRC32C counts holes as zeros without reading them and gives the
 // CRC-32C a read of every byte gives, for any range of files of runs of
 // data and holes; a range past the file's end is an error.
 func TestCRCOfRangeSkipsHolesExactly(t *testing.T) {
@@ -39,14 +39,14 @@ func TestCRCOfRangeSkipsHolesExactly(t *testing.T) {
 		for range 5 {
 			off := rng.Int64N(size)
 			end := off + rng.Int64N(size-off+1)
-			got, err := crcOfRange(int(f.Fd()), f, off, end)
+			got, err := CRC32C(int(f.Fd()), f, off, end)
 			if want := framing.CRC32C(whole[off:end]); err != nil || got != want {
 				t.Fatalf("file %d (%d bytes), [%d,%d): %08x, %v; want %08x", i, size, off, end, got, err, want)
 			}
 		}
 		f.WriteAt([]byte{1}, size-1) // data at the end, then not
 		for _, off := range []int64{size - 10, size + 5} {
-			if _, err := crcOfRange(int(f.Fd()), f, off, size+10); !errors.Is(err, io.ErrUnexpectedEOF) {
+			if _, err := CRC32C(int(f.Fd()), f, off, size+10); !errors.Is(err, io.ErrUnexpectedEOF) {
 				t.Errorf("[%d,%d) past the end at %d: %v, want ErrUnexpectedEOF", off, size+10, size, err)
 			}
 		}

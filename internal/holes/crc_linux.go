@@ -1,4 +1,8 @@
-package filestore
+// Package holes reads files with holes: the CRC-32C of a range with its
+// holes counted as zeros, not read. Shared by filestore (a receiver's
+// partial) and kermit (a sender's own file), which cannot import each
+// other's file code.
+package holes
 
 import (
 	"errors"
@@ -9,13 +13,13 @@ import (
 	"kerf/framing"
 )
 
-// crcOfRange is the CRC-32C of bytes [off, end) of the file open as fd
+// CRC32C is the CRC-32C of bytes [off, end) of the file open as fd
 // (read through r): the runs of data read, the holes between them
 // counted as zeros without reading them (SEEK_DATA, SEEK_HOLE), so that
 // the check of a sparse image's partial costs its data, not its size
 // (QA aa: a 20 GiB image's resume took 23 s, reading holes). Where the
 // file system cannot tell holes, all of it is read.
-func crcOfRange(fd int, r io.ReaderAt, off, end int64) (uint32, error) {
+func CRC32C(fd int, r io.ReaderAt, off, end int64) (uint32, error) {
 	var crc uint32
 	add := func(c uint32, n int64) { crc = framing.CombineCRC32C(crc, c, n) }
 	read := func(from, to int64) error {

@@ -1387,26 +1387,13 @@ func crcOfRange(r io.ReaderAt, off, end int64) (uint32, error) {
 	}); ok {
 		return c.CRC32C(off, end)
 	}
+	fd := -1 // not a file: holes.CRC32C reads it all
 	if f := osFile(r); f != nil {
 		// A file a server sends: its holes need no reading either (QA
 		// aa: a 20 GiB image's resume read its holes, seconds).
-		return holes.CRC32C(int(f.Fd()), r, off, end)
+		fd = int(f.Fd())
 	}
-	buf := make([]byte, min(256*1024, max(end-off, 0)))
-	var crc uint32
-	for off < end {
-		m := min(int64(len(buf)), end-off)
-		k, err := r.ReadAt(buf[:m], off)
-		crc = framing.UpdateCRC32C(crc, buf[:k])
-		off += int64(k)
-		if err != nil && !(err == io.EOF && off == end) {
-			return 0, err
-		}
-		if k == 0 && err == nil {
-			return 0, io.ErrNoProgress
-		}
-	}
-	return crc, nil
+	return holes.CRC32C(fd, r, off, end)
 }
 
 // keptFit reports whether kept ranges a receiver listed are sorted,

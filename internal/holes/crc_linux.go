@@ -18,7 +18,8 @@ import (
 // counted as zeros without reading them (SEEK_DATA, SEEK_HOLE), so that
 // the check of a sparse image's partial costs its data, not its size
 // (QA aa: a 20 GiB image's resume took 23 s, reading holes). Where the
-// file system cannot tell holes, all of it is read.
+// file system cannot tell holes (or fd is -1, r no file), all of it is
+// read.
 func CRC32C(fd int, r io.ReaderAt, off, end int64) (uint32, error) {
 	var crc uint32
 	add := func(c uint32, n int64) { crc = framing.CombineCRC32C(crc, c, n) }

@@ -53,3 +53,28 @@ func TestCRCOfRangeSkipsHolesExactly(t *testing.T) {
 		f.Close()
 	}
 }
+
+// A reader that is no file (fd -1) is read whole.
+func TestCRC32COfAReader(t *testing.T) {
+	b := []byte("kerf keeps what came past the gap")
+	r := bytesReader(b)
+	if got, err := CRC32C(-1, r, 5, int64(len(b))); err != nil || got != framing.CRC32C(b[5:]) {
+		t.Errorf("CRC32C(-1, …) = %08x, %v; want %08x", got, err, framing.CRC32C(b[5:]))
+	}
+	if _, err := CRC32C(-1, r, 5, int64(len(b))+1); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("past the end: %v, want ErrUnexpectedEOF", err)
+	}
+}
+
+type bytesReader []byte
+
+func (b bytesReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

@@ -88,10 +88,7 @@ func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	j.mu.Unlock()
 	defer j.reading.Done()
 	if j.holes != nil && j.inHole(pos) {
-		f, c := p.zeroBlock(j.id, pos, j.blockLen(pos))
-		if u, ok := j.src.(UnreadCounter); ok {
-			u.Unread(j.blockLen(pos))
-		}
+		f, c := p.zeroBlock(j.src, j.id, pos, j.blockLen(pos))
 		j.add(pos, c)
 		f.job = j
 		return f
@@ -213,10 +210,7 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		var c uint32
 		var err error
 		if job.holes != nil && job.inHole(off) {
-			f, c = p.zeroBlock(id, off, n)
-			if u, ok := src.(UnreadCounter); ok {
-				u.Unread(n)
-			}
+			f, c = p.zeroBlock(src, id, off, n)
 		} else if f, c, err = p.readBlock(src, job.zc, id, off, n); err != nil {
 			return 0, fmt.Errorf("datachan: reading file %d at %d: %w", id, off, err)
 		}

@@ -64,13 +64,17 @@ type UnreadCounter interface {
 }
 
 // zeroBlock returns a frame that stands for l zero bytes of file id at
-// pos, with no payload, and the CRC-32C of those bytes.
-func (p *Path) zeroBlock(id uint32, pos, l int64) (*frame, uint32) {
+// pos, with no payload, and the CRC-32C of those bytes; src, not read,
+// is told of them (UnreadCounter).
+func (p *Path) zeroBlock(src io.ReaderAt, id uint32, pos, l int64) (*frame, uint32) {
 	c := framing.ZerosCRC32C(l)
 	f := p.getFrame(1)
 	f.payload = f.payload[:0]
 	framing.BlockHeader{Flags: framing.BlockFlagZeros, FileID: id, Offset: uint64(pos), Length: uint32(l), PayloadCRC: c}.Put(f.hdr())
 	p.stats.zeroBytesSent.Add(l)
+	if u, ok := src.(UnreadCounter); ok {
+		u.Unread(l) // not read, but passed
+	}
 	return f, c
 }
 

@@ -78,7 +78,7 @@ func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool
 		case n.pattern && targetErr != nil:
 			// A link leading nowhere or out of the tree, found by a
 			// wildcard: named as failed, as a walk names it.
-			more = yield(unreadable(path.Base(n.rel), fmt.Errorf("filestore: %w", targetErr)))
+			more = yield(unreadable(path.Base(n.rel), d.linkGone(n.rel, targetErr)))
 		case n.pattern:
 			// A wildcard passes over directories (without -r) and
 			// special files, and says so, as a walk does and as rsync
@@ -617,9 +617,14 @@ func (d *Dir) walk(top string, contents bool, keep func(string) bool, dropped *i
 				Open: func() (kermit.FileReader, error) { return nil, kermit.PassedOver(what) }})
 			return nil
 		}
-		if err != nil {
+		if err != nil && linked {
 			// A link that leads nowhere or out of the tree was meant to
-			// be a file: the client hears of it (announceUnsent).
+			// be a file: the client hears of it (announceUnsent), or
+			// that its file was moved already.
+			add(unreadable(name(p), d.linkGone(p, err)))
+			return nil
+		}
+		if err != nil {
 			add(unreadable(name(p), fmt.Errorf("filestore: %w", err)))
 			return nil
 		}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -216,7 +217,24 @@ func (d *Dir) RemoveSent(f kermit.OutgoingFile) error {
 	if err := d.root.Remove(rel); err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
+	// A link to it, sent after, is told from a file gone by itself.
+	kermit.NoteMoved(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), f.Name, filepath.Join(d.root.Name(), filepath.FromSlash(rel)))
 	return nil
+}
+
+// linkGone is why the link rel, whose target is gone (err), is
+// passed over: it led to a file moved already (kermit.MovedFrom); or
+// err, said as the filestore's.
+func (d *Dir) linkGone(rel string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if to, rerr := d.root.Readlink(rel); rerr == nil && !path.IsAbs(to) {
+			at := path.Join(path.Dir(rel), to)
+			if moved := kermit.MovedFrom(filepath.Join(d.root.Name(), filepath.FromSlash(at))); moved != nil {
+				return moved
+			}
+		}
+	}
+	return fmt.Errorf("filestore: %w", err)
 }
 
 // removePart deletes a partial file left by a transfer that did not

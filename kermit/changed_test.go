@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"kerf/filestore"
 	"kerf/kermit"
 )
@@ -412,4 +414,131 @@ func TestFileChangedBeforeItsTurnIsSentAsItIsThen(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A link to a file that a --remove-source-files of this process moved
+// (sent under its own name, then removed) is no changed file: sent
+// while the removal happens, it is stored; met after it, it is passed
+// over, naming the file it went as. A write after the removal, through
+// a descriptor still open, fails it as before (e2e: a get with four
+// sessions failed now and then on a link to a file another session
+// moved).
+func TestLinkToAMovedFile(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		before      bool // removed before the link's open, not during its send
+		writeAfter  bool // written through an open descriptor after the removal
+		wantStored  bool
+		wantFailure string
+		wantSkipped string
+	}{
+		{name: "during", wantStored: true},
+		{name: "during, written after", writeAfter: true, wantFailure: "was removed, or replaced"},
+		{name: "before", before: true, wantSkipped: "its file was moved already (sent as target.bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			data := randomBytes(100_000, 21)
+			out := writeFiles(t, src, []testFile{{"link.bin", data}})
+			p := filepath.Join(src, "link.bin")
+			t0 := time.Unix(1_700_000_000, 0) // put back whole by Futimes
+			if err := os.Chtimes(p, t0, t0); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
+			move := func() {
+				var w *os.File
+				if tc.writeAfter {
+					w, _ = os.OpenFile(p, os.O_WRONLY, 0)
+				}
+				if err := os.Remove(p); err != nil {
+					t.Error(err)
+				}
+				kermit.NoteMoved(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), "target.bin", filepath.Join(src, "target.bin"))
+				if w != nil {
+					time.Sleep(20 * time.Millisecond) // a ctime the write moves
+					w.WriteAt([]byte("x"), 10)
+					// Its time put back: only the ctime tells.
+					unix.Futimes(int(w.Fd()), []unix.Timeval{unix.NsecToTimeval(fi.ModTime().UnixNano()), unix.NsecToTimeval(fi.ModTime().UnixNano())})
+					w.Close()
+				}
+			}
+			open := out[0].Open
+			out[0].Open = func() (kermit.FileReader, error) {
+				if tc.before {
+					move()
+					return open()
+				}
+				r, err := open()
+				if err != nil {
+					return r, err
+				}
+				f, ok := r.(*os.File)
+				if !ok {
+					t.Fatalf("opened as %T", r)
+				}
+				// Moved at the first read: after the open's look at it.
+				return &readFirst{File: f, first: func() {
+					time.Sleep(20 * time.Millisecond) // a ctime the removal moves
+					move()
+				}}, nil
+			}
+			var mu sync.Mutex
+			var failed, skipped error
+			scfg := kermit.DefaultConfig()
+			scfg.Events = func(e kermit.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch e.Kind {
+				case kermit.FileFailed:
+					failed = e.Err
+				case kermit.FileSkipped:
+					skipped = e.Err
+				}
+			}
+			serr, rerr := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), out, dst)
+			if rerr != nil {
+				t.Fatalf("receive: %v", rerr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case tc.wantFailure != "":
+				if serr == nil || failed == nil || !strings.Contains(failed.Error(), tc.wantFailure) {
+					t.Errorf("send: %v, file error %v; want %q", serr, failed, tc.wantFailure)
+				}
+			case serr != nil || failed != nil:
+				t.Errorf("send: %v, file error %v; want no failure", serr, failed)
+			}
+			if tc.wantSkipped != "" && (skipped == nil || !errors.Is(skipped, kermit.ErrPassedOver) || !strings.Contains(skipped.Error(), tc.wantSkipped)) {
+				t.Errorf("skipped: %v; want passed over, %q", skipped, tc.wantSkipped)
+			}
+			if tc.wantStored {
+				checkFiles(t, dst, []testFile{{"link.bin", data}})
+			} else if _, err := os.Stat(filepath.Join(dst, "link.bin")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("link.bin stored (%v)", err)
+			}
+		})
+	}
+}
+
+// readFirst is an open file that calls first before its first read.
+type readFirst struct {
+	*os.File
+	once  sync.Once
+	first func()
+}
+
+func (r *readFirst) Read(b []byte) (int, error) {
+	r.once.Do(r.first)
+	return r.File.Read(b)
+}
+
+func (r *readFirst) ReadAt(b []byte, off int64) (int, error) {
+	r.once.Do(r.first)
+	return r.File.ReadAt(b, off)
 }

@@ -540,6 +540,14 @@ const eagerFlushSize = 1 << 20
 func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	start := time.Now()
 	r, err := f.Open()
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		if m, ok := movedEarlier(f.Status, f.Size, f.ModTime); ok && !f.ChangeTime.IsZero() && !f.ChangeTime.After(m.removed) {
+			// Its file was moved (by this transfer, most often) under
+			// another name, a link to it met after: its bytes went. The
+			// ctime listed tells it from a file given its inode since.
+			err = movedAlready(m)
+		}
+	}
 	if errors.Is(err, ErrPassedOver) {
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
 		if s.neg.passedOver {
@@ -1141,6 +1149,12 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 	}
 	if fi.Size() == f.Size && fi.ModTime().Equal(f.ModTime) {
 		if ct := ChangeTimeOf(fi); f.ChangeTime.IsZero() || ct.IsZero() || ct.Equal(f.ChangeTime) {
+			return nil
+		}
+		if m, ok := movedEarlier(StatusOf(fi), fi.Size(), fi.ModTime()); ok && removedWhileOpen(fi) && !ChangeTimeOf(fi).After(m.removed) {
+			// Removed by this process's --remove-source-files, unchanged,
+			// once sent under another name (a link to it): the bytes
+			// read are the ones it had, and no write came after.
 			return nil
 		}
 		if removedWhileOpen(fi) {

@@ -548,6 +548,10 @@ func walkTree(root, top string, ex kermit.Exclusions, sized bool, add func(p, na
 			target, err := os.Stat(p)
 			switch {
 			case err != nil:
+				if moved := linkToMoved(p, err); moved != nil {
+					skip(p, strings.TrimPrefix(moved.Error(), kermit.ErrPassedOver.Error()+": "))
+					return nil
+				}
 				return goOn(fail(name, fmt.Errorf("symbolic link to nothing readable: %w", err)))
 			case target.Mode().IsRegular():
 				info = target // as scp -r does, a link to a file sends the file
@@ -565,4 +569,25 @@ func walkTree(root, top string, ex kermit.Exclusions, sized bool, add func(p, na
 		}
 		return goOn(add(p, name, info))
 	})
+}
+
+// linkToMoved is why the link p, whose target is gone (err), is passed
+// over: it led to a file a --remove-source-files of this run moved
+// already (kermit.MovedFrom); or nil.
+func linkToMoved(p string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	to, rerr := os.Readlink(p)
+	if rerr != nil {
+		return nil
+	}
+	if !filepath.IsAbs(to) {
+		to = filepath.Join(filepath.Dir(p), to)
+	}
+	abs, aerr := filepath.Abs(to)
+	if aerr != nil {
+		return nil
+	}
+	return kermit.MovedFrom(abs)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -160,6 +161,10 @@ func (m *sourceRemover) remove(name, path string, s sentSource, sent bool) {
 	if err := os.Remove(path); err != nil {
 		m.kept(name, path, fmt.Sprintf("not removed: %v", errors.Unwrap(err)))
 		return
+	}
+	if abs, err := filepath.Abs(path); err == nil && sent {
+		// A link to it, sent after, is told from a file gone by itself.
+		kermit.NoteMoved(s.status, s.size, s.mtime, name, abs)
 	}
 	if m.removed != nil {
 		m.removed(name, path)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,31 @@ func hourOldFile(t *testing.T) (string, time.Time) {
 		t.Fatal(err)
 	}
 	return p, old
+}
+
+// A link the walk meets after the remover moved its file is passed over,
+// naming the file it went as; one to a file gone otherwise is not.
+func TestLinkToAFileThisSendMoved(t *testing.T) {
+	p, old := hourOldFile(t)
+	dir := filepath.Dir(p)
+	link, other := filepath.Join(dir, "link.txt"), filepath.Join(dir, "other.txt")
+	os.WriteFile(filepath.Join(dir, "gone.txt"), nil, 0o644)
+	if os.Symlink("f.txt", link) != nil || os.Symlink("gone.txt", other) != nil {
+		t.Fatal("symlink")
+	}
+	m := newSourceRemover(func(_, _, why string) { t.Errorf("kept: %s", why) }, nil)
+	// A relative path, as a send of "dir/f.txt" from elsewhere has.
+	t.Chdir(filepath.Dir(dir))
+	rel := filepath.Join(filepath.Base(dir), "f.txt")
+	m.event(kermit.Event{Kind: kermit.FileStart, Name: "spool/f.txt", Path: rel, Size: 5, ModTime: old, Sending: true})
+	m.event(kermit.Event{Kind: kermit.FileSaved, Name: "spool/f.txt", Path: rel, Sending: true})
+	os.Remove(filepath.Join(dir, "gone.txt"))
+	_, err := os.Stat(link)
+	if err := linkToMoved(link, err); !errors.Is(err, kermit.ErrPassedOver) || !strings.Contains(err.Error(), "moved already (sent as spool/f.txt") {
+		t.Errorf("a link to the file moved: %v; want passed over, naming it", err)
+	}
+	_, err = os.Stat(other)
+	if err := linkToMoved(other, err); err != nil {
+		t.Errorf("a link to a file removed otherwise: %v; want nil", err)
+	}
 }

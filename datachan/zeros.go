@@ -111,8 +111,22 @@ func (f *frame) held() int {
 // io.WriterAt may not change what it is given.
 var zeroBuf = make([]byte, 1<<20)
 
+// ZeroSkipper is an optional extension of a file's destination: it
+// takes n zero bytes at off without being given them, where it can (a
+// sparse file leaves a hole), and says whether it did; if not, they are
+// written as any bytes are. A sparse store would otherwise look at each
+// of a block of zeros' bytes only to skip them (50 us a MiB).
+type ZeroSkipper interface {
+	SkipZerosAt(off, n int64) (bool, error)
+}
+
 // writeZeros writes n zero bytes to dst at off.
 func writeZeros(dst io.WriterAt, off, n int64) error {
+	if z, ok := dst.(ZeroSkipper); ok {
+		if done, err := z.SkipZerosAt(off, n); done || err != nil {
+			return err
+		}
+	}
 	for n > 0 {
 		k := min(n, int64(len(zeroBuf)))
 		if _, err := dst.WriteAt(zeroBuf[:k], off); err != nil {

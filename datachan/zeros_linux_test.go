@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -138,5 +139,51 @@ func TestOneBlockInAHoleIsABlockOfZeros(t *testing.T) {
 	}
 	if got := s.Stats().ZeroBytesSent; got != mib {
 		t.Errorf("%d bytes sent as zeros, want %d", got, mib)
+	}
+}
+
+// skippingFile is a memFile that takes blocks of zeros as holes
+// (ZeroSkipper), counting what it was given and what it skipped.
+type skippingFile struct {
+	*memFile
+	mu               sync.Mutex
+	written, skipped int64
+}
+
+func (s *skippingFile) WriteAt(p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	s.written += int64(len(p))
+	s.mu.Unlock()
+	return s.memFile.WriteAt(p, off)
+}
+
+func (s *skippingFile) SkipZerosAt(off, n int64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skipped += n
+	return true, nil // a new memFile holds zeros already
+}
+
+// A destination that takes blocks of zeros as holes (a sparse store) is
+// not given their bytes.
+func TestBlocksOfZerosGoToAZeroSkipper(t *testing.T) {
+	f, want := sparseFile(t)
+	s, r := pathPair(t, 2, nil, WithZeroBlocks(true))
+	dst := &skippingFile{memFile: newMemFile(len(want))}
+	ctx := testContext(t)
+	if err := r.Expect(1, dst, 0, int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendFile(ctx, 1, f, 0, int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst.bytes(), want) {
+		t.Fatal("received bytes differ")
+	}
+	if dst.written != 3<<20 || dst.skipped != 7<<20 {
+		t.Errorf("written %d, skipped %d; want the 3 MiB of data written, the 7 of holes skipped", dst.written, dst.skipped)
 	}
 }

@@ -495,6 +495,37 @@ func (in *incoming) WriteAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// SkipZerosAt takes n zero bytes at off as a hole when the receive is
+// sparse and the file holds nothing there (datachan.ZeroSkipper: a
+// block of zeros), as writeSparse would after looking at each byte;
+// otherwise it says they are to be written.
+func (in *incoming) SkipZerosAt(off, n int64) (bool, error) {
+	if !in.sparse || off < in.zeroFrom.Load() || n <= 0 {
+		return false, nil
+	}
+	if err := in.settle(); err != nil {
+		return false, err
+	}
+	in.empty.Store(false)
+	in.touched.Store(true)
+	in.carryMu.Lock()
+	defer in.carryMu.Unlock()
+	// A carry is a part-page before a gap or these zeros: written, or a
+	// hole of its own; these need nothing written at all.
+	if err := in.flushCarryLocked(); err != nil {
+		return false, err
+	}
+	end := off + n
+	for {
+		e := in.holeEnd.Load()
+		if e >= end || in.holeEnd.CompareAndSwap(e, end) {
+			break
+		}
+	}
+	in.gap.received(off, end, in.f.setPrefix)
+	return true, nil
+}
+
 // writeCarried is writeSparse of b at off joined to the carry before it,
 // holding back the tail past the last page boundary as the new carry.
 func (in *incoming) writeCarried(b []byte, off int64) (int, error) {

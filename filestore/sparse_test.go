@@ -245,3 +245,57 @@ func TestSparseCutKeepsTheHeldBytesBelowIt(t *testing.T) {
 	}
 	commitReadBack(t, in, dir, "img", data[:600])
 }
+
+// A block of zeros (datachan.ZeroSkipper) is taken as a hole without
+// being given, where a sparse receive knows the file holds nothing: the
+// file reads back as if they were written, a part-page held back before
+// them included, and ends at its whole length. Otherwise the zeros are
+// to be written (false).
+func TestSkipZerosAt(t *testing.T) {
+	const mib = 1 << 20
+	type skipper interface {
+		SkipZerosAt(off, n int64) (bool, error)
+	}
+	odd := bytes.Repeat([]byte("kerf!"), 1000) // 5,000 bytes: a part-page held back
+	dir, in := newSparseFile(t, "disk.img")
+	z, ok := in.(skipper)
+	if !ok {
+		t.Fatalf("%T takes no blocks of zeros", in)
+	}
+	want := make([]byte, 3*mib+len(odd))
+	if _, err := in.WriteAt(odd, 0); err != nil {
+		t.Fatal(err)
+	}
+	copy(want, odd)
+	for _, r := range [][2]int64{{int64(len(odd)), mib}, {int64(len(odd)) + 2*mib, mib}} {
+		if done, err := z.SkipZerosAt(r[0], r[1]); !done || err != nil {
+			t.Fatalf("SkipZerosAt(%d, %d) = %v, %v; want it taken", r[0], r[1], done, err)
+		}
+	}
+	mid := int64(len(odd)) + mib
+	if _, err := in.WriteAt(odd, mid); err != nil {
+		t.Fatal(err)
+	}
+	copy(want[mid:], odd)
+	// The rest of [mid, mid+mib) beyond odd: zeros again.
+	if done, err := z.SkipZerosAt(mid+int64(len(odd)), mib-int64(len(odd))); !done || err != nil {
+		t.Fatalf("SkipZerosAt after data = %v, %v", done, err)
+	}
+	p := commitReadBack(t, in, dir, "disk.img", want)
+	if a := allocated(t, p); a > 256<<10 {
+		t.Errorf("%d bytes allocated for 10,000 bytes of data", a)
+	}
+
+	d := openTree(t, t.TempDir())
+	in2, err := d.Create("dense.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in2.Abort(false)
+	if err := in2.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := in2.(skipper).SkipZerosAt(0, mib); done || err != nil {
+		t.Errorf("a receive that is not sparse took zeros as a hole (%v, %v)", done, err)
+	}
+}

@@ -1543,6 +1543,8 @@ type discardAt struct{}
 
 func (discardAt) WriteAt(b []byte, _ int64) (int, error) { return len(b), nil }
 
+func (discardAt) SkipZerosAt(int64, int64) (bool, error) { return true, nil }
+
 // unsentOf reports the files a kerf sender's B says it could not name
 // (unnameableReport) as failed: they were in the group but never came.
 func (s *Session) unsentOf(data []byte) {

@@ -1861,6 +1861,22 @@ func (p *progressWriterAt) WriteAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// SkipZerosAt passes a block of zeros on to a destination that may take
+// it as a hole (datachan.ZeroSkipper).
+func (p *progressWriterAt) SkipZerosAt(off, n int64) (bool, error) {
+	z, ok := p.w.(interface {
+		SkipZerosAt(off, n int64) (bool, error)
+	})
+	if !ok {
+		return false, nil
+	}
+	done, err := z.SkipZerosAt(off, n)
+	if done && err == nil {
+		p.report(n)
+	}
+	return done, err
+}
+
 // unsentTag begins the text a kerf sender puts in its B packet for a
 // kerf receiver: the files of the group it could not even name, their
 // paths being longer than a packet holds, one a line, shortened. The

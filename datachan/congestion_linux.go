@@ -68,6 +68,9 @@ func CheckCongestion(name string) error {
 // docs/benchmarks.md, "Outages".
 const RTOMax = 15 * time.Second
 
+// rtoMost is the longest a connection waits between retransmissions.
+const rtoMost = RTOMax
+
 // CapRTO caps the retransmission timeout of c (RTOMax), a TCP connection
 // accepted from a listener: unlike the congestion control, the cap is
 // not inherited from the listening socket (checked on Linux 6.18). Other

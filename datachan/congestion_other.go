@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
 )
 
 // CheckCongestion refuses any choice but the default: only Linux lets a
@@ -16,6 +17,10 @@ func CheckCongestion(name string) error {
 	}
 	return fmt.Errorf("datachan: choosing the congestion control (%q) needs Linux", name)
 }
+
+// rtoMost is the longest a connection waits between retransmissions:
+// TCP's own cap, where kerf cannot lower it.
+const rtoMost = 2 * time.Minute
 
 // CapRTO does nothing: only Linux caps a socket's retransmission timeout.
 func CapRTO(net.Conn) {}

@@ -165,6 +165,7 @@ type config struct {
 	readAhead   int
 	writeBehind int
 	parkLimit   int
+	heldGrace   time.Duration // watchHeld's; 0: not watched
 	batch       bool
 	compress    bool
 	zeroBlocks  bool
@@ -359,14 +360,21 @@ func (s *stream) readFull(dst []byte, direct bool) error {
 	return err
 }
 
-// movingReader counts what each read returns into moving.
+// movingReader counts what each read returns into moving, and tells w
+// when it waits and when bytes come (watchHeld).
 type movingReader struct {
 	r      io.Reader
 	moving *atomic.Int64
+	w      readWatch
 }
 
 func (m *movingReader) Read(p []byte) (int, error) {
+	m.w.waiting.Store(monoNow())
 	n, err := m.r.Read(p)
+	if n > 0 {
+		m.w.data.Store(monoNow())
+	}
+	m.w.waiting.Store(0)
 	m.moving.Add(int64(n))
 	return n, err
 }
@@ -434,6 +442,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		readAhead:   DefaultReadAhead,
 		writeBehind: DefaultWriteBehind,
 		parkLimit:   DefaultParkLimit,
+		heldGrace:   heldGrace,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -472,7 +481,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 			ctlSignal: make(chan struct{}, 1),
 		}
 		s.tls, _ = c.(*TLSConn)
-		s.in = movingReader{c, &p.stats.moving}
+		s.in = movingReader{r: c, moving: &p.stats.moving}
 		if cfg.early {
 			s.pairing, s.pairTLS = make(chan struct{}), under
 		}
@@ -483,6 +492,9 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	p.wg.Go(p.resendLoop)
 	if grace, ok := stallWatchable(conns); ok {
 		p.wg.Go(func() { p.watchStalls(grace) })
+	}
+	if len(conns) > 1 && cfg.heldGrace > 0 {
+		p.wg.Go(func() { p.watchHeld(cfg.heldGrace) })
 	}
 	for _, s := range p.streams {
 		if cfg.writeBehind > 0 {

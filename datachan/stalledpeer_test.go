@@ -11,7 +11,7 @@ import (
 // idle (QA: one byte a second held a session past --idle-timeout).
 func TestProgressWithinABlockByTheQuantum(t *testing.T) {
 	var p Path
-	r := &movingReader{bytes.NewReader(make([]byte, 2*progressQuantum)), &p.stats.moving}
+	r := &movingReader{r: bytes.NewReader(make([]byte, 2*progressQuantum)), moving: &p.stats.moving}
 	at := p.Progress()
 	for range progressQuantum - 1 {
 		if _, err := io.ReadFull(r, make([]byte, 1)); err != nil {
@@ -48,7 +48,7 @@ func (l *lenRecorder) Read(b []byte) (int, error) {
 func TestBigBlockBufferTakenAsItComes(t *testing.T) {
 	var p Path
 	stalled := &lenRecorder{r: bytes.NewReader(make([]byte, 100))}
-	s := &stream{p: &p, in: movingReader{stalled, &p.stats.moving}}
+	s := &stream{p: &p, in: movingReader{r: stalled, moving: &p.stats.moving}}
 	if _, err := s.readPayload(16 << 20); err == nil {
 		t.Fatal("a payload cut short read without an error")
 	}
@@ -60,7 +60,7 @@ func TestBigBlockBufferTakenAsItComes(t *testing.T) {
 	for i := range want {
 		want[i] = byte(i * 7)
 	}
-	s = &stream{p: &p, in: movingReader{bytes.NewReader(want), &p.stats.moving}}
+	s = &stream{p: &p, in: movingReader{r: bytes.NewReader(want), moving: &p.stats.moving}}
 	f, err := s.readPayload(len(want))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,141 @@
+package datachan
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// heldConn passes its first n bytes on, then no more until closed: a
+// proxy that stopped forwarding one flow, seen from its far end.
+type heldConn struct {
+	net.Conn
+	mu      sync.Mutex
+	n       int
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func (h *heldConn) Read(b []byte) (int, error) {
+	h.mu.Lock()
+	left := h.n
+	h.mu.Unlock()
+	if left <= 0 {
+		<-h.stopped
+		return 0, net.ErrClosed
+	}
+	k, err := h.Conn.Read(b[:min(len(b), left)])
+	h.mu.Lock()
+	h.n -= k
+	h.mu.Unlock()
+	return k, err
+}
+
+func (h *heldConn) Close() error {
+	h.once.Do(func() { close(h.stopped) })
+	return h.Conn.Close()
+}
+
+func withHeldGrace(d time.Duration) Option { return func(c *config) { c.heldGrace = d } }
+
+// One connection held by the path while the other carries the file's
+// later blocks: the receiver gives the Path up, naming the connection,
+// well before the idle timeout (QA y: 5 minutes).
+func TestHeldConnectionIsGivenUp(t *testing.T) {
+	const grace = 2 * time.Second // after heldQuiet (5 s)
+	wrap := func(i int, c net.Conn) net.Conn {
+		if i == 1 {
+			return &heldConn{Conn: c, n: 3 << 20, stopped: make(chan struct{})}
+		}
+		// Idle once the file's other blocks are in: its keepalive's
+		// answers say the path works (Go's default is 15 s).
+		c.(*net.TCPConn).SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: time.Second, Interval: time.Second, Count: 3})
+		return c
+	}
+	s, r := pathPair(t, 2, wrap, withHeldGrace(grace))
+	data := randomData(7, 48<<20)
+	dst := newMemFile(len(data))
+	if err := r.Expect(1, dst, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	go s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data)))
+	start := time.Now()
+	_, err := r.Wait(ctx, 1)
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "nothing came on it") {
+		t.Fatalf("Wait: %v; want the held connection named", err)
+	}
+	if took := time.Since(start); took < heldQuiet+grace {
+		t.Errorf("given up after %v, before the quiet and the grace (%v)", took, heldQuiet+grace)
+	}
+	prefix, kept := r.AbandonKept(1)
+	var got int64
+	for _, k := range kept {
+		got += k[1] - k[0]
+	}
+	if prefix+got == 0 {
+		t.Error("nothing kept of what came")
+	}
+}
+
+// A connection with nothing to carry is not held: small files go on the
+// first free connection, and the second waits for as long as they come,
+// past the quiet and the grace.
+func TestIdleConnectionIsNotHeld(t *testing.T) {
+	s, r := pathPair(t, 2, nil, withHeldGrace(time.Second))
+	deadline := time.Now().Add(heldQuiet + 3*time.Second) // past the quiet and the grace
+	for id := uint32(1); time.Now().Before(deadline); id++ {
+		transfer(t, s, r, id, randomData(uint64(id), 4000))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("the receiving Path failed: %v", err)
+	}
+}
+
+// heldFile itself: each condition it needs, taken away in turn.
+func TestHeldJudge(t *testing.T) {
+	const sec = int64(time.Second)
+	now := 1000 * sec
+	for _, tc := range []struct {
+		name        string
+		waiting     int64 // stream 1's reader waiting since (0: not in a read)
+		otherData   int64 // stream 0's last bytes
+		prefixMoved int64
+		allGot      bool
+		want        bool
+	}{
+		{"held", now - 50*sec, now - sec, now - 45*sec, false, true},
+		{"not reading (its disk behind)", 0, now - sec, now - 45*sec, false, false},
+		{"waiting a moment only", now - 3*sec, now - sec, now - 45*sec, false, false},
+		{"the prefix moved lately", now - 50*sec, now - sec, now - 3*sec, false, false},
+		{"nothing came on the others since (an outage)", now - 50*sec, now - 45*sec, now - 45*sec, false, false},
+		{"heard after the prefix stopped, not lately (an outage since)", now - 50*sec, now - 30*sec, now - 45*sec, false, false},
+		{"every block came (the disk is behind)", now - 50*sec, now - sec, now - 45*sec, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Path{files: map[uint32]*recvFile{}}
+			for i := range 2 {
+				p.streams = append(p.streams, &stream{p: p, idx: i, conn: &net.TCPConn{}})
+			}
+			p.streams[1].in.w.waiting.Store(tc.waiting)
+			p.streams[0].in.w.data.Store(tc.otherData)
+			f := &recvFile{id: 3, dst: newMemFile(1), off: 0, end: 100, prefix: 10, prefixMoved: tc.prefixMoved}
+			f.got = spans{{start: 0, end: 10}, {start: 20, end: 30}}
+			if tc.allGot {
+				f.got = spans{{start: 0, end: 100}}
+			}
+			p.files[3] = f
+			if got := p.heldFile(1, now) != nil; got != tc.want {
+				t.Errorf("held: %v; want %v", got, tc.want)
+			}
+			if p.heldFile(0, now) != nil {
+				t.Error("the connection heard from is held")
+			}
+		})
+	}
+}

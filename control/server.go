@@ -168,6 +168,11 @@ type Server struct {
 
 	plainTokens sync.Map // datachan.Token -> true: issued for plaintext
 
+	// moved holds, by user, what their GETs' --remove-source-files
+	// removed (*kermit.MovedFiles): shared by the user's sessions (a
+	// get with several), and by no other user's (QA ab).
+	moved sync.Map
+
 	draining  chan struct{} // closed by Drain
 	drainOnce sync.Once
 
@@ -1164,4 +1169,10 @@ func tuneControl(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+}
+
+// movedOf is user's record of the files removed after being sent.
+func (s *Server) movedOf(user string) *kermit.MovedFiles {
+	m, _ := s.moved.LoadOrStore(user, new(kermit.MovedFiles))
+	return m.(*kermit.MovedFiles)
 }

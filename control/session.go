@@ -209,6 +209,7 @@ func (f *sessionFS) bind(user, root string, readOnly bool) error {
 	}
 	d.ReadOnly = readOnly
 	d.Sparse = f.srv.cfg.Sparse
+	d.Moved = f.srv.movedOf(user)
 	d.UnnamedMax = filestore.NetUnnamedMax
 	d.Holder, d.TakeOverAfter, d.Done = f, f.srv.cfg.TakeOverAfter, f.ctx.Done()
 	f.mu.Lock()

@@ -38,6 +38,9 @@ const (
 	// to keep up with fast paths; root gets it whatever net.core.rmem_max
 	// says).
 	quicUDPBuffer = 7 << 20
+	// quicIdleTimeout is how long a QUIC connection lasts hearing
+	// nothing (quicConfig).
+	quicIdleTimeout = 150 * time.Second
 )
 
 func quicConfig(handshake time.Duration) *quic.Config {
@@ -45,10 +48,13 @@ func quicConfig(handshake time.Duration) *quic.Config {
 		HandshakeIdleTimeout: handshake,
 		// A peer stopped for a while (SIGSTOP, a paused VM) or a path
 		// that drops everything for a minute must not end the data
-		// connections sooner than TCP would; a dead peer is noticed by
-		// the control connection's end instead (kermit closes the data
-		// path then). Keepalives keep an idle session's connection up.
-		MaxIdleTimeout:             10 * time.Minute,
+		// connections sooner than TCP would: its keepalive gives up 15 s
+		// of silence and nine probes 15 s apart after the last traffic,
+		// 150 s. No sooner, and no later either: with 10 minutes a UDP
+		// flow dropped while the control connection went on waited for
+		// the control's idle timeout, 5 minutes (QA ab). Keepalives
+		// keep an idle session's connection up.
+		MaxIdleTimeout:             quicIdleTimeout,
 		KeepAlivePeriod:            15 * time.Second,
 		InitialStreamReceiveWindow: 1 << 20,
 		MaxStreamReceiveWindow:     quicStreamWindow,

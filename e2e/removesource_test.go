@@ -303,3 +303,37 @@ func TestRemoveSourceFilesHardLinks(t *testing.T) {
 		}
 	}
 }
+
+// What one user's move removed explains only that user's links: another
+// user's get of a link to the moved file fails as a link to nothing, as
+// it did before moves were remembered (QA ab: passed over, naming the
+// other user's file).
+func TestMovedFileIsNoOtherUsersAffair(t *testing.T) {
+	root, local, other := t.TempDir(), t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	add := exec.Command(kerfBin, "user", "add", "--root", root, "--password-stdin", "--state", srv.state, "second")
+	add.Stdin = strings.NewReader("SecondPassword12345\n")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("kerf user add: %v\n%s", err, out)
+	}
+	pw := filepath.Join(t.TempDir(), "pw")
+	writeFile(t, pw, []byte("SecondPassword12345\n"))
+	writeFile(t, filepath.Join(root, "out/b.txt"), []byte("b\n"))
+	os.MkdirAll(filepath.Join(root, "links"), 0o755)
+	if err := os.Symlink("../out/b.txt", filepath.Join(root, "links/to-b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, srv, local, nil, "get", "--remove-source-files", "-r", target(srv.addr, "out"), ".")
+	if _, err := os.Lstat(filepath.Join(root, "out/b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("out/b.txt not moved (%v)", err)
+	}
+	r := run(t, srv, other, nil, "get", "--user", "second", "--password-file", pw, "-r", target(srv.addr, "links"), ".")
+	if r.code == 0 || strings.Contains(r.stderr, "moved already") {
+		t.Errorf("another user's get of a link to the moved file: %s\nwant it failed, not passed over with the first user's move", r)
+	}
+	// The mover's own: its file went with the move.
+	r = run(t, srv, t.TempDir(), nil, "get", "-r", target(srv.addr, "links"), ".")
+	if r.code != 0 || !strings.Contains(r.stderr, "its file was moved already (sent as out/b.txt") {
+		t.Errorf("the mover's get of a link to the moved file: %s\nwant it passed over, saying why", r)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kerf/framing"
+	"kerf/kermit"
 )
 
 // ErrUnsafeName is returned for names that are absolute, climb out with
@@ -135,6 +136,10 @@ type Dir struct {
 	// space of their data. Off by default, since a file whose zeros were
 	// allocated on purpose (to reserve the space) would lose that.
 	Sparse bool
+	// Moved records the files RemoveSent removes, for the files sent
+	// after them to tell a link to one of them (kermit.MovedFiles); it
+	// is shared by the Dirs of one user's sessions. nil: none.
+	Moved *kermit.MovedFiles
 	// UnnamedMax is the largest file, by its announced size, received
 	// as an unnamed file linked into place once complete (unnamed.go):
 	// cheaper than a temporary name, but a crash of this process keeps

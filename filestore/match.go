@@ -703,7 +703,7 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 	}
 	return kermit.OutgoingFile{
 		Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
-		Mode: fi.Mode().Perm(), ModeKnown: true, Open: open, Path: rel,
+		Mode: fi.Mode().Perm(), ModeKnown: true, Open: open, Path: rel, Moved: d.Moved,
 	}
 }
 

@@ -132,6 +132,15 @@ func TestLinkToARemovedSentFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	d.Moved = new(kermit.MovedFiles)
+	// Another user's session on the same tree: the move is not of its
+	// scope, and its links to the file lead nowhere (QA ab).
+	other, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.Moved = new(kermit.MovedFiles)
 	files, err := d.Match("out/b.txt", false)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("match: %v %v", files, err)
@@ -167,6 +176,22 @@ func TestLinkToARemovedSentFile(t *testing.T) {
 		}
 		if len(got) != want {
 			t.Errorf("%s: %d entries %v, want %d", spec, len(got), got, want)
+		}
+	}
+	listed, err := other.Match("out", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range listed {
+		if f.Open == nil {
+			continue
+		}
+		r, err := f.Open()
+		if r != nil {
+			r.Close()
+		}
+		if errors.Is(err, kermit.ErrPassedOver) {
+			t.Errorf("another session's %s: %v; want it failed, leading nowhere", f.Name, err)
 		}
 	}
 }

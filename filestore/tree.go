@@ -218,18 +218,18 @@ func (d *Dir) RemoveSent(f kermit.OutgoingFile) error {
 		return fmt.Errorf("filestore: %w", err)
 	}
 	// A link to it, sent after, is told from a file gone by itself.
-	kermit.NoteMoved(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), f.Name, filepath.Join(d.root.Name(), filepath.FromSlash(rel)))
+	d.Moved.Note(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), f.Name, filepath.Join(d.root.Name(), filepath.FromSlash(rel)))
 	return nil
 }
 
 // linkGone is why the link rel, whose target is gone (err), is
-// passed over: it led to a file moved already (kermit.MovedFrom); or
+// passed over: it led to a file moved already (Moved); or
 // err, said as the filestore's.
 func (d *Dir) linkGone(rel string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		if to, rerr := d.root.Readlink(rel); rerr == nil && !path.IsAbs(to) {
 			at := path.Join(path.Dir(rel), to)
-			if moved := kermit.MovedFrom(filepath.Join(d.root.Name(), filepath.FromSlash(at))); moved != nil {
+			if moved := d.Moved.From(filepath.Join(d.root.Name(), filepath.FromSlash(at))); moved != nil {
 				return moved
 			}
 		}

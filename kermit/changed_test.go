@@ -431,10 +431,13 @@ func TestLinkToAMovedFile(t *testing.T) {
 		wantStored  bool
 		wantFailure string
 		wantSkipped string
+		otherScope  bool // the removal is not of the file's scope
 	}{
 		{name: "during", wantStored: true},
 		{name: "during, written after", writeAfter: true, wantFailure: "was removed, or replaced"},
 		{name: "before", before: true, wantSkipped: "its file was moved already (sent as target.bin"},
+		{name: "during, moved in another scope", otherScope: true, wantFailure: "was removed, or replaced"},
+		{name: "before, moved in another scope", before: true, otherScope: true, wantFailure: "was removed after it was listed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
@@ -450,6 +453,10 @@ func TestLinkToAMovedFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			out[0].ModTime, out[0].ChangeTime, out[0].Status = fi.ModTime(), kermit.ChangeTimeOf(fi), kermit.StatusOf(fi)
+			moved := new(kermit.MovedFiles)
+			if !tc.otherScope {
+				out[0].Moved = moved
+			}
 			move := func() {
 				var w *os.File
 				if tc.writeAfter {
@@ -458,7 +465,7 @@ func TestLinkToAMovedFile(t *testing.T) {
 				if err := os.Remove(p); err != nil {
 					t.Error(err)
 				}
-				kermit.NoteMoved(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), "target.bin", filepath.Join(src, "target.bin"))
+				moved.Note(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), "target.bin", filepath.Join(src, "target.bin"))
 				if w != nil {
 					time.Sleep(20 * time.Millisecond) // a ctime the write moves
 					w.WriteAt([]byte("x"), 10)

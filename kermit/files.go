@@ -51,6 +51,10 @@ type OutgoingFile struct {
 	// Path, if set, is where the file is on this side (for logs; see
 	// Event.Path).
 	Path string
+	// Moved, if set, holds the files this side's --remove-source-files
+	// removed in the file's scope: a file gone, or gone while sent,
+	// because it went under another name (a link to it) is told apart.
+	Moved *MovedFiles
 	// StatAtOpen: the listing did not look at the file (a walk that needs
 	// no sizes, saving a system call a file), so its size, times, status
 	// and mode are what its open finds (asOpened; Size is -1 until then).

@@ -541,7 +541,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	start := time.Now()
 	r, err := f.Open()
 	if err != nil && errors.Is(err, fs.ErrNotExist) {
-		if m, ok := movedEarlier(f.Status, f.Size, f.ModTime); ok && !f.ChangeTime.IsZero() && !f.ChangeTime.After(m.removed) {
+		if m, ok := f.Moved.earlier(f.Status, f.Size, f.ModTime); ok && !f.ChangeTime.IsZero() && !f.ChangeTime.After(m.removed) {
 			// Its file was moved (by this transfer, most often) under
 			// another name, a link to it met after: its bytes went. The
 			// ctime listed tells it from a file given its inode since.
@@ -1151,7 +1151,7 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 		if ct := ChangeTimeOf(fi); f.ChangeTime.IsZero() || ct.IsZero() || ct.Equal(f.ChangeTime) {
 			return nil
 		}
-		if m, ok := movedEarlier(StatusOf(fi), fi.Size(), fi.ModTime()); ok && removedWhileOpen(fi) && !ChangeTimeOf(fi).After(m.removed) {
+		if m, ok := f.Moved.earlier(StatusOf(fi), fi.Size(), fi.ModTime()); ok && removedWhileOpen(fi) && !ChangeTimeOf(fi).After(m.removed) {
 			// Removed by this process's --remove-source-files, unchanged,
 			// once sent under another name (a link to it): the bytes
 			// read are the ones it had, and no write came after.

@@ -408,7 +408,7 @@ func walkLocal(src sendSources, recursive bool, ex kermit.Exclusions, sized bool
 		return put(kermit.OutgoingFile{
 			Name: name, Size: fi.Size(), ModTime: fi.ModTime(), ChangeTime: kermit.ChangeTimeOf(fi), Status: kermit.StatusOf(fi),
 			Mode: fi.Mode().Perm(), ModeKnown: true, Open: open,
-			Path: p,
+			Path: p, Moved: &runMoved,
 		}, nil)
 	}
 	for i, a := range src.paths {
@@ -573,7 +573,7 @@ func walkTree(root, top string, ex kermit.Exclusions, sized bool, add func(p, na
 
 // linkToMoved is why the link p, whose target is gone (err), is passed
 // over: it led to a file a --remove-source-files of this run moved
-// already (kermit.MovedFrom); or nil.
+// already (runMoved); or nil.
 func linkToMoved(p string, err error) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -589,5 +589,5 @@ func linkToMoved(p string, err error) error {
 	if aerr != nil {
 		return nil
 	}
-	return kermit.MovedFrom(abs)
+	return runMoved.From(abs)
 }

@@ -18,6 +18,12 @@ var removeSourceFlag = &cli.BoolFlag{Name: "remove-source-files", Usage: "remove
 // getRemoveSourceFlag is the get's: the server removes each file.
 var getRemoveSourceFlag = &cli.BoolFlag{Name: removeSourceFlag.Name, Usage: "ask a kerf server to remove each file once this side has it saved, and each a --resume finds here whole (not when that may be its very file: the server on this machine, or a copy of its file's inode number, on a shared file system), if unchanged since it was listed (a move; the user must be allowed to delete; directories stay; what it keeps is in the server's log); a move into the very directory it comes from, seen through a shared file system, is refused before anything is fetched"}
 
+// runMoved is what this run's --remove-source-files removed: a link to
+// one of those files, met after, is passed over (its file went under
+// its own name), and one sent while it went is not taken for changed.
+// One run a process: the scope is the run's.
+var runMoved kermit.MovedFiles
+
 // sourceRemover removes each sent file once the receiver has it
 // (send --remove-source-files: rsync's option, Kermit's SEND /DELETE):
 // a kerf receiver's word that it is saved under its name (FileSaved), a
@@ -164,7 +170,7 @@ func (m *sourceRemover) remove(name, path string, s sentSource, sent bool) {
 	}
 	if abs, err := filepath.Abs(path); err == nil && sent {
 		// A link to it, sent after, is told from a file gone by itself.
-		kermit.NoteMoved(s.status, s.size, s.mtime, name, abs)
+		runMoved.Note(s.status, s.size, s.mtime, name, abs)
 	}
 	if m.removed != nil {
 		m.removed(name, path)

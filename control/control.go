@@ -89,12 +89,15 @@ type serverDual struct {
 	plain      bool // the pending token was issued for plaintext
 	compress   bool // the offer agreed to compressed data blocks
 	zeroBlocks bool // the offer agreed to blocks of zeros
-	quic       bool // the offer named the QUIC port
-	pathOpts   []datachan.Option
-	path       *datachan.Path
-	encrypted  bool
-	records    bool                          // TLS data connections carrying data records
-	live       atomic.Pointer[datachan.Path] // path, for the idle watchdog
+	// peerRTOCapped: the client's data connections retransmit at most
+	// datachan.RTOMax apart (extRTOCapped).
+	peerRTOCapped bool
+	quic          bool // the offer named the QUIC port
+	pathOpts      []datachan.Option
+	path          *datachan.Path
+	encrypted     bool
+	records       bool                          // TLS data connections carrying data records
+	live          atomic.Pointer[datachan.Path] // path, for the idle watchdog
 }
 
 // progress counts the file bytes moved on the data connections (0 for
@@ -121,6 +124,11 @@ const (
 	extCompress = 'Z'
 	extQUIC     = 'Q'
 	extHoles    = 'H'
+	// extRTOCapped: "this side's data connections retransmit at most
+	// datachan.RTOMax apart" (the kernel caps it), from either side; a
+	// receiver gives a held connection of such a peer a shorter grace
+	// (datachan.WithHeldWatch). Each side says its own.
+	extRTOCapped = 'R'
 	// extMaxBlock: "B<bytes>" from a server, the largest data block it
 	// takes; a client sends none bigger. A kerf from before it sends
 	// none and ignores it.
@@ -151,6 +159,7 @@ func (d *serverDual) Offer(peerExt string) string {
 	_, wantCompress := f[extCompress]
 	d.compress = wantCompress && !d.srv.cfg.RefuseCompression
 	_, d.zeroBlocks = f[extHoles]
+	_, d.peerRTOCapped = f[extRTOCapped]
 	d.tok = datachan.NewToken()
 	if d.plain {
 		d.srv.plainTokens.Store(d.tok, true)
@@ -166,6 +175,9 @@ func (d *serverDual) Offer(peerExt string) string {
 	}
 	if d.zeroBlocks {
 		ext += ";" + string(extHoles)
+	}
+	if datachan.RTOCapped() {
+		ext += ";" + string(extRTOCapped)
 	}
 	if d.quic {
 		ext += fmt.Sprintf(";%c%d", extQUIC, d.srv.ql.Addr().(*net.UDPAddr).Port)
@@ -213,10 +225,27 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if tc, ok := conns[0].(*datachan.TLSConn); ok {
 		d.records = tc.Records()
 	}
-	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress), datachan.WithZeroBlocks(d.zeroBlocks))...)
+	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress), datachan.WithZeroBlocks(d.zeroBlocks), heldWatch(nQUIC > 0, d.peerRTOCapped))...)
 	d.live.Store(d.path)
 	return d.path, nil
 }
+
+// heldWatch is the Path's watch for a connection the path holds: off
+// over QUIC (one flow, with its own idle timeout), and with the grace
+// the peer's retransmission timeout asks for.
+func heldWatch(quic, peerCapped bool) datachan.Option {
+	switch {
+	case quic:
+		return datachan.WithHeldWatch(0)
+	case peerCapped:
+		return datachan.WithHeldWatch(datachan.RTOMax)
+	}
+	return datachan.WithHeldWatch(peerRTOUncapped)
+}
+
+// peerRTOUncapped is the longest retransmission timeout of a peer that
+// does not say it caps it: the kernel's own.
+const peerRTOUncapped = 2 * time.Minute
 
 func (d *serverDual) withdraw() {
 	if d.pending != nil {
@@ -284,6 +313,9 @@ func (d *clientDual) Offer(string) string {
 	}
 	if d.quic {
 		ext += ";" + string(extQUIC)
+	}
+	if datachan.RTOCapped() {
+		ext += ";" + string(extRTOCapped)
 	}
 	return ext + ";" + string(extHoles)
 }
@@ -381,7 +413,8 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	d.encrypted = !plain
 	d.compressed = compress
 	_, zeroBlocks := f[extHoles]
-	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress), datachan.WithZeroBlocks(zeroBlocks))
+	_, peerCapped := f[extRTOCapped]
+	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress), datachan.WithZeroBlocks(zeroBlocks), heldWatch(overQUIC, peerCapped))
 	if maxBlock > 0 {
 		opts = append(opts, datachan.WithBlockSizeCap(maxBlock))
 	}

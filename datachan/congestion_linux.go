@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,8 +69,25 @@ func CheckCongestion(name string) error {
 // docs/benchmarks.md, "Outages".
 const RTOMax = 15 * time.Second
 
-// rtoMost is the longest a connection waits between retransmissions.
-const rtoMost = RTOMax
+// RTOCapped reports whether this kernel caps connections' retransmission
+// timeout at RTOMax (TCP_RTO_MAX_MS, Linux 6.15 on): a peer then gives
+// this side's connections a shorter grace (WithHeldWatch).
+func RTOCapped() bool {
+	rtoCappedOnce.Do(func() {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		rtoCapped = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, int(RTOMax/time.Millisecond)) == nil
+	})
+	return rtoCapped
+}
+
+var (
+	rtoCappedOnce sync.Once
+	rtoCapped     bool
+)
 
 // CapRTO caps the retransmission timeout of c (RTOMax), a TCP connection
 // accepted from a listener: unlike the congestion control, the cap is

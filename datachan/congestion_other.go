@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"syscall"
-	"time"
 )
 
 // CheckCongestion refuses any choice but the default: only Linux lets a
@@ -18,9 +17,8 @@ func CheckCongestion(name string) error {
 	return fmt.Errorf("datachan: choosing the congestion control (%q) needs Linux", name)
 }
 
-// rtoMost is the longest a connection waits between retransmissions:
-// TCP's own cap, where kerf cannot lower it.
-const rtoMost = 2 * time.Minute
+// RTOCapped is false: only Linux caps a socket's retransmission timeout.
+func RTOCapped() bool { return false }
 
 // CapRTO does nothing: only Linux caps a socket's retransmission timeout.
 func CapRTO(net.Conn) {}

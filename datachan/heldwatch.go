@@ -11,33 +11,54 @@ import (
 // its sender can see: the hop before it still acknowledges and shuts the
 // window, and its probes are answered (stallwatch.go). The transfer then
 // waited for the idle timeout, 5 minutes. The receiving side sees it:
-// its reader waits on that connection and nothing comes, a file the
-// data is for has had its gap-free prefix stand still meanwhile, and
-// the other connections were heard from since: their data, or the
-// answers to their keepalives (in an outage none is). watchHeld fails
-// the Path then, with ErrStalled: the session reconnects and resumes,
-// keeping what came (AbandonKept).
+// its reader is in the middle of a block of a file it is receiving and
+// nothing comes, while the other connections are heard from (their
+// data, or the answers to their keepalives; in an outage none is).
+// watchHeld fails the Path then, with ErrStalled: the session
+// reconnects and resumes, keeping what came (AbandonKept).
 //
-// A reader that does not read (its disk writer behind) is not waiting
-// on its connection, and a connection with nothing to carry (a run of
-// small files written on the first free connection) holds up no file.
+// Only a connection in the middle of a block is held: one between
+// blocks has nothing owed (small files go on the first free
+// connection; the other connections of a slow link wait while one
+// block crosses, review 52), and one whose reader does not read (its
+// disk writer behind) is not waiting on it.
 
-// heldQuiet is how long a connection's reader must have waited, and a
-// file's prefix stood still, for the connection to be suspect, once
-// another connection was heard from stallMargin after the prefix
-// stopped; heldGrace is how long it is then given. After an outage of
-// the whole path each connection retries at its own time, up to the
-// capped retransmission timeout apart: the grace is the sending side's
-// (stallGrace), so that the last to retry is not taken for held.
-const (
-	heldQuiet = stallQuiet
-	heldGrace = 2*rtoMost + 5*time.Second
-	// heldHeard is how lately another connection must have been heard
-	// from, at each look, for a suspect to stay so: an outage that
-	// begins while one is suspect ends the suspicion. An idle
-	// connection is heard from at each keepalive, 15 s apart (Go's).
-	heldHeard = 20 * time.Second
-)
+// heldQuiet is how long a connection's reader must have waited in the
+// middle of a block, with nothing coming, to be suspect; the grace is
+// then two of the sender's longest retransmission timeouts and 5 s, as
+// the sending side's (stallGrace): after an outage each connection
+// retries at its own time, up to that timeout apart, and the last to
+// retry is not held.
+const heldQuiet = stallQuiet
+
+// heldHeard is how lately another connection must have been heard from,
+// at each look, for a suspect to stay so: an outage that begins while
+// one is suspect ends the suspicion. An idle connection is heard from
+// at each keepalive, 15 s apart (Go's).
+const heldHeard = 20 * time.Second
+
+// peerRTOUncapped is a sender's longest retransmission timeout where it
+// does not say it caps it (a kernel without TCP_RTO_MAX_MS, another
+// system, a kerf from before it said): the kernel's own, 2 minutes.
+const peerRTOUncapped = 2 * time.Minute
+
+// heldGraceFor is the grace for a peer whose retransmission timeout is
+// at most rto.
+func heldGraceFor(rto time.Duration) time.Duration { return stallGrace(rto) }
+
+// WithHeldWatch sets the longest retransmission timeout of the peer's
+// connections (RTOMax if it says it caps them), from which the grace of
+// the watch for a held connection follows; 0 turns the watch off (QUIC:
+// its streams share one flow, and its own idle timeout ends a dead
+// one). The default is peerRTOUncapped.
+func WithHeldWatch(peerRTO time.Duration) Option {
+	return func(c *config) {
+		c.heldGrace = 0
+		if peerRTO > 0 {
+			c.heldGrace = heldGraceFor(peerRTO)
+		}
+	}
+}
 
 // monoEpoch makes monotonic times fit an atomic int64 (monoNow).
 var monoEpoch = time.Now()
@@ -49,10 +70,23 @@ func monoNow() int64 { return int64(time.Since(monoEpoch)) + 1 }
 type readWatch struct {
 	waiting atomic.Int64 // monoNow when the reader began a Read that has not returned; 0: none
 	data    atomic.Int64 // monoNow of the last Read that returned bytes
+	// mid: the reader is reading the payload of the block at off of
+	// file (a watcher may see the three out of step for a moment).
+	mid  atomic.Bool
+	file atomic.Uint32
+	off  atomic.Uint64
 }
 
-// watchHeld fails the Path when one connection is held (above) for
-// grace (heldGrace but for tests).
+func (w *readWatch) reading(file uint32, off uint64) {
+	w.file.Store(file)
+	w.off.Store(off)
+	w.mid.Store(true)
+}
+
+func (w *readWatch) between() { w.mid.Store(false) }
+
+// watchHeld fails the Path when one connection has been held (above)
+// for grace.
 func (p *Path) watchHeld(grace time.Duration) {
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()
@@ -64,47 +98,46 @@ func (p *Path) watchHeld(grace time.Duration) {
 		case <-t.C:
 		}
 		now := monoNow()
-		for i := range p.streams {
-			f := p.heldFile(i, now)
+		for i, s := range p.streams {
+			since, file, off, ok := p.held(i, now)
 			switch {
-			case f == nil:
+			case !ok:
 				suspect[i] = 0
 			case suspect[i] == 0:
 				suspect[i] = now
 			case now-suspect[i] >= int64(grace):
-				s := p.streams[i]
-				p.fail(fmt.Errorf("%w: stream %d (%v to %v): nothing came on it for %v while the other connections were heard from, and file %d waits for its bytes from %d (the path holds this connection: a proxy or middlebox that stopped forwarding it)",
-					ErrStalled, s.idx, s.conn.LocalAddr(), s.conn.RemoteAddr(), time.Duration(now-s.in.w.waiting.Load()).Round(time.Second), f.id, f.prefix))
+				p.fail(fmt.Errorf("%w: stream %d (%v to %v): nothing came on it for %v in the middle of the block at %d of file %d, while the other connections were heard from (the path holds this connection: a proxy or middlebox that stopped forwarding it)",
+					ErrStalled, s.idx, s.conn.LocalAddr(), s.conn.RemoteAddr(), time.Duration(now-since).Round(time.Second), off, file))
 				return
 			}
 		}
 	}
 }
 
-// heldFile returns a file that waits, at now, for what connection i
-// would bring (above), or nil; its id and prefix are read under p.mu
-// and do not change after.
-func (p *Path) heldFile(i int, now int64) *recvFile {
-	since := p.streams[i].in.w.waiting.Load()
-	if since == 0 || now-since < int64(heldQuiet) {
-		return nil
+// held reports whether connection i is held at now (above): since when
+// it has waited, in the middle of which block.
+func (p *Path) held(i int, now int64) (since int64, file uint32, off uint64, ok bool) {
+	w := &p.streams[i].in.w
+	since = w.waiting.Load()
+	if since == 0 || now-since < int64(heldQuiet) || !w.mid.Load() {
+		return 0, 0, 0, false
 	}
+	file, off = w.file.Load(), w.off.Load()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, f := range p.files {
-		if f.dst == nil || f.abandoned || f.stopping || f.allGot() || now-f.prefixMoved < int64(heldQuiet) {
-			continue
-		}
-		// Another connection was heard from after the prefix stopped,
-		// and lately: the path works, and this file waits for what it
-		// lacks.
-		for j := range p.streams {
-			if h := p.heardOn(j, now); j != i && h >= f.prefixMoved+int64(stallMargin) && now-h <= int64(heldHeard) {
-				return f
-			}
+	f := p.files[file]
+	waited := f != nil && f.dst != nil && !f.abandoned && !f.stopping && !f.allGot()
+	p.mu.Unlock()
+	if !waited {
+		return 0, 0, 0, false // a file let go, or one parked: nothing waits on it yet
+	}
+	// Another connection was heard from after this one stopped, and
+	// lately: the path works.
+	for j := range p.streams {
+		if h := p.heardOn(j, now); j != i && h >= since+int64(stallMargin) && now-h <= int64(heldHeard) {
+			return since, file, off, true
 		}
 	}
-	return nil
+	return 0, 0, 0, false
 }
 
 // heardOn is when connection j was last heard from (monoNow): the last

@@ -165,7 +165,7 @@ type config struct {
 	readAhead   int
 	writeBehind int
 	parkLimit   int
-	heldGrace   time.Duration // watchHeld's; 0: not watched
+	heldGrace   time.Duration // watchHeld's (WithHeldWatch); 0: not watched
 	batch       bool
 	compress    bool
 	zeroBlocks  bool
@@ -442,7 +442,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		readAhead:   DefaultReadAhead,
 		writeBehind: DefaultWriteBehind,
 		parkLimit:   DefaultParkLimit,
-		heldGrace:   heldGrace,
+		heldGrace:   heldGraceFor(peerRTOUncapped),
 	}
 	for _, o := range opts {
 		o(&cfg)

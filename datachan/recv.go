@@ -35,26 +35,11 @@ type recvFile struct {
 	// firstSpans back got and wrote while each holds one range, as a
 	// file in order does: no allocation for either per file.
 	firstSpans [2]span
-	// prefix is where the gap-free run of got from off ends, and
-	// prefixMoved when it last grew (monoNow; from Expect): watchHeld.
-	prefix      uint64
-	prefixMoved int64
 }
 
 // allGot reports whether every block of the range has come.
 func (f *recvFile) allGot() bool {
 	return f.end == f.off || len(f.got) == 1 && f.got[0].start == f.off && f.got[0].end == f.end
-}
-
-// notePrefix moves prefix and prefixMoved after a block came.
-func (f *recvFile) notePrefix() {
-	pre := f.off
-	if len(f.got) > 0 && f.got[0].start == f.off {
-		pre = f.got[0].end
-	}
-	if pre != f.prefix {
-		f.prefix, f.prefixMoved = pre, monoNow()
-	}
 }
 
 // complete reports whether every byte of the range is on dst.
@@ -109,8 +94,6 @@ func (p *Path) ExpectKept(id uint32, dst io.WriterAt, off, n int64, kept []frami
 		f.got.add(uint64(r.Off), uint64(r.End), r.CRC)
 		f.wrote.add(uint64(r.Off), uint64(r.End), 0)
 	}
-	f.notePrefix()
-	f.prefixMoved = monoNow()
 	if n == 0 || f.complete() {
 		close(f.done)
 	}
@@ -340,7 +323,9 @@ func (s *stream) readBlock() error {
 		// compression spends nothing decoding.
 		return s.protocolError("file %d offset %d: a compressed block, but compression was not agreed", h.FileID, h.Offset)
 	}
+	s.in.w.reading(h.FileID, h.Offset) // watchHeld: what this connection is in the middle of
 	f, err := s.readPayload(int(h.Length))
+	s.in.w.between()
 	if err != nil {
 		return s.lost(err)
 	}
@@ -552,9 +537,6 @@ func (p *Path) admitLocked(f *recvFile, h framing.BlockHeader) (bool, error) {
 	if dup {
 		p.stats.duplicates.Add(1)
 		return false, nil
-	}
-	if start <= f.prefix {
-		f.notePrefix()
 	}
 	p.stats.blocksReceived.Add(1)
 	p.stats.bytesReceived.Add(int64(h.Length))

@@ -61,6 +61,7 @@ type proxy struct {
 	flipUpAt   atomic.Int64 // flip one bit of the byte at this offset of the client->server bytes (0: never)
 	rateUp     atomic.Int64 // bytes per second client->server (0: unlimited)
 	holdDownAt atomic.Int64 // file offset + 1 of a server->client block that never arrives: its connection stalls there (0: none)
+	holdMid    atomic.Bool  // holdDownAt holds in the middle of the block: its header and first 64 KiB pass, as a proxy stopped at any byte does
 	dropDown   atomic.Bool  // server->client bytes are read and dropped from now on (a plain copy only)
 	delayDown  atomic.Int64 // nanoseconds each server->client read waits before it is passed on (a plain copy only): a longer path
 	paused     atomic.Bool  // bytes wait, both ways, until it is cleared: an outage TCP rides out
@@ -184,6 +185,7 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 	}
 	hdr := make([]byte, 32)
 	buf := make([]byte, 64<<10)
+	holdMid := false // hold after the first part of this block's payload
 	for {
 		if _, err := io.ReadFull(src, hdr); err != nil {
 			return
@@ -201,10 +203,8 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 				// The block and everything after it on this connection
 				// stay here, until releaseHold; the other connections
 				// go on.
-				select {
-				case <-p.closing:
+				if holdMid = p.holdMid.Load(); !holdMid && !p.heldDown() {
 					return
-				case <-p.released:
 				}
 			}
 		case "KRFN":
@@ -252,7 +252,24 @@ func (p *proxy) pipe(dst, src net.Conn, up bool) {
 			if p.count(up, int64(len(b))) {
 				return
 			}
+			if holdMid {
+				holdMid = false
+				if !p.heldDown() {
+					return
+				}
+			}
 		}
+	}
+}
+
+// heldDown waits for releaseHold (holdDownAt), and reports false if
+// the proxy closes first.
+func (p *proxy) heldDown() bool {
+	select {
+	case <-p.closing:
+		return false
+	case <-p.released:
+		return true
 	}
 }
 

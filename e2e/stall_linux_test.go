@@ -169,7 +169,9 @@ func TestHeldDataConnectionIsGivenUpByItsReceiver(t *testing.T) {
 	fs := startFaultServer(t, root, true)
 	const size = 24 << 20
 	writeFile(t, filepath.Join(root, "big.bin"), randomBytes(size, 94))
-	fs.data.holdDownAt.Store(4<<20 + 1) // the block at 4 MiB, and its connection, wait
+	// The block at 4 MiB, and its connection, wait in the middle.
+	fs.data.holdDownAt.Store(4<<20 + 1)
+	fs.data.holdMid.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := kerfCmd(t, ctx, fs.server, local, []string{"--json"}, "get", "--streams", "4", target(fs.addr(), "big.bin"), local)
@@ -179,8 +181,8 @@ func TestHeldDataConnectionIsGivenUpByItsReceiver(t *testing.T) {
 		// The resumed attempt's first block is the held one again: it
 		// is let go after the first attempt was given up (about 55 s:
 		// the other connections, idle, are heard from at their first
-		// keepalive, 15 s, and the grace is 35 s), before the second
-		// would be.
+		// keepalive, 15 s, and the grace is 35 s, this kernel capping
+		// the timeout: rtoCapped), before the second would be.
 		time.AfterFunc(75*time.Second, fs.data.releaseHold)
 		return "held"
 	})

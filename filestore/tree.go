@@ -218,7 +218,7 @@ func (d *Dir) RemoveSent(f kermit.OutgoingFile) error {
 		return fmt.Errorf("filestore: %w", err)
 	}
 	// A link to it, sent after, is told from a file gone by itself.
-	d.Moved.Note(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), f.Name, filepath.Join(d.root.Name(), filepath.FromSlash(rel)))
+	d.Moved.Note(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), kermit.ChangeTimeOf(fi), f.Name, filepath.Join(d.root.Name(), filepath.FromSlash(rel)))
 	return nil
 }
 

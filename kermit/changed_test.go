@@ -465,7 +465,7 @@ func TestLinkToAMovedFile(t *testing.T) {
 				if err := os.Remove(p); err != nil {
 					t.Error(err)
 				}
-				moved.Note(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), "target.bin", filepath.Join(src, "target.bin"))
+				moved.Note(kermit.StatusOf(fi), fi.Size(), fi.ModTime(), kermit.ChangeTimeOf(fi), "target.bin", filepath.Join(src, "target.bin"))
 				if w != nil {
 					time.Sleep(20 * time.Millisecond) // a ctime the write moves
 					w.WriteAt([]byte("x"), 10)

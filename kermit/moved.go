@@ -22,12 +22,20 @@ type MovedFiles struct {
 	byID   map[[2]uint64]movedFile
 	byPath map[string]movedFile
 	order  []movedFile // oldest first, to forget beyond movedCap
+	seq    uint64
 }
 
 // movedFile is a file removed after it was sent whole.
 type movedFile struct {
+	id    [2]uint64 // device, inode
+	seq   uint64    // which Note: a later one of the same inode or path replaces it
 	size  int64
 	mtime time.Time
+	// ctime is its change time before the removal: a file given its
+	// inode number since has another (review 52: ext4 reuses a number
+	// at once, and the coarse clock gives the new file a ctime no
+	// later than the removal's).
+	ctime time.Time
 	// removed is when its removal returned: its ctime is no later, and
 	// one written through an open descriptor since is later.
 	removed time.Time
@@ -39,49 +47,47 @@ type movedFile struct {
 // moved fails as a link to nothing, as any other.
 const movedCap = 4096
 
-// Note records that the file st (size bytes of mtime), sent as name,
-// was removed from path (absolute, clean) just now. A nil m notes
-// nothing.
-func (m *MovedFiles) Note(st FileStatus, size int64, mtime time.Time, name, path string) {
-	if m == nil || !st.Known {
+// Note records that the file st (size bytes of mtime, change time
+// ctime before its removal), sent as name, was removed from path
+// (absolute, clean) just now. A nil m notes nothing.
+func (m *MovedFiles) Note(st FileStatus, size int64, mtime, ctime time.Time, name, path string) {
+	if m == nil || !st.Known || ctime.IsZero() {
 		return
 	}
-	f := movedFile{size: size, mtime: mtime, removed: time.Now(), name: name, path: path}
-	id := [2]uint64{st.Dev, st.Ino}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byID == nil {
 		m.byID, m.byPath = map[[2]uint64]movedFile{}, map[string]movedFile{}
 	}
-	m.byID[id] = f
+	m.seq++
+	f := movedFile{id: [2]uint64{st.Dev, st.Ino}, seq: m.seq, size: size, mtime: mtime, ctime: ctime, removed: time.Now(), name: name, path: path}
+	m.byID[f.id] = f
 	m.byPath[path] = f
 	m.order = append(m.order, f)
-	for len(m.order) > movedCap {
+	if len(m.order) > movedCap {
 		old := m.order[0]
 		m.order = m.order[1:]
 		// Only if not recorded again since (the same inode, or path).
-		for id, f := range m.byID {
-			if f == old {
-				delete(m.byID, id)
-				break
-			}
+		if m.byID[old.id].seq == old.seq {
+			delete(m.byID, old.id)
 		}
-		if m.byPath[old.path] == old {
+		if m.byPath[old.path].seq == old.seq {
 			delete(m.byPath, old.path)
 		}
 	}
 }
 
-// earlier says whether the file st, of size bytes and mtime, is one
-// removed (Note), and how.
-func (m *MovedFiles) earlier(st FileStatus, size int64, mtime time.Time) (movedFile, bool) {
+// earlier says whether the file st, of size bytes, mtime and change
+// time ctime (as listed, or as opened), is one removed (Note) as it
+// was then, and how.
+func (m *MovedFiles) earlier(st FileStatus, size int64, mtime, ctime time.Time) (movedFile, bool) {
 	if m == nil || !st.Known {
 		return movedFile{}, false
 	}
 	m.mu.Lock()
 	f, ok := m.byID[[2]uint64{st.Dev, st.Ino}]
 	m.mu.Unlock()
-	if !ok || f.size != size || !f.mtime.Equal(mtime) {
+	if !ok || f.size != size || !f.mtime.Equal(mtime) || !f.ctime.Equal(ctime) {
 		return movedFile{}, false
 	}
 	return f, true

@@ -541,7 +541,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	start := time.Now()
 	r, err := f.Open()
 	if err != nil && errors.Is(err, fs.ErrNotExist) {
-		if m, ok := f.Moved.earlier(f.Status, f.Size, f.ModTime); ok && !f.ChangeTime.IsZero() && !f.ChangeTime.After(m.removed) {
+		if m, ok := f.Moved.earlier(f.Status, f.Size, f.ModTime, f.ChangeTime); ok {
 			// Its file was moved (by this transfer, most often) under
 			// another name, a link to it met after: its bytes went. The
 			// ctime listed tells it from a file given its inode since.
@@ -1151,10 +1151,12 @@ func changedWhileSent(r FileReader, f OutgoingFile, tail string) error {
 		if ct := ChangeTimeOf(fi); f.ChangeTime.IsZero() || ct.IsZero() || ct.Equal(f.ChangeTime) {
 			return nil
 		}
-		if m, ok := f.Moved.earlier(StatusOf(fi), fi.Size(), fi.ModTime()); ok && removedWhileOpen(fi) && !ChangeTimeOf(fi).After(m.removed) {
-			// Removed by this process's --remove-source-files, unchanged,
-			// once sent under another name (a link to it): the bytes
-			// read are the ones it had, and no write came after.
+		if m, ok := f.Moved.earlier(StatusOf(fi), fi.Size(), fi.ModTime(), f.ChangeTime); ok && removedWhileOpen(fi) && !ChangeTimeOf(fi).After(m.removed) {
+			// Removed by this side's --remove-source-files, unchanged,
+			// once sent under another name (a link to it): opened with
+			// the ctime it had then (not a file given its inode since),
+			// the bytes read are the ones it had, and no write came
+			// after the removal.
 			return nil
 		}
 		if removedWhileOpen(fi) {

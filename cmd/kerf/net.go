@@ -1154,6 +1154,10 @@ func sendCommand() *cli.Command {
 			var gone []*control.Client // replaced by successors
 			rep.wire = wireBytes(&clients, &gone, func(st datachan.Stats) int64 { return st.BytesSent })
 			defer closeSuccessors(&clients, &gone, slices.Clone(clients))
+			// The first session's successor's, if it was lost: a resume
+			// that fell back from QUIC to TCP carried the data over TCP
+			// (QA ab: done said "quic").
+			rep.channel = func() string { return clients[0].DataChannel() }
 			reconnect := successors(c, cfg, cl, cwd, rep.event, &clients, &gone)
 			sendErr := kermit.SendParallelWith(c.Context, sessionsOf(clients), list, kermit.SendOptions{Reconnect: reconnect})
 			rep.notWalked(local.notWalked())
@@ -1442,6 +1446,10 @@ func getCommand() *cli.Command {
 			var gone []*control.Client // replaced by successors
 			rep.wire = wireBytes(&clients, &gone, func(st datachan.Stats) int64 { return st.WireBytesReceived })
 			defer closeSuccessors(&clients, &gone, slices.Clone(clients))
+			// The first session's successor's, if it was lost: a resume
+			// that fell back from QUIC to TCP carried the data over TCP
+			// (QA ab: done said "quic").
+			rep.channel = func() string { return clients[0].DataChannel() }
 			opts.Reconnect = successors(c, cfg, cl, "", rep.event, &clients, &gone)
 			get := func(spec string) error {
 				return kermit.GetParallel(c.Context, sessionsOf(clients), spec, opts, stores)

@@ -170,7 +170,7 @@ func (m *sourceRemover) remove(name, path string, s sentSource, sent bool) {
 	}
 	if abs, err := filepath.Abs(path); err == nil && sent {
 		// A link to it, sent after, is told from a file gone by itself.
-		runMoved.Note(s.status, s.size, s.mtime, name, abs)
+		runMoved.Note(s.status, s.size, s.mtime, s.ctime, name, abs)
 	}
 	if m.removed != nil {
 		m.removed(name, path)

@@ -190,10 +190,15 @@ func TestHeldDataConnectionIsGivenUpByItsReceiver(t *testing.T) {
 		t.Fatalf("get: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	var given, stalled int
-	for _, e := range eventsNamed(parseEvents(t, stdout.String()), "reconnecting") {
+	var last float64 // the last progress's seconds: when the reconnection came
+	for _, e := range parseEvents(t, stdout.String()) {
 		switch {
+		case e.Event == "progress":
+			last = e.Seconds
+		case e.Event != "reconnecting":
 		case strings.Contains(e.Error, "nothing came on it"):
 			given++
+			t.Logf("given up after about %.0f s: %s", last, e.Error)
 		case strings.Contains(e.Error, "no acknowledgement"):
 			stalled++
 		}

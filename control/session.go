@@ -768,6 +768,9 @@ func clearErr(err error, name string) error {
 	if filestore.LeadsOutside(err) {
 		return fmt.Errorf("kerf: %s: refused: the path leads outside your directory (through a symbolic link or ..)", name)
 	}
+	if gone := (*kermit.LinkTargetGone)(nil); errors.As(err, &gone) {
+		return &kermit.LinkTargetGone{Err: clearErr(gone.Err, name)}
+	}
 	// A client (C-Kermit shows it as "Protocol Error: ...") needs the
 	// name and the cause, not the system call ("statat", "renameat").
 	var pe *fs.PathError

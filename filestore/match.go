@@ -692,7 +692,7 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 		open = func() (kermit.FileReader, error) {
 			f, err := d.root.Open(rel)
 			if err != nil {
-				return nil, err
+				return nil, kermit.LinkTargetGoneAt(err, func() (fs.FileInfo, error) { return d.root.Lstat(rel) })
 			}
 			if !m.is(f) {
 				f.Close()

@@ -195,3 +195,29 @@ func TestLinkToARemovedSentFile(t *testing.T) {
 		}
 	}
 }
+
+// A link listed as its file, whose file someone removes before its
+// turn, says so at its open: the link is there, its file is not (QA ab:
+// said to be the link removed).
+func TestLinkWhoseFileWentSaysSo(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "f.txt"), []byte("f\n"), 0o644)
+	if err := os.Symlink("f.txt", filepath.Join(root, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	files, err := d.Match("link.txt", false)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("match: %v %v", files, err)
+	}
+	os.Remove(filepath.Join(root, "f.txt"))
+	_, err = files[0].Open()
+	var gone *kermit.LinkTargetGone
+	if !errors.As(err, &gone) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("open of a link whose file went: %v; want kermit.LinkTargetGone", err)
+	}
+}

@@ -549,3 +549,24 @@ func (r *readFirst) ReadAt(b []byte, off int64) (int, error) {
 	r.once.Do(r.first)
 	return r.File.ReadAt(b, off)
 }
+
+// A file whose Open says its link's file went is failed in those words,
+// not as the link removed (QA ab).
+func TestLinkWhoseFileWentIsSaidSo(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"f.bin", randomBytes(1000, 3)}})
+	link := filepath.Join(src, "link.bin")
+	if err := os.Symlink("f.bin", link); err != nil {
+		t.Fatal(err)
+	}
+	out[0].Name = "link.bin"
+	out[0].Open = func() (kermit.FileReader, error) {
+		os.Remove(filepath.Join(src, "f.bin"))
+		_, err := os.Open(link)
+		return nil, kermit.LinkTargetGoneAt(err, func() (fs.FileInfo, error) { return os.Lstat(link) })
+	}
+	_, why := sendSeeingFailure(t, out, dst)
+	if why == nil || !strings.Contains(why.Error(), "link.bin: the file its symbolic link led to was removed after it was listed") {
+		t.Errorf("file error %v; want the link's file said to be gone", why)
+	}
+}

@@ -555,7 +555,13 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		}
 		return nil
 	}
-	if err != nil && errors.Is(err, fs.ErrNotExist) && !f.StatAtOpen && !f.ModTime.IsZero() {
+	var gone *LinkTargetGone
+	switch {
+	case err != nil && errors.As(err, &gone):
+		// The link is there, the file it led to is not (QA ab: said
+		// to be the link removed).
+		err = fmt.Errorf("%s: the file its symbolic link led to was removed after it was listed (%w)", f.Name, gone.Err)
+	case err != nil && errors.Is(err, fs.ErrNotExist) && !f.StatAtOpen && !f.ModTime.IsZero():
 		// Listed, and gone by its turn (a file a walk found; rsync's
 		// "file has vanished"): said so, not as a bare open error (QA).
 		err = fmt.Errorf("%s was removed after it was listed (%w)", f.Name, err)
@@ -1575,6 +1581,30 @@ func PassedOver(what string) error { return fmt.Errorf("%w: %s", ErrPassedOver, 
 // words) for an entry passed over: a kerf receiver reports the entry as
 // skipped, not failed; one from before reads a failure with those words.
 const passedOverPrefix = "passed over: "
+
+// LinkTargetGone is what an OutgoingFile's Open returns for a symbolic
+// link, listed as the file it led to, whose file is gone: the link is
+// still there.
+type LinkTargetGone struct{ Err error }
+
+func (e *LinkTargetGone) Error() string {
+	return "the file its symbolic link leads to is gone: " + e.Err.Error()
+}
+
+func (e *LinkTargetGone) Unwrap() error { return e.Err }
+
+// LinkTargetGoneAt returns err, an open's, as a LinkTargetGone if it
+// says nothing is there and what was opened is a symbolic link (lstat
+// looks at it), and err itself otherwise.
+func LinkTargetGoneAt(err error, lstat func() (fs.FileInfo, error)) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if li, lerr := lstat(); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+		return &LinkTargetGone{Err: err}
+	}
+	return err
+}
 
 // ErrDeclined is why a file a classic Kermit receiver refused for its
 // name or date was not sent: its file collision setting (C-Kermit's SET

@@ -401,7 +401,13 @@ func walkLocal(src sendSources, recursive bool, ex kermit.Exclusions, sized bool
 			}
 			from[name] = p
 		}
-		open := func() (kermit.FileReader, error) { return filestore.OpenLocal(p) }
+		open := func() (kermit.FileReader, error) {
+			f, err := filestore.OpenLocal(p)
+			if err != nil {
+				return nil, kermit.LinkTargetGoneAt(err, func() (fs.FileInfo, error) { return os.Lstat(p) })
+			}
+			return f, nil
+		}
 		if fi == nil { // not looked at (walkTree, unsized)
 			return put(kermit.OutgoingFile{Name: name, Size: -1, ModeKnown: true, StatAtOpen: true, Open: open, Path: p}, nil)
 		}

@@ -48,27 +48,6 @@ func CheckCongestion(name string) error {
 	return nil
 }
 
-// RTOMax caps the TCP retransmission timeout of kerf's connections
-// (TCP_RTO_MAX_MS, Linux 6.15 and later; older kernels keep their 120 s
-// cap). After an outage the kernel retransmits at exponentially growing
-// intervals up to the cap, so a connection whose last try came just
-// before the link healed sat idle up to two minutes more: the data
-// streams that had tried later had finished, and the file waited for
-// the last one (QA, wanem: a 120 s outage). With 15 s the wait after
-// healing is about 15 s at most (19 s seen when a stream's last ACKs
-// were lost in the cut). The cap also shortens how long a sending end
-// keeps retransmitting before it gives up (tcp_retries2, 15 tries):
-// about 160 s instead of 15 minutes. Between kerf peers that is no
-// loss: the idle connections (control while a file moves, a receiving
-// end's data) carry only Go's keepalive (15 s, then 9 probes 15 s
-// apart), which ends them after 120-135 s of outage (the probe clock
-// starts at the last traffic), and the transfer with them (WAN QA: 125 s
-// survived, 130 s not). A classic peer sends no keepalives, so its
-// sessions are uncapped (UncapRTO). Keep the sender's give-up above the
-// keepalive's: a 10 s cap would end senders at about 112 s.
-// docs/benchmarks.md, "Outages".
-const RTOMax = 15 * time.Second
-
 // RTOCapped reports whether this kernel caps connections' retransmission
 // timeout at RTOMax (TCP_RTO_MAX_MS, Linux 6.15 on): a peer then gives
 // this side's connections a shorter grace (WithHeldWatch).

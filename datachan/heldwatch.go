@@ -17,8 +17,10 @@ import (
 // watchHeld fails the Path then, with ErrStalled: the session
 // reconnects and resumes, keeping what came (AbandonKept).
 //
-// Only a connection in the middle of a block is held: one between
-// blocks has nothing owed (small files go on the first free
+// Where the kernel says when data last came on the connection
+// (TCP_INFO), that counts too: a read of a TLS data record returns
+// nothing until the whole record is in. Only a connection in the middle
+// of a block is held: one between blocks has nothing owed (small files go on the first free
 // connection; the other connections of a slow link wait while one
 // block crosses, review 52), and one whose reader does not read (its
 // disk writer behind) is not waiting on it.
@@ -117,9 +119,19 @@ func (p *Path) watchHeld(grace time.Duration) {
 // held reports whether connection i is held at now (above): since when
 // it has waited, in the middle of which block.
 func (p *Path) held(i int, now int64) (since int64, file uint32, off uint64, ok bool) {
-	w := &p.streams[i].in.w
+	s := p.streams[i]
+	w := &s.in.w
 	since = w.waiting.Load()
-	if since == 0 || now-since < int64(heldQuiet) || !w.mid.Load() {
+	if since == 0 || !w.mid.Load() {
+		return 0, 0, 0, false
+	}
+	if st, ok := tcpStateOf(s.conn); ok {
+		// Bytes coming that the read does not return yet (a TLS data
+		// record of 256 KiB takes half a minute at 8 KB/s): it stopped
+		// when they did.
+		since = max(since, now-int64(st.sinceData))
+	}
+	if now-since < int64(heldQuiet) {
 		return 0, 0, 0, false
 	}
 	file, off = w.file.Load(), w.off.Load()

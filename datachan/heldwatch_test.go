@@ -2,7 +2,9 @@ package datachan
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -170,5 +172,86 @@ func TestHeldJudge(t *testing.T) {
 				t.Error("the connection heard from is held")
 			}
 		})
+	}
+}
+
+// throttledPaths joins two Paths by TLS data connections through a
+// proxy that passes the sender's bytes of the n-th connection at
+// rates[n] bytes a second (a slow link shared unevenly).
+func throttledPaths(t *testing.T, rates []int, opts ...Option) (s, r *Path) {
+	t.Helper()
+	st, ct := testTLS(t)
+	l, err := Listen("127.0.0.1:0", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); u.Close() })
+			rate := rates[min(i, len(rates)-1)]
+			go io.Copy(c, u)
+			go func() {
+				buf := make([]byte, 1024)
+				for {
+					k, err := c.Read(buf)
+					if k > 0 {
+						if _, err := u.Write(buf[:k]); err != nil {
+							return
+						}
+						time.Sleep(time.Duration(k) * time.Second / time.Duration(rate))
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	tok := NewToken()
+	pend := l.Expect(tok, net.IPv4(127, 0, 0, 1), len(rates), 10*time.Second)
+	ctx := testContext(t)
+	cc, err := Dial(ctx, ln.Addr().String(), tok, len(rates), ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := pend.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, r = NewPath(cc, opts...), NewPath(sc, opts...)
+	t.Cleanup(func() { s.Close(); r.Close() })
+	return s, r
+}
+
+// A slow TLS connection: its read returns nothing until a whole data
+// record (256 KiB) is in, 11 s at 24 KB/s, longer than the quiet and the
+// grace; the kernel says its bytes come (TCP_INFO), so it is not held
+// (review 52b: given up over and over).
+func TestSlowTLSRecordIsNotHeld(t *testing.T) {
+	s, r := throttledPaths(t, []int{256 << 10, 24 << 10}, withHeldGrace(time.Second))
+	data := randomData(9, 8<<20)
+	if err := r.Expect(1, newMemFile(len(data)), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Second)
+	defer cancel()
+	go s.SendFile(ctx, 1, bytes.NewReader(data), 0, int64(len(data)))
+	if _, err := r.Wait(ctx, 1); errors.Is(err, ErrStalled) {
+		t.Fatalf("a slow connection was given up: %v", err)
 	}
 }

@@ -10,8 +10,9 @@ import (
 // tcpState is what the kernel says of a connection (TCP_INFO) for the
 // stall watch.
 type tcpState struct {
-	waiting  bool          // data out and unacknowledged, window probes unanswered, or data not sent
-	sinceAck time.Duration // since an acknowledgement (of anything) last came
+	waiting   bool          // data out and unacknowledged, window probes unanswered, or data not sent
+	sinceAck  time.Duration // since an acknowledgement (of anything) last came
+	sinceData time.Duration // since data last came (not a keepalive's answer)
 }
 
 // onSocket runs f on the socket of the TCP connection under c's
@@ -46,8 +47,9 @@ func tcpStateOf(c net.Conn) (tcpState, bool) {
 	// held to --limit-rate often has it so) has its data here, unsent,
 	// and the probes for its window go unanswered.
 	return tcpState{
-		waiting:  info.Unacked > 0 || info.Probes > 0 || info.Notsent_bytes > 0,
-		sinceAck: time.Duration(info.Last_ack_recv) * time.Millisecond,
+		waiting:   info.Unacked > 0 || info.Probes > 0 || info.Notsent_bytes > 0,
+		sinceAck:  time.Duration(info.Last_ack_recv) * time.Millisecond,
+		sinceData: time.Duration(info.Last_data_recv) * time.Millisecond,
 	}, true
 }
 

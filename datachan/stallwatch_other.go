@@ -9,8 +9,9 @@ import (
 
 // tcpState: nothing is known elsewhere (TCP_INFO is Linux's).
 type tcpState struct {
-	waiting  bool
-	sinceAck time.Duration
+	waiting   bool
+	sinceAck  time.Duration
+	sinceData time.Duration
 }
 
 func tcpStateOf(net.Conn) (tcpState, bool) { return tcpState{}, false }

@@ -432,18 +432,26 @@ func TestLinkToAMovedFile(t *testing.T) {
 		wantFailure string
 		wantSkipped string
 		otherScope  bool // the removal is not of the file's scope
+		own         bool // the file itself is listed, not a link to it
 	}{
 		{name: "during", wantStored: true},
 		{name: "during, written after", writeAfter: true, wantFailure: "was removed, or replaced"},
 		{name: "before", before: true, wantSkipped: "its file was moved already (sent as target.bin"},
 		{name: "during, moved in another scope", otherScope: true, wantFailure: "was removed, or replaced"},
-		{name: "before, moved in another scope", before: true, otherScope: true, wantFailure: "was removed after it was listed"},
+		{name: "before, moved in another scope", before: true, otherScope: true, wantFailure: "the file its symbolic link led to was removed after it was listed"},
+		// Another transfer's entry for the file itself: it never had
+		// the bytes (review 52b).
+		{name: "the file itself, moved before its turn", before: true, own: true, wantFailure: "was removed after it was listed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()
 			data := randomBytes(100_000, 21)
-			out := writeFiles(t, src, []testFile{{"link.bin", data}})
-			p := filepath.Join(src, "link.bin")
+			out := writeFiles(t, src, []testFile{{"target.bin", data}})
+			p, link := filepath.Join(src, "target.bin"), filepath.Join(src, "link.bin")
+			if err := os.Symlink("target.bin", link); err != nil {
+				t.Fatal(err)
+			}
+			out[0].Name = "link.bin"
 			t0 := time.Unix(1_700_000_000, 0) // put back whole by Futimes
 			if err := os.Chtimes(p, t0, t0); err != nil {
 				t.Fatal(err)
@@ -474,7 +482,18 @@ func TestLinkToAMovedFile(t *testing.T) {
 					w.Close()
 				}
 			}
-			open := out[0].Open
+			// Opened through the link, as a walk's entry for it is.
+			at := link
+			if tc.own {
+				at = p
+			}
+			open := func() (kermit.FileReader, error) {
+				f, err := os.Open(at)
+				if err != nil {
+					return nil, kermit.LinkTargetGoneAt(err, func() (fs.FileInfo, error) { return os.Lstat(at) })
+				}
+				return f, nil
+			}
 			out[0].Open = func() (kermit.FileReader, error) {
 				if tc.before {
 					move()

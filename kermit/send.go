@@ -540,11 +540,14 @@ const eagerFlushSize = 1 << 20
 func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	start := time.Now()
 	r, err := f.Open()
-	if err != nil && errors.Is(err, fs.ErrNotExist) {
+	if gone := (*LinkTargetGone)(nil); err != nil && errors.As(err, &gone) {
 		if m, ok := f.Moved.earlier(f.Status, f.Size, f.ModTime, f.ChangeTime); ok {
-			// Its file was moved (by this transfer, most often) under
-			// another name, a link to it met after: its bytes went. The
-			// ctime listed tells it from a file given its inode since.
+			// A link whose file was moved (by this transfer, most often)
+			// under its own name before the link's turn: its bytes went.
+			// The ctime listed tells it from a file given its inode
+			// since. Only a link: a file of its own that went is no copy
+			// this transfer made (review 52b: another get of the user's
+			// passed its moved file over and exited 0 without it).
 			err = movedAlready(m)
 		}
 	}

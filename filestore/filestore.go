@@ -92,6 +92,10 @@ func IsPartName(name string) bool {
 // Dir is a directory tree files are received into and served from.
 type Dir struct {
 	root *os.Root
+	// top is the tree's top as a real absolute path, for absolute links
+	// into the tree (underTop); "" if it cannot be known.
+	top     string
+	topOnce sync.Once
 	// madeIn are the directories in which this Dir made (or may have
 	// made) a directory since its last flush: synced by the flush too,
 	// so that a saved file's new parents are durable with it (QA: only

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -52,19 +53,20 @@ func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool
 		var bad error // what makes a name given plainly unsendable
 		var target fs.FileInfo
 		var targetErr error
+		at := n.rel // what a link is opened by (linkTarget)
 		if n.err == nil && n.fi.Mode()&fs.ModeSymlink != 0 && !d.linksToPart(n.rel) {
 			// A link to a file in the tree sends the file, as in a
 			// walk (-r); os.Root refuses one leading out.
-			target, targetErr = d.root.Stat(n.rel)
+			target, at, targetErr = d.linkTarget(n.rel)
 		}
 		more := true
 		switch fi := n.fi; {
 		case n.err != nil:
 			bad = n.err
 		case fi.Mode().IsRegular():
-			more = yield(d.outgoing(n.rel, path.Base(n.rel), fi, false))
+			more = yield(d.outgoing(n.rel, path.Base(n.rel), fi, false, n.rel))
 		case target != nil && target.Mode().IsRegular():
-			more = yield(d.outgoing(n.rel, path.Base(n.rel), target, true))
+			more = yield(d.outgoing(n.rel, path.Base(n.rel), target, true, at))
 		case fi.IsDir() && recursive:
 			more = d.walk(n.rel, n.contents, keep, &left, yield)
 		case target != nil && target.IsDir() && recursive && !n.pattern:
@@ -582,6 +584,7 @@ func (d *Dir) walk(top string, contents bool, keep func(string) bool, dropped *i
 			return nil
 		}
 		var info fs.FileInfo
+		at := p // what a link is opened by (linkTarget)
 		linked := e.Type()&fs.ModeSymlink != 0
 		if e.Type().IsRegular() {
 			info, err = e.Info()
@@ -597,7 +600,7 @@ func (d *Dir) walk(top string, contents bool, keep func(string) bool, dropped *i
 		case linked:
 			// As the sending client does (scp -r): a link to a file in
 			// the tree sends the file; os.Root refuses one leading out.
-			info, err = d.root.Stat(p)
+			info, at, err = d.linkTarget(p)
 		}
 		if err == nil && (info == nil || !info.Mode().IsRegular()) {
 			// FIFOs, sockets, devices and links to directories are not
@@ -634,7 +637,7 @@ func (d *Dir) walk(top string, contents bool, keep func(string) bool, dropped *i
 			*dropped++
 			return nil
 		}
-		add(d.outgoing(p, name(p), info, linked))
+		add(d.outgoing(p, name(p), info, linked, at))
 		return nil
 	})
 	if dir != nil && !stopped {
@@ -680,9 +683,52 @@ func unreadable(name string, err error) kermit.OutgoingFile {
 	}
 }
 
+// linkTarget is what the symbolic link rel leads to: its entry, and the
+// path to open it by (rel itself, which os.Root follows while it stays
+// in the tree; or, for an absolute link into the tree, the path it
+// names under the tree's top, which os.Root will not follow: QA ab, a
+// get -r of a tree with /srv/data/latest -> /srv/data/v2 failed).
+func (d *Dir) linkTarget(rel string) (fs.FileInfo, string, error) {
+	fi, err := d.root.Stat(rel)
+	if err == nil || !LeadsOutside(err) {
+		return fi, rel, err
+	}
+	to, rerr := d.root.Readlink(rel)
+	if rerr != nil || !filepath.IsAbs(to) {
+		return fi, rel, err
+	}
+	at, ok := d.underTop(to)
+	if !ok || IsPartName(path.Base(at)) || d.linksToPart(at) {
+		return fi, rel, err // a partial is never served, through any link
+	}
+	if tfi, terr := d.root.Stat(at); terr == nil && tfi.Mode().IsRegular() {
+		return tfi, at, nil
+	}
+	return fi, rel, err
+}
+
+// underTop is the absolute path p as a path of the tree, if it lies
+// under the tree's top (its real path; the top may be named through a
+// link), and not the top itself.
+func (d *Dir) underTop(p string) (string, bool) {
+	d.topOnce.Do(func() {
+		if abs, err := filepath.Abs(d.root.Name()); err == nil {
+			d.top, _ = filepath.EvalSymlinks(abs)
+		}
+	})
+	if d.top == "" {
+		return "", false
+	}
+	r, err := filepath.Rel(d.top, filepath.Clean(p))
+	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(r), true
+}
+
 // outgoing is the file rel, to be sent as name; fi is its entry, or the
-// entry a symlink at rel leads to (link).
-func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.OutgoingFile {
+// entry a symlink at rel leads to (link), opened by at (linkTarget).
+func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool, at string) kermit.OutgoingFile {
 	m := listedAs(fi)
 	open := func() (kermit.FileReader, error) { return d.openFile(rel, m) }
 	if link {
@@ -690,7 +736,7 @@ func (d *Dir) outgoing(rel, name string, fi fs.FileInfo, link bool) kermit.Outgo
 		// Only the file the link led to when listed: one it leads to
 		// now (repointed at a partial, say) is not sent in its place.
 		open = func() (kermit.FileReader, error) {
-			f, err := d.root.Open(rel)
+			f, err := d.root.Open(at)
 			if err != nil {
 				return nil, kermit.LinkTargetGoneAt(err, func() (fs.FileInfo, error) { return d.root.Lstat(rel) })
 			}

@@ -2,7 +2,9 @@ package filestore_test
 
 import (
 	"errors"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -219,5 +221,69 @@ func TestLinkWhoseFileWentSaysSo(t *testing.T) {
 	var gone *kermit.LinkTargetGone
 	if !errors.As(err, &gone) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("open of a link whose file went: %v; want kermit.LinkTargetGone", err)
+	}
+}
+
+// An absolute symbolic link into the tree is sent as its file, in a walk
+// and named plainly, even with the tree's top named through a link; one
+// leading out of the tree is still refused (QA ab: a get -r of a tree
+// with such links exited 4, "leads outside your directory").
+func TestAbsoluteLinkIntoTheTree(t *testing.T) {
+	real := t.TempDir()
+	os.MkdirAll(filepath.Join(real, "data/v2"), 0o755)
+	os.WriteFile(filepath.Join(real, "data/v2/f.txt"), []byte("v2\n"), 0o644)
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(outside, []byte("secret\n"), 0o644)
+	os.WriteFile(filepath.Join(real, "data/.g.txt.kerf-part"), []byte("partial\n"), 0o644)
+	if err := os.Symlink(".g.txt.kerf-part", filepath.Join(real, "data/rel-to-part")); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{"data/latest.txt": filepath.Join(real, "data/v2/f.txt"), "data/out.txt": outside,
+		"data/part.txt": filepath.Join(real, "data/rel-to-part")} {
+		if err := os.Symlink(to, filepath.Join(real, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	via := filepath.Join(t.TempDir(), "via")
+	if err := os.Symlink(real, via); err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []string{real, via} {
+		d, err := filestore.Open(top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for spec, recursive := range map[string]bool{"data": true, "data/latest.txt": false} {
+			files, err := d.Match(spec, recursive)
+			if err != nil {
+				t.Fatalf("%s: match %s: %v", top, spec, err)
+			}
+			got := map[string]string{}
+			for _, f := range files {
+				if f.Open == nil {
+					continue
+				}
+				r, err := f.Open()
+				if err != nil {
+					got[path.Base(f.Name)] = "error: " + err.Error()
+					continue
+				}
+				b, _ := io.ReadAll(r)
+				r.Close()
+				got[path.Base(f.Name)] = string(b)
+			}
+			if got["latest.txt"] != "v2\n" {
+				t.Errorf("%s: %s: latest.txt %q; want its file's bytes", top, spec, got["latest.txt"])
+			}
+			if v, ok := got["out.txt"]; recursive && (!ok || !strings.HasPrefix(v, "error:")) {
+				t.Errorf("%s: %s: out.txt %q; want it refused", top, spec, v)
+			}
+			for _, n := range []string{"part.txt", "rel-to-part", ".g.txt.kerf-part"} {
+				if v, ok := got[n]; ok && !strings.HasPrefix(v, "error:") {
+					t.Errorf("%s: %s: %s %q: a partial served", top, spec, n, v)
+				}
+			}
+		}
+		d.Close()
 	}
 }

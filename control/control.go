@@ -240,12 +240,8 @@ func heldWatch(quic, peerCapped bool) datachan.Option {
 	case peerCapped:
 		return datachan.WithHeldWatch(datachan.RTOMax)
 	}
-	return datachan.WithHeldWatch(peerRTOUncapped)
+	return datachan.WithHeldWatch(datachan.RTOUncapped)
 }
-
-// peerRTOUncapped is the longest retransmission timeout of a peer that
-// does not say it caps it: the kernel's own.
-const peerRTOUncapped = 2 * time.Minute
 
 func (d *serverDual) withdraw() {
 	if d.pending != nil {

@@ -92,7 +92,7 @@ func setRTOMax(c net.Conn, d time.Duration) {
 // timeout (120 s): for a connection whose outages nothing else ends
 // sooner (a classic Kermit peer sends no keepalives), so that the
 // kernel's tries last their usual 15 minutes.
-func UncapRTO(c net.Conn) { setRTOMax(c, 120*time.Second) }
+func UncapRTO(c net.Conn) { setRTOMax(c, RTOUncapped) }
 
 // SocketControl returns a socket control function, for net.Dialer and
 // net.ListenConfig, that caps the retransmission timeout (RTOMax; a

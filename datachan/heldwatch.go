@@ -39,11 +39,6 @@ const heldQuiet = stallQuiet
 // at each keepalive, 15 s apart (Go's).
 const heldHeard = 20 * time.Second
 
-// peerRTOUncapped is a sender's longest retransmission timeout where it
-// does not say it caps it (a kernel without TCP_RTO_MAX_MS, another
-// system, a kerf from before it said): the kernel's own, 2 minutes.
-const peerRTOUncapped = 2 * time.Minute
-
 // heldGraceFor is the grace for a peer whose retransmission timeout is
 // at most rto.
 func heldGraceFor(rto time.Duration) time.Duration { return stallGrace(rto) }
@@ -52,7 +47,7 @@ func heldGraceFor(rto time.Duration) time.Duration { return stallGrace(rto) }
 // connections (RTOMax if it says it caps them), from which the grace of
 // the watch for a held connection follows; 0 turns the watch off (QUIC:
 // its streams share one flow, and its own idle timeout ends a dead
-// one). The default is peerRTOUncapped.
+// one). The default is RTOUncapped.
 func WithHeldWatch(peerRTO time.Duration) Option {
 	return func(c *config) {
 		c.heldGrace = 0

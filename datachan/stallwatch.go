@@ -50,6 +50,11 @@ import (
 // (Only Linux can set the cap, CapRTO; the value is named everywhere.)
 const RTOMax = 15 * time.Second
 
+// RTOUncapped is the kernel's own cap on the retransmission timeout: a
+// peer's longest where it does not say it caps it (a kernel without
+// TCP_RTO_MAX_MS, another system, a kerf from before it said).
+const RTOUncapped = 2 * time.Minute
+
 // stallQuiet is how long a connection must have had data waiting with
 // no acknowledgement coming to be suspect, once another was heard from
 // stallMargin after it stopped.

@@ -701,8 +701,12 @@ func (d *Dir) linkTarget(rel string) (fs.FileInfo, string, error) {
 	if !ok || IsPartName(path.Base(at)) || d.linksToPart(at) {
 		return fi, rel, err // a partial is never served, through any link
 	}
-	if tfi, terr := d.root.Stat(at); terr == nil && tfi.Mode().IsRegular() {
+	tfi, terr := d.root.Stat(at)
+	switch {
+	case terr == nil && tfi.Mode().IsRegular():
 		return tfi, at, nil
+	case errors.Is(terr, fs.ErrNotExist):
+		return nil, rel, terr // into the tree, to nothing (linkGone)
 	}
 	return fi, rel, err
 }

@@ -226,12 +226,13 @@ func (d *Dir) RemoveSent(f kermit.OutgoingFile) error {
 // passed over: it led to a file moved already (Moved); or
 // err, said as the filestore's.
 func (d *Dir) linkGone(rel string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		if to, rerr := d.root.Readlink(rel); rerr == nil && !path.IsAbs(to) {
-			at := path.Join(path.Dir(rel), to)
-			if moved := d.Moved.From(filepath.Join(d.root.Name(), filepath.FromSlash(at))); moved != nil {
-				return moved
-			}
+	if to, rerr := d.root.Readlink(rel); rerr == nil && errors.Is(err, fs.ErrNotExist) {
+		at, ok := path.Join(path.Dir(rel), to), true
+		if path.IsAbs(to) {
+			at, ok = d.underTop(to) // an absolute link into the tree (linkTarget)
+		}
+		if moved := d.Moved.From(filepath.Join(d.root.Name(), filepath.FromSlash(at))); ok && moved != nil {
+			return moved
 		}
 	}
 	return fmt.Errorf("filestore: %w", err)

@@ -122,24 +122,11 @@ func (f *LocalFile) ReadAt(b []byte, off int64) (int, error) {
 		return 0, err
 	}
 	defer release()
-	total := 0
-	for len(b) > 0 {
-		var n int
-		err := ignoringEINTR(func() error {
-			var err error
-			n, err = unix.Pread(f.fd, b, off)
-			return err
-		})
-		if err != nil {
-			return total, f.pathErr("read", err)
-		}
-		if n == 0 {
-			return total, io.EOF
-		}
-		total += n
-		b, off = b[n:], off+int64(n)
+	n, err := fdReader(f.fd).ReadAt(b, off)
+	if err != nil && err != io.EOF {
+		err = f.pathErr("read", err)
 	}
-	return total, nil
+	return n, err
 }
 
 // Seek sets the offset of the next Read.
@@ -192,7 +179,8 @@ func (f *LocalFile) CRC32C(off, end int64) (uint32, error) {
 }
 
 // fdReader reads a descriptor its caller keeps open (with pread), taking
-// no lock of its own.
+// no lock of its own: LocalFile.ReadAt under its lock, and CRC32C, which
+// holds the lock already (a second read lock could wait behind a Close).
 type fdReader int
 
 func (fd fdReader) ReadAt(b []byte, off int64) (int, error) {

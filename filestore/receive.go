@@ -516,14 +516,20 @@ func (in *incoming) SkipZerosAt(off, n int64) (bool, error) {
 		return false, err
 	}
 	end := off + n
+	in.holeTo(end)
+	in.gap.received(off, end, in.f.setPrefix)
+	return true, nil
+}
+
+// holeTo notes that the file, left a hole, reaches at least to end:
+// Commit gives it that length.
+func (in *incoming) holeTo(end int64) {
 	for {
 		e := in.holeEnd.Load()
 		if e >= end || in.holeEnd.CompareAndSwap(e, end) {
-			break
+			return
 		}
 	}
-	in.gap.received(off, end, in.f.setPrefix)
-	return true, nil
 }
 
 // writeCarried is writeSparse of b at off joined to the carry before it,
@@ -609,13 +615,7 @@ func (in *incoming) writeSparse(b []byte, off int64) (int, error) {
 		}
 	}
 	if skipped {
-		// The write ends in a hole: Commit gives the file its length.
-		for {
-			e := in.holeEnd.Load()
-			if e >= end || in.holeEnd.CompareAndSwap(e, end) {
-				break
-			}
-		}
+		in.holeTo(end) // the write ends in a hole
 	}
 	in.gap.received(off, end, in.f.setPrefix)
 	return len(b), nil

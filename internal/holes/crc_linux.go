@@ -22,24 +22,14 @@ import (
 // read.
 func CRC32C(fd int, r io.ReaderAt, off, end int64) (uint32, error) {
 	var crc uint32
-	add := func(c uint32, n int64) { crc = framing.CombineCRC32C(crc, c, n) }
+	var buf []byte // one for all the runs of data
 	read := func(from, to int64) error {
-		buf := make([]byte, min(to-from, 256<<10))
-		for from < to {
-			n, err := r.ReadAt(buf[:min(int64(len(buf)), to-from)], from)
-			add(framing.CRC32C(buf[:n]), int64(n))
-			from += int64(n)
-			if err == io.EOF && from < to {
-				return io.ErrUnexpectedEOF // the file is shorter than the range
-			}
-			if err != nil && err != io.EOF {
-				return err
-			}
-			if n == 0 && err == nil {
-				return io.ErrNoProgress
-			}
+		if buf == nil {
+			buf = bufFor(end - off)
 		}
-		return nil
+		var err error
+		crc, err = readCRC(crc, r, buf, from, to)
+		return err
 	}
 	for pos := off; pos < end; {
 		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
@@ -53,11 +43,14 @@ func CRC32C(fd int, r io.ReaderAt, off, end int64) (uint32, error) {
 			}
 			data = end
 		case err != nil:
-			return crc, read(pos, end) // holes not told: read it all
+			// Holes not told: read it all. (Not "return crc, read()":
+			// crc could be taken before read adds to it.)
+			err := read(pos, end)
+			return crc, err
 		}
 		if data > pos {
 			n := min(data, end) - pos
-			add(framing.ZerosCRC32C(n), n)
+			crc = framing.CombineCRC32C(crc, framing.ZerosCRC32C(n), n)
 			pos += n
 			continue
 		}

@@ -540,7 +540,9 @@ const eagerFlushSize = 1 << 20
 func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	start := time.Now()
 	r, err := f.Open()
-	if gone := (*LinkTargetGone)(nil); err != nil && errors.As(err, &gone) {
+	var gone *LinkTargetGone
+	switch {
+	case err != nil && errors.As(err, &gone):
 		if m, ok := f.Moved.earlier(f.Status, f.Size, f.ModTime, f.ChangeTime); ok {
 			// A link whose file was moved (by this transfer, most often)
 			// under its own name before the link's turn: its bytes went.
@@ -549,7 +551,15 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			// this transfer made (review 52b: another get of the user's
 			// passed its moved file over and exited 0 without it).
 			err = movedAlready(m)
+		} else {
+			// The link is there, the file it led to is not (QA ab: said
+			// to be the link removed).
+			err = fmt.Errorf("%s: the file its symbolic link led to was removed after it was listed (%w)", f.Name, gone.Err)
 		}
+	case err != nil && errors.Is(err, fs.ErrNotExist) && !f.StatAtOpen && !f.ModTime.IsZero():
+		// Listed, and gone by its turn (a file a walk found; rsync's
+		// "file has vanished"): said so, not as a bare open error (QA).
+		err = fmt.Errorf("%s was removed after it was listed (%w)", f.Name, err)
 	}
 	if errors.Is(err, ErrPassedOver) {
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: err, Sending: true})
@@ -557,17 +567,6 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			return s.announceUnsent(ctx, f.Name, err) // its words begin with passedOverPrefix
 		}
 		return nil
-	}
-	var gone *LinkTargetGone
-	switch {
-	case err != nil && errors.As(err, &gone):
-		// The link is there, the file it led to is not (QA ab: said
-		// to be the link removed).
-		err = fmt.Errorf("%s: the file its symbolic link led to was removed after it was listed (%w)", f.Name, gone.Err)
-	case err != nil && errors.Is(err, fs.ErrNotExist) && !f.StatAtOpen && !f.ModTime.IsZero():
-		// Listed, and gone by its turn (a file a walk found; rsync's
-		// "file has vanished"): said so, not as a bare open error (QA).
-		err = fmt.Errorf("%s was removed after it was listed (%w)", f.Name, err)
 	}
 	if err != nil {
 		s.event(Event{Kind: FileFailed, Name: f.Name, Err: err, Sending: true, Path: f.Path})

@@ -39,10 +39,6 @@ const heldQuiet = stallQuiet
 // at each keepalive, 15 s apart (Go's).
 const heldHeard = 20 * time.Second
 
-// heldGraceFor is the grace for a peer whose retransmission timeout is
-// at most rto.
-func heldGraceFor(rto time.Duration) time.Duration { return stallGrace(rto) }
-
 // WithHeldWatch sets the longest retransmission timeout of the peer's
 // connections (RTOMax if it says it caps them), from which the grace of
 // the watch for a held connection follows; 0 turns the watch off (QUIC:
@@ -52,7 +48,7 @@ func WithHeldWatch(peerRTO time.Duration) Option {
 	return func(c *config) {
 		c.heldGrace = 0
 		if peerRTO > 0 {
-			c.heldGrace = heldGraceFor(peerRTO)
+			c.heldGrace = stallGrace(peerRTO)
 		}
 	}
 }

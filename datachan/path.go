@@ -442,7 +442,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 		readAhead:   DefaultReadAhead,
 		writeBehind: DefaultWriteBehind,
 		parkLimit:   DefaultParkLimit,
-		heldGrace:   heldGraceFor(RTOUncapped),
+		heldGrace:   stallGrace(RTOUncapped),
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -51,20 +51,13 @@ func TestRemoveSent(t *testing.T) {
 			os.WriteFile(p, []byte("hello"), 0o644)
 			old := time.Now().Add(-time.Hour).Truncate(time.Second)
 			os.Chtimes(p, old, old)
-			d, err := filestore.Open(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			files, err := d.Match("f.txt", false)
-			if err != nil || len(files) != 1 {
-				t.Fatalf("match: %v %v", files, err)
-			}
+			d := openTree(t, root)
+			f := matchOne(t, d, "f.txt")
 			if tc.change != nil {
 				time.Sleep(10 * time.Millisecond)
 				tc.change(t, p)
 			}
-			err = d.RemoveSent(files[0])
+			err := d.RemoveSent(f)
 			_, serr := os.Lstat(p)
 			switch {
 			case tc.want == "" && (err != nil || !os.IsNotExist(serr)):
@@ -129,25 +122,14 @@ func TestLinkToARemovedSentFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openTree(t, root)
 	d.Moved = new(kermit.MovedFiles)
 	// Another user's session on the same tree: the move is not of its
 	// scope, and its links to the file lead nowhere (QA ab).
-	other, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openTree(t, root)
 	other.Moved = new(kermit.MovedFiles)
-	files, err := d.Match("out/b.txt", false)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("match: %v %v", files, err)
-	}
-	if err := d.RemoveSent(files[0]); err != nil {
+	b := matchOne(t, d, "out/b.txt")
+	if err := d.RemoveSent(b); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(root, "out/gone.txt"))
@@ -170,7 +152,7 @@ func TestLinkToARemovedSentFile(t *testing.T) {
 		for name, err := range got {
 			moved := strings.HasSuffix(name, "link.txt") || name == "top.txt"
 			switch {
-			case moved && (!errors.Is(err, kermit.ErrPassedOver) || !strings.Contains(err.Error(), "moved already (sent as "+files[0].Name)):
+			case moved && (!errors.Is(err, kermit.ErrPassedOver) || !strings.Contains(err.Error(), "moved already (sent as "+b.Name)):
 				t.Errorf("%s: %s: %v; want passed over, its file moved", spec, name, err)
 			case !moved && (err == nil || errors.Is(err, kermit.ErrPassedOver)):
 				t.Errorf("%s: %s: %v; want it failed, leading nowhere", spec, name, err)
@@ -207,17 +189,9 @@ func TestLinkWhoseFileWentSaysSo(t *testing.T) {
 	if err := os.Symlink("f.txt", filepath.Join(root, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
-	d, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	files, err := d.Match("link.txt", false)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("match: %v %v", files, err)
-	}
+	link := matchOne(t, openTree(t, root), "link.txt")
 	os.Remove(filepath.Join(root, "f.txt"))
-	_, err = files[0].Open()
+	_, err := link.Open()
 	var gone *kermit.LinkTargetGone
 	if !errors.As(err, &gone) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("open of a link whose file went: %v; want kermit.LinkTargetGone", err)
@@ -286,4 +260,14 @@ func TestAbsoluteLinkIntoTheTree(t *testing.T) {
 		}
 		d.Close()
 	}
+}
+
+// matchOne is the one file spec names in d.
+func matchOne(t *testing.T, d *filestore.Dir, spec string) kermit.OutgoingFile {
+	t.Helper()
+	files, err := d.Match(spec, false)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("match %s: %v %v", spec, files, err)
+	}
+	return files[0]
 }

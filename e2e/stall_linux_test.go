@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,12 +62,7 @@ func TestStalledDataConnectionIsGivenUp(t *testing.T) {
 			}, func() string {
 				// One of the data connections, both ways, in the server's
 				// namespace: its packets go nowhere from now on.
-				out, err := exec.Command("ss", "-tnH", "state", "established", "dst", host+":"+dport).CombinedOutput()
-				fields := strings.Fields(string(out))
-				if err != nil || len(fields) < 4 {
-					t.Fatalf("ss: the data connections to %s:%s: %v %q", host, dport, err, out)
-				}
-				_, port, _ := net.SplitHostPort(fields[2]) // Recv-Q Send-Q Local Peer
+				port := busiestConnection(t, host+":"+dport)
 				nft("add", "rule", "inet", "stall", "in", "tcp", "sport", port, "drop")
 				nft("add", "rule", "inet", "stall", "out", "tcp", "dport", port, "drop")
 				return port
@@ -207,6 +203,50 @@ func TestHeldDataConnectionIsGivenUpByItsReceiver(t *testing.T) {
 		t.Errorf("reconnections for the held connection %d (want some), for a stall the sender found %d (want none):\n%s\nstderr:\n%s", given, stalled, stdout, stderr)
 	}
 	sameFile(t, filepath.Join(root, "big.bin"), filepath.Join(local, "big.bin"))
+}
+
+// busiestConnection returns the local port of the established
+// connection to peer that has carried the most data either way: one that
+// carries the file, not one idle or closing (once the first listed had
+// carried nothing, and the transfer ended unstalled).
+func busiestConnection(t *testing.T, peer string) string {
+	t.Helper()
+	out, err := exec.Command("ss", "-tniH", "state", "established", "dst", peer).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ss: the data connections to %s: %v %q", peer, err, out)
+	}
+	t.Logf("connections to %s:\n%s", peer, out)
+	best, most := "", int64(-1)
+	var local string
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if line[0] != ' ' && line[0] != '\t' { // Recv-Q Send-Q Local Peer
+			if len(fields) >= 4 {
+				_, local, _ = net.SplitHostPort(fields[2])
+			}
+			continue
+		}
+		var carried int64
+		for _, f := range fields { // the info line of the socket above
+			for _, key := range []string{"bytes_sent:", "bytes_received:"} {
+				if v, ok := strings.CutPrefix(f, key); ok {
+					n, _ := strconv.ParseInt(v, 10, 64)
+					carried += n
+				}
+			}
+		}
+		if local != "" && carried > most {
+			best, most = local, carried
+		}
+		local = ""
+	}
+	if best == "" {
+		t.Fatalf("ss: no data connection to %s in %q", peer, out)
+	}
+	return best
 }
 
 // rtoCapped skips the test on a kernel that cannot cap a connection's

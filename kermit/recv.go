@@ -78,6 +78,16 @@ func (s *Session) answerInit(ctx context.Context, p framing.Packet, server bool)
 	case s.cfg.Dual != nil && s.data == nil && peer.Capas2&framing.Cap2DualChannel != 0:
 		mine.Ext = s.cfg.Dual.Offer(peer.Ext)
 	}
+	if peer.Capas2&capas2RawOK == 0 && isPrefixChar(peer.REPT) {
+		// A classic peer's own repeat prefix is taken, as C-Kermit takes
+		// the proposer's: answered with '~', it would do no repeat
+		// counts (QA ae: 39 packets for C-Kermit's 7) and may yet
+		// encode as if its own were agreed.
+		s.peerRept = peer.REPT
+		if peer.REPT != mine.QCTL && peer.REPT != mine.QBIN {
+			mine.REPT = peer.REPT
+		}
+	}
 	if mine.REPT == peer.QCTL || mine.REPT == peer.QBIN {
 		// The prefixes must differ (KPM): a peer whose control or
 		// 8th-bit prefix is the repeat prefix hears repeat counts are

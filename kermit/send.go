@@ -81,6 +81,9 @@ func (s *Session) sendFrom(ctx context.Context, src fileSource) error {
 // sendInit sends S (or I) with our parameters and applies the agreement.
 func (s *Session) sendInit(ctx context.Context, typ byte) error {
 	mine := myParams(&s.cfg, false)
+	if r := s.peerRept; r != 0 && r != mine.QCTL && r != mine.QBIN {
+		mine.REPT = r // (peerRept)
+	}
 	switch {
 	case s.textReply && s.data == nil:
 		mine.Capas2 &^= framing.Cap2DualChannel // (forText)
@@ -104,6 +107,9 @@ func (s *Session) sendInit(ctx context.Context, typ byte) error {
 	peer, err := framing.ParseParams(sl.ackData)
 	if err != nil {
 		return fmt.Errorf("%w: peer's send-init: %v", ErrProtocol, err)
+	}
+	if peer.Capas2&capas2RawOK == 0 && isPrefixChar(peer.REPT) {
+		s.peerRept = peer.REPT // (one that answers with its own is heard next time)
 	}
 	n := negotiate(&s.cfg, mine, peer, true)
 	s.apply(n, typ)

@@ -172,6 +172,12 @@ type Session struct {
 	// staleInitAck is the ACK data of an I that went more than once: a
 	// late copy of it is no answer to the command after (handleReply).
 	staleInitAck []byte
+	// peerRept is the repeat prefix a classic peer last proposed in its
+	// own S or I (0: none seen): this side's later Send-Inits propose it
+	// too, as the peer's ACK adopts whatever is proposed but its encoder
+	// may keep its own (QA ae: C-Kermit with SET REPEAT PREFIX 96, having
+	// ACKed '~', sent bare '~' as data).
+	peerRept byte
 	// unsavedSent are the FileDone events of the group being sent to a
 	// kerf receiver, which saves files under their names only at the
 	// group's end (or in batches before it): FileSaved once its B is

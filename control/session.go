@@ -137,9 +137,19 @@ func (f *sessionFS) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.dir != nil {
-		f.dir.Close()
+		f.retire(f.dir, f.user)
 		f.dir = nil
 	}
+}
+
+// retire closes a tree the session is done with, first logging the
+// files stored without their permission bits, which its file system
+// refused (filestore.ModesNotKept: a FAT disk).
+func (f *sessionFS) retire(d *filestore.Dir, user string) {
+	if n, err := d.ModesNotKept(); n > 0 {
+		f.log.Warn("files stored without the permission bits they were sent with: the file system refuses them", "user", user, "count", n, "err", err)
+	}
+	d.Close()
 }
 
 var _ filestore.Holder = (*sessionFS)(nil)
@@ -214,10 +224,11 @@ func (f *sessionFS) bind(user, root string, readOnly bool) error {
 	d.Holder, d.TakeOverAfter, d.Done = f, f.srv.cfg.TakeOverAfter, f.ctx.Done()
 	f.mu.Lock()
 	old := f.dir
+	oldUser := f.user
 	f.dir, f.user = d, user
 	f.mu.Unlock()
 	if old != nil {
-		old.Close()
+		f.retire(old, oldUser)
 	}
 	if !f.counted {
 		f.counted = true
@@ -417,7 +428,7 @@ func (f *sessionFS) passMAC(password string) []byte {
 func (f *sessionFS) Logout() {
 	f.mu.Lock()
 	if f.dir != nil {
-		f.dir.Close()
+		f.retire(f.dir, f.user)
 		f.dir = nil
 	}
 	user := f.user

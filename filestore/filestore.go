@@ -92,6 +92,11 @@ func IsPartName(name string) bool {
 // Dir is a directory tree files are received into and served from.
 type Dir struct {
 	root *os.Root
+	// modesNotKept counts files and directories whose permission bits
+	// the file system refused (modeRefused); modeRefusal is the first
+	// such error. ModesNotKept reports them.
+	modesNotKept atomic.Int64
+	modeRefusal  atomic.Pointer[error]
 	// top is the tree's top as a real absolute path, for absolute links
 	// into the tree (underTop); "" if it cannot be known.
 	top     string

@@ -884,7 +884,10 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		in.f.clearPrefix() // a record for a resume, not for the file
 	}
 	if err := in.f.chmod(perm); err != nil {
-		return err
+		if !modeRefused(err) {
+			return err
+		}
+		in.d.noteModeNotKept(err)
 	}
 	if !modTime.IsZero() {
 		// Through the descriptor: the name may be another file's by now.

@@ -115,11 +115,18 @@ func (t *tempFile) truncate(size int64) error {
 	return nil
 }
 
+// fchmod and fchmodat are unix's, or a test's that refuses modes as
+// some file systems do (modeRefused).
+var (
+	fchmod   = unix.Fchmod
+	fchmodat = unix.Fchmodat
+)
+
 func (t *tempFile) chmod(perm fs.FileMode) error {
 	if t.modeKnown && t.mode == uint32(perm.Perm()) {
 		return nil
 	}
-	if err := ignoringEINTR(func() error { return unix.Fchmod(t.fd, uint32(perm.Perm())) }); err != nil {
+	if err := ignoringEINTR(func() error { return fchmod(t.fd, uint32(perm.Perm())) }); err != nil {
 		return t.err("chmod", err)
 	}
 	return nil

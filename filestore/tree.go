@@ -392,7 +392,10 @@ func (d *Dir) SetDirAttrs(name string, perm fs.FileMode, havePerm bool, mtime ti
 		// comes too (rsync -a keeps it); its setgid does not travel.
 		mode := perm&(fs.ModePerm|fs.ModeSticky) | fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)
 		if err := h.chmodDir(d, base, mode); err != nil {
-			return fmt.Errorf("filestore: %w", err)
+			if !modeRefused(err) {
+				return fmt.Errorf("filestore: %w", err)
+			}
+			d.noteModeNotKept(err)
 		}
 	}
 	if !mtime.IsZero() {
@@ -420,14 +423,14 @@ func (h *dirHandle) chmodDir(d *Dir, name string, mode fs.FileMode) error {
 		m |= unix.S_ISVTX
 	}
 	return h.atDir(d, func(dirfd int) error {
-		err := unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW)
+		err := fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW)
 		if err == unix.EOPNOTSUPP {
 			var st unix.Stat_t
 			if err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 				if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 					err = unix.ENOTDIR
 				} else {
-					err = unix.Fchmodat(dirfd, name, m, 0)
+					err = fchmodat(dirfd, name, m, 0)
 				}
 			}
 		}

@@ -1464,6 +1464,7 @@ func getCommand() *cli.Command {
 			}
 			err = classicTreeHint(c, err, cl.Session(), opts.Recursive, specs)
 			noteRefused(c, clients)
+			noteModesNotKept(stores...)
 			return rep.end(err, true)
 		}),
 	}

@@ -346,7 +346,9 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 	s.SetEvents(rep.event)
 	// A server's client was told of the files it did not get; receive
 	// and get were run for the files, so those fail them.
-	return rep.end(run(s, store, rep), !serving)
+	err = run(s, store, rep)
+	noteModesNotKept(store)
+	return rep.end(err, !serving)
 }
 
 // secondPass receives the group a kerf sender sends after one whose

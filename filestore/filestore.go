@@ -139,6 +139,10 @@ type Dir struct {
 	// Names, if set, holds the final names committed with UniqueNames,
 	// shared by the Dirs of one transfer's sessions; nil: the Dir's own.
 	Names *NameSet
+	// Folds, if set, is shared by the Dirs of one transfer's sessions
+	// (FoldSet); nil: the Dir's own.
+	Folds    *FoldSet
+	foldOnce sync.Once
 	// Sparse leaves holes where a received file has runs of zero bytes
 	// (each page-aligned sparseMin bytes of zeros), as cp --sparse=always
 	// and rsync --sparse do: disk images and the like then take only the

@@ -233,17 +233,19 @@ func (in *incoming) settle() error {
 // name gives the completed file its final name: the unnamed one by a
 // link, the temporary name by a rename.
 func (in *incoming) name() error {
-	if in.unnamed {
-		return in.h.linkUnnamed(in.d, in.final, in.base, in.f)
-	}
-	if err := in.h.renameOurs(in.d, in.tmp, in.base, in.f); err != nil {
-		if err == errNotOurs {
-			return fmt.Errorf("filestore: %s: %w", in.final, err)
+	return in.nameFolding(func() error {
+		if in.unnamed {
+			return in.h.linkUnnamed(in.d, in.final, in.base, in.f)
 		}
-		return err
-	}
-	in.h.note(in.d, in.base)
-	return nil
+		if err := in.h.renameOurs(in.d, in.tmp, in.base, in.f); err != nil {
+			if err == errNotOurs {
+				return fmt.Errorf("filestore: %s: %w", in.final, err)
+			}
+			return err
+		}
+		in.h.note(in.d, in.base)
+		return nil
+	})
 }
 
 // linkUnnamed links the unnamed file f under base. A name taken since

@@ -1428,6 +1428,12 @@ func getCommand() *cli.Command {
 					}
 					defer st.Close()
 					st.Sparse, st.UniqueNames, st.Flat, st.UnnamedMax, st.Expect = store.Sparse, store.UniqueNames, store.Flat, store.UnnamedMax, store.Expect
+					// Two names of one form, fetched by two sessions, are
+					// still one entry where the directory folds case.
+					if store.Folds == nil {
+						store.Folds = &filestore.FoldSet{}
+					}
+					st.Folds = store.Folds
 					if store.UniqueNames {
 						// One transfer: a name taken in one session is
 						// taken for all.

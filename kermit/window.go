@@ -613,6 +613,18 @@ func (s *Session) drain(ctx context.Context) error {
 	return nil
 }
 
+// firstUnheard reports whether oldest is a session's first Send-Init
+// (or I) on a reliable link from which not a byte has come: sent again
+// after 1, 2 and 4 s, as a Kermit on a line would. A C-Kermit that
+// accepted the connection and then began RECEIVE flushed it unread, and
+// its NAK comes only after its own timeout (QA ae: 8 s in 6 of 8
+// sends); having heard nothing, the peer cannot have answered it, so a
+// second answer is at worst an ACK of packet 0 that comes late.
+func (s *Session) firstUnheard(oldest *slot) bool {
+	return s.cfg.Reliable && oldest != nil && oldest.seq == 0 && (oldest.typ == 'S' || oldest.typ == 'I') &&
+		oldest.sends < 4 && s.c.rawIn.Load() == 0
+}
+
 // pump handles one reply or one timeout.
 func (s *Session) pump(ctx context.Context, block bool) error {
 	var oldest *slot
@@ -638,6 +650,9 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 			from = s.lastTimeout
 		}
 		rto := s.rtt.rto
+		if s.firstUnheard(oldest) {
+			rto = min(rto, time.Second<<(oldest.sends-1))
+		}
 		if s.neg.streaming {
 			// Streaming is agreed only on a reliable link: an answer
 			// late is slow, not lost (a machine or line emulator
@@ -682,7 +697,7 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 			}
 		}
 		s.lastTimeout = time.Now()
-		if s.cfg.Reliable {
+		if s.cfg.Reliable && !s.firstUnheard(oldest) {
 			s.cfg.Log.Debug("no answer yet", "seq", oldest.seq, "type", string(oldest.typ), "waited", s.rtt.rto)
 			return nil
 		}

@@ -1286,6 +1286,9 @@ func (in *incoming) Abort(keep bool) error {
 		// ends after its successor has the file (unnamed.go).
 		return nil
 	}
+	if keep && in.f.tooBig.Load() {
+		keep = false // no resume can finish it (tempFile.WriteAt)
+	}
 	if keep {
 		// (A carry that cannot be written is not counted received:
 		// the prefix kept ends before it.)

@@ -2,10 +2,12 @@ package filestore
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,6 +36,9 @@ type tempFile struct {
 	// created (openUnnamed), so that chmod to them is not asked again.
 	mode      uint32
 	modeKnown bool
+	// tooBig: a write past the largest file the file system (or
+	// RLIMIT_FSIZE) allows failed.
+	tooBig atomic.Bool
 }
 
 func (t *tempFile) err(op string, err error) error {
@@ -47,6 +52,12 @@ func (t *tempFile) WriteAt(b []byte, off int64) (int, error) {
 		m, err := unix.Pwrite(t.fd, b[n:], off+int64(n))
 		if err == unix.EINTR {
 			continue
+		}
+		if err == unix.EFBIG {
+			// No resume can take the file past this: its partial is
+			// not kept (Abort).
+			t.tooBig.Store(true)
+			return n, t.err("write", fmt.Errorf("%w: this file system holds no file larger than about %d bytes", err, off+int64(n)))
 		}
 		if err != nil {
 			return n, t.err("write", err)

@@ -203,6 +203,9 @@ func (in *incoming) WillHold(size int64, resume bool) error {
 	in.told = true
 	in.d.flushBeforeLong(size)
 	in.announced = size
+	if err := in.fits(); err != nil {
+		return err
+	}
 	if !in.unnamed || !resume && size >= 0 && size <= in.d.UnnamedMax {
 		return nil
 	}

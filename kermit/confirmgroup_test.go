@@ -252,3 +252,64 @@ func TestLineSenderWithholdsSecondPass(t *testing.T) {
 		})
 	}
 }
+
+// The receiver's side of a second pass that stores the file its group's
+// end could not: the failure it told is withdrawn (FileDone, Again), so
+// that a serial receive ends as its sender does, with the file saved
+// (QA ad: the sender said saved and exited 0, the receiver not saved,
+// exit 4, and the file was there).
+func TestSecondPassWithdrawsTheReceiversFailure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src, dst := t.TempDir(), t.TempDir()
+	out := numberedFiles(src, "f%d", 5, 3000)
+	var mu sync.Mutex
+	var ended []string
+	rcfg := kermit.DefaultConfig()
+	rcfg.Events = func(e kermit.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case e.Name != "f2":
+		case e.Kind == kermit.FileFailed:
+			ended = append(ended, "failed")
+		case e.Kind == kermit.FileDone && e.Again:
+			ended = append(ended, "done again")
+		case e.Kind == kermit.FileDone:
+			ended = append(ended, "done")
+		}
+	}
+	a, b := link(t, 0, 1)
+	send, recv := kermit.NewSession(a, kermit.DefaultConfig()), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	failed := false
+	store := failOnceStore{renameFailStore{dir, dst, "f2"}, &failed}
+	rerr := make(chan error, 1)
+	go func() {
+		err := recv.Receive(ctx, store)
+		if !errors.Is(err, kermit.ErrGroupSaveFailed) {
+			rerr <- fmt.Errorf("first group: %v, want ErrGroupSaveFailed", err)
+			return
+		}
+		rerr <- recv.Receive(ctx, store) // the second pass
+	}()
+	if err := kermit.SendParallel(ctx, []*kermit.Session{send}, out); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if err := <-rerr; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(ended, []string{"done", "failed", "done again"}) {
+		t.Errorf("f2 at the receiver: %v, want done, failed, done again", ended)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "f2")); err != nil {
+		t.Errorf("f2 not stored: %v", err)
+	}
+}

@@ -1445,6 +1445,11 @@ func (s *Session) saved(batch groupBatcher, err error) {
 		e.Kind = FileSaved
 		if err != nil && (sc == nil || !sc.Saved(e.Path)) {
 			e.Kind, e.Err = FileFailed, fmt.Errorf("%w: %w", ErrSaveFailed, err)
+			if s.neg.peerKerf {
+				// Its sender sends it again in a second pass: stored
+				// then, the failure is withdrawn.
+				s.abandon(e.Name)
+			}
 		}
 		s.event(e)
 	}

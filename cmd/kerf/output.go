@@ -773,6 +773,13 @@ func (r *reporter) end(err error, receiving bool) error {
 	return nil
 }
 
+// failures is how many files stand failed (a withdrawn failure is not).
+func (r *reporter) failures() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.failed)
+}
+
 // saidAbove is err, shown as a short line where a file's failure line
 // said it already (the error that ended a transfer is also the failure
 // of the file it ended in: QA saw it twice, in full); errors.Is and As

@@ -217,14 +217,18 @@ func serialCommand() *cli.Command {
 			{
 				Name: "receive", Usage: "receive files into --dir", Flags: serialReceiveFlags,
 				Action: jsonErrors(func(c *cli.Context) error {
-					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, _ *reporter) error {
+					return serialReceive(c, false, func(s *kermit.Session, store *filestore.Dir, rep *reporter) error {
 						err := s.Receive(c.Context, store)
 						if errors.Is(err, kermit.ErrGroupSaveFailed) && s.PeerIsKerf() {
 							// A kerf sender sends again, resuming, what it
 							// cannot count as saved, to confirm what was
 							// (QA r: all told not saved for one rename
-							// refused): taken, if it comes soon.
-							secondPass(c.Context, s, store)
+							// refused): taken, if it comes soon. Where it
+							// stored every file that failed, the receive
+							// succeeded, as its sender says (QA ad).
+							if secondPass(c.Context, s, store) == nil && rep.failures() == 0 {
+								err = nil
+							}
 						}
 						if err == nil {
 							s.AnswerLateRepeats(c.Context) // a noisy line may lose the B's ACK
@@ -356,9 +360,10 @@ func serialReceive(c *cli.Context, serving bool, run func(*kermit.Session, *file
 // if nothing at all has come from it within secondPassWait (a sender
 // from before it sends none). Its outcome is the first group's,
 // already reported: the files it confirms are told skipped, those that
-// fail again failed. (Watched by the bytes heard, not by events: its
+// fail again failed, and those it stores done again (the failure
+// withdrawn). Its error is the pass's. (Watched by the bytes heard, not by events: its
 // directories, which come first, make none; the review.)
-func secondPass(ctx context.Context, s *kermit.Session, store kermit.Store) {
+func secondPass(ctx context.Context, s *kermit.Session, store kermit.Store) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	before := s.BytesHeard()
@@ -380,7 +385,7 @@ func secondPass(ctx context.Context, s *kermit.Session, store kermit.Store) {
 			}
 		}
 	}()
-	s.Receive(ctx, store)
+	return s.Receive(ctx, store)
 }
 
 // secondPassWait bounds the wait for a kerf sender's second pass.

@@ -60,10 +60,36 @@ func AppendListingLineIno(b []byte, e ListingEntry) []byte {
 }
 
 // SameModTime reports whether a and b are one modification time for a
-// quick check: the same second, and the same fraction unless either has
-// none (a file system, or a peer, that keeps only seconds).
+// quick check: equal, or the coarser of the two (by the trailing zeros
+// of its fraction) is the other cut to its unit, as a file system, or a
+// peer, that keeps less stores it: whole seconds (a classic Kermit, ext4
+// with small inodes), 10 ms (exFAT), 100 ns (NTFS). (QA ad: exFAT kept
+// 10 ms, and every file with a finer time was sent again at each
+// --resume.) FAT's 2 s steps are not taken for the same: a time of an
+// even second is as likely a peer's whole second.
 func SameModTime(a, b time.Time) bool {
-	return a.Unix() == b.Unix() && (a.Nanosecond() == 0 || b.Nanosecond() == 0 || a.Nanosecond() == b.Nanosecond())
+	if a.Equal(b) {
+		return true
+	}
+	ua, ub := timeUnit(a), timeUnit(b)
+	if ua == ub {
+		return false
+	}
+	if ua > ub {
+		a, b, ub = b, a, ua // b the coarser
+	}
+	d := a.Sub(b)
+	return d > 0 && d < ub
+}
+
+// timeUnit is the largest power of ten of nanoseconds, up to a second,
+// that t's fraction is a whole number of.
+func timeUnit(t time.Time) time.Duration {
+	u := time.Second
+	for ns := t.Nanosecond(); u > 1 && ns%int(u) != 0; {
+		u /= 10
+	}
+	return u
 }
 
 func appendListingLine(b []byte, e ListingEntry, exact bool) []byte {

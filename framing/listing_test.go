@@ -133,6 +133,19 @@ func TestListingLineExact(t *testing.T) {
 		{listingTimeUTC, listingTimeUTC.Add(7), true},
 		{listingTimeUTC.Add(5), listingTimeUTC.Add(7), false},
 		{listingTimeUTC, listingTimeUTC.Add(time.Second), false},
+		// exFAT keeps 10 ms: the finer time cut to it is the same one.
+		{listingTimeUTC.Add(123456789), listingTimeUTC.Add(120 * time.Millisecond), true},
+		{listingTimeUTC.Add(120 * time.Millisecond), listingTimeUTC.Add(123456789), true},
+		{listingTimeUTC.Add(113456789), listingTimeUTC.Add(120 * time.Millisecond), false}, // earlier than the cut
+		{listingTimeUTC.Add(133456789), listingTimeUTC.Add(120 * time.Millisecond), false}, // past its unit
+		// NTFS keeps 100 ns.
+		{listingTimeUTC.Add(123456789), listingTimeUTC.Add(123456700), true},
+		{listingTimeUTC.Add(123456789), listingTimeUTC.Add(123456800), false},
+		// Two times of one precision differ.
+		{listingTimeUTC.Add(10 * time.Millisecond), listingTimeUTC.Add(20 * time.Millisecond), false},
+		// FAT's 2 s is not guessed.
+		{listingTimeUTC.Add(time.Second + 5), listingTimeUTC, false},
+		{listingTimeUTC.Add(-5), listingTimeUTC, false},
 	} {
 		if got := SameModTime(c.a, c.b); got != c.same {
 			t.Errorf("SameModTime(%v, %v) = %v", c.a, c.b, got)

@@ -651,7 +651,7 @@ func (s *Session) pump(ctx context.Context, block bool) error {
 		}
 		rto := s.rtt.rto
 		if s.firstUnheard(oldest) {
-			rto = min(rto, time.Second<<(oldest.sends-1))
+			rto = time.Second << (oldest.sends - 1)
 		}
 		if s.neg.streaming {
 			// Streaming is agreed only on a reliable link: an answer

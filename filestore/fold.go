@@ -4,36 +4,79 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// FoldSet guards a transfer against two of its files landing on one
-// entry of a directory that does not tell upper from lower case (FAT,
-// exFAT, a casefolded ext4 directory, SMB): A.txt then a.txt would
-// otherwise replace the first, and both be reported saved (QA ad). Each
-// directory a file goes into is probed once (foldsCase); only in a
-// folding directory are the names kept, by their lower-case form, and
-// a later file whose form is taken by another name is refused before
-// it is named (and one whose temporary name is a pending file's, the
-// same partial there, waits for that one to be named first). Nothing
-// is kept for a directory that tells case apart, so a transfer into
-// one costs a probe per directory and no memory per file. Safe for
-// concurrent use; a nil FoldSet is the Dir's own (Dir.folds).
+// FoldSet guards against two names landing on one entry of a directory
+// that does not tell upper from lower case (FAT, exFAT, a casefolded
+// ext4 directory, SMB): A.txt then a.txt would otherwise replace the
+// first, and both be reported saved (QA ad). Each directory a file goes
+// into is probed once (foldsCase); a folding one has its entries read
+// then, and kept by their lower-case form, with the names this transfer
+// gives there: a file whose form is another name's, received in this
+// transfer or there before (a --resume that passed it over as already
+// there), is refused before it is named, not stored over it (and one
+// whose temporary name is a pending file's, the same partial there,
+// waits for that one to be named first). Nothing is kept for a
+// directory that tells case apart, so a transfer into one costs a probe
+// per directory and no memory per file. Safe for concurrent use; a nil
+// FoldSet is the Dir's own (Dir.folds).
 type FoldSet struct {
 	mu sync.Mutex
 	// folds says, per directory (as the transfer names it), whether it
 	// folds case; absent: not probed yet.
 	folds map[string]bool
-	// names maps a folded name to the name stored under it, in folding
-	// directories.
-	names map[string]string
+	// entries holds, per folding directory (by its lower-case form:
+	// Photos and photos are one there), its entries by their lower-case
+	// form.
+	entries map[string]map[string]foldEntry
+}
+
+// foldEntry is a name in a folding directory, and whether this transfer
+// gave it.
+type foldEntry struct {
+	name string
+	ours bool
 }
 
 // foldKey is a name's form in a directory that folds case.
-func foldKey(rel string) string { return strings.ToLower(rel) }
+func foldKey(name string) string { return strings.ToLower(name) }
+
+func (d *Dir) folds() *FoldSet {
+	d.foldOnce.Do(func() {
+		if d.Folds == nil {
+			d.Folds = &FoldSet{}
+		}
+	})
+	return d.Folds
+}
+
+// learnLocked records what a probe of dir (through h) found; f.mu held.
+func (f *FoldSet) learnLocked(d *Dir, h *dirHandle, dir string, folds bool) {
+	if f.folds == nil {
+		f.folds = make(map[string]bool)
+	}
+	f.folds[dir] = folds
+	if !folds {
+		return
+	}
+	if f.entries == nil {
+		f.entries = make(map[string]map[string]foldEntry)
+	}
+	key := foldKey(dir)
+	if f.entries[key] != nil {
+		return // read through its other case
+	}
+	m := make(map[string]foldEntry)
+	for _, name := range h.entryNames(d) {
+		m[foldKey(name)] = foldEntry{name: name}
+	}
+	f.entries[key] = m
+}
 
 // dirFolds reports whether the directory dir folds case, probing it the
 // first time it is asked (a directory not there yet is asked again
@@ -41,23 +84,17 @@ func foldKey(rel string) string { return strings.ToLower(rel) }
 func (d *Dir) dirFolds(dir string) bool {
 	f := d.folds()
 	f.mu.Lock()
-	folds, probed := f.folds[dir]
-	f.mu.Unlock()
-	if probed {
+	defer f.mu.Unlock()
+	if folds, probed := f.folds[dir]; probed {
 		return folds
 	}
 	h, err := d.openDir(dir, false)
 	if err != nil {
 		return false
 	}
-	folds = h.foldsCase(d)
-	d.putDir(h)
-	f.mu.Lock()
-	if f.folds == nil {
-		f.folds = make(map[string]bool)
-	}
-	f.folds[dir] = folds
-	f.mu.Unlock()
+	defer d.putDir(h)
+	folds := h.foldsCase(d)
+	f.learnLocked(d, h, dir, folds)
 	return folds
 }
 
@@ -103,13 +140,29 @@ func (h *dirHandle) foldsCase(d *Dir) bool {
 	return folds
 }
 
-func (d *Dir) folds() *FoldSet {
-	d.foldOnce.Do(func() {
-		if d.Folds == nil {
-			d.Folds = &FoldSet{}
+// entryNames reads the directory's entry names (none if it cannot).
+func (h *dirHandle) entryNames(d *Dir) []string {
+	var names []string
+	h.atDir(d, func(dirfd int) error {
+		// A descriptor of its own: reading moves the offset.
+		fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		buf := make([]byte, 8192)
+		for {
+			n, err := unix.ReadDirent(fd, buf)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || n <= 0 {
+				return err
+			}
+			_, _, names = unix.ParseDirent(buf[:n], -1, names)
 		}
 	})
-	return d.Folds
+	return names
 }
 
 // nameFolding gives in its final name (nameIt) as FoldSet has it: in a
@@ -125,27 +178,27 @@ func (in *incoming) nameFolding(nameIt func() error) error {
 		return nameIt()
 	}
 	defer f.mu.Unlock()
-	key := foldKey(in.final)
-	if other, ok := f.names[key]; folds && ok && other != in.final {
-		return fmt.Errorf("filestore: %s: not stored: this file system does not tell it from %s, received in this transfer (their names differ only in case); not replaced", in.final, other)
+	if !probed {
+		folds = in.h.foldsCase(in.d)
+		f.learnLocked(in.d, in.h, in.dir, folds)
+		if !folds {
+			return nameIt()
+		}
+	}
+	entries := f.entries[foldKey(in.dir)]
+	key := foldKey(in.base)
+	if e, ok := entries[key]; ok && e.name != in.base {
+		how := "there before"
+		if e.ours {
+			how = "received in this transfer"
+		}
+		return fmt.Errorf("filestore: %s: not stored: this file system does not tell it from %s, %s (their names differ only in case); not replaced", in.final, path.Join(in.dir, e.name), how)
 	}
 	if err := nameIt(); err != nil {
 		return err
 	}
-	if !probed {
-		folds = in.h.foldsCase(in.d)
-		if f.folds == nil {
-			f.folds = make(map[string]bool)
-		}
-		f.folds[in.dir] = folds
-	}
-	if folds {
-		if f.names == nil {
-			f.names = make(map[string]string)
-		}
-		if _, ok := f.names[key]; !ok {
-			f.names[key] = in.final
-		}
+	if entries != nil {
+		entries[key] = foldEntry{name: in.base, ours: true}
 	}
 	return nil
 }

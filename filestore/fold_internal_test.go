@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,8 +54,8 @@ func TestCaseSensitiveDirectoryKeepsBoth(t *testing.T) {
 		}
 	}
 	f := d.folds()
-	if f.folds["."] || f.folds["sub"] || len(f.names) != 0 {
-		t.Errorf("folds %v names %v: a case-sensitive directory taken for folding", f.folds, f.names)
+	if f.folds["."] || f.folds["sub"] || len(f.entries) != 0 {
+		t.Errorf("folds %v entries %v: a case-sensitive directory taken for folding", f.folds, f.entries)
 	}
 }
 
@@ -69,6 +70,7 @@ func TestFoldingDirectoryRefusesTheSecondCase(t *testing.T) {
 	}
 	defer d.Close()
 	d.folds().folds = map[string]bool{".": true, "Photos": true, "photos": true}
+	d.folds().entries = map[string]map[string]foldEntry{".": {}, "photos": {}}
 	errs := receiveAll(t, d, "A.txt", "a.txt", "Photos/img", "photos/img", "photos/other")
 	for _, name := range []string{"a.txt", "photos/img"} {
 		if errs[name] == nil && errs["batch"] == nil {
@@ -140,6 +142,17 @@ func TestExFATCaseTwinIsRefused(t *testing.T) {
 	d.Close()
 	if errs["a.txt"] == nil && errs["batch"] == nil {
 		t.Error("a.txt reported stored")
+	}
+	// Another transfer (a --resume that found A.txt there and passed it
+	// over) brings a.txt alone: refused too, A.txt there before.
+	d2, err := Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs2 := receiveAll(t, d2, "a.txt")
+	d2.Close()
+	if e := fmt.Sprint(errs2["a.txt"], errs2["batch"]); !strings.Contains(e, "there before") {
+		t.Errorf("a.txt alone, A.txt there: %v", errs2)
 	}
 	if got, err := os.ReadFile(filepath.Join(mnt, "A.txt")); err != nil || !bytes.Equal(got, []byte("A.txt")) {
 		t.Errorf("A.txt holds %q (%v): replaced by its case twin", got, err)

@@ -26,7 +26,30 @@ import (
 // Create begins receiving a file.
 func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	in, err := d.create(name)
+	if errors.Is(err, unix.ENOSPC) {
+		err = d.noInodes(err, name)
+	}
 	return in, leadsOutside(err, name)
+}
+
+// noInodes says so when a file could not be made for want of inodes,
+// not of space (QA ad: "no space left on device" while df showed the
+// disk nearly empty).
+func (d *Dir) noInodes(err error, name string) error {
+	rel, rerr := d.resolve(name)
+	if rerr != nil {
+		return err
+	}
+	h, herr := d.openDir(path.Dir(rel), false)
+	if herr != nil {
+		return err
+	}
+	defer d.putDir(h)
+	var st unix.Statfs_t
+	if h.atDir(d, func(dirfd int) error { return unix.Fstatfs(dirfd, &st) }) != nil || st.Files == 0 || st.Ffree > 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the file system has no inodes left: room for no more files, whatever its free space)", err)
 }
 
 func (d *Dir) create(name string) (kermit.Incoming, error) {

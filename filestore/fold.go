@@ -3,10 +3,12 @@ package filestore
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
 	"sync"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,17 +36,33 @@ type FoldSet struct {
 	// Photos and photos are one there), its entries by their lower-case
 	// form.
 	entries map[string]map[string]foldEntry
+	// underWay holds, per folding directory as entries, the names of
+	// files created and not yet named or ended (reserve).
+	underWay map[string]map[string]underWay
 }
 
 // foldEntry is a name in a folding directory, and whether this transfer
 // gave it.
 type foldEntry struct {
-	name string
-	ours bool
+	name  string
+	ours  bool
+	final string // ours: the path the transfer gave it (Photos/a and photos/a are one entry)
 }
 
-// foldKey is a name's form in a directory that folds case.
-func foldKey(name string) string { return strings.ToLower(name) }
+// foldKey is a name's form in a directory that folds case: each rune
+// the least of its simple case-folding orbit (σ, ς and Σ one, as exFAT's
+// upcase table has them; ſ, s and S one). Wider than vfat's ASCII
+// folding, so a pair only vfat tells apart is refused, never stored
+// over one another; strings.EqualFold (foldPending) agrees with it.
+func foldKey(name string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, name)
+}
 
 func (d *Dir) folds() *FoldSet {
 	d.foldOnce.Do(func() {
@@ -93,7 +111,10 @@ func (d *Dir) dirFolds(dir string) bool {
 		return false
 	}
 	defer d.putDir(h)
-	folds := h.foldsCase(d)
+	folds, err := h.foldsCase(d)
+	if err != nil {
+		return false // asked again at the next file
+	}
 	f.learnLocked(d, h, dir, folds)
 	return folds
 }
@@ -121,23 +142,39 @@ func (d *Dir) foldPending(key string) bool {
 // its own, a partial's name in lower case, is made, looked up in upper
 // case, and removed. (Comparing a name's inode with its case twin's
 // does not do: exfat-fuse numbers each name it is asked for anew.) A
-// directory where it cannot be made is taken to tell case apart.
-func (h *dirHandle) foldsCase(d *Dir) bool {
+// probe that fails says nothing, and is not kept as an answer.
+func (h *dirHandle) foldsCase(d *Dir) (folds bool, err error) {
 	var tag [6]byte
 	rand.Read(tag[:])
 	probe := TempName("kerf-case-probe~" + hex.EncodeToString(tag[:]))
-	folds := false
-	h.atDir(d, func(dirfd int) error {
-		fd, err := unix.Openat(dirfd, probe, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	err = h.atDir(d, func(dirfd int) error {
+		var fd int
+		err := ignoringEINTR(func() error {
+			var err error
+			fd, err = unix.Openat(dirfd, probe, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+			return err
+		})
 		if err != nil {
 			return err
 		}
 		unix.Close(fd)
+		// Removed whatever the lookup says (an interrupted unlink is
+		// tried again: a probe left would stay for good).
+		defer ignoringEINTR(func() error { return unix.Unlinkat(dirfd, probe, 0) })
 		var st unix.Stat_t
-		folds = unix.Fstatat(dirfd, strings.ToUpper(probe), &st, unix.AT_SYMLINK_NOFOLLOW) == nil
-		return unix.Unlinkat(dirfd, probe, 0)
+		err = ignoringEINTR(func() error {
+			return unix.Fstatat(dirfd, strings.ToUpper(probe), &st, unix.AT_SYMLINK_NOFOLLOW)
+		})
+		switch {
+		case err == nil:
+			folds = true
+		case errors.Is(err, unix.ENOENT):
+		default:
+			return err
+		}
+		return nil
 	})
-	return folds
+	return folds, err
 }
 
 // entryNames reads the directory's entry names (none if it cannot).
@@ -179,26 +216,91 @@ func (in *incoming) nameFolding(nameIt func() error) error {
 	}
 	defer f.mu.Unlock()
 	if !probed {
-		folds = in.h.foldsCase(in.d)
-		f.learnLocked(in.d, in.h, in.dir, folds)
+		var err error
+		if folds, err = in.h.foldsCase(in.d); err == nil {
+			f.learnLocked(in.d, in.h, in.dir, folds)
+		}
 		if !folds {
 			return nameIt()
 		}
 	}
-	entries := f.entries[foldKey(in.dir)]
-	key := foldKey(in.base)
-	if e, ok := entries[key]; ok && e.name != in.base {
-		how := "there before"
-		if e.ours {
-			how = "received in this transfer"
-		}
-		return fmt.Errorf("filestore: %s: not stored: this file system does not tell it from %s, %s (their names differ only in case); not replaced", in.final, path.Join(in.dir, e.name), how)
+	if err := f.clashLocked(in.dir, in.base, in.final); err != nil {
+		return err
 	}
 	if err := nameIt(); err != nil {
 		return err
 	}
-	if entries != nil {
-		entries[key] = foldEntry{name: in.base, ours: true}
+	if in.foldHeld {
+		in.foldHeld = false
+		f.releaseLocked(in.dir, in.base)
+	}
+	if entries := f.entries[foldKey(in.dir)]; entries != nil {
+		entries[foldKey(in.base)] = foldEntry{name: in.base, ours: true, final: in.final}
 	}
 	return nil
+}
+
+// clashLocked refuses base in dir (final, as named to the user) where a
+// name of its form, another, is an entry there, or under way in this
+// transfer under another name; f.mu held.
+func (f *FoldSet) clashLocked(dir, base, final string) error {
+	dk, key := foldKey(dir), foldKey(base)
+	how, other := "", ""
+	if e, ok := f.entries[dk][key]; ok && e.ours && e.final != final {
+		how, other = "received in this transfer", e.final
+	} else if ok && !e.ours && e.name != base {
+		how, other = "there before", path.Join(dir, e.name)
+	} else if u, ok := f.underWay[dk][key]; ok && u.final != final {
+		how, other = "being received in this transfer", u.final
+	}
+	if how == "" {
+		return nil
+	}
+	return fmt.Errorf("filestore: %s: not stored: this file system does not tell it from %s, %s (their names differ only in case); not replaced", final, other, how)
+}
+
+// reserve holds base's form in dir, a folding directory, for a file
+// (final, its path as the transfer names it)
+// being received (Create, before its data: a twin is refused then, not
+// after all of it came, and two sessions never open one partial under
+// two names; review 53). release gives it back.
+func (f *FoldSet) reserve(dir, base, final string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.clashLocked(dir, base, final); err != nil {
+		return err
+	}
+	if f.underWay == nil {
+		f.underWay = make(map[string]map[string]underWay)
+	}
+	dk, key := foldKey(dir), foldKey(base)
+	if f.underWay[dk] == nil {
+		f.underWay[dk] = make(map[string]underWay)
+	}
+	u := f.underWay[dk][key]
+	f.underWay[dk][key] = underWay{final: final, n: u.n + 1}
+	return nil
+}
+
+func (f *FoldSet) release(dir, base string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.releaseLocked(dir, base)
+}
+
+func (f *FoldSet) releaseLocked(dir, base string) {
+	dk, key := foldKey(dir), foldKey(base)
+	switch u := f.underWay[dk][key]; {
+	case u.n > 1:
+		f.underWay[dk][key] = underWay{final: u.final, n: u.n - 1}
+	case u.n == 1:
+		delete(f.underWay[dk], key)
+	}
+}
+
+// underWay is a name being received in a folding directory, and how
+// many files of it.
+type underWay struct {
+	final string
+	n     int
 }

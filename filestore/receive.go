@@ -52,7 +52,7 @@ func (d *Dir) noInodes(err error, name string) error {
 	return fmt.Errorf("%w (the file system has no inodes left: room for no more files, whatever its free space)", err)
 }
 
-func (d *Dir) create(name string) (kermit.Incoming, error) {
+func (d *Dir) create(name string) (_ kermit.Incoming, err error) {
 	if d.ReadOnly {
 		return nil, fmt.Errorf("filestore: %s: read-only access", name)
 	}
@@ -92,6 +92,20 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 	if err := d.fileInTheWay(dir); err != nil {
 		return nil, err
 	}
+	held := false
+	if d.dirFolds(dir) {
+		// A directory that folds case: a twin of another name there
+		// is refused now (FoldSet.reserve).
+		if err := d.folds().reserve(dir, base, rel); err != nil {
+			return nil, err
+		}
+		held = true
+		defer func() {
+			if err != nil {
+				d.folds().release(dir, base)
+			}
+		}()
+	}
 	tmp := TempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] ||
 		(len(d.pendingN) > 0 || d.flushing != nil) && d.dirFolds(dir) && d.foldPending(key) {
@@ -114,6 +128,7 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		if in, err := d.createUnnamed(rel, dir, base, tmp); err != nil {
 			return nil, err
 		} else if in != nil {
+			in.foldHeld = held
 			return in, nil
 		}
 	}
@@ -130,6 +145,7 @@ func (d *Dir) create(name string) (kermit.Incoming, error) {
 		return nil, err
 	}
 	in.prepare(fresh)
+	in.foldHeld = held
 	return in, nil
 }
 
@@ -353,6 +369,9 @@ func (in *incoming) releasePromise() {
 // incoming is a file being received as tmp in directory h, to be renamed
 // base there.
 type incoming struct {
+	// foldHeld: the file holds its name's form in a directory that
+	// folds case (FoldSet.reserve), until named or ended.
+	foldHeld  bool
 	d         *Dir
 	h         *dirHandle // released by Commit or Abort
 	final     string     // relative to the tree's top
@@ -487,6 +506,10 @@ func (in *incoming) KeepExisting(perm fs.FileMode) error {
 			return fmt.Errorf("filestore: %s has other links; its mode is left alone", in.final)
 		}
 		if err := chmodOpened(fd, uint32(perm.Perm())); err != nil {
+			if modeRefused(err) {
+				in.d.noteModeNotKept(err) // kept whole all the same (review 53)
+				return nil
+			}
 			return &fs.PathError{Op: "chmod", Path: in.final, Err: err}
 		}
 		return nil
@@ -1289,6 +1312,10 @@ func (in *incoming) Abort(keep bool) error {
 	in.releasePromise()
 	if in.batched {
 		return nil // committed; the batch's flush owns the file now
+	}
+	if in.foldHeld {
+		in.foldHeld = false
+		in.d.folds().release(in.dir, in.base)
 	}
 	in.d.names().abandon(in.final)
 	// The file is closed (and its lock released) only after any removal,

@@ -1445,9 +1445,11 @@ func (s *Session) saved(batch groupBatcher, err error) {
 		e.Kind = FileSaved
 		if err != nil && (sc == nil || !sc.Saved(e.Path)) {
 			e.Kind, e.Err = FileFailed, fmt.Errorf("%w: %w", ErrSaveFailed, err)
-			if s.neg.peerKerf {
+			if s.neg.secondPass {
 				// Its sender sends it again in a second pass: stored
-				// then, the failure is withdrawn.
+				// then, the failure is withdrawn. (Only a sender that
+				// said it sends one: a stale mark would withdraw a
+				// later, unrelated failure; review 53.)
 				s.abandon(e.Name)
 			}
 		}

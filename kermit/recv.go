@@ -589,7 +589,15 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			ino := s.inoField(cur)
 			cur.inc.Abort(false)
 			cur.inc, cur.refused, cur.why = nil, true, ErrAlreadyThere
-			s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
+			if s.abandoned[cur.name] {
+				// Told failed before (its group's save, a restarted
+				// sender), and found whole now: the failure is
+				// withdrawn, as when it is received whole again.
+				delete(s.abandoned, cur.name)
+				s.event(Event{Kind: FileDone, Name: cur.name, Size: cur.attrs.Length, Again: true})
+			} else {
+				s.event(Event{Kind: FileSkipped, Name: cur.name, Err: ErrAlreadyThere, Size: cur.attrs.Length})
+			}
 			if !s.neg.skipWhole {
 				// A classic Kermit's RESEND or REGET: it is asked to go
 				// on from the file's end, so that nothing is sent again

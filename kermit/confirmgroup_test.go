@@ -259,85 +259,19 @@ func TestLineSenderWithholdsSecondPass(t *testing.T) {
 // (QA ad: the sender said saved and exited 0, the receiver not saved,
 // exit 4, and the file was there).
 func TestSecondPassWithdrawsTheReceiversFailure(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	src, dst := t.TempDir(), t.TempDir()
-	out := numberedFiles(src, "f%d", 5, 3000)
-	var mu sync.Mutex
-	var ended []string
-	rcfg := kermit.DefaultConfig()
-	rcfg.Events = func(e kermit.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case e.Name != "f2":
-		case e.Kind == kermit.FileFailed:
-			ended = append(ended, "failed")
-		case e.Kind == kermit.FileDone && e.Again:
-			ended = append(ended, "done again")
-		case e.Kind == kermit.FileDone:
-			ended = append(ended, "done")
-		}
-	}
-	a, b := link(t, 0, 1)
-	send, recv := kermit.NewSession(a, kermit.DefaultConfig()), kermit.NewSession(b, rcfg)
-	t.Cleanup(func() { send.Close(); recv.Close() })
-	dir, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
-	failed := false
-	store := failOnceStore{renameFailStore{dir, dst, "f2"}, &failed}
-	rerr := make(chan error, 1)
-	go func() {
-		err := recv.Receive(ctx, store)
-		if !errors.Is(err, kermit.ErrGroupSaveFailed) {
-			rerr <- fmt.Errorf("first group: %v, want ErrGroupSaveFailed", err)
-			return
-		}
-		rerr <- recv.Receive(ctx, store) // the second pass
-	}()
-	if err := kermit.SendParallel(ctx, []*kermit.Session{send}, out); err != nil {
-		t.Fatalf("send: %v", err)
-	}
-	if err := <-rerr; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	ended := secondPassOfF2(t, func(dir *filestore.Dir, dst string, failed *bool) kermit.Store {
+		return failOnceStore{renameFailStore{dir, dst, "f2"}, failed}
+	})
 	if !slices.Equal(ended, []string{"done", "failed", "done again"}) {
 		t.Errorf("f2 at the receiver: %v, want done, failed, done again", ended)
 	}
-	if _, err := os.Stat(filepath.Join(dst, "f2")); err != nil {
-		t.Errorf("f2 not stored: %v", err)
-	}
 }
 
-// spuriousFailStore's first EndBatch reports a failure to save bad,
-// which was saved all the same (as when a partial removed mid-file
-// leaves the verdict unsure): the second pass finds it there whole.
-type spuriousFailStore struct {
-	*filestore.Dir
-	bad    string
-	failed *bool
-}
-
-func (s spuriousFailStore) EndBatch() error {
-	err := s.Dir.EndBatch()
-	if !*s.failed {
-		*s.failed = true
-		return errors.Join(err, fmt.Errorf("filestore: completing %s: not sure", s.bad))
-	}
-	return err
-}
-
-func (s spuriousFailStore) Saved(name string) bool { return name != s.bad }
-
-// The second pass finds whole the file its group's end told failed: the
-// failure is withdrawn there too, not left standing beside a file that
-// is saved (review 53).
-func TestSecondPassFindingTheFileWholeWithdrawsTheFailure(t *testing.T) {
+// secondPassOfF2 sends f0..f4 to a receiver over store, whose first
+// group fails saving f2, then takes the sender's second pass; it
+// returns how f2 ended at the receiver, event by event.
+func secondPassOfF2(t *testing.T, mk func(dir *filestore.Dir, dst string, failed *bool) kermit.Store) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	src, dst := t.TempDir(), t.TempDir()
@@ -369,7 +303,7 @@ func TestSecondPassFindingTheFileWholeWithdrawsTheFailure(t *testing.T) {
 	}
 	t.Cleanup(func() { dir.Close() })
 	failed := false
-	store := spuriousFailStore{dir, "f2", &failed}
+	store := mk(dir, dst, &failed)
 	rerr := make(chan error, 1)
 	go func() {
 		err := recv.Receive(ctx, store)
@@ -377,7 +311,7 @@ func TestSecondPassFindingTheFileWholeWithdrawsTheFailure(t *testing.T) {
 			rerr <- fmt.Errorf("first group: %v, want ErrGroupSaveFailed", err)
 			return
 		}
-		rerr <- recv.Receive(ctx, store)
+		rerr <- recv.Receive(ctx, store) // the second pass
 	}()
 	if err := kermit.SendParallel(ctx, []*kermit.Session{send}, out); err != nil {
 		t.Fatalf("send: %v", err)
@@ -385,8 +319,41 @@ func TestSecondPassFindingTheFileWholeWithdrawsTheFailure(t *testing.T) {
 	if err := <-rerr; err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(dst, "f2")); err != nil {
+		t.Errorf("f2 not stored: %v", err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	return ended
+}
+
+// spuriousFailStore's first EndBatch reports a failure to save bad,
+// which was saved all the same (as when a partial removed mid-file
+// leaves the verdict unsure): the second pass finds it there whole.
+type spuriousFailStore struct {
+	*filestore.Dir
+	bad    string
+	failed *bool
+}
+
+func (s spuriousFailStore) EndBatch() error {
+	err := s.Dir.EndBatch()
+	if !*s.failed {
+		*s.failed = true
+		return errors.Join(err, fmt.Errorf("filestore: completing %s: not sure", s.bad))
+	}
+	return err
+}
+
+func (s spuriousFailStore) Saved(name string) bool { return name != s.bad }
+
+// The second pass finds whole the file its group's end told failed: the
+// failure is withdrawn there too, not left standing beside a file that
+// is saved (review 53).
+func TestSecondPassFindingTheFileWholeWithdrawsTheFailure(t *testing.T) {
+	ended := secondPassOfF2(t, func(dir *filestore.Dir, _ string, failed *bool) kermit.Store {
+		return spuriousFailStore{dir, "f2", failed}
+	})
 	if !slices.Equal(ended, []string{"done", "failed", "done again"}) {
 		t.Errorf("f2 at the receiver: %v, want done, failed, done again", ended)
 	}

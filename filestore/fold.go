@@ -90,9 +90,10 @@ func (f *FoldSet) learnLocked(d *Dir, h *dirHandle, dir string, folds bool) {
 		return // read through its other case
 	}
 	m := make(map[string]foldEntry)
-	for _, name := range h.entryNames(d) {
+	h.eachName(d, func(name string) error { // (what cannot be read is not kept)
 		m[foldKey(name)] = foldEntry{name: name}
-	}
+		return nil
+	})
 	f.entries[key] = m
 }
 
@@ -175,31 +176,6 @@ func (h *dirHandle) foldsCase(d *Dir) (folds bool, err error) {
 		return nil
 	})
 	return folds, err
-}
-
-// entryNames reads the directory's entry names (none if it cannot).
-func (h *dirHandle) entryNames(d *Dir) []string {
-	var names []string
-	h.atDir(d, func(dirfd int) error {
-		// A descriptor of its own: reading moves the offset.
-		fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		buf := make([]byte, 8192)
-		for {
-			n, err := unix.ReadDirent(fd, buf)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil || n <= 0 {
-				return err
-			}
-			_, _, names = unix.ParseDirent(buf[:n], -1, names)
-		}
-	})
-	return names
 }
 
 // nameFolding gives in its final name (nameIt) as FoldSet has it: in a

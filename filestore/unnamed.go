@@ -113,7 +113,20 @@ func (h *dirHandle) note(d *Dir, name string) {
 // list reads the directory's entries, if there are at most max of them.
 func (h *dirHandle) list(d *Dir, max int) (map[uint64]struct{}, bool) {
 	names := make(map[uint64]struct{})
-	err := h.atDir(d, func(dirfd int) error {
+	err := h.eachName(d, func(name string) error {
+		names[nameHash(name)] = struct{}{}
+		if len(names) > max {
+			return errTooMany
+		}
+		return nil
+	})
+	return names, err == nil
+}
+
+// eachName calls fn with each entry name of the directory, until fn
+// says stop (its error, returned).
+func (h *dirHandle) eachName(d *Dir, fn func(name string) error) error {
+	return h.atDir(d, func(dirfd int) error {
 		// A descriptor of its own: reading moves the offset.
 		fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -135,14 +148,12 @@ func (h *dirHandle) list(d *Dir, max int) (map[uint64]struct{}, bool) {
 			}
 			_, _, got = unix.ParseDirent(buf[:n], -1, got[:0])
 			for _, name := range got {
-				names[nameHash(name)] = struct{}{}
-			}
-			if len(names) > max {
-				return errTooMany
+				if err := fn(name); err != nil {
+					return err
+				}
 			}
 		}
 	})
-	return names, err == nil
 }
 
 var errTooMany = errors.New("too many entries")

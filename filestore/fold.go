@@ -112,9 +112,16 @@ func (d *Dir) dirFolds(dir string) bool {
 		return false
 	}
 	defer d.putDir(h)
+	return f.probeLocked(d, h, dir)
+}
+
+// probeLocked probes dir through h and records what it found; a probe
+// that fails records nothing, and dir is asked again at its next file.
+// f.mu held.
+func (f *FoldSet) probeLocked(d *Dir, h *dirHandle, dir string) bool {
 	folds, err := h.foldsCase(d)
 	if err != nil {
-		return false // asked again at the next file
+		return false
 	}
 	f.learnLocked(d, h, dir, folds)
 	return folds
@@ -191,14 +198,8 @@ func (in *incoming) nameFolding(nameIt func() error) error {
 		return nameIt()
 	}
 	defer f.mu.Unlock()
-	if !probed {
-		var err error
-		if folds, err = in.h.foldsCase(in.d); err == nil {
-			f.learnLocked(in.d, in.h, in.dir, folds)
-		}
-		if !folds {
-			return nameIt()
-		}
+	if !probed && !f.probeLocked(in.d, in.h, in.dir) {
+		return nameIt()
 	}
 	if err := f.clashLocked(in.dir, in.base, in.final); err != nil {
 		return err

@@ -108,7 +108,7 @@ func (d *Dir) create(name string) (_ kermit.Incoming, err error) {
 	}
 	tmp := TempName(base)
 	if key := dir + "/" + tmp; d.pendingN[key] || d.flushing != nil && d.flushing.names[key] ||
-		(len(d.pendingN) > 0 || d.flushing != nil) && d.dirFolds(dir) && d.foldPending(key) {
+		held && (len(d.pendingN) > 0 || d.flushing != nil) && d.foldPending(key) {
 		// The same name again in one batch: the earlier file must get
 		// its final name before this one takes the temporary name. A
 		// failure there is another file's, for EndBatch to report.

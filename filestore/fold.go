@@ -201,6 +201,7 @@ func (in *incoming) nameFolding(nameIt func() error) error {
 	if !probed && !f.probeLocked(in.d, in.h, in.dir) {
 		return nameIt()
 	}
+	f.madeSinceLocked(in.d, in.h, in.dir, in.base)
 	if err := f.clashLocked(in.dir, in.base, in.final); err != nil {
 		return err
 	}
@@ -236,14 +237,75 @@ func (f *FoldSet) clashLocked(dir, base, final string) error {
 	return fmt.Errorf("filestore: %s: not stored: this file system does not tell it from %s, %s (their names differ only in case); not replaced", final, other, how)
 }
 
+// madeSinceLocked reads the folding directory dir again where an entry
+// of base's form is on the disk and not in the set: made since the set
+// read it, by another session (a send --sessions N whose twins went to
+// two sessions, each with its set; review 53 M3) or another program.
+// Found, it is a name there before, which clashLocked then refuses if
+// it is not base itself. One lstat a file, in folding directories
+// only. h may be nil (opened here); f.mu held.
+func (f *FoldSet) madeSinceLocked(d *Dir, h *dirHandle, dir, base string) {
+	m := f.entries[foldKey(dir)]
+	if m == nil {
+		return
+	}
+	key := foldKey(base)
+	if _, known := m[key]; known {
+		return
+	}
+	if h == nil {
+		var err error
+		if h, err = d.openDir(dir, false); err != nil {
+			return
+		}
+		defer d.putDir(h)
+	}
+	if _, err := h.lstat(d, base); err != nil {
+		return // (a name that cannot be looked up is not one to keep)
+	}
+	h.eachName(d, func(name string) error {
+		if k := foldKey(name); m[k] == (foldEntry{}) {
+			m[k] = foldEntry{name: name}
+		}
+		return nil
+	})
+}
+
+// twinsPartial refuses a partial opened in a folding directory that is
+// not this file's but its case twin's, as the directory stores it: a
+// file another session is receiving (whose FoldSet this one does not
+// share: two sessions of a server), or an interrupted one left. On
+// exfat-fuse each name has its own inode, so the other's lock does not
+// keep this one out, and its bytes would go into the other's partial
+// (review 53). Read only where an existing partial is opened there.
+func (in *incoming) twinsPartial() error {
+	key := foldKey(in.tmp)
+	stored := ""
+	in.h.eachName(in.d, func(name string) error {
+		if foldKey(name) == key {
+			stored = name
+			return errStop
+		}
+		return nil
+	})
+	if stored == "" || stored == in.tmp {
+		return nil
+	}
+	return fmt.Errorf("filestore: %s: not stored: this file system does not tell its partial from %s, of a file being received or left by an interrupted transfer (their names differ only in case)", in.final, path.Join(in.dir, stored))
+}
+
+// errStop ends a walk of names early.
+var errStop = errors.New("stop")
+
 // reserve holds base's form in dir, a folding directory, for a file
 // (final, its path as the transfer names it)
 // being received (Create, before its data: a twin is refused then, not
 // after all of it came, and two sessions never open one partial under
 // two names; review 53). release gives it back.
-func (f *FoldSet) reserve(dir, base, final string) error {
+func (f *FoldSet) reserve(d *Dir, dir, base, final string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.madeSinceLocked(d, nil, dir, base)
 	if err := f.clashLocked(dir, base, final); err != nil {
 		return err
 	}

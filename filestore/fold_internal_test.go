@@ -93,11 +93,11 @@ func TestFoldingDirectoryRefusesTheSecondCase(t *testing.T) {
 	}
 }
 
-// On a real exFAT (FUSE), A.txt then a.txt: the first stays whole, the
-// second is refused (QA ad: the second replaced the first, both
-// reported saved). Needs root, exfatprogs and exfat-fuse; CI installs
+// mountExFAT mounts a fresh 16 MiB exFAT (FUSE) for the test and
+// returns where. Needs root, exfatprogs and exfat-fuse; CI installs
 // them, and there a missing one fails the test.
-func TestExFATCaseTwinIsRefused(t *testing.T) {
+func mountExFAT(t *testing.T) string {
+	t.Helper()
 	mkfs, err1 := exec.LookPath("mkfs.exfat")
 	mount, err2 := exec.LookPath("mount.exfat-fuse")
 	if err1 != nil || err2 != nil || os.Geteuid() != 0 {
@@ -134,8 +134,17 @@ func TestExFATCaseTwinIsRefused(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.Errorf("umount %s failed", mnt)
+		t.Errorf("umount %s failed; detached lazily", mnt)
+		exec.Command("umount", "-l", mnt).Run()
 	})
+	return mnt
+}
+
+// On a real exFAT (FUSE), A.txt then a.txt: the first stays whole, the
+// second is refused (QA ad: the second replaced the first, both
+// reported saved).
+func TestExFATCaseTwinIsRefused(t *testing.T) {
+	mnt := mountExFAT(t)
 	d, err := Open(mnt)
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +170,83 @@ func TestExFATCaseTwinIsRefused(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(mnt, "c.txt")); string(got) != "c.txt" {
 		t.Errorf("c.txt: %q", got)
+	}
+}
+
+// Two server sessions, each with its own set (a send --sessions 2
+// whose twins went one to each): the second session read the directory
+// before the first named A.txt, and its a.txt is still refused at
+// Create, not stored over A.txt (review 53 M3).
+func TestExFATTwinOfAnotherSessionsFileIsRefused(t *testing.T) {
+	mnt := mountExFAT(t)
+	d1, err := Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d1.Close()
+	d2, err := Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if errs := receiveAll(t, d2, "z.txt"); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !d2.folds().folds["."] {
+		t.Fatal("exFAT not found to fold case")
+	}
+	if errs := receiveAll(t, d1, "A.txt"); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	errs := receiveAll(t, d2, "a.txt")
+	if e := fmt.Sprint(errs["a.txt"]); !strings.Contains(e, "there before") {
+		t.Errorf("a.txt, A.txt named by another session: %v", errs)
+	}
+	if got, err := os.ReadFile(filepath.Join(mnt, "A.txt")); err != nil || string(got) != "A.txt" {
+		t.Errorf("A.txt holds %q (%v): replaced by its case twin", got, err)
+	}
+	// The set's lstat misses nothing the other way either: a name made
+	// since, and the same name, replaces as anywhere.
+	if errs := receiveAll(t, d2, "A.txt"); len(errs) > 0 {
+		t.Errorf("A.txt again: %v", errs)
+	}
+}
+
+// Two server sessions, each with its own set, receiving A.txt and a.txt
+// at once: the second opens the first's partial (on exfat-fuse the
+// first's lock does not keep it out: each name its own inode), and is
+// refused, the first's bytes untouched, its partial not removed.
+func TestExFATTwinOfAPartialUnderWayIsRefused(t *testing.T) {
+	mnt := mountExFAT(t)
+	d1, err := Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d1.Close()
+	d2, err := Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	in1, err := d1.Create("A.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in2, err := d2.Create("a.txt"); err == nil || !strings.Contains(err.Error(), "does not tell its partial from") {
+		if err == nil {
+			in2.WriteAt([]byte("lower"), 0)
+			in2.Commit(time.Now(), 0o644)
+		}
+		t.Errorf("a.txt while A.txt is received by another session: %v", err)
+	}
+	if _, err := in1.WriteAt([]byte("upper"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := in1.Commit(time.Now(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(mnt, "A.txt")); err != nil || string(got) != "upper" {
+		t.Errorf("A.txt holds %q (%v)", got, err)
 	}
 }
 

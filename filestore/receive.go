@@ -96,7 +96,7 @@ func (d *Dir) create(name string) (_ kermit.Incoming, err error) {
 	if d.dirFolds(dir) {
 		// A directory that folds case: a twin of another name there
 		// is refused now (FoldSet.reserve).
-		if err := d.folds().reserve(dir, base, rel); err != nil {
+		if err := d.folds().reserve(d, dir, base, rel); err != nil {
 			return nil, err
 		}
 		held = true
@@ -138,6 +138,15 @@ func (d *Dir) create(name string) (_ kermit.Incoming, err error) {
 	}
 	in := &incoming{d: d, h: h, final: rel, dir: dir, base: base, tmp: tmp, f: f, sparse: d.Sparse}
 	in.countWrites()
+	if held && !fresh {
+		if err := in.twinsPartial(); err != nil {
+			// Closed, not aborted: an empty partial would be removed,
+			// and it is the other's.
+			in.f.close()
+			in.release()
+			return nil, err
+		}
+	}
 	if err := d.beginName(rel); err != nil {
 		in.prepared = fresh
 		in.empty.Store(fresh)

@@ -55,6 +55,9 @@ type dirHandle struct {
 	// createdMode is the mode an unnamed file is given when created
 	// here, with modeSeen set once known (openUnnamed).
 	createdMode atomic.Uint32
+	// onFUSE: the directory is on a FUSE file system (retime).
+	fuseOnce sync.Once
+	onFUSE   bool
 }
 
 // Open opens (creating if needed) the directory at dir.
@@ -483,6 +486,18 @@ func (h *dirHandle) openRead(d *Dir, name string) (*os.File, error) {
 
 // fsRoom returns the free space of h's file system (roomOf), nil if it
 // cannot be told.
+// fuse reports whether the directory is on a FUSE file system, asked of
+// fstatfs once.
+func (h *dirHandle) fuse(d *Dir) bool {
+	h.fuseOnce.Do(func() {
+		h.atDir(d, func(dirfd int) error {
+			h.onFUSE = fuseDir(dirfd)
+			return nil
+		})
+	})
+	return h.onFUSE
+}
+
 func (h *dirHandle) fsRoom(d *Dir) *fsRoom {
 	h.roomOnce.Do(func() {
 		h.atDir(d, func(dirfd int) error {

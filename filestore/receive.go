@@ -388,6 +388,7 @@ type incoming struct {
 	base, tmp string     // names in h
 	f         *tempFile
 	unnamed   bool // f is an unnamed file, linked under base once complete (unnamed.go)
+	modTime   time.Time // set by Commit (retime)
 	told      bool // WillHold was called
 	released  bool
 	batched   bool // committed in a batch, not flushed yet
@@ -950,6 +951,7 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 		if err := in.f.chtimes(modTime); err != nil {
 			return err
 		}
+		in.modTime = modTime
 	}
 	d := in.d
 	d.noteCommitted(in.final)
@@ -991,10 +993,23 @@ func (in *incoming) Commit(modTime time.Time, perm fs.FileMode) error {
 	if err := in.f.close(); err != nil {
 		return err
 	}
+	in.retime()
 	// The rename is durable only once its directory is synced.
 	err := in.h.sync(d)
 	in.release()
 	return err
+}
+
+// retime sets the named file's time again, by its name, where its file
+// system is FUSE: fusefat gives a file written through a descriptor the
+// time of its close when it was renamed while open, as kerf names
+// files, and every --resume then found it changed and sent it again.
+// Elsewhere the time set on the descriptor stays, and this costs
+// nothing. (Best effort: the file is saved either way.)
+func (in *incoming) retime() {
+	if !in.modTime.IsZero() && in.h.fuse(in.d) {
+		in.h.chtimes(in.d, in.base, in.modTime)
+	}
 }
 
 // fileInTheWay refuses, with UniqueNames, a directory rel (or one of its
@@ -1290,6 +1305,9 @@ func (d *Dir) flushFiles(files []*incoming) error {
 		}
 		if err := in.f.close(); errs[i] == nil {
 			errs[i] = err
+		}
+		if errs[i] == nil {
+			in.retime()
 		}
 		batchedFiles.Add(-1)
 		if errs[i] != nil {

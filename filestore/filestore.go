@@ -143,6 +143,10 @@ type Dir struct {
 	// (FoldSet); nil: the Dir's own.
 	Folds    *FoldSet
 	foldOnce sync.Once
+	// ModifyWindow: HasWhole takes a file whose time is at most this far
+	// from the one listed for the same (rsync's --modify-window; FAT's
+	// 2 s steps).
+	ModifyWindow time.Duration
 	// Sparse leaves holes where a received file has runs of zero bytes
 	// (each page-aligned sparseMin bytes of zeros), as cp --sparse=always
 	// and rsync --sparse do: disk images and the like then take only the

@@ -239,8 +239,9 @@ func listingEntry(name string, fi fs.FileInfo) framing.ListingEntry {
 }
 
 // HasWhole reports whether the tree has the regular file e names, with
-// e's size, modification time (framing.SameModTime) and permission bits: a
-// resumed GET need not fetch it (kermit.GetOptions.Skip).
+// e's size, modification time (framing.SameModTimeWithin
+// Dir.ModifyWindow) and permission bits: a resumed GET need not fetch it
+// (kermit.GetOptions.Skip).
 func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 	if d.Flat || !e.Mode.IsRegular() {
 		return false
@@ -267,7 +268,7 @@ func (d *Dir) HasWhole(e framing.ListingEntry) bool {
 		return false
 	}
 	fi := statInfo{st: st}
-	return fi.Mode().IsRegular() && e.Matches(fi.Size(), fi.ModTime(), fi.Mode())
+	return fi.Mode().IsRegular() && e.MatchesWithin(fi.Size(), fi.ModTime(), fi.Mode(), d.ModifyWindow)
 }
 
 // ListTree writes to w the listing lines (as List writes them) of what

@@ -82,6 +82,17 @@ func SameModTime(a, b time.Time) bool {
 	return d > 0 && d < ub
 }
 
+// SameModTimeWithin is SameModTime, or a and b at most window apart
+// (rsync's --modify-window: FAT keeps times in 2 s steps, and a file
+// system on another machine may run on another clock).
+func SameModTimeWithin(a, b time.Time, window time.Duration) bool {
+	if SameModTime(a, b) {
+		return true
+	}
+	d := a.Sub(b)
+	return window > 0 && d <= window && d >= -window
+}
+
 // timeUnit is the largest power of ten of nanoseconds, up to a second,
 // that t's fraction is a whole number of.
 func timeUnit(t time.Time) time.Duration {
@@ -184,7 +195,13 @@ func Unseen(r rune) bool {
 // and permissions perm is the one e lists: the quick check (rsync's,
 // with the permissions) of a resumed transfer's listings.
 func (e ListingEntry) Matches(size int64, mt time.Time, perm fs.FileMode) bool {
-	return e.Mode.IsRegular() && e.Size == size && SameModTime(e.ModTime, mt) && e.Mode.Perm() == perm.Perm()
+	return e.MatchesWithin(size, mt, perm, 0)
+}
+
+// MatchesWithin is Matches with times window apart taken for one
+// (SameModTimeWithin).
+func (e ListingEntry) MatchesWithin(size int64, mt time.Time, perm fs.FileMode, window time.Duration) bool {
+	return e.Mode.IsRegular() && e.Size == size && SameModTimeWithin(e.ModTime, mt, window) && e.Mode.Perm() == perm.Perm()
 }
 
 // appendNanos appends t's fraction of a second as ".nnnnnnnnn" if it has

@@ -151,6 +151,24 @@ func TestListingLineExact(t *testing.T) {
 			t.Errorf("SameModTime(%v, %v) = %v", c.a, c.b, got)
 		}
 	}
+	// With a window (--modify-window), either way round, to its edge.
+	for _, c := range []struct {
+		a, b   time.Time
+		window time.Duration
+		same   bool
+	}{
+		{listingTimeUTC.Add(time.Second + 700*time.Millisecond), listingTimeUTC, 2 * time.Second, true},
+		{listingTimeUTC, listingTimeUTC.Add(time.Second + 700*time.Millisecond), 2 * time.Second, true},
+		{listingTimeUTC.Add(2 * time.Second), listingTimeUTC, 2 * time.Second, true},
+		{listingTimeUTC.Add(2*time.Second + 1), listingTimeUTC, 2 * time.Second, false},
+		{listingTimeUTC.Add(time.Second + 700*time.Millisecond), listingTimeUTC, time.Second, false},
+		{listingTimeUTC.Add(time.Second + 700*time.Millisecond), listingTimeUTC, 0, false},
+		{listingTimeUTC.Add(5), listingTimeUTC, 0, true}, // SameModTime's own
+	} {
+		if got := SameModTimeWithin(c.a, c.b, c.window); got != c.same {
+			t.Errorf("SameModTimeWithin(%v, %v, %v) = %v", c.a, c.b, c.window, got)
+		}
+	}
 }
 
 func TestParseListing(t *testing.T) {

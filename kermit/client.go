@@ -609,7 +609,7 @@ func (s *Session) SkipWhole(ctx context.Context, files []OutgoingFile, partial f
 		if f.Mode == 0 && !f.ModeKnown {
 			perm = e.Mode // not known here: not compared
 		}
-		if f.Dir || f.Open == nil || f.Size < 0 || f.ModTime.IsZero() || !e.Matches(f.Size, f.ModTime, perm) {
+		if f.Dir || f.Open == nil || f.Size < 0 || f.ModTime.IsZero() || !e.MatchesWithin(f.Size, f.ModTime, perm, s.cfg.ModifyWindow) {
 			return nil
 		}
 		state[i] |= whole

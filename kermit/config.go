@@ -68,6 +68,10 @@ type Config struct {
 	DetectParity bool
 	Text         bool // send files in text mode (LF <-> CRLF)
 	Resume       bool // sender asks to recover partial files at the receiver
+	// ModifyWindow: a resume's quick checks (SkipWhole, a receiver's
+	// already-there) take times at most this far apart for one, as
+	// rsync's --modify-window (FAT keeps 2 s steps). 0: SameModTime.
+	ModifyWindow time.Duration
 	// ShortWithoutI: the peer is a kerf server (over TLS), and Generic
 	// sends REMOTE CD, MKDIR and SET with no I exchange before them where
 	// they fit a short packet (GenericWithDefaults): their answers are

@@ -1067,7 +1067,7 @@ func (s *Session) alreadyThere(cur *recvFile) bool {
 		return false
 	}
 	size, mod, ok := ex.Existing()
-	return ok && size == cur.attrs.Length && framing.SameModTime(mod, cur.attrs.ModTime)
+	return ok && size == cur.attrs.Length && framing.SameModTimeWithin(mod, cur.attrs.ModTime, s.cfg.ModifyWindow)
 }
 
 // ErrGroupSaveFailed matches (errors.Is) a Receive's error when the

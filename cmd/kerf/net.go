@@ -641,6 +641,7 @@ func askTrust(ctx context.Context, addr, fp string) bool {
 func kermitConfig(c *cli.Context) *kermit.Config {
 	k := kermit.DefaultConfig()
 	k.Resume = c.Bool("resume")
+	k.ModifyWindow = modifyWindow(c)
 	k.Log = clientLogger(c)
 	return &k
 }
@@ -982,6 +983,7 @@ func sendCommand() *cli.Command {
 		ArgsUsage: "LOCAL... [USER@]HOST[:PORT][/REMOTE/DIR] (one file: or /REMOTE/NAME; - sends standard input as /REMOTE/NAME; with --files-from LIST: [DIR] HOST[:PORT][/REMOTE/DIR])",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
+			modifyWindowFlag(),
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
 			excludeFromFlag,
@@ -1229,6 +1231,7 @@ func getCommand() *cli.Command {
 		ArgsUsage: "[USER@]HOST[:PORT]/REMOTE/PATH... LOCAL/DIR (one file: or LOCAL/NAME)",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
+			modifyWindowFlag(),
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
 			excludeFlag,
 			excludeFromFlag,
@@ -1311,6 +1314,7 @@ func getCommand() *cli.Command {
 				// a file in the way).
 				return transferErr(fmt.Errorf("destination %s: %w", dest, err))
 			}
+			store.ModifyWindow = modifyWindow(c)
 			// Made for this get: a get that fails leaves no empty
 			// directory behind (os.Remove takes only an empty one),
 			// the innermost first.
@@ -1427,7 +1431,7 @@ func getCommand() *cli.Command {
 						return transferErr(fmt.Errorf("destination %s: %w", dest, err))
 					}
 					defer st.Close()
-					st.Sparse, st.UniqueNames, st.Flat, st.UnnamedMax, st.Expect = store.Sparse, store.UniqueNames, store.Flat, store.UnnamedMax, store.Expect
+					st.Sparse, st.UniqueNames, st.Flat, st.UnnamedMax, st.Expect, st.ModifyWindow = store.Sparse, store.UniqueNames, store.Flat, store.UnnamedMax, store.Expect, store.ModifyWindow
 					// Two names of one form, fetched by two sessions, are
 					// still one entry where the directory folds case.
 					if store.Folds == nil {

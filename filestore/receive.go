@@ -387,9 +387,9 @@ type incoming struct {
 	dir       string     // h's directory, relative to the tree's top
 	base, tmp string     // names in h
 	f         *tempFile
-	unnamed   bool // f is an unnamed file, linked under base once complete (unnamed.go)
+	unnamed   bool      // f is an unnamed file, linked under base once complete (unnamed.go)
 	modTime   time.Time // set by Commit (retime)
-	told      bool // WillHold was called
+	told      bool      // WillHold was called
 	released  bool
 	batched   bool // committed in a batch, not flushed yet
 	// recorded is the gap-free length a receiver that stopped cleanly

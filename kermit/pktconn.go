@@ -340,7 +340,7 @@ func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int
 	if errors.Is(err, framing.ErrIncomplete) {
 		return p, n, false, false, err
 	}
-	if err != nil && st.chk != 1 && !st.force3 {
+	if err != nil && st.chk != 1 {
 		// S and I, and the commands that start a transaction (R, G and
 		// C-Kermit's variants), always use check 1; so does the E of a
 		// peer restarted mid-transfer, which has agreed nothing yet. All
@@ -359,7 +359,8 @@ func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int
 		// about 80,000 such is numbered 0, typed E and passes the 6-bit
 		// check (BER 5e-4, 9 KB packets: 1 run in 200 ended with a D's
 		// data as the peer's message). A peer's own packet follows the
-		// end of line of the one before it.
+		// end of line of the one before it. (Where this side forces
+		// type 3, such a packet is a peer that does not: Session.got.)
 		f.Check = 1
 		if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && !st.inDamage && p1.Seq == 0 && strings.IndexByte(initTypes+"E", p1.Type&0x7f) >= 0 {
 			p, n, weak, err = p1, n1, true, nil

@@ -45,6 +45,7 @@ func TestScan(t *testing.T) {
 		n      int // bytes consumed (scanGood, scanBad)
 		typ    byte
 		chk3   bool
+		weak   bool
 		parity string
 	}{
 		{name: "good", st: agreed3, in: d, v: scanGood, n: len(d), typ: 'D'},
@@ -73,7 +74,10 @@ func TestScan(t *testing.T) {
 		{name: "type-3 Send-Init not probing", st: agreed2, in: wire(t, 0, 'S', sinit5, 3), v: scanBad, n: 1},
 		{name: "type-3 D while probing is damage", st: fresh, in: wire(t, 1, 'D', "x", 3), v: scanBad, n: 1},
 		{name: "forced: everything type 3", st: scanState{mark: framing.SOH, chk: 3, force3: true}, in: s5, v: scanGood, n: len(s5), typ: 'S'},
-		{name: "forced: a type-1 S is damage", st: scanState{mark: framing.SOH, chk: 3, force3: true}, in: wire(t, 0, 'S', sinit, 1), v: scanBad, n: 1},
+		// Handed on weak: the engine takes a second for a peer that
+		// does not force type 3 (Session.got), the first for damage.
+		{name: "forced: a type-1 S is handed on weak", st: scanState{mark: framing.SOH, chk: 3, force3: true}, in: wire(t, 0, 'S', sinit, 1), v: scanGood, n: len(s1), typ: 'S', weak: true},
+		{name: "forced: a type-1 D is damage", st: scanState{mark: framing.SOH, chk: 3, force3: true}, in: wire(t, 1, 'D', "x", 1), v: scanBad, n: 1},
 		{name: "even parity unread without detection", st: fresh, in: addParity(wire(t, 0, 'S', sinit, 1), "even"), v: scanBad, n: 1},
 		{name: "even parity detected", st: detect, in: addParity(wire(t, 0, 'S', sinit, 1), "even"), v: scanGood, n: len(s1), typ: 'S', parity: "even"},
 		{name: "odd parity detected", st: detect, in: addParity(wire(t, 0, 'S', sinit, 1), "odd"), v: scanGood, n: len(s1), typ: 'S', parity: "odd"},
@@ -102,9 +106,9 @@ func TestScan(t *testing.T) {
 				}
 				return
 			}
-			if ip.bad || ip.Type != tc.typ || ip.chk3 != tc.chk3 || ip.parity != tc.parity || ip.wireN != n {
-				t.Errorf("got type %q bad %v chk3 %v parity %q wireN %d; want %q false %v %q %d",
-					ip.Type, ip.bad, ip.chk3, ip.parity, ip.wireN, tc.typ, tc.chk3, tc.parity, n)
+			if ip.bad || ip.Type != tc.typ || ip.chk3 != tc.chk3 || ip.parity != tc.parity || ip.wireN != n || tc.weak && !ip.weak {
+				t.Errorf("got type %q bad %v chk3 %v weak %v parity %q wireN %d; want %q false %v %v %q %d",
+					ip.Type, ip.bad, ip.chk3, ip.weak, ip.parity, ip.wireN, tc.typ, tc.chk3, tc.weak, tc.parity, n)
 			}
 		})
 	}

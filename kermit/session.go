@@ -52,6 +52,10 @@ type Session struct {
 	// taken as damage until a second comes with no good packet between
 	// (got); "" if none is pending.
 	weakE string
+	// weakInits counts a transaction's first packets that passed only
+	// the 6-bit check while this side forces type 3, with no good packet
+	// between (got): a peer that does not force it.
+	weakInits int
 	// crcResends: how many times the file being sent has gone again
 	// after failing its whole-file CRC at the receiver (maxCRCResends).
 	crcResends int
@@ -813,6 +817,10 @@ func (s *Session) initShaped(p inPacket) bool {
 	return false
 }
 
+// ErrPeerNotForce3 matches (errors.Is) the error of a session that
+// forces type 3 on every packet (CheckForce3) with a peer that does not.
+var ErrPeerNotForce3 = errors.New("kermit: the peer does not use block check 5 (type 3 on every packet)")
+
 func (s *Session) got(p inPacket) (inPacket, bool, error) {
 	if p.err != nil {
 		var le *LinkError
@@ -827,6 +835,19 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 		// a character the line added (QA: check type 1 and a NUL pad
 		// agreed to a receiver on type 3, 21 NAKs, "too many retries").
 		p = inPacket{bad: true}
+	}
+	if !p.bad && p.weak && p.Type != 'E' && s.c.force3.Load() {
+		// A Send-Init (or command) in type 1 while this side forces
+		// type 3 on every packet: a peer set otherwise, which cannot
+		// read this side's packets either. Said at its second, not
+		// after every retry of both sides (QA ae: 111 s against a
+		// default C-Kermit); one alone may be damage passing the 6-bit
+		// check.
+		if s.weakInits++; s.weakInits < 2 {
+			s.stats.BadPackets++
+			return inPacket{bad: true}, true, nil
+		}
+		return p, false, fmt.Errorf("%w: its %c packet has check type 1 (block check 5 needs it at both ends: C-Kermit's SET BLOCK-CHECK 5; or drop --block-check 5)", ErrPeerNotForce3, p.Type)
 	}
 	if !p.bad && p.weak && p.Type == 'E' && !s.cfg.Reliable {
 		// An E that passed only the 6-bit check while a stronger one is
@@ -845,6 +866,9 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 		}
 	} else if !p.bad {
 		s.weakE = ""
+		if !p.weak {
+			s.weakInits = 0
+		}
 	}
 	if p.bad {
 		s.stats.BadPackets++

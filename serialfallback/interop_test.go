@@ -434,6 +434,30 @@ func TestInteropCKermitForce3(t *testing.T) {
 	})
 }
 
+// kerf forcing type 3 (--block-check 5) receiving from a C-Kermit that
+// does not: C-Kermit's type-1 Send-Init is named as the cause at its
+// second try (QA ae: it was ignored, and kerf gave up after its own
+// retries, 111 s, with no word of why).
+func TestInteropCKermitNotForcingType3(t *testing.T) {
+	files := peertest.StandardFiles(1000, 1)
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	cfg := kerfConfig(setting{31, 4096, 3}, fastBaud)
+	cfg.Check = kermit.CheckForce3
+	done := runKerf(t, a, fastBaud, cfg, receiveKerf(t, dst))
+	c := peertest.CKermit(t, b, "cd "+src+"\n"+sendList(files), src)
+	defer c.Wait(0) // (killed: it would try its S for a minute more)
+	select {
+	case err := <-done:
+		if !errors.Is(err, kermit.ErrPeerNotForce3) {
+			t.Fatalf("kerf receive: %v; want the peer named as not forcing type 3", err)
+		}
+	case <-time.After(4 * time.Minute):
+		t.Fatal("kerf receive: still running")
+	}
+}
+
 // gkermitBothWays runs kerf (started by run on its end of the line)
 // sending to G-Kermit and then receiving from it, G-Kermit with gkArgs
 // besides its usual ones, and checks the files arrived whole.

@@ -321,6 +321,10 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			// still on its way, with no one to answer.
 			s.cfg.Log.Debug("stray transfer packet in command wait", "type", string(p.Type), "seq", p.Seq)
 			s.rw.started = false
+		case 'C':
+			// C-Kermit's REMOTE HOST: a shell command for the server to
+			// run. Never: a file server's users get files, not a shell.
+			return errors.New("REMOTE HOST refused: a kerf server runs no commands for its clients")
 		default:
 			return fmt.Errorf("unimplemented server command %q", p.Type)
 		}

@@ -295,6 +295,35 @@ func TestInteropServerGet(t *testing.T) {
 	}
 }
 
+// C-Kermit's REMOTE HOST is refused in words, runs nothing, and the
+// server serves on (another C-Kermit's FINISH ends it).
+func TestInteropServerRefusesRemoteHost(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	fsys, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	done := runKerf(t, a, fastBaud, kerfConfig(setting{31, 9024, 3}, fastBaud), func(ctx context.Context, s *kermit.Session) error {
+		return s.Serve(ctx, fsys)
+	})
+	ran := filepath.Join(dst, "ran")
+	ck := peertest.CKermit(t, b, "remote host touch "+ran, dst)
+	err = ck.Wait(time.Minute) // (fails: its command failed)
+	// Another C-Kermit's FINISH ends the server, which served on.
+	if err := peertest.CKermit(t, b, "finish", dst).Wait(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitKerf(t, done, "server")
+	if said := fmt.Sprint(err, ck.Output()); !strings.Contains(said, "runs no commands") {
+		t.Errorf("REMOTE HOST not refused in words:\n%s", said)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("REMOTE HOST ran its command")
+	}
+}
+
 // Recovery both ways: C-Kermit's RESEND into a kerf partial, and kerf's
 // --resume into a C-Kermit partial; only the rest crosses the line.
 func TestInteropRecovery(t *testing.T) {

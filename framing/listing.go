@@ -124,10 +124,14 @@ func appendListingHead(b []byte, e ListingEntry, exact bool) []byte {
 	return b
 }
 
-// appendListingName appends a listing line's name and its newline.
+// appendListingName appends a listing line's name and its newline,
+// quoted (Go's escapes) where it would not show what it is, or could
+// not be given back as shown: a backslash escapes in a kerf remote
+// path, so a name with one is quoted (QA ag: ls showed c\\d bare, and
+// rm of that removed the file c\d).
 func appendListingName(b []byte, e ListingEntry) []byte {
 	b = append(b, ' ')
-	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 ||
+	if !utf8.ValidString(e.Name) || strings.HasPrefix(e.Name, `"`) || strings.IndexFunc(e.Name, IsControl) >= 0 || strings.Contains(e.Name, `\`) ||
 		strings.IndexFunc(e.Name, Unseen) >= 0 || strings.HasPrefix(e.Name, " ") || strings.HasSuffix(e.Name, " ") {
 		b = appendQuoted(b, e.Name)
 	} else {

@@ -38,6 +38,12 @@ func TestAppendListingLine(t *testing.T) {
 			"drwx------            0 2026-12-01 04:05:06 \"bad\\xffutf8\"/\n"},
 		{ListingEntry{0o644, 0, listingTimeUTC, `"quoted"`, 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 \"\\\"quoted\\\"\"\n"},
+		// A backslash is quoted too: shown bare, c\\d (a file of two
+		// backslashes) given back to rm named c\d (QA ag).
+		{ListingEntry{0o644, 0, listingTimeUTC, `c\d`, 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \"c\\\\d\"\n"},
+		{ListingEntry{0o644, 0, listingTimeUTC, `a\*`, 0},
+			"-rw-r--r--            0 2026-12-01 04:05:06 \"a\\\\*\"\n"},
 		// Spaces a reader would not see at either end (QA).
 		{ListingEntry{0o644, 0, listingTimeUTC, " lead", 0},
 			"-rw-r--r--            0 2026-12-01 04:05:06 \" lead\"\n"},

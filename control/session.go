@@ -645,14 +645,34 @@ func (f *sessionFS) Remove(name string) error {
 	return f.removed(d, name, false)
 }
 
+// RemoveNamed is Remove (RemoveLiteral if literal) that returns the
+// files removed (kermit.RemoveNamer).
+func (f *sessionFS) RemoveNamed(name string, literal bool) ([]string, error) {
+	d, err := f.existing(name)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	err = f.removedEach(d, name, literal, func(rel string) { names = append(names, rel) })
+	return names, err
+}
+
 // removed removes name (a pattern's files unless literal), logging each
 // file that went by its name (QA: a pattern's were logged as the
 // pattern); a partial, which is no file of the tree, by the name given.
 func (f *sessionFS) removed(d *filestore.Dir, name string, literal bool) error {
+	return f.removedEach(d, name, literal, nil)
+}
+
+// removedEach is removed telling each, if not nil, each file's name.
+func (f *sessionFS) removedEach(d *filestore.Dir, name string, literal bool, each func(rel string)) error {
 	said := false
 	err := d.RemoveEach(name, literal, func(rel string) {
 		said = true
 		f.changed("removed", nil, "name", rel)
+		if each != nil {
+			each(rel)
+		}
 	})
 	if !said {
 		return f.changed("removed", clearErr(err, name), "name", name)

@@ -72,6 +72,14 @@ func (d *Dir) Remove(name string) error { return d.RemoveEach(name, false, nil) 
 // absence must not delete the files it would match.
 func (d *Dir) RemoveLiteral(name string) error { return d.RemoveEach(name, true, nil) }
 
+// RemoveNamed is Remove (RemoveLiteral if literal) that returns the
+// files it removed, by their names from the root (kermit.RemoveNamer).
+func (d *Dir) RemoveNamed(name string, literal bool) ([]string, error) {
+	var names []string
+	err := d.RemoveEach(name, literal, func(rel string) { names = append(names, rel) })
+	return names, err
+}
+
 // RemoveEach is Remove (RemoveLiteral if literal) that tells removed,
 // if not nil, the name from the root of each file it removed: a
 // pattern's files one by one, for a log that names what went.

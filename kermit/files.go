@@ -247,6 +247,13 @@ type MatchStreamer interface {
 
 // ServerFS is what a Kermit server serves: a confined file tree with a
 // current directory.
+// RemoveNamer is a ServerFS that tells which files a REMOTE DELETE
+// removed (a pattern's each by its name from the tree's top), for the
+// reply to say them; literal is LiteralFS's RemoveLiteral.
+type RemoveNamer interface {
+	RemoveNamed(name string, literal bool) ([]string, error)
+}
+
 type ServerFS interface {
 	Store
 	// Match resolves a GET filespec (names and wildcards) to files.

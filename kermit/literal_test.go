@@ -2,6 +2,7 @@ package kermit_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,5 +69,38 @@ func TestLiteralNextCommandOnly(t *testing.T) {
 	}
 	if _, err := cli.Generic(ctx, 'S', "kerf-literal", "off"); err == nil {
 		t.Error("kerf-literal off was taken")
+	}
+}
+
+// A REMOTE DELETE's answer names the files a pattern removed, not the
+// pattern (QA ae: C-Kermit showed "deleted *.log"), up to twenty and the
+// count of the rest; one file by its name.
+func TestRemoteDeleteAnswerNamesTheFiles(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a.log", "b.log", "keep.txt", "one.txt"} {
+		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
+	}
+	for i := range 25 {
+		os.WriteFile(filepath.Join(root, fmt.Sprintf("m%02d.tmp", i)), nil, 0o644)
+	}
+	a, b := link(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fsys, _ := filestore.Open(root)
+	srv := kermit.NewSession(b, kermit.DefaultConfig())
+	go srv.Serve(ctx, fsys)
+	cli := kermit.NewSession(a, kermit.DefaultConfig())
+	defer cli.Close()
+	for _, c := range []struct{ spec, want string }{
+		{"*.log", "deleted 2 files: a.log, b.log"},
+		{"one.txt", "deleted one.txt"},
+		{"*.tmp", "deleted 25 files: m00.tmp, m01.tmp, m02.tmp, m03.tmp, m04.tmp, m05.tmp, m06.tmp, m07.tmp, m08.tmp, m09.tmp, m10.tmp, m11.tmp, m12.tmp, m13.tmp, m14.tmp, m15.tmp, m16.tmp, m17.tmp, m18.tmp, m19.tmp and 5 more"},
+	} {
+		if got, err := cli.Generic(ctx, 'E', c.spec); err != nil || got != c.want {
+			t.Errorf("REMOTE DELETE %s: %q, %v; want %q", c.spec, got, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "keep.txt")); err != nil {
+		t.Error("keep.txt removed")
 	}
 }

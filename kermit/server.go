@@ -12,9 +12,11 @@ import (
 	"io/fs"
 	"iter"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"kerf/framing"
 )
@@ -331,6 +333,38 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 	}
 }
 
+// deletedReply is a REMOTE DELETE's answer: the files removed, by
+// name (a pattern's, not the pattern: QA ae), at most maxNamed of them
+// and the count of the rest; a name that would not print as itself
+// quoted.
+func deletedReply(spec string, names []string) string {
+	const maxNamed = 20
+	show := func(n string) string {
+		if strings.IndexFunc(n, framing.IsControl) >= 0 || !utf8.ValidString(n) {
+			return strconv.Quote(n)
+		}
+		return n
+	}
+	switch len(names) {
+	case 0:
+		return "deleted " + show(spec)
+	case 1:
+		return "deleted " + show(names[0])
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "deleted %d files: ", len(names))
+	for i, n := range names[:min(len(names), maxNamed)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(show(n))
+	}
+	if len(names) > maxNamed {
+		fmt.Fprintf(&b, " and %d more", len(names)-maxNamed)
+	}
+	return b.String()
+}
+
 // commandNames say a server command as the client's user would have
 // typed it, for the log; the packet letter(s) for any other.
 var commandNames = map[string]string{
@@ -611,6 +645,14 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 			return err
 		}
 	case 'E':
+		if rn, ok := fsys.(RemoveNamer); ok {
+			names, err := rn.RemoveNamed(arg(0), lit != nil)
+			if err != nil {
+				return err
+			}
+			reply = deletedReply(arg(0), names)
+			break
+		}
 		remove := fsys.Remove
 		if lit != nil {
 			remove = lit.RemoveLiteral

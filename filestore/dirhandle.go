@@ -484,8 +484,6 @@ func (h *dirHandle) openRead(d *Dir, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path.Join(d.root.Name(), h.rel, name)), nil
 }
 
-// fsRoom returns the free space of h's file system (roomOf), nil if it
-// cannot be told.
 // fuse reports whether the directory is on a FUSE file system, asked of
 // fstatfs once.
 func (h *dirHandle) fuse(d *Dir) bool {
@@ -498,6 +496,8 @@ func (h *dirHandle) fuse(d *Dir) bool {
 	return h.onFUSE
 }
 
+// fsRoom returns the free space of h's file system (roomOf), nil if it
+// cannot be told.
 func (h *dirHandle) fsRoom(d *Dir) *fsRoom {
 	h.roomOnce.Do(func() {
 		h.atDir(d, func(dirfd int) error {

@@ -462,9 +462,14 @@ func TestReporterSaysEachAttempt(t *testing.T) {
 	}
 	time.Sleep(600 * time.Millisecond) // (progress events go at most every 500 ms)
 	r.event(kermit.Event{Kind: kermit.FileProgress, Name: "f", Size: 1000, Bytes: 200, Offset: 300})
+	// Under the reporter's lock: its stall watcher runs (CI: -race
+	// caught this test writing moved as the watcher read it).
+	r.mu.Lock()
 	r.moved = time.Now().Add(-stallAfter - time.Second)
 	r.checkStall(time.Now())
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	said := out.String()
+	r.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(said), "\n")
 	want := []string{
 		`{"event":"file_start","name":"f","size":1000}`,
 		`{"event":"progress","name":"f","size":1000,"bytes":900,`,

@@ -321,6 +321,56 @@ func TestSerialSendIgnoresStaleErrorPacket(t *testing.T) {
 	sameFile(t, filepath.Join(local, "one"), filepath.Join(in, "one"))
 }
 
+// The same for a receiver: the E of a sender that gave up, left on the
+// line, is not taken for the next sender's (QA af: the receiver exited
+// at once with the old sender's message, and the real sender then
+// retried for 100 s). The receiver discards what the line holds when it
+// opens it, as C-Kermit's RECEIVE does.
+func TestSerialReceiveIgnoresStaleErrorPacket(t *testing.T) {
+	a, b := ptyPair(t)
+	local, in := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "one"), randomBytes(5000, 6))
+	// The leftover: what a sender on a that gave up wrote to b, its
+	// Send-Init tries and its E.
+	f := framing.Frame{Mark: framing.SOH, Check: 1}
+	var stale []byte
+	for _, p := range []framing.Packet{
+		{Seq: 0, Type: 'S', Data: framing.DefaultParams().Marshal()},
+		{Seq: 0, Type: 'S', Data: framing.DefaultParams().Marshal()},
+		{Seq: 0, Type: 'E', Data: []byte("too many retries")},
+	} {
+		var err error
+		if stale, err = f.AppendPacket(stale, p); err != nil {
+			t.Fatal(err)
+		}
+		stale = append(stale, '\r')
+	}
+	// b held open meanwhile, as a line is: a pty whose other end no one
+	// holds drops what comes to it.
+	hold, err := os.OpenFile(b, os.O_WRONLY|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := os.OpenFile(a, os.O_WRONLY|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	la.Write(stale)
+	la.Close()
+	time.Sleep(200 * time.Millisecond) // through socat, into b's input
+	recv := startKerf(t, "serial", "receive", "--line", b, "--dir", in)
+	time.Sleep(300 * time.Millisecond) // (the receiver reads its line first)
+	hold.Close()
+	r := run(t, nil, local, nil, "serial", "send", "--line", a, "one")
+	if r.code != 0 {
+		t.Fatalf("send after a stale E at the receiver: %s", r)
+	}
+	if err := recv.wait(t); err != nil {
+		t.Errorf("receive: %v:\n%s", err, recv.out.String())
+	}
+	sameFile(t, filepath.Join(local, "one"), filepath.Join(in, "one"))
+}
+
 // A tree sent to G-Kermit, which makes no directories: the refusal of
 // the first name in a missing directory says so and what to do (QA:
 // only G-Kermit's own "Write access denied"); with the directories made

@@ -48,8 +48,10 @@ type LinkConfig struct {
 	// C-Kermit does before its Send-Init: for the side that speaks first
 	// (a sender, a client), the leftovers of an earlier transfer, such as
 	// the E of a receiver that gave up, would be read as the answer to
-	// its first packet. A side that waits (receiver, server) keeps them:
-	// it may be a sender's first packet.
+	// its first packet. A receiver too (cmd/kerf), as C-Kermit's: a
+	// sender that gave up left its S tries and E. A server keeps them: a
+	// client's command may be among them, and an old E there ends
+	// nothing.
 	FlushInput bool
 }
 

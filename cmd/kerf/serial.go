@@ -68,6 +68,12 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	switch c.Command.Name {
 	case "send", "get", "finish", "bye":
 		lc.FlushInput = true // it speaks first: an old E is no answer
+	case "receive":
+		// What a sender that gave up left (its tries of S, its E) would
+		// be taken for the next sender's (QA af): discarded, as
+		// C-Kermit's RECEIVE does. A sender that began first loses its
+		// first S, and sends it again at its timeout.
+		lc.FlushInput = true
 	}
 	detectParity := strings.EqualFold(lc.Parity, "auto")
 	if detectParity {

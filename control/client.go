@@ -48,12 +48,18 @@ var ErrDroppedAtLogin = errors.New("the server closed the connection before it a
 // trying again later, as ErrServerBusy is.
 var ErrServerShort = errors.New("control: the server is short of resources")
 
+// ErrServerStopping marks an ErrLogin refused because the server was
+// shutting down (a restart, most often): worth trying again once it is
+// back, as ErrServerBusy is.
+var ErrServerStopping = errors.New("control: the server is shutting down")
+
 // loginRefusal reads as the server's words and is ErrLogin, and
 // ErrCredentials too when creds.
 type loginRefusal struct {
-	msg   string
-	creds bool
-	short bool // ErrServerShort
+	msg      string
+	creds    bool
+	short    bool // ErrServerShort
+	stopping bool // ErrServerStopping
 }
 
 func (e *loginRefusal) Error() string { return e.msg }
@@ -63,6 +69,8 @@ func (e *loginRefusal) Unwrap() []error {
 		return []error{ErrLogin, ErrCredentials}
 	case e.short:
 		return []error{ErrLogin, ErrServerShort}
+	case e.stopping:
+		return []error{ErrLogin, ErrServerStopping}
 	}
 	return []error{ErrLogin}
 }
@@ -423,8 +431,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 				// The server's own words for refused credentials
 				// (session.go's errLoginFailed) come back in its E packet.
 				return nil, &loginRefusal{msg: ErrLogin.Error() + ": " + pe.Msg,
-					creds: strings.HasPrefix(pe.Msg, errLoginFailed.Error()),
-					short: strings.HasPrefix(pe.Msg, errServerShort.Error())}
+					creds:    strings.HasPrefix(pe.Msg, errLoginFailed.Error()),
+					short:    strings.HasPrefix(pe.Msg, errServerShort.Error()),
+					stopping: pe.Msg == kermit.ShuttingDown}
 			}
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("control: login: no answer from %s within %v (is it a kerf server?)", addr, lt)

@@ -545,10 +545,14 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 	budget := c.Duration(reconnectFlag.Name)
 	deadline := time.Now().Add(budget)
 	wait := reconnectWait
-	waiting := false // found busy: the server is there, and a dial that fails now is one more wait
+	// found busy: the server is there, and a dial that fails now is one
+	// more wait; so too when the command is begun again after the
+	// server was lost (setupLost)
+	waiting := redialing(c.Context)
 	for {
 		cl, err := dialAfterThrottle(c.Context, cfg)
 		again := errors.Is(err, control.ErrServerBusy) || errors.Is(err, control.ErrServerShort) || errors.Is(err, control.ErrDroppedAtLogin) ||
+			errors.Is(err, control.ErrServerStopping) ||
 			// A server restarted while this one waited refuses a
 			// connection for a moment (QA: the first refusal ended the
 			// command, exit 3). Not what a second try brings again.
@@ -993,7 +997,7 @@ func sendCommand() *cli.Command {
 			sendSessionsFlag,
 			reconnectFlag,
 		}, clientFlags...),
-		Action: jsonErrors(func(c *cli.Context) error {
+		Action: jsonErrors(againAfterSetupLoss(func(c *cli.Context) error {
 			listing := c.IsSet(filesFromFlag.Name)
 			if c.NArg() < 2 && !(listing && c.NArg() == 1) {
 				return usageErr("usage: kerf send LOCAL... HOST[:PORT][/REMOTE/DIR] (or --files-from LIST [DIR] HOST[:PORT][/REMOTE/DIR])")
@@ -1176,7 +1180,7 @@ func sendCommand() *cli.Command {
 				fmt.Fprintf(os.Stderr, "kerf: note: the server would not change into %s (%s), so the file was sent as a file of that name\n", printable(asFileOf), printable(cdErr.Error()))
 			}
 			return rep.end(sendErr, false)
-		}),
+		})),
 	}
 }
 
@@ -1216,10 +1220,10 @@ func makeAndEnter(ctx context.Context, cl *control.Client, dir string, classic b
 		}
 	}
 	if _, err := cl.Generic(ctx, 'm', dir); err != nil {
-		return transferErr(fmt.Errorf("destination %s: making it: %w", dir, err))
+		return setupLoss(transferErr(fmt.Errorf("destination %s: making it: %w", dir, err)))
 	}
 	if _, err := cl.Generic(ctx, 'C', dir); err != nil {
-		return transferErr(fmt.Errorf("destination %s: %w", dir, err))
+		return setupLoss(transferErr(fmt.Errorf("destination %s: %w", dir, err)))
 	}
 	return nil
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"kerf/kermit"
+)
+
+// setupLost marks the failure of a send's first steps (its destination
+// made and entered), before any file moved, because the session was
+// lost: its link, or the server shutting down (a restart). The command
+// is begun again within --reconnect (againAfterSetupLoss), as a loss
+// once files move is followed by a successor (QA af: a server restarted
+// in a client's first 0.3 s ended the client, exit 4).
+type setupLost struct{ err error }
+
+func (e *setupLost) Error() string { return e.err.Error() }
+func (e *setupLost) Unwrap() error { return e.err }
+
+// setupLoss is err marked setupLost if it is such a loss.
+func setupLoss(err error) error {
+	var le *kermit.LinkError
+	var pe *kermit.PeerError
+	if errors.As(err, &le) || errors.As(err, &pe) && pe.Msg == kermit.ShuttingDown {
+		return &setupLost{err}
+	}
+	return err
+}
+
+type redialKey struct{}
+
+// redialing reports whether the command runs again after a setupLost:
+// its dial waits for a server that refuses connections for a moment.
+func redialing(ctx context.Context) bool {
+	v, _ := ctx.Value(redialKey{}).(bool)
+	return v
+}
+
+// againAfterSetupLoss runs action, and again while it fails with
+// setupLost, within --reconnect: after 1 s, then twice as long each
+// time, at most 5 s apart. Nothing has moved then, so the whole command
+// is begun again.
+func againAfterSetupLoss(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		ctx := c.Context
+		defer func() { c.Context = ctx }()
+		deadline := time.Now().Add(c.Duration(reconnectFlag.Name))
+		wait := reconnectWait
+		for {
+			err := action(c)
+			var lost *setupLost
+			if !errors.As(err, &lost) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+				return err
+			}
+			writeNote(fmt.Sprintf("kerf: %s; no file had moved: beginning again in %v\n", printable(err.Error()), wait))
+			if enc := jsonOutput(c); enc != nil {
+				enc.Encode(jsonEvent{Event: "reconnecting", Error: err.Error(), Seconds: wait.Seconds()})
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			wait = min(2*wait, 5*time.Second)
+			c.Context = context.WithValue(ctx, redialKey{}, true)
+		}
+	}
+}

@@ -78,12 +78,21 @@ func decodeToken(s string) (datachan.Token, error) {
 // serverDual answers a client's dual-channel offer with a fresh token.
 // It offers nothing until the session has a logged-in (or anonymous)
 // user, so that no data connection is paired before authentication.
+// livePath is the session's data path, nil if none (or no d).
+func (d *serverDual) livePath() *datachan.Path {
+	if d == nil {
+		return nil
+	}
+	return d.live.Load()
+}
+
 type serverDual struct {
 	srv        *Server
 	remote     net.IP // nil: any address may pair (--data-from-any-address)
 	maxStreams int
 	ttl        time.Duration
 	allowed    func() bool // the session may open a data channel
+	readOnly   func() bool // the session may not send files (parks no blocks)
 	pending    *datachan.Pending
 	tok        datachan.Token
 	plain      bool // the pending token was issued for plaintext
@@ -225,7 +234,15 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if tc, ok := conns[0].(*datachan.TLSConn); ok {
 		d.records = tc.Records()
 	}
-	d.path = datachan.NewPath(conns, append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress), datachan.WithZeroBlocks(d.zeroBlocks), heldWatch(nQUIC > 0, d.peerRTOCapped))...)
+	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress), datachan.WithZeroBlocks(d.zeroBlocks), heldWatch(nQUIC > 0, d.peerRTOCapped))
+	if d.readOnly != nil && d.readOnly() {
+		// A session that may not send files announces none: a block
+		// before its file is nothing it can use, and is not held (QA
+		// ah: anonymous sessions parked 32 MiB each of blocks for files
+		// never announced).
+		opts = append(opts, datachan.WithParkLimit(0))
+	}
+	d.path = datachan.NewPath(conns, opts...)
 	d.live.Store(d.path)
 	return d.path, nil
 }

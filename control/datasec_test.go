@@ -16,6 +16,8 @@ import (
 
 	"kerf/control"
 	"kerf/datachan"
+	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -221,6 +223,79 @@ func TestDataAddressBinding(t *testing.T) {
 			}
 			if err != nil {
 				t.Errorf("transfer: %v", err)
+			}
+		})
+	}
+}
+
+// A session that may not send files (anonymous, read-only) holds none of
+// the blocks that come before their file: a peer that writes blocks of
+// files it never announces has them dropped (deferred), not parked (QA
+// ah: 16 anonymous sessions held 553 MB so). A user who may send has
+// them parked, within the limits.
+func TestReadOnlySessionParksNoEarlyBlocks(t *testing.T) {
+	for _, anonymous := range []bool{false, true} {
+		t.Run(fmt.Sprintf("anonymous=%v", anonymous), func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "x"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			srv := startServerWith(t, root, func(c *control.ServerConfig) { c.Anonymous = true })
+			ctx := ctxT(t)
+			cfg := clientConfig(srv, func(c *control.ClientConfig) {
+				c.Streams = 1
+				if anonymous {
+					c.User, c.Password = "anonymous", ""
+				}
+			})
+			payload := bytes.Repeat([]byte{7}, 1<<20)
+			const blocks = 8
+			parked0, deferred0 := datachan.EarlyBlocks()
+			flooded := false
+			control.SetBeforeDataDial(&cfg, func(addr string, tok datachan.Token) {
+				conns, err := datachan.Dial(ctx, addr, tok, 1, dataTLS)
+				if err != nil {
+					t.Errorf("the flood's dial: %v", err)
+					return
+				}
+				defer conns[0].Close()
+				hdr := make([]byte, framing.BlockHeaderLen)
+				for b := range blocks {
+					framing.BlockHeader{FileID: uint32(1000 + b), Length: uint32(len(payload)), PayloadCRC: framing.CRC32C(payload)}.Put(hdr)
+					if _, err := conns[0].Write(append(hdr, payload...)); err != nil {
+						t.Errorf("the flood's block %d: %v", b, err)
+						return
+					}
+				}
+				// Until the server has read them all, its session alive.
+				for i := 0; ; i++ {
+					parked, deferred := datachan.EarlyBlocks()
+					if parked-parked0+deferred-deferred0 >= blocks {
+						break
+					}
+					if i == 1000 {
+						t.Errorf("the server took %d of %d blocks in 10 s", parked-parked0+deferred-deferred0, blocks)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				flooded = true
+			})
+			cl := dialT(t, ctx, cfg)
+			store, err := filestore.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			cl.Get(ctx, "x", false, store) // (fails: the flood took its stream)
+			if !flooded {
+				t.Fatal("no flood")
+			}
+			parked, _ := datachan.EarlyBlocks()
+			if got := parked - parked0; anonymous && got != 0 {
+				t.Errorf("an anonymous session parked %d blocks of files it may never send", got)
+			} else if !anonymous && got == 0 {
+				t.Error("a user's session parked none of its early blocks: the test shows nothing")
 			}
 		})
 	}

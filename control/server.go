@@ -1003,7 +1003,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 	var dual *serverDual
 	if secure {
 		dual = &serverDual{srv: s, maxStreams: s.cfg.MaxStreams, ttl: s.cfg.DataTokenTTL,
-			pathOpts: append(withLimit(s.cfg.PathOpts, s.cfg.RateLimit), datachan.WithReceiveLimit(s.cfg.MaxBlockSize)), allowed: fsys.loggedIn}
+			pathOpts: append(withLimit(s.cfg.PathOpts, s.cfg.RateLimit), datachan.WithReceiveLimit(s.cfg.MaxBlockSize)), allowed: fsys.loggedIn, readOnly: fsys.readOnly}
 		if !s.cfg.DataFromAnyAddress {
 			dual.remote = ip
 		}
@@ -1050,6 +1050,14 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 	}
 	attrs = append(attrs, "dual", sess.DataPath() != nil,
 		"data_tls", dual != nil && dual.encrypted, "data_records", dual != nil && dual.records)
+	if p := dual.livePath(); p != nil {
+		// Blocks that came before their file was announced: held
+		// (parked) or dropped to be asked for again (deferred); many
+		// of files never announced are a client to look at (QA ah).
+		if st := p.Stats(); st.Parked+st.Deferred > 0 {
+			attrs = append(attrs, "early_blocks_parked", st.Parked, "early_blocks_deferred", st.Deferred)
+		}
+	}
 	log.Info("session end", attrs...)
 }
 

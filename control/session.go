@@ -194,6 +194,14 @@ func (f *sessionFS) loggedIn() bool {
 	return f.dir != nil
 }
 
+// readOnly reports whether the session's user may not send files here
+// (read-only access, anonymous).
+func (f *sessionFS) readOnly() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dir != nil && f.dir.ReadOnly
+}
+
 // outOfFiles reports whether err is the process's or the system's open
 // files running out, which sessions ending give back.
 func outOfFiles(err error) bool {

@@ -35,6 +35,12 @@ const (
 	DefaultReadAhead   = 4       // blocks queued beyond those being read and written
 	DefaultWriteBehind = 0       // verified blocks queued per connection for a separate disk writer
 	DefaultParkLimit   = 32 << 20
+	// DefaultParkLimitAll bounds the parked blocks of every Path of the
+	// process together (parkedAll): a server's sessions each parking
+	// their 32 MiB of blocks for files they never announce held 2.2 GB
+	// (QA ah). Past it a block is dropped and asked for again, as past
+	// a Path's own limit.
+	DefaultParkLimitAll = 256 << 20
 
 	// maxDeferred bounds the blocks of not-yet-expected files a Path
 	// remembers to ask for again, and the resend requests queued in
@@ -513,8 +519,31 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 func (p *Path) Close() error {
 	p.fail(ErrClosed)
 	p.wg.Wait()
+	p.mu.Lock()
+	unpark(p.parkedBytes) // (the frames go with the Path)
+	p.parkedBytes = 0
+	clear(p.parked)
+	p.mu.Unlock()
 	return nil
 }
+
+// parkedAll counts the bytes every Path of the process holds parked,
+// within parkLimitAll (a variable for tests).
+var (
+	parkedAll    atomic.Int64
+	parkLimitAll int64 = DefaultParkLimitAll
+)
+
+// parkRoom takes n bytes of the process's park budget if they fit.
+func parkRoom(n int) bool {
+	if parkedAll.Add(int64(n)) <= parkLimitAll {
+		return true
+	}
+	parkedAll.Add(-int64(n))
+	return false
+}
+
+func unpark(n int) { parkedAll.Add(-int64(n)) }
 
 // Progress is a count that grows whenever file data moves either way
 // (kermit.DataProgress): payload bytes sent and received, and within a

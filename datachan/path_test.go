@@ -162,6 +162,46 @@ func TestExpectAfterDataBeyondParkLimit(t *testing.T) {
 	}
 }
 
+// The process's Paths share one park budget (QA ah: each server session
+// parked its 32 MiB of blocks for files never announced): while one
+// holds it, another's early blocks are dropped and asked for again at
+// Expect, and a Path's Close gives back what it held.
+func TestParkBudgetSharedByPaths(t *testing.T) {
+	base := parkedAll.Load()
+	old := parkLimitAll
+	parkLimitAll = base + 4096
+	defer func() { parkLimitAll = old }()
+	s1, r1 := pathPair(t, 1, nil, WithBlockSize(1024))
+	s2, r2 := pathPair(t, 1, nil, WithBlockSize(1024))
+	ctx := testContext(t)
+	data := randomData(4, 10_000)
+	if _, err := s1.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { st := r1.Stats(); return st.Parked+st.Deferred == 10 })
+	if st := r1.Stats(); st.Parked != 4 {
+		t.Fatalf("first path: %d parked, want 4 (the budget): %+v", st.Parked, st)
+	}
+	if _, err := s2.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { st := r2.Stats(); return st.Parked+st.Deferred == 10 })
+	if st := r2.Stats(); st.Parked != 0 {
+		t.Fatalf("second path parked %d blocks beyond the process's budget: %+v", st.Parked, st)
+	}
+	r1.Close()
+	if got := parkedAll.Load(); got != base {
+		t.Fatalf("after Close, %d bytes counted parked, want %d", got, base)
+	}
+	dst := newMemFile(len(data))
+	if err := r2.Expect(7, dst, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if crc, err := r2.Wait(ctx, 7); err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
+		t.Fatalf("Wait: %08x, %v", crc, err)
+	}
+}
+
 // TestResendNotStuckBehindNextFile pins a deadlock: the last block of
 // file 1 arrives damaged while file 2 is already being sent, and the
 // receiver only Expects file 2 after Wait for file 1 returns, as the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"kerf/framing"
 )
@@ -107,6 +108,7 @@ func (p *Path) ExpectKept(id uint32, dst io.WriterAt, off, n int64, kept []frami
 	var compressed []early // decoded after the lock
 	for _, e := range parked {
 		p.parkedBytes -= e.f.payloadCap()
+		unpark(e.f.payloadCap())
 		if err != nil {
 			p.putFrame(e.f)
 			continue
@@ -490,11 +492,12 @@ func (s *stream) deliver(f *frame) error {
 func (s *stream) earlyLocked(f *frame) error {
 	p := s.p
 	id := f.h.FileID
-	if p.parkedBytes+f.payloadCap() <= p.cfg.parkLimit {
+	if p.parkedBytes+f.payloadCap() <= p.cfg.parkLimit && parkRoom(f.payloadCap()) {
 		p.parked[id] = append(p.parked[id], early{s: s, h: f.h, f: f})
 		p.parkedBytes += f.payloadCap()
 		p.mu.Unlock()
 		p.stats.parked.Add(1)
+		earlyParked.Add(1)
 		return nil
 	}
 	if p.nDeferred >= maxDeferred {
@@ -513,7 +516,18 @@ func (s *stream) earlyLocked(f *frame) error {
 	p.mu.Unlock()
 	p.putFrame(f)
 	p.stats.deferred.Add(1)
+	earlyDeferred.Add(1)
 	return nil
+}
+
+// earlyParked and earlyDeferred count the blocks every Path of the
+// process parked or deferred (EarlyBlocks).
+var earlyParked, earlyDeferred atomic.Int64
+
+// EarlyBlocks returns how many blocks that came before their file was
+// expected the process's Paths have parked and deferred, all told.
+func EarlyBlocks() (parked, deferred int64) {
+	return earlyParked.Load(), earlyDeferred.Load()
 }
 
 // admitLocked records verified block h of file f. It reports false for a

@@ -13,6 +13,7 @@ func TestHostKey(t *testing.T) {
 		{"2001:db8::1", "2001:db8::ffff:1"},
 		{"2001:db8:0:7::1", "2001:db8:0:7:abcd::9"},
 		{"192.0.2.7", "::ffff:192.0.2.7"},
+		{"127.0.0.1", "127.4.5.6"}, // one machine, whatever address it picks
 	}
 	for _, p := range same {
 		if a, b := HostKey(net.ParseIP(p[0])), HostKey(net.ParseIP(p[1])); a != b {

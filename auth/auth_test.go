@@ -561,3 +561,46 @@ func TestUsersFileLinkStaysALink(t *testing.T) {
 		t.Errorf("adding through a dangling link: %v", err)
 	}
 }
+
+// The server never resumes a TLS session: a resumed one carries the
+// client certificate of the one it resumes, so a ticket taken from a
+// client would stand for its key (QA ah). A client that keeps tickets
+// gets a full handshake each time.
+func TestServerTLSDoesNotResume(t *testing.T) {
+	id, err := NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", id.ServerTLS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// TLS 1.3 sends its tickets after the handshake, with the
+			// first data.
+			c.Write([]byte("x"))
+			c.Close()
+		}
+	}()
+	cache := tls.NewLRUClientSessionCache(4)
+	for i := range 2 {
+		cl, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, ClientSessionCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one [1]byte
+		if _, err := cl.Read(one[:]); err != nil {
+			t.Fatal(err)
+		}
+		if cl.ConnectionState().DidResume {
+			t.Errorf("handshake %d resumed a session", i+1)
+		}
+		cl.Close()
+	}
+}

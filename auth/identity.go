@@ -265,11 +265,15 @@ func CheckFingerprint(fp string) (string, error) {
 // ErrBadFingerprint is returned for a malformed key fingerprint.
 var ErrBadFingerprint = errors.New("auth: bad key fingerprint")
 
-// ServerTLS is the server side TLS configuration: TLS 1.3 only.
+// ServerTLS is the server side TLS configuration: TLS 1.3 only, and no
+// session resumption: a resumed session carries the client certificate
+// of the one it resumes, so a ticket taken from a client would log in
+// as its key without the key (QA ah); kerf clients never resume.
 func (id *Identity) ServerTLS() *tls.Config {
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{id.Cert},
+		MinVersion:             tls.VersionTLS13,
+		Certificates:           []tls.Certificate{id.Cert},
+		SessionTicketsDisabled: true,
 	}
 }
 

@@ -134,7 +134,7 @@ func dataFlags(hidden bool) []cli.Flag {
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
 		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
 		&cli.BoolFlag{Name: "in-band", Hidden: hidden, EnvVars: []string{"KERF_IN_BAND"}, Usage: "carry the file data on the control connection (TLS, Kermit D packets), opening no data connections: where only the server's control port gets through (a port forward, a firewall); slower"},
-		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: at 0.5-1% loss TCP with --congestion bbr is 20 to 100 times faster, quic-go's CUBIC halving its rate at each loss"},
+		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: TCP with --congestion bbr was 5 times faster at 0.1% loss and about 20 times at 1% (docs/benchmarks.md, \"QUIC\"), quic-go's CUBIC halving its rate at each loss"},
 		&bs, &wb, &cc, &lr,
 	}
 }

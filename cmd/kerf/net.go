@@ -174,8 +174,15 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 	return []datachan.Option{datachan.WithBlockSize(bs), datachan.WithWriteBehind(wb)}, nil
 }
 
-// excludeFlag leaves files out of a send or get.
-var excludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: "leave out files and directories matching `PATTERN` (repeatable; like rsync's simple ones: *.tmp or .git any element of a path, a/*.o its last ones, /top/dir from the top, cache/ directories only; * ? [a-z] [!a-z] per element, no ** or [[:class:]]); a get needs a kerf server"}
+// excludeUsage is the --exclude flags' help.
+const excludeUsage = "leave out files and directories matching `PATTERN` (repeatable; like rsync's simple ones: *.tmp or .git any element of a path, a/*.o its last ones, /top/dir from the top, cache/ directories only; * ? [a-z] [!a-z] per element, no ** or [[:class:]])"
+
+// excludeFlag leaves files out of a send; getExcludeFlag out of a get,
+// which the server matches (QA ag: send's help carried get's note).
+var (
+	excludeFlag    = &cli.StringSliceFlag{Name: "exclude", Usage: excludeUsage}
+	getExcludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: excludeUsage + "; needs a kerf server"}
+)
 
 // excludeFromFlag reads --exclude patterns from files (QA w: rsync's
 // --exclude-from was missing, and a long list took as many flags).
@@ -1237,7 +1244,7 @@ func getCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue interrupted transfers"},
 			modifyWindowFlag(),
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "copy directory trees"},
-			excludeFlag,
+			getExcludeFlag,
 			excludeFromFlag,
 			sparseFlag,
 			getRemoveSourceFlag,

@@ -40,18 +40,19 @@ const defaultRetries = 20
 
 // Each subcommand takes only the flags that do something for it.
 var (
-	streamingFlag = &cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"}
-	textFlag      = &cli.BoolFlag{Name: "text", Usage: "text mode (LF <-> CRLF) for files sent, and for files received from a peer that does not say"}
-	sendTextFlag  = &cli.BoolFlag{Name: "text", Usage: "send as text (LF becomes CRLF on the line, the receiver stores its own line ends)"}
-	// As excludeFlag, without a get's words.
-	serialExcludeFlag = &cli.StringSliceFlag{Name: "exclude", Usage: strings.TrimSuffix(excludeFlag.Usage, "; a get needs a kerf server")}
-	resumeFlag        = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
-	dirFlag           = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
+	streamingFlag    = &cli.BoolFlag{Name: "streaming", Usage: "offer streaming (no ACKs for data; only for error-free links)"}
+	textFlag         = &cli.BoolFlag{Name: "text", Usage: "text mode (LF <-> CRLF) for files sent, and for files received from a peer that does not say"}
+	sendTextFlag     = &cli.BoolFlag{Name: "text", Usage: "send as text (LF becomes CRLF on the line, the receiver stores its own line ends)"}
+	resumeFlag       = &cli.BoolFlag{Name: "resume", Usage: "recover partial files at the receiver"}
+	serverResumeFlag = &cli.BoolFlag{Name: "resume", Usage: "serve every GET as a REGET: a client's partial file is continued, not sent again whole"}
+	dirFlag          = &cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Value: ".", Usage: "directory for received files"}
 
-	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, serialExcludeFlag, excludeFromFlag, filesFromFlag, from0Flag, removeSourceFlag})
+	serialSendFlags    = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, sendTextFlag, resumeFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "send directory trees"}, excludeFlag, excludeFromFlag, filesFromFlag, from0Flag, removeSourceFlag})
 	serialReceiveFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, dirFlag, sparseFlag})
 	serialGetFlags     = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, resumeFlag, dirFlag, sparseFlag, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}, Usage: "a remote directory stands for its tree, built under --dir (GET /RECURSIVE: a kerf or C-Kermit server)"}})
-	serialServerFlags  = serialGetFlags
+	// A server fetches nothing: no --recursive (QA ag: get's, taken and
+	// ignored). Its --resume is a sender's, for what clients GET.
+	serialServerFlags = slices.Concat(serialLinkFlags, []cli.Flag{streamingFlag, textFlag, serverResumeFlag, dirFlag, sparseFlag})
 )
 
 var sparseFlag = &cli.BoolFlag{Name: "sparse", Usage: "leave holes where received files have runs of zeros (disk images; off: zeros are written, as allocated on purpose)"}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// command finds the command at path (serial server) in a new app.
+func command(t *testing.T, path ...string) *cli.Command {
+	t.Helper()
+	cmds := newApp().Commands
+	var found *cli.Command
+	for _, name := range path {
+		found = nil
+		for _, c := range cmds {
+			if c.Name == name {
+				found = c
+			}
+		}
+		if found == nil {
+			t.Fatalf("no command %q", strings.Join(path, " "))
+		}
+		cmds = found.Subcommands
+	}
+	return found
+}
+
+// flagUsage is the help text of cmd's flag name ("" when it has none).
+func flagUsage(cmd *cli.Command, name string) (string, bool) {
+	for _, f := range cmd.Flags {
+		if names := f.Names(); len(names) > 0 && names[0] == name {
+			if d, ok := f.(cli.DocGenerationFlag); ok {
+				return d.GetUsage(), true
+			}
+			return "", true
+		}
+	}
+	return "", false
+}
+
+// A serial server fetches nothing: get's --recursive, which it took and
+// ignored, is not among its flags (QA ag L5), and its --resume says what
+// it does for a server.
+func TestSerialServerFlags(t *testing.T) {
+	srv := command(t, "serial", "server")
+	if _, ok := flagUsage(srv, "recursive"); ok {
+		t.Error("serial server has --recursive")
+	}
+	u, ok := flagUsage(srv, "resume")
+	if !ok || !strings.Contains(u, "REGET") {
+		t.Errorf("serial server --resume: %q, want a server's words (REGET)", u)
+	}
+}
+
+// Only get's --exclude says it needs a kerf server (QA ag L6: send's
+// help said so of a get).
+func TestExcludeHelp(t *testing.T) {
+	for _, tc := range []struct {
+		path []string
+		note bool
+	}{
+		{[]string{"send"}, false},
+		{[]string{"serial", "send"}, false},
+		{[]string{"get"}, true},
+	} {
+		u, ok := flagUsage(command(t, tc.path...), "exclude")
+		if !ok {
+			t.Fatalf("%s has no --exclude", strings.Join(tc.path, " "))
+		}
+		if got := strings.Contains(u, "kerf server") || strings.Contains(u, "a get"); got != tc.note {
+			t.Errorf("%s --exclude: %q", strings.Join(tc.path, " "), u)
+		}
+	}
+}

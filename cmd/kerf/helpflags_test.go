@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -72,5 +74,32 @@ func TestExcludeHelp(t *testing.T) {
 		if got := strings.Contains(u, "kerf server") || strings.Contains(u, "a get"); got != tc.note {
 			t.Errorf("%s --exclude: %q", strings.Join(tc.path, " "), u)
 		}
+	}
+}
+
+// The help states the bounds the flags are checked against (QA ag L8).
+func TestHelpStatesBounds(t *testing.T) {
+	for _, tc := range []struct {
+		path       []string
+		flag, want string
+	}{
+		{[]string{"send"}, "write-behind", fmt.Sprintf("0-%d", maxWriteBehind)},
+		{[]string{"serve"}, "write-behind", fmt.Sprintf("0-%d", maxWriteBehind)},
+		{[]string{"serve"}, "timer-slack", "at most " + maxTimerSlack.String()},
+		{[]string{"serial", "receive"}, "timeout", "more than 0"},
+	} {
+		u, _ := flagUsage(command(t, tc.path...), tc.flag)
+		if !strings.Contains(u, tc.want) {
+			t.Errorf("%s --%s: %q, want %q in it", strings.Join(tc.path, " "), tc.flag, u, tc.want)
+		}
+	}
+}
+
+// serial --timeout 0 is refused: it took the default, 5 s, where
+// C-Kermit's 0 is no timeout at all (QA ag L8).
+func TestSerialTimeoutZero(t *testing.T) {
+	code, err := run(context.Background(), "serial", "receive", "--timeout", "0", "--line", "/dev/null", "--dir", t.TempDir())
+	if code != exitUsage || err == nil || !strings.Contains(err.Error(), "--timeout") {
+		t.Errorf("serial receive --timeout 0: exit %d, %v; want a usage error naming --timeout", code, err)
 	}
 }

@@ -155,8 +155,12 @@ var (
 	blockSizeFlag   = &cli.IntFlag{Name: "block-size", Value: datachan.DefaultBlockSize, EnvVars: []string{"KERF_BLOCK_SIZE"}, Usage: "payload bytes per data block this side sends, 1024 .. 16777216 (a server takes at most its --max-block-size, 1 MiB by default, and says so: a send's blocks are cut to it)"}
 	congestionFlag  = &cli.StringFlag{Name: "congestion", EnvVars: []string{"KERF_CONGESTION"}, Usage: "TCP congestion control of the data connections this side opens or accepts, one the kernel offers (bbr, cubic, reno, ...; default: the system's); a get asks the server to send with it, the sender's being what counts, and a server takes only one its kernel lets unprivileged processes choose (net.ipv4.tcp_allowed_congestion_control), even as root; QUIC data streams use quic-go's own"}
 	limitRateFlag   = &cli.StringFlag{Name: "limit-rate", EnvVars: []string{"KERF_LIMIT_RATE"}, Usage: "most bytes per second the file data may take on the wire (compressed, with -z), all connections and sessions together (as curl: 500k, 20M, 1G; K = 1024; at least 1k; 0: none). On a server: all sessions together"}
-	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: "received blocks queued per data connection for a separate disk writer (0: the connection's reader writes them; more for storage whose writes stall)"}
+	writeBehindFlag = &cli.IntFlag{Name: "write-behind", Value: datachan.DefaultWriteBehind, EnvVars: []string{"KERF_WRITE_BEHIND"}, Usage: fmt.Sprintf("received blocks queued per data connection for a separate disk writer, 0-%d (0: the connection's reader writes them; more for storage whose writes stall)", maxWriteBehind)}
 )
+
+// maxWriteBehind bounds --write-behind: each queued block may hold up
+// to a block's size of memory.
+const maxWriteBehind = 1024
 
 // pathOptions turns the tuning flags into data-path options.
 func pathOptions(c *cli.Context) ([]datachan.Option, error) {
@@ -165,8 +169,8 @@ func pathOptions(c *cli.Context) ([]datachan.Option, error) {
 		return nil, usageErr("--block-size %d: must be between 1024 and %d", bs, framing.MaxBlockLen)
 	}
 	wb := c.Int("write-behind")
-	if wb < 0 || wb > 1024 {
-		return nil, usageErr("--write-behind %d: must be between 0 and 1024", wb)
+	if wb < 0 || wb > maxWriteBehind {
+		return nil, usageErr("--write-behind %d: must be between 0 and %d", wb, maxWriteBehind)
 	}
 	if err := datachan.CheckCongestion(c.String("congestion")); err != nil {
 		return nil, usageErr("--congestion: %v", err)
@@ -685,7 +689,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quic", Usage: "also offer the data channel over QUIC (UDP, at the data address; its port number where free) to clients that ask (--quic)"},
 			&cli.BoolFlag{Name: "no-compression", Usage: "refuse clients' --compress (compressing what the server sends costs its CPU); their data then travels as it is"},
 			blockSizeFlag, writeBehindFlag, sparseFlag, congestionFlag, limitRateFlag,
-			&cli.DurationFlag{Name: "timer-slack", Value: defaultTimerSlack, EnvVars: []string{"KERF_TIMER_SLACK"}, Usage: "how late the server's threads' timers may fire, so that the kernel can group their wake-ups (Linux; none of kerf's timers needs finer; 0: the system's, 50µs by default): fewer of the Go runtime's watchdog wake-ups, which cost most on virtual machines"},
+			&cli.DurationFlag{Name: "timer-slack", Value: defaultTimerSlack, EnvVars: []string{"KERF_TIMER_SLACK"}, Usage: "how late the server's threads' timers may fire, so that the kernel can group their wake-ups (Linux; at most 100ms; none of kerf's timers needs finer; 0: the system's, 50µs by default): fewer of the Go runtime's watchdog wake-ups, which cost most on virtual machines"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

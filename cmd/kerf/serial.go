@@ -31,7 +31,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (20-9024; 0: automatic; below 94 no long packets, as for a Kermit with small buffers)"},
 	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
-	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout"},
+	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout, more than 0, then adapted to the round trip measured; the peer is told it in whole seconds, 1-94, as how long to wait for this side"},
 	&cli.IntFlag{Name: "start-of-packet", Value: 1, Usage: "packet mark as an ASCII code, 1-31 but not 13, the same both ways (C-Kermit's SET SEND and SET RECEIVE START-OF-PACKET; the peer must be set alike): for a line that eats Ctrl-A (1)"},
 	&cli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries after timeouts, in a row without progress, before giving up (1-99); either side waits at least this many times the peer's timeout (its Send-Init TIME) for a peer that has gone, though a sender sends again sooner"},
 }
@@ -103,8 +103,9 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 	default:
 		return nil, nil, usageErr("--flow %q: want none, rtscts or xonxoff", lc.Flow)
 	}
-	if c.Duration("timeout") < 0 {
-		return nil, nil, usageErr("--timeout %v: must not be negative", c.Duration("timeout"))
+	if c.Duration("timeout") <= 0 {
+		// 0 took the default, 5s, where C-Kermit's 0 means no timeout.
+		return nil, nil, usageErr("--timeout %v: must be more than 0", c.Duration("timeout"))
 	}
 	k := kermit.DefaultConfig()
 	k.Window = c.Int("window")

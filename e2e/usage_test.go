@@ -402,3 +402,27 @@ func TestServeWarnsOfAReadableUsersFile(t *testing.T) {
 		t.Errorf("a warning for a private users file:\n%s", srv.stderr.String())
 	}
 }
+
+// ls, mkdir, rm, rmdir and mv take the data path's flags without showing
+// them, and read none of them from the environment: a bad
+// KERF_LIMIT_RATE stopped kerf ls over a flag its help does not list
+// (QA ag L7). send still reads it.
+func TestRemoteCommandsReadNoDataEnv(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	writeFile(t, filepath.Join(local, "a.txt"), []byte("a"))
+	for _, kv := range [][2]string{
+		{"KERF_LIMIT_RATE", "abc"}, {"KERF_BLOCK_SIZE", "abc"}, {"KERF_WRITE_BEHIND", "-1"},
+		{"KERF_CONGESTION", "no-such-algorithm"}, {"KERF_COMPRESS", "maybe"}, {"KERF_IN_BAND", "maybe"}, {"KERF_QUIC", "maybe"},
+	} {
+		t.Setenv(kv[0], kv[1])
+	}
+	mustRun(t, srv, local, nil, "mkdir", target(srv.addr, "d"))
+	mustRun(t, srv, local, nil, "ls", target(srv.addr, "d"))
+	mustRun(t, srv, local, nil, "mv", target(srv.addr, "d"), target(srv.addr, "e"))
+	mustRun(t, srv, local, nil, "rmdir", target(srv.addr, "e"))
+	if r := run(t, srv, local, nil, "send", "a.txt", srv.addr); r.code != 2 {
+		t.Errorf("send with bad data-path variables: %s; want exit 2", r)
+	}
+	noFile(t, filepath.Join(root, "a.txt"))
+}

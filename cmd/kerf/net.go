@@ -121,20 +121,32 @@ var clientFlags = append(dataFlags(false), connFlags...)
 
 // remoteFlags are those of ls, mkdir, rm, rmdir and mv, which move no
 // files: connFlags; the data path's are taken too, so that one set of
-// flags works for every client command of a script, but not shown.
+// flags works for every client command of a script, but not shown and
+// not read from the environment.
 var remoteFlags = append(append([]cli.Flag{}, connFlags...), dataFlags(true)...)
 
-// dataFlags are the data path's flags, hidden from the help or not.
+// dataFlags are the data path's flags, hidden from the help or not. The
+// hidden ones read no environment variable: a bad KERF_LIMIT_RATE
+// stopped kerf ls over a flag its help does not list (QA ag L7).
 func dataFlags(hidden bool) []cli.Flag {
 	// The tuning flags serve shows too: copies, hidden or not.
 	bs, wb, cc, lr := *blockSizeFlag, *writeBehindFlag, *congestionFlag, *limitRateFlag
 	bs.Hidden, wb.Hidden, cc.Hidden, lr.Hidden = hidden, hidden, hidden, hidden
+	env := func(name string) []string {
+		if hidden {
+			return nil
+		}
+		return []string{name}
+	}
+	if hidden {
+		bs.EnvVars, wb.EnvVars, cc.EnvVars, lr.EnvVars = nil, nil, nil, nil
+	}
 	return []cli.Flag{
 		&cli.StringFlag{Name: "streams", Hidden: hidden, Value: "auto", DefaultText: "auto", Usage: fmt.Sprintf("parallel data connections, 1-%d (auto: 2 where there is more than one core, as a connection's receiver reads, checks and writes on one core; 1 to this host's own addresses, where both ends share the cores)", datachan.MaxStreams)},
 		&cli.BoolFlag{Name: "plain-data", Hidden: hidden, Usage: "ask for unencrypted data connections (trusted LANs; the server must allow it; the control connection stays encrypted)"},
-		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: []string{"KERF_COMPRESS"}, Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
-		&cli.BoolFlag{Name: "in-band", Hidden: hidden, EnvVars: []string{"KERF_IN_BAND"}, Usage: "carry the file data on the control connection (TLS, Kermit D packets), opening no data connections: where only the server's control port gets through (a port forward, a firewall); slower"},
-		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: []string{"KERF_QUIC"}, Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: TCP with --congestion bbr was 5 times faster at 0.1% loss and about 20 times at 1% (docs/benchmarks.md, \"QUIC\"), quic-go's CUBIC halving its rate at each loss"},
+		&cli.BoolFlag{Name: "compress", Hidden: hidden, Aliases: []string{"z"}, EnvVars: env("KERF_COMPRESS"), Usage: "compress data blocks (zstd) both ways where that makes them smaller: for slow links and compressible files; costs CPU, so not for fast LANs (the server may refuse)"},
+		&cli.BoolFlag{Name: "in-band", Hidden: hidden, EnvVars: env("KERF_IN_BAND"), Usage: "carry the file data on the control connection (TLS, Kermit D packets), opening no data connections: where only the server's control port gets through (a port forward, a firewall); slower"},
+		&cli.BoolFlag{Name: "quic", Hidden: hidden, EnvVars: env("KERF_QUIC"), Usage: "carry the data channel over QUIC (UDP, always encrypted, one connection with quic-go's CUBIC) where the server offers it (kerf serve --quic); else TCP as usual. Not for lossy paths: TCP with --congestion bbr was 5 times faster at 0.1% loss and about 20 times at 1% (docs/benchmarks.md, \"QUIC\"), quic-go's CUBIC halving its rate at each loss"},
 		&bs, &wb, &cc, &lr,
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,5 +103,21 @@ func TestSerialTimeoutZero(t *testing.T) {
 	code, err := run(context.Background(), "serial", "receive", "--timeout", "0", "--line", "/dev/null", "--dir", t.TempDir())
 	if code != exitUsage || err == nil || !strings.Contains(err.Error(), "--timeout") {
 		t.Errorf("serial receive --timeout 0: exit %d, %v; want a usage error naming --timeout", code, err)
+	}
+}
+
+// A --password-file that cannot be read is named as the flag (QA ag
+// L13: "open /nonexist: no such file or directory").
+func TestPasswordFileNamed(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(t.TempDir(), "nonexistent"), empty, t.TempDir()} {
+		code, err := run(context.Background(), "ls", "-u", "alice", "--password-file", f, "127.0.0.1:1/")
+		if code != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--password-file") {
+			t.Errorf("--password-file %s: exit %d, %v; want a usage error naming the flag", f, code, err)
+		}
 	}
 }

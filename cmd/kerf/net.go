@@ -627,17 +627,17 @@ func password(c *cli.Context, user, addr string, haveKey bool) (pw string, ask b
 	if f := c.String("password-file"); f != "" {
 		fh, err := os.Open(f)
 		if err != nil {
-			return "", false, usageErr("%v", err)
+			return "", false, usageErr("--password-file: %v", err)
 		}
 		defer fh.Close()
 		line, err := readLine(fh)
 		if errors.Is(err, io.EOF) || err == nil && line == "" {
 			// An empty first line would go as an empty password, and
 			// fail as a wrong one, counted against this address (QA).
-			return "", false, usageErr("%s: its first line, the password, is empty", f)
+			return "", false, usageErr("--password-file %s: its first line, the password, is empty", f)
 		}
 		if err != nil {
-			return "", false, usageErr("reading %s: %v", f, err)
+			return "", false, usageErr("--password-file: reading %s: %v", f, err)
 		}
 		return line, false, nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,34 @@ func TestPasswordFileNamed(t *testing.T) {
 		if code != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--password-file") {
 			t.Errorf("--password-file %s: exit %d, %v; want a usage error naming the flag", f, code, err)
 		}
+	}
+}
+
+// A --listen or --data-listen that is no address is a usage error (QA
+// ag L14: exit 3, "could not connect"); a port in use stays exit 3.
+func TestServeListenAddress(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	root := t.TempDir()
+	serve := func(args ...string) (int, error) {
+		state := filepath.Join(t.TempDir(), "state")
+		return run(context.Background(), append([]string{"serve", "--root", root, "--state", state}, args...)...)
+	}
+	for _, args := range [][]string{
+		{"--listen", "bogus"},
+		{"--listen", "127.0.0.1:99999"},
+		{"--listen", "127.0.0.1:0", "--data-listen", "bogus"},
+		{"--listen", "127.0.0.1:0", "--data-listen", "127.0.0.1:x"},
+	} {
+		if code, err := serve(args...); code != exitUsage || err == nil || !strings.Contains(err.Error(), "listen") {
+			t.Errorf("serve %q: exit %d, %v; want a usage error naming the flag", args, code, err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if code, err := serve("--listen", ln.Addr().String()); code != exitConnect {
+		t.Errorf("serve on a port in use: exit %d, %v; want %d", code, err, exitConnect)
 	}
 }

@@ -1000,6 +1000,25 @@ func checkServeLimits(c *cli.Context) error {
 			return usageErr("--%s must be at least 1 (%d given)", name, c.Int(name))
 		}
 	}
+	for _, name := range []string{"listen", "data-listen"} {
+		if a := c.String(name); (a != "" || name == "listen") && checkListenAddr(a) != nil {
+			return usageErr("--%s %q: %v", name, a, checkListenAddr(a))
+		}
+	}
+	return nil
+}
+
+// checkListenAddr refuses an address that is no address to listen on
+// (QA ag L14: "--listen bogus" exited 3, "could not connect"); one that
+// cannot be listened on (a port in use) is left to the listen, exit 3.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT, :PORT or [IPV6]:PORT")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("bad port %q: want 0-65535", port)
+	}
 	return nil
 }
 

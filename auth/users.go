@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -198,11 +199,19 @@ func (u *UsersFile) reloadLocked() error {
 	// "dir" for root) would be dropped without a word, its user given
 	// write access or the server's whole --root; and the next `kerf
 	// user` command would rewrite the file without it (QA).
-	var d usersFileData
+	//
+	// Each user is decoded on its own, so that an error can say whose
+	// entry it is in and on which line (QA ag: an unknown field was
+	// named without either).
+	var d struct {
+		Version int               `json:"version"`
+		Users   []json.RawMessage `json:"users"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return fmt.Errorf("auth: %s: %w", u.path, jsonProblem(b, err))
+		line, problem := jsonProblem(b, 0, err)
+		return fmt.Errorf("auth: %s: %s%s", u.path, whereIn(line, ""), problem)
 	}
 	if dec.More() {
 		return fmt.Errorf("auth: %s: more than one JSON value", u.path)
@@ -211,26 +220,47 @@ func (u *UsersFile) reloadLocked() error {
 		return fmt.Errorf("auth: %s: version %d (this kerf reads version 1; is it a users file?)", u.path, d.Version)
 	}
 	m := make(map[string]User, len(d.Users))
-	for _, e := range d.Users {
+	from, next := 0, 0 // where the entry begins in b, and where the next may
+	for i, raw := range d.Users {
+		// A RawMessage is the file's text as it is: found in b after
+		// the entry before it.
+		if j := bytes.Index(b[next:], raw); j >= 0 {
+			from, next = next+j, next+j+len(raw)
+		}
+		var e User
+		ud := json.NewDecoder(bytes.NewReader(raw))
+		ud.DisallowUnknownFields()
+		if err := ud.Decode(&e); err != nil {
+			var named struct{ Name string }
+			json.Unmarshal(raw, &named)
+			if named.Name == "" {
+				named.Name = fmt.Sprintf("number %d", i+1)
+			}
+			line, problem := jsonProblem(b, from, err)
+			return fmt.Errorf("auth: %s: %s%s", u.path, whereIn(line, named.Name), problem)
+		}
+		// The entry's first line, for the problems found in its values.
+		where := whereIn(lineAt(b, from), e.Name)
 		if err := CheckName(e.Name); err != nil {
-			return fmt.Errorf("auth: %s: %w", u.path, err)
+			return fmt.Errorf("auth: %s: %s%w", u.path, whereIn(lineAt(b, from), ""), err)
 		}
 		if err := CheckSecret(e.Secret); err != nil {
 			// Found here, the server's trouble (logged, not throttled),
 			// not a login that fails like a wrong password (QA).
-			return fmt.Errorf("auth: %s: user %s: %w", u.path, e.Name, err)
+			return fmt.Errorf("auth: %s: %s%w", u.path, where, err)
 		}
 		if e.Root != "" && !filepath.IsAbs(e.Root) {
 			// Relative to wherever the server was started: not meant.
-			return fmt.Errorf("auth: %s: user %s: root %q is not an absolute path", u.path, e.Name, e.Root)
+			return fmt.Errorf("auth: %s: %sroot %q is not an absolute path", u.path, where, e.Root)
 		}
 		if _, dup := m[e.Name]; dup {
 			// Which of two entries counts is no choice to make silently
 			// (the last one did: a read-only entry then a writable one).
-			return fmt.Errorf("auth: %s: user %s is listed twice", u.path, e.Name)
+			return fmt.Errorf("auth: %s: %sthe user is listed twice", u.path, where)
 		}
+		var err error
 		if e.Keys, err = checkKeys(e.Keys); err != nil {
-			return fmt.Errorf("auth: %s: user %s: %w", u.path, e.Name, err)
+			return fmt.Errorf("auth: %s: %s%w", u.path, where, err)
 		}
 		m[e.Name] = e
 	}
@@ -238,21 +268,52 @@ func (u *UsersFile) reloadLocked() error {
 	return nil
 }
 
-// jsonProblem is err, a JSON decoding error of b, said with the line
-// it is on and without Go's names for the types.
-func jsonProblem(b []byte, err error) error {
+// jsonProblem says err, an error decoding the JSON text in b from at,
+// without Go's names for the types, and the line it is on (0: not
+// known).
+func jsonProblem(b []byte, at int, err error) (line int, problem string) {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// (Go's words alone: "unexpected EOF", QA.)
-		return errors.New("the file ends before its JSON does (cut short, or a bracket or brace not closed)")
+		return 0, "the file ends before its JSON does (cut short, or a bracket or brace not closed)"
 	case errors.As(err, &se):
-		return fmt.Errorf("line %d: %v", 1+bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n")), se)
+		return lineAt(b, at+int(se.Offset)), se.Error()
 	case errors.As(err, &te):
-		return fmt.Errorf("line %d: %q must be a %s, not a %s", 1+bytes.Count(b[:min(int(te.Offset), len(b))], []byte("\n")), te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		return lineAt(b, at+int(te.Offset)), fmt.Sprintf("%q must be a %s, not a %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
 	}
-	return err
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		// Go gives no offset: the field is looked for as a key.
+		if loc := regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(m[1])) + `\s*:`).FindIndex(b[min(at, len(b)):]); loc != nil {
+			line = lineAt(b, at+loc[0])
+		}
+		return line, fmt.Sprintf("unknown field %q", m[1])
+	}
+	return 0, err.Error()
+}
+
+// whereIn says where in a file a problem is: "line 3, user bob", as known.
+func whereIn(line int, user string) string {
+	var w []string
+	if line > 0 {
+		w = append(w, fmt.Sprintf("line %d", line))
+	}
+	if user != "" {
+		w = append(w, "user "+user)
+	}
+	if len(w) == 0 {
+		return ""
+	}
+	return strings.Join(w, ", ") + ": "
+}
+
+// unknownField is encoding/json's error for a field no struct has.
+var unknownField = regexp.MustCompile(`^json: unknown field "(.*)"$`)
+
+// lineAt is the line number (from 1) of offset off in b.
+func lineAt(b []byte, off int) int {
+	return 1 + bytes.Count(b[:max(0, min(off, len(b)))], []byte("\n"))
 }
 
 // jsonKind names a Go kind as JSON does.

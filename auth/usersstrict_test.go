@@ -21,6 +21,12 @@ func TestUsersFileStrict(t *testing.T) {
 		{"type", "{\"version\":1,\n\"users\":[{\"name\":\"bob\",\"secret\":\"\",\"read_only\":\"yes\"}]}", "line 2"},
 		{"syntax", "{\"version\":1,\n\"users\":[,]}", "line 2"},
 		{"cut short", "{\"version\":1,\n\"users\":[", "ends before its JSON does"},
+		// Whose entry and which line (QA ag: only the field was named).
+		{"misspelt field's line and user", "{\"version\":1,\"users\":[\n{\"name\":\"amy\",\"secret\":\"\"},\n{\"name\":\"bob\",\n\"secret\":\"\",\n\"readonly\":true}]}", `line 5, user bob: unknown field "readonly"`},
+		{"unknown field at the top", "{\"version\":1,\n\"user\":[]}", `line 2: unknown field "user"`},
+		{"type's user", "{\"version\":1,\"users\":[\n{\"name\":\"bob\",\"secret\":\"\",\n\"read_only\":\"yes\"}]}", `line 3, user bob: "read_only" must be a boolean`},
+		{"twice, the second's line", "{\"version\":1,\"users\":[\n{\"name\":\"bob\",\"secret\":\"\"},\n{\"name\":\"bob\",\"secret\":\"\"}]}", `line 3, user bob: the user is listed twice`},
+		{"relative root's line", "{\"version\":1,\"users\":[\n{\"name\":\"amy\",\"secret\":\"\"},\n{\"name\":\"bob\",\"secret\":\"\",\"root\":\"srv\"}]}", `line 3, user bob: root "srv" is not an absolute path`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -313,3 +313,23 @@ func TestSendOfMissingPathsDialsNothing(t *testing.T) {
 	default:
 	}
 }
+
+// A missing --root stops serve from starting even when every user has a
+// root of their own, as docs/security.md says (QA ag L2 read otherwise).
+func TestServeRefusesMissingRoot(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	base := t.TempDir()
+	state, alice := filepath.Join(base, "state"), filepath.Join(base, "alice")
+	if err := os.Mkdir(alice, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withStdin(t, "a password\n", func() {
+		if code, err := run(context.Background(), "user", "add", "alice", "--password-stdin", "--root", alice, "--state", state); code != 0 {
+			t.Fatalf("user add: %v", err)
+		}
+	})
+	code, err := run(context.Background(), "serve", "--root", filepath.Join(base, "missing"), "--state", state, "--listen", "127.0.0.1:0")
+	if code != exitUsage || err == nil || !strings.Contains(err.Error(), "--root") {
+		t.Errorf("serve with a missing --root: exit %d, %v; want a usage error naming --root", code, err)
+	}
+}

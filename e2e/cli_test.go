@@ -472,6 +472,17 @@ func TestDemo(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "verified:") {
 		t.Fatalf("kerf demo: %v\n%s", err, out)
 	}
+	// The sample it names is said to go, and goes; one file is said as
+	// one (QA ag L11: "1 files", and a directory gone when looked for).
+	m := regexp.MustCompile(`in 21 files under (\S+) \(removed when the demo ends\)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("kerf demo does not say its sample goes:\n%s", out)
+	}
+	noFile(t, string(m[1]))
+	out, err = exec.CommandContext(ctx, kerfBin, "demo", "--mb", "0", "--small", "0", "--streams", "auto").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), " in a file under ") {
+		t.Errorf("kerf demo of one file: %v\n%s", err, out)
+	}
 }
 
 // With --json, what a local walk passes over (a FIFO, a link to a

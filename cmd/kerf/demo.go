@@ -14,6 +14,7 @@ import (
 
 	"kerf/auth"
 	"kerf/control"
+	"kerf/datachan"
 	"kerf/filestore"
 )
 
@@ -26,10 +27,13 @@ func demoCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "mb", Value: 256, Usage: "size of the large sample file in MiB"},
 			&cli.IntFlag{Name: "small", Value: 500, Usage: "number of small (16 KiB) sample files"},
-			&cli.IntFlag{Name: "streams", Value: 1, Usage: "data connections"},
+			// As send's, so that the demo's speed is a default send's
+			// (QA ag: it used 1 where send's default is auto).
+			&cli.StringFlag{Name: "streams", Value: "auto", DefaultText: "auto", Usage: fmt.Sprintf("data connections, 1-%d (auto: as send's, 1 to this host's own addresses)", datachan.MaxStreams)},
 		},
 		Action: func(c *cli.Context) error {
-			if err := checkStreams("streams", c.Int("streams")); err != nil {
+			streams, err := streamsFlag(c)
+			if err != nil {
 				return err
 			}
 			if c.NArg() > 0 {
@@ -53,7 +57,7 @@ func demoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("sample tree: %s in %d files under %s\n", humanBytes(total), c.Int("small")+1, src)
+			fmt.Printf("sample tree: %s in %s under %s (removed when the demo ends)\n", humanBytes(total), plural(c.Int("small")+1, "file"), src)
 
 			ctx, cancel := context.WithCancel(c.Context)
 			defer cancel()
@@ -82,7 +86,7 @@ func demoCommand() *cli.Command {
 			fmt.Printf("server on %s (data %s), key %s\n", srv.Addr(), srv.DataAddr(), id.Fingerprint)
 
 			known := &auth.KnownHosts{Path: filepath.Join(work, auth.KnownHostsFileName), AcceptNew: true}
-			cl, err := control.Dial(ctx, control.ClientConfig{Addr: srv.Addr().String(), Streams: c.Int("streams"),
+			cl, err := control.Dial(ctx, control.ClientConfig{Addr: srv.Addr().String(), Streams: streams,
 				User: "demo", Password: pw, VerifyHost: known.Check})
 			if err != nil {
 				return connectErr(err)

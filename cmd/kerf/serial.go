@@ -301,7 +301,7 @@ func serialCommand() *cli.Command {
 				Action: jsonErrors(func(c *cli.Context) error { return serialServerCommand(c, 'F') }),
 			},
 			{
-				Name: "bye", Usage: "tell a Kermit server to leave server mode and log out or exit (BYE)", Flags: serialLinkFlags,
+				Name: "bye", Usage: "tell a Kermit server to leave server mode and log out or exit (BYE; C-Kermit refuses it, \"BYE disabled\", unless told ENABLE BYE: finish works by default)", Flags: serialLinkFlags,
 				Action: jsonErrors(func(c *cli.Context) error { return serialServerCommand(c, 'L') }),
 			},
 			{

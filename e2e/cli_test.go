@@ -371,6 +371,14 @@ func TestRemoteCommandsTakeNamesLiterally(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(root, "z")); err != nil || string(b) != "plain" {
 		t.Errorf("rm {z} touched z: %q, %v", b, err)
 	}
+	// So do brackets, unescaped (README's rm line, QA ag L10).
+	writeFile(t, filepath.Join(root, "a[1].txt"), []byte("bracketed"))
+	writeFile(t, filepath.Join(root, "a1.txt"), []byte("plain"))
+	mustRun(t, srv, local, nil, "rm", target(srv.addr, "a[1].txt"))
+	noFile(t, filepath.Join(root, "a[1].txt"))
+	if b, err := os.ReadFile(filepath.Join(root, "a1.txt")); err != nil || string(b) != "plain" {
+		t.Errorf("rm a[1].txt touched a1.txt: %q, %v", b, err)
+	}
 	mustRun(t, srv, local, nil, "mv", target(srv.addr, "z"), target(srv.addr, "{q}"))
 	if b, err := os.ReadFile(filepath.Join(root, "{q}")); err != nil || string(b) != "plain" {
 		t.Errorf("mv to {q}: %q, %v", b, err)

@@ -134,15 +134,29 @@ func TestGetToStdoutOfAChangingFile(t *testing.T) {
 	srv := startServer(t, root, serverOpts{})
 	src := filepath.Join(root, "grows.bin")
 	writeFile(t, src, randomBytes(16<<20, 25))
+	// It grows every 200 ms while the get runs (the 16 MiB take 4 s at
+	// 4M): one append alone, at 500 ms, came before the GET on a loaded
+	// machine (CI: its login took 400 ms), and the grown file went whole.
+	done := make(chan struct{})
+	grown := make(chan struct{})
 	go func() {
-		time.Sleep(500 * time.Millisecond) // the 16 MiB take 4 s at 4M
-		f, err := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
-		if err == nil {
-			f.Write([]byte("more"))
-			f.Close()
+		defer close(grown)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			f, err := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				f.Write([]byte("more"))
+				f.Close()
+			}
 		}
 	}()
 	r := run(t, srv, local, nil, "get", "--limit-rate", "4M", target(srv.addr, "grows.bin"), "-")
+	close(done)
+	<-grown
 	if r.code != 4 || !strings.Contains(r.stderr, "changed while it was being sent") ||
 		!strings.Contains(r.stderr, "what went to standard output is not one version of the file") || strings.Contains(r.stderr, "not stored") {
 		t.Fatalf("want exit 4 saying standard output has no one version of the file:\nexit %d, %d bytes out\n%s", r.code, len(r.stdout), r.stderr)

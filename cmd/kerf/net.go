@@ -1513,12 +1513,20 @@ func getCommand() *cli.Command {
 			err = getEach(specGroups(specs, cfg.Classic), func(spec string) error {
 				return classicTreeAgain(c.Context, cl, cl.Session(), opts.Recursive, specs, spec, get(spec), get)
 			}, rep.refusedSpec)
-			if err == nil && !renamed && !cl.Session().PeerIsKerf() {
+			// The server is kerf if any session found it so: the first
+			// one, lost and followed by a successor, may have agreed
+			// nothing (QA af: the classic server's note after a get -r
+			// from kerf that reconnected).
+			kerfPeer := cl.Session().PeerIsKerf()
+			for _, m := range clients {
+				kerfPeer = kerfPeer || m.Session().PeerIsKerf()
+			}
+			if err == nil && !renamed && !kerfPeer {
 				// A kerf server names what it has not; a classic one
 				// is silent.
 				rep.missingNames()
 			}
-			err = classicTreeHint(c, err, cl.Session(), opts.Recursive, specs)
+			err = classicTreeHint(c, err, kerfPeer, opts.Recursive, specs)
 			noteRefused(c, clients)
 			noteModesNotKept(stores...)
 			return rep.end(err, true)
@@ -1556,14 +1564,14 @@ func classicTreeAgain(ctx context.Context, g remoteCommander, sess *kermit.Sessi
 // classicTreeHint adds to a get -r's error from a classic server, of
 // several names none a wildcard, how it would send their trees (one
 // name alone is asked again as DIR/*: classicTreeAgain).
-func classicTreeHint(c *cli.Context, err error, sess *kermit.Session, recursive bool, specs []string) error {
-	if err == nil && recursive && !sess.PeerIsKerf() {
+func classicTreeHint(c *cli.Context, err error, kerfPeer bool, recursive bool, specs []string) error {
+	if err == nil && recursive && !kerfPeer {
 		// Not silent about what such a tree lacks (QA s: a backup by
 		// get -r from C-Kermit came without them, exit 0).
 		clientLogger(c).Warn("a classic Kermit server sends no empty directories, and C-Kermit no dot files unless it is set so (SET MATCH DOTFILE ON)")
 	}
 	var pe *kermit.PeerError
-	if errors.As(err, &pe) && recursive && !sess.PeerIsKerf() && len(specs) > 1 && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
+	if errors.As(err, &pe) && recursive && !kerfPeer && len(specs) > 1 && !slices.ContainsFunc(specs, func(s string) bool { return strings.ContainsAny(s, "*?") }) {
 		return fmt.Errorf("%w (a classic Kermit server sends a directory's tree when asked for DIR/*; the files then come under the path they have from the server's directory)", err)
 	}
 	return err

@@ -282,7 +282,7 @@ func serialCommand() *cli.Command {
 						err := getEach(specGroups(specs, true), func(spec string) error {
 							return classicTreeAgain(c.Context, s, s, opts.Recursive, specs, spec, get(spec), get)
 						}, rep.refusedSpec)
-						err = classicTreeHint(c, err, s, opts.Recursive, specs)
+						err = classicTreeHint(c, err, s.PeerIsKerf(), opts.Recursive, specs)
 						if err == nil && !s.PeerIsKerf() {
 							rep.missingNames()
 						}

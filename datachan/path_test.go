@@ -170,35 +170,56 @@ func TestParkBudgetSharedByPaths(t *testing.T) {
 	base := parkedAll.Load()
 	old := parkLimitAll
 	parkLimitAll = base + 4096
-	defer func() { parkLimitAll = old }()
+	t.Cleanup(func() { parkLimitAll = old }) // (after the paths close: registered first)
 	s1, r1 := pathPair(t, 1, nil, WithBlockSize(1024))
 	s2, r2 := pathPair(t, 1, nil, WithBlockSize(1024))
 	ctx := testContext(t)
 	data := randomData(4, 10_000)
-	if _, err := s1.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
-		t.Fatal(err)
+	send := func(s *Path, id uint32) {
+		t.Helper()
+		if _, err := s.SendFile(ctx, id, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
 	}
-	waitFor(t, func() bool { st := r1.Stats(); return st.Parked+st.Deferred == 10 })
+	arrived := func(r *Path, n int64) {
+		t.Helper()
+		waitFor(t, func() bool { st := r.Stats(); return st.Parked+st.Deferred == n })
+	}
+	expect := func(r *Path, id uint32) {
+		t.Helper()
+		dst := newMemFile(len(data))
+		if err := r.Expect(id, dst, 0, int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		if crc, err := r.Wait(ctx, id); err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
+			t.Fatalf("Wait %d: %08x, %v", id, crc, err)
+		}
+	}
+	send(s1, 7)
+	arrived(r1, 10)
 	if st := r1.Stats(); st.Parked != 4 {
 		t.Fatalf("first path: %d parked, want 4 (the budget): %+v", st.Parked, st)
 	}
-	if _, err := s2.SendFile(ctx, 7, bytes.NewReader(data), 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { st := r2.Stats(); return st.Parked+st.Deferred == 10 })
+	send(s2, 7)
+	arrived(r2, 10)
 	if st := r2.Stats(); st.Parked != 0 {
 		t.Fatalf("second path parked %d blocks beyond the process's budget: %+v", st.Parked, st)
 	}
-	r1.Close()
+	// Expect takes the first path's blocks, and gives their room back.
+	expect(r1, 7)
+	if got := parkedAll.Load(); got != base {
+		t.Fatalf("after Expect, %d bytes counted parked, want %d", got, base)
+	}
+	expect(r2, 7) // its blocks asked for again
+	// Parked and never expected: Close gives them back.
+	send(s2, 8)
+	arrived(r2, 20)
+	if st := r2.Stats(); st.Parked != 4 {
+		t.Fatalf("second path, the budget free again: %d parked, want 4: %+v", st.Parked, st)
+	}
+	r2.Close()
 	if got := parkedAll.Load(); got != base {
 		t.Fatalf("after Close, %d bytes counted parked, want %d", got, base)
-	}
-	dst := newMemFile(len(data))
-	if err := r2.Expect(7, dst, 0, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	if crc, err := r2.Wait(ctx, 7); err != nil || crc != framing.CRC32C(data) || !bytes.Equal(dst.bytes(), data) {
-		t.Fatalf("Wait: %08x, %v", crc, err)
 	}
 }
 

@@ -1053,6 +1053,9 @@ func sendCommand() *cli.Command {
 			// taken out as every remote path's are (QA r: 'host/a\ b'
 			// went as "a\ b").
 			rdir = unescapeName(quotedElements(rdir))
+			if err := checkModifyWindow(c); err != nil {
+				return err
+			}
 			if err := checkSessions(c); err != nil {
 				return err
 			}
@@ -1383,6 +1386,9 @@ func getCommand() *cli.Command {
 			// refused, not stored over the first.
 			severalSpecs := len(specs) > 1
 			store.UniqueNames = severalSpecs || store.Flat
+			if err := checkModifyWindow(c); err != nil {
+				return err
+			}
 			if err := checkSessions(c); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -54,7 +55,7 @@ func againAfterSetupLoss(action cli.ActionFunc) cli.ActionFunc {
 		for {
 			err := action(c)
 			var lost *setupLost
-			if !errors.As(err, &lost) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			if !errors.As(err, &lost) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) || !rerunnable(c) {
 				return err
 			}
 			writeNote(fmt.Sprintf("kerf: %s; no file had moved: beginning again in %v\n", printable(err.Error()), wait))
@@ -70,4 +71,37 @@ func againAfterSetupLoss(action cli.ActionFunc) cli.ActionFunc {
 			c.Context = context.WithValue(ctx, redialKey{}, true)
 		}
 	}
+}
+
+// rerunnable reports whether the command reads nothing that a second
+// run would not find again: a list or patterns from standard input or a
+// pipe (--files-from -, --exclude-from <(...)) would come back empty,
+// and a send of nothing, or of what was to be left out, would follow
+// (review 54). Only regular files, read again the same, are.
+func rerunnable(c *cli.Context) bool {
+	inputs := append([]string{c.String("files-from"), c.String("password-file")}, c.StringSlice("exclude-from")...)
+	for i, a := range c.Args().Slice() {
+		if i < c.NArg()-1 {
+			inputs = append(inputs, a) // (the last is the destination)
+		}
+	}
+	for _, p := range inputs {
+		if p == "" {
+			continue
+		}
+		if p == "-" || streamed(p) != "" {
+			return false
+		}
+	}
+	for _, p := range inputs[:2] {
+		if fi, err := os.Stat(p); p != "" && (err != nil || !fi.Mode().IsRegular()) {
+			return false
+		}
+	}
+	for _, p := range c.StringSlice("exclude-from") {
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
 }

@@ -27,6 +27,10 @@ func TestSetupLossBeginsAgain(t *testing.T) {
 		{"link lost", nil, &kermit.LinkError{Op: "reading", Err: errors.New("connection reset by peer")}, 2, false},
 		{"refused otherwise", nil, &kermit.PeerError{Msg: "permission denied"}, 1, true},
 		{"no reconnect", []string{"--reconnect", "0"}, stopping, 1, true},
+		// What a second run would not read again (review 54: a list
+		// from standard input came back empty, and nothing was sent).
+		{"files from standard input", []string{"--files-from", "-"}, stopping, 1, true},
+		{"patterns from a pipe", []string{"--exclude-from", "/dev/stdin"}, stopping, 1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			calls := 0
@@ -40,7 +44,7 @@ func TestSetupLossBeginsAgain(t *testing.T) {
 				}
 				return nil
 			})
-			app := &cli.App{Flags: []cli.Flag{reconnectFlag}, Action: action}
+			app := &cli.App{Flags: []cli.Flag{reconnectFlag, filesFromFlag, excludeFromFlag, &cli.StringFlag{Name: "password-file"}}, Action: action}
 			err := app.Run(append([]string{"kerf"}, c.args...))
 			if calls != c.wantCalls || (err != nil) != c.wantErr {
 				t.Errorf("%d runs, error %v; want %d runs, an error: %v", calls, err, c.wantCalls, c.wantErr)

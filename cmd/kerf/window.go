@@ -29,6 +29,24 @@ func modifyWindow(c *cli.Context) time.Duration {
 	return 0
 }
 
+// checkModifyWindow refuses a --modify-window that would do nothing
+// (no --resume: no times are compared), or would remove what it should
+// not: with --remove-source-files a file rewritten within the window,
+// its size the same, would be taken for the one there and removed
+// (review 54).
+func checkModifyWindow(c *cli.Context) error {
+	if modifyWindow(c) == 0 {
+		return nil
+	}
+	switch {
+	case !c.Bool("resume"):
+		return usageErr("--modify-window is for --resume's check of what is there already: give --resume too")
+	case c.Bool(removeSourceFlag.Name):
+		return usageErr("--modify-window with --remove-source-files: a file changed within the window, its size the same, would be taken for the one there and removed; leave one out")
+	}
+	return nil
+}
+
 // windowValue is a --modify-window: whole or decimal seconds, or a Go
 // duration.
 type windowValue time.Duration
@@ -37,7 +55,7 @@ func (w *windowValue) Set(s string) error {
 	s = strings.TrimSpace(s)
 	var d time.Duration
 	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		if secs < 0 || secs > 1e9 {
+		if !(secs >= 0 && secs <= 1e9) { // (NaN too)
 			return errors.New("want seconds from 0 to 1e9")
 		}
 		d = time.Duration(secs * float64(time.Second))

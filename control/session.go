@@ -654,15 +654,20 @@ func (f *sessionFS) Remove(name string) error {
 }
 
 // RemoveNamed is Remove (RemoveLiteral if literal) that returns the
-// files removed (kermit.RemoveNamer).
-func (f *sessionFS) RemoveNamed(name string, literal bool) ([]string, error) {
+// first max files removed and how many (kermit.RemoveNamer).
+func (f *sessionFS) RemoveNamed(name string, literal bool, max int) ([]string, int, error) {
 	d, err := f.existing(name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var names []string
-	err = f.removedEach(d, name, literal, func(rel string) { names = append(names, rel) })
-	return names, err
+	n := 0
+	err = f.removedEach(d, name, literal, func(rel string) {
+		if n++; len(names) < max {
+			names = append(names, rel)
+		}
+	})
+	return names, n, err
 }
 
 // removed removes name (a pattern's files unless literal), logging each

@@ -73,11 +73,17 @@ func (d *Dir) Remove(name string) error { return d.RemoveEach(name, false, nil) 
 func (d *Dir) RemoveLiteral(name string) error { return d.RemoveEach(name, true, nil) }
 
 // RemoveNamed is Remove (RemoveLiteral if literal) that returns the
-// files it removed, by their names from the root (kermit.RemoveNamer).
-func (d *Dir) RemoveNamed(name string, literal bool) ([]string, error) {
+// first max files it removed, by their names from the root, and how
+// many (kermit.RemoveNamer).
+func (d *Dir) RemoveNamed(name string, literal bool, max int) ([]string, int, error) {
 	var names []string
-	err := d.RemoveEach(name, literal, func(rel string) { names = append(names, rel) })
-	return names, err
+	n := 0
+	err := d.RemoveEach(name, literal, func(rel string) {
+		if n++; len(names) < max {
+			names = append(names, rel)
+		}
+	})
+	return names, n, err
 }
 
 // RemoveEach is Remove (RemoveLiteral if literal) that tells removed,

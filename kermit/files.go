@@ -249,9 +249,10 @@ type MatchStreamer interface {
 // current directory.
 // RemoveNamer is a ServerFS that tells which files a REMOTE DELETE
 // removed (a pattern's each by its name from the tree's top), for the
-// reply to say them; literal is LiteralFS's RemoveLiteral.
+// reply to say them: the first max of them, and how many in all;
+// literal is LiteralFS's RemoveLiteral.
 type RemoveNamer interface {
-	RemoveNamed(name string, literal bool) ([]string, error)
+	RemoveNamed(name string, literal bool, max int) (first []string, n int, err error)
 }
 
 type ServerFS interface {

@@ -77,7 +77,7 @@ func TestLiteralNextCommandOnly(t *testing.T) {
 // count of the rest; one file by its name.
 func TestRemoteDeleteAnswerNamesTheFiles(t *testing.T) {
 	root := t.TempDir()
-	for _, n := range []string{"a.log", "b.log", "keep.txt", "one.txt"} {
+	for _, n := range []string{"a.log", "b.log", "keep.txt", "one.txt", `back\slash.bak`} {
 		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
 	}
 	for i := range 25 {
@@ -94,6 +94,7 @@ func TestRemoteDeleteAnswerNamesTheFiles(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{
 		{"*.log", "deleted 2 files: a.log, b.log"},
 		{"one.txt", "deleted one.txt"},
+		{"*.bak", `deleted "back\\slash.bak"`}, // quoted: read back as itself
 		{"*.tmp", "deleted 25 files: m00.tmp, m01.tmp, m02.tmp, m03.tmp, m04.tmp, m05.tmp, m06.tmp, m07.tmp, m08.tmp, m09.tmp, m10.tmp, m11.tmp, m12.tmp, m13.tmp, m14.tmp, m15.tmp, m16.tmp, m17.tmp, m18.tmp, m19.tmp and 5 more"},
 	} {
 		if got, err := cli.Generic(ctx, 'E', c.spec); err != nil || got != c.want {

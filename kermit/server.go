@@ -333,34 +333,37 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 	}
 }
 
+// maxNamedDeleted is how many of a pattern's removed files a REMOTE
+// DELETE's answer names; the rest are counted.
+const maxNamedDeleted = 20
+
 // deletedReply is a REMOTE DELETE's answer: the files removed, by
-// name (a pattern's, not the pattern: QA ae), at most maxNamed of them
-// and the count of the rest; a name that would not print as itself
-// quoted.
-func deletedReply(spec string, names []string) string {
-	const maxNamed = 20
-	show := func(n string) string {
-		if strings.IndexFunc(n, framing.IsControl) >= 0 || !utf8.ValidString(n) {
-			return strconv.Quote(n)
+// name (a pattern's, not the pattern: QA ae), the first of them
+// (names) and how many in all (n); a name that would not be read back
+// as itself (a control character, a backslash, not UTF-8) quoted.
+func deletedReply(spec string, names []string, n int) string {
+	show := func(s string) string {
+		if strings.IndexFunc(s, framing.IsControl) >= 0 || strings.Contains(s, `\`) || !utf8.ValidString(s) {
+			return strconv.Quote(s)
 		}
-		return n
+		return s
 	}
-	switch len(names) {
-	case 0:
+	switch {
+	case n == 0:
 		return "deleted " + show(spec)
-	case 1:
+	case n == 1 && len(names) == 1:
 		return "deleted " + show(names[0])
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "deleted %d files: ", len(names))
-	for i, n := range names[:min(len(names), maxNamed)] {
+	fmt.Fprintf(&b, "deleted %d files: ", n)
+	for i, name := range names {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(show(n))
+		b.WriteString(show(name))
 	}
-	if len(names) > maxNamed {
-		fmt.Fprintf(&b, " and %d more", len(names)-maxNamed)
+	if n > len(names) {
+		fmt.Fprintf(&b, " and %d more", n-len(names))
 	}
 	return b.String()
 }
@@ -646,11 +649,11 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		}
 	case 'E':
 		if rn, ok := fsys.(RemoveNamer); ok {
-			names, err := rn.RemoveNamed(arg(0), lit != nil)
+			names, n, err := rn.RemoveNamed(arg(0), lit != nil, maxNamedDeleted)
 			if err != nil {
 				return err
 			}
-			reply = deletedReply(arg(0), names)
+			reply = deletedReply(arg(0), names, n)
 			break
 		}
 		remove := fsys.Remove

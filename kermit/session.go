@@ -847,7 +847,7 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 			s.stats.BadPackets++
 			return inPacket{bad: true}, true, nil
 		}
-		return p, false, fmt.Errorf("%w: its %c packet has check type 1 (block check 5 needs it at both ends: C-Kermit's SET BLOCK-CHECK 5; or drop --block-check 5)", ErrPeerNotForce3, p.Type)
+		return p, false, fmt.Errorf("%w: its %c packet has check type 1 (block check 5 needs it at both ends: C-Kermit's SET BLOCK-CHECK 5, kerf's --block-check 5; or neither)", ErrPeerNotForce3, p.Type)
 	}
 	if !p.bad && p.weak && p.Type == 'E' && !s.cfg.Reliable {
 		// An E that passed only the 6-bit check while a stronger one is

@@ -476,6 +476,14 @@ func (s *Server) refuseBusy(c net.Conn, notice string) {
 
 func addrKey(a net.Addr) string {
 	if t, ok := a.(*net.TCPAddr); ok {
+		if v4 := t.IP.To4(); v4 != nil && v4.IsLoopback() {
+			// Each loopback address its own slots, unlike the login
+			// throttle, which counts them as one (auth.HostKey): local
+			// clients that pick their address are one user guessing
+			// passwords, but sessions from a local proxy's addresses
+			// are its users'.
+			return v4.String()
+		}
 		// Per host, as the login throttle counts: an IPv6 host's /64
 		// (it had a fresh limit for each address of it).
 		return auth.HostKey(t.IP)

@@ -36,16 +36,7 @@ func mountFAT(t *testing.T) string {
 	if out, err := exec.Command(fusefat, "-o", "rw+", img, mnt).CombinedOutput(); err != nil {
 		t.Fatalf("fusefat: %v: %s", err, out)
 	}
-	t.Cleanup(func() {
-		for range 50 {
-			if exec.Command("umount", mnt).Run() == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Errorf("umount %s failed; detached lazily", mnt)
-		exec.Command("umount", "-l", mnt).Run()
-	})
+	unmountAtCleanup(t, mnt)
 	return mnt
 }
 

@@ -127,6 +127,13 @@ func mountExFAT(t *testing.T) string {
 	if out, err := exec.Command(mount, dev, mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mount.exfat-fuse: %v: %s", err, out)
 	}
+	unmountAtCleanup(t, mnt)
+	return mnt
+}
+
+// unmountAtCleanup unmounts mnt when the test ends (a FUSE daemon may
+// still hold it for a moment), lazily if it will not go.
+func unmountAtCleanup(t *testing.T, mnt string) {
 	t.Cleanup(func() {
 		for range 50 {
 			if exec.Command("umount", mnt).Run() == nil {
@@ -137,7 +144,21 @@ func mountExFAT(t *testing.T) string {
 		t.Errorf("umount %s failed; detached lazily", mnt)
 		exec.Command("umount", "-l", mnt).Run()
 	})
-	return mnt
+}
+
+// twoSessions opens mnt twice, as two server sessions do, each Dir
+// with its own FoldSet.
+func twoSessions(t *testing.T, mnt string) (*Dir, *Dir) {
+	t.Helper()
+	var d [2]*Dir
+	for i := range d {
+		var err error
+		if d[i], err = Open(mnt); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d[i].Close() })
+	}
+	return d[0], d[1]
 }
 
 // On a real exFAT (FUSE), A.txt then a.txt: the first stays whole, the
@@ -179,16 +200,7 @@ func TestExFATCaseTwinIsRefused(t *testing.T) {
 // Create, not stored over A.txt (review 53 M3).
 func TestExFATTwinOfAnotherSessionsFileIsRefused(t *testing.T) {
 	mnt := mountExFAT(t)
-	d1, err := Open(mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d1.Close()
-	d2, err := Open(mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
+	d1, d2 := twoSessions(t, mnt)
 	if errs := receiveAll(t, d2, "z.txt"); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -218,16 +230,7 @@ func TestExFATTwinOfAnotherSessionsFileIsRefused(t *testing.T) {
 // refused, the first's bytes untouched, its partial not removed.
 func TestExFATTwinOfAPartialUnderWayIsRefused(t *testing.T) {
 	mnt := mountExFAT(t)
-	d1, err := Open(mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d1.Close()
-	d2, err := Open(mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
+	d1, d2 := twoSessions(t, mnt)
 	in1, err := d1.Create("A.txt")
 	if err != nil {
 		t.Fatal(err)

@@ -474,13 +474,23 @@ func TestInteropCKermitNotForcingType3(t *testing.T) {
 	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
 	cfg := kerfConfig(setting{31, 4096, 3}, fastBaud)
 	cfg.Check = kermit.CheckForce3
-	done := runKerf(t, a, fastBaud, cfg, receiveKerf(t, dst))
+	receive := receiveKerf(t, dst)
+	var bad int64
+	done := runKerf(t, a, fastBaud, cfg, func(ctx context.Context, s *kermit.Session) error {
+		err := receive(ctx, s)
+		bad = s.Stats().BadPackets
+		return err
+	})
 	c := peertest.CKermit(t, b, "cd "+src+"\n"+sendList(files), src)
 	defer c.Wait(0) // (killed: it would try its S for a minute more)
 	select {
 	case err := <-done:
 		if !errors.Is(err, kermit.ErrPeerNotForce3) {
 			t.Fatalf("kerf receive: %v; want the peer named as not forcing type 3", err)
+		}
+		// At its second Send-Init: the first alone is taken for damage.
+		if bad != 1 {
+			t.Errorf("%d packets taken for damage before the peer was named; want 1", bad)
 		}
 	case <-time.After(4 * time.Minute):
 		t.Fatal("kerf receive: still running")

@@ -42,25 +42,32 @@ func TestLostBy(t *testing.T) {
 		err  error
 		path time.Duration // the data path fails after this (-1: never)
 		lost bool
+		// controlGone: the control link's reader has met its end
+		controlGone bool
 	}{
-		{"no error", nil, nil, -1, false},
-		{"files failed", nil, &GroupError{Failed: []string{"a"}}, -1, false},
-		{"canceled group", nil, fmt.Errorf("x: %w", ErrCanceled), -1, false},
-		{"interrupted", canceled, errors.New("read: connection reset"), 0, false},
-		{"refused GET", nil, &RefusedGetError{&PeerError{Msg: "no such file"}}, -1, false},
-		{"link reset", nil, &LinkError{Op: "reading", Err: errors.New("connection reset by peer")}, -1, true},
-		{"E, data path failed", nil, peer, 0, true},
-		{"E, data path fails just after", nil, peer, 100 * time.Millisecond, true},
-		{"E, data path well (disk full)", nil, &PeerError{Msg: "disk full"}, -1, false},
-		{"name too long for a packet", nil, fmt.Errorf("kermit: %w (10001 bytes)", ErrFieldTooLong), -1, false},
-		{"data not the length announced", nil, fmt.Errorf("kermit: big.txt: received 16016 bytes, sender announced 16: %w", errLengthMismatch), -1, false},
-		{"data port refused", nil, fmt.Errorf("kermit: send-init: %w: %w", errOpeningData, errors.New("connection refused")), -1, false},
+		{"no error", nil, nil, -1, false, false},
+		{"files failed", nil, &GroupError{Failed: []string{"a"}}, -1, false, false},
+		{"canceled group", nil, fmt.Errorf("x: %w", ErrCanceled), -1, false, false},
+		{"interrupted", canceled, errors.New("read: connection reset"), 0, false, false},
+		{"refused GET", nil, &RefusedGetError{&PeerError{Msg: "no such file"}}, -1, false, false},
+		{"link reset", nil, &LinkError{Op: "reading", Err: errors.New("connection reset by peer")}, -1, true, false},
+		{"E, data path failed", nil, peer, 0, true, false},
+		{"E, data path fails just after", nil, peer, 100 * time.Millisecond, true, false},
+		{"E, data path well (disk full)", nil, &PeerError{Msg: "disk full"}, -1, false, false},
+		{"name too long for a packet", nil, fmt.Errorf("kermit: %w (10001 bytes)", ErrFieldTooLong), -1, false, false},
+		{"data not the length announced", nil, fmt.Errorf("kermit: big.txt: received 16016 bytes, sender announced 16: %w", errLengthMismatch), -1, false, false},
+		{"data port refused", nil, fmt.Errorf("kermit: send-init: %w: %w", errOpeningData, errors.New("connection refused")), -1, false, false},
+		// The control connection gone too: the server stopped (QA af).
+		{"data and control lost", nil, fmt.Errorf("kermit: send-init: %w: %w", errOpeningData, errors.New("EOF")), -1, true, true},
 	} {
 		ctx := tc.ctx
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		s := &Session{data: newFailingPath(tc.path)}
+		s := &Session{data: newFailingPath(tc.path), c: &pktConn{lost: make(chan struct{})}}
+		if tc.controlGone {
+			close(s.c.lost)
+		}
 		if got := s.lostBy(ctx, tc.err); got != tc.lost {
 			t.Errorf("%s: lostBy(%v) = %v, want %v", tc.what, tc.err, got, tc.lost)
 		}

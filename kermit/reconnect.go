@@ -206,8 +206,11 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 	case errors.Is(err, errOpeningData):
 		// Every login would meet it (a firewall, a wrong --data-listen),
 		// unless the first's opened: then a successor's failure is the
-		// path or the server not back yet, a failed try.
-		return s.successor
+		// path or the server not back yet, a failed try. Nor if the
+		// control connection goes too: the server stopped as the data
+		// path opened (a restart; QA af: a get ended, exit 4, where a
+		// kill -9 a moment later was survived).
+		return s.successor || s.controlLostWithin(ctx, time.Until(then))
 	case errors.As(err, &pe) && s.dataNotArrived(pe):
 		// The server waited for data connections this side had opened:
 		// lost on the way (flaky-test hunt: the GET failed, exit 4,
@@ -225,6 +228,23 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		return s.linkErr != nil || s.dataFailsWithin(ctx, time.Until(then))
 	}
 	return true
+}
+
+// controlLostWithin reports whether the control link's reader has met
+// its end, or meets it within d.
+func (s *Session) controlLostWithin(ctx context.Context, d time.Duration) bool {
+	if s.c == nil {
+		return false
+	}
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-s.c.lost:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // peerDataCloseWait is how long lostBy waits, after an E, for the data

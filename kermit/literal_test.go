@@ -1,15 +1,12 @@
 package kermit_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"kerf/filestore"
-	"kerf/kermit"
 )
 
 // REMOTE SET kerf-literal makes the next REMOTE DELETE take its name as
@@ -21,14 +18,7 @@ func TestLiteralNextCommandOnly(t *testing.T) {
 	for _, n := range []string{"d1.bin", "d2.bin", "x.txt"} {
 		os.WriteFile(filepath.Join(root, n), []byte(n), 0o644)
 	}
-	a, b := link(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	fsys, _ := filestore.Open(root)
-	srv := kermit.NewSession(b, kermit.DefaultConfig())
-	go srv.Serve(ctx, fsys)
-	cli := kermit.NewSession(a, kermit.DefaultConfig())
-	defer cli.Close()
+	cli, ctx := servedClient(t, root)
 	exists := func(n string) bool { _, err := os.Stat(filepath.Join(root, n)); return err == nil }
 
 	if err := cli.TakeNextLiterally(ctx); err != nil {
@@ -83,14 +73,7 @@ func TestRemoteDeleteAnswerNamesTheFiles(t *testing.T) {
 	for i := range 25 {
 		os.WriteFile(filepath.Join(root, fmt.Sprintf("m%02d.tmp", i)), nil, 0o644)
 	}
-	a, b := link(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	fsys, _ := filestore.Open(root)
-	srv := kermit.NewSession(b, kermit.DefaultConfig())
-	go srv.Serve(ctx, fsys)
-	cli := kermit.NewSession(a, kermit.DefaultConfig())
-	defer cli.Close()
+	cli, ctx := servedClient(t, root)
 	for _, c := range []struct{ spec, want string }{
 		{"*.log", "deleted 2 files: a.log, b.log"},
 		{"one.txt", "deleted one.txt"},

@@ -263,20 +263,27 @@ func TestInteropNoisyLine(t *testing.T) {
 	})
 }
 
+// serveOnLine runs a kerf server of root on the line dev until its
+// client ends it (FINISH).
+func serveOnLine(t *testing.T, dev, root string) <-chan error {
+	t.Helper()
+	fsys, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsys.Close() })
+	return runKerf(t, dev, fastBaud, kerfConfig(setting{31, 9024, 3}, fastBaud), func(ctx context.Context, s *kermit.Session) error {
+		return s.Serve(ctx, fsys)
+	})
+}
+
 // kerf as a server answering C-Kermit's GET, REMOTE DIRECTORY and FINISH.
 func TestInteropServerGet(t *testing.T) {
 	files := peertest.StandardFiles(100_000, 5)
 	root, dst := t.TempDir(), t.TempDir()
 	peertest.WriteFiles(t, root, files)
 	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-	fsys, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	done := runKerf(t, a, fastBaud, kerfConfig(setting{31, 9024, 3}, fastBaud), func(ctx context.Context, s *kermit.Session) error {
-		return s.Serve(ctx, fsys)
-	})
+	done := serveOnLine(t, a, root)
 	script := "cd " + dst + "\nget random.bin\nget {name with spaces.dat}\nget *.txt\nremote directory\nfinish"
 	ck := peertest.CKermit(t, b, script, dst)
 	if err := ck.Wait(2 * time.Minute); err != nil {
@@ -300,17 +307,10 @@ func TestInteropServerGet(t *testing.T) {
 func TestInteropServerRefusesRemoteHost(t *testing.T) {
 	root, dst := t.TempDir(), t.TempDir()
 	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
-	fsys, err := filestore.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	done := runKerf(t, a, fastBaud, kerfConfig(setting{31, 9024, 3}, fastBaud), func(ctx context.Context, s *kermit.Session) error {
-		return s.Serve(ctx, fsys)
-	})
+	done := serveOnLine(t, a, root)
 	ran := filepath.Join(dst, "ran")
 	ck := peertest.CKermit(t, b, "remote host touch "+ran, dst)
-	err = ck.Wait(time.Minute) // (fails: its command failed)
+	err := ck.Wait(time.Minute) // (fails: its command failed)
 	// Another C-Kermit's FINISH ends the server, which served on.
 	if err := peertest.CKermit(t, b, "finish", dst).Wait(time.Minute); err != nil {
 		t.Fatal(err)

@@ -13,25 +13,8 @@ import (
 // installs them, and there a missing one fails the test.
 func mountFAT(t *testing.T) string {
 	t.Helper()
-	mkfs, err1 := exec.LookPath("mkfs.vfat")
-	fusefat, err2 := exec.LookPath("fusefat")
-	if err1 != nil || err2 != nil || os.Geteuid() != 0 {
-		msg := "needs root, mkfs.vfat (dosfstools) and fusefat"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; CI=true, so missing is a failure")
-		}
-		t.Skip(msg)
-	}
-	img := filepath.Join(t.TempDir(), "fat.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 32<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.vfat: %v: %s", err, out)
-	}
+	tools := needTools(t, "mkfs.vfat (dosfstools)", "fusefat")
+	img, fusefat := fsImage(t, tools[0], 32<<20), tools[1]
 	mnt := t.TempDir()
 	if out, err := exec.Command(fusefat, "-o", "rw+", img, mnt).CombinedOutput(); err != nil {
 		t.Fatalf("fusefat: %v: %s", err, out)

@@ -98,25 +98,9 @@ func TestFoldingDirectoryRefusesTheSecondCase(t *testing.T) {
 // them, and there a missing one fails the test.
 func mountExFAT(t *testing.T) string {
 	t.Helper()
-	mkfs, err1 := exec.LookPath("mkfs.exfat")
-	mount, err2 := exec.LookPath("mount.exfat-fuse")
-	if err1 != nil || err2 != nil || os.Geteuid() != 0 {
-		msg := "needs root, mkfs.exfat (exfatprogs) and mount.exfat-fuse (exfat-fuse)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "; CI=true, so missing is a failure")
-		}
-		t.Skip(msg)
-	}
-	img := filepath.Join(t.TempDir(), "exfat.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 16<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.exfat: %v: %s", err, out)
-	}
+	tools := needTools(t, "mkfs.exfat (exfatprogs)", "mount.exfat-fuse (exfat-fuse)")
+	img := fsImage(t, tools[0], 16<<20)
+	mount := tools[1]
 	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
 	if err != nil {
 		t.Fatalf("losetup: %v: %s", err, out)
@@ -129,6 +113,42 @@ func mountExFAT(t *testing.T) string {
 	}
 	unmountAtCleanup(t, mnt)
 	return mnt
+}
+
+// needTools finds each program named (its package in brackets after
+// it) and returns their paths, or skips the test, which needs root too;
+// with CI=true a missing one fails it.
+func needTools(t *testing.T, named ...string) []string {
+	t.Helper()
+	var paths []string
+	for _, n := range named {
+		p, err := exec.LookPath(strings.Fields(n)[0])
+		if err != nil || os.Geteuid() != 0 {
+			msg := "needs root and " + strings.Join(named, ", ")
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg + "; CI=true, so missing is a failure")
+			}
+			t.Skip(msg)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// fsImage is a file of size bytes made into a file system by mkfs.
+func fsImage(t *testing.T, mkfs string, size int64) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "fs.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, size); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, img).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", mkfs, err, out)
+	}
+	return img
 }
 
 // unmountAtCleanup unmounts mnt when the test ends (a FUSE daemon may

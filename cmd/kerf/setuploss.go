@@ -79,27 +79,16 @@ func againAfterSetupLoss(action cli.ActionFunc) cli.ActionFunc {
 // and a send of nothing, or of what was to be left out, would follow
 // (review 54). Only regular files, read again the same, are.
 func rerunnable(c *cli.Context) bool {
-	inputs := append([]string{c.String("files-from"), c.String("password-file")}, c.StringSlice("exclude-from")...)
-	for i, a := range c.Args().Slice() {
-		if i < c.NArg()-1 {
-			inputs = append(inputs, a) // (the last is the destination)
-		}
-	}
-	for _, p := range inputs {
-		if p == "" {
-			continue
-		}
-		if p == "-" || streamed(p) != "" {
+	// Lists, patterns and the password: regular files only.
+	for _, p := range append([]string{c.String("files-from"), c.String("password-file")}, c.StringSlice("exclude-from")...) {
+		if fi, err := os.Stat(p); p == "-" || p != "" && (err != nil || !fi.Mode().IsRegular()) {
 			return false
 		}
 	}
-	for _, p := range inputs[:2] {
-		if fi, err := os.Stat(p); p != "" && (err != nil || !fi.Mode().IsRegular()) {
-			return false
-		}
-	}
-	for _, p := range c.StringSlice("exclude-from") {
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+	// The sources (the last argument is the destination): no standard
+	// input, no pipe.
+	for _, a := range c.Args().Slice()[:max(c.NArg()-1, 0)] {
+		if a == "-" || streamed(a) != "" {
 			return false
 		}
 	}

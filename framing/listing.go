@@ -195,15 +195,10 @@ func Unseen(r rune) bool {
 	return r >= 0x80 && unicode.Is(unicode.Cf, r)
 }
 
-// Matches reports whether a regular file of size, modification time mt
-// and permissions perm is the one e lists: the quick check (rsync's,
-// with the permissions) of a resumed transfer's listings.
-func (e ListingEntry) Matches(size int64, mt time.Time, perm fs.FileMode) bool {
-	return e.MatchesWithin(size, mt, perm, 0)
-}
-
-// MatchesWithin is Matches with times window apart taken for one
-// (SameModTimeWithin).
+// MatchesWithin reports whether a regular file of size, modification
+// time mt and permissions perm is the one e lists: the quick check
+// (rsync's, with the permissions) of a resumed transfer's listings,
+// times window apart taken for one (SameModTimeWithin).
 func (e ListingEntry) MatchesWithin(size int64, mt time.Time, perm fs.FileMode, window time.Duration) bool {
 	return e.Mode.IsRegular() && e.Size == size && SameModTimeWithin(e.ModTime, mt, window) && e.Mode.Perm() == perm.Perm()
 }

@@ -54,6 +54,8 @@ func TestLostBy(t *testing.T) {
 		{"E, data path failed", nil, peer, 0, true, false},
 		{"E, data path fails just after", nil, peer, 100 * time.Millisecond, true, false},
 		{"E, data path well (disk full)", nil, &PeerError{Msg: "disk full"}, -1, false, false},
+		// A server stopping, before any data path (QA af).
+		{"E, the server shutting down", nil, fmt.Errorf("kermit: send-init: %w", &PeerError{Msg: ShuttingDown}), -1, true, false},
 		{"name too long for a packet", nil, fmt.Errorf("kermit: %w (10001 bytes)", ErrFieldTooLong), -1, false, false},
 		{"data not the length announced", nil, fmt.Errorf("kermit: big.txt: received 16016 bytes, sender announced 16: %w", errLengthMismatch), -1, false, false},
 		{"data port refused", nil, fmt.Errorf("kermit: send-init: %w: %w", errOpeningData, errors.New("connection refused")), -1, false, false},

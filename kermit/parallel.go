@@ -92,6 +92,7 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 		}
 	}
 	var res outcome
+	re := newReconnecting(o.Reconnect)
 
 	// The first group: every directory, made before any file goes as
 	// one group makes it before its files: as private as the sender's
@@ -142,6 +143,7 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 		var good []*Session
 		var again []OutgoingFile
 		var lost error
+		var failed []int
 		for i, s := range sessions {
 			var ge *GroupError
 			switch {
@@ -151,17 +153,38 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 				notMade = append(notMade, ge.Failed...)
 				good = append(good, s)
 			default:
-				s.cfg.Log.Warn("a session failed making directories; the others go on", "err", errs[i])
+				failed = append(failed, i)
 				again = append(again, shares[i]...)
 				if lost == nil {
 					lost = errs[i]
 				}
 			}
 		}
-		if len(good) == 0 || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			sessions[0].notBegun(rest, nil)
 			sessions[0].notBegun(list.Late, nil)
-			return cmp.Or(lost, context.Cause(ctx))
+			return context.Cause(ctx)
+		}
+		if len(good) == 0 {
+			// Every session lost as it began (a server restarting: QA
+			// af): nothing has moved, so a successor of the first that
+			// was lost makes every directory and sends the files alone.
+			succ, err := dirsAfterLoss(ctx, re, sessions, errs, again)
+			var ge *GroupError
+			if succ == nil {
+				sessions[0].notBegun(rest, nil)
+				sessions[0].notBegun(list.Late, nil)
+				return cmp.Or(err, lost)
+			}
+			if errors.As(err, &ge) {
+				notMade = append(notMade, ge.Failed...)
+			}
+			good, again = []*Session{succ}, nil
+		}
+		for _, i := range failed {
+			if len(again) > 0 {
+				sessions[i].cfg.Log.Warn("a session failed making directories; the others go on", "err", errs[i])
+			}
 		}
 		if len(again) > 0 {
 			var ge *GroupError
@@ -207,7 +230,6 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 	began := slices.Clone(sessions)   // before successors take places
 	sessions = slices.Clone(sessions) // the caller's stay as they were
 	var restore []func()
-	re := newReconnecting(o.Reconnect)
 	then := time.Now().Add(peerDataCloseWait) // for every session's E
 	// replace puts a successor (Reconnect) in the place of session i,
 	// lost with err: it sends again what i was cut off in, resuming,
@@ -529,6 +551,38 @@ func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shar
 		err = withFailed(err, tr.failedOf(i))
 	}
 	return err
+}
+
+// dirsAfterLoss follows the first of sessions lost making directories
+// (errs, theirs) with a successor, which makes dirs, again after each
+// loss of its own within re's budget. It returns the successor and the
+// group's error (a *GroupError naming directories not made), or nil and
+// why none could go on: no session lost (refused, say), no re, or its
+// budget spent.
+func dirsAfterLoss(ctx context.Context, re *reconnecting, sessions []*Session, errs []error, dirs []OutgoingFile) (*Session, error) {
+	if re == nil {
+		return nil, nil
+	}
+	then := time.Now().Add(peerDataCloseWait) // for every session's E
+	for i, s := range sessions {
+		if !s.lostByThen(ctx, errs[i], then) {
+			continue
+		}
+		err := errs[i]
+		for s.lostBy(ctx, err) {
+			succ, serr := re.successor(ctx, s, err)
+			if serr != nil {
+				return nil, fmt.Errorf("%w (not reconnected: %w)", err, serr)
+			}
+			s, err = succ, succ.Send(ctx, dirs)
+			var ge *GroupError
+			if err == nil || errors.As(err, &ge) {
+				return s, err
+			}
+		}
+		return nil, err
+	}
+	return nil, nil
 }
 
 // finishedWell returns the sessions whose group ended well (no error,

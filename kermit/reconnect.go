@@ -216,6 +216,11 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		// lost on the way (flaky-test hunt: the GET failed, exit 4,
 		// while sessions lost a moment later were taken over).
 		return true
+	case errors.As(err, &pe) && pe.Msg == ShuttingDown:
+		// A server stopping (a restart) says so before it closes: a
+		// session that had no data path yet (making directories: QA
+		// af) has none to see fail.
+		return true
 	case errors.As(err, &pe) && strings.HasPrefix(pe.Msg, AccountEndedPrefix):
 		// Its account removed or changed: a login again would fail, or
 		// go on under other terms (another root), which the user is

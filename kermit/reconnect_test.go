@@ -469,3 +469,55 @@ func sendReconnectingWith(t *testing.T, ctx context.Context, cancel func(), dst 
 	}
 	return dials, err
 }
+
+// A send whose every session is lost making directories, before any
+// file went (a server restarting as it began: QA af, exit 4 with "N
+// files not sent"), goes on over one successor, which makes them and
+// sends every file; the directories get their modes and times at the
+// end as ever.
+func TestSendReconnectsMakingDirectories(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files, _ := reconnectFiles(t, src, 30, 20_000)
+	when := time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC)
+	var out []kermit.OutgoingFile
+	for _, d := range []string{"d0", "d0/e", "d1", "d2"} {
+		out = append(out, kermit.OutgoingFile{Name: d, Dir: true, Filled: true, Mode: 0o750, ModeKnown: true, ModTime: when})
+	}
+	var names []string
+	for j, f := range files {
+		f.Name = fmt.Sprintf("%s/f%02d", []string{"d0", "d0/e", "d1", "d2"}[j%4], j)
+		out = append(out, f)
+		names = append(names, f.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ended endLog
+	var told doneSaved
+	events := func(e kermit.Event) { ended.note(e); told.note(e) }
+	cuts := make([]*cutConn, 3)
+	senders, wait := sendClients(t, ctx, dst, 3, events, func(i int, a net.Conn, cfg *kermit.Config) net.Conn {
+		cuts[i], cfg.Events = cutAtFileStart(a, 0, events) // at its first write: its S
+		return cuts[i]
+	})
+	dials, err := sendReconnecting(t, ctx, cancel, dst, senders, wait, out, events)
+	if err != nil {
+		t.Fatalf("send with every session lost making directories: %v, want a successor to finish it", err)
+	}
+	cutOnceDialled(t, cuts, dials)
+	for j, n := range names {
+		want, _ := os.ReadFile(filepath.Join(src, fmt.Sprint(j)))
+		if got, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(got) != string(want) {
+			t.Errorf("%s: %d bytes, %v; want %d", n, len(got), err, len(want))
+		}
+		if k := ended.ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
+			t.Errorf("%s ended %v, want done once", n, k)
+		}
+	}
+	told.onceEach(t, names)
+	for _, d := range []string{"d0", "d0/e", "d1", "d2"} {
+		fi, err := os.Stat(filepath.Join(dst, d))
+		if err != nil || fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(when) {
+			t.Errorf("directory %s: %v, %v; want 0750 and %v", d, fi, err, when)
+		}
+	}
+}

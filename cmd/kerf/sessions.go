@@ -261,6 +261,9 @@ var (
 // why (the server may limit sessions from one address): on stderr when
 // --sessions was given, else in the log.
 func noteFewerSessions(c *cli.Context, opened, want int, err error) {
+	if c.Context.Err() != nil {
+		return // interrupted: said once, as such (QA af: "login: context canceled")
+	}
 	msg := fmt.Sprintf("%d of %d sessions opened: %v", opened, want, err)
 	if c.IsSet("sessions") {
 		fmt.Fprintln(os.Stderr, "kerf: "+msg)

@@ -1,12 +1,52 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 
 	"kerf/kermit"
 )
+
+// A session that could not open is said on stderr when --sessions was
+// given, but not when the command was interrupted as they opened: that
+// is said once, as such (QA af: "1 of 3 sessions opened: control:
+// login: context canceled" before "interrupted").
+func TestNoteFewerSessions(t *testing.T) {
+	for _, interrupted := range []bool{false, true} {
+		fs := flag.NewFlagSet("send", flag.ContinueOnError)
+		fs.Int("sessions", 1, "")
+		fs.Set("sessions", "3")
+		c := cli.NewContext(cli.NewApp(), fs, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		if interrupted {
+			cancel()
+		}
+		defer cancel()
+		c.Context = ctx
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := os.Stderr
+		os.Stderr = w
+		noteFewerSessions(c, 1, 3, errors.New("control: login: context canceled"))
+		os.Stderr = saved
+		w.Close()
+		out, _ := io.ReadAll(r)
+		said := strings.Contains(string(out), "1 of 3 sessions opened")
+		if said == interrupted {
+			t.Errorf("interrupted %v: stderr %q", interrupted, out)
+		}
+	}
+}
 
 // By default, sessions beyond the first are opened only where the files
 // they take repay their setup: many files, or big ones.

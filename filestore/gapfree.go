@@ -81,3 +81,9 @@ func (g *gapFree) recorded() bool {
 	defer g.mu.Unlock()
 	return g.wrote
 }
+
+// zeroRun is the run of zeros, aligned to its length, at which a
+// partial on a file system without holes or records is cut: a missing
+// data block of 128 KiB or more (1 MiB by default) holds one wherever
+// it starts, and data rarely does.
+const zeroRun = 64 << 10

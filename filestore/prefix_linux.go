@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"errors"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -20,21 +21,23 @@ func (t *tempFile) setPrefix(n int64) {
 }
 
 // takePrefix returns the length setPrefix recorded, if any, and removes
-// the record: what is written after it is not covered.
-func (t *tempFile) takePrefix() (int64, bool) {
+// the record: what is written after it is not covered. none says the
+// file system keeps no user extended attributes, so that no record of
+// any kind can be on the file.
+func (t *tempFile) takePrefix() (n int64, ok, none bool) {
 	var buf [24]byte
-	var n int
+	var got int
 	err := ignoringEINTR(func() error {
 		var err error
-		n, err = unix.Fgetxattr(t.fd, prefixAttr, buf[:])
+		got, err = unix.Fgetxattr(t.fd, prefixAttr, buf[:])
 		return err
 	})
 	if err != nil {
-		return 0, false
+		return 0, false, errors.Is(err, unix.ENOTSUP)
 	}
 	ignoringEINTR(func() error { return unix.Fremovexattr(t.fd, prefixAttr) })
-	v, err := strconv.ParseInt(string(buf[:n]), 10, 64)
-	return v, err == nil && v >= 0
+	v, err := strconv.ParseInt(string(buf[:got]), 10, 64)
+	return v, err == nil && v >= 0, false
 }
 
 // clearPrefix takes the record off: the file is complete, and a record

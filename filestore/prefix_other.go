@@ -8,7 +8,7 @@ import "errors"
 // hole (see prefix_linux.go).
 func (t *tempFile) setPrefix(int64) {}
 
-func (t *tempFile) takePrefix() (int64, bool) { return 0, false }
+func (t *tempFile) takePrefix() (int64, bool, bool) { return 0, false, false }
 
 func (t *tempFile) clearPrefix() {}
 

@@ -195,7 +195,7 @@ func (in *incoming) prepare(fresh bool) {
 	if !fresh {
 		// The record covers the file as it was kept; whatever this
 		// session does to it, it is not on the file any more.
-		in.recorded, in.hasRecorded = in.f.takePrefix()
+		in.recorded, in.hasRecorded, in.noRecords = in.f.takePrefix()
 		in.keptPrefix, in.kept, in.hasKept = in.f.takeKept()
 		// A leftover partial may hold data anywhere until it is
 		// truncated: no write into it may be skipped before then.
@@ -397,6 +397,10 @@ type incoming struct {
 	// when it was opened: trusted by Partial, void after a Truncate.
 	recorded    int64
 	hasRecorded bool
+	// noRecords: the partial's file system keeps no user extended
+	// attributes (exFAT, FAT), so no record can be on it, and it has no
+	// holes either: PartialKept looks for its first run of zeros.
+	noRecords bool
 	// keptPrefix and kept are what the file holds when it has gaps: data
 	// in [0, keptPrefix) and in the ranges kept (sorted, apart, past
 	// keptPrefix), nothing trusted between them. Read from the partial's
@@ -727,6 +731,22 @@ func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, e
 		// a hole was written too.
 		cut = max(cut, in.recorded)
 	}
+	var crc uint32
+	scanned := false
+	if cut == size && in.noRecords {
+		// Killed outright on a file system without holes or records
+		// (exFAT, FAT on a USB disk): a block that never arrived was
+		// filled with zeros when a later one was written, so the file
+		// is trusted up to its first aligned run of zeros (QA ad: each
+		// resume after a kill -9 sent the file again from 0, its gaps'
+		// zeros failing the prefix's check). Zeros that are data only
+		// cost sending again from there.
+		cut, crc, err = holes.DataPrefix(in.f, size, zeroRun)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		scanned = true
+	}
 	var ranges [][2]int64
 	if in.hasKept && in.keptPrefix <= size {
 		// Kept with gaps by a receiver that stopped cleanly: the prefix
@@ -774,9 +794,10 @@ func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, e
 	}
 	in.zeroFrom.Store(zeroFrom)
 	crcOf := func(off, end int64) (uint32, error) { return holes.CRC32C(in.f.fd, in.f, off, end) }
-	crc, err := crcOf(0, cut)
-	if err != nil {
-		return 0, 0, nil, err
+	if !scanned {
+		if crc, err = crcOf(0, cut); err != nil {
+			return 0, 0, nil, err
+		}
 	}
 	var kept []framing.KeptRange
 	for _, r := range ranges {

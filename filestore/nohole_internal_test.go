@@ -1,0 +1,62 @@
+package filestore
+
+import (
+	"bytes"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A partial left on exFAT by a receiver killed outright (no record: the
+// file system keeps no extended attributes; no holes: a block that never
+// came reads as the zeros the file system filled it with) resumes from
+// its first missing block, not from 0 (QA ad: each resume after a kill
+// -9 sent the whole file again, the gap's zeros failing the check of
+// the prefix).
+func TestExFATKilledPartialResumesAtItsGap(t *testing.T) {
+	mnt := mountExFAT(t)
+	const mib = 1 << 20
+	data := make([]byte, 5*mib)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	// Blocks 0, 1, 3, 4 arrived over two streams; block 2 did not.
+	f, err := os.OpenFile(filepath.Join(mnt, TempName("disk.img")), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []int{0, 1, 4, 3} {
+		if _, err := f.WriteAt(data[b*mib:(b+1)*mib], int64(b*mib)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	d, err := Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in, err := d.Create("disk.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Abort(false)
+	size, crc, err := in.Partial()
+	want := crc32.Checksum(data[:2*mib], crc32.MakeTable(crc32.Castagnoli))
+	if err != nil || size != 2*mib || crc != want {
+		t.Fatalf("Partial: %d bytes, CRC %08x, %v; want %d, %08x (the blocks before the gap)", size, crc, err, 2*mib, want)
+	}
+	if _, err := in.WriteAt(data[2*mib:], 2*mib); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Commit(time.Time{}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(mnt, "disk.img")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("disk.img: %d bytes, %v; want the %d sent", len(got), err, len(data))
+	}
+}

@@ -571,7 +571,10 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 	// found busy: the server is there, and a dial that fails now is one
 	// more wait; so too when the command is begun again after the
 	// server was lost (setupLost)
-	waiting := redialing(c.Context)
+	until, waiting := redialing(c.Context)
+	if waiting {
+		deadline = until
+	}
 	for {
 		cl, err := dialAfterThrottle(c.Context, cfg)
 		again := errors.Is(err, control.ErrServerBusy) || errors.Is(err, control.ErrServerShort) || errors.Is(err, control.ErrDroppedAtLogin) ||

@@ -35,11 +35,13 @@ func setupLoss(err error) error {
 
 type redialKey struct{}
 
-// redialing reports whether the command runs again after a setupLost:
-// its dial waits for a server that refuses connections for a moment.
-func redialing(ctx context.Context) bool {
-	v, _ := ctx.Value(redialKey{}).(bool)
-	return v
+// redialing reports whether the command runs again after a setupLost,
+// and until when: its dial waits for a server that refuses connections
+// for a moment, within the first run's --reconnect (review 54: each run
+// had a budget of its own, about twice the time in all).
+func redialing(ctx context.Context) (time.Time, bool) {
+	v, ok := ctx.Value(redialKey{}).(time.Time)
+	return v, ok
 }
 
 // againAfterSetupLoss runs action, and again while it fails with
@@ -68,7 +70,7 @@ func againAfterSetupLoss(action cli.ActionFunc) cli.ActionFunc {
 				return ctx.Err()
 			}
 			wait = min(2*wait, 5*time.Second)
-			c.Context = context.WithValue(ctx, redialKey{}, true)
+			c.Context = context.WithValue(ctx, redialKey{}, deadline)
 		}
 	}
 }

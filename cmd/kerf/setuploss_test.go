@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,10 +35,20 @@ func TestSetupLossBeginsAgain(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			calls := 0
+			var first time.Time
 			action := againAfterSetupLoss(func(ctx *cli.Context) error {
 				calls++
-				if again := redialing(ctx.Context); again != (calls > 1) {
+				until, again := redialing(ctx.Context)
+				if again != (calls > 1) {
 					t.Errorf("run %d: redialing %v", calls, again)
+				}
+				// The second run's dial waits within the first's
+				// --reconnect, not one of its own (review 54 L6).
+				if calls == 1 {
+					first = time.Now()
+				}
+				if budget := ctx.Duration(reconnectFlag.Name); again && until.After(first.Add(budget)) {
+					t.Errorf("run %d: dialling until %v, past the first run's %v", calls, until, budget)
 				}
 				if calls == 1 {
 					return setupLoss(transferErr(fmt.Errorf("destination d: making it: %w", c.err)))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kerf/auth"
+	"kerf/kermit"
 )
 
 type fakeUsers map[string]auth.User
@@ -67,3 +68,14 @@ func TestAccountGone(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A session is accountless (its skip lists share the anonymous bound)
+// for an anonymous login, not a user's.
+func TestSessionAccountless(t *testing.T) {
+	var _ kermit.Accountless = (*sessionFS)(nil)
+	for user, want := range map[string]bool{"": true, "anonymous": true, "ftp": true, "alice": false} {
+		if got := (&sessionFS{user: user}).Accountless(); got != want {
+			t.Errorf("user %q: accountless %v, want %v", user, got, want)
+		}
+	}
+}

@@ -186,6 +186,11 @@ func (f *sessionFS) userName() string {
 	return f.user
 }
 
+// Accountless reports whether the session's login has no account of its
+// own (anonymous access): its skip lists share a smaller bound
+// (kermit.Accountless).
+func (f *sessionFS) Accountless() bool { return auth.IsAnonymous(f.userName()) }
+
 // loggedIn reports whether the session has a user (the data channel is
 // offered only then).
 func (f *sessionFS) loggedIn() bool {

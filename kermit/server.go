@@ -253,6 +253,11 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			s.rw.size = 1
 		case 'S':
 			s.literalNext = false // for a REMOTE DELETE or DIRECTORY only
+			if a, ok := fsys.(Accountless); ok && s.skip == nil && s.skipPending == nil {
+				// (Fixed while the session holds sets: they count in
+				// the bounds it says.)
+				s.skipAccountless = a.Accountless()
+			}
 			var store Store = fsys
 			if err := authorize(fsys, "S"); err != nil {
 				// A kerf client may still send a read-only server its
@@ -1052,7 +1057,7 @@ func (k *skipSink) add(line string) {
 		return
 	}
 	if s.skipPending == nil {
-		s.skipPending = newSkipSet(s.skipSeed())
+		s.skipPending = newSkipSet(s.skipSeed(), s.skipAccountless)
 	}
 	s.skipPending.add(e)
 }
@@ -1067,7 +1072,7 @@ func (k *skipSink) commit() {
 		return
 	}
 	if s.skip == nil {
-		s.skip = newSkipSet(s.skipSeed())
+		s.skip = newSkipSet(s.skipSeed(), s.skipAccountless)
 	}
 	s.skip.merge(s.skipPending)
 	s.skipPending = nil

@@ -130,6 +130,7 @@ type Session struct {
 	skip, skipPending *skipSet
 	skipKey           maphash.Seed
 	skipSeeded        bool
+	skipAccountless   bool // its skip sets' (skipSet.accountless)
 	// serving: the session runs Serve; command is the one it serves
 	// now (the packet type, "G" and the letter for a generic one), for
 	// its log.

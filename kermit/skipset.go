@@ -18,7 +18,18 @@ import (
 type skipSet struct {
 	seed maphash.Seed
 	m    map[uint64]skipFile
+	// accountless: the session's login has no account of its own
+	// (anonymous); its entries count in skipInUseAccountless too.
+	accountless bool
 }
+
+// Accountless is a ServerFS that can say its session's login has no
+// account of its own (anonymous access): anyone may open such sessions,
+// so their skip lists share a bound of their own, one session's worth,
+// and cannot take all of the process's from its users' GETs (QA ah: a
+// few anonymous sessions that sent kerf-skip texts and never a GET held
+// it).
+type Accountless interface{ Accountless() bool }
 
 type skipFile struct {
 	size int64
@@ -36,11 +47,30 @@ const (
 	maxSkipName = 4096
 )
 
-// skipInUse counts the entries of every session's skip sets.
-var skipInUse atomic.Int64
+// skipInUse counts the entries of every session's skip sets, and
+// skipInUseAccountless those of sessions without an account, which may
+// hold maxSkip of them together.
+var skipInUse, skipInUseAccountless atomic.Int64
 
-func newSkipSet(seed maphash.Seed) *skipSet {
-	return &skipSet{seed: seed, m: map[uint64]skipFile{}}
+func newSkipSet(seed maphash.Seed, accountless bool) *skipSet {
+	return &skipSet{seed: seed, m: map[uint64]skipFile{}, accountless: accountless}
+}
+
+// take counts n entries (n < 0: gives them back) in the bounds; it
+// reports whether they fit.
+func (k *skipSet) take(n int64) bool {
+	if k.accountless && skipInUseAccountless.Add(n) > maxSkip && n > 0 {
+		skipInUseAccountless.Add(-n)
+		return false
+	}
+	if skipInUse.Add(n) > maxSkipAll && n > 0 {
+		skipInUse.Add(-n)
+		if k.accountless {
+			skipInUseAccountless.Add(-n)
+		}
+		return false
+	}
+	return true
 }
 
 func (k *skipSet) len() int {
@@ -59,11 +89,8 @@ func (k *skipSet) add(e framing.ListingEntry) bool {
 		return false // never matches: not worth its room
 	}
 	key := k.key(e.Name)
-	if _, dup := k.m[key]; !dup {
-		if skipInUse.Add(1) > maxSkipAll {
-			skipInUse.Add(-1)
-			return false
-		}
+	if _, dup := k.m[key]; !dup && !k.take(1) {
+		return false
 	}
 	k.m[key] = skipFile{size: e.Size, sec: e.ModTime.Unix(), nsec: int32(e.ModTime.Nanosecond()), perm: e.Mode.Perm()}
 	return true
@@ -73,7 +100,7 @@ func (k *skipSet) add(e framing.ListingEntry) bool {
 func (k *skipSet) merge(from *skipSet) {
 	for key, f := range from.m {
 		if _, dup := k.m[key]; dup {
-			skipInUse.Add(-1)
+			from.take(-1)
 		}
 		k.m[key] = f
 	}
@@ -83,7 +110,7 @@ func (k *skipSet) merge(from *skipSet) {
 // drop gives the set's entries back to the process's bound.
 func (k *skipSet) drop() {
 	if k != nil {
-		skipInUse.Add(-int64(len(k.m)))
+		k.take(-int64(len(k.m)))
 		k.m = nil
 	}
 }

@@ -55,7 +55,7 @@ func TestSkipSink(t *testing.T) {
 	// The session's bound.
 	for s.skip.len()+s.skipPending.len() < maxSkip {
 		if s.skipPending == nil {
-			s.skipPending = newSkipSet(s.skipSeed())
+			s.skipPending = newSkipSet(s.skipSeed(), false)
 		}
 		s.skipPending.m[uint64(s.skipPending.len())+1<<40] = skipFile{}
 		skipInUse.Add(1)
@@ -91,5 +91,46 @@ func TestSkipSetsCountedAndGivenBack(t *testing.T) {
 	s.dropSkip()
 	if got := skipInUse.Load() - before; got != 0 {
 		t.Fatalf("%d entries still counted after the drop", got)
+	}
+}
+
+// Sessions without an account (anonymous) hold one session's worth of
+// skip entries between them, so that they cannot take the process's
+// bound from its users (QA ah); a user's session still gets its own,
+// and what they give back is free again.
+func TestAccountlessSkipSetsShareABound(t *testing.T) {
+	before, beforeA := skipInUse.Load(), skipInUseAccountless.Load()
+	when := time.Unix(1e9, 0)
+	add := func(s *Session, name string) {
+		k := newSkipSink(s)
+		k.Write(framing.AppendListingLine(nil, framing.ListingEntry{Mode: 0o644, Size: 1, ModTime: when, Name: name}))
+		k.commit()
+	}
+	anon1, anon2, user := &Session{skipAccountless: true}, &Session{skipAccountless: true}, &Session{}
+	defer anon2.dropSkip()
+	defer user.dropSkip()
+	// The first anonymous session fills the accountless bound.
+	add(anon1, "first")
+	if !anon1.skip.take(maxSkip - 1 - (beforeA)) {
+		t.Fatal("one anonymous session could not take a session's worth")
+	}
+	add(anon2, "second")
+	if anon2.skip.len() != 0 {
+		t.Error("a second anonymous session took entries past the accountless bound")
+	}
+	add(user, "mine")
+	if user.skip.len() != 1 {
+		t.Error("a user's session was refused while anonymous sessions held their bound")
+	}
+	anon1.skip.take(-(maxSkip - 1 - beforeA))
+	anon1.dropSkip()
+	add(anon2, "second")
+	if anon2.skip.len() != 1 {
+		t.Error("the accountless bound not given back when its sessions dropped theirs")
+	}
+	anon2.dropSkip()
+	user.dropSkip()
+	if skipInUse.Load() != before || skipInUseAccountless.Load() != beforeA {
+		t.Errorf("counted after every drop: %d, %d accountless; want %d, %d", skipInUse.Load(), skipInUseAccountless.Load(), before, beforeA)
 	}
 }

@@ -102,6 +102,10 @@ func (d *Dir) MatchWalk(spec string, recursive bool, keep func(name string) bool
 			bad = targetErr // leading out: the caller says so in words
 		case target != nil && target.IsDir():
 			bad = fmt.Errorf("filestore: %s is a link to a directory (use -r)", n.rel)
+		case fi.Mode()&fs.ModeSymlink != 0 && target == nil && targetErr == nil:
+			// Not "not a regular file (a symbolic link)": its target
+			// may well be one (QA af).
+			bad = fmt.Errorf("filestore: %s is a link to a partial file (a transfer's, under way or cut off), which is not served", n.rel)
 		default:
 			bad = fmt.Errorf("filestore: %s is not a regular file (%s)", n.rel, EntryKind(fi.Mode()))
 		}

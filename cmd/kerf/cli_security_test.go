@@ -69,7 +69,10 @@ func startServe(t *testing.T, ctx context.Context, state, root string) string {
 	}
 	ended := make(chan struct{})
 	go func() {
-		served <- app.RunContext(sctx, []string{"kerf", "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "5s"})
+		// (A handshake time to spare: with 5 s, a login's password
+		// check on a machine loaded by other work outlasted it, and the
+		// server closed the connection without a word.)
+		served <- app.RunContext(sctx, []string{"kerf", "serve", "--state", state, "--root", root, "--listen", addr, "--handshake-timeout", "30s"})
 		close(ended)
 	}()
 	t.Cleanup(func() { stop(); <-ended })

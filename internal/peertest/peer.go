@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/term"
 )
 
 // Peers RequirePeer knows how to look for.
@@ -77,12 +81,17 @@ func startPeer(t testing.TB, p *Peer, cmd *exec.Cmd) *Peer {
 	if cmd.Stdout == nil {
 		cmd.Stdout = p.out
 	}
-	cmd.Stderr = p.out
+	if cmd.Stderr == nil {
+		cmd.Stderr = p.out
+	}
 	cmd.Dir = p.Dir
 	// A session (and so a process group) of its own: a timeout kills
 	// whatever the peer started, and the peer has no controlling terminal
-	// to stop on or read keyboard interrupts from.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// to stop on or read keyboard interrupts from (unless it is given
+	// one: CKermitWithConsole).
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	// Once the peer has exited, stop waiting for its output pipe after a
 	// while even if something it started still holds the pipe open.
 	cmd.WaitDelay = 5 * time.Second
@@ -268,6 +277,50 @@ func CKermitKeepingLocks(t testing.TB, dev string, script string, dir string) *P
 	cmd := exec.Command(bin, p.Script, "-Y")
 	cmd.Stdin = in
 	return startPeer(t, p, cmd)
+}
+
+// CKermitWithConsole is CKermit with a terminal of its own as its
+// console (standard input, output and error, and its controlling
+// terminal): console is the terminal's other end, on which a test types
+// what a user at C-Kermit's keyboard would (Ctrl-X to cancel a file
+// under way; the script must SET TRANSFER INTERRUPTION ON). What
+// C-Kermit shows there goes to its Output. A script that stops on an
+// error leaves C-Kermit at its prompt until the test ends.
+func CKermitWithConsole(t testing.TB, dev string, script string, dir string) (p *Peer, console *os.File) {
+	t.Helper()
+	ClearLineLock(dev)
+	t.Cleanup(func() { ClearLineLock(dev) })
+	bin := RequirePeer(t, "kermit")
+	work := t.TempDir()
+	p = &Peer{
+		Name:   "kermit",
+		Dir:    dir,
+		Script: filepath.Join(work, "peer.ksc"),
+		Log:    filepath.Join(work, "transactions.log"),
+	}
+	text := CKermitPrologue(dev, CKermitSpeed, p.Log) + strings.TrimRight(script, "\n") + "\nexit\n"
+	if err := os.WriteFile(p.Script, []byte(text), 0o644); err != nil {
+		t.Fatalf("peertest: %v", err)
+	}
+	m, s, err := pty.Open()
+	if err != nil {
+		t.Fatalf("peertest: open pty: %v", err)
+	}
+	t.Cleanup(func() { m.Close(); s.Close() })
+	// Raw, as a terminal C-Kermit reads keys from one at a time: this
+	// C-Kermit leaves it as it finds it while it runs a script, and a
+	// cooked one held a key back until a carriage return, which it
+	// takes for "send the packet again".
+	if _, err := term.MakeRaw(int(s.Fd())); err != nil {
+		t.Fatalf("peertest: raw mode on %s: %v", s.Name(), err)
+	}
+	cmd := exec.Command(bin, p.Script, "-Y")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s, s, s
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	p = startPeer(t, p, cmd)
+	out := p.out
+	go io.Copy(out, m) // (ends when the terminal closes)
+	return p, m
 }
 
 // ClearLineLock removes the UUCP lock file C-Kermit (and kerf) keep for

@@ -604,21 +604,37 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 	}
 }
 
-// dialAfterThrottle dials, and once more after the wait a kerf server
-// asks for when it did not check the login because the address failed
-// one just before (a password typed again quickly).
+// throttleBudget bounds the time a dial waits in all for a server that
+// throttles logins from this address: after a failed login there it
+// checks one at a time, and the others wait their turn (QA ak: one
+// mistyped password, anyone's, and 10 of 12 cron jobs started together
+// failed, exit 3, after a single try again).
+const throttleBudget = time.Minute
+
+// dialAfterThrottle dials, and again after each wait a kerf server asks
+// for when it did not check the login because the address failed one
+// before (a password typed again quickly, or others' logins being
+// checked in turn), within throttleBudget. A wrong password is said so,
+// not throttled, and ends it.
 func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.Client, error) {
-	cl, err := control.Dial(ctx, cfg)
-	if d, ok := throttled(err); ok {
-		fmt.Fprintf(os.Stderr, "kerf: the server throttles logins from this address after a failed one: trying again in %v\n", d.Round(100*time.Millisecond))
+	deadline := time.Now().Add(throttleBudget)
+	told := false
+	for {
+		cl, err := control.Dial(ctx, cfg)
+		d, ok := throttled(err)
+		if !ok || time.Now().Add(d).After(deadline) {
+			return cl, err
+		}
+		if !told {
+			told = true
+			fmt.Fprintf(os.Stderr, "kerf: the server throttles logins from this address after a failed one: trying again in %v\n", d.Round(100*time.Millisecond))
+		}
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		cl, err = control.Dial(ctx, cfg)
 	}
-	return cl, err
 }
 
 // password finds the password for user: --password-file, then

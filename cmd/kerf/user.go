@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,11 +20,20 @@ import (
 	"kerf/control"
 )
 
-// defaultConfigDir is os.UserConfigDir()/kerf ($XDG_CONFIG_HOME/kerf).
+// defaultConfigDir is os.UserConfigDir()/kerf ($XDG_CONFIG_HOME/kerf,
+// or ~/.config/kerf). Without HOME (a systemd unit without User=, env
+// -i, a container's entry point) the home directory is the user's in
+// the password database, as ssh finds it: the current directory took
+// the client's known hosts and key into a tree sent from it, and gave a
+// server a key of its working directory's (QA ak). Only with neither
+// is it ./kerf.
 func defaultConfigDir() string {
 	d, err := os.UserConfigDir()
 	if err != nil {
 		d = "."
+		if u, uerr := user.Current(); uerr == nil && filepath.IsAbs(u.HomeDir) {
+			d = filepath.Join(u.HomeDir, ".config")
+		}
 	}
 	return filepath.Join(d, "kerf")
 }

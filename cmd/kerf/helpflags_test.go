@@ -117,8 +117,8 @@ func TestPasswordFileNamed(t *testing.T) {
 	}
 	for _, f := range []string{filepath.Join(t.TempDir(), "nonexistent"), empty, t.TempDir()} {
 		code, err := run(context.Background(), "ls", "-u", "alice", "--password-file", f, "127.0.0.1:1/")
-		if code != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--password-file") {
-			t.Errorf("--password-file %s: exit %d, %v; want a usage error naming the flag", f, code, err)
+		if code != exitConnect || err == nil || !strings.HasPrefix(err.Error(), "--password-file") {
+			t.Errorf("--password-file %s: exit %d, %v; want 3 (no credentials), naming the flag", f, code, err)
 		}
 	}
 }

@@ -62,7 +62,7 @@ func clientKey(c *cli.Context) (*auth.Identity, string, error) {
 		return id, dir, nil
 	case errors.Is(err, os.ErrNotExist):
 		if named {
-			return nil, dir, usageErr("identity %s: no client key there (make one with `kerf key --identity %s`)", dir, dir)
+			return nil, dir, credentialsErr("identity %s: no client key there (make one with `kerf key --identity %s`)", dir, dir)
 		}
 		return nil, dir, nil
 	}

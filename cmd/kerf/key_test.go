@@ -128,13 +128,14 @@ func TestCLIKeyLogin(t *testing.T) {
 	os.WriteFile(pw, []byte("alice pw\n"), 0o600)
 	must(client(idDir, "alice", "ls", "--password-file", pw, addr)...)
 
-	// Usage errors, before connecting.
+	// No credentials: exit 3 (QA ak: 2 said the command line was
+	// wrong), before connecting.
 	runIn(client(filepath.Join(base, "nokey"), "robot", "ls", addr)...)
-	if code != exitUsage || !strings.Contains(err.Error(), "no client key there") {
+	if code != exitConnect || !strings.Contains(err.Error(), "no client key there") {
 		t.Errorf("--identity without a key: exit %d %v", code, err)
 	}
 	runIn(client("", "robot", "ls", addr)...) // the default directory has no key
-	if code != exitUsage || !strings.Contains(err.Error(), "no password for robot") {
+	if code != exitConnect || !strings.Contains(err.Error(), "no password for robot") {
 		t.Errorf("no key and no password: exit %d %v", code, err)
 	}
 	// A key others can read is not used (and then there is no password).
@@ -142,7 +143,7 @@ func TestCLIKeyLogin(t *testing.T) {
 	must("key", "--identity", loose)
 	os.Chmod(filepath.Join(loose, auth.KeyFileName), 0o644)
 	runIn(client(loose, "robot", "ls", addr)...)
-	if code != exitUsage {
+	if code != exitConnect {
 		t.Errorf("key readable by others: exit %d %v", code, err)
 	}
 	// Last, since a failure throttles the address: a key the server does

@@ -39,7 +39,16 @@ func (e *exitError) Unwrap() error { return e.err }
 func usageErr(format string, a ...any) error {
 	return &exitError{exitUsage, fmt.Errorf(format, a...)}
 }
-func connectErr(err error) error  { return &exitError{exitConnect, err} }
+func connectErr(err error) error { return &exitError{exitConnect, err} }
+
+// credentialsErr is a login this side cannot make, for want of its
+// credentials (no password and no terminal to ask on, a password file
+// or key missing): exit 3, as a login refused, not 2, which says the
+// command line is wrong (QA ak: a cron job whose secret went missing
+// exited as if mistyped, and a wrapper alerting on 3 did not fire).
+func credentialsErr(format string, a ...any) error {
+	return connectErr(fmt.Errorf(format, a...))
+}
 func transferErr(err error) error { return &exitError{exitTransfer, err} }
 
 // mayExecAgain is set by main: only the kerf program re-executes itself

@@ -646,17 +646,17 @@ func password(c *cli.Context, user, addr string, haveKey bool) (pw string, ask b
 	if f := c.String("password-file"); f != "" {
 		fh, err := os.Open(f)
 		if err != nil {
-			return "", false, usageErr("--password-file: %v", err)
+			return "", false, credentialsErr("--password-file: %v", err)
 		}
 		defer fh.Close()
 		line, err := readLine(fh)
 		if errors.Is(err, io.EOF) || err == nil && line == "" {
 			// An empty first line would go as an empty password, and
 			// fail as a wrong one, counted against this address (QA).
-			return "", false, usageErr("--password-file %s: its first line, the password, is empty", f)
+			return "", false, credentialsErr("--password-file %s: its first line, the password, is empty", f)
 		}
 		if err != nil {
-			return "", false, usageErr("--password-file: reading %s: %v", f, err)
+			return "", false, credentialsErr("--password-file: reading %s: %v", f, err)
 		}
 		return line, false, nil
 	}
@@ -667,7 +667,7 @@ func password(c *cli.Context, user, addr string, haveKey bool) (pw string, ask b
 		return "", false, nil
 	}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return "", false, usageErr("no password for %s: use --password-file or KERF_PASSWORD, or log in with a client key (kerf key)", user)
+		return "", false, credentialsErr("no password for %s: use --password-file or KERF_PASSWORD, or log in with a client key (kerf key)", user)
 	}
 	return "", true, nil
 }

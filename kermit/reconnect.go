@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -231,6 +233,14 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		// its data connections: this side's may not have seen the
 		// close yet.
 		return s.linkErr != nil || s.dataFailsWithin(ctx, time.Until(then))
+	case errors.As(err, new(*LinkError)):
+		return true // (a serial line's read error is a *fs.PathError too)
+	case errors.As(err, new(*fs.PathError)), errors.As(err, new(*os.LinkError)):
+		// This side's own files failed: a disk full or over its quota
+		// as a batch was named. A successor would meet it again (QA aj:
+		// a GET took it for a loss, and logged in 21 times in two
+		// minutes, each failing so).
+		return false
 	}
 	return true
 }

@@ -2,8 +2,10 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 	"testing"
 )
 
@@ -17,6 +19,8 @@ func TestClearErrDropsSyscallNames(t *testing.T) {
 		{&fs.PathError{Op: "statat", Path: "sub/x.bin", Err: fs.ErrNotExist}, "kerf: sub/x.bin: file does not exist"},
 		{&os.LinkError{Op: "renameat", Old: "a", New: "b", Err: fs.ErrPermission}, "kerf: a -> b: permission denied"},
 		{errors.New("filestore: a exists and is not a regular file"), "filestore: a exists and is not a regular file"},
+		// What was added after the cause stays (QA aj: the inode hint).
+		{fmt.Errorf("filestore: %w (the file system has no inodes left)", &fs.PathError{Op: "openat", Path: "f", Err: syscall.ENOSPC}), "kerf: f: no space left on device (the file system has no inodes left)"},
 	} {
 		got := clearErr(tc.in, "x")
 		if got.Error() != tc.want {

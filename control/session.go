@@ -826,11 +826,23 @@ func clearErr(err error, name string) error {
 	var le *os.LinkError
 	switch {
 	case errors.As(err, &pe):
-		return fmt.Errorf("kerf: %s: %w", pe.Path, pe.Err)
+		return fmt.Errorf("kerf: %s: %w%s", pe.Path, pe.Err, saidAfter(err, pe))
 	case errors.As(err, &le):
-		return fmt.Errorf("kerf: %s -> %s: %w", le.Old, le.New, le.Err)
+		return fmt.Errorf("kerf: %s -> %s: %w%s", le.Old, le.New, le.Err, saidAfter(err, le))
 	}
 	return err
+}
+
+// saidAfter is what err says after inner's words: an explanation
+// added around it ("(the file system has no inodes left ...)"), which
+// the client needs as much as the cause (QA aj: an upload to a server
+// out of inodes was told only "no space left on device").
+func saidAfter(err, inner error) string {
+	msg, in := err.Error(), inner.Error()
+	if i := strings.LastIndex(msg, in); i >= 0 {
+		return msg[i+len(in):]
+	}
+	return ""
 }
 
 // BeginBatch and EndBatch pass a received group's fsync batching on to

@@ -2,10 +2,12 @@ package filestore
 
 import (
 	"bytes"
+	"errors"
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -58,5 +60,59 @@ func TestExFATKilledPartialResumesAtItsGap(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(mnt, "disk.img")); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("disk.img: %d bytes, %v; want the %d sent", len(got), err, len(data))
+	}
+}
+
+// A partial whose cut fails (a file system over its quota refuses even
+// a truncate) is kept as it is, with no record of its length, and the
+// next resume finds its data again up to its first hole (QA aj: it was
+// removed, and a resume sent 9 MiB again from 0).
+func TestUncutPartialIsKept(t *testing.T) {
+	root := t.TempDir()
+	d, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const mib = 1 << 20
+	data := make([]byte, 3*mib)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	in, err := d.Create("q.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := in.Partial(); err != nil {
+		t.Fatal(err)
+	}
+	// Blocks 0 and 2 came; 1 did not.
+	in.WriteAt(data[:mib], 0)
+	in.WriteAt(data[2*mib:], 2*mib)
+	defer func(was func(int, int64) error) { ftruncate = was }(ftruncate)
+	ftruncate = func(int, int64) error { return syscall.EDQUOT }
+	kp := in.(interface {
+		KeepRanges(int64, [][2]int64) (int64, error)
+	})
+	if _, err := kp.KeepRanges(mib, nil); !errors.Is(err, syscall.EDQUOT) {
+		t.Fatalf("KeepRanges with the cut refused: %v", err)
+	}
+	if err := in.Abort(true); err != nil {
+		t.Fatal(err)
+	}
+	ftruncate = syscall.Ftruncate
+	if fi, err := os.Stat(filepath.Join(root, TempName("q.bin"))); err != nil || fi.Size() != 3*mib {
+		t.Fatalf("the uncut partial: %v, %v; want it kept whole, 3 MiB", fi, err)
+	}
+	in, err = d.Create("q.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Abort(false)
+	size, crc, err := in.Partial()
+	want := crc32.Checksum(data[:mib], crc32.MakeTable(crc32.Castagnoli))
+	if err != nil || size != mib || crc != want {
+		t.Errorf("resumed from %d bytes (CRC %08x, %v); want the %d before the gap (%08x)", size, crc, err, mib, want)
 	}
 }

@@ -912,6 +912,12 @@ func (in *incoming) Truncate(size int64) error {
 		return nil
 	}
 	if err := in.f.truncate(size); err != nil {
+		// Not cut (a file system over its quota refuses even that, a
+		// copy-on-write one needing room to change a file): what the
+		// file holds is not known to be whole any more, and no record
+		// may say so; kept as it is, a resume finds its prefix again
+		// from its first hole (QA aj: the partial was removed).
+		in.prepared, in.hasRecorded, in.kept, in.hasKept = false, false, nil, false
 		return err
 	}
 	in.zeroFrom.Store(size) // nothing beyond it now

@@ -120,17 +120,19 @@ func (t *tempFile) firstHole(size int64) int64 {
 }
 
 func (t *tempFile) truncate(size int64) error {
-	if err := ignoringEINTR(func() error { return unix.Ftruncate(t.fd, size) }); err != nil {
+	if err := ignoringEINTR(func() error { return ftruncate(t.fd, size) }); err != nil {
 		return t.err("truncate", err)
 	}
 	return nil
 }
 
 // fchmod and fchmodat are unix's, or a test's that refuses modes as
-// some file systems do (modeRefused).
+// some file systems do (modeRefused); ftruncate unix's, or a test's
+// that refuses a cut as a file system over its quota does.
 var (
-	fchmod   = unix.Fchmod
-	fchmodat = unix.Fchmodat
+	fchmod    = unix.Fchmod
+	fchmodat  = unix.Fchmodat
+	ftruncate = unix.Ftruncate
 )
 
 func (t *tempFile) chmod(perm fs.FileMode) error {

@@ -60,8 +60,10 @@ type reporter struct {
 	// (kermit.FromReceiver), not this side's.
 	receiverRefused bool
 	// errLines counts the failed files given a line; errHidden those
-	// past maxErrLines, told as a count at the end.
+	// past maxErrLines, told as a count at the end. lined: the names
+	// given one, which saidAbove may point back to.
 	errLines, errHidden int
+	lined               map[string]bool
 	// serving: a server's reporter, for its whole life: every failure
 	// gets its line (an operator reads them as they come).
 	serving bool
@@ -581,6 +583,10 @@ func (r *reporter) event(e kermit.Event) {
 				r.bar.Clear()
 			}
 			fmt.Fprintf(r.out, "kerf: %s: %s\n", printable(e.Name), printable(plainWords(msg)))
+			if r.lined == nil {
+				r.lined = map[string]bool{}
+			}
+			r.lined[e.Name] = true
 		} else {
 			r.errHidden++
 		}
@@ -796,7 +802,10 @@ func (r *reporter) saidAbove(err error) error {
 	defer r.mu.Unlock()
 	text := err.Error()
 	for _, name := range r.failed {
-		if said := r.failedNow[name]; said != "" && strings.HasSuffix(said, text) {
+		// (Only a line shown: past maxErrLines, the file that ended
+		// the transfer may have had none, and "the reason said above"
+		// pointed at nothing; QA aj.)
+		if said := r.failedNow[name]; said != "" && r.lined[name] && strings.HasSuffix(said, text) {
 			return &saidError{err, name}
 		}
 	}

@@ -603,3 +603,21 @@ func TestReporterKeptRangesCountOnlyWhenThisRunMovedThem(t *testing.T) {
 		}
 	}
 }
+
+// The error that ended a transfer is shortened to "said above" only
+// where a file's line said it: past maxErrLines the file it ended in
+// may have had none, and the reason was never shown (QA aj).
+func TestSaidAboveOnlyWhenShown(t *testing.T) {
+	why := errors.New("kermit: filestore: completing d/f: linkat (unnamed file) d/f: disk quota exceeded")
+	for _, n := range []int{3, maxErrLines + 10} {
+		r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+		for i := range n - 1 {
+			r.event(kermit.Event{Kind: kermit.FileFailed, Name: fmt.Sprintf("d/f%d", i), Err: errors.New("not saved")})
+		}
+		r.event(kermit.Event{Kind: kermit.FileFailed, Name: "d/last", Err: why})
+		got := r.saidAbove(why).Error()
+		if shown := n <= maxErrLines; (got == why.Error()) == shown {
+			t.Errorf("%d files failed: the end says %q", n, got)
+		}
+	}
+}

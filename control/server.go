@@ -255,7 +255,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.ql = ql
 		data = datachan.JoinListeners(data, ql)
 	}
-	s.dl = datachan.NewListener(data, nil, datachan.WithHandshakeTimeout(cfg.HandshakeTimeout))
+	s.dl = datachan.NewListener(data, nil, datachan.WithHandshakeTimeout(cfg.HandshakeTimeout), datachan.WithLog(cfg.Log))
 	if s.ql != nil {
 		// A QUIC connection holds a slot until its first stream, so
 		// only peers some session's token awaits may make one.

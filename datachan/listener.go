@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type Listener struct {
 	strangerSlots    chan struct{} // handshakes beyond what tokens await
 	refused          atomic.Int64
 	wg               sync.WaitGroup // accept loop and handshakes
+	log              *slog.Logger   // nil: says nothing
 
 	mu          sync.Mutex
 	closed      bool
@@ -43,6 +45,14 @@ type Listener struct {
 
 // ListenerOption configures a Listener.
 type ListenerOption func(*Listener)
+
+// WithLog has the listener say, at warn, when it cannot accept
+// connections (out of open files) and when it can again, as the control
+// listener does: a server under a low RLIMIT_NOFILE failed its clients'
+// data connections without a word (QA aj).
+func WithLog(log *slog.Logger) ListenerOption {
+	return func(l *Listener) { l.log = log }
+}
 
 // WithHandshakeTimeout sets how long a new connection has to complete the
 // TLS handshake (if any) and send its hello. The default is
@@ -243,9 +253,15 @@ func (l *Listener) acceptLoop() {
 				return
 			}
 			// Out of file descriptors and the like: wait and retry.
+			if backoff == 0 && l.log != nil {
+				l.log.Warn("cannot accept data connections; trying again", "err", err)
+			}
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			time.Sleep(backoff)
 			continue
+		}
+		if backoff > 0 && l.log != nil {
+			l.log.Warn("accepting data connections again")
 		}
 		backoff = 0
 		CapRTO(c)

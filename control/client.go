@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -149,6 +150,9 @@ type ClientConfig struct {
 	// this time, not the kernel's minute or two. Zero means
 	// DefaultConnectTimeout; negative, the kernel's.
 	ConnectTimeout time.Duration
+	// HandshakeTimeout bounds the TLS handshake that follows (zero: 15
+	// s): a server that takes the connection and never answers.
+	HandshakeTimeout time.Duration
 
 	beforeDataDial func(addr string, tok datachan.Token) // tests
 }
@@ -315,7 +319,8 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		flight := &firstFlight{Conn: cl.conn}
 		tc := tls.Client(flight, conf)
 		// A plain Kermit peer never answers a ClientHello: give up.
-		hctx, cancel := context.WithTimeout(ctx, clientHandshakeTimeout)
+		hsTimeout := cmp.Or(cfg.HandshakeTimeout, clientHandshakeTimeout)
+		hctx, cancel := context.WithTimeout(ctx, hsTimeout)
 		err := tc.HandshakeContext(hctx)
 		roundTrip = flight.roundTrip()
 		cancel()
@@ -349,7 +354,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 				// Silence: a plain Kermit peer waits for a packet, but
 				// so does a kerf server that is stopped or swamped (QA:
 				// only the first was said).
-				return nil, fmt.Errorf("control: TLS handshake with %s: no answer in %v: the server is not answering (stopped, overloaded) or is not a kerf server (a plain Kermit peer needs --classic): %w", addr, clientHandshakeTimeout, err)
+				return nil, fmt.Errorf("control: TLS handshake with %s: no answer in %v: the server is not answering (stopped, overloaded) or is not a kerf server (a plain Kermit peer needs --classic): %w", addr, hsTimeout, err)
 			}
 			return nil, fmt.Errorf("control: TLS handshake with %s: %w", addr, err)
 		}

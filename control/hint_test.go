@@ -59,3 +59,18 @@ func TestSilentServerSaidNotAnswering(t *testing.T) {
 		t.Fatalf("dial of a silent server: %v, want it said not answering", err)
 	}
 }
+
+// A handshake bound given (kerf's --connect-timeout) is the one waited
+// for, not the default 15 s (QA ak).
+func TestHandshakeTimeoutGiven(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := control.ClientConfig{Addr: ln.Addr().String(), User: "u", Password: "p", VerifyHost: pin("sha256:none"), HandshakeTimeout: 300 * time.Millisecond}
+	_, err = control.Dial(ctxT(t), cfg)
+	if err == nil || !strings.Contains(err.Error(), "no answer in 300ms") {
+		t.Fatalf("dial of a silent server: %v, want no answer in the 300ms given", err)
+	}
+}

@@ -113,7 +113,7 @@ var connFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "accept-new-host-key", Usage: "pin the key of a server seen for the first time without asking"},
 	&cli.BoolFlag{Name: "accept-changed-host-key", Usage: "replace the pinned key of a server whose key changed (only after checking the new fingerprint)"},
 	&cli.DurationFlag{Name: "idle-timeout", Value: control.DefaultIdleTimeout, Usage: "give up on a server that sends nothing and takes no data for this long while this side waits on it (a host frozen or cut off); what was under way is kept for --resume (0: wait for ever)"},
-	&cli.DurationFlag{Name: "connect-timeout", Value: control.DefaultConnectTimeout, Usage: "give up on a connection to the server not made in this long (a host down, or a firewall dropping it; 0: the system's, a minute or two)"},
+	&cli.DurationFlag{Name: "connect-timeout", Value: control.DefaultConnectTimeout, Usage: "give up on a connection to the server not made in this long (a host down, or a firewall dropping it; 0: the system's, a minute or two), and, when given, on a TLS handshake not done in this long (otherwise 15 s: a server stopped, or not a kerf server)"},
 }
 
 // clientFlags are those of send and get: the data path's and connFlags.
@@ -452,6 +452,11 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		PathOpts: opts, RateLimit: limit, IdleTimeout: idle, ConnectTimeout: connect, Compress: c.Bool("compress"), Congestion: c.String("congestion"), QUIC: c.Bool("quic"),
 		Addr: addr, Streams: streams, Classic: c.Bool("classic"), InBand: c.Bool("in-band"), Log: clientLogger(c),
 		Kermit: kermitConfig(c), User: user, Password: pw, PlainData: c.Bool("plain-data"),
+	}
+	if c.IsSet("connect-timeout") && connect > 0 {
+		// Given, it bounds the TLS handshake too (QA ak: 15 s whatever
+		// it said).
+		cfg.HandshakeTimeout = connect
 	}
 	var hostErr error // the server's key refused (a "no" at the prompt, say)
 	cfg.VerifyHost = func(addr, fp string) error {

@@ -312,12 +312,16 @@ func checkGlobalFlags(c *cli.Context) error {
 }
 
 // unknownCommand is the action of kerf and of its command groups (user,
-// serial, ...): with no word after it, the help; with one that names no
-// command, a usage error (exit 2), not cli's "No help topic" (exit 3,
-// which says "could not connect" to a script).
+// serial, ...): with no word after it, the help, and a usage error (exit
+// 2: a script whose $CMD came out empty did nothing, and succeeded; QA
+// ak); with one that names no command, a usage error too, not cli's "No
+// help topic" (exit 3, which says "could not connect" to a script).
 func unknownCommand(c *cli.Context) error {
 	if c.NArg() == 0 {
-		return cli.ShowSubcommandHelp(c)
+		if err := cli.ShowSubcommandHelp(c); err != nil {
+			return err
+		}
+		return usageErr("no command given (see %s --help)", strings.Join(commandPath(c), " "))
 	}
 	return usageErr("no command %q (see %s --help)", c.Args().First(), strings.Join(commandPath(c), " "))
 }

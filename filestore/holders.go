@@ -42,6 +42,32 @@ const (
 	releaseWait = 5 * time.Second
 )
 
+// holderCounts counts the Holders whose Dirs wait for a partial another
+// holds (waitForHolder), safe for concurrent use.
+type holderCounts struct {
+	mu sync.Mutex
+	n  map[Holder]int
+}
+
+var waitingHolders holderCounts
+
+func (c *holderCounts) add(h Holder, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[Holder]int{}
+	}
+	if c.n[h] += n; c.n[h] <= 0 {
+		delete(c.n, h)
+	}
+}
+
+func (c *holderCounts) has(h Holder) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[h] > 0
+}
+
 // holderWatch is what a Dir has seen of another session holding a
 // partial it wants.
 type holderWatch struct {
@@ -95,6 +121,14 @@ func holderOf(f *tempFile) Holder {
 // briefly (busyGrace over the Dir's life: a killed client's session the
 // server is about to see end), as before take-overs.
 func (d *Dir) waitForHolder(h Holder, rel string) bool {
+	// What this Dir holds committed in a batch goes to its names first:
+	// another session may be waiting for one of them as this one waits
+	// for its (two clients sending the same names in opposite orders:
+	// each held what the other wanted, both waited out TakeOverAfter,
+	// and both were taken over; QA ai).
+	if len(d.pending) > 0 || d.flushing != nil {
+		d.flushPending()
+	}
 	if h != nil && h != d.Holder && d.TakeOverAfter > 0 {
 		if wait, decided := d.watchHolder(h, rel); decided {
 			return wait
@@ -135,7 +169,12 @@ func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 	}
 	moved := h.LastMoved()
 	now := time.Now()
-	if !w.first.IsZero() && moved.After(w.lastMoved) {
+	if !w.first.IsZero() && moved.After(w.lastMoved) || waitingHolders.has(h) {
+		// It moved, or it waits for a partial itself (another
+		// session's, maybe this one's: a cycle of two live sessions,
+		// neither of which would ever move): it works, and this one is
+		// refused after the grace, as two live sessions sending one
+		// name are.
 		w.working = true
 		return false, false
 	}

@@ -207,7 +207,7 @@ func (in *incoming) prepare(fresh bool) {
 // file rel, named base in the directory dir, and locks it: the
 // directory handle it returns is held for the file.
 func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFile, fresh bool, err error) {
-	var reopened bool
+	var reopened, waiting bool
 	for renamed := 0; ; {
 		if h, err = d.openDir(dir, true); err != nil {
 			return nil, nil, false, err // (openDir's say filestore)
@@ -240,6 +240,14 @@ func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFil
 				// off) and whose end the server has not seen yet. Open
 				// afresh after the wait: the holder may rename or
 				// remove the partial.
+				if !waiting && d.Holder != nil {
+					// Seen waiting by another's watch, until Create
+					// returns: a holder that waits is at work, not
+					// silent (waitForHolder).
+					waiting = true
+					waitingHolders.add(d.Holder, 1)
+					defer waitingHolders.add(d.Holder, -1)
+				}
 				if d.waitForHolder(holder, rel) {
 					continue
 				}

@@ -2,6 +2,7 @@ package filestore_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -157,5 +158,75 @@ func TestCreateWaitEndsWithItsSession(t *testing.T) {
 	}
 	if n := len(h.whys()); n != 0 {
 		t.Errorf("the holder was released %d times by a session that had ended", n)
+	}
+}
+
+// Two live sessions that each hold a file the other wants next (two
+// clients sending the same names in opposite orders) do not wait out
+// TakeOverAfter and take each other over (QA ai: 60 s, then both
+// clients were cut off). Files committed in a batch go to their names
+// before a wait, so both go on; files under way make each a holder at
+// work, so each is refused busy after the grace, as two live sessions
+// sending one name are.
+func TestHolderCycleIsNoTakeOver(t *testing.T) {
+	for _, committed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("committed=%v", committed), func(t *testing.T) {
+			root := t.TempDir()
+			start := time.Now()
+			silent := func() time.Time { return start } // neither moves while it waits
+			var dirs [2]*filestore.Dir
+			var holders [2]*fakeHolder
+			for i := range dirs {
+				d, err := filestore.Open(root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { d.Close() })
+				holders[i] = &fakeHolder{lastMoved: silent, stuck: true}
+				d.Holder, d.TakeOverAfter = holders[i], 3*time.Second
+				d.BeginBatch()
+				dirs[i] = d
+			}
+			names := [2]string{"x.bin", "y.bin"}
+			for i, d := range dirs {
+				in, err := d.Create(names[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				in.WriteAt([]byte(names[i]), 0)
+				if committed {
+					if err := in.Commit(time.Time{}, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					t.Cleanup(func() { in.Abort(true) })
+				}
+			}
+			var wg sync.WaitGroup
+			var errs [2]error
+			for i, d := range dirs {
+				wg.Go(func() {
+					in, err := d.Create(names[1-i]) // the other's
+					if errs[i] = err; err == nil {
+						in.Abort(false)
+					}
+				})
+			}
+			wg.Wait()
+			for i := range dirs {
+				if n := len(holders[i].whys()); n != 0 {
+					t.Errorf("session %d, live, was taken over %d times: %q", i, n, holders[i].whys())
+				}
+				switch {
+				case committed && errs[i] != nil:
+					t.Errorf("session %d: %v; want the other's committed file let go", i, errs[i])
+				case !committed && !errors.Is(errs[i], filestore.ErrBusy):
+					t.Errorf("session %d: %v; want ErrBusy", i, errs[i])
+				}
+			}
+			for _, d := range dirs {
+				d.EndBatch()
+			}
+		})
 	}
 }

@@ -44,6 +44,16 @@ func NewXferLog(w io.Writer) *XferLog {
 	return &XferLog{w: w, Service: "kerf", Now: time.Now}
 }
 
+// Swap has the log write to w from the next line on, and returns the
+// writer it had (for a log reopened after its file was rotated).
+func (l *XferLog) Swap(w io.Writer) io.Writer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.w
+	l.w = w
+	return old
+}
+
 // XferEntry is one xferlog line.
 type XferEntry struct {
 	Time       time.Time     // when the transfer ended (current-time), in Time's location

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -799,12 +800,14 @@ func serveCommand() *cli.Command {
 			}
 			var xl *control.XferLog
 			if p := c.String("xferlog"); p != "" {
-				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+				f, err := openXferlog(p)
 				if err != nil {
 					return usageErr("xferlog: %v", err)
 				}
-				defer f.Close()
 				xl = control.NewXferLog(f)
+				defer func() { xl.Swap(io.Discard).(io.Closer).Close() }()
+				reopenXferlog.Store(&xferlogReopener{path: p, log: xl})
+				defer reopenXferlog.Store(nil)
 			}
 			srv, err := control.NewServer(control.ServerConfig{
 				XferLog: xl, PathOpts: opts, RateLimit: limit,
@@ -910,7 +913,37 @@ func drained(ctx context.Context, srv *control.Server, grace time.Duration) cont
 // users file is read at every login, and clients pin the key, not the
 // certificate.
 func serveHangup() {
+	if r := reopenXferlog.Load(); r != nil {
+		if err := r.reopen(); err != nil {
+			fmt.Fprintf(os.Stderr, "kerf: SIGHUP: still serving; reopening the xferlog %s: %v (its lines go to the file open before)\n", r.path, err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "kerf: SIGHUP: still serving; the xferlog %s reopened (the users file is read at every login); SIGTERM or SIGINT stops the server\n", r.path)
+		return
+	}
 	fmt.Fprintln(os.Stderr, "kerf: SIGHUP: still serving; nothing to reload (the users file is read at every login); SIGTERM or SIGINT stops the server")
+}
+
+// reopenXferlog is the running server's --xferlog, which a SIGHUP opens
+// again by its name: a log rotated (renamed, as logrotate does) was
+// written on under its old name, for ever (QA ai).
+var reopenXferlog atomic.Pointer[xferlogReopener]
+
+type xferlogReopener struct {
+	path string
+	log  *control.XferLog
+}
+
+func (r *xferlogReopener) reopen() error {
+	f, err := openXferlog(r.path)
+	if err != nil {
+		return err
+	}
+	return r.log.Swap(f).(io.Closer).Close()
+}
+
+func openXferlog(p string) (*os.File, error) {
+	return os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 }
 
 // hasTerminal reports whether this process has a controlling terminal,

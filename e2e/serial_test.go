@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -244,8 +245,20 @@ func TestSerialReceiveRetriesWhenSenderGoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := line.Write(append(s, '\r')); err != nil {
-		t.Fatal(err)
+	// Again until the receiver answers it: it empties the line as it
+	// opens it, and an S written before went with what it found there.
+	answered := false
+	buf := make([]byte, 256)
+	for try := 0; try < 20 && !answered; try++ {
+		if _, err := line.Write(append(s, '\r')); err != nil {
+			t.Fatal(err)
+		}
+		line.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		n, _ := line.Read(buf)
+		answered = bytes.Contains(buf[:n], []byte{framing.SOH})
+	}
+	if !answered {
+		t.Fatalf("the receiver never answered the S:\n%s", recv.out.String())
 	}
 	err = recv.wait(t)
 	var ee *exec.ExitError
@@ -392,5 +405,20 @@ func TestSerialTreeToGKermitWithoutItsDirectories(t *testing.T) {
 	}
 	for _, f := range []string{"t/a/x.bin", "t/y.bin"} {
 		sameFile(t, filepath.Join(local, f), filepath.Join(dst, f))
+	}
+}
+
+// A serial send with nothing answering on the line (no peer, or one at
+// another speed) gives up as a client that reaches no server does:
+// exit 3, saying no answer came (QA ak: exit 4, a transfer's failure).
+// A peer heard once and then silent stays exit 4
+// (TestSerialReceiveRetriesWhenSenderGoes).
+func TestSerialNoAnswerIsExit3(t *testing.T) {
+	a, _ := ptyPair(t)
+	local := t.TempDir()
+	writeFile(t, filepath.Join(local, "f.txt"), []byte("f"))
+	r := run(t, nil, local, nil, "serial", "send", "--line", a, "--retries", "2", "--timeout", "1s", "f.txt")
+	if r.code != 3 || !strings.Contains(r.stderr, "no answer from the peer") {
+		t.Errorf("serial send to nobody: %s; want exit 3, no answer", r)
 	}
 }

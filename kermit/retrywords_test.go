@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,18 +24,31 @@ func TestTooManyRetriesSaysWhy(t *testing.T) {
 		ber  float64
 		want string
 	}{
-		{"silent peer", 0, "the peer stopped answering"},
+		{"silent peer", 0, "no answer from the peer"},
+		{"peer silent after its first answer", -1, "the peer stopped answering"},
 		{"damaging line", 0.02, "the line damages too many packets"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := link(t, tc.ber, 7)
+			a, b := link(t, max(tc.ber, 0), 7)
 			cfg := kermit.DefaultConfig()
 			cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 100*time.Millisecond, 4
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if tc.ber == 0 {
+			switch {
+			case tc.ber == 0:
 				go io.Copy(io.Discard, b) // reads, never answers
-			} else {
+			case tc.ber < 0:
+				// A receiver that answers the Send-Init, then is heard
+				// no more (its line cut one way).
+				recv := kermit.NewSession(&mutedAfter{Conn: b, writes: 1}, cfg)
+				defer recv.Close()
+				store, err := filestore.Open(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer store.Close()
+				go recv.Receive(ctx, store)
+			default:
 				// A receiver whose every packet, like the sender's,
 				// arrives damaged.
 				recv := kermit.NewSession(b, cfg)
@@ -52,6 +67,29 @@ func TestTooManyRetriesSaysWhy(t *testing.T) {
 			if !errors.Is(err, kermit.ErrTooManyRetries) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("send: %v; want too many retries, %q", err, tc.want)
 			}
+			// Only a peer never heard is no answer (kerf exits 3 for
+			// it, as for a server not reached; QA ak).
+			if noAnswer := errors.Is(err, kermit.ErrNoAnswer); noAnswer != (tc.ber == 0) {
+				t.Errorf("send: %v; ErrNoAnswer %v", err, noAnswer)
+			}
 		})
 	}
+}
+
+// mutedAfter is a connection whose writes after the first few are
+// dropped: a peer that answered, then went silent.
+type mutedAfter struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+}
+
+func (m *mutedAfter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.writes <= 0 {
+		return len(p), nil
+	}
+	m.writes--
+	return m.Conn.Write(p)
 }

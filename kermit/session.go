@@ -18,6 +18,11 @@ import (
 var (
 	ErrPeerError      = errors.New("kermit: peer reported an error")
 	ErrTooManyRetries = errors.New("kermit: too many retries without progress")
+	// ErrNoAnswer matches (with ErrTooManyRetries) the retries of a
+	// session that never had a good packet from its peer: nobody there,
+	// or one at another speed or parity (kerf exits 3 for it, as for a
+	// server that cannot be reached; QA ak).
+	ErrNoAnswer = errors.New("kermit: no answer from the peer")
 	ErrCanceled       = errors.New("kermit: transfer canceled")
 	ErrProtocol       = errors.New("kermit: protocol error")
 	// ErrPeerRestarted: in the middle of a transaction the peer began a
@@ -52,6 +57,8 @@ type Session struct {
 	// taken as damage until a second comes with no good packet between
 	// (got); "" if none is pending.
 	weakE string
+	// answered: a good packet came from the peer, ever (ErrNoAnswer).
+	answered bool
 	// weakInits counts a transaction's first packets that passed only
 	// the 6-bit check while this side forces type 3, with no good packet
 	// between (got): a peer that does not force it.
@@ -867,6 +874,7 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 		}
 	} else if !p.bad {
 		s.weakE = ""
+		s.answered = true
 		if !p.weak {
 			s.weakInits = 0
 		}

@@ -1137,8 +1137,11 @@ func (s *Session) retry() error {
 			// what the peer may have said.
 			said = fmt.Sprintf("; the peer may have said %q, in a packet whose check could not be trusted", s.weakE)
 		}
+		if s.damage == 0 && !s.answered {
+			return fmt.Errorf("%w (%d timeouts in a row: %w: nothing on the line, or a peer that wants another speed, parity or start-of-packet%s)", ErrTooManyRetries, s.retries, ErrNoAnswer, said)
+		}
 		if s.damage == 0 {
-			return fmt.Errorf("%w (%d timeouts in a row: the peer stopped answering; one that never answered may want another speed, parity or start-of-packet%s)", ErrTooManyRetries, s.retries, said)
+			return fmt.Errorf("%w (%d timeouts in a row: the peer stopped answering%s)", ErrTooManyRetries, s.retries, said)
 		}
 		return fmt.Errorf("%w (%d timeouts or NAKs in a row: the line damages too many packets, or the two ends differ in speed or parity%s)", ErrTooManyRetries, s.retries, said)
 	}

@@ -96,8 +96,11 @@ func main() {
 	if errors.Is(err, kermit.ErrCtrlC) {
 		os.Exit(128 + int(syscall.SIGINT)) // Ctrl-C typed on the line (serial --stdio)
 	}
-	if loginRequired(err) {
-		os.Exit(exitConnect) // not logged in, whatever the command was
+	if loginRequired(err) || errors.Is(err, kermit.ErrNoAnswer) {
+		// Not logged in, whatever the command was; or no peer answered
+		// on the line at all, as a server that cannot be reached (QA
+		// ak: exit 4, a transfer's failure, where TCP's said 3).
+		os.Exit(exitConnect)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -23,8 +23,8 @@ var (
 	// or one at another speed or parity (kerf exits 3 for it, as for a
 	// server that cannot be reached; QA ak).
 	ErrNoAnswer = errors.New("kermit: no answer from the peer")
-	ErrCanceled       = errors.New("kermit: transfer canceled")
-	ErrProtocol       = errors.New("kermit: protocol error")
+	ErrCanceled = errors.New("kermit: transfer canceled")
+	ErrProtocol = errors.New("kermit: protocol error")
 	// ErrPeerRestarted: in the middle of a transaction the peer began a
 	// new one (an S or I: it was killed and run again, on a serial
 	// line). This one is abandoned without an E, which the peer

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +19,22 @@ func TestConfigDirWithoutHome(t *testing.T) {
 		if !filepath.IsAbs(d) {
 			t.Errorf("%s: not absolute, so under the current directory", d)
 		}
+	}
+}
+
+// A server's state directory others may write is refused before a key
+// is made in it (QA ak: a fresh private key was written there, then the
+// server refused to start).
+func TestServeRefusesUnprotectedStateFirst(t *testing.T) {
+	state, root := t.TempDir(), t.TempDir()
+	if err := os.Chmod(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	code, err := run(context.Background(), "serve", "--state", state, "--root", root, "--listen", "127.0.0.1:0")
+	if code != exitUsage || err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("serve on a world-writable state: exit %d, %v; want a usage error saying so", code, err)
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("the state directory holds %d entries (%s...): written before the refusal", len(entries), entries[0].Name())
 	}
 }

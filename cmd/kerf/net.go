@@ -771,6 +771,11 @@ func serveCommand() *cli.Command {
 			// Before anything is made or said: this may start kerf again.
 			raiseTimerSlack(c.Context, c.Duration("timer-slack"))
 			log := logger(c)
+			// Checked before a key is made there too (QA ak: a fresh
+			// key written into a world-writable directory, then refused).
+			if err := auth.CheckStateProtected(c.String("state")); err != nil {
+				return usageErr("%v", err)
+			}
 			id, err := serverIdentity(c)
 			if err != nil {
 				return err

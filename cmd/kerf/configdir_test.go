@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -36,5 +37,19 @@ func TestServeRefusesUnprotectedStateFirst(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(state); len(entries) != 0 {
 		t.Errorf("the state directory holds %d entries (%s...): written before the refusal", len(entries), entries[0].Name())
+	}
+}
+
+// An interruption before any session began says so, not that the peer
+// was told and partials kept (QA ak: said of a TLS handshake under way).
+func TestInterruptBeforeASession(t *testing.T) {
+	was := sessionBegan.Load()
+	defer sessionBegan.Store(was)
+	for _, began := range []bool{false, true} {
+		sessionBegan.Store(began)
+		msg := (&interruptError{syscall.SIGTERM, context.Canceled}).Error()
+		if before := strings.Contains(msg, "before a session"); before == began || strings.Contains(msg, "E packet") != began {
+			t.Errorf("session began %v: %q", began, msg)
+		}
 	}
 }

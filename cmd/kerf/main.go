@@ -197,9 +197,19 @@ type interruptError struct {
 	err error
 }
 
+// sessionBegan: the command reached its peer (logged in, or opened its
+// serial line), so an interruption may have a peer to tell and files
+// under way.
+var sessionBegan atomic.Bool
+
 func (e *interruptError) Error() string {
 	if errors.Is(e.err, errAtPrompt) {
 		return fmt.Sprintf("interrupted (%v) at a prompt", e.sig)
+	}
+	if !sessionBegan.Load() {
+		// (QA ak: an E packet and partials were spoken of while the
+		// TLS handshake went on.)
+		return fmt.Sprintf("interrupted (%v) before a session with the peer began: nothing was sent or received", e.sig)
 	}
 	kept := "what came of files under way is kept for --resume (but of small ones, sent again whole)"
 	if errors.Is(e.err, errFromStdin) {

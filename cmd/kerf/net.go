@@ -627,6 +627,9 @@ func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.
 	told := false
 	for {
 		cl, err := control.Dial(ctx, cfg)
+		if err == nil {
+			sessionBegan.Store(true)
+		}
 		d, ok := throttled(err)
 		if !ok || time.Now().Add(d).After(deadline) {
 			return cl, err

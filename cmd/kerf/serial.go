@@ -164,6 +164,9 @@ func serialSession(c *cli.Context) (*kermit.Session, func(), error) {
 		k.Log = clientLogger(c)
 	}
 	link, err := serialfallback.Open(lc)
+	if err == nil {
+		sessionBegan.Store(true)
+	}
 	if err != nil {
 		return nil, nil, connectErr(err)
 	}

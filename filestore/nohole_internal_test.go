@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,5 +115,27 @@ func TestUncutPartialIsKept(t *testing.T) {
 	want := crc32.Checksum(data[:mib], crc32.MakeTable(crc32.Castagnoli))
 	if err != nil || size != mib || crc != want {
 		t.Errorf("resumed from %d bytes (CRC %08x, %v); want the %d before the gap (%08x)", size, crc, err, mib, want)
+	}
+}
+
+// A name exFAT does not take is said to be the name's fault, not a
+// missing file (QA aj: exfat-fuse answered ENOENT for a:b).
+func TestExFATRefusedNameSaysWhy(t *testing.T) {
+	mnt := mountExFAT(t)
+	d, err := Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range []string{"a:b", "q?", "star*", `quo"te`} {
+		in, err := d.Create(name)
+		if err == nil {
+			in.Abort(false)
+			t.Errorf("%s: created on exFAT", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), "takes none of") {
+			t.Errorf("%s: %v; want it said the file system does not take the name", name, err)
+		}
 	}
 }

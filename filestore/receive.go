@@ -29,8 +29,18 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if errors.Is(err, unix.ENOSPC) {
 		err = d.noInodes(err, name)
 	}
+	if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL)) && strings.ContainsAny(path.Base(name), fatForbidden) {
+		// The directory is there (made just now): the name is what the
+		// file system refused (QA aj: exfat-fuse said "no such file or
+		// directory" of a:b, which the sender has).
+		err = fmt.Errorf("%w (this file system takes none of %s in a name, as FAT and exFAT do not)", err, fatForbidden)
+	}
 	return in, leadsOutside(err, name)
 }
+
+// fatForbidden are the characters FAT and exFAT refuse in names (besides
+// control characters and /).
+const fatForbidden = `:?*<>|"\`
 
 // noInodes says so when a file could not be made for want of inodes,
 // not of space (QA ad: "no space left on device" while df showed the

@@ -87,3 +87,10 @@ func (g *gapFree) recorded() bool {
 // data block of 128 KiB or more (1 MiB by default) holds one wherever
 // it starts, and data rarely does.
 const zeroRun = 64 << 10
+
+// gapWindow is how far from a partial's end its blocks may have landed
+// out of order: what the data connections have under way at once (a
+// stream's socket buffers and blocks in flight, eight streams) is well
+// under it. A gap further back would fail the prefix's check, and the
+// file go again whole, as before.
+var gapWindow int64 = 256 << 20 // (a variable for tests)

@@ -755,11 +755,14 @@ func (in *incoming) PartialKept(most int) (int64, uint32, []framing.KeptRange, e
 		// Killed outright on a file system without holes or records
 		// (exFAT, FAT on a USB disk): a block that never arrived was
 		// filled with zeros when a later one was written, so the file
-		// is trusted up to its first aligned run of zeros (QA ad: each
+		// is trusted up to its first aligned run of zeros in its last
+		// gapWindow bytes, where blocks land out of order (QA ad: each
 		// resume after a kill -9 sent the file again from 0, its gaps'
-		// zeros failing the prefix's check). Zeros that are data only
-		// cost sending again from there.
-		cut, crc, err = holes.DataPrefix(in.f, size, zeroRun)
+		// zeros failing the prefix's check). Zeros that are data there
+		// cost sending again from them, a partial kept cleanly too: at
+		// most gapWindow (review 55: over the whole file, a disk
+		// image's first zeros decided).
+		cut, crc, err = holes.DataPrefix(in.f, size, zeroRun, size-gapWindow)
 		if err != nil {
 			return 0, 0, nil, err
 		}

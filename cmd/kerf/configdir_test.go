@@ -16,10 +16,27 @@ import (
 func TestConfigDirWithoutHome(t *testing.T) {
 	t.Setenv("HOME", "")
 	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Chdir(t.TempDir())
 	for _, d := range []string{defaultConfigDir(), defaultStateDir(), defaultKnownHosts(), defaultIdentityDir()} {
 		if !filepath.IsAbs(d) {
 			t.Errorf("%s: not absolute, so under the current directory", d)
 		}
+	}
+	// A HOME given is taken, a relative $XDG_CONFIG_HOME or not.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "relative")
+	if d := defaultConfigDir(); d != filepath.Join(home, ".config", "kerf") {
+		t.Errorf("HOME %s, XDG_CONFIG_HOME relative: %s", home, d)
+	}
+	// What an earlier kerf made in the current directory without a
+	// HOME stays in use (its server key pinned by clients; review 55).
+	t.Setenv("HOME", "")
+	if err := os.Mkdir("kerf", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if d := defaultConfigDir(); d != "kerf" {
+		t.Errorf("./kerf there, no HOME: %s, want ./kerf kept", d)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -29,14 +30,27 @@ import (
 // is it ./kerf.
 func defaultConfigDir() string {
 	d, err := os.UserConfigDir()
-	if err != nil {
-		d = "."
-		if u, uerr := user.Current(); uerr == nil && filepath.IsAbs(u.HomeDir) {
-			d = filepath.Join(u.HomeDir, ".config")
-		}
+	if err == nil {
+		return filepath.Join(d, "kerf")
 	}
-	return filepath.Join(d, "kerf")
+	if home := os.Getenv("HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, ".config", "kerf") // ($XDG_CONFIG_HOME relative: not taken)
+	}
+	if fi, err := os.Stat("kerf"); err == nil && fi.IsDir() {
+		// What a kerf before this made here: a server's key its
+		// clients have pinned, say. Kept, and said (review 55).
+		legacyConfigOnce.Do(func() {
+			fmt.Fprintln(os.Stderr, "kerf: HOME is not set: using ./kerf in the current directory, as kerf did before; move it to ~/.config/kerf (or give --state, --known-hosts, --identity), or set HOME")
+		})
+		return "kerf"
+	}
+	if u, err := user.Current(); err == nil && filepath.IsAbs(u.HomeDir) {
+		return filepath.Join(u.HomeDir, ".config", "kerf")
+	}
+	return "kerf"
 }
+
+var legacyConfigOnce sync.Once
 
 // defaultStateDir holds the server's key, certificate and users file,
 // so that `kerf user add` and `kerf serve` agree without flags.

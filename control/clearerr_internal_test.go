@@ -21,6 +21,8 @@ func TestClearErrDropsSyscallNames(t *testing.T) {
 		{errors.New("filestore: a exists and is not a regular file"), "filestore: a exists and is not a regular file"},
 		// What was added after the cause stays (QA aj: the inode hint).
 		{fmt.Errorf("filestore: %w (the file system has no inodes left)", &fs.PathError{Op: "openat", Path: "f", Err: syscall.ENOSPC}), "kerf: f: no space left on device (the file system has no inodes left)"},
+		// Another error's text after it is not: its own calls and paths.
+		{fmt.Errorf("%w: %v", &fs.PathError{Op: "openat", Path: "f", Err: syscall.EACCES}, &fs.PathError{Op: "open", Path: "/srv/state/x", Err: syscall.EIO}), "kerf: f: permission denied"},
 	} {
 		got := clearErr(tc.in, "x")
 		if got.Error() != tc.want {

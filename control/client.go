@@ -2,7 +2,6 @@ package control
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -319,7 +318,10 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		flight := &firstFlight{Conn: cl.conn}
 		tc := tls.Client(flight, conf)
 		// A plain Kermit peer never answers a ClientHello: give up.
-		hsTimeout := cmp.Or(cfg.HandshakeTimeout, clientHandshakeTimeout)
+		hsTimeout := clientHandshakeTimeout
+		if cfg.HandshakeTimeout > 0 {
+			hsTimeout = cfg.HandshakeTimeout
+		}
 		hctx, cancel := context.WithTimeout(ctx, hsTimeout)
 		err := tc.HandshakeContext(hctx)
 		roundTrip = flight.roundTrip()

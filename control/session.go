@@ -839,8 +839,14 @@ func clearErr(err error, name string) error {
 // out of inodes was told only "no space left on device").
 func saidAfter(err, inner error) string {
 	msg, in := err.Error(), inner.Error()
-	if i := strings.LastIndex(msg, in); i >= 0 {
-		return msg[i+len(in):]
+	i := strings.LastIndex(msg, in)
+	if i < 0 {
+		return ""
+	}
+	// Only words in brackets, as the store adds them: not another
+	// error's text, with its own system call and paths (review 55).
+	if more := msg[i+len(in):]; strings.HasPrefix(more, " (") && strings.HasSuffix(more, ")") {
+		return more
 	}
 	return ""
 }

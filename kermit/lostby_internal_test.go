@@ -62,6 +62,7 @@ func TestLostBy(t *testing.T) {
 		{"local disk full at naming", nil, fmt.Errorf("kermit: filestore: completing d/f: %w", &os.LinkError{Op: "linkat", Old: "(unnamed file)", New: "d/f", Err: syscall.EDQUOT}), -1, false, false},
 		{"local write failed", nil, fmt.Errorf("kermit: %w", &fs.PathError{Op: "write", Path: ".f.kerf-part", Err: syscall.ENOSPC}), -1, false, false},
 		{"serial line read error", nil, &LinkError{Op: "reading", Err: &fs.PathError{Op: "read", Path: "/dev/ttyUSB0", Err: syscall.EIO}}, -1, true, false},
+		{"a connection's error seen as a file's", nil, fmt.Errorf("kermit: %w", &fs.PathError{Op: "write", Path: "conn", Err: syscall.EPIPE}), -1, true, false},
 		// A server stopping, before any data path (QA af).
 		{"E, the server shutting down", nil, fmt.Errorf("kermit: send-init: %w", &PeerError{Msg: ShuttingDown}), -1, true, false},
 		{"name too long for a packet", nil, fmt.Errorf("kermit: %w (10001 bytes)", ErrFieldTooLong), -1, false, false},

@@ -565,7 +565,7 @@ func dirsAfterLoss(ctx context.Context, re *reconnecting, sessions []*Session, e
 	}
 	then := time.Now().Add(peerDataCloseWait) // for every session's E
 	for i, s := range sessions {
-		if !s.lostByThen(ctx, errs[i], then) {
+		if i >= len(errs) || !s.lostByThen(ctx, errs[i], then) {
 			continue
 		}
 		err := errs[i]

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -235,7 +236,7 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		return s.linkErr != nil || s.dataFailsWithin(ctx, time.Until(then))
 	case errors.As(err, new(*LinkError)):
 		return true // (a serial line's read error is a *fs.PathError too)
-	case errors.As(err, new(*fs.PathError)), errors.As(err, new(*os.LinkError)):
+	case (errors.As(err, new(*fs.PathError)) || errors.As(err, new(*os.LinkError))) && !netErrno(err):
 		// This side's own files failed: a disk full or over its quota
 		// as a batch was named. A successor would meet it again (QA aj:
 		// a GET took it for a loss, and logged in 21 times in two
@@ -243,6 +244,17 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		return false
 	}
 	return true
+}
+
+// netErrno reports whether err's cause is a network's (a reset, a
+// broken pipe, a timeout): a connection's, even wrapped as a file's.
+func netErrno(err error) bool {
+	for _, e := range []error{syscall.EPIPE, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.ECONNREFUSED, syscall.ETIMEDOUT, syscall.ENETUNREACH, syscall.EHOSTUNREACH, syscall.ENETDOWN, syscall.ENOTCONN, syscall.ESHUTDOWN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // controlLostWithin reports whether the control link's reader has met

@@ -1478,14 +1478,16 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 		dk, ok1 := s.data.(DataKeeper)
 		kp, ok2 := inc.(KeptPartial)
 		var err error
+		var prefix int64 // the data received without a gap
 		if ok1 && ok2 {
 			// What came past the prefix is kept too, for a resume
 			// to send only the gaps (capas4KeptRanges).
 			n, kept := dk.AbandonKept(cur.id)
-			size, err = kp.KeepRanges(cur.start+n, kept)
+			prefix = cur.start + n
+			size, err = kp.KeepRanges(prefix, kept)
 		} else {
-			size = cur.start + s.data.Abandon(cur.id)
-			err = inc.Truncate(size)
+			prefix = cur.start + s.data.Abandon(cur.id)
+			size, err = prefix, inc.Truncate(prefix)
 		}
 		if err != nil {
 			// Kept uncut: a resume finds where its data stops whole
@@ -1493,7 +1495,7 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 			// sender checks that prefix (QA aj: removed, a quota's
 			// partial of 9 MiB was sent again from 0).
 			s.cfg.Log.Warn("cutting partial file; kept as it is", "name", cur.name, "err", err)
-			size = cur.off
+			size = prefix
 		}
 	}
 	inc.Abort(true)

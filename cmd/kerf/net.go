@@ -631,6 +631,7 @@ func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.
 			sessionBegan.Store(true)
 		}
 		d, ok := throttled(err)
+		d = max(d, 100*time.Millisecond) // (a server's "wait 0s" is no cue to hammer it)
 		if !ok || time.Now().Add(d).After(deadline) {
 			return cl, err
 		}
@@ -813,9 +814,9 @@ func serveCommand() *cli.Command {
 					return usageErr("xferlog: %v", err)
 				}
 				xl = control.NewXferLog(f)
-				defer func() { xl.Swap(io.Discard).(io.Closer).Close() }()
-				reopenXferlog.Store(&xferlogReopener{path: p, log: xl})
-				defer reopenXferlog.Store(nil)
+				r := &xferlogReopener{path: p, log: xl}
+				reopenXferlog.Store(r)
+				defer r.close()
 			}
 			srv, err := control.NewServer(control.ServerConfig{
 				XferLog: xl, PathOpts: opts, RateLimit: limit,
@@ -940,14 +941,32 @@ var reopenXferlog atomic.Pointer[xferlogReopener]
 type xferlogReopener struct {
 	path string
 	log  *control.XferLog
+
+	mu     sync.Mutex
+	closed bool // the server has stopped: no more opening
 }
 
 func (r *xferlogReopener) reopen() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errors.New("the server has stopped")
+	}
 	f, err := openXferlog(r.path)
 	if err != nil {
 		return err
 	}
 	return r.log.Swap(f).(io.Closer).Close()
+}
+
+// close ends the log at the server's stop: a SIGHUP racing it opens
+// nothing more (review 55: it panicked on the closed log's stand-in).
+func (r *xferlogReopener) close() {
+	reopenXferlog.CompareAndSwap(r, nil)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.log.Swap(io.Discard).(io.Closer).Close()
 }
 
 func openXferlog(p string) (*os.File, error) {

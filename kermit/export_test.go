@@ -82,3 +82,10 @@ func SetDrainIdle(d time.Duration) func() {
 	drainIdle = d
 	return func() { drainIdle = old }
 }
+
+// FillAccountlessSkip counts the accountless skip bound full, as if
+// anonymous sessions held it; the returned func gives it back.
+func FillAccountlessSkip() func() {
+	skipInUseAccountless.Add(maxSkip)
+	return func() { skipInUseAccountless.Add(-maxSkip) }
+}

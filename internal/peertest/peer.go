@@ -252,19 +252,8 @@ func CKermit(t testing.TB, dev string, script string, dir string) *Peer {
 // for tests of the locks themselves (another program holding the line).
 func CKermitKeepingLocks(t testing.TB, dev string, script string, dir string) *Peer {
 	t.Helper()
-	bin := RequirePeer(t, "kermit")
-	work := t.TempDir()
-	p := &Peer{
-		Name:   "kermit",
-		Dir:    dir,
-		Script: filepath.Join(work, "peer.ksc"),
-		Log:    filepath.Join(work, "transactions.log"),
-	}
-	text := CKermitPrologue(dev, CKermitSpeed, p.Log) + strings.TrimRight(script, "\n") + "\nexit\n"
-	if err := os.WriteFile(p.Script, []byte(text), 0o644); err != nil {
-		t.Fatalf("peertest: %v", err)
-	}
-	stdin := filepath.Join(work, "stdin")
+	p, bin := ckermitScript(t, dev, script, dir)
+	stdin := filepath.Join(filepath.Dir(p.Script), "stdin")
 	if err := os.WriteFile(stdin, fmt.Appendf(nil, "exit %d\n", ckermitScriptError), 0o644); err != nil {
 		t.Fatalf("peertest: %v", err)
 	}
@@ -279,6 +268,26 @@ func CKermitKeepingLocks(t testing.TB, dev string, script string, dir string) *P
 	return startPeer(t, p, cmd)
 }
 
+// ckermitScript is a C-Kermit Peer in dir on the line dev, not started:
+// its command file, CKermitPrologue then script then "exit", written in
+// a directory of its own beside its transaction log; and the program.
+func ckermitScript(t testing.TB, dev, script, dir string) (*Peer, string) {
+	t.Helper()
+	bin := RequirePeer(t, "kermit")
+	work := t.TempDir()
+	p := &Peer{
+		Name:   "kermit",
+		Dir:    dir,
+		Script: filepath.Join(work, "peer.ksc"),
+		Log:    filepath.Join(work, "transactions.log"),
+	}
+	text := CKermitPrologue(dev, CKermitSpeed, p.Log) + strings.TrimRight(script, "\n") + "\nexit\n"
+	if err := os.WriteFile(p.Script, []byte(text), 0o644); err != nil {
+		t.Fatalf("peertest: %v", err)
+	}
+	return p, bin
+}
+
 // CKermitWithConsole is CKermit with a terminal of its own as its
 // console (standard input, output and error, and its controlling
 // terminal): console is the terminal's other end, on which a test types
@@ -290,18 +299,7 @@ func CKermitWithConsole(t testing.TB, dev string, script string, dir string) (p 
 	t.Helper()
 	ClearLineLock(dev)
 	t.Cleanup(func() { ClearLineLock(dev) })
-	bin := RequirePeer(t, "kermit")
-	work := t.TempDir()
-	p = &Peer{
-		Name:   "kermit",
-		Dir:    dir,
-		Script: filepath.Join(work, "peer.ksc"),
-		Log:    filepath.Join(work, "transactions.log"),
-	}
-	text := CKermitPrologue(dev, CKermitSpeed, p.Log) + strings.TrimRight(script, "\n") + "\nexit\n"
-	if err := os.WriteFile(p.Script, []byte(text), 0o644); err != nil {
-		t.Fatalf("peertest: %v", err)
-	}
+	p, bin := ckermitScript(t, dev, script, dir)
 	m, s, err := pty.Open()
 	if err != nil {
 		t.Fatalf("peertest: open pty: %v", err)

@@ -604,3 +604,28 @@ func TestServerTLSDoesNotResume(t *testing.T) {
 		cl.Close()
 	}
 }
+
+// A pin that cannot be written (a home not writable) is an error, or,
+// with Unsaved, said and the server trusted for now, as ssh does (QA
+// ak: a read-only HOME failed every first connection, exit 3). A
+// changed key is refused either way.
+func TestKnownHostsPinUnsaved(t *testing.T) {
+	// A directory that reads as having no such file and takes no new
+	// one, whoever asks (root too).
+	path := "/proc/self/known_hosts"
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc")
+	}
+	strict := &KnownHosts{Path: path, AcceptNew: true}
+	if err := strict.Check("h:1", "sha256:aa"); err == nil {
+		t.Error("a pin not written: no error without Unsaved")
+	}
+	var told []error
+	lenient := &KnownHosts{Path: path, AcceptNew: true, Unsaved: func(err error) { told = append(told, err) }}
+	if err := lenient.Check("h:1", "sha256:aa"); err != nil || len(told) != 1 {
+		t.Errorf("a pin not written, with Unsaved: %v, told %v", err, told)
+	}
+	if err := (&KnownHosts{Path: path, Unsaved: func(error) {}}).Check("h:1", "sha256:aa"); !errors.Is(err, ErrHostUnknown) {
+		t.Errorf("without AcceptNew: %v, want unknown", err)
+	}
+}

@@ -31,6 +31,11 @@ type KnownHosts struct {
 	// time (an interactive prompt); without it and without AcceptNew an
 	// unknown server is refused.
 	Ask func(addr, fingerprint string) bool
+	// Unsaved, if set, is told a pin that could not be written (the
+	// directory not writable: a read-only or missing home), and the
+	// server is trusted for this connection all the same, as ssh does;
+	// without it that is an error.
+	Unsaved func(err error)
 
 	mu sync.Mutex
 }
@@ -54,7 +59,7 @@ func (k *KnownHosts) Check(addr, fingerprint string) error {
 	// so the policy is applied again to what the file now holds.
 	unlock, err := lockFile(k.Path)
 	if err != nil {
-		return err
+		return k.unsaved(err)
 	}
 	defer unlock()
 	old, pins, err := k.read()
@@ -64,7 +69,16 @@ func (k *KnownHosts) Check(addr, fingerprint string) error {
 	if pin, err = k.decide(pins, addr, fingerprint, func() bool { return true }); !pin || err != nil {
 		return err
 	}
-	return writeFileAtomic(k.Path, withPin(old, addr, fingerprint), 0o600)
+	return k.unsaved(writeFileAtomic(k.Path, withPin(old, addr, fingerprint), 0o600))
+}
+
+// unsaved is err, or nil once told to Unsaved.
+func (k *KnownHosts) unsaved(err error) error {
+	if err == nil || k.Unsaved == nil {
+		return err
+	}
+	k.Unsaved(err)
+	return nil
 }
 
 // decide applies the policy to fingerprint for addr given pins: pin

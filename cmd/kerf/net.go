@@ -413,7 +413,14 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		return fail(err)
 	}
 	prompted := false // a password was typed at the prompt
-	kh := &auth.KnownHosts{Path: c.String("known-hosts"), AcceptNew: c.Bool("accept-new-host-key"), AcceptChanged: c.Bool("accept-changed-host-key")}
+	kh := &auth.KnownHosts{Path: c.String("known-hosts"), AcceptNew: c.Bool("accept-new-host-key"), AcceptChanged: c.Bool("accept-changed-host-key"),
+		Unsaved: func(err error) {
+			// As ssh: the key accepted is trusted for this connection
+			// (QA ak: a read-only HOME failed the command, exit 3).
+			unpinnedOnce.Do(func() {
+				fmt.Fprintf(os.Stderr, "kerf: the server's key is not pinned (%v): it will be asked about again\n", err)
+			})
+		}}
 	asked, atPrompt := false, false
 	if term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
 		kh.Ask = func(addr, fp string) bool {
@@ -609,6 +616,9 @@ func dialWhenFree(c *cli.Context, cfg control.ClientConfig) (*control.Client, er
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// unpinnedOnce says once that a server's key could not be pinned.
+var unpinnedOnce sync.Once
 
 // throttleBudget bounds the time a dial waits in all for a server that
 // throttles logins from this address: after a failed login there it

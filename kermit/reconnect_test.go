@@ -62,19 +62,25 @@ func TestSendReconnects(t *testing.T) {
 				t.Fatalf("send with every session lost: %v, want a successor to finish it", err)
 			}
 			cutOnceDialled(t, cuts, dials)
-			for j, n := range names {
-				want, _ := os.ReadFile(filepath.Join(src, fmt.Sprint(j)))
-				if got, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(got) != string(want) {
-					t.Errorf("%s: %d bytes, %v; want %d", n, len(got), err, len(want))
-				}
-			}
-			for _, n := range names {
-				if k := ended.ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
-					t.Errorf("%s ended %v, want done once", n, k)
-				}
-			}
+			arrivedDoneOnce(t, src, dst, names, &ended)
 			told.onceEach(t, names)
 		})
+	}
+}
+
+// arrivedDoneOnce checks that each file names[j], written by
+// reconnectFiles as src/j, arrived whole as dst/names[j] and was told
+// done once.
+func arrivedDoneOnce(t *testing.T, src, dst string, names []string, ended *endLog) {
+	t.Helper()
+	for j, n := range names {
+		want, _ := os.ReadFile(filepath.Join(src, fmt.Sprint(j)))
+		if got, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(got) != string(want) {
+			t.Errorf("%s: %d bytes, %v; want %d", n, len(got), err, len(want))
+		}
+		if k := ended.ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
+			t.Errorf("%s ended %v, want done once", n, k)
+		}
 	}
 }
 
@@ -504,15 +510,7 @@ func TestSendReconnectsMakingDirectories(t *testing.T) {
 		t.Fatalf("send with every session lost making directories: %v, want a successor to finish it", err)
 	}
 	cutOnceDialled(t, cuts, dials)
-	for j, n := range names {
-		want, _ := os.ReadFile(filepath.Join(src, fmt.Sprint(j)))
-		if got, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(got) != string(want) {
-			t.Errorf("%s: %d bytes, %v; want %d", n, len(got), err, len(want))
-		}
-		if k := ended.ended[n]; len(k) != 1 || k[0] != kermit.FileDone {
-			t.Errorf("%s ended %v, want done once", n, k)
-		}
-	}
+	arrivedDoneOnce(t, src, dst, names, &ended)
 	told.onceEach(t, names)
 	for _, d := range []string{"d0", "d0/e", "d1", "d2"} {
 		fi, err := os.Stat(filepath.Join(dst, d))

@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,11 @@ func TestNoCommandIsAUsageError(t *testing.T) {
 		if code != tc.code || len(out) == 0 {
 			t.Errorf("kerf %v: exit %d, %d bytes of output; want %d with the help", tc.args, code, len(out), tc.code)
 		}
+	}
+	// With --json, standard output is the error event alone.
+	out, err := exec.Command(kerfBin, "--json").Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), `{"event":"error"`) || strings.Count(string(out), "\n") != 1 {
+		t.Errorf("kerf --json: %v, stdout %q; want exit 2 and one error event", err, out)
 	}
 }

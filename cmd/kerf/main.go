@@ -331,8 +331,10 @@ func checkGlobalFlags(c *cli.Context) error {
 // help topic" (exit 3, which says "could not connect" to a script).
 func unknownCommand(c *cli.Context) error {
 	if c.NArg() == 0 {
-		if err := cli.ShowSubcommandHelp(c); err != nil {
-			return err
+		if !c.Bool("json") { // (with it, stdout is JSON lines: the error event alone)
+			if err := cli.ShowSubcommandHelp(c); err != nil {
+				return err
+			}
 		}
 		return usageErr("no command given (see %s --help)", strings.Join(commandPath(c), " "))
 	}

@@ -34,31 +34,29 @@ func TestTooManyRetriesSaysWhy(t *testing.T) {
 			cfg.Timeout, cfg.MinTimeout, cfg.MaxRetries = 100*time.Millisecond, 100*time.Millisecond, 4
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			// receive runs a receiver over rw until the test ends, its
+			// store closed only once it has stopped.
+			receive := func(rw net.Conn) {
+				recv := kermit.NewSession(rw, cfg)
+				store, err := filestore.Open(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan struct{})
+				go func() { defer close(done); recv.Receive(ctx, store) }()
+				t.Cleanup(func() { cancel(); recv.Close(); <-done; store.Close() })
+			}
 			switch {
 			case tc.ber == 0:
 				go io.Copy(io.Discard, b) // reads, never answers
 			case tc.ber < 0:
 				// A receiver that answers the Send-Init, then is heard
 				// no more (its line cut one way).
-				recv := kermit.NewSession(&mutedAfter{Conn: b, writes: 1}, cfg)
-				defer recv.Close()
-				store, err := filestore.Open(t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer store.Close()
-				go recv.Receive(ctx, store)
+				receive(&mutedAfter{Conn: b, writes: 1})
 			default:
 				// A receiver whose every packet, like the sender's,
 				// arrives damaged.
-				recv := kermit.NewSession(b, cfg)
-				defer recv.Close()
-				store, err := filestore.Open(t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer store.Close()
-				go recv.Receive(ctx, store)
+				receive(b)
 			}
 			send := kermit.NewSession(a, cfg)
 			defer send.Close()

@@ -785,8 +785,9 @@ func serveCommand() *cli.Command {
 			// Before anything is made or said: this may start kerf again.
 			raiseTimerSlack(c.Context, c.Duration("timer-slack"))
 			log := logger(c)
-			// Checked before a key is made there too (QA ak: a fresh
-			// key written into a world-writable directory, then refused).
+			// Checked before a key is made there (QA ak: a fresh key was
+			// written into a world-writable directory, then refused);
+			// what kerf makes there is its own, 0700 and 0600.
 			if err := auth.CheckStateProtected(c.String("state")); err != nil {
 				return usageErr("%v", err)
 			}
@@ -798,9 +799,6 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				// Refused at the start, as a state that is not protected
 				// is (the user commands' exit 4 is for a change refused).
-				return usageErr("%v", err)
-			}
-			if err := auth.CheckStateProtected(c.String("state")); err != nil {
 				return usageErr("%v", err)
 			}
 			users.Protected = true // and at every reading from now on

@@ -29,13 +29,31 @@ func (d *Dir) Create(name string) (kermit.Incoming, error) {
 	if errors.Is(err, unix.ENOSPC) {
 		err = d.noInodes(err, name)
 	}
-	if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL)) && strings.ContainsAny(path.Base(name), fatForbidden) {
+	if (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL)) && strings.ContainsAny(path.Base(name), fatForbidden) &&
+		d.atDirOf(name, fatLikeDir) {
 		// The directory is there (made just now): the name is what the
 		// file system refused (QA aj: exfat-fuse said "no such file or
 		// directory" of a:b, which the sender has).
 		err = fmt.Errorf("%w (this file system takes none of %s in a name, as FAT and exFAT do not)", err, fatForbidden)
 	}
 	return in, leadsOutside(err, name)
+}
+
+// atDirOf reports what is of the directory the file name would be in
+// (its descriptor); false if it cannot be opened.
+func (d *Dir) atDirOf(name string, is func(dirfd int) bool) bool {
+	rel, err := d.resolve(name)
+	if err != nil {
+		return false
+	}
+	h, err := d.openDir(path.Dir(rel), false)
+	if err != nil {
+		return false
+	}
+	defer d.putDir(h)
+	yes := false
+	h.atDir(d, func(dirfd int) error { yes = is(dirfd); return nil })
+	return yes
 }
 
 // fatForbidden are the characters FAT and exFAT refuse in names (besides
@@ -46,17 +64,11 @@ const fatForbidden = `:?*<>|"\`
 // not of space (QA ad: "no space left on device" while df showed the
 // disk nearly empty).
 func (d *Dir) noInodes(err error, name string) error {
-	rel, rerr := d.resolve(name)
-	if rerr != nil {
-		return err
-	}
-	h, herr := d.openDir(path.Dir(rel), false)
-	if herr != nil {
-		return err
-	}
-	defer d.putDir(h)
-	var st unix.Statfs_t
-	if h.atDir(d, func(dirfd int) error { return unix.Fstatfs(dirfd, &st) }) != nil || st.Files == 0 || st.Ffree > 0 {
+	none := d.atDirOf(name, func(dirfd int) bool {
+		var st unix.Statfs_t
+		return unix.Fstatfs(dirfd, &st) == nil && st.Files > 0 && st.Ffree == 0
+	})
+	if !none {
 		return err
 	}
 	return fmt.Errorf("%w (the file system has no inodes left: room for no more files, whatever its free space)", err)

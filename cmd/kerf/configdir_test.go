@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -68,5 +69,34 @@ func TestInterruptBeforeASession(t *testing.T) {
 		if before := strings.Contains(msg, "before a session"); before == began || strings.Contains(msg, "E packet") != began {
 			t.Errorf("session began %v: %q", began, msg)
 		}
+	}
+}
+
+// A server whose state directory is full exits 3, as one whose address
+// is in use, not 2, which says its command line is wrong (QA aj F7: a
+// service manager told not to restart on 2 gave up on it for good). On
+// a tmpfs of one page, filled (mounting it needs root).
+func TestServeOnFullStateIsNotAUsageError(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	fill, err := os.Create(filepath.Join(mnt, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := fill.Write(make([]byte, 512)); err != nil {
+			break
+		}
+	}
+	fill.Close()
+	code, err := run(context.Background(), "serve", "--state", mnt, "--root", t.TempDir(), "--listen", "127.0.0.1:0")
+	if code != exitConnect || err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("serve on a full state directory: exit %d, %v; want 3 saying no space is left", code, err)
 	}
 }

@@ -799,7 +799,7 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				// Refused at the start, as a state that is not protected
 				// is (the user commands' exit 4 is for a change refused).
-				return usageErr("%v", err)
+				return serveStartErr(err)
 			}
 			users.Protected = true // and at every reading from now on
 			// A directory too big to sort in memory is sorted in runs
@@ -819,7 +819,7 @@ func serveCommand() *cli.Command {
 			if p := c.String("xferlog"); p != "" {
 				f, err := openXferlog(p)
 				if err != nil {
-					return usageErr("xferlog: %v", err)
+					return serveStartErr(fmt.Errorf("xferlog: %w", err))
 				}
 				xl = control.NewXferLog(f)
 				r := &xferlogReopener{path: p, log: xl}
@@ -992,6 +992,22 @@ func hasTerminal() bool {
 	return true
 }
 
+// serveStartErr is the exit error of a server that could not start: 3,
+// as an address in use is, when what stopped it may pass (its state
+// directory's file system full, over quota or failing, no file or
+// memory left), so that a service manager told not to restart on 2
+// tries again; 2 otherwise, its configuration being at fault (a users
+// file it cannot read, a key it cannot parse). QA aj: a full state
+// directory exited 2, as a command mistyped.
+func serveStartErr(err error) error {
+	for _, e := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EIO, syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return connectErr(err)
+		}
+	}
+	return usageErr("%v", err)
+}
+
 // serverIdentity loads --cert/--key, or the state directory's key and
 // self-signed certificate, creating them on first start.
 func serverIdentity(c *cli.Context) (*auth.Identity, error) {
@@ -1008,7 +1024,7 @@ func serverIdentity(c *cli.Context) (*auth.Identity, error) {
 	}
 	id, created, err := auth.LoadOrCreateIdentity(c.String("state"))
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, serveStartErr(err)
 	}
 	if created {
 		fmt.Fprintf(os.Stderr, "kerf: created a server key and self-signed certificate in %s\n", c.String("state"))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A server's xferlog, renamed away as logrotate does, is opened again
@@ -31,5 +32,22 @@ func TestXferlogReopenedOnHangup(t *testing.T) {
 	cur, err := os.ReadFile(logPath)
 	if err != nil || !strings.Contains(string(old), "/before.txt") || strings.Contains(string(old), "/after.txt") || !strings.Contains(string(cur), "/after.txt") || strings.Contains(string(cur), "/before.txt") {
 		t.Errorf("rotated log:\n%s\nnew log (%v):\n%s\nwant before.txt in the first, after.txt in the second", old, err, cur)
+	}
+}
+
+// SIGQUIT prints every goroutine's stack, as Go's runtime does, and
+// exits 131 (128 + 3), not the runtime's 2, which is kerf's usage error
+// (QA ak).
+func TestQuitExits131WithStacks(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	srv.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-srv.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("kerf serve did not exit on SIGQUIT")
+	}
+	out := srv.stderr.String()
+	if code := srv.cmd.ProcessState.ExitCode(); code != 131 || !strings.Contains(out, "goroutine ") || !strings.Contains(out, "SIGQUIT") {
+		t.Errorf("on SIGQUIT: exit %d, stderr:\n%.2000s\nwant 131 and the goroutines' stacks", code, out)
 	}
 }

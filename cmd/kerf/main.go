@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -60,6 +61,7 @@ var mayExecAgain bool
 
 func main() {
 	ctx, caught := signalContext()
+	quitWithStacks()
 	stopProfiling, err := startProfiling()
 	if err != nil {
 		stopProfiling() // one that did start
@@ -179,6 +181,31 @@ func signalContext() (context.Context, func() syscall.Signal) {
 		}
 	}()
 	return ctx, func() syscall.Signal { return syscall.Signal(first.Load()) }
+}
+
+// quitWithStacks makes SIGQUIT (Ctrl-\) what it is in Go, every
+// goroutine's stack on stderr to see where a process hangs, but exit
+// 131 (128 + SIGQUIT) as a shell's other signals, not the runtime's 2,
+// which is kerf's usage error (QA ak). The peer is not told: a quit is
+// a hard stop; partials stay for --resume.
+func quitWithStacks() {
+	qc := make(chan os.Signal, 1)
+	signal.Notify(qc, syscall.SIGQUIT)
+	go func() {
+		<-qc
+		buf := make([]byte, 1<<20)
+		for {
+			n := runtime.Stack(buf, true)
+			if n < len(buf) || len(buf) >= 64<<20 {
+				buf = buf[:n]
+				break
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+		os.Stderr.Write(buf)
+		fmt.Fprintln(os.Stderr, "kerf: quit (SIGQUIT): every goroutine's stack is above")
+		os.Exit(128 + int(syscall.SIGQUIT))
+	}()
 }
 
 // laterSignal has the signals that come after the one that cancelled

@@ -863,6 +863,16 @@ func (f *sessionFS) BeginBatch() {
 	}
 }
 
+// Saved passes kermit's savedChecker on to the session's tree: after a
+// group whose save failed, the files that were saved all the same are
+// logged saved, not failed (QA aj).
+func (f *sessionFS) Saved(name string) bool {
+	f.mu.Lock()
+	d := f.dir
+	f.mu.Unlock()
+	return d != nil && d.Saved(name)
+}
+
 func (f *sessionFS) EndBatch() error {
 	f.mu.Lock()
 	d := f.dir

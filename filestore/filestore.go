@@ -186,6 +186,13 @@ type Dir struct {
 	pendingN     map[string]bool // dir + "/" + tmp of pending files
 	flushing     *flush          // a full batch being flushed in the background
 	flushErr     error           // a finished background flush's first error, for EndBatch
+
+	// notSaved holds the final names of batch files a flush failed to
+	// make durable under them (Saved): what is under such a name may
+	// be an older file. A name saved later leaves it. Flushes write it,
+	// in the background too.
+	notSavedMu sync.Mutex
+	notSaved   map[string]bool
 }
 
 // flush is a batch handed to a background goroutine.

@@ -490,8 +490,16 @@ func (in *incoming) Name() string { return in.final }
 
 // Saved reports whether the received file rel is under its final name,
 // with no temporary file of it left (kermit's savedChecker): after a
-// batch whose flush failed, the files it did rename are safe.
+// batch whose flush failed, the files it did rename are safe. One the
+// flush could not name, or whose directory it could not sync, is not,
+// whatever is under its name (an older file it failed to replace).
 func (d *Dir) Saved(rel string) bool {
+	d.notSavedMu.Lock()
+	failed := d.notSaved[rel]
+	d.notSavedMu.Unlock()
+	if failed {
+		return false
+	}
 	fi, err := d.root.Lstat(rel)
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
@@ -1257,6 +1265,11 @@ const syncWorkers = 8
 // batches each received file group and ends the batch before it
 // acknowledges the group's B packet.
 func (d *Dir) BeginBatch() {
+	// The last batch's failures have been asked about (Saved) by now:
+	// kept no longer, they cannot grow with a session's files.
+	d.notSavedMu.Lock()
+	d.notSaved = nil
+	d.notSavedMu.Unlock()
 	d.revalidateDirs()
 	d.batching = true
 }
@@ -1384,6 +1397,21 @@ func (d *Dir) flushFiles(files []*incoming) error {
 		}
 	}
 	errs = append(errs, d.syncMadeIn(synced)...)
+	dirErrs := len(errs) - len(files) // only failures are appended
+	d.notSavedMu.Lock()
+	for i, in := range files {
+		// A directory not synced leaves every name of the flush in
+		// doubt: none is said saved.
+		if errs[i] != nil || dirErrs > 0 {
+			if d.notSaved == nil {
+				d.notSaved = map[string]bool{}
+			}
+			d.notSaved[in.final] = true
+		} else {
+			delete(d.notSaved, in.final)
+		}
+	}
+	d.notSavedMu.Unlock()
 	for _, in := range files {
 		d.putDir(in.h)
 	}

@@ -36,6 +36,11 @@ type KnownHosts struct {
 	// server is trusted for this connection all the same, as ssh does;
 	// without it that is an error.
 	Unsaved func(err error)
+	// Home, if set, is a directory the pin is written under that must
+	// be there already: a home directory that does not exist (a service
+	// user's /nonexistent) is not made to hold it, as ssh does not make
+	// one for ~/.ssh (QA ak). The pin is then unsaved.
+	Home string
 
 	mu sync.Mutex
 }
@@ -57,6 +62,14 @@ func (k *KnownHosts) Check(addr, fingerprint string) error {
 	// replaced under a lock, so that no one's pin is lost. Ask is not
 	// called with the lock held (a prompt would hold up other clients),
 	// so the policy is applied again to what the file now holds.
+	if k.Home != "" {
+		if fi, err := os.Stat(k.Home); err != nil || !fi.IsDir() {
+			if err == nil {
+				err = fmt.Errorf("%s is not a directory", k.Home)
+			}
+			return k.unsaved(fmt.Errorf("auth: the home directory is not there: %w", err))
+		}
+	}
 	unlock, err := lockFile(k.Path)
 	if err != nil {
 		return k.unsaved(err)

@@ -421,6 +421,9 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 				fmt.Fprintf(os.Stderr, "kerf: the server's key is not pinned (%v): it will be asked about again\n", err)
 			})
 		}}
+	if kh.Path == defaultKnownHosts() {
+		kh.Home = configHome()
+	}
 	asked, atPrompt := false, false
 	if term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
 		kh.Ask = func(addr, fp string) bool {

@@ -52,6 +52,23 @@ func defaultConfigDir() string {
 
 var legacyConfigOnce sync.Once
 
+// configHome is the home directory the default configuration directory
+// lies under, "" when it lies under none (./kerf, $XDG_CONFIG_HOME): a
+// home that is not there is not made for a host key's pin (QA ak: root
+// with HOME=/nonexistent made it).
+func configHome() string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) || defaultConfigDir() == "kerf" {
+		return ""
+	}
+	if home := os.Getenv("HOME"); filepath.IsAbs(home) {
+		return home
+	}
+	if u, err := user.Current(); err == nil && filepath.IsAbs(u.HomeDir) {
+		return u.HomeDir
+	}
+	return ""
+}
+
 // defaultStateDir holds the server's key, certificate and users file,
 // so that `kerf user add` and `kerf serve` agree without flags.
 func defaultStateDir() string { return filepath.Join(defaultConfigDir(), "server") }

@@ -119,8 +119,9 @@ func holderOf(f *tempFile) Holder {
 // go. Any other holder, and one that moves while watched (two live
 // sessions sending one name: the second is refused), is waited for
 // briefly (busyGrace over the Dir's life: a killed client's session the
-// server is about to see end), as before take-overs.
-func (d *Dir) waitForHolder(h Holder, rel string) bool {
+// server is about to see end), as before take-overs. first: this is
+// the Create's first look.
+func (d *Dir) waitForHolder(h Holder, rel string, first bool) bool {
 	// What this Dir holds committed in a batch goes to its names first:
 	// another session may be waiting for one of them as this one waits
 	// for its (two clients sending the same names in opposite orders:
@@ -130,7 +131,7 @@ func (d *Dir) waitForHolder(h Holder, rel string) bool {
 		d.flushPending()
 	}
 	if h != nil && h != d.Holder && d.TakeOverAfter > 0 {
-		if wait, decided := d.watchHolder(h, rel); decided {
+		if wait, decided := d.watchHolder(h, rel, first); decided {
 			return wait
 		}
 	}
@@ -148,11 +149,24 @@ func (d *Dir) waitForHolder(h Holder, rel string) bool {
 // call, so a move between two looks is seen at the second). One clock,
 // the holder's: two readings of durations from two clocks took a look
 // delayed on a loaded host for a move (review).
-func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
+//
+// A holder found at work stays so for a later Create (first: its first
+// look) while it has moved since it was last looked at; one silent since
+// is watched afresh, and taken over once silent for TakeOverAfter
+// (review 55: once seen at work, it was never taken over by that Dir).
+// One released stays so.
+func (d *Dir) watchHolder(h Holder, rel string, first bool) (wait, decided bool) {
 	if d.watches == nil {
 		d.watches = map[Holder]*holderWatch{}
 	}
 	w := d.watches[h]
+	if w != nil && w.working && first {
+		if moved := h.LastMoved(); moved.After(w.lastMoved) || waitingHolders.has(h) {
+			w.lastMoved = moved
+			return false, false
+		}
+		w = nil
+	}
 	if w == nil {
 		w = &holderWatch{}
 		d.watches[h] = w
@@ -175,7 +189,7 @@ func (d *Dir) watchHolder(h Holder, rel string) (wait, decided bool) {
 		// neither of which would ever move): it works, and this one is
 		// refused after the grace, as two live sessions sending one
 		// name are.
-		w.working = true
+		w.working, w.lastMoved = true, moved
 		return false, false
 	}
 	if w.first.IsZero() {

@@ -229,7 +229,7 @@ func (in *incoming) prepare(fresh bool) {
 // file rel, named base in the directory dir, and locks it: the
 // directory handle it returns is held for the file.
 func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFile, fresh bool, err error) {
-	var reopened, waiting bool
+	var reopened, waiting, watched bool
 	for renamed := 0; ; {
 		if h, err = d.openDir(dir, true); err != nil {
 			return nil, nil, false, err // (openDir's say filestore)
@@ -270,7 +270,9 @@ func (d *Dir) openTempFile(rel, dir, base, tmp string) (h *dirHandle, f *tempFil
 					waitingHolders.add(d.Holder, 1)
 					defer waitingHolders.add(d.Holder, -1)
 				}
-				if d.waitForHolder(holder, rel) {
+				again := d.waitForHolder(holder, rel, !watched)
+				watched = true
+				if again {
 					continue
 				}
 				return nil, nil, false, d.busy(rel)

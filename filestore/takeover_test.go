@@ -230,3 +230,59 @@ func TestHolderCycleIsNoTakeOver(t *testing.T) {
 		})
 	}
 }
+
+// A holder seen at work by one Create is watched afresh by the next: a
+// session that froze since (its client cut off) is taken over then, not
+// refused busy for the rest of the watcher's session (review 55 L8).
+func TestHolderWorkingOnceIsWatchedAgain(t *testing.T) {
+	var mu sync.Mutex
+	var frozenAt time.Time
+	h := &fakeHolder{lastMoved: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if !frozenAt.IsZero() {
+			return frozenAt
+		}
+		return time.Now()
+	}}
+	root := t.TempDir()
+	d1, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d1.Close()
+	d1.Holder, d1.TakeOverAfter = h, time.Second
+	a, err := d1.Create("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Abort(true)
+	b, err := d1.Create("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.WriteAt([]byte("b's first bytes"), 0)
+	h.in = b
+	d2, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	d2.Holder, d2.TakeOverAfter = &fakeHolder{lastMoved: time.Now}, time.Second
+	// Its last move: before the watcher's last look at it.
+	last := time.Now()
+	if _, err := d2.Create("a"); !errors.Is(err, filestore.ErrBusy) {
+		t.Fatalf("Create of a, its holder at work: %v, want ErrBusy", err)
+	}
+	mu.Lock()
+	frozenAt = last
+	mu.Unlock()
+	in, err := d2.Create("b")
+	if err != nil {
+		t.Fatalf("Create of b, its holder silent since: %v, want it taken over", err)
+	}
+	defer in.Abort(false)
+	if whys := h.whys(); len(whys) != 1 || !strings.Contains(whys[0], "b") {
+		t.Errorf("the holder was released %d times (%q), want once, for b", len(whys), whys)
+	}
+}

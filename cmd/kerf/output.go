@@ -61,9 +61,9 @@ type reporter struct {
 	receiverRefused bool
 	// errLines counts the failed files given a line; errHidden those
 	// past maxErrLines, told as a count at the end. lined: the names
-	// given one, which saidAbove may point back to.
+	// given one, with what it said, which saidAbove may point back to.
 	errLines, errHidden int
-	lined               map[string]bool
+	lined               map[string]string
 	// serving: a server's reporter, for its whole life: every failure
 	// gets its line (an operator reads them as they come).
 	serving bool
@@ -584,9 +584,9 @@ func (r *reporter) event(e kermit.Event) {
 			}
 			fmt.Fprintf(r.out, "kerf: %s: %s\n", printable(e.Name), printable(plainWords(msg)))
 			if r.lined == nil {
-				r.lined = map[string]bool{}
+				r.lined = map[string]string{}
 			}
-			r.lined[e.Name] = true
+			r.lined[e.Name] = msg
 		} else {
 			r.errHidden++
 		}
@@ -805,7 +805,11 @@ func (r *reporter) saidAbove(err error) error {
 		// (Only a line shown: past maxErrLines, the file that ended
 		// the transfer may have had none, and "the reason said above"
 		// pointed at nothing; QA aj.)
-		if said := r.failedNow[name]; said != "" && r.lined[name] && strings.HasSuffix(said, text) {
+		// And only a line that said it: one whose words were changed
+		// (an interruption's, a standard output's) does not (review 55).
+		line, shown := r.lined[name]
+		if said := r.failedNow[name]; said != "" && shown && strings.HasSuffix(said, text) &&
+			strings.HasSuffix(line, strings.TrimPrefix(text, "kermit: "+name+": ")) {
 			return &saidError{err, name}
 		}
 	}

@@ -621,3 +621,19 @@ func TestSaidAboveOnlyWhenShown(t *testing.T) {
 		}
 	}
 }
+
+// "The reason said above" only where the line above said it: a line
+// whose words were changed for standard output (review 55 L6) does not
+// stand for the error that ended the transfer.
+func TestSaidAboveOnlyWhereTheLineSaidIt(t *testing.T) {
+	why := errors.New("kermit: f: the file changed while it was sent: " + kermit.NotStoredTail)
+	for _, toStdout := range []bool{false, true} {
+		var out bytes.Buffer
+		r := &reporter{out: &out, start: time.Now(), current: map[string]int64{}, toStdout: toStdout}
+		r.event(kermit.Event{Kind: kermit.FileFailed, Name: "f", Err: why})
+		got := r.saidAbove(why).Error()
+		if (got == why.Error()) != toStdout {
+			t.Errorf("to stdout %v: the line %q, then the end %q", toStdout, out.String(), got)
+		}
+	}
+}

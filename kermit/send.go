@@ -250,7 +250,7 @@ func (s *Session) sendGroup(ctx context.Context, src fileSource) (err error) {
 	}
 	s.cfg.Log.Debug("group sent", "stats", fmt.Sprintf("%+v", s.stats), "wire", s.c.written, "srtt", s.rtt.srtt, "rto", s.rtt.rto)
 	if s.cancelGroup.Load() {
-		return ErrCanceled
+		return &endedError{ErrCanceled}
 	}
 	failed = append(failed, s.groupFailed...)
 	if len(failed) > 0 {
@@ -342,6 +342,15 @@ func (s *Session) notBegun(files iter.Seq[OutgoingFile], begun []sentFile) {
 // GroupError reports files of a group that were not transferred while
 // the rest were.
 type GroupError struct{ Failed []string }
+
+// endedError is err of a transaction that ended as the protocol ends it
+// (a group canceled by its receiver, closed by its B exchange): a
+// server sends no E for it, which its client would read as the answer
+// to its next command (QA am F8).
+type endedError struct{ err error }
+
+func (e *endedError) Error() string { return e.err.Error() }
+func (e *endedError) Unwrap() error { return e.err }
 
 func (e *GroupError) Error() string {
 	return fmt.Sprintf("kermit: %d not transferred: %s", len(e.Failed), NameList(e.Failed))

@@ -109,11 +109,12 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 			}
 			var pe *PeerError
 			var ge *GroupError
+			var ee *endedError
 			switch {
 			case errors.As(err, &pe), errors.Is(err, ErrPeerRestarted):
 				// (A restarted client's packet is read next, as its
 				// new command.)
-			case errors.As(err, &ge):
+			case errors.As(err, &ge), errors.As(err, &ee):
 				// A GET whose group ended with B: the transaction is
 				// over, and its files' failures were told per file (a
 				// refusal is the client's own; an unreadable file is

@@ -2,6 +2,7 @@ package kermit_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"kerf/filestore"
 	"kerf/framing"
@@ -375,5 +377,38 @@ func TestPacketProgressCarriesOffset(t *testing.T) {
 		if len(offs) == 0 || slices.ContainsFunc(offs, func(o int64) bool { return o != 120_000 }) {
 			t.Errorf("%s's progress offsets: %v; want each 120000", side, offs)
 		}
+	}
+}
+
+// A dual-channel Z whose CRC-32C is no hexadecimal number (a third
+// party's "C0x..."), is a protocol error saying so, not a mismatch of a
+// file that "changed while it was sent" (QA am F7).
+func TestDualZWithBadCRCIsAProtocolError(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"z.bin", randomBytes(100_000, 7)}})
+	a, b := link(t, 0, 1)
+	a = &rewritingConn{Conn: a, rewrite: func(p framing.Packet, chk framing.CheckType) (framing.Packet, framing.CheckType, bool) {
+		if p.Type == 'Z' && len(p.Data) > 1 && p.Data[0] == 'C' {
+			p.Data = append([]byte("C0x"), p.Data[1:]...)
+			return p, chk, true
+		}
+		return p, chk, false
+	}}
+	da, db := dualPair(t)
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Dual, rcfg.Dual = da, db
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	defer send.Close()
+	defer recv.Close()
+	store, _ := filestore.Open(dst)
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	send.Send(ctx, out)
+	err := <-rerr
+	if !errors.Is(err, kermit.ErrProtocol) || !strings.Contains(err.Error(), "bad CRC-32C") || strings.Contains(err.Error(), "changed") {
+		t.Errorf("receiver: %v; want a protocol error saying the CRC is bad", err)
 	}
 }

@@ -1330,7 +1330,13 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 			return fmt.Errorf("%w: Z packet for %s carries no checksum", ErrProtocol, cur.name)
 		}
 		want, err := strconv.ParseUint(string(zdata[1:]), 16, 32)
-		if err != nil || uint32(want) != whole {
+		if err != nil {
+			// Not a CRC at all: the peer's fault, not the file's
+			// (QA am: said to have changed while it was sent).
+			s.keepPartial(cur, inc)
+			return fmt.Errorf("%w: Z packet for %s: bad CRC-32C %q (hexadecimal digits expected)", ErrProtocol, cur.name, zdata[1:])
+		}
+		if uint32(want) != whole {
 			inc.Abort(false)
 			err := fmt.Errorf("kermit: %s: whole-file CRC-32C mismatch (sender %s, received %08x): changed while it was sent?", cur.name, zdata[1:], whole)
 			if s.neg.notStored {

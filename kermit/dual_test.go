@@ -319,3 +319,32 @@ func TestDualSendEndsWhenControlLinkEnds(t *testing.T) {
 		t.Fatalf("send: %v, want it to name the link's end", err)
 	}
 }
+
+// A text-mode file (type AMJ) offered on a session with the data channel
+// is refused for its type, with a reason, the session going on: its
+// bytes cannot be converted on the data channel, and stored as sent they
+// would differ from the same file sent in D packets (QA am F4).
+func TestDualRefusesTextMode(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"lines.txt", []byte("line1\nline2\n")}})
+	scfg := kermit.DefaultConfig()
+	scfg.Text = true // as a third party that sends AMJ
+	var refused error
+	rcfg := kermit.DefaultConfig()
+	rcfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			refused = e.Err
+		}
+	}
+	_, serr, rerr := dualTransfer(t, scfg, rcfg, out, dst)
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || rerr != nil {
+		t.Fatalf("send %v (want lines.txt not transferred), receive %v", serr, rerr)
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "D packets") {
+		t.Errorf("the receiver's reason: %v", refused)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "lines.txt")); !os.IsNotExist(err) {
+		t.Errorf("lines.txt stored: %v", err)
+	}
+}

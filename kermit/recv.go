@@ -554,6 +554,13 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 		}
 		cur.latin1 = latin1
 	}
+	if cur.text && s.dualActive() && !cur.refused && cur.inc != nil && !cur.expected {
+		// The data channel carries a file's bytes at their offsets:
+		// no line ends can be converted there, and stored as sent the
+		// same A would make another file than in D packets (QA am F4).
+		cur.inc.Abort(true)
+		return s.refuse(cur, `"`, errors.New("a text-mode file (type AMJ) goes in D packets, on a session without the data channel: the data channel carries files as binary (B8)"))
+	}
 	if cur.refused || cur.inc == nil {
 		// "+" (disposition: it cannot be stored as asked), not "?": C-Kermit
 		// counts a file refused for its name (or date) as sent on purpose,

@@ -119,6 +119,7 @@ type Path struct {
 	resendReady chan struct{}          // capacity 1: resends is not empty
 	doomed      map[uint32]*time.Timer // files a block of which could not be read again (doom)
 	maxSource   uint32                 // the highest file id registered: those below it not in sources were released
+	settled     uint32                 // SettleBelow's: files below it are expected already, or never come
 	writesDone  *sync.Cond             // on mu: a file's writer finished its run of blocks
 
 	batchMu                 sync.Mutex // guards the batch of small files' frames

@@ -441,6 +441,34 @@ func (s *stream) requestResend(h framing.BlockHeader) error {
 	return nil
 }
 
+// SettleBelow says that every file id below next is settled: expected
+// already (Expect), or never to come on the data connections (a text
+// reply, a file sent in packets). Blocks of such an id that was never
+// expected are of an id the peer counted otherwise, which nothing would
+// ever claim: they fail the Path, now for those parked and at once for
+// any that come later (QA am: a third-party client that counted only its
+// data-channel files stalled in silence). The kermit engine, which
+// expects files in the order of their F packets, says so before each
+// Expect.
+func (p *Path) SettleBelow(next uint32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settled = max(p.settled, next)
+	for _, m := range []map[uint32][]early{p.parked, p.deferred} {
+		for id := range m {
+			if id < p.settled {
+				return strayError(id)
+			}
+		}
+	}
+	return nil
+}
+
+// strayError says why blocks of file id are never claimed.
+func strayError(id uint32) error {
+	return fmt.Errorf("datachan: blocks of file id %d came, a file that does not come on the data connections here; file ids count every F and X packet of the control connection (protocol.md §4.1)", id)
+}
+
 // deliver takes a verified block: it queues it for its file's disk
 // writer, or parks or defers it if the file is not expected yet, or drops
 // it as a duplicate.
@@ -462,6 +490,12 @@ func (s *stream) deliver(f *frame) error {
 		p.stats.duplicates.Add(1)
 		p.putFrame(f)
 		return nil
+	}
+	if file == nil && f.h.FileID < p.settled {
+		id := f.h.FileID
+		p.mu.Unlock()
+		p.putFrame(f)
+		return fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, strayError(id))
 	}
 	if file == nil {
 		// A compressed block is parked as it came: decoded only once its

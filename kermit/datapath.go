@@ -15,7 +15,8 @@ import (
 //
 // File ids are assigned by the sending engine, one per file, in order,
 // starting at 1 for each session; the receiving engine learns a file's id
-// from the F packet sequence (the n-th file of the session has id n).
+// by counting the F and X packets it receives (the n-th of them has id n,
+// whether or not its data came on the data path: protocol.md §4.1).
 type DataPath interface {
 	// SendFile transmits bytes [off, off+n) of src as file id and returns
 	// their CRC-32C (Castagnoli). It returns once every byte has been
@@ -76,6 +77,17 @@ type DataFailure interface {
 // returns it in bytes per second, 0 for none.
 type RateLimited interface {
 	RateLimit() int64
+}
+
+// DataSettler is an optional extension of a DataPath: the engine, which
+// expects files in the order of their F and X packets, says before each
+// Expect that the ids below it are settled, so that blocks under an id
+// the peer counted otherwise fail at once rather than wait unclaimed.
+type DataSettler interface {
+	// SettleBelow says every file id below next is expected already or
+	// never comes (datachan.Path.SettleBelow); an error names blocks of
+	// such an id that was not expected: ids the peer counted otherwise.
+	SettleBelow(next uint32) error
 }
 
 // DataKeeper is an optional extension of a DataPath: an interrupted

@@ -3,6 +3,7 @@ package kermit_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -346,5 +347,47 @@ func TestDualRefusesTextMode(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dst, "lines.txt")); !os.IsNotExist(err) {
 		t.Errorf("lines.txt stored: %v", err)
+	}
+}
+
+// miscountingDual is a pipeDual whose path sends every file's blocks
+// under id 0, as a peer that counts its file ids otherwise.
+type miscountingDual struct{ *pipeDual }
+
+func (d miscountingDual) Open(ctx context.Context, s string) (kermit.DataPath, error) {
+	p, err := d.pipeDual.Open(ctx, s)
+	return miscountingPath{p}, err
+}
+
+type miscountingPath struct{ kermit.DataPath }
+
+func (p miscountingPath) SendFile(ctx context.Context, _ uint32, src io.ReaderAt, off, n int64) (uint32, error) {
+	return p.DataPath.SendFile(ctx, 0, src, off, n)
+}
+
+// Blocks under a file id the receiver never expects (a peer that counts
+// ids otherwise: QA am, a third-party client) end the transfer with a
+// protocol error that says so, not a silent wait for blocks that never
+// come.
+func TestDualMiscountedIDsSaySo(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"a.bin", randomBytes(50_000, 3)}})
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Dual, rcfg.Dual = miscountingDual{da}, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	defer send.Close()
+	defer recv.Close()
+	store, _ := filestore.Open(dst)
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	send.Send(ctx, out)
+	if err := <-rerr; !errors.Is(err, kermit.ErrProtocol) || !strings.Contains(err.Error(), "file id 0") {
+		t.Errorf("receiver: %v; want a protocol error naming the stray file id", err)
 	}
 }

@@ -707,6 +707,9 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 			report, flush := s.progressKept(cur.name, cur.attrs.Length, cur.start, false, kept)
 			dst, cur.flushProgress = &progressWriterAt{w: cur.inc, report: report}, flush
 		}
+		if err := s.settleBelow(cur.id); err != nil {
+			return nil, err
+		}
 		var err error
 		if len(kept) > 0 {
 			// keptRoom gave some: the path keeps them (DataKeeper).
@@ -752,6 +755,9 @@ func (s *Session) refuse(cur *recvFile, reason string, why error) ([]byte, error
 	if s.dualActive() && !cur.expected && cur.attrs.Length >= 0 {
 		// The sender may already be streaming this file's blocks: take
 		// them and throw them away rather than leave them parked.
+		if err := s.settleBelow(cur.id); err != nil {
+			return nil, err
+		}
 		if err := s.data.Expect(cur.id, discardAt{}, 0, cur.attrs.Length); err != nil {
 			return nil, err
 		}
@@ -1517,6 +1523,18 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 	// (review).
 	nothing, _ := inc.(NothingKept)
 	return size > 0 && (nothing == nil || !nothing.KeepsNothing())
+}
+
+// settleBelow tells a data path that takes it (DataSettler) that the
+// files before id are settled: this side expects files in the order of
+// their F and X packets, every one of them.
+func (s *Session) settleBelow(id uint32) error {
+	if ds, ok := s.data.(DataSettler); ok {
+		if err := ds.SettleBelow(id); err != nil {
+			return fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+	}
+	return nil
 }
 
 // refusalAck is the data of a Z's ACK saying this side did not keep

@@ -244,6 +244,9 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			return err
 		}
 		s.command = string(p.Type)
+		if p.Type != 'N' {
+			s.lastAnswer = s.lastAnswer[:0] // a new command: the last one's answer is past
+		}
 		switch p.Type {
 		case 'I':
 			if err := s.answerInit(ctx, p, true); err != nil {
@@ -310,6 +313,20 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 		case 'G':
 			return s.serveGeneric(ctx, p, fsys)
 		case 'N', 'Y':
+			if p.Type == 'N' && !s.cfg.Reliable && len(s.lastAnswer) > 0 && p.Seq == s.lastAnswerSeq {
+				// The client NAKs the answer to its command: it came
+				// damaged, or not at all. Said again; the client
+				// would NAK for ever (C-Kermit), and this side wait.
+				s.cfg.Log.Debug("answer NAKed; sent again", "seq", p.Seq)
+				s.rw.started = false // what comes next is a new command
+				if err := s.c.writeRaw(s.lastAnswer); err != nil {
+					return err
+				}
+				if err := s.c.flush(); err != nil {
+					return err
+				}
+				continue
+			}
 			// a stray reply in command wait; ignore it
 			s.rw.started = false
 		case 'F', 'A', 'D', 'Z', 'B':
@@ -591,12 +608,12 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 		if lo, ok := fsys.(interface{ Logout() }); ok {
 			lo.Logout()
 		}
-		return s.ackRecv(p.Seq, nil)
+		return s.answer(p.Seq, nil)
 	case raw[0] == 'I' && isAuth:
 		if err := a.Login(arg(0), arg(1)); err != nil {
 			return err
 		}
-		return s.ackRecv(p.Seq, nil)
+		return s.answer(p.Seq, nil)
 	case raw[0] != 'F' && raw[0] != 'L' && raw[0] != 'X':
 		if err := authorize(fsys, "G"+string(raw[0])); err != nil {
 			return err
@@ -749,6 +766,16 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 	return s.reply(ctx, p.Seq, []byte(reply), nil)
 }
 
+// answer acknowledges the command of sequence number seq with data, its
+// whole answer, kept to be said again (lastAnswer).
+func (s *Session) answer(seq int, data []byte) error {
+	if err := s.ackRecv(seq, data); err != nil {
+		return err
+	}
+	s.noteAnswer(seq)
+	return nil
+}
+
 // reply answers the generic command of sequence number seq with text
 // and then what more holds: in the ACK if it fits, else as a text
 // transaction (S X D Z B).
@@ -756,7 +783,7 @@ func (s *Session) reply(ctx context.Context, seq int, text []byte, more io.Reade
 	if more == nil {
 		enc, n := s.neg.out.Encode(nil, text, s.neg.maxData)
 		if n == len(text) {
-			return s.ackRecv(seq, enc)
+			return s.answer(seq, enc)
 		}
 	}
 	s.sw.reset(1)

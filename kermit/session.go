@@ -129,6 +129,13 @@ type Session struct {
 	// DELETE or DIRECTORY be taken as it is, never as a pattern (REMOTE
 	// SET kerf-literal).
 	literalNext bool
+	// lastAnswer is the wire form of this server's one-packet answer to
+	// the command it last served (an ACK with its text, an E) and its
+	// number, said again to a client's NAK of that number in command
+	// wait: a classic client whose answer came damaged NAKs it for
+	// ever (QA an: C-Kermit's REMOTE DIRECTORY hung on a noisy line).
+	lastAnswer    []byte
+	lastAnswerSeq int
 	// lastRaw is the link's byte count when packetArriving last looked.
 	lastRaw int64
 	// skip holds the files of its next GET a kerf client has whole
@@ -541,6 +548,13 @@ func (s *Session) errorPacket(msg string) {
 }
 
 // errorPacketAt is errorPacket numbered seq.
+// noteAnswer keeps the packet just sent, numbered seq, as the answer
+// to the command being served (lastAnswer).
+func (s *Session) noteAnswer(seq int) {
+	s.lastAnswer = append(s.lastAnswer[:0], s.c.scratch...)
+	s.lastAnswerSeq = seq
+}
+
 func (s *Session) errorPacketAt(seq int, msg string) {
 	var data []byte
 	if s.peerClassic {
@@ -557,6 +571,7 @@ func (s *Session) errorPacketAt(seq int, msg string) {
 	}
 	_ = s.c.send(seq, 'E', data)
 	_ = s.c.flush()
+	s.noteAnswer(seq)
 	s.cfg.Log.Debug("sent E", "msg", msg)
 	if inFlight := s.sw.bytes; s.cfg.LineSpeed > 0 && !s.neg.peerKerf && (s.receiving || s.sw.count > 0) {
 		// Right behind a packet not yet answered (a sender's), or an

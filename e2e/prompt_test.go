@@ -216,6 +216,27 @@ func TestInterruptAtPrompt(t *testing.T) {
 	}
 }
 
+// SIGQUIT at the password prompt (Ctrl-\ on the terminal) is a hard
+// stop, 131 with the goroutines' stacks, but the terminal gets its echo
+// back all the same (review 56).
+func TestQuitAtPasswordPrompt(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	p := onPty(t, argv, append(env, "KERF_PASSWORD="))
+	p.prompt(t, "Password for ")
+	p.tty.Write([]byte{0x1c}) // Ctrl-\, the terminal's QUIT
+	if got := p.exit(t); got != 131 {
+		t.Fatalf("exit %d, want 131:\n%s", got, p.out.String())
+	}
+	tio, err := unix.IoctlGetTermios(int(p.tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tio.Lflag&unix.ECHO == 0 {
+		t.Error("the terminal's echo is left off")
+	}
+}
+
 // "n" to an unknown server's key ends the command (exit 3) after one
 // question: it was asked twice (QA), the retry being meant for a "y"
 // that came after the server's handshake timeout.

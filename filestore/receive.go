@@ -493,8 +493,10 @@ func (in *incoming) Name() string { return in.final }
 // Saved reports whether the received file rel is under its final name,
 // with no temporary file of it left (kermit's savedChecker): after a
 // batch whose flush failed, the files it did rename are safe. One the
-// flush could not name, or whose directory it could not sync, is not,
-// whatever is under its name (an older file it failed to replace).
+// flush could not name is not, whatever is under its name (an older
+// file it failed to replace); nor is any file of a flush that could not
+// sync a directory: which names that left in doubt is not worked out,
+// and the safe side is to say none is saved.
 func (d *Dir) Saved(rel string) bool {
 	d.notSavedMu.Lock()
 	failed := d.notSaved[rel]

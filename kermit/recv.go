@@ -524,7 +524,8 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			}
 			s.ended = true
 			if s.cancelGroup.Load() {
-				return ErrCanceled
+				// Over with its B: no E after it (endedError).
+				return &endedError{ErrCanceled}
 			}
 			return nil
 		default:

@@ -686,8 +686,12 @@ func (s *Session) peerReason(ctx context.Context, err error) error {
 func (s *Session) abort(err error) error {
 	var pe *PeerError
 	var told *toldError
+	var ended *endedError
 	if errors.As(err, &pe) || errors.Is(err, ErrPeerRestarted) || errors.As(err, &told) {
 		return err // never answer an E with an E, nor a new S with one, nor say it twice
+	}
+	if errors.As(err, &ended) {
+		return err // the transaction ended as the protocol ends it: nothing to tell
 	}
 	msg := err.Error()
 	if errors.Is(err, context.Canceled) {

@@ -30,6 +30,13 @@ func TestConfigDirWithoutHome(t *testing.T) {
 	if d := defaultConfigDir(); d != filepath.Join(home, ".config", "kerf") {
 		t.Errorf("HOME %s, XDG_CONFIG_HOME relative: %s", home, d)
 	}
+	// A relative HOME is no home: the configuration would move with the
+	// current directory (review 56).
+	t.Setenv("HOME", "relative")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	if d := defaultConfigDir(); !filepath.IsAbs(d) {
+		t.Errorf("HOME relative: %s, not absolute", d)
+	}
 	// What an earlier kerf made in the current directory without a
 	// HOME stays in use (its server key pinned by clients; review 55).
 	t.Setenv("HOME", "")

@@ -61,13 +61,16 @@ var mayExecAgain bool
 
 func main() {
 	ctx, caught := signalContext()
-	quitWithStacks()
 	stopProfiling, err := startProfiling()
 	if err != nil {
 		stopProfiling() // one that did start
 		fmt.Fprintln(os.Stderr, "kerf:", err)
 		os.Exit(exitUsage)
 	}
+	quitWithStacks(func() {
+		restorePromptTerminal()
+		stopProfiling()
+	})
 	app := newApp()
 	app.OnUsageError = onUsageError
 	app.Action = jsonErrors(unknownCommand)
@@ -187,12 +190,15 @@ func signalContext() (context.Context, func() syscall.Signal) {
 // goroutine's stack on stderr to see where a process hangs, but exit
 // 131 (128 + SIGQUIT) as a shell's other signals, not the runtime's 2,
 // which is kerf's usage error (QA ak). The peer is not told: a quit is
-// a hard stop; partials stay for --resume.
-func quitWithStacks() {
+// a hard stop; partials stay for --resume. cleanup runs first: a
+// password prompt's terminal gets its echo back, a CPU profile is
+// written out (review 56).
+func quitWithStacks(cleanup func()) {
 	qc := make(chan os.Signal, 1)
 	signal.Notify(qc, syscall.SIGQUIT)
 	go func() {
 		<-qc
+		cleanup()
 		buf := make([]byte, 1<<20)
 		for {
 			n := runtime.Stack(buf, true)

@@ -792,7 +792,7 @@ func serveCommand() *cli.Command {
 			// written into a world-writable directory, then refused);
 			// what kerf makes there is its own, 0700 and 0600.
 			if err := auth.CheckStateProtected(c.String("state")); err != nil {
-				return usageErr("%v", err)
+				return serveStartErr(err) // (an I/O error may pass: review 56)
 			}
 			id, err := serverIdentity(c)
 			if err != nil {

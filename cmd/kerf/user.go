@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -30,7 +31,9 @@ import (
 // is it ./kerf.
 func defaultConfigDir() string {
 	d, err := os.UserConfigDir()
-	if err == nil {
+	if err == nil && filepath.IsAbs(d) {
+		// (A relative HOME gives a relative one: a directory that
+		// depends on where kerf runs, taken no more than ./kerf is.)
 		return filepath.Join(d, "kerf")
 	}
 	if home := os.Getenv("HOME"); filepath.IsAbs(home) {
@@ -686,8 +689,10 @@ func promptPassword(ctx context.Context, prompt string) (string, error) {
 		fmt.Fprintln(os.Stderr)
 		return "", usageErr("reading the password: %v", err)
 	}
+	promptTermios.Store(saved)
 	pw, err := fromTerminal(ctx, func() (string, error) { return readLine(os.Stdin) })
 	unix.IoctlSetTermios(fd, ioctlSetTermios, saved)
+	promptTermios.Store(nil)
 	fmt.Fprintln(os.Stderr)
 	if errors.Is(err, errAtPrompt) {
 		return "", err
@@ -696,6 +701,19 @@ func promptPassword(ctx context.Context, prompt string) (string, error) {
 		return "", usageErr("reading the password: %v", err)
 	}
 	return pw, nil
+}
+
+// promptTermios is the terminal's mode before a password prompt turned
+// its echo off, while the prompt waits: what a hard stop (SIGQUIT)
+// puts back.
+var promptTermios atomic.Pointer[unix.Termios]
+
+// restorePromptTerminal puts back the terminal mode a password prompt
+// under way changed, if any.
+func restorePromptTerminal() {
+	if t := promptTermios.Load(); t != nil {
+		unix.IoctlSetTermios(int(os.Stdin.Fd()), ioctlSetTermios, t)
+	}
 }
 
 // errAtPrompt is a prompt's error when a signal (Ctrl-C, SIGTERM) came

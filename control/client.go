@@ -286,11 +286,11 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 			// deadline fires first: CI met the second.)
 			return nil, fmt.Errorf("control: %w: no answer in %v (a host down, or a firewall dropping the connection; --connect-timeout)", err, d.Timeout)
 		case errors.Is(err, syscall.ECONNREFUSED) && portGiven:
-			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port?)", err)
+			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, on that port? One stopping takes no new sessions while it drains)", err)
 		case errors.Is(err, syscall.ECONNREFUSED):
 			// (Only when no port was given: it read as if the one given
 			// were not used, QA.)
-			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running? kerf's port is %d unless HOST:PORT says otherwise)", err, DefaultPort)
+			return nil, fmt.Errorf("control: %w (nothing listens there: is kerf serve running, or stopping? kerf's port is %d unless HOST:PORT says otherwise)", err, DefaultPort)
 		case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 			return nil, fmt.Errorf("control: %w (a remote path is HOST[:PORT]/PATH, the host first)", err)
 		}

@@ -106,6 +106,7 @@ type serverDual struct {
 	path          *datachan.Path
 	encrypted     bool
 	records       bool                          // TLS data connections carrying data records
+	overQUIC      bool                          // the data connections are QUIC streams
 	live          atomic.Pointer[datachan.Path] // path, for the idle watchdog
 }
 
@@ -230,7 +231,7 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 		}
 		return nil, err
 	}
-	d.encrypted = allTLS
+	d.encrypted, d.overQUIC = allTLS, nQUIC > 0
 	if tc, ok := conns[0].(*datachan.TLSConn); ok {
 		d.records = tc.Records()
 	}

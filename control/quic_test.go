@@ -2,11 +2,13 @@ package control_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"kerf/control"
 	"kerf/kermit"
@@ -32,9 +34,11 @@ func TestDataOverQUIC(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, back := t.TempDir(), t.TempDir()
+			logs := &syncBuf{}
 			srv := startServerWith(t, root, func(c *control.ServerConfig) {
 				c.QUIC = tc.listen
 				c.AllowPlainData = true
+				c.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			})
 			if (srv.QUICAddr() != nil) != tc.listen {
 				t.Fatalf("QUIC address %v with QUIC %v", srv.QUICAddr(), tc.listen)
@@ -58,6 +62,18 @@ func TestDataOverQUIC(t *testing.T) {
 			}
 			checkStored(t, root, map[string][]byte{"big.bin": big, "small.bin": small, "empty": nil})
 			getInto(t, ctx, cl, back, "big.bin", big) // back, on the same data channel
+			// The server's log says which (QA ao: a QUIC session's end
+			// read as TLS on TCP).
+			cl.Close()
+			for i := 0; !strings.Contains(logs.String(), `msg="session end"`); i++ {
+				if i == 2000 {
+					t.Fatalf("no session end logged 20 s after the client closed:\n%s", logs.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if want := fmt.Sprintf("data_quic=%v", tc.wantQUIC); !strings.Contains(logs.String(), want) {
+				t.Errorf("the session's end says no %s:\n%s", want, logs.String())
+			}
 		})
 	}
 }

@@ -1057,7 +1057,8 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 		attrs = append(attrs, "err", err)
 	}
 	attrs = append(attrs, "dual", sess.DataPath() != nil,
-		"data_tls", dual != nil && dual.encrypted, "data_records", dual != nil && dual.records)
+		"data_tls", dual != nil && dual.encrypted, "data_records", dual != nil && dual.records,
+		"data_quic", dual != nil && dual.overQUIC) // (QA ao: a QUIC session read as TLS)
 	if p := dual.livePath(); p != nil {
 		// Blocks that came before their file was announced: held
 		// (parked) or dropped to be asked for again (deferred); many

@@ -94,6 +94,12 @@ func TestUserSetChangesRootAndAccess(t *testing.T) {
 	set("--read-write", "--root", "")
 	mustRun(t, srv, local, nil, "send", "a.txt", target(srv.addr, "b.txt"))
 	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "b.txt"))
+	// --read-only=false gives writing back too (QA ao: it changed
+	// nothing, and said the user was still read-only).
+	set("--read-only")
+	set("--read-only=false")
+	mustRun(t, srv, local, nil, "send", "a.txt", target(srv.addr, "c.txt"))
+	sameFile(t, filepath.Join(local, "a.txt"), filepath.Join(root, "c.txt"))
 }
 
 // A user's root changed under a transfer ends its session, and the

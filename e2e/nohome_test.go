@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,5 +31,24 @@ func TestMissingHomeIsNotMade(t *testing.T) {
 	}
 	if _, err := os.Stat(home); !os.IsNotExist(err) {
 		t.Errorf("HOME %s was made: %v", home, err)
+	}
+}
+
+// A client that names no user, to a server without anonymous access, is
+// told how to name one (QA ao: the README's examples after the first
+// name none, and the refusal did not say what was missing).
+func TestNoUserSaysHowToGiveOne(t *testing.T) {
+	srv := startServer(t, t.TempDir(), serverOpts{})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kerfBin, argv...)
+	cmd.Env = append(env, "KERF_USER=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), "-u USER") {
+		t.Errorf("ls with no user: %v\n%s\nwant exit 3 naming -u USER", err, stderr.String())
 	}
 }

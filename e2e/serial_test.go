@@ -421,4 +421,19 @@ func TestSerialNoAnswerIsExit3(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stderr, "no answer from the peer") {
 		t.Errorf("serial send to nobody: %s; want exit 3, no answer", r)
 	}
+	// A command that ends before its peer said anything (ssh that
+	// cannot reach its host, a program not there) is a peer never
+	// heard too (QA ao: exit 4).
+	for _, c := range []struct {
+		command string
+		code    int
+	}{
+		{"exit 255", 3},
+		{"nosuchprogram-kerf-test -r", 3},
+	} {
+		r := run(t, nil, local, nil, "serial", "send", "--command", c.command, "f.txt")
+		if r.code != c.code {
+			t.Errorf("serial send --command %q: %s; want exit %d", c.command, r, c.code)
+		}
+	}
 }

@@ -684,6 +684,13 @@ func (s *Session) peerReason(ctx context.Context, err error) error {
 
 // abort sends an E packet describing err and returns err.
 func (s *Session) abort(err error) error {
+	if !s.answered && !s.cfg.Reliable && !s.serving && isLinkError(err) && !errors.Is(err, ErrNoAnswer) {
+		// A line (a command's pipes) that failed before a packet of
+		// the peer was heard: no peer answered, as one silent to the
+		// retry limit (QA ao: a --command whose ssh could not reach its
+		// host exited 4, a transfer's failure, not 3).
+		err = fmt.Errorf("%w (%w: the link ended before a packet of it was heard)", err, ErrNoAnswer)
+	}
 	var pe *PeerError
 	var told *toldError
 	var ended *endedError

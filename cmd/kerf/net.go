@@ -546,6 +546,11 @@ func dialConfig(c *cli.Context, addr string) (*control.Client, control.ClientCon
 		}
 		cl, err = dialAfterThrottle(c.Context, cfg)
 	}
+	if err != nil && auth.IsAnonymous(user) && strings.Contains(err.Error(), "anonymous access is not enabled") {
+		// No user was given (QA ao: README's examples after the first
+		// name none, and the refusal did not say how to give one).
+		err = fmt.Errorf("%w: log in as a user: -u USER, USER@HOST in the path, or KERF_USER", err)
+	}
 	if err != nil {
 		return fail(connectErr(err))
 	}

@@ -8,10 +8,14 @@ import "strings"
 // puts before its own words: kerf's layers' names further on stay,
 // since a file may be called "kerf", "auth" or "control" (review: such
 // a name went missing from its message).
+//
+// The head may follow the command's own words ("rm NAME: kermit: peer
+// error: kerf: …", QA ao), after a ": ".
 func plainWords(msg string) string {
-	rest, ok := strings.CutPrefix(msg, "kermit: peer error: ")
-	if !ok {
+	const head = "kermit: peer error: "
+	i := strings.Index(msg, head)
+	if i < 0 || i > 0 && !strings.HasSuffix(msg[:i], ": ") {
 		return msg
 	}
-	return "the peer says: " + strings.TrimPrefix(rest, "kerf: ")
+	return msg[:i] + "the peer says: " + strings.TrimPrefix(msg[i+len(head):], "kerf: ")
 }

@@ -10,6 +10,9 @@ func TestPlainWords(t *testing.T) {
 		{"kermit: peer error: kerf: kerf: no such file or directory", "the peer says: kerf: no such file or directory"},
 		// A classic peer's own words stay as they are.
 		{"kermit: peer error: Refused: framing: x", "the peer says: Refused: framing: x"},
+		// After the command's own words (QA ao).
+		{"rm logs/a[1].txt: kermit: peer error: kerf: logs/a[1].txt: no such file or directory",
+			"rm logs/a[1].txt: the peer says: logs/a[1].txt: no such file or directory"},
 		// Not a peer's: untouched.
 		{"control: login refused: kerf: login failed", "control: login refused: kerf: login failed"},
 		{"auth: x", "auth: x"},

@@ -258,11 +258,18 @@ func userCommand() *cli.Command {
 						}
 						root = &r
 					}
+					// Set, not only true: --read-only=false gives writing
+					// back, as --read-write does (QA ao: it changed nothing
+					// and said the user was still read-only).
+					roSet, rwSet := c.IsSet("read-only"), c.IsSet("read-write")
 					switch {
-					case c.Bool("read-only") && c.Bool("read-write"):
+					case roSet && rwSet && c.Bool("read-only") == c.Bool("read-write"):
 						return usageErr("--read-only and --read-write: one or the other")
-					case c.Bool("read-only"), c.Bool("read-write"):
+					case roSet:
 						ro := c.Bool("read-only")
+						readOnly = &ro
+					case rwSet:
+						ro := !c.Bool("read-write")
 						readOnly = &ro
 					}
 					if root == nil && readOnly == nil {

@@ -527,6 +527,11 @@ func (s *Session) apply(n negotiated, typ byte) {
 // errorPacket sends an E packet; failures are ignored since the session
 // is ending anyway.
 func (s *Session) errorPacket(msg string) {
+	s.errorPacketAt(s.errorSeq(), msg)
+}
+
+// errorSeq is the number an E goes with now (errorPacket).
+func (s *Session) errorSeq() int {
 	seq := s.sw.next
 	if s.receiving && s.rw.started {
 		// The number the sender waits on: the packet it sends next, or
@@ -544,7 +549,7 @@ func (s *Session) errorPacket(msg string) {
 			}
 		}
 	}
-	s.errorPacketAt(seq, msg)
+	return seq
 }
 
 // errorPacketAt is errorPacket numbered seq.
@@ -700,12 +705,36 @@ func (s *Session) abort(err error) error {
 	if errors.As(err, &ended) {
 		return err // the transaction ended as the protocol ends it: nothing to tell
 	}
+	if errors.Is(err, ErrPeerNotForce3) {
+		s.plainErrorPacket(blockCheck5Short)
+		return err
+	}
 	msg := err.Error()
 	if errors.Is(err, context.Canceled) {
 		msg = "Transfer canceled"
 	}
 	s.errorPacket(msg)
 	return err
+}
+
+// blockCheck5Short is what a peer that does not force type 3 is told,
+// in one short packet.
+const blockCheck5Short = "block check 5 (type 3 on every packet) is set here: SET BLOCK-CHECK 5 at both ends, or at neither"
+
+// plainErrorPacket sends msg in an E the peer can read before anything
+// is agreed: a short packet with a type-1 check, whatever this side
+// forces. Sent with type 3 (block check 5), a peer that does not force
+// it threw it away as damaged, and waited out its retries with no reason
+// (QA an: 81 s for C-Kermit).
+func (s *Session) plainErrorPacket(msg string) {
+	forced := s.c.force3.Swap(false)
+	chk := s.c.wchk
+	s.c.setCheck(1)
+	_ = s.c.send(s.errorSeq(), 'E', fitMessage(plainText{sevenBit: true}, msg, framing.MaxShortLen-5))
+	_ = s.c.flush()
+	s.c.setCheck(chk)
+	s.c.force3.Store(forced)
+	s.cfg.Log.Debug("sent E", "msg", msg)
 }
 
 // toldError is an error this side has already said to the peer in an

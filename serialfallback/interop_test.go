@@ -482,7 +482,7 @@ func TestInteropCKermitNotForcingType3(t *testing.T) {
 		return err
 	})
 	c := peertest.CKermit(t, b, "cd "+src+"\n"+sendList(files), src)
-	defer c.Wait(0) // (killed: it would try its S for a minute more)
+	defer c.Wait(0)
 	select {
 	case err := <-done:
 		if !errors.Is(err, kermit.ErrPeerNotForce3) {
@@ -494,6 +494,14 @@ func TestInteropCKermitNotForcingType3(t *testing.T) {
 		}
 	case <-time.After(4 * time.Minute):
 		t.Fatal("kerf receive: still running")
+	}
+	// C-Kermit reads kerf's E, a short type-1 packet, and says why (QA
+	// an: sent with type 3, it was taken for damage, and C-Kermit
+	// waited out its retries, 81 s, then failed with no reason). Killed
+	// after the minute it would take otherwise.
+	c.Wait(time.Minute)
+	if !strings.Contains(c.Report(), "BLOCK-CHECK 5") {
+		t.Errorf("C-Kermit did not hear kerf's reason:\n%s", c.Report())
 	}
 }
 

@@ -29,7 +29,7 @@ var serialLinkFlags = []cli.Flag{
 	&cli.StringFlag{Name: "flow", Value: "none", Usage: "none, rtscts or xonxoff"},
 	&cli.IntFlag{Name: "window", Value: 31, Usage: "sliding window slots (1-31)"},
 	&cli.IntFlag{Name: "packet-length", Value: 0, Usage: "longest packet to receive (20-9024; 0: automatic; below 94 no long packets, as for a Kermit with small buffers)"},
-	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3; a peer that forces it is followed anyway)"},
+	&cli.IntFlag{Name: "block-check", Value: 3, Usage: "block check type: 1, 2 or 3, or 5 for type 3 on every packet (C-Kermit's FORCE-3, which the peer must be set to as well; G-Kermit has none; a peer that forces it is followed anyway)"},
 	&cli.StringFlag{Name: "unprefix", Value: "auto", Usage: "control prefixing: auto, cautious, minimal or none"},
 	&cli.DurationFlag{Name: "timeout", Value: 5 * time.Second, Usage: "initial packet timeout, more than 0, then adapted to the round trip measured; the peer is told it in whole seconds, 1-94, as how long to wait for this side"},
 	&cli.IntFlag{Name: "start-of-packet", Value: 1, Usage: "packet mark as an ASCII code, 1-31 but not 13, the same both ways (C-Kermit's SET SEND and SET RECEIVE START-OF-PACKET; the peer must be set alike): for a line that eats Ctrl-A (1)"},

@@ -408,6 +408,21 @@ func TestSerialTreeToGKermitWithoutItsDirectories(t *testing.T) {
 	}
 }
 
+// A resumed send to a Kermit that cannot resume (G-Kermit has no
+// RESEND) says the files went whole (QA an: nothing said so).
+func TestSerialResumeToGKermitSaysWhole(t *testing.T) {
+	gk := peertest.RequirePeer(t, "gkermit")
+	local, dst := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(local, "a.bin"), randomBytes(3000, 63))
+	r := run(t, nil, dst, nil, "serial", "send", "--resume", "--command", gk+" -i -r", filepath.Join(local, "a.bin"))
+	if r.code != 0 || !strings.Contains(r.stderr, "cannot resume") {
+		t.Fatalf("send --resume to G-Kermit: %s; want it said that files went whole", r)
+	}
+	if r := run(t, nil, dst, nil, "serial", "send", "--command", gk+" -i -r", filepath.Join(local, "a.bin")); strings.Contains(r.stderr, "cannot resume") {
+		t.Errorf("a send without --resume speaks of resuming: %s", r)
+	}
+}
+
 // A serial send with nothing answering on the line (no peer, or one at
 // another speed) gives up as a client that reaches no server does:
 // exit 3, saying no answer came (QA ak: exit 4, a transfer's failure).

@@ -152,6 +152,9 @@ type Session struct {
 	command string
 	// peerWasKerf: the last exchange of parameters was with a kerf peer.
 	peerWasKerf bool
+	// sawSendInit, resendAgreed: an S was exchanged, and the last one
+	// agreed to RESEND (ResumeUnavailable).
+	sawSendInit, resendAgreed bool
 	// peerClassic: an exchange of parameters has shown the peer is a
 	// classic Kermit, which is sent its E messages plain (none yet, or
 	// a kerf: encoded, as every packet).
@@ -455,6 +458,13 @@ func (s *Session) closeDataOnLinkLoss(d DataPath) {
 // dualActive reports whether file data goes through the data path.
 func (s *Session) dualActive() bool { return s.neg.dual && s.data != nil }
 
+// ResumeUnavailable reports whether this side was to resume (Resume)
+// and the last exchange of parameters found a peer that cannot: no
+// RESEND, or no attributes. Files then go whole.
+func (s *Session) ResumeUnavailable() bool {
+	return s.cfg.Resume && s.sawSendInit && !s.resendAgreed
+}
+
 // PeerIsKerf reports whether the last exchange of parameters (an S or an
 // I) was with a kerf peer rather than a classic Kermit.
 func (s *Session) PeerIsKerf() bool { return s.peerWasKerf }
@@ -502,6 +512,9 @@ func (s *Session) apply(n negotiated, typ byte) {
 		n.streaming = false
 	}
 	s.neg = n
+	if typ == 'S' {
+		s.sawSendInit, s.resendAgreed = true, n.resend
+	}
 	s.peerWasKerf = n.peerKerf
 	s.peerClassic = !n.peerKerf
 	if !s.c.force3.Load() {

@@ -222,7 +222,13 @@ func serialCommand() *cli.Command {
 					// at its end for one file (a rename refused) has the
 					// files it did save confirmed by a second pass, not
 					// all told not saved (QA r).
-					return rep.end(kermit.SendParallelWith(c.Context, []*kermit.Session{s}, kermit.ListOf(files), kermit.SendOptions{}), false)
+					err = kermit.SendParallelWith(c.Context, []*kermit.Session{s}, kermit.ListOf(files), kermit.SendOptions{})
+					if c.Bool("resume") && s.ResumeUnavailable() && !c.Bool("quiet") && jsonOutput(c) == nil {
+						// (QA an: G-Kermit, without RESEND, was sent
+						// whole files, and nothing said so.)
+						fmt.Fprintln(os.Stderr, "kerf: the receiver cannot resume (its Kermit has no RESEND): files went whole")
+					}
+					return rep.end(err, false)
 				}),
 			},
 			{

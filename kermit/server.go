@@ -228,7 +228,9 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 	for {
 		s.command = "" // none yet: a failure to read names none
 		wctx, done := s.commandWait(ctx)
+		s.inCommandWait = true
 		p, err := s.nextPacket(wctx, s.cfg.IdleTimeout)
+		s.inCommandWait = false
 		done()
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(context.Cause(wctx), errDrained) {
@@ -325,6 +327,20 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 				if err := s.c.flush(); err != nil {
 					return err
 				}
+				continue
+			}
+			if p.Type == 'N' && !s.cfg.Reliable && p.Seq == 0 && len(s.lastAnswer) == 0 {
+				// A client waiting on the answer to a command this side
+				// never read whole (damaged or lost on the line): told
+				// so in an E, which ends that command, not the session.
+				// A NAK back would not do: C-Kermit takes a NAK like its
+				// own for its echo, and sends the command again only if
+				// asked in a way it hears (QA an: after an I exchange,
+				// its REMOTE DIRECTORY was lost, and both sides waited
+				// for ever).
+				s.cfg.Log.Info("a NAK for the answer to a command that did not arrive whole; told to give it again")
+				s.rw.started = false // what comes next is a command
+				s.errorPacketAt(0, "your command did not arrive whole: give it again")
 				continue
 			}
 			// a stray reply in command wait; ignore it

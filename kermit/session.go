@@ -71,6 +71,9 @@ type Session struct {
 	// awaitingS: a receive waits for the S that starts its group; a
 	// damaged packet then is most likely that S, and is NAKed (nextPacket).
 	awaitingS bool
+	// inCommandWait: a server reads its client's next command (a
+	// damaged packet is most likely that command: NAKed at once).
+	inCommandWait bool
 	// receiving: this side answered the S of the transaction under
 	// way, so its E answers the sender's packets (errorPacket).
 	receiving bool

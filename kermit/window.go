@@ -1234,11 +1234,14 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
 			}
-			if !w.started && s.awaitingS && !s.cfg.Reliable {
+			if !w.started && (s.awaitingS || s.inCommandWait) && !s.cfg.Reliable {
 				// Most likely the S, damaged: a NAK of 0 has it sent
 				// again at once, as the Kermit receiver does in its
 				// receive-init state, not after the sender's timeout
-				// (doubled each time on a link of no known speed).
+				// (doubled each time on a link of no known speed). In
+				// a server's command wait, the command (QA an: C-Kermit
+				// answers a lost command's silence with NAKs, never
+				// sending it again unasked).
 				if err := s.nak(0); err != nil {
 					return framing.Packet{}, err
 				}

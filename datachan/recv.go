@@ -445,8 +445,9 @@ func (s *stream) requestResend(h framing.BlockHeader) error {
 // already (Expect), or never to come on the data connections (a text
 // reply, a file sent in packets). Blocks of such an id that was never
 // expected are of an id the peer counted otherwise, which nothing would
-// ever claim: they fail the Path, now for those parked and at once for
-// any that come later (QA am: a third-party client that counted only its
+// ever claim: SettleBelow returns an error naming one already parked
+// (the engine ends the session on it), and any that comes later fails
+// the Path (QA am: a third-party client that counted only its
 // data-channel files stalled in silence). The kermit engine, which
 // expects files in the order of their F packets, says so before each
 // Expect.

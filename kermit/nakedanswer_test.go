@@ -62,8 +62,13 @@ func TestServerNAKsALostCommand(t *testing.T) {
 	go srv.Serve(ctx, fsys)
 	r := bufio.NewReader(a)
 	a.SetReadDeadline(time.Now().Add(30 * time.Second))
+	// A command answered, whose answer must not stand for the next one's.
+	writePacket(t, a, framing.Packet{Seq: 0, Type: 'G', Data: []byte("A")})
+	if p := readPacket(t, r); p.Type != 'Y' {
+		t.Fatalf("REMOTE PWD: %c %q", p.Type, p.Data)
+	}
 	// A G whose check the line changed.
-	w, err := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'G', Data: []byte("A")})
+	w, err := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: 0, Type: 'G', Data: []byte("C$sub")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +80,51 @@ func TestServerNAKsALostCommand(t *testing.T) {
 	// The client's NAK of the answer to a command that never came.
 	writePacket(t, a, framing.Packet{Seq: 0, Type: 'N'})
 	if p := readPacket(t, r); p.Type != 'E' || p.Seq != 0 || !strings.Contains(string(p.Data), "give it again") {
-		t.Errorf("to a NAK with nothing answered: %c/%d %q, want E/0 asking for the command again", p.Type, p.Seq, p.Data)
+		t.Errorf("to a NAK of the damaged command: %c/%d %q, want E/0 asking for the command again (not the last command's answer: review 56b)", p.Type, p.Seq, p.Data)
 	}
 	// The command, sent again, is answered.
 	writePacket(t, a, framing.Packet{Seq: 0, Type: 'G', Data: []byte("A")})
 	if p := readPacket(t, r); p.Type != 'Y' || string(p.Data) != "/" {
 		t.Errorf("the command sent again: %c %q, want its answer", p.Type, p.Data)
+	}
+}
+
+// A serial server forcing type 3 (block check 5) tells a client that
+// does not in a short type-1 E, which that client can read (review 56b:
+// the server's E went with type 3 and a long header, as the sender's
+// did for QA an).
+func TestServerTellsANonForce3ClientPlainly(t *testing.T) {
+	a, b := link(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fsys, _ := filestore.Open(t.TempDir())
+	defer fsys.Close()
+	cfg := kermit.DefaultConfig()
+	cfg.Check = kermit.CheckForce3
+	srv := kermit.NewSession(b, cfg)
+	defer srv.Close()
+	go srv.Serve(ctx, fsys)
+	a.SetReadDeadline(time.Now().Add(30 * time.Second))
+	init := framing.Packet{Seq: 0, Type: 'S', Data: []byte("~% @-#Y3~?")}
+	writePacket(t, a, init)
+	writePacket(t, a, init) // named at the second: the first alone reads as damage
+	r := bufio.NewReader(a)
+	for {
+		line, err := r.ReadBytes('\r')
+		if err != nil {
+			t.Fatalf("no E readable with check type 1: %v", err)
+		}
+		i := bytes.IndexByte(line, framing.SOH)
+		if i < 0 {
+			continue
+		}
+		p, _, err := (framing.Frame{Check: 1}).ParsePacket(line[i:])
+		if err != nil || p.Type != 'E' {
+			continue // (NAKs of the first S, in type 3)
+		}
+		if line[i+1] == ' ' || !strings.Contains(string(p.Data), "BLOCK-CHECK 5") {
+			t.Errorf("the E: %q (a long packet, or no word of block check 5)", line[i:])
+		}
+		return
 	}
 }

@@ -53,6 +53,13 @@ func (s *Session) Serve(ctx context.Context, fsys ServerFS) error {
 				s.errorPacket(cancelMessage(ctx))
 				return err
 			}
+			if errors.Is(err, ErrPeerNotForce3) {
+				// Said so that a client not forcing type 3 reads it
+				// (review 56b: the server's E went with type 3).
+				s.cfg.Log.Info("server command failed", "err", err)
+				s.plainErrorPacket(blockCheck5Short)
+				continue
+			}
 			if errors.Is(err, ErrTooManyRetries) && !s.cfg.Reliable {
 				// The client went silent mid-command, its line still
 				// there (one that closed it is a reading LinkError): it

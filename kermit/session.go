@@ -568,7 +568,6 @@ func (s *Session) errorSeq() int {
 	return seq
 }
 
-// errorPacketAt is errorPacket numbered seq.
 // noteAnswer keeps the packet just sent, numbered seq, as the answer
 // to the command being served (lastAnswer).
 func (s *Session) noteAnswer(seq int) {
@@ -576,6 +575,7 @@ func (s *Session) noteAnswer(seq int) {
 	s.lastAnswerSeq = seq
 }
 
+// errorPacketAt is errorPacket numbered seq.
 func (s *Session) errorPacketAt(seq int, msg string) {
 	var data []byte
 	if s.peerClassic {
@@ -710,7 +710,7 @@ func (s *Session) abort(err error) error {
 		// the peer was heard: no peer answered, as one silent to the
 		// retry limit (QA ao: a --command whose ssh could not reach its
 		// host exited 4, a transfer's failure, not 3).
-		err = fmt.Errorf("%w (%w: the link ended before a packet of it was heard)", err, ErrNoAnswer)
+		err = fmt.Errorf("%w (%w: not one packet of it was heard)", err, ErrNoAnswer)
 	}
 	var pe *PeerError
 	var told *toldError

@@ -1234,6 +1234,12 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 			if s.neg.streaming {
 				return framing.Packet{}, fmt.Errorf("%w: transmission error on a reliable link", ErrProtocol)
 			}
+			if s.inCommandWait {
+				// A new command, damaged: the last one's answer is past,
+				// and a NAK now is for this one's (review 56b: the
+				// last answer was said again to a NAK of a lost CD).
+				s.lastAnswer = s.lastAnswer[:0]
+			}
 			if !w.started && (s.awaitingS || s.inCommandWait) && !s.cfg.Reliable {
 				// Most likely the S, damaged: a NAK of 0 has it sent
 				// again at once, as the Kermit receiver does in its

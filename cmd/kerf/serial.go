@@ -223,7 +223,7 @@ func serialCommand() *cli.Command {
 					// files it did save confirmed by a second pass, not
 					// all told not saved (QA r).
 					err = kermit.SendParallelWith(c.Context, []*kermit.Session{s}, kermit.ListOf(files), kermit.SendOptions{})
-					if c.Bool("resume") && s.ResumeUnavailable() && !c.Bool("quiet") && jsonOutput(c) == nil {
+					if err == nil && c.Bool("resume") && s.ResumeUnavailable() && !c.Bool("quiet") && jsonOutput(c) == nil {
 						// (QA an: G-Kermit, without RESEND, was sent
 						// whole files, and nothing said so.)
 						fmt.Fprintln(os.Stderr, "kerf: the receiver cannot resume (its Kermit has no RESEND): files went whole")

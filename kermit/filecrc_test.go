@@ -2,7 +2,6 @@ package kermit_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"kerf/filestore"
 	"kerf/framing"
@@ -395,19 +393,7 @@ func TestDualZWithBadCRCIsAProtocolError(t *testing.T) {
 		return p, chk, false
 	}}
 	da, db := dualPair(t)
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	scfg.Dual, rcfg.Dual = da, db
-	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-	defer send.Close()
-	defer recv.Close()
-	store, _ := filestore.Open(dst)
-	defer store.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rerr := make(chan error, 1)
-	go func() { rerr <- recv.Receive(ctx, store) }()
-	send.Send(ctx, out)
-	err := <-rerr
+	err := receiveWhileSent(t, a, b, da, db, kermit.DefaultConfig(), out, dst)
 	if !errors.Is(err, kermit.ErrProtocol) || !strings.Contains(err.Error(), "bad CRC-32C") || strings.Contains(err.Error(), "changed") {
 		t.Errorf("receiver: %v; want a protocol error saying the CRC is bad", err)
 	}

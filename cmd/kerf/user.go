@@ -684,6 +684,10 @@ func readLine(r io.Reader) (string, error) {
 func promptPassword(ctx context.Context, prompt string) (string, error) {
 	fd := int(os.Stdin.Fd())
 	fmt.Fprint(os.Stderr, prompt)
+	// The terminal's mode changes under promptTerminalMu, which a hard
+	// stop (SIGQUIT) takes for good: echo is not turned off after the
+	// stop put it back (CI: a quit right at the prompt left it off).
+	promptTerminalMu.Lock()
 	saved, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err == nil {
 		quiet := *saved
@@ -692,14 +696,19 @@ func promptPassword(ctx context.Context, prompt string) (string, error) {
 		quiet.Iflag |= unix.ICRNL
 		err = unix.IoctlSetTermios(fd, ioctlSetTermios, &quiet)
 	}
+	if err == nil {
+		promptTermios.Store(saved)
+	}
+	promptTerminalMu.Unlock()
 	if err != nil {
 		fmt.Fprintln(os.Stderr)
 		return "", usageErr("reading the password: %v", err)
 	}
-	promptTermios.Store(saved)
 	pw, err := fromTerminal(ctx, func() (string, error) { return readLine(os.Stdin) })
+	promptTerminalMu.Lock()
 	unix.IoctlSetTermios(fd, ioctlSetTermios, saved)
 	promptTermios.Store(nil)
+	promptTerminalMu.Unlock()
 	fmt.Fprintln(os.Stderr)
 	if errors.Is(err, errAtPrompt) {
 		return "", err
@@ -715,9 +724,15 @@ func promptPassword(ctx context.Context, prompt string) (string, error) {
 // puts back.
 var promptTermios atomic.Pointer[unix.Termios]
 
+// promptTerminalMu orders a prompt's changes of the terminal's mode
+// with a hard stop's restoring of it.
+var promptTerminalMu sync.Mutex
+
 // restorePromptTerminal puts back the terminal mode a password prompt
-// under way changed, if any.
+// under way changed, if any. For a hard stop: it keeps the terminal's
+// lock, so that no prompt changes the mode again before the exit.
 func restorePromptTerminal() {
+	promptTerminalMu.Lock()
 	if t := promptTermios.Load(); t != nil {
 		unix.IoctlSetTermios(int(os.Stdin.Fd()), ioctlSetTermios, t)
 	}

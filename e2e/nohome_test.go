@@ -18,16 +18,9 @@ import (
 func TestMissingHomeIsNotMade(t *testing.T) {
 	srv := startServer(t, t.TempDir(), serverOpts{})
 	home := filepath.Join(t.TempDir(), "nonexistent")
-	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kerfBin, argv...)
-	cmd.Env = append(env, "HOME="+home, "XDG_CONFIG_HOME=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if err != nil || !strings.Contains(stderr.String(), "not pinned") {
-		t.Errorf("ls with HOME %s missing: %v\n%s\nwant success, the key said not pinned", home, err, stderr.String())
+	r := lsWithEnv(t, srv, "HOME="+home, "XDG_CONFIG_HOME=")
+	if r.code != 0 || !strings.Contains(r.stderr, "not pinned") {
+		t.Errorf("ls with HOME %s missing: %s; want success, the key said not pinned", home, r)
 	}
 	if _, err := os.Stat(home); !os.IsNotExist(err) {
 		t.Errorf("HOME %s was made: %v", home, err)
@@ -39,16 +32,31 @@ func TestMissingHomeIsNotMade(t *testing.T) {
 // name none, and the refusal did not say what was missing).
 func TestNoUserSaysHowToGiveOne(t *testing.T) {
 	srv := startServer(t, t.TempDir(), serverOpts{})
-	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	if r := lsWithEnv(t, srv, "KERF_USER="); r.code != 3 || !strings.Contains(r.stderr, "-u USER") {
+		t.Errorf("ls with no user: %s; want exit 3 naming -u USER", r)
+	}
+}
+
+// lsWithEnv runs the client's ls of srv's top with env over what
+// clientInvocation gives (the last of a name wins).
+func lsWithEnv(t *testing.T, srv *server, env ...string) result {
+	t.Helper()
+	argv, base := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kerfBin, argv...)
-	cmd.Env = append(env, "KERF_USER=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Env = append(base, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), "-u USER") {
-		t.Errorf("ls with no user: %v\n%s\nwant exit 3 naming -u USER", err, stderr.String())
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("kerf ls: %v", err)
 	}
+	return r
 }

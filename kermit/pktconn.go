@@ -362,7 +362,15 @@ func parseAs(buf []byte, f framing.Frame, st scanState) (p framing.Packet, n int
 		// end of line of the one before it. (Where this side forces
 		// type 3, such a packet is a peer that does not: Session.got.)
 		f.Check = 1
-		if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && !st.inDamage && p1.Seq == 0 && strings.IndexByte(initTypes+"E", p1.Type&0x7f) >= 0 {
+		weakTypes := initTypes + "E"
+		if st.force3 {
+			// And the NAK of a peer that cannot read this side's
+			// type-3 Send-Init (G-Kermit has no block check 5): it
+			// NAKs it in type 1 until it gives up (QA an: 101 s of
+			// retries, no reason given). Session.got judges it.
+			weakTypes += "N"
+		}
+		if p1, n1, err1 := f.ParsePacket(buf); err1 == nil && !st.inDamage && p1.Seq == 0 && strings.IndexByte(weakTypes, p1.Type&0x7f) >= 0 {
 			p, n, weak, err = p1, n1, true, nil
 		}
 	}

@@ -549,6 +549,13 @@ func (s *Session) errorPacket(msg string) {
 // errorSeq is the number an E goes with now (errorPacket).
 func (s *Session) errorSeq() int {
 	seq := s.sw.next
+	if s.sw.count > 0 && s.sw.size == 1 {
+		// A stop-and-wait receiver waits on the packet not answered
+		// yet, and drops an E of the next number (G-Kermit: kerf's E
+		// after its S went unanswered, resent until G-Kermit's retry
+		// limit).
+		seq = s.sw.lo
+	}
 	if s.receiving && s.rw.started {
 		// The number the sender waits on: the packet it sends next, or
 		// the last one come if it is not answered yet (a stop-and-wait
@@ -922,11 +929,21 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 		// after every retry of both sides (QA ae: 111 s against a
 		// default C-Kermit); one alone may be damage passing the 6-bit
 		// check.
+		if p.Type == 'N' && s.answered {
+			// A type-1 NAK from a peer already heard in type 3: damage
+			// that passed the 6-bit check.
+			s.stats.BadPackets++
+			return inPacket{bad: true}, true, nil
+		}
 		if s.weakInits++; s.weakInits < 2 {
 			s.stats.BadPackets++
 			return inPacket{bad: true}, true, nil
 		}
-		return p, false, fmt.Errorf("%w: its %c packet has check type 1 (block check 5 needs it at both ends: C-Kermit's SET BLOCK-CHECK 5, kerf's --block-check 5; or neither)", ErrPeerNotForce3, p.Type)
+		const both = "block check 5 needs it at both ends: C-Kermit's SET BLOCK-CHECK 5, kerf's --block-check 5; or neither"
+		if p.Type == 'N' {
+			return p, false, fmt.Errorf("%w: it NAKs this side's type-3 packets in type 1 (%s; G-Kermit has none)", ErrPeerNotForce3, both)
+		}
+		return p, false, fmt.Errorf("%w: its %c packet has check type 1 (%s)", ErrPeerNotForce3, p.Type, both)
 	}
 	if !p.bad && p.weak && p.Type == 'E' && !s.cfg.Reliable {
 		// An E that passed only the 6-bit check while a stronger one is

@@ -505,6 +505,64 @@ func TestInteropCKermitNotForcingType3(t *testing.T) {
 	}
 }
 
+// TestInteropGKermitHasNoBlockCheck5: G-Kermit has no block check 5.
+// kerf forcing it ends both sides at once with its reason, each way.
+// Sending, kerf once took G-Kermit's type-1 NAKs of its type-3 S for
+// damage and resent it to its retry limit (QA an: 101 s, "too many
+// retries"), and its E, numbered past the S, was dropped by G-Kermit.
+func TestInteropGKermitHasNoBlockCheck5(t *testing.T) {
+	files := peertest.StandardFiles(1000, 1)
+	cfg := kerfConfig(setting{1, 4096, 3}, fastBaud)
+	cfg.Check = kermit.CheckForce3
+	// heardE waits for G-Kermit's end and checks it read kerf's E: it
+	// prints no message, but its debug log shows the packet.
+	heardE := func(t *testing.T, gk *peertest.Peer, log string) {
+		t.Helper()
+		if err := gk.Wait(30 * time.Second); err == nil {
+			t.Error("G-Kermit exited 0 from a transfer that could not start")
+		} else if gk.ExitCode() < 0 {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "rpacket type=E, seq=00") {
+			t.Errorf("G-Kermit did not take kerf's E:\n%s", b)
+		}
+	}
+	notForce3 := func(t *testing.T, done <-chan error) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if !errors.Is(err, kermit.ErrPeerNotForce3) {
+				t.Fatalf("kerf: %v; want the peer named as not forcing type 3", err)
+			}
+		case <-time.After(4 * time.Minute):
+			t.Fatal("kerf: still running")
+		}
+	}
+	t.Run("kerf-sends", func(t *testing.T) {
+		src := t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		log := filepath.Join(t.TempDir(), "gk.log")
+		gk := peertest.GKermit(t, b, "-i", "-d", log, "-r")
+		notForce3(t, runKerf(t, a, fastBaud, cfg, sendKerf(outgoing(src, files))))
+		heardE(t, gk, log)
+	})
+	t.Run("gkermit-sends", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		peertest.WriteFiles(t, src, files)
+		a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+		done := runKerf(t, a, fastBaud, cfg, receiveKerf(t, dst))
+		log := filepath.Join(t.TempDir(), "gk.log")
+		gk := peertest.GKermit(t, b, "-i", "-d", log, "-s", filepath.Join(src, files[0].Name))
+		notForce3(t, done)
+		heardE(t, gk, log)
+	})
+}
+
 // gkermitBothWays runs kerf (started by run on its end of the line)
 // sending to G-Kermit and then receiving from it, G-Kermit with gkArgs
 // besides its usual ones, and checks the files arrived whole.

@@ -465,6 +465,27 @@ func (p *Path) SettleBelow(next uint32) error {
 	return nil
 }
 
+// Forsake says that file id will never be expected, though its blocks
+// may come: the sender counted and sent it, and the receiver read its F
+// outside a transfer (the rest of a group its E ended, still on its
+// way). Its blocks parked or deferred are dropped, and those that come
+// later are dropped as late copies; SettleBelow takes it as settled.
+func (p *Path) Forsake(id uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.files[id] != nil || p.finished.has(id) || !p.finished.add(id) {
+		return // expected after all, or forsaken already
+	}
+	for _, e := range p.parked[id] {
+		p.parkedBytes -= e.f.payloadCap()
+		unpark(e.f.payloadCap())
+		p.putFrame(e.f)
+	}
+	delete(p.parked, id)
+	p.nDeferred -= len(p.deferred[id])
+	delete(p.deferred, id)
+}
+
 // strayError says why blocks of file id are never claimed.
 func strayError(id uint32) error {
 	return fmt.Errorf("datachan: blocks of file id %d came, a file that does not come on the data connections here; file ids count every F and X packet of the control connection (protocol.md §4.1)", id)

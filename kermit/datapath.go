@@ -88,6 +88,9 @@ type DataSettler interface {
 	// never comes (datachan.Path.SettleBelow); an error names blocks of
 	// such an id that was not expected: ids the peer counted otherwise.
 	SettleBelow(next uint32) error
+	// Forsake says file id is never expected, though its blocks may
+	// come (datachan.Path.Forsake): its F was read outside a transfer.
+	Forsake(id uint32)
 }
 
 // DataKeeper is an optional extension of a DataPath: an interrupted

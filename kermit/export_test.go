@@ -1,6 +1,8 @@
 package kermit
 
 import (
+	"bytes"
+	"context"
 	"time"
 
 	"kerf/framing"
@@ -88,4 +90,25 @@ func SetDrainIdle(d time.Duration) func() {
 func FillAccountlessSkip() func() {
 	skipInUseAccountless.Add(maxSkip)
 	return func() { skipInUseAccountless.Add(-maxSkip) }
+}
+
+// SendStray has s send, outside any transfer, the F of a file named
+// name and data as the file's blocks on the data path: what a sender
+// sent ahead of the receiver's E that ended its group.
+func SendStray(ctx context.Context, s *Session, name string, data []byte) error {
+	enc, err := s.encodeField([]byte(name))
+	if err != nil {
+		return err
+	}
+	s.sendFileID++
+	if err := s.c.send(s.sw.next, 'F', enc); err != nil {
+		return err
+	}
+	if err := s.c.flush(); err != nil {
+		return err
+	}
+	if _, err := s.data.SendFile(ctx, s.sendFileID, bytes.NewReader(data), 0, int64(len(data))); err != nil {
+		return err
+	}
+	return s.data.Flush()
 }

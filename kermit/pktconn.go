@@ -33,14 +33,21 @@ type inPacket struct {
 	// of line before it, so most likely a mark the line made inside a
 	// damaged packet, not where one begins (Session.sameDamage).
 	inDamage bool
+	// fx: an F or X packet, good or (a whole one under another
+	// check type) bad; fileID: of such a packet, how many the link has
+	// brought, this one included: on a reliable link its file id as the
+	// peer counts it (protocol.md §4.1), whatever reads it.
+	fx     bool
+	fileID uint32
 }
 
 // pktConn frames Kermit packets over a byte stream. One goroutine reads
 // and parses; the engine writes from its own single goroutine.
 type pktConn struct {
-	rw     io.ReadWriter
-	mark   byte
-	parity atomic.Bool // 7-bit: the 8th bit of every byte read is ignored
+	rw      io.ReadWriter
+	fileIDs uint32 // F and X packets read (the reader's own)
+	mark    byte
+	parity  atomic.Bool // 7-bit: the 8th bit of every byte read is ignored
 	// detectParity: no Send-Init is agreed yet and the peer's parity may
 	// be found (Config.DetectParity); the reader then sets parity itself.
 	detectParity atomic.Bool
@@ -219,6 +226,10 @@ func (c *pktConn) readLoop() {
 				c.parity.Store(true)
 				c.detectParity.Store(false)
 			}
+			if ip.fx {
+				c.fileIDs++
+				ip.fileID = c.fileIDs
+			}
 			if !c.deliver(ip) {
 				return
 			}
@@ -322,10 +333,25 @@ func scan(buf []byte, st scanState, raw *[]byte) (ip inPacket, n int, v scanVerd
 		return inPacket{}, 0, scanMore
 	}
 	if err != nil {
+		bad := inPacket{bad: true, inDamage: st.inDamage}
+		// A whole F or X under another check type is, on a reliable
+		// link, one sent with the check of a transaction this side
+		// has ended (the rest of a group its E ended, sent ahead):
+		// still damage here, but a file id the peer counted.
+		for c := framing.CheckType(1); c <= 3 && !st.parity && !st.detect; c++ {
+			if c != st.chk {
+				other := framing.Frame{Mark: st.mark, Check: c}
+				if q, _, err := other.ParsePacket(buf); err == nil {
+					bad.fx = q.Type == 'F' || q.Type == 'X'
+					break
+				}
+			}
+		}
 		// Skip one byte only: a garbled LEN may cover the next packet.
-		return inPacket{bad: true, inDamage: st.inDamage}, 1, scanBad
+		return bad, 1, scanBad
 	}
 	ip.Packet = framing.Packet{Seq: p.Seq, Type: p.Type & 0x7f, Data: append([]byte(nil), p.Data...)}
+	ip.fx = ip.Type == 'F' || ip.Type == 'X'
 	ip.chk3 = chk3
 	ip.weak = weak
 	ip.wireN = n

@@ -309,6 +309,7 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if !gotS {
 				return fmt.Errorf("%w: %c packet before S", ErrProtocol, p.Type)
 			}
+			s.countFileID(s.rw.deliveredID)
 			name, err := s.decodeString(p.Data)
 			if err != nil {
 				return err
@@ -345,7 +346,6 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				}
 				s.cfg.Log.Warn("the sender gave no file name: stored under a name of its own", "name", name)
 			}
-			s.recvFileID++
 			cur = &recvFile{name: name, id: s.recvFileID, text: s.cfg.Text, began: time.Now(), attrs: framing.NewAttributes()}
 			if s.neg.peerKerf {
 				cur.attrs.Zone = time.UTC // as the kerf sender writes them
@@ -1529,6 +1529,28 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 // settleBelow tells a data path that takes it (DataSettler) that the
 // files before id are settled: this side expects files in the order of
 // their F and X packets, every one of them.
+// countFileID takes the file id of an F or X the reader counted read. On a reliable link it
+// is the reader's count, which is the sender's: those F and X packets
+// read elsewhere (the rest of a group an E ended, still on its way,
+// read in a server's command wait or before the next S) are counted
+// too, and their blocks, which the sender sent, dropped. Counted here
+// alone, the ids fell behind the sender's, and a second pass on the
+// session took the first's parked blocks for its files (review 56b).
+// On a line, where a packet may come twice, each F and X read here is
+// the next id.
+func (s *Session) countFileID(read uint32) {
+	if !s.cfg.Reliable || read == 0 {
+		s.recvFileID++
+		return
+	}
+	if ds, ok := s.data.(DataSettler); ok {
+		for id := s.recvFileID + 1; id < read; id++ {
+			ds.Forsake(id)
+		}
+	}
+	s.recvFileID = read
+}
+
 func (s *Session) settleBelow(id uint32) error {
 	if ds, ok := s.data.(DataSettler); ok {
 		if err := ds.SettleBelow(id); err != nil {

@@ -1030,6 +1030,10 @@ type recvWindow struct {
 	acks   [64][]byte
 	rawAck [64]bool // acks[i] is a whole encoded packet (the S ACK, check type 1)
 	hasAck [64]bool
+	// fileIDs are got's inPacket.fileID; deliveredID is that of the
+	// packet nextPacket returned last.
+	fileIDs     [64]uint32
+	deliveredID uint32
 	// ackedAt is when seq was last ACKed, repeatedAt when its ACK was
 	// last sent again for a copy (zero: not since its first), and
 	// longest the longest packet received (wire bytes): a stop-and-wait
@@ -1194,6 +1198,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		if w.started {
 			if w.has[w.lo] {
 				p := w.got[w.lo]
+				w.deliveredID = w.fileIDs[w.lo]
 				w.got[w.lo], w.has[w.lo] = framing.Packet{}, false
 				w.naked[w.lo] = false
 				w.lo = (w.lo + 1) % 64
@@ -1286,6 +1291,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 				continue // duplicate of a stashed packet
 			}
 			w.got[in.Seq], w.has[in.Seq] = in.Packet, true
+			w.fileIDs[in.Seq] = in.fileID
 			w.naked[in.Seq] = false
 			// Not answered yet: an ACK kept for this number is of the
 			// packet 64 before it.

@@ -63,6 +63,9 @@ type Session struct {
 	// the 6-bit check while this side forces type 3, with no good packet
 	// between (got): a peer that does not force it.
 	weakInits int
+	// nakedLo is the number of the packet the peer's last packet
+	// NAKed, plus one; 0 when its last packet was no NAK (errorSeq).
+	nakedLo int
 	// crcResends: how many times the file being sent has gone again
 	// after failing its whole-file CRC at the receiver (maxCRCResends).
 	crcResends int
@@ -549,11 +552,13 @@ func (s *Session) errorPacket(msg string) {
 // errorSeq is the number an E goes with now (errorPacket).
 func (s *Session) errorSeq() int {
 	seq := s.sw.next
-	if s.sw.count > 0 && s.sw.size == 1 {
-		// A stop-and-wait receiver waits on the packet not answered
-		// yet, and drops an E of the next number (G-Kermit: kerf's E
-		// after its S went unanswered, resent until G-Kermit's retry
-		// limit).
+	if s.sw.count > 0 && s.sw.size == 1 && s.nakedLo == s.sw.lo+1 {
+		// A stop-and-wait receiver whose last word was a NAK of the
+		// packet in flight waits on that number, and drops an E of the
+		// next (G-Kermit NAKing a type-3 S it could not read: kerf's E
+		// numbered 1 was dropped, and it NAKed on to its retry limit).
+		// Otherwise the next: the packet in flight most likely arrives
+		// first, and the E goes again once it is past (errorPacketAt).
 		seq = s.sw.lo
 	}
 	if s.receiving && s.rw.started {
@@ -914,6 +919,12 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 			s.linkErr = p.err
 		}
 		return p, false, p.err
+	}
+	if !p.bad {
+		s.nakedLo = 0
+		if p.Type == 'N' {
+			s.nakedLo = p.Seq + 1
+		}
 	}
 	if !p.bad && !s.cfg.Reliable && s.initShaped(p) && !framing.PlausibleParams(p.Data) {
 		// A Send-Init or its ACK passes only a 6-bit check: one damaged

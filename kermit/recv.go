@@ -310,6 +310,13 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				return fmt.Errorf("%w: %c packet before S", ErrProtocol, p.Type)
 			}
 			s.countFileID(s.rw.deliveredID)
+			if cur != nil {
+				// The last file not ended: cut off as by any other end
+				// of the group (the deferred func), not left open with
+				// its lock (QA aq: F after F without Z held a descriptor
+				// each, and the name locked, for the server's life).
+				return fmt.Errorf("%w: %c packet before the Z of %s", ErrProtocol, p.Type, cur.name)
+			}
 			name, err := s.decodeString(p.Data)
 			if err != nil {
 				return err

@@ -63,9 +63,15 @@ type Attributes struct {
 	// Extra holds, in order, the tags this package does not model and
 	// modelled tags whose value it could not decode (a non-numeric length,
 	// an unreadable date, a non-octal mode), so nothing received is lost.
-	// It never holds '@'.
+	// It never holds '@', nor more than MaxExtraAttrs.
 	Extra []Attr
 }
+
+// MaxExtraAttrs is the most attributes Extra holds: Parse refuses a field
+// that would take it past (a peer's few unknown tags are far fewer; a
+// hostile one's endless stream of them cost memory and, copied at each
+// packet, time: QA aq).
+const MaxExtraAttrs = 256
 
 // Attr is one raw attribute.
 type Attr struct {
@@ -171,8 +177,9 @@ func (m *attrFields) addString(tag byte, s string) {
 // carries replace those already in a, unknown ones are appended to Extra.
 // An '@' is accepted anywhere and skipped, as C-Kermit does. If the field
 // is cut short (a tag without its length, or a value running past the end)
-// or a length byte is not in ' '..'~', Parse returns an error wrapping
-// ErrBadAttributes and leaves a unchanged.
+// or a length byte is not in ' '..'~', or Extra would grow past
+// MaxExtraAttrs, Parse returns an error wrapping ErrBadAttributes and
+// leaves a unchanged.
 func (a *Attributes) Parse(data []byte) error {
 	b := *a
 	b.Extra = slices.Clone(a.Extra)
@@ -189,6 +196,9 @@ func (a *Attributes) Parse(data []byte) error {
 			return fmt.Errorf("%w: tag %q at offset %d: %d-byte value cut short", ErrBadAttributes, tag, i, n)
 		}
 		b.set(tag, data[i+2:i+2+n])
+		if len(b.Extra) > MaxExtraAttrs {
+			return fmt.Errorf("%w: more than %d attributes not understood", ErrBadAttributes, MaxExtraAttrs)
+		}
 		i += 2 + n
 	}
 	*a = b

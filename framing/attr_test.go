@@ -493,3 +493,21 @@ func TestAttributesZone(t *testing.T) {
 		t.Fatalf("fraction without SubSecond: %q", w)
 	}
 }
+
+// Attributes not understood are kept up to MaxExtraAttrs, over any number
+// of Parse calls; past it Parse fails, leaving a as it was.
+func TestParseBoundsExtra(t *testing.T) {
+	one := []byte("Z#abc") // an unknown tag
+	a := NewAttributes()
+	for i := range MaxExtraAttrs {
+		if err := a.Parse(one); err != nil {
+			t.Fatalf("attribute %d: %v", i+1, err)
+		}
+	}
+	if err := a.Parse(one); !errors.Is(err, ErrBadAttributes) {
+		t.Errorf("attribute %d: %v; want ErrBadAttributes", MaxExtraAttrs+1, err)
+	}
+	if len(a.Extra) != MaxExtraAttrs {
+		t.Errorf("%d kept; want %d", len(a.Extra), MaxExtraAttrs)
+	}
+}

@@ -101,3 +101,27 @@ func TestFWithoutZClosesTheFile(t *testing.T) {
 		t.Error("b, never begun, was stored")
 	}
 }
+
+// A file's A packets are bounded: past 64 the group ends with a protocol
+// error (QA aq: an endless run of A packets, each merged into all before
+// it, held a server core at 100% and grew its memory five times the
+// bytes sent, from any session, read-only and anonymous too).
+func TestEndlessAttributesEndTheGroup(t *testing.T) {
+	attrs := framing.NewAttributes()
+	attrs.Length = 5
+	a1 := attrs.Marshal(90)[0]
+	var answer byte
+	err := receiveClassic(t, t.TempDir(), func(a net.Conn) {
+		script := []framing.Packet{{Type: 'F', Data: []byte("a")}}
+		for range 1000 {
+			script = append(script, framing.Packet{Type: 'A', Data: a1})
+		}
+		answer = scriptedSender(t, a, script)
+	})
+	if !errors.Is(err, kermit.ErrProtocol) || !strings.Contains(err.Error(), "more than 64 attribute packets") {
+		t.Errorf("receiver: %v; want a protocol error about the attribute packets", err)
+	}
+	if answer != 'E' {
+		t.Errorf("the last A was answered %c; want E", answer)
+	}
+}

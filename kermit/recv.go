@@ -140,14 +140,19 @@ const (
 	classicSerialMaxPacket = 2000
 )
 
+// maxAttrPackets is the most A packets a file may have: a sender needs
+// one, a few on a line of short packets.
+const maxAttrPackets = 64
+
 // recvFile is the state of the file being received.
 type recvFile struct {
-	inc      Incoming
-	name     string
-	attrs    framing.Attributes
-	haveAttr bool
-	refused  bool
-	cutOff   bool // ended before its data did; its partial kept (keepPartial)
+	inc         Incoming
+	name        string
+	attrs       framing.Attributes
+	attrPackets int
+	haveAttr    bool
+	refused     bool
+	cutOff      bool // ended before its data did; its partial kept (keepPartial)
 	// flushProgress reports exactly what its data path wrote so far
 	// (Session.progress), for a file cut off; nil if none.
 	flushProgress func()
@@ -420,6 +425,11 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 		case 'A':
 			if cur == nil || cur.dir && !s.neg.dirAttrs {
 				return fmt.Errorf("%w: A packet without a file's F", ErrProtocol)
+			}
+			if cur.attrPackets++; cur.attrPackets > maxAttrPackets {
+				// Each is merged into what came before: an endless run
+				// of them held a session's memory and a core (QA aq).
+				return fmt.Errorf("%w: more than %d attribute packets for %s", ErrProtocol, maxAttrPackets, cur.name)
 			}
 			if cur.dir {
 				if err := cur.attrs.Parse(p.Data); err != nil {

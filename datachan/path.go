@@ -14,12 +14,29 @@ import (
 	"kerf/framing"
 )
 
+// protocolError is ErrProtocol's type: its PeerProtocolError method
+// tells the engine, which does not import this package, that the peer
+// broke the protocol (no reconnecting: a new session would meet it too).
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string           { return e.msg }
+func (e *protocolError) PeerProtocolError() bool { return true }
+
+// damagedStream wraps a protocol error that damage on the way explains as
+// well as a peer's breach (a frame header failing its check, on a data
+// connection without TLS): a session dialled again may well go on.
+type damagedStream struct{ err error }
+
+func (e *damagedStream) Error() string           { return e.err.Error() }
+func (e *damagedStream) Unwrap() error           { return e.err }
+func (e *damagedStream) PeerProtocolError() bool { return false }
+
 // Errors of a Path. A failed Path returns its first error, wrapped with
 // detail, from every later call.
 var (
-	ErrClosed   = errors.New("datachan: data path closed")
-	ErrConnLost = errors.New("datachan: data connection lost")
-	ErrProtocol = errors.New("datachan: protocol error")
+	ErrClosed         = errors.New("datachan: data path closed")
+	ErrConnLost       = errors.New("datachan: data connection lost")
+	ErrProtocol error = &protocolError{"datachan: protocol error"}
 	// ErrDamaging: one block arrived damaged maxDamage times: the path
 	// changes what it carries, and asking again will not get it through.
 	ErrDamaging = errors.New("datachan: the data path keeps damaging the data")

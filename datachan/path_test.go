@@ -329,6 +329,11 @@ func TestDamagedHeaderFailsPath(t *testing.T) {
 		t.Fatalf("Wait: %v", err)
 	}
 	wantErrContaining(t, err, "header check", "cannot be resynchronised")
+	// Damage on the way, as likely as a peer's breach: dialled again.
+	var v interface{ PeerProtocolError() bool }
+	if !errors.As(err, &v) || v.PeerProtocolError() {
+		t.Error("a damaged header is said to be the peer's breach of the protocol")
+	}
 	// The error is sticky.
 	if err2 := r.Expect(2, newMemFile(1), 0, 1); !errors.Is(err2, ErrProtocol) {
 		t.Fatalf("Expect after failure: %v", err2)

@@ -2,6 +2,7 @@ package datachan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -293,7 +294,7 @@ func (s *stream) readLoop() {
 				err = s.resend(r)
 			}
 		default:
-			err = s.protocolError("bad frame magic %q; the stream cannot be resynchronised", s.hdr[:4])
+			err = &damagedStream{s.protocolError("bad frame magic %q; the stream cannot be resynchronised", s.hdr[:4])}
 		}
 		if err != nil {
 			p.fail(err)
@@ -309,7 +310,11 @@ func (s *stream) readBlock() error {
 	h, err := framing.ParseBlockHeader(s.hdr[:])
 	if err != nil {
 		// The length cannot be trusted, so the next frame cannot be found.
-		return fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err)
+		err = fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err)
+		if errors.Is(err, framing.ErrBlockHeaderCheck) {
+			return &damagedStream{err}
+		}
+		return err
 	}
 	if h.Length == 0 {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)

@@ -31,6 +31,18 @@ func newFailingPath(after time.Duration) *failingPath {
 func (p *failingPath) Failed() <-chan struct{} { return p.failed }
 func (p *failingPath) LocalFailure() error     { return nil }
 
+// peerBreach is a data path's protocol error (as datachan.ErrProtocol).
+type peerBreach struct{}
+
+func (peerBreach) Error() string           { return "datachan: protocol error: block outside the file" }
+func (peerBreach) PeerProtocolError() bool { return true }
+
+// damagedHeader is a data path's protocol error that damage explains.
+type damagedHeader struct{}
+
+func (damagedHeader) Error() string           { return "datachan: protocol error: header check" }
+func (damagedHeader) PeerProtocolError() bool { return false }
+
 // A session is lost (Reconnect dials a successor) when its link or data
 // path broke, even where the peer's E came before this side saw its
 // data connection close; not for a group with files failed, a cancel, a
@@ -67,6 +79,11 @@ func TestLostBy(t *testing.T) {
 		{"E, the server shutting down", nil, fmt.Errorf("kermit: send-init: %w", &PeerError{Msg: ShuttingDown}), -1, true, false},
 		{"name too long for a packet", nil, fmt.Errorf("kermit: %w (10001 bytes)", ErrFieldTooLong), -1, false, false},
 		{"data not the length announced", nil, fmt.Errorf("kermit: big.txt: received 16016 bytes, sender announced 16: %w", errLengthMismatch), -1, false, false},
+		// The peer broke the protocol (QA aq): dialled again, it does again.
+		{"peer's bad attribute reply", nil, fmt.Errorf("kermit: %w: attribute reply: bad", ErrProtocol), -1, false, false},
+		{"peer's bad block", nil, fmt.Errorf("kermit: data of a: %w", peerBreach{}), 0, false, false},
+		{"damaged block header", nil, fmt.Errorf("kermit: data of a: %w", damagedHeader{}), 0, true, false},
+		{"streaming peer silent", nil, fmt.Errorf("%w: %w", ErrProtocol, errStreamingSilence), -1, true, false},
 		{"data port refused", nil, fmt.Errorf("kermit: send-init: %w: %w", errOpeningData, errors.New("connection refused")), -1, false, false},
 		// The control connection gone too: the server stopped (QA af).
 		{"data and control lost", nil, fmt.Errorf("kermit: send-init: %w: %w", errOpeningData, errors.New("EOF")), -1, true, true},

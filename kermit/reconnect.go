@@ -206,6 +206,13 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 	switch {
 	case err == nil, ctx.Err() != nil, errors.As(err, &ge), errors.As(err, &rg), errors.Is(err, ErrCanceled), errors.Is(err, ErrFieldTooLong), errors.Is(err, errLengthMismatch):
 		return false
+	case errors.Is(err, errStreamingSilence):
+		return true // a peer silent past the idle timeout: as a link lost
+	case peerProtocolError(err):
+		// The peer broke the protocol: a new session would meet the same
+		// (QA aq: a server's bad blocks or attribute replies had a get or
+		// send log in again 10-26 times, two minutes, each meeting it).
+		return false
 	case errors.Is(err, errOpeningData):
 		// Every login would meet it (a firewall, a wrong --data-listen),
 		// unless the first's opened: then a successor's failure is the
@@ -244,6 +251,22 @@ func (s *Session) lostByThen(ctx context.Context, err error, then time.Time) boo
 		return false
 	}
 	return true
+}
+
+// errStreamingSilence is why a receiver of a streamed transfer gave up:
+// nothing came within the idle timeout.
+var errStreamingSilence = errors.New("timed out on a reliable link")
+
+// peerProtocolError reports whether err is the peer's breach of the
+// protocol: a data path's error that says so (datachan.ErrProtocol's
+// PeerProtocolError; not a damaged frame header), or the engine's
+// ErrProtocol.
+func peerProtocolError(err error) bool {
+	var v interface{ PeerProtocolError() bool }
+	if errors.As(err, &v) {
+		return v.PeerProtocolError() // (false: damage on the way as likely)
+	}
+	return errors.Is(err, ErrProtocol)
 }
 
 // netErrno reports whether err's cause is a network's (a reset, a

@@ -1224,7 +1224,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 				return framing.Packet{}, err
 			}
 			if s.neg.streaming {
-				return framing.Packet{}, fmt.Errorf("%w: timed out on a reliable link", ErrProtocol)
+				return framing.Packet{}, fmt.Errorf("%w: %w", ErrProtocol, errStreamingSilence)
 			}
 			if w.started && !s.cfg.Reliable {
 				if err := s.nak(w.lo); err != nil {

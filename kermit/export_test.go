@@ -112,3 +112,6 @@ func SendStray(ctx context.Context, s *Session, name string, data []byte) error 
 	}
 	return s.data.Flush()
 }
+
+// Capas2RawOK is the CAPAS bit that says a peer is a kerf.
+const Capas2RawOK = capas2RawOK

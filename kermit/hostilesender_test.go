@@ -20,9 +20,15 @@ import (
 // the first that is no ACK).
 func scriptedSender(t *testing.T, a net.Conn, script []framing.Packet) byte {
 	t.Helper()
-	r := bufio.NewReader(a)
 	init := framing.DefaultParams()
 	init.Capas |= framing.CapAttrs
+	return scriptedSenderWith(t, a, init, script)
+}
+
+// scriptedSenderWith is scriptedSender sending init as its S.
+func scriptedSenderWith(t *testing.T, a net.Conn, init framing.Params, script []framing.Packet) byte {
+	t.Helper()
+	r := bufio.NewReader(a)
 	all := append([]framing.Packet{{Type: 'S', Data: init.Marshal()}}, script...)
 	for seq, p := range all {
 		b, err := framing.Frame{Check: 1}.AppendPacket(nil, framing.Packet{Seq: seq % 64, Type: p.Type, Data: p.Data})
@@ -123,5 +129,31 @@ func TestEndlessAttributesEndTheGroup(t *testing.T) {
 	}
 	if answer != 'E' {
 		t.Errorf("the last A was answered %c; want E", answer)
+	}
+}
+
+// From a kerf peer, a length attribute that is no number of bytes is a
+// protocol error (QA aq L3: "99999999999999999999999" and "-5" were
+// taken as no length, and the file stored, exit 0).
+func TestKerfPeersUnreadableLengthRefused(t *testing.T) {
+	for _, length := range []string{"99999999999999999999999", "-5", "12abc"} {
+		var answer byte
+		dst := t.TempDir()
+		err := receiveClassic(t, dst, func(a net.Conn) {
+			init := framing.DefaultParams()
+			init.Capas |= framing.CapAttrs
+			init.Capas2 |= kermit.Capas2RawOK
+			a1 := append([]byte{'1', byte(32 + len(length))}, length...)
+			answer = scriptedSenderWith(t, a, init, []framing.Packet{{Type: 'F', Data: []byte("a")}, {Type: 'A', Data: a1}, {Type: 'D', Data: []byte("hello")}, {Type: 'Z'}})
+		})
+		if !errors.Is(err, kermit.ErrProtocol) || !strings.Contains(err.Error(), "length") {
+			t.Errorf("length %q: receiver: %v; want a protocol error about the length", length, err)
+		}
+		if answer != 'E' {
+			t.Errorf("length %q: answered %c; want E", length, answer)
+		}
+		if _, err := os.Stat(filepath.Join(dst, "a")); err == nil {
+			t.Errorf("length %q: the file was stored", length)
+		}
 	}
 }

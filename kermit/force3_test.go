@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,5 +198,50 @@ func TestForce3ServerThenPlainClient(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(cliDir, "f.txt")); err != nil || string(b) != "hello\n" {
 		t.Fatalf("gkermit got %q, %v", b, err)
+	}
+}
+
+// damageFirst damages the first n writes longer than a NAK (a byte of
+// each flipped): the first Send-Inits, hit by line noise.
+type damageFirst struct {
+	net.Conn
+	mu sync.Mutex
+	n  int
+}
+
+func (c *damageFirst) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	if c.n > 0 && len(b) > 6 {
+		c.n--
+		d := append([]byte(nil), b...)
+		d[5] ^= 0x04
+		c.mu.Unlock()
+		if _, err := c.Conn.Write(d); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// A sender forcing type 3 whose first Send-Inits come damaged to a
+// receiver not forcing it (which NAKs each in type 1, then reads a whole
+// one's "5" and follows) goes on: a type-1 NAK or two is damage, not a
+// peer without block check 5 (review 57: two ended the send).
+func TestForce3SenderOutlastsDamagedInits(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		files := standardFiles()[:2]
+		src, dst := t.TempDir(), t.TempDir()
+		out := writeFiles(t, src, files)
+		forced, plain := kermit.DefaultConfig(), kermit.DefaultConfig()
+		forced.Check = kermit.CheckForce3
+		forced.Timeout, forced.MinTimeout = 2*time.Second, time.Second
+		a, b := link(t, 0, 1)
+		serr, rerr, _ := transfer(t, &damageFirst{Conn: a, n: n}, b, forced, plain, out, dst)
+		if serr != nil || rerr != nil {
+			t.Fatalf("%d damaged: send: %v, receive: %v", n, serr, rerr)
+		}
+		checkFiles(t, dst, files)
 	}
 }

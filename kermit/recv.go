@@ -1562,11 +1562,9 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 	return size > 0 && (nothing == nil || !nothing.KeepsNothing())
 }
 
-// settleBelow tells a data path that takes it (DataSettler) that the
-// files before id are settled: this side expects files in the order of
-// their F and X packets, every one of them.
-// countFileID takes the file id of an F or X the reader counted read. On a reliable link it
-// is the reader's count, which is the sender's: those F and X packets
+// countFileID takes the file id of an F or X: read is the reader's count
+// less the copies the receive window dropped before it (0: none). On a
+// reliable link that is the sender's count: those F and X packets
 // read elsewhere (the rest of a group an E ended, still on its way,
 // read in a server's command wait or before the next S) are counted
 // too, and their blocks, which the sender sent, dropped. Counted here
@@ -1579,14 +1577,17 @@ func (s *Session) countFileID(read uint32) {
 		s.recvFileID++
 		return
 	}
-	if ds, ok := s.data.(DataSettler); ok {
+	if df, ok := s.data.(DataForsaker); ok {
 		for id := s.recvFileID + 1; id < read; id++ {
-			ds.Forsake(id)
+			df.Forsake(id)
 		}
 	}
 	s.recvFileID = read
 }
 
+// settleBelow tells a data path that takes it (DataSettler) that the
+// files before id are settled: this side expects files in the order of
+// their F and X packets, every one of them.
 func (s *Session) settleBelow(id uint32) error {
 	if ds, ok := s.data.(DataSettler); ok {
 		if err := ds.SettleBelow(id); err != nil {

@@ -609,10 +609,13 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		s.noteUnnameable(f.Name)
 		return &skipError{err: err, before: true}
 	}
-	s.sendFileID++
-	id := s.sendFileID
-
+	// Counted once it went (review 57: an F that waited for room in
+	// the window, and never went for the receiver's E, was counted).
 	fs, err := s.queue(ctx, 'F', name, 0)
+	if err == nil {
+		s.sendFileID++
+	}
+	id := s.sendFileID
 	if err != nil {
 		// Taken from the group's list but never begun: no one else
 		// reports it. Cut off, so that with several sessions another
@@ -1549,10 +1552,10 @@ func (s *Session) sendHeaderOnly(ctx context.Context, name string, attrs [][]byt
 		s.noteUnnameable(name)
 		return nil, &skipError{err: err}
 	}
-	s.sendFileID++
 	if _, err := s.queue(ctx, 'F', enc, 0); err != nil {
 		return nil, err
 	}
+	s.sendFileID++ // (once it went)
 	for _, a := range attrs {
 		if _, err := s.queue(ctx, 'A', a, 0); err != nil {
 			return nil, err

@@ -978,10 +978,10 @@ func (s *Session) sendText(ctx context.Context, title string, text io.Reader) er
 	// The X takes a file id, as an F does: the receiver counts it
 	// (recvFileID), and a file that follows in the session (a GET after
 	// a long listing) must have the id its blocks carry.
-	s.sendFileID++
 	if _, err := s.queue(ctx, 'X', name, 0); err != nil {
 		return err
 	}
+	s.sendFileID++ // (once it went)
 	src := newDataSource(text, true)
 	send := func() error {
 		data, n := s.neg.out.Encode(nil, src.pending(), s.neg.maxData)

@@ -63,6 +63,13 @@ type Session struct {
 	// the 6-bit check while this side forces type 3, with no good packet
 	// between (got): a peer that does not force it.
 	weakInits int
+	// fxCopies counts the F and X packets the receive window dropped as
+	// copies (a resend): the reader counted each, and the file ids of
+	// those after are that many lower (countFileID).
+	fxCopies uint32
+	// weakNAKs counts the type-1 NAKs of this side's type-3 Send-Init
+	// (block check 5), each alone on the line (got).
+	weakNAKs int
 	// nakedLo is the number of the packet the peer's last packet
 	// NAKed, plus one; 0 when its last packet was no NAK (errorSeq).
 	nakedLo int
@@ -940,13 +947,23 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 		// after every retry of both sides (QA ae: 111 s against a
 		// default C-Kermit); one alone may be damage passing the 6-bit
 		// check.
-		if p.Type == 'N' && s.answered {
-			// A type-1 NAK from a peer already heard in type 3: damage
-			// that passed the 6-bit check.
+		if p.Type == 'N' {
+			// G-Kermit, which has no type 5, NAKs the S in type 1 each
+			// time it comes, to its retry limit; so may a peer whose
+			// copies came damaged, or one waiting before this side
+			// began (C-Kermit NAKs while it waits, and reads a type-3
+			// S when it comes: review 57). Four, each alone on the
+			// line (not a burst that waited), tell G-Kermit; one from
+			// a peer heard in type 3 is damage.
 			s.stats.BadPackets++
-			return inPacket{bad: true}, true, nil
-		}
-		if s.weakInits++; s.weakInits < 2 {
+			if s.answered || len(s.c.in) > 0 {
+				return inPacket{bad: true}, true, nil
+			}
+			if s.weakNAKs++; s.weakNAKs < 4 {
+				return inPacket{bad: true}, true, nil
+			}
+			s.stats.BadPackets--
+		} else if s.weakInits++; s.weakInits < 2 {
 			s.stats.BadPackets++
 			return inPacket{bad: true}, true, nil
 		}

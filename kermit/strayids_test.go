@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,5 +98,86 @@ func TestGroupAfterStraysGetsItsOwnBlocks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// dupFConn writes the nth F packet it sees twice: what a sender whose
+// timer ran out does (a third-party dual sender over TCP; protocol.md §7).
+type dupFConn struct {
+	net.Conn
+	mu   sync.Mutex
+	seen int
+	nth  int
+}
+
+func (c *dupFConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]byte, 0, len(b)+64)
+	for i := 0; i < len(b); {
+		if b[i] == 1 && i+3 < len(b) && b[i+3] == 'F' {
+			if l := int(b[i+1]) - 32; l >= 3 && i+2+l <= len(b) {
+				end := i + 2 + l
+				if end < len(b) && b[end] == '\r' {
+					end++
+				}
+				out = append(out, b[i:end]...)
+				if c.seen++; c.seen == c.nth {
+					out = append(out, b[i:end]...)
+				}
+				i = end
+				continue
+			}
+		}
+		out = append(out, b[i])
+		i++
+	}
+	if _, err := c.Conn.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// A copy of an F (a resend), dropped by the receive window, takes no file
+// id of its own: the files after it get their own blocks. (Review 57: the
+// reader counted the copy, and the group stalled with every file
+// missing.)
+func TestCopyOfAnFCountsOnce(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	files := make([]kermit.OutgoingFile, 4)
+	want := map[string][]byte{}
+	for j := range files {
+		name := fmt.Sprintf("g%d", j)
+		want[name] = randomBytes(3000, int64(100+j)) // one size: a block taken for another file fits
+		p := filepath.Join(src, name)
+		os.WriteFile(p, want[name], 0o644)
+		files[j] = kermit.OutgoingFile{Name: name, Size: int64(len(want[name])), Open: func() (kermit.FileReader, error) { return os.Open(p) }}
+	}
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Reliable, rcfg.Reliable = true, true
+	a, b := link(t, 0, 1)
+	da, db := dualPair(t)
+	scfg.Dual, rcfg.Dual = da, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	send, recv := kermit.NewSession(&dupFConn{Conn: a, nth: 2}, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	done := make(chan error, 1)
+	t.Cleanup(func() { cancel(); <-done })
+	go func() { done <- recv.Receive(ctx, dir) }()
+	if err := send.Send(ctx, files); err != nil {
+		t.Errorf("send: %v", err)
+	}
+	for name, b := range want {
+		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if !bytes.Equal(got, b) {
+			t.Errorf("%s stored with other data than its own", name)
+		}
 	}
 }

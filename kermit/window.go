@@ -1288,10 +1288,14 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		switch {
 		case d < w.size:
 			if w.has[in.Seq] {
+				s.copyOf(in)
 				continue // duplicate of a stashed packet
 			}
 			w.got[in.Seq], w.has[in.Seq] = in.Packet, true
-			w.fileIDs[in.Seq] = in.fileID
+			w.fileIDs[in.Seq] = 0
+			if in.fileID != 0 {
+				w.fileIDs[in.Seq] = in.fileID - s.fxCopies
+			}
 			w.naked[in.Seq] = false
 			// Not answered yet: an ACK kept for this number is of the
 			// packet 64 before it.
@@ -1311,6 +1315,7 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 		case prevWindow:
 			// From the previous window: our ACK was lost; repeat it
 			// (unless the copy was sent for something else: tooSoon).
+			s.copyOf(in)
 			if w.hasAck[in.Seq] {
 				if s.tooSoon(in.Seq, in.wireN) {
 					s.cfg.Log.Debug("a copy right behind its ACK: not answered again", "seq", in.Seq)
@@ -1321,8 +1326,18 @@ func (s *Session) nextPacket(ctx context.Context, timeout time.Duration) (framin
 				}
 			}
 		default:
+			s.copyOf(in)
 			s.cfg.Log.Debug("packet outside window ignored", "seq", in.Seq, "lo", w.lo)
 		}
+	}
+}
+
+// copyOf notes a packet the receive window drops as a copy of one it has
+// (or one outside it): an F or X so dropped took a file id in the
+// reader's count that its first copy has (fxCopies).
+func (s *Session) copyOf(in inPacket) {
+	if in.fileID != 0 {
+		s.fxCopies++
 	}
 }
 

@@ -563,6 +563,28 @@ func TestInteropGKermitHasNoBlockCheck5(t *testing.T) {
 	})
 }
 
+// A kerf sender forcing type 3 to a C-Kermit not set to it, started a
+// while before (so its type-1 NAKs of the S it waits for are on the line
+// already), goes on: C-Kermit reads the type-3 S's "5" and follows. The
+// waiting NAKs came as a burst, which counts as one (review 57: two of
+// them ended the send with "the peer does not use block check 5").
+func TestInteropForce3SenderAfterCKermitWaited(t *testing.T) {
+	files := peertest.StandardFiles(1000, 1)
+	src, dst := t.TempDir(), t.TempDir()
+	peertest.WriteFiles(t, src, files)
+	a, b := peertest.StartLineem(t, fastBaud, 0, 1)
+	c := peertest.CKermit(t, b, "set receive timeout 5\ncd "+dst+"\nreceive", dst)
+	defer c.Wait(0)
+	time.Sleep(22 * time.Second) // NAKs waiting
+	cfg := kerfConfig(setting{31, 4096, 3}, fastBaud)
+	cfg.Check = kermit.CheckForce3
+	waitKerf(t, runKerf(t, a, fastBaud, cfg, sendKerf(outgoing(src, files))), "send")
+	if err := c.Wait(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	peertest.CheckFiles(t, dst, files)
+}
+
 // gkermitBothWays runs kerf (started by run on its end of the line)
 // sending to G-Kermit and then receiving from it, G-Kermit with gkArgs
 // besides its usual ones, and checks the files arrived whole.

@@ -279,7 +279,9 @@ func (rr *recordReader) next(p []byte) (int, error) {
 	end := h&recEndBit != 0
 	size := int(h &^ recEndBit)
 	if size < recTagLen || size > recMaxPlain+recTagLen || end && size != recTagLen || !end && size == recTagLen {
-		return 0, fmt.Errorf("%w: data record of %d bytes (end %v)", ErrProtocol, size, end)
+		// Damage on the way as likely as a peer's breach: its length is
+		// read before any check (review 57b).
+		return 0, &damagedStream{fmt.Errorf("%w: data record of %d bytes (end %v)", ErrProtocol, size, end)}
 	}
 	if err := rr.fill(recHeaderLen + size); err != nil {
 		return 0, err

@@ -289,7 +289,7 @@ func (s *stream) readLoop() {
 		case framing.ResendMagic:
 			var r framing.ResendRequest
 			if r, err = framing.ParseResendRequest(s.hdr[:]); err != nil {
-				err = fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err)
+				err = &damagedStream{fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err)} // (as a block header's)
 			} else {
 				err = s.resend(r)
 			}

@@ -29,3 +29,23 @@ func TestCappedBufferKeepsTheText(t *testing.T) {
 		t.Errorf("held %d bytes, differing from the %d written", len(got), want.Len())
 	}
 }
+
+// What cappedBuffer holds takes at most a chunk more than was written,
+// written in packets' worth as a reply comes: no doubling buffer, whose
+// old and new copies took five times the text (QA aq).
+func TestCappedBufferHoldsLittleMore(t *testing.T) {
+	b := cappedBuffer{max: 64 << 20}
+	p := bytes.Repeat([]byte("x"), 90)
+	for b.n+len(p) <= 10<<20 {
+		if _, err := b.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := 0
+	for _, c := range b.chunks {
+		held += cap(c)
+	}
+	if held > b.n+replyChunk {
+		t.Errorf("%d bytes held for %d written", held, b.n)
+	}
+}

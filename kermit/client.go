@@ -248,10 +248,10 @@ func (s *Session) genericTo(ctx context.Context, w io.Writer, cmd byte, args ...
 
 // maxTextReply bounds the text a server's reply may hold in memory (a
 // listing of a million files), so that no server can make a client take
-// all it has. The client's memory peaks at about three times it (the
-// buffer doubling, the copy returned): at 512 MiB, 2.3 GB (QA aq). A
-// kerf server's listings are not held (ListExactEach). A variable for
-// tests.
+// all it has. Held in chunks (cappedBuffer), the client's memory peaks
+// at about 2.7 times it (the garbage collector's headroom; 172 MB),
+// where 512 MiB in one doubling buffer took 2.3 GB (QA aq). A kerf
+// server's listings are not held (ListExactEach). A variable for tests.
 var maxTextReply = 64 << 20
 
 // cappedBuffer holds text written to it, refusing more than max bytes.

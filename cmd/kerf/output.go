@@ -803,6 +803,9 @@ func (r *reporter) saidAbove(err error) error {
 	text := err.Error()
 	var said *saidError
 	for _, name := range r.failed {
+		if said != nil && said.name == name {
+			continue // (one file told failed twice)
+		}
 		// (Only a line shown: past maxErrLines, the file that ended
 		// the transfer may have had none, and "the reason said above"
 		// pointed at nothing; QA aj.)

@@ -649,6 +649,10 @@ func TestSaidAboveNotForSeveral(t *testing.T) {
 		for i := range n {
 			r.event(kermit.Event{Kind: kermit.FileFailed, Name: fmt.Sprintf("d/f%d", i), Err: fmt.Errorf("not confirmed saved: %w", why)})
 		}
+		if n == 1 {
+			// One file told failed twice is one file (review 57b).
+			r.event(kermit.Event{Kind: kermit.FileFailed, Name: "d/f0", Err: fmt.Errorf("cut off: %w", why)})
+		}
 		got := r.saidAbove(why).Error()
 		if (got == why.Error()) != (n > 1) {
 			t.Errorf("%d files' lines said it: the end says %q", n, got)

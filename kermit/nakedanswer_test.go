@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,26 @@ import (
 	"kerf/kermit"
 )
 
+// scriptedClient serves root with a session of cfg over a loopback link
+// until the test ends, and returns the client's end, which the test
+// plays as a scripted classic client; a server that never answers fails
+// its reads after 30 s.
+func scriptedClient(t *testing.T, root string, cfg kermit.Config) net.Conn {
+	t.Helper()
+	a, b := link(t, 0, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	fsys, err := filestore.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := kermit.NewSession(b, cfg)
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ctx, fsys) }()
+	t.Cleanup(func() { cancel(); srv.Close(); <-done; fsys.Close() })
+	a.SetReadDeadline(time.Now().Add(30 * time.Second))
+	return a
+}
+
 // A serial server whose answer to a REMOTE command came damaged is NAKed
 // for it by a classic client (C-Kermit), which waits for it again: the
 // server says it again, not leave both sides waiting for ever (QA an:
@@ -20,16 +41,8 @@ import (
 func TestServerSaysItsAnswerAgainWhenNAKed(t *testing.T) {
 	root := t.TempDir()
 	writeFiles(t, root, []testFile{{"a.txt", []byte("alpha\n")}})
-	a, b := link(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	fsys, _ := filestore.Open(root)
-	defer fsys.Close()
-	srv := kermit.NewSession(b, kermit.DefaultConfig())
-	defer srv.Close()
-	go srv.Serve(ctx, fsys)
+	a := scriptedClient(t, root, kermit.DefaultConfig()) // a server that never says it again fails the read
 	r := bufio.NewReader(a)
-	a.SetReadDeadline(time.Now().Add(30 * time.Second)) // a server that never says it again fails the read
 	for _, cmd := range []struct{ name, data string }{
 		{"REMOTE PWD", "A"},
 		{"REMOTE CD to nowhere (an E)", "C'nowhere"},
@@ -52,16 +65,8 @@ func TestServerSaysItsAnswerAgainWhenNAKed(t *testing.T) {
 // for, takes a NAK back for its own echo, and never resends a command
 // unasked; both sides waited for ever).
 func TestServerNAKsALostCommand(t *testing.T) {
-	a, b := link(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	fsys, _ := filestore.Open(t.TempDir())
-	defer fsys.Close()
-	srv := kermit.NewSession(b, kermit.DefaultConfig())
-	defer srv.Close()
-	go srv.Serve(ctx, fsys)
+	a := scriptedClient(t, t.TempDir(), kermit.DefaultConfig())
 	r := bufio.NewReader(a)
-	a.SetReadDeadline(time.Now().Add(30 * time.Second))
 	// A command answered, whose answer must not stand for the next one's.
 	writePacket(t, a, framing.Packet{Seq: 0, Type: 'G', Data: []byte("A")})
 	if p := readPacket(t, r); p.Type != 'Y' {
@@ -94,17 +99,9 @@ func TestServerNAKsALostCommand(t *testing.T) {
 // the server's E went with type 3 and a long header, as the sender's
 // did for QA an).
 func TestServerTellsANonForce3ClientPlainly(t *testing.T) {
-	a, b := link(t, 0, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	fsys, _ := filestore.Open(t.TempDir())
-	defer fsys.Close()
 	cfg := kermit.DefaultConfig()
 	cfg.Check = kermit.CheckForce3
-	srv := kermit.NewSession(b, cfg)
-	defer srv.Close()
-	go srv.Serve(ctx, fsys)
-	a.SetReadDeadline(time.Now().Add(30 * time.Second))
+	a := scriptedClient(t, t.TempDir(), cfg)
 	init := framing.Packet{Seq: 0, Type: 'S', Data: []byte("~% @-#Y3~?")}
 	writePacket(t, a, init)
 	writePacket(t, a, init) // named at the second: the first alone reads as damage

@@ -31,15 +31,7 @@ func TestGroupAfterStraysGetsItsOwnBlocks(t *testing.T) {
 			first := numberedFiles(src, "f%d", 3, 3000)
 			// g0 has a stray's size, other bytes: a block taken for the
 			// wrong file fits it.
-			second := make([]kermit.OutgoingFile, 3)
-			want := map[string][]byte{}
-			for j := range second {
-				name := fmt.Sprintf("g%d", j)
-				want[name] = randomBytes(3000+j, int64(100+j))
-				p := filepath.Join(src, name)
-				os.WriteFile(p, want[name], 0o644)
-				second[j] = kermit.OutgoingFile{Name: name, Size: int64(len(want[name])), Open: func() (kermit.FileReader, error) { return os.Open(p) }}
-			}
+			second, want := ownFiles(src, 3000, 3001, 3002)
 			scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
 			scfg.Reliable, rcfg.Reliable = true, true
 			send, recv := dualSessions(t, scfg, rcfg, nil)
@@ -76,14 +68,7 @@ func TestGroupAfterStraysGetsItsOwnBlocks(t *testing.T) {
 			if err := send.Send(ctx, second); err != nil {
 				t.Errorf("second group: %v", err)
 			}
-			for name, b := range want {
-				got, err := os.ReadFile(filepath.Join(dst, name))
-				if err != nil {
-					t.Errorf("%s: %v", name, err)
-				} else if !bytes.Equal(got, b) {
-					t.Errorf("%s stored with other data than its own", name)
-				}
-			}
+			checkOwn(t, dst, want)
 			for _, name := range []string{"stray0", "stray1"} {
 				if _, err := os.Stat(filepath.Join(dst, name)); err == nil {
 					t.Errorf("%s, read outside a transfer, was stored", name)
@@ -144,15 +129,7 @@ func (c *dupFConn) Write(b []byte) (int, error) {
 // missing.)
 func TestCopyOfAnFCountsOnce(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
-	files := make([]kermit.OutgoingFile, 4)
-	want := map[string][]byte{}
-	for j := range files {
-		name := fmt.Sprintf("g%d", j)
-		want[name] = randomBytes(3000, int64(100+j)) // one size: a block taken for another file fits
-		p := filepath.Join(src, name)
-		os.WriteFile(p, want[name], 0o644)
-		files[j] = kermit.OutgoingFile{Name: name, Size: int64(len(want[name])), Open: func() (kermit.FileReader, error) { return os.Open(p) }}
-	}
+	files, want := ownFiles(src, 3000, 3000, 3000, 3000) // one size: a block taken for another file fits
 	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
 	scfg.Reliable, rcfg.Reliable = true, true
 	a, b := link(t, 0, 1)
@@ -173,6 +150,27 @@ func TestCopyOfAnFCountsOnce(t *testing.T) {
 	if err := send.Send(ctx, files); err != nil {
 		t.Errorf("send: %v", err)
 	}
+	checkOwn(t, dst, want)
+}
+
+// ownFiles writes files g0, g1, ... of the sizes given to src, each of
+// bytes of its own, and returns them to send and their contents by name.
+func ownFiles(src string, sizes ...int) ([]kermit.OutgoingFile, map[string][]byte) {
+	files := make([]kermit.OutgoingFile, len(sizes))
+	want := map[string][]byte{}
+	for j, size := range sizes {
+		name := fmt.Sprintf("g%d", j)
+		want[name] = randomBytes(size, int64(100+j))
+		p := filepath.Join(src, name)
+		os.WriteFile(p, want[name], 0o644)
+		files[j] = kermit.OutgoingFile{Name: name, Size: int64(size), Open: func() (kermit.FileReader, error) { return os.Open(p) }}
+	}
+	return files, want
+}
+
+// checkOwn checks that dst holds each file of want with its own bytes.
+func checkOwn(t *testing.T, dst string, want map[string][]byte) {
+	t.Helper()
 	for name, b := range want {
 		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil {
 			t.Errorf("%s: %v", name, err)

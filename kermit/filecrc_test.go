@@ -20,9 +20,11 @@ import (
 // check still passes (what a check lets through now and then): each
 // packet written goes through rewrite, which may return another packet
 // and the check to frame it with (a check made again for damage made).
+// If twice is set, a packet it says so of is written twice (a resend).
 type rewritingConn struct {
 	net.Conn
 	rewrite func(p framing.Packet, chk framing.CheckType) (framing.Packet, framing.CheckType, bool)
+	twice   func(p framing.Packet) bool
 
 	mu   sync.Mutex
 	pend []byte
@@ -51,12 +53,17 @@ func (c *rewritingConn) Write(b []byte) (int, error) {
 			break // the rest of it comes with the next write
 		}
 		pkt := c.pend[:n]
-		if q, qchk, yes := c.rewrite(p, chk); yes {
-			if forged, err := (framing.Frame{Check: qchk}).AppendPacket(nil, q); err == nil {
-				pkt = forged
+		if c.rewrite != nil {
+			if q, qchk, yes := c.rewrite(p, chk); yes {
+				if forged, err := (framing.Frame{Check: qchk}).AppendPacket(nil, q); err == nil {
+					pkt = forged
+				}
 			}
 		}
 		out = append(out, pkt...)
+		if c.twice != nil && c.twice(p) {
+			out = append(out, pkt...)
+		}
 		c.pend = c.pend[n:]
 	}
 	c.mu.Unlock()

@@ -8,11 +8,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"kerf/filestore"
+	"kerf/framing"
 	"kerf/kermit"
 )
 
@@ -86,41 +86,18 @@ func TestGroupAfterStraysGetsItsOwnBlocks(t *testing.T) {
 	}
 }
 
-// dupFConn writes the nth F packet it sees twice: what a sender whose
-// timer ran out does (a third-party dual sender over TCP; protocol.md §7).
-type dupFConn struct {
-	net.Conn
-	mu   sync.Mutex
-	seen int
-	nth  int
-}
-
-func (c *dupFConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]byte, 0, len(b)+64)
-	for i := 0; i < len(b); {
-		if b[i] == 1 && i+3 < len(b) && b[i+3] == 'F' {
-			if l := int(b[i+1]) - 32; l >= 3 && i+2+l <= len(b) {
-				end := i + 2 + l
-				if end < len(b) && b[end] == '\r' {
-					end++
-				}
-				out = append(out, b[i:end]...)
-				if c.seen++; c.seen == c.nth {
-					out = append(out, b[i:end]...)
-				}
-				i = end
-				continue
-			}
+// nthFTwice has the nth F packet written to conn written twice: what a
+// sender whose timer ran out does (a third-party dual sender over TCP;
+// protocol.md §7).
+func nthFTwice(conn net.Conn, nth int) net.Conn {
+	seen := 0
+	return &rewritingConn{Conn: conn, twice: func(p framing.Packet) bool {
+		if p.Type == 'F' {
+			seen++
+			return seen == nth
 		}
-		out = append(out, b[i])
-		i++
-	}
-	if _, err := c.Conn.Write(out); err != nil {
-		return 0, err
-	}
-	return len(b), nil
+		return false
+	}}
 }
 
 // A copy of an F (a resend), dropped by the receive window, takes no file
@@ -136,7 +113,7 @@ func TestCopyOfAnFCountsOnce(t *testing.T) {
 	da, db := dualPair(t)
 	scfg.Dual, rcfg.Dual = da, db
 	scfg.Streaming, rcfg.Streaming = true, true
-	send, recv := kermit.NewSession(&dupFConn{Conn: a, nth: 2}, scfg), kermit.NewSession(b, rcfg)
+	send, recv := kermit.NewSession(nthFTwice(a, 2), scfg), kermit.NewSession(b, rcfg)
 	t.Cleanup(func() { send.Close(); recv.Close() })
 	dir, err := filestore.Open(dst)
 	if err != nil {

@@ -955,14 +955,14 @@ func (s *Session) got(p inPacket) (inPacket, bool, error) {
 			// S when it comes: review 57). Four, each alone on the
 			// line (not a burst that waited), tell G-Kermit; one from
 			// a peer heard in type 3 is damage.
-			s.stats.BadPackets++
-			if s.answered || len(s.c.in) > 0 {
+			alone := !s.answered && len(s.c.in) == 0
+			if alone {
+				s.weakNAKs++
+			}
+			if !alone || s.weakNAKs < 4 {
+				s.stats.BadPackets++
 				return inPacket{bad: true}, true, nil
 			}
-			if s.weakNAKs++; s.weakNAKs < 4 {
-				return inPacket{bad: true}, true, nil
-			}
-			s.stats.BadPackets--
 		} else if s.weakInits++; s.weakInits < 2 {
 			s.stats.BadPackets++
 			return inPacket{bad: true}, true, nil

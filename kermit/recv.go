@@ -1157,7 +1157,9 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 	if cur.text {
 		buf = cur.fromCanonical(buf)
 	}
-	if cur.display == nil && !cur.text && cur.attrs.Length >= 0 && s.neg.peerKerf && cur.off+int64(len(buf)) > cur.attrs.Length {
+	overrun := cur.display == nil && !cur.text && cur.attrs.Length >= 0 && cur.off+int64(len(buf)) > cur.attrs.Length
+	switch {
+	case overrun && s.neg.peerKerf:
 		// Not this file: a kerf sender sends a file that changed as it
 		// read it again, or fails it (changedWhileSent); the Z fails
 		// it (finishFile's length check). Counted, not written: what
@@ -1165,9 +1167,7 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 		// aq, 100,000 bytes passed on for 10 announced).
 		cur.off += int64(len(buf))
 		return nil
-	}
-	if cur.display == nil && !cur.text && cur.attrs.Length >= 0 && (s.neg.check < 3 || s.cfg.Parity) && !s.neg.peerKerf &&
-		cur.off+int64(len(buf)) > cur.attrs.Length {
+	case overrun && (s.neg.check < 3 || s.cfg.Parity):
 		// More than announced, checked only by a 6- or 12-bit sum: on
 		// a noisy line a damaged repeat count passes it as easily as a
 		// file that grew (QA: lineem at BER 1e-4, C-Kermit with block

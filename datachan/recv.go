@@ -289,7 +289,7 @@ func (s *stream) readLoop() {
 		case framing.ResendMagic:
 			var r framing.ResendRequest
 			if r, err = framing.ParseResendRequest(s.hdr[:]); err != nil {
-				err = &damagedStream{fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err)} // (as a block header's)
+				err = headerError(fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err))
 			} else {
 				err = s.resend(r)
 			}
@@ -303,6 +303,16 @@ func (s *stream) readLoop() {
 	}
 }
 
+// headerError is err, a frame header that does not parse, marked as
+// damage on the way where its check failed (damagedStream); a header
+// whose check passed and whose fields are wrong is the peer's.
+func headerError(err error) error {
+	if errors.Is(err, framing.ErrBlockHeaderCheck) {
+		return &damagedStream{err}
+	}
+	return err
+}
+
 // readBlock reads the payload of the block whose header is in s.hdr,
 // checks it and hands it to the disk writer, or asks for it again.
 func (s *stream) readBlock() error {
@@ -310,11 +320,7 @@ func (s *stream) readBlock() error {
 	h, err := framing.ParseBlockHeader(s.hdr[:])
 	if err != nil {
 		// The length cannot be trusted, so the next frame cannot be found.
-		err = fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err)
-		if errors.Is(err, framing.ErrBlockHeaderCheck) {
-			return &damagedStream{err}
-		}
-		return err
+		return headerError(fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err))
 	}
 	if h.Length == 0 {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)

@@ -14,8 +14,9 @@ import (
 
 // A session lost in the middle of a send or get over several sessions
 // (its control connection reset, as a middlebox or a flapping path
-// does to one flow) costs nothing: another session takes over its files
-// under way (send) or the rest of its share (get), resuming, and the
+// does to one flow) costs nothing: a new login of its own (--reconnect)
+// takes over its files under way (send) or the rest of its share (get),
+// resuming, or with --reconnect 0 another session does, and the
 // command ends well with every file there once and every byte counted.
 // The connection is reset by the kernel (`ss -K`, SOCK_DESTROY): a real
 // socket killed under a running kerf.
@@ -41,12 +42,15 @@ func TestSessionLostIsTakenOver(t *testing.T) {
 		args []string
 		from string
 		to   string
+		said string // on stderr: word of the successor or the take-over
 	}{
-		{"send", cport, local, []string{"send", "-r", "--sessions", "2", "--limit-rate", "8M", "tree", srv.addr}, local, root},
-		{"get", cport, back, []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, back},
+		{"send", cport, local, []string{"send", "-r", "--sessions", "2", "--limit-rate", "8M", "tree", srv.addr}, local, root, "reconnecting"},
+		{"get", cport, back, []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, back, "reconnecting"},
 		// A data connection: the server says so in an E, and the
 		// session is lost all the same (it was taken for a refusal).
-		{"get, data connection", dport, t.TempDir(), []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, ""},
+		{"get, data connection", dport, t.TempDir(), []string{"get", "-r", "--sessions", "2", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, "", "reconnecting"},
+		{"send, no reconnect", cport, local, []string{"send", "-r", "--sessions", "2", "--reconnect", "0", "--limit-rate", "8M", "tree", target(srv.addr, "again")}, local, filepath.Join(root, "again"), "another"},
+		{"get, no reconnect", cport, t.TempDir(), []string{"get", "-r", "--sessions", "2", "--reconnect", "0", "--limit-rate", "8M", target(srv.addr, "tree"), "."}, root, "", "another"},
 	} {
 		if c.to == "" {
 			c.to = c.dir
@@ -70,8 +74,8 @@ func TestSessionLostIsTakenOver(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kerf %s with a session reset (%s): %v\nstdout:\n%s\nstderr:\n%s", c.what, killed, err, stdout.String(), stderr.String())
 			}
-			if !strings.Contains(stderr.String(), "another") {
-				t.Errorf("no word of the take-over on stderr (was a session lost?):\n%s", stderr.String())
+			if !strings.Contains(stderr.String(), c.said) {
+				t.Errorf("no %q on stderr (was a session lost?):\n%s", c.said, stderr.String())
 			}
 			evs := parseEvents(t, stdout.String())
 			last := evs[len(evs)-1]

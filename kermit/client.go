@@ -41,9 +41,9 @@ type GetOptions struct {
 	// kerf-remove-source-files); a server that will not fails the GET
 	// before it begins (ErrNoRemoveSource).
 	RemoveSource bool
-	// Reconnect, if set, follows a session lost on the way with a
-	// successor, which asks for the files again, resuming (with one
-	// session; several take each other's shares over).
+	// Reconnect, if set, follows each session lost on the way with a
+	// successor of its own, which asks for its files (its share) again,
+	// resuming.
 	Reconnect *Reconnect
 	// congestionTold, shared by the sessions of one GetParallel, makes
 	// a refusal of Congestion noted once, not once a session.

@@ -49,8 +49,8 @@ func SendParallelList(ctx context.Context, sessions []*Session, list FileList) e
 
 // SendOptions are the options of SendParallelWith.
 type SendOptions struct {
-	// Reconnect, if set, follows a session lost on the way (every
-	// session, when there are several) with a successor.
+	// Reconnect, if set, follows each session lost on the way with a
+	// successor of its own (the dials one at a time).
 	Reconnect *Reconnect
 }
 
@@ -92,7 +92,9 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 		}
 	}
 	var res outcome
-	re := newReconnecting(o.Reconnect)
+	gate := &dialGate{}
+	re := newReconnectingIn(o.Reconnect, gate)
+	var lostEarly []error // by session: lost making directories
 
 	// The first group: every directory, made before any file goes as
 	// one group makes it before its files: as private as the sender's
@@ -169,7 +171,7 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			// Every session lost as it began (a server restarting: QA
 			// af): nothing has moved, so a successor of the first that
 			// was lost makes every directory and sends the files alone.
-			succ, err := dirsAfterLoss(ctx, re, sessions, errs, again)
+			succ, at, err := dirsAfterLoss(ctx, re, sessions, errs, again)
 			var ge *GroupError
 			if succ == nil {
 				sessions[0].notBegun(rest, nil)
@@ -180,8 +182,17 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 				notMade = append(notMade, ge.Failed...)
 			}
 			good, again = []*Session{succ}, nil
+			failed = slices.DeleteFunc(failed, func(i int) bool { return i == at })
 		}
+		var early []*Session
+		var earlyErrs []error
 		for _, i := range failed {
+			if re != nil {
+				// Followed by a successor of its own as the files go
+				// (below), if it was lost.
+				early, earlyErrs = append(early, sessions[i]), append(earlyErrs, errs[i])
+				continue
+			}
 			if len(again) > 0 {
 				sessions[i].cfg.Log.Warn("a session failed making directories; the others go on", "err", errs[i])
 			}
@@ -196,9 +207,13 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 				return err
 			}
 		}
-		sessions = good
+		sessions = append(good, early...)
+		lostEarly = append(make([]error, len(good)), earlyErrs...)
 		res.add(&GroupError{Failed: notMade})
 		dirAttrs = sessions[0].neg.dirAttrs
+	}
+	if lostEarly == nil {
+		lostEarly = make([]error, len(sessions))
 	}
 
 	tr := newSendTracker(len(sessions))
@@ -222,45 +237,26 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			return f, ok
 		}
 	}
-	errs := inParallel(len(sessions), func(i int) error {
-		defer func() { ended[i] = time.Now() }()
-		return sessions[i].SendFrom(ctx, take(i))
-	})
-	good := finishedWell(errs, ended) // the last to finish first
 	began := slices.Clone(sessions)   // before successors take places
 	sessions = slices.Clone(sessions) // the caller's stay as they were
-	var restore []func()
-	then := time.Now().Add(peerDataCloseWait) // for every session's E
-	// replace puts a successor (Reconnect) in the place of session i,
-	// lost with err: it sends again what i was cut off in, resuming,
-	// then the files no session took, and is a good session if it ends
-	// well.
-	tried := make([]bool, len(sessions))
-	replace := func(i int, err error) {
-		if tried[i] {
-			return // its successors are spent
+	restores := make([][]func(), len(sessions))
+	errs := inParallel(len(sessions), func(i int) error {
+		defer func() { ended[i] = time.Now() }()
+		err := lostEarly[i]
+		if err == nil {
+			err = sessions[i].SendFrom(ctx, take(i))
 		}
-		tried[i] = true
-		errs[i] = reconnectAfter(ctx, err, &sessions[i], i, tr, re, fileSource{next: take(i)}, nil, &restore)
-		var ge *GroupError
-		if errs[i] == nil || errors.As(errs[i], &ge) {
-			good = append(good, i)
-		}
-	}
-	if re != nil && len(good) == 0 {
-		// Every session lost: a successor takes the first's place;
-		// once it ends well, it takes the others' files over, as one
-		// that finished well does.
-		for i, s := range sessions {
-			if s.lostByThen(ctx, errs[i], then) {
-				replace(i, errs[i])
-				break
-			}
-		}
-	}
+		// A session lost on the way is followed by its own successor
+		// (Reconnect), which sends again what it was cut off in,
+		// resuming, then takes files as it did: the sessions stay as
+		// many (QA ap: after a server restart a four-session send went
+		// on with one). The dials are one at a time (dialGate).
+		return reconnectAfter(ctx, err, &sessions[i], i, tr, newReconnectingIn(o.Reconnect, gate), fileSource{next: take(i)}, nil, &restores[i])
+	})
+	good := finishedWell(errs, ended) // the last to finish first
 	for i, err := range errs {
 		var ge *GroupError
-		if err == nil || errors.As(err, &ge) || len(good) == 0 && re == nil || ctx.Err() != nil {
+		if err == nil || errors.As(err, &ge) || len(good) == 0 || ctx.Err() != nil {
 			continue
 		}
 		if took[i] == 0 && len(good) > 0 {
@@ -271,28 +267,15 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			errs[i] = nil
 			continue
 		}
-		// Lost with files under way: one that finished well sends them
-		// again, resuming, so that what the receiver stored of them is
-		// found whole (and reported done) and a partial goes on. The
-		// files it had sent and seen confirmed stay done. One lost in
-		// the take-over too leaves what is still cut off to the next;
-		// when none is left (the server restarted, say), a successor
-		// takes the lost one's place.
-		if len(good) > 0 {
-			sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutFiles(i)), "err", err)
-			errs[i] = nil
-		}
-		judge := sessions[i] // whose session the last error is
-		for len(tr.cutFiles(i)) > 0 || len(good) == 0 {
-			if len(good) == 0 {
-				// (Said with the last loss's words: the taker's, if
-				// it was lost taking over; not if the taker failed
-				// for its server's word, a disk full, say.)
-				if last := cmp.Or(errs[i], err); re != nil && judge.lostByThen(ctx, last, then) {
-					replace(i, last)
-				}
-				break
-			}
+		// Lost with files under way, and not followed (no Reconnect,
+		// or its dials spent): one that finished well sends them again,
+		// resuming, so that what the receiver stored of them is found
+		// whole (and reported done) and a partial goes on. The files it
+		// had sent and seen confirmed stay done. One lost in the
+		// take-over too leaves what is still cut off to the next.
+		sessions[good[0]].cfg.Log.Warn("a session was lost; another sends its files under way again", "files", len(tr.cutFiles(i)), "err", err)
+		errs[i] = nil
+		for len(tr.cutFiles(i)) > 0 && len(good) > 0 {
 			j := good[0]
 			s := sessions[j]
 			resume := s.cfg.Resume
@@ -306,7 +289,6 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 			if errs[i] == nil || errors.As(errs[i], &ge) || ctx.Err() != nil {
 				break
 			}
-			judge = s
 			good = good[1:]
 		}
 		// What the lost session failed on its own stays failed.
@@ -315,8 +297,10 @@ func SendParallelWith(ctx context.Context, sessions []*Session, list FileList, o
 	for i, s := range began {
 		s.cfg.Events = saved[i]
 	}
-	for _, f := range restore {
-		f()
+	for _, fs := range restores {
+		for _, f := range fs {
+			f()
+		}
 	}
 	tr.flush()
 	for _, err := range errs {
@@ -555,13 +539,13 @@ func reconnectAfter(ctx context.Context, err error, s **Session, i int, tr *shar
 
 // dirsAfterLoss follows the first of sessions lost making directories
 // (errs, theirs) with a successor, which makes dirs, again after each
-// loss of its own within re's budget. It returns the successor and the
-// group's error (a *GroupError naming directories not made), or nil and
-// why none could go on: no session lost (refused, say), no re, or its
-// budget spent.
-func dirsAfterLoss(ctx context.Context, re *reconnecting, sessions []*Session, errs []error, dirs []OutgoingFile) (*Session, error) {
+// loss of its own within re's budget. It returns the successor, the
+// place of the session it follows, and the group's error (a
+// *GroupError naming directories not made), or nil and why none could
+// go on: no session lost (refused, say), no re, or its budget spent.
+func dirsAfterLoss(ctx context.Context, re *reconnecting, sessions []*Session, errs []error, dirs []OutgoingFile) (*Session, int, error) {
 	if re == nil {
-		return nil, nil
+		return nil, -1, nil
 	}
 	then := time.Now().Add(peerDataCloseWait) // for every session's E
 	for i, s := range sessions {
@@ -572,17 +556,17 @@ func dirsAfterLoss(ctx context.Context, re *reconnecting, sessions []*Session, e
 		for s.lostBy(ctx, err) {
 			succ, serr := re.successor(ctx, s, err)
 			if serr != nil {
-				return nil, fmt.Errorf("%w (not reconnected: %w)", err, serr)
+				return nil, -1, fmt.Errorf("%w (not reconnected: %w)", err, serr)
 			}
 			s, err = succ, succ.Send(ctx, dirs)
 			var ge *GroupError
 			if err == nil || errors.As(err, &ge) {
-				return s, err
+				return s, i, err
 			}
 		}
-		return nil, err
+		return nil, -1, err
 	}
-	return nil, nil
+	return nil, -1, nil
 }
 
 // finishedWell returns the sessions whose group ended well (no error,
@@ -713,7 +697,8 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		_, err := sessions[i].Generic(ctx, 'S', shareParam, share{i, n}.String())
 		return err
 	})
-	re := newReconnecting(o.Reconnect)
+	gate := &dialGate{}
+	re := newReconnectingIn(o.Reconnect, gate) // (whether there is one)
 	dead := make([]error, n)
 	for i, err := range asked {
 		if err == nil {
@@ -763,72 +748,55 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		}
 		return sessions[i].GetWith(ctx, spec, oi, stores[i])
 	}
-	errs := inParallel(n, func(i int) error {
-		if dead[i] != nil {
-			return dead[i]
-		}
-		return get(i, i, false)
-	})
-	// A session lost on the way (its link, its server's end of it)
-	// leaves the rest of its share to one that finished well, which asks
-	// for that share again, resuming: the files the lost one fetched are
-	// found whole (and not reported twice), and the one it was cut off in
-	// goes on from its partial. One lost in the take-over too leaves it
-	// to the next, while there is one.
-	good := finishedWell(errs, nil)
 	began := slices.Clone(sessions)   // before successors take places
 	sessions = slices.Clone(sessions) // the caller's stay as they were
-	var restore []func()
-	then := time.Now().Add(peerDataCloseWait) // for every session's E
-	tried := make([]bool, n)
-	// replace puts a successor (Reconnect) in the place of session i,
-	// lost with err: it asks for share i again, resuming, and is a good
-	// session if it ends well.
-	replace := func(i int, err error) {
-		if tried[i] {
-			return // its successors are spent
-		}
-		tried[i] = true
-		lost := sessions[i].lostByThen(ctx, err, then)
-		for lostGet(err) && lost {
+	restores := make([][]func(), n)
+	// follow puts successors (Reconnect) in the place of session i, lost
+	// with err, one after another while each is lost: each asks for
+	// share i again, resuming.
+	follow := func(i int, err error, re *reconnecting) error {
+		for lostGet(err) && sessions[i].lostBy(ctx, err) {
 			succ, undo, ferr := re.follow(ctx, sessions[i], err, tr, i)
 			if ferr != nil {
-				err = ferr
-				break
+				return ferr
 			}
 			succ.holdDirs = held
-			restore = append(restore, func() { undo(); succ.holdDirs = nil })
+			restores[i] = append(restores[i], func() { undo(); succ.holdDirs = nil })
 			sessions[i] = succ
 			if _, err = succ.Generic(ctx, 'S', shareParam, share{i, n}.String()); err == nil {
 				tr.takeOver(i, i)
 				err = withFailed(get(i, i, true), tr.failedOf(i))
 				tr.standIn(i, i)
 			}
-			lost = sessions[i].lostBy(ctx, err)
 		}
-		errs[i] = err
-		var ge *GroupError
-		if err == nil || errors.As(err, &ge) {
-			good = append(good, i)
-		}
+		return err
 	}
-	if re != nil && len(good) == 0 {
-		// Every session lost: a successor takes the first's place;
-		// once it ends well, it takes the others' shares over, as one
-		// that finished well does.
-		for i, err := range errs {
-			if lostGet(err) && sessions[i].lostByThen(ctx, err, then) {
-				replace(i, err)
-				break
-			}
+	errs := inParallel(n, func(i int) error {
+		err := dead[i]
+		if err == nil {
+			err = get(i, i, false)
 		}
-	}
+		// A session lost on the way is followed by its own successor,
+		// so the sessions stay as many (QA ap); the dials are one at a
+		// time (dialGate).
+		if re := newReconnectingIn(o.Reconnect, gate); re != nil {
+			return follow(i, err, re)
+		}
+		return err
+	})
+	// A session lost on the way (its link, its server's end of it) and
+	// not followed (no Reconnect, or its dials spent) leaves the rest of
+	// its share to one that finished well, which asks for that share
+	// again, resuming: the files the lost one fetched are found whole
+	// (and not reported twice), and the one it was cut off in goes on
+	// from its partial. One lost in the take-over too leaves it to the
+	// next, while there is one.
+	good := finishedWell(errs, nil)
 	for i, err := range errs {
 		var ge *GroupError
 		if !lostGet(err) || ctx.Err() != nil {
 			continue
 		}
-		judge := sessions[i] // whose session the last error is
 		for len(good) > 0 {
 			k := i % len(good)
 			j := good[k]
@@ -848,23 +816,17 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 			}
 			// Lost in the take-over too: the next tries, from what
 			// is there now.
-			judge = sessions[j]
 			good = slices.Delete(good, k, k+1)
-		}
-		if re != nil && len(good) == 0 && lostGet(errs[i]) && ctx.Err() == nil && judge.lostByThen(ctx, errs[i], then) {
-			// None left that finished well (the server restarted,
-			// say): a successor takes the lost one's place, said
-			// with the last loss's words (the taker's, if it was lost
-			// taking over).
-			replace(i, errs[i])
 		}
 	}
 	for i, s := range began {
 		s.holdDirs = nil
 		s.cfg.Events = saved[i]
 	}
-	for _, f := range restore {
-		f()
+	for _, fs := range restores {
+		for _, f := range fs {
+			f()
+		}
 	}
 	tr.flush()
 	var res outcome

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -66,10 +67,11 @@ func later(a, b time.Time) time.Time {
 // drops every few minutes under a long file is followed each time.
 const settledAfter = 30 * time.Second
 
-// reconnecting is one loss-and-successor history of a Reconnect: the
-// dials spent on the loss under way.
+// reconnecting is one session's loss-and-successor history of a
+// Reconnect: the dials spent on the loss under way.
 type reconnecting struct {
 	rc      *Reconnect
+	gate    *dialGate // shared by the sessions of one transfer
 	spent   int
 	since   time.Time // the loss under way
 	wait    time.Duration
@@ -82,11 +84,34 @@ type reconnecting struct {
 }
 
 func newReconnecting(rc *Reconnect) *reconnecting {
+	return newReconnectingIn(rc, &dialGate{})
+}
+
+// newReconnectingIn is newReconnecting of one of several sessions that
+// share gate.
+func newReconnectingIn(rc *Reconnect, gate *dialGate) *reconnecting {
 	if rc == nil || rc.Dial == nil || rc.Tries <= 0 && rc.For <= 0 {
 		return nil
 	}
-	return &reconnecting{rc: rc}
+	return &reconnecting{rc: rc, gate: gate}
 }
+
+// dialGate is what the sessions of one transfer share of their dials:
+// one at a time dials, so that a server restarting is waited for by one
+// session's backoff, not by each (their dials and warnings times the
+// sessions); one lost with it, taking its turn once the first's
+// successor came in, dials at once (the server is back: QA ap, a
+// four-session send went on with one session after a restart); and once
+// one gives up, the others do too (the same server, out of reach).
+type dialGate struct {
+	mu     sync.Mutex
+	up     time.Time // when a successor last came in
+	gaveUp error
+}
+
+// lately is how recently another session's successor must have come in
+// for a session's first dial to go at once.
+const lately = settledAfter
 
 // watch returns tell, noting (moved) what says the session got on.
 func (r *reconnecting) watch(tell func(Event)) func(Event) {
@@ -116,9 +141,19 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 	if r.gaveUp != nil {
 		return nil, r.gaveUp
 	}
+	r.gate.mu.Lock()
+	defer r.gate.mu.Unlock()
+	if r.gate.gaveUp != nil {
+		r.gaveUp = r.gate.gaveUp
+		return nil, r.gaveUp
+	}
 	if r.since.IsZero() || r.moved.Swap(false) || !r.dialled.IsZero() && time.Since(r.dialled) >= settledAfter {
 		r.spent, r.wait, r.since = 0, 0, time.Now() // a new loss
 	}
+	// Another session's successor came in lately, after this one's
+	// own (if any): the server is there, so the first dial of this
+	// loss goes at once.
+	soon := r.spent == 0 && !r.gate.up.IsZero() && r.gate.up.After(r.dialled) && time.Since(r.gate.up) < lately
 	var last error
 	for {
 		next := max(r.rc.Wait, time.Millisecond)
@@ -133,13 +168,18 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 		if r.rc.Tries > 0 {
 			try += fmt.Sprintf(" of %d", r.rc.Tries)
 		}
-		if last == nil {
+		delay := r.wait
+		switch {
+		case soon && last == nil:
+			delay = 0 // (the waits after it as ever)
+			lost.cfg.Log.Info("another session of the transfer was lost too; reconnecting it", "try", try, "err", why)
+		case last == nil:
 			lost.cfg.Log.Warn("the session was lost; reconnecting", "in", r.wait.Round(time.Millisecond), "try", try, "err", why)
-		} else {
+		default:
 			lost.cfg.Log.Warn("reconnecting failed; trying again", "in", r.wait.Round(time.Millisecond), "try", try, "err", last)
 		}
-		lost.event(Event{Kind: Reconnecting, Err: cmp.Or(last, why), Duration: r.wait, Size: -1})
-		t := time.NewTimer(r.wait)
+		lost.event(Event{Kind: Reconnecting, Err: cmp.Or(last, why), Duration: delay, Size: -1})
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -163,6 +203,7 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 			s.successor = true
 			s.cfg.Events = r.watch(s.cfg.Events)
 			r.dialled = time.Now()
+			r.gate.up = r.dialled
 			return s, nil
 		}
 		last = err
@@ -177,6 +218,7 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 		r.gaveUp = fmt.Errorf("lost again before it moved anything, %d times", r.spent)
 	} else {
 		r.gaveUp = fmt.Errorf("after %d dial(s) in %v: %w", r.spent, time.Since(r.since).Round(time.Second), last)
+		r.gate.gaveUp = r.gaveUp
 	}
 	return nil, r.gaveUp
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,11 +38,13 @@ func reconnectFiles(t *testing.T, src string, n, size int) ([]kermit.OutgoingFil
 	return out, names
 }
 
-// A send whose every session is lost goes on over a successor
+// A send whose every session is lost goes on over successors
 // (Reconnect): each file arrives whole and is told done once and saved
 // once, and the send succeeds. One session: the successor sends the file
-// cut off again, resuming, and those not begun; two, both lost: one
-// successor sends what both were cut off in and the rest.
+// cut off again, resuming, and those not begun; two, both lost: each is
+// followed by a successor of its own, which sends what it was cut off in
+// and takes files as it did (QA ap: one successor went on alone, a
+// four-session send at a quarter of its rate).
 func TestSendReconnects(t *testing.T) {
 	for _, cutAt := range [][]int{{4}, {3, 5}} {
 		t.Run(fmt.Sprintf("%d sessions", len(cutAt)), func(t *testing.T) {
@@ -57,14 +60,136 @@ func TestSendReconnects(t *testing.T) {
 				cuts[i], cfg.Events = cutAtFileStart(a, cutAt[i], events)
 				return cuts[i]
 			})
-			dials, err := sendReconnecting(t, ctx, cancel, dst, senders, wait, out, events)
+			var succ successorFiles
+			dials, err := sendReconnectingWith(t, ctx, cancel, dst, senders, wait, out, events, func(n int32, scfg, _ *kermit.Config) {
+				scfg.Events = succ.counting(n, scfg.Events)
+			})
 			if err != nil {
 				t.Fatalf("send with every session lost: %v, want a successor to finish it", err)
 			}
-			cutOnceDialled(t, cuts, dials)
+			cutEachDialled(t, cuts, dials)
+			succ.eachBegan(t, len(cuts))
 			arrivedDoneOnce(t, src, dst, names, &ended)
 			told.onceEach(t, names)
 		})
+	}
+}
+
+// The sessions of a send lost together (a server restarting) dial one
+// at a time: the first waits for the server as ever, doubling its
+// waits, and the second dials at once after the first's successor came
+// in (the server is back), not through waits of its own; and when the
+// first gives up, so does the second, without dials of its own.
+func TestLostSessionsDialOneAtATime(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused int32 // dials refused before they are taken
+		dials   int32
+		endWell bool
+	}{
+		{"server back", 2, 4, true},
+		{"server gone", 1000, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			out, names := reconnectFiles(t, src, 40, 200_000)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var ended endLog
+			var mu sync.Mutex
+			var waits []time.Duration // of the Reconnecting events
+			events := func(e kermit.Event) {
+				if e.Kind == kermit.Reconnecting {
+					mu.Lock()
+					waits = append(waits, e.Duration)
+					mu.Unlock()
+				}
+				ended.note(e)
+			}
+			cuts := make([]*cutConn, 2)
+			senders, wait := sendClients(t, ctx, dst, 2, events, func(i int, a net.Conn, cfg *kermit.Config) net.Conn {
+				cuts[i], cfg.Events = cutAtFileStart(a, 3+2*i, events)
+				return cuts[i]
+			})
+			var dials, inDial atomic.Int32
+			var waitsOf []func()
+			rc := &kermit.Reconnect{Tries: 3, Wait: 20 * time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
+				if inDial.Add(1) > 1 {
+					t.Error("two dials at once")
+				}
+				defer inDial.Add(-1)
+				if dials.Add(1) <= tc.refused {
+					return nil, errors.New("connection refused")
+				}
+				s, w := sendClients(t, ctx, dst, 1, events, nil)
+				waitsOf = append(waitsOf, w)
+				return s[0], nil
+			}}
+			err := kermit.SendParallelWith(ctx, senders, kermit.ListOf(out), kermit.SendOptions{Reconnect: rc})
+			cancel()
+			wait()
+			for _, w := range waitsOf {
+				w()
+			}
+			if (err == nil) != tc.endWell {
+				t.Fatalf("send: %v; want it to end well: %v", err, tc.endWell)
+			}
+			for i, c := range cuts {
+				if c.n.Load() >= 0 {
+					t.Fatalf("session %d's link was not cut: the test tested nothing", i)
+				}
+			}
+			if n := dials.Load(); n != tc.dials {
+				t.Errorf("%d dials, want %d", n, tc.dials)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			at0 := slices.Index(waits, 0)
+			if tc.endWell {
+				// The first's three waits (20, 40, 80 ms), the
+				// second's none.
+				if len(waits) != 4 || at0 < 0 || slices.Index(waits[at0+1:], 0) >= 0 {
+					t.Errorf("waits before the dials %v, want one of none", waits)
+				}
+				arrivedDoneOnce(t, src, dst, names, &ended)
+			} else if len(waits) != 3 || at0 >= 0 {
+				t.Errorf("waits before the dials %v, want the first session's three", waits)
+			}
+		})
+	}
+}
+
+// successorFiles counts the files each successor began, by the order of
+// their dials.
+type successorFiles struct {
+	mu    sync.Mutex
+	began map[int32]int
+}
+
+// counting returns tell, counting the files successor n begins.
+func (s *successorFiles) counting(n int32, tell func(kermit.Event)) func(kermit.Event) {
+	return func(e kermit.Event) {
+		if e.Kind == kermit.FileStart {
+			s.mu.Lock()
+			if s.began == nil {
+				s.began = map[int32]int{}
+			}
+			s.began[n]++
+			s.mu.Unlock()
+		}
+		tell(e)
+	}
+}
+
+// eachBegan checks that each of n successors began a file.
+func (s *successorFiles) eachBegan(t *testing.T, n int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := int32(1); k <= int32(n); k++ {
+		if s.began[k] == 0 {
+			t.Errorf("successor %d began no file (began: %v): not every lost session was followed", k, s.began)
+		}
 	}
 }
 
@@ -161,9 +286,9 @@ func reconnectGivesUp(t *testing.T, refused error, rc *kermit.Reconnect, least, 
 	}
 }
 
-// A GET whose every session is lost goes on over a successor, which
-// asks for the lost one's files (its share) again, resuming: every file
-// arrives, each told done once and saved once.
+// A GET whose every session is lost goes on over successors, each
+// asking for its lost one's files (its share) again, resuming: every
+// file arrives, each told done once and saved once.
 func TestGetReconnects(t *testing.T) {
 	for _, cutAt := range [][]int{{3}, {3, 4}} {
 		t.Run(fmt.Sprintf("%d sessions", len(cutAt)), func(t *testing.T) {
@@ -176,32 +301,33 @@ func TestGetReconnects(t *testing.T) {
 			events := func(e kermit.Event) { ended.note(e); told.note(e) }
 			clients, stores, cuts := getClients(t, ctx, root, dst, events, cutAt...)
 			var dials atomic.Int32
+			var succ successorFiles
 			rc := &kermit.Reconnect{Tries: 3, Wait: time.Millisecond, Dial: func(context.Context, *kermit.Session) (*kermit.Session, error) {
-				dials.Add(1)
-				c, _, _ := getClients(t, ctx, root, dst, events, 0)
+				c, _, _ := getClients(t, ctx, root, dst, succ.counting(dials.Add(1), events), 0)
 				return c[0], nil
 			}}
 			if err := kermit.GetParallel(ctx, clients, "tree", kermit.GetOptions{Recursive: true, Reconnect: rc}, stores); err != nil {
 				t.Fatalf("GET with every session lost: %v, want a successor to finish it", err)
 			}
-			cutOnceDialled(t, cuts, &dials)
+			cutEachDialled(t, cuts, &dials)
+			succ.eachBegan(t, len(cuts))
 			ended.fetchedOnce(t, root, dst, names)
 			told.onceEach(t, names)
 		})
 	}
 }
 
-// cutOnceDialled checks that every link of cuts was cut, and that one
-// successor was dialled.
-func cutOnceDialled(t *testing.T, cuts []*cutConn, dials *atomic.Int32) {
+// cutEachDialled checks that every link of cuts was cut, and that one
+// successor was dialled for each.
+func cutEachDialled(t *testing.T, cuts []*cutConn, dials *atomic.Int32) {
 	t.Helper()
 	for i, c := range cuts {
 		if c.n.Load() >= 0 {
 			t.Fatalf("session %d's link was not cut: the test tested nothing", i)
 		}
 	}
-	if n := dials.Load(); n != 1 {
-		t.Errorf("%d successors dialled, want 1", n)
+	if n := dials.Load(); n != int32(len(cuts)) {
+		t.Errorf("%d successors dialled, want %d", n, len(cuts))
 	}
 }
 
@@ -478,9 +604,9 @@ func sendReconnectingWith(t *testing.T, ctx context.Context, cancel func(), dst 
 
 // A send whose every session is lost making directories, before any
 // file went (a server restarting as it began: QA af, exit 4 with "N
-// files not sent"), goes on over one successor, which makes them and
-// sends every file; the directories get their modes and times at the
-// end as ever.
+// files not sent"), goes on over a successor, which makes them, and
+// the others' successors, which send the files with it; the directories
+// get their modes and times at the end as ever.
 func TestSendReconnectsMakingDirectories(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	files, _ := reconnectFiles(t, src, 30, 20_000)
@@ -509,7 +635,7 @@ func TestSendReconnectsMakingDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send with every session lost making directories: %v, want a successor to finish it", err)
 	}
-	cutOnceDialled(t, cuts, dials)
+	cutEachDialled(t, cuts, dials)
 	arrivedDoneOnce(t, src, dst, names, &ended)
 	told.onceEach(t, names)
 	for _, d := range []string{"d0", "d0/e", "d1", "d2"} {

@@ -180,14 +180,17 @@ func successors(c *cli.Context, cfg control.ClientConfig, first *control.Client,
 		return nil
 	}
 	cfg.DialAddr = first.RemoteAddr().String()
+	var mu sync.Mutex // (each session's successor is dialled by its own goroutine)
 	return &kermit.Reconnect{For: budget, Wait: reconnectWait, Dial: func(ctx context.Context, lost *kermit.Session) (*kermit.Session, error) {
 		// The lost one is closed, but keeps its place until a successor
 		// takes it: a later command (the next GET of getEach) fails on
 		// it at once, and is followed in its turn.
+		mu.Lock()
 		at := slices.IndexFunc(*clients, func(cl *control.Client) bool { return cl.Session() == lost })
 		if at >= 0 {
 			(*clients)[at].Close()
 		}
+		mu.Unlock()
 		cl, err := control.Dial(ctx, cfg)
 		if errors.Is(err, control.ErrCredentials) || errors.Is(err, auth.ErrHostKeyChanged) || errors.Is(err, auth.ErrHostUnknown) {
 			// Refused for what a second try would bring again (not a
@@ -209,6 +212,8 @@ func successors(c *cli.Context, cfg control.ClientConfig, first *control.Client,
 			}
 		}
 		cl.Session().SetEvents(events)
+		mu.Lock()
+		defer mu.Unlock()
 		if at >= 0 {
 			*gone = append(*gone, (*clients)[at])
 			(*clients)[at] = cl

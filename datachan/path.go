@@ -317,12 +317,16 @@ func WithRateLimit(l *Limiter) Option {
 // stream is one data connection and its goroutines: a reader, a network
 // writer and a disk writer.
 type stream struct {
-	p     *Path
-	idx   int
-	conn  net.Conn
-	raw   syscall.RawConn // conn's socket, for sendfile; nil: not a bare TCP connection
-	tls   *TLSConn        // conn as a TLS data connection, if it is one
-	diskq chan *frame     // verified blocks waiting for WriteAt; nil: the reader writes
+	p    *Path
+	idx  int
+	conn net.Conn
+	raw  syscall.RawConn // conn's socket, for sendfile; nil: not a bare TCP connection
+	tls  *TLSConn        // conn as a TLS data connection, if it is one
+	// sealed: frames cross an authenticated transport (TLS, data
+	// records, QUIC), which damage on the way cannot get a changed
+	// frame through: one that does not parse is the peer's.
+	sealed bool
+	diskq  chan *frame // verified blocks waiting for WriteAt; nil: the reader writes
 	// diskMu orders a send to diskq (from the reader, or from Expect
 	// delivering parked blocks) with its close as the reader ends:
 	// after it, diskClosed, blocks are written by whoever has them.
@@ -493,6 +497,8 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 	p.zeroCopy = true
 	for i, c := range conns {
 		under, _ := c.(*TLSConn) // (the rate limit's wrapper hides it)
+		_, overQUIC := c.(*QUICStream)
+		sealed := under != nil || overQUIC
 		if cfg.limit != nil {
 			c = limit(c, cfg.limit, &p.stats.moving)
 		}
@@ -502,6 +508,7 @@ func NewPath(conns []net.Conn, opts ...Option) *Path {
 			conn: c,
 			raw:  rawSocket(c),
 
+			sealed:    sealed,
 			ctlSignal: make(chan struct{}, 1),
 		}
 		s.tls, _ = c.(*TLSConn)

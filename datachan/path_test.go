@@ -1085,3 +1085,51 @@ func TestParkedBlocksKeptWhenPathFailsFirst(t *testing.T) {
 		})
 	}
 }
+
+// A frame that does not parse is damage on the way only where damage
+// can reach it: over plain TCP a bad magic or header check may be a
+// flipped bit (dialled again), over TLS it cannot be, so it is the
+// peer's breach (review 57b: a server sending bad headers over TLS was
+// dialled again for the whole --reconnect time).
+func TestBadFrameIsThePeersOverTLS(t *testing.T) {
+	for _, frame := range []struct {
+		name  string
+		bytes func() []byte
+	}{
+		{"bad magic", func() []byte { return bytes.Repeat([]byte{'x'}, framing.BlockHeaderLen) }},
+		{"bad header check", func() []byte {
+			b := make([]byte, framing.BlockHeaderLen)
+			framing.BlockHeader{FileID: 1, Length: 10}.Put(b)
+			b[14] ^= 1
+			return b
+		}},
+	} {
+		for _, overTLS := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, TLS %v", frame.name, overTLS), func(t *testing.T) {
+				var from, to net.Conn
+				if overTLS {
+					from, to, _ = tlsPair(t)
+				} else {
+					cc, sc := pairedConns(t, 1)
+					from, to = cc[0], sc[0]
+				}
+				r := NewPath([]net.Conn{to})
+				defer r.Close()
+				if err := r.Expect(1, newMemFile(10), 0, 10); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := from.Write(frame.bytes()); err != nil {
+					t.Fatal(err)
+				}
+				_, err := r.Wait(testContext(t), 1)
+				var v interface{ PeerProtocolError() bool }
+				if !errors.Is(err, ErrProtocol) || !errors.As(err, &v) {
+					t.Fatalf("Wait: %v, want a protocol error", err)
+				}
+				if v.PeerProtocolError() != overTLS {
+					t.Errorf("%v: the peer's breach: %v, want %v", err, v.PeerProtocolError(), overTLS)
+				}
+			})
+		}
+	}
+}

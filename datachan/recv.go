@@ -289,12 +289,15 @@ func (s *stream) readLoop() {
 		case framing.ResendMagic:
 			var r framing.ResendRequest
 			if r, err = framing.ParseResendRequest(s.hdr[:]); err != nil {
-				err = headerError(fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err))
+				err = s.headerError(fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err))
 			} else {
 				err = s.resend(r)
 			}
 		default:
-			err = &damagedStream{s.protocolError("bad frame magic %q; the stream cannot be resynchronised", s.hdr[:4])}
+			err = s.protocolError("bad frame magic %q; the stream cannot be resynchronised", s.hdr[:4])
+			if !s.sealed {
+				err = &damagedStream{err}
+			}
 		}
 		if err != nil {
 			p.fail(err)
@@ -304,10 +307,12 @@ func (s *stream) readLoop() {
 }
 
 // headerError is err, a frame header that does not parse, marked as
-// damage on the way where its check failed (damagedStream); a header
-// whose check passed and whose fields are wrong is the peer's.
-func headerError(err error) error {
-	if errors.Is(err, framing.ErrBlockHeaderCheck) {
+// damage on the way where its check failed on a stream that damage can
+// reach (damagedStream); a header whose check passed and whose fields
+// are wrong is the peer's, as is any over a sealed stream (review 57b:
+// a server sending bad headers over TLS was dialled again for minutes).
+func (s *stream) headerError(err error) error {
+	if !s.sealed && errors.Is(err, framing.ErrBlockHeaderCheck) {
 		return &damagedStream{err}
 	}
 	return err
@@ -320,7 +325,7 @@ func (s *stream) readBlock() error {
 	h, err := framing.ParseBlockHeader(s.hdr[:])
 	if err != nil {
 		// The length cannot be trusted, so the next frame cannot be found.
-		return headerError(fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err))
+		return s.headerError(fmt.Errorf("%w: stream %d: %w; the stream cannot be resynchronised", ErrProtocol, s.idx, err))
 	}
 	if h.Length == 0 {
 		return s.protocolError("file %d offset %d: empty block", h.FileID, h.Offset)

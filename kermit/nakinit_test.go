@@ -105,3 +105,48 @@ func TestRepeatedACKIsNAKWithoutWindows(t *testing.T) {
 	}
 	b.Close()
 }
+
+// A stop-and-wait sender stopped within a round trip of a NAK and its
+// resend cannot know whether the receiver took the resend: it sends its
+// E under both numbers, the packet in flight's and the next, so that a
+// receiver waiting on either (G-Kermit drops an E of another number)
+// takes it (review 57: numbered for the resend only, it was dropped by
+// a receiver that had taken the resend, which waited on to its retry
+// limit).
+func TestStopAfterNAKAndResendSaysEToBoth(t *testing.T) {
+	cfg := kermit.DefaultConfig()
+	cfg.Timeout, cfg.MinTimeout = 30*time.Second, 30*time.Second // only the NAK resends
+	cfg.LineSpeed = 115200                                       // a line: a classic peer may drop the first E
+	a, b := link(t, 0, 1)
+	snd := kermit.NewSession(a, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(func() { cancel(); snd.Close() })
+	go snd.Send(ctx, writeFiles(t, t.TempDir(), []testFile{{"x.bin", randomBytes(5000, 4)}}))
+	r := bufio.NewReader(b)
+	if p := readPacket(t, r); p.Type != 'S' || p.Seq != 0 {
+		t.Fatalf("first packet %c/%d, want S/0", p.Type, p.Seq)
+	}
+	writePacket(t, b, framing.Packet{Seq: 0, Type: 'Y', Data: framing.DefaultParams().Marshal()}) // window 1, a classic peer
+	if p := readPacket(t, r); p.Type != 'F' || p.Seq != 1 {
+		t.Fatalf("got %c/%d, want F/1", p.Type, p.Seq)
+	}
+	writePacket(t, b, framing.Packet{Seq: 1, Type: 'N'})
+	if p := readPacket(t, r); p.Type != 'F' || p.Seq != 1 {
+		t.Fatalf("after its NAK got %c/%d, want F/1 again", p.Type, p.Seq)
+	}
+	cancel() // before the resend is answered
+	seqs := map[int]bool{}
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for len(seqs) < 2 {
+		line, err := r.ReadBytes('\r')
+		if err != nil {
+			t.Fatalf("E packets under numbers %v, then %v; want 1 and 2", seqs, err)
+		}
+		if p, _, err := (framing.Frame{Check: 1}).ParsePacket(line); err == nil && p.Type == 'E' {
+			seqs[p.Seq] = true
+		}
+	}
+	if !seqs[1] || !seqs[2] {
+		t.Errorf("E packets under numbers %v, want 1 and 2", seqs)
+	}
+}

@@ -624,6 +624,12 @@ func (s *Session) errorPacketAt(seq int, msg string) {
 		if s.receiving {
 			inFlight = s.rw.longest
 		}
+		if !s.receiving && seq == s.sw.lo && s.nakedLo == s.sw.lo+1 && s.sw.size == 1 {
+			// Numbered for the packet in flight, which the peer NAKed
+			// last (errorSeq): if it took the resend since, it waits
+			// on the next (review 57), so the second goes so.
+			seq = (seq + 1) % 64
+		}
 		time.Sleep(min(lineTime(inFlight, s.cfg.LineSpeed)+eAgainAfter, eAgainMost))
 		_ = s.c.send(seq, 'E', data)
 		_ = s.c.flush()

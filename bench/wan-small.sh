@@ -20,6 +20,7 @@
 #   get-resume  kerf get --sessions N --resume -r again into a full copy,
 #            for each N of RESUME_NS
 # Environment: RATE [100mbit], DELAY [25ms one way], LOSS [0], REPS [3],
+# KERF_FLAGS (given to every kerf send and get, e.g. "--in-band"),
 # NS ["1 2 4 8 default"], RESUME_NS ["1 4"], KERF (default built from this tree),
 # WANEM_DIR [../shared/tools/wanem], OUT [bench/out/wan-small-DATE].
 # Prints the median and best wall time of the client per row.
@@ -72,8 +73,9 @@ RSD=$!
 sleep 1
 res=$OUT/results.tsv
 : >"$res"
-send() { (cd "$SRC" && A env KERF_USER=bench "$KERF" -q send "$@" --identity "$W/id" --accept-new-host-key -r small 10.77.0.2:1649); }
-fetch() { (cd "$W/back" && A env KERF_USER=bench "$KERF" -q get "$@" --identity "$W/id" --accept-new-host-key -r 10.77.0.2:1649/small .); }
+read -ra kflags <<<"${KERF_FLAGS:-}"
+send() { (cd "$SRC" && A env KERF_USER=bench "$KERF" -q send "${kflags[@]}" "$@" --identity "$W/id" --accept-new-host-key -r small 10.77.0.2:1649); }
+fetch() { (cd "$W/back" && A env KERF_USER=bench "$KERF" -q get "${kflags[@]}" "$@" --identity "$W/id" --accept-new-host-key -r 10.77.0.2:1649/small .); }
 # timed ROW CMD...: runs CMD, checks the copy, records the seconds.
 timed() {
 	local row=$1 t0 t1; shift
@@ -129,4 +131,4 @@ for k, v in d.items():
 PY
 echo
 echo "link: RATE=$RATE DELAY=$DELAY (one way) LOSS=$LOSS; $N x $SIZE bytes; REPS=$REPS"
-echo "kerf: $KERF_DESC; $(date -u +%FT%TZ); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "kerf: $KERF_DESC${KERF_FLAGS:+ with $KERF_FLAGS}; $(date -u +%FT%TZ); load $(cut -d' ' -f1-3 /proc/loadavg)"

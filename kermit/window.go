@@ -356,7 +356,7 @@ func (s *Session) lineFull(n int) bool {
 
 // stream writes a D packet that will not be acknowledged (streaming).
 func (s *Session) stream(ctx context.Context, data []byte, fileBytes int) error {
-	if s.sw.count > 0 {
+	if s.sw.count > 0 && !s.streamPastAnswers() {
 		// Packets of the window still unacknowledged (a file's F, when
 		// no A was awaited: a peer without attribute packets) are
 		// answered first: streaming moves the window past them, and
@@ -365,26 +365,61 @@ func (s *Session) stream(ctx context.Context, data []byte, fileBytes int) error 
 			return err
 		}
 	}
+	for s.sw.count >= s.sw.size {
+		if err := s.pump(ctx, true); err != nil {
+			return err
+		}
+	}
 	seq := s.sw.next
 	s.sw.next = (seq + 1) % 64
-	s.sw.lo = s.sw.next
+	if s.sw.count > 0 {
+		// Behind packets still to be answered (this file's F and A, the
+		// last file's Z): it holds its place in the window, answered
+		// already, so that their answers are still told apart.
+		s.sw.slots[seq] = &slot{seq: seq, typ: 'D', acked: true, fileBytes: fileBytes}
+		s.sw.count++
+	} else {
+		s.sw.lo = s.sw.next
+	}
 	if err := s.c.send(seq, 'D', data); err != nil {
 		return err
 	}
 	s.stats.PacketsSent++
 	s.occupyLine(len(s.c.scratch))
-	// Catch an E or a cancel without waiting for anything.
+	// Catch an E or a cancel without waiting for anything, and the
+	// answers of the packets still in the window.
 	for {
 		select {
-		case p := <-s.c.in:
-			if err := s.handleStreamingReply(p); err != nil {
+		case in := <-s.c.in:
+			if s.sw.count == 0 {
+				if err := s.handleStreamingReply(in); err != nil {
+					return err
+				}
+				continue
+			}
+			p, ok, err := s.got(in)
+			if err != nil {
 				return err
+			}
+			if ok {
+				if err := s.handleReply(p); err != nil {
+					return err
+				}
 			}
 			continue
 		default:
 		}
 		return ctx.Err()
 	}
+}
+
+// streamPastAnswers reports whether D packets may stream while packets
+// before them wait for their answers: to a kerf receiver on a reliable
+// link, which answers in order and drops the data of a file it refused
+// (the sender did not wait for the A's verdict: a small file in band),
+// so each file does not cost a round trip (QA ap).
+func (s *Session) streamPastAnswers() bool {
+	return s.neg.peerKerf && s.cfg.Reliable
 }
 
 func (s *Session) handleStreamingReply(p inPacket) error {
@@ -755,6 +790,12 @@ func (s *Session) handleReply(p inPacket) error {
 		return &PeerError{Msg: msg}
 	case 'Y':
 		sl := s.sw.inFlight(p.Seq)
+		if s.neg.streaming && (sl == nil || sl.acked && sl.typ == 'D') {
+			// A streamed D packet's (its place in the window, or past
+			// it): its only answer is a cancel (handleStreamingReply).
+			s.noteCancel(p.Data)
+			return nil
+		}
 		if sl == nil || sl.acked {
 			// Without windows, an ACK for the packet before the one in
 			// flight means the peer got a damaged copy of it: a NAK

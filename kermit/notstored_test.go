@@ -92,6 +92,9 @@ func TestFileNotStoredFailsAlone(t *testing.T) {
 		{"dual, disk full mid-file", true, failingFile{failAt: 1 << 20}, "no space left"},
 		{"dual, rename fails", true, failingFile{failAt: -1, commitErr: true}, "rename: permission denied"},
 		{"classic, rename fails", false, failingFile{failAt: -1, commitErr: true}, "rename: permission denied"},
+		// In D packets (--in-band, a line) too: the file is canceled
+		// and the rest goes on (QA ar: the transfer ended).
+		{"classic, disk full mid-file", false, failingFile{failAt: 1 << 20}, "no space left"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, dst := t.TempDir(), t.TempDir()

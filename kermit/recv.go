@@ -161,6 +161,9 @@ type recvFile struct {
 	// overrun: why its data, more than announced and checked by block
 	// check 1 only, is not stored; the file was canceled (X) on it.
 	overrun error
+	// writeErr: a write of its D data failed (the disk full): the file
+	// was canceled (X) on it and fails at its Z, not the group.
+	writeErr error
 	// deferred: the refusal is reported at the Z, whose reason (a
 	// kerf sender's) says better why (dirInGroup).
 	deferred bool
@@ -1201,7 +1204,18 @@ func (s *Session) writeData(cur *recvFile, data []byte) error {
 		return err
 	}
 	if _, err := cur.inc.WriteAt(buf, cur.off); err != nil {
-		return fmt.Errorf("kermit: writing %s: %w", cur.name, err)
+		err = fmt.Errorf("kermit: writing %s: %w", cur.name, err)
+		if !s.neg.notStored {
+			return err
+		}
+		// The disk full, say: this file fails, not the group, as on the
+		// data channel (QA ar: in band, one failed write ended the
+		// transfer, and a thousand files saved before it were told
+		// failed). The sender is told to stop sending it (X), and the
+		// Z's answer says why; the partial is kept for a resume.
+		cur.writeErr = err
+		s.cancelFile.Store(true)
+		return nil
 	}
 	cur.off += int64(len(buf))
 	if s.cfg.Events != nil {
@@ -1330,6 +1344,15 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		done.Again = true
 		delete(s.abandoned, cur.name)
 	}
+	if cur.writeErr != nil {
+		if cur.text || cur.attrs.Length < 0 && s.neg.peerKerf {
+			// (Text, or a stream of no announced length: no resume can
+			// go on with it, as when cut off.)
+			inc.Abort(false)
+			return &notStoredError{fmt.Errorf("%w (nothing of it is kept: it cannot be resumed)", cur.writeErr)}
+		}
+		return &notStoredError{s.keptSaid(cur, inc, cur.writeErr)}
+	}
 	if discard || s.cancelFile.Load() || s.cancelGroup.Load() {
 		// A canceled file, or a partial the sender found is not a prefix
 		// of its file, is not worth keeping. Its data may still be
@@ -1367,11 +1390,11 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		crc, err := s.data.Wait(ctx, cur.id)
 		waited()
 		if err != nil {
-			s.keepPartial(cur, inc)
 			if s.neg.notStored && fileOnly(err) {
 				// The disk filled, say: this file failed, not the path.
-				return &notStoredError{fmt.Errorf("kermit: data of %s: %w", cur.name, err)}
+				return &notStoredError{s.keptSaid(cur, inc, fmt.Errorf("kermit: data of %s: %w", cur.name, err))}
 			}
+			s.keepPartial(cur, inc)
 			return s.peerReason(ctx, fmt.Errorf("kermit: data of %s: %w", cur.name, err))
 		}
 		whole := wholeCRC(cur.prefix, crc, cur.start, cur.attrs.Length-cur.start)
@@ -1521,6 +1544,15 @@ func (s *Session) saved(batch groupBatcher, err error) {
 	}
 	s.unsaved = s.unsaved[:0]
 	s.batching = false
+}
+
+// keptSaid keeps cur's partial (keepPartial) and returns why, saying
+// so if something was kept: the sender hears that a resume goes on.
+func (s *Session) keptSaid(cur *recvFile, inc Incoming, why error) error {
+	if s.keepPartial(cur, inc) {
+		return fmt.Errorf("%w; %w", why, ErrPartialKept)
+	}
+	return why
 }
 
 // keepPartial ends an interrupted file and keeps what it has for

@@ -1054,6 +1054,12 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		return &skipError{err: why}
 	}
 	s.stats.FileBytes += moved
+	if canceled && why != nil {
+		// The receiver canceled it for a failure of its own (its disk
+		// full), which its Z's answer says.
+		s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
+		return &skipError{err: why}
+	}
 	if canceled {
 		// Not transferred: the group reports it (exit 4 at the CLI).
 		s.event(Event{Kind: FileSkipped, Name: f.Name, Err: ErrCanceled, Sending: true})

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +88,84 @@ func TestCutOffSmallFileSaysNothingKept(t *testing.T) {
 				t.Errorf("said kept %v (%v), %d entries left; want a partial kept and said so only with the temporary name", saysKept, failed[0], len(ents))
 			}
 		})
+	}
+}
+
+// readTap keeps what is read through it.
+type readTap struct {
+	net.Conn
+	mu sync.Mutex
+	in []byte
+}
+
+func (c *readTap) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	c.in = append(c.in, p[:n]...)
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *readTap) types() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	types, _ := scanPackets(c.in, 3)
+	return types
+}
+
+// A receiver stopped while it waits for the last blocks of a file whose
+// Z came keeps its partial, and says so (QA ar: "nothing of it is kept;
+// --resume sends it again", and --resume went on from it).
+func TestStoppedAtZWaitSaysPartialKept(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"big.bin", randomBytes(2<<20, 5)}})
+	a, b := link(t, 0, 1)
+	tap := &readTap{Conn: b}
+	da, db := dualPair(t)
+	stall := &stallConn{Conn: db.conn, after: 3 << 19, stalled: make(chan struct{}), closed: make(chan struct{})}
+	db.conn = stall
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Dual, rcfg.Dual = da, db
+	scfg.Streaming, rcfg.Streaming = true, true
+	var mu sync.Mutex
+	var failed []error
+	rcfg.Events = func(e kermit.Event) {
+		if e.Kind == kermit.FileFailed {
+			mu.Lock()
+			failed = append(failed, e.Err)
+			mu.Unlock()
+		}
+	}
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(tap, rcfg)
+	defer send.Close()
+	defer recv.Close()
+	store, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rctx, stop := context.WithCancel(ctx)
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(rctx, store) }()
+	go send.Send(ctx, out)
+	<-stall.stalled
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(tap.types(), "Z"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no Z came (packets %q): the test tested nothing", tap.types())
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // into the wait for the blocks
+	stop()
+	<-rerr
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) != 1 || !errors.Is(failed[0], kermit.ErrPartialKept) {
+		ents, _ := os.ReadDir(dst)
+		t.Fatalf("failed events %v (%T), want big.bin's, saying its partial is kept; %v", failed, failed[0], ents)
+	}
+	if _, err := os.Stat(filepath.Join(dst, ".big.bin"+filestore.PartSuffix)); err != nil {
+		t.Errorf("the partial: %v", err)
 	}
 }

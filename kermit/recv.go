@@ -153,6 +153,7 @@ type recvFile struct {
 	haveAttr    bool
 	refused     bool
 	cutOff      bool // ended before its data did; its partial kept (keepPartial)
+	partKept    bool // keepPartial kept something of it
 	// flushProgress reports exactly what its data path wrote so far
 	// (Session.progress), for a file cut off; nil if none.
 	flushProgress func()
@@ -483,7 +484,12 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 				why := err
 				if _, ns := errors.AsType[*notStoredError](err); cur.cutOff && !ns {
 					// The session ends here, and the partial stays.
-					why = &CutOffError{err}
+					if cur.partKept {
+						// (QA ar: a get interrupted as it waited for the
+						// last blocks said nothing of it was kept.)
+						why = fmt.Errorf("%w: %w", ErrPartialKept, err)
+					}
+					why = &CutOffError{why}
 					if cur.flushProgress != nil {
 						cur.flushProgress()
 					}
@@ -1591,7 +1597,8 @@ func (s *Session) keepPartial(cur *recvFile, inc Incoming) (kept bool) {
 	// by a store that keeps nothing: nothing for a resume to go on from
 	// (review).
 	nothing, _ := inc.(NothingKept)
-	return size > 0 && (nothing == nil || !nothing.KeepsNothing())
+	cur.partKept = size > 0 && (nothing == nil || !nothing.KeepsNothing())
+	return cur.partKept
 }
 
 // countFileID takes the file id of an F or X: read is the reader's count

@@ -947,6 +947,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 	kc.Streaming = true // TCP is reliable
 	reliableTimers(&kc)
 	kc.IdleTimeout = s.cfg.IdleTimeout
+	kc.Conceal = fsys.rootPath // no user learns where the server keeps their tree
 	kc.Drain = s.draining
 	kc.Unprefix = kermit.UnprefixMinimal
 	// A C-Kermit told SET PARITY sends 7-bit with parity even over TCP.

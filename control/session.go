@@ -207,6 +207,17 @@ func (f *sessionFS) readOnly() bool {
 	return f.dir != nil && f.dir.ReadOnly
 }
 
+// rootPath is the path of the session's tree on the server ("" before
+// a login).
+func (f *sessionFS) rootPath() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dir == nil {
+		return ""
+	}
+	return f.dir.Path()
+}
+
 // outOfFiles reports whether err is the process's or the system's open
 // files running out, which sessions ending give back.
 func outOfFiles(err error) bool {

@@ -108,6 +108,11 @@ type Config struct {
 	// IdleTimeout ends a streaming or server session that hears nothing
 	// for this long (0 = never).
 	IdleTimeout time.Duration
+	// Conceal, if set, returns a path never told to the peer: a server's
+	// root, which the system's errors on an open file name whole. It is
+	// cut out of the words of errors sent (E packets, refusals, a Z's
+	// reason), with the separator after it.
+	Conceal func() string
 	// Drain, once closed, ends a server session between its client's
 	// commands: it goes on with the command under way, and ends, telling
 	// the client ShuttingDown, once it has waited 10 s for the next

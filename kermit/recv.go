@@ -877,7 +877,7 @@ func (s *Session) refusalText(why error) []byte {
 	// count), as many as the packet has room for, up to four: one cut
 	// the hint at the end of a long reason ("remove it to receive the
 	// file"). Each is cut at a character's start and decodes alone.
-	msg := []byte(why.Error())
+	msg := s.concealed([]byte(why.Error()))
 	room := min(s.neg.maxData-16, 4*(2+94))
 	var out []byte
 	for len(msg) > 0 && room > 2 {

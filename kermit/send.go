@@ -1620,7 +1620,7 @@ func (s *Session) sendHeaderOnly(ctx context.Context, name string, attrs [][]byt
 // fitText encodes as much of msg as fits limit encoded bytes, in whole
 // runes, for the reasons kerf adds to packets.
 func (s *Session) fitText(msg string, limit int) []byte {
-	enc, _ := s.fitPrefix([]byte(msg), limit)
+	enc, _ := s.fitPrefix(s.concealed([]byte(msg)), limit)
 	return enc
 }
 

@@ -1,6 +1,7 @@
 package kermit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -596,6 +597,7 @@ func (s *Session) noteAnswer(seq int) {
 
 // errorPacketAt is errorPacket numbered seq.
 func (s *Session) errorPacketAt(seq int, msg string) {
+	msg = string(s.concealed([]byte(msg)))
 	var data []byte
 	if s.peerClassic {
 		// C-Kermit shows an E's data as it comes, undecoded: a repeat
@@ -633,6 +635,35 @@ func (s *Session) errorPacketAt(seq int, msg string) {
 		time.Sleep(min(lineTime(inFlight, s.cfg.LineSpeed)+eAgainAfter, eAgainMost))
 		_ = s.c.send(seq, 'E', data)
 		_ = s.c.flush()
+	}
+}
+
+// concealed is msg without the path Config.Conceal keeps from the peer
+// (QA ar: a read error on a served file told the client the server's
+// root, whatever the user's).
+func (s *Session) concealed(msg []byte) []byte {
+	if s.cfg.Conceal == nil {
+		return msg
+	}
+	root := strings.TrimSuffix(s.cfg.Conceal(), "/")
+	if root == "" {
+		return msg // (a root of / names paths as the peer sees them)
+	}
+	var out []byte
+	for {
+		i := bytes.Index(msg, []byte(root))
+		if i < 0 {
+			return append(out, msg...)
+		}
+		out, msg = append(out, msg[:i]...), msg[i+len(root):]
+		switch {
+		case len(msg) > 0 && msg[0] == '/':
+			msg = msg[1:] // a path within it, from there
+		case len(msg) == 0 || bytes.IndexByte([]byte(` :,;)'"`), msg[0]) >= 0:
+			out = append(out, '.') // the root itself
+		default:
+			out = append(out, root...) // another name it begins
+		}
 	}
 }
 

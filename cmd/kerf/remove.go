@@ -165,7 +165,7 @@ func (m *sourceRemover) remove(name, path string, s sentSource, sent bool) {
 		return
 	}
 	if err := os.Remove(path); err != nil {
-		m.kept(name, path, fmt.Sprintf("not removed: %v", errors.Unwrap(err)))
+		m.kept(name, path, fmt.Sprint(errors.Unwrap(err))) // (said "kept here, not removed: ...")
 		return
 	}
 	if abs, err := filepath.Abs(path); err == nil && sent {

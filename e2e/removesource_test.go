@@ -204,6 +204,11 @@ func TestGetRemoveSourceFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "again.bin")); err != nil {
 		t.Errorf("a file found whole by a client on this machine was removed at the server (%v)", err)
 	}
+	// And the client is told so, not only the server's log (QA ar: a
+	// move that moved nothing ended silent, exit 0).
+	if k := eventsNamed(parseEvents(t, r.stdout), "source_kept"); len(k) != 1 || k[0].Name != "again.bin" || !strings.Contains(k[0].Reason, "on the server's machine") {
+		t.Errorf("source_kept events %+v, want again.bin's, saying why the server kept it", k)
+	}
 	// Into the server's own directory: refused before anything moves
 	// (the directory probe, ontoitself.go).
 	r2 := run(t, srv, local, nil, "get", "--resume", "--remove-source-files", target(srv.addr, "again.bin"), root)

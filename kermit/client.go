@@ -135,11 +135,36 @@ func (s *Session) GetWith(ctx context.Context, spec string, o GetOptions, store 
 		// The server removes each file as it hears this side has it
 		// saved (the B's ACK), before it takes the next command: one
 		// more exchange, and the removals are done when the get ends.
-		if _, err := s.Generic(ctx, 'A'); err != nil {
+		// It asks which files the server kept (QA ar: a move that
+		// moved nothing ended silent, exit 0); a kerf from before the
+		// question refuses it, which confirms the removals all the same.
+		report, err := s.Generic(ctx, 'S', keptReportParam, "")
+		var pe *PeerError
+		switch {
+		case errors.As(err, &pe):
+		case err != nil:
 			s.cfg.Log.Warn("the server's removals after the GET are not confirmed", "err", err)
+		default:
+			s.tellKept(report)
 		}
 	}
 	return nil
+}
+
+// tellKept reports each file of a server's kept report (keptReportParam)
+// as SourceKept.
+func (s *Session) tellKept(report string) {
+	for line := range strings.Lines(report) {
+		name, why, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		if !ok {
+			continue
+		}
+		if name == keptMoreTag {
+			s.cfg.Log.Warn("more files the server was to remove are kept there, not named", "files", why)
+			continue
+		}
+		s.event(Event{Kind: SourceKept, Name: name, Size: -1, Err: errors.New(why)})
+	}
 }
 
 // dataNotArrived reports whether pe is a kerf server's word that the

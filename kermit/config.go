@@ -233,6 +233,9 @@ const (
 	// the last dial's failure) and a successor is dialled (Reconnect)
 	// after Duration. Of no file: Name is empty.
 	Reconnecting
+	// SourceKept: a file a GET asked the server to remove once saved
+	// here (GetOptions.RemoveSource) stays on the server; Err says why.
+	SourceKept
 )
 
 // Event reports transfer progress to the command line.

@@ -307,7 +307,10 @@ func (s *Session) serveOne(ctx context.Context, fsys ServerFS) error {
 			defer stop()
 			if rm {
 				// Asked for, so fsys is a SentRemover (REMOTE SET).
-				r := &sentRemoval{fs: fsys.(SentRemover), taken: map[string]OutgoingFile{}, log: s.cfg.Log, local: s.cfg.PeerLocal}
+				s.keptMu.Lock()
+				s.keptSources, s.keptMore = nil, 0
+				s.keptMu.Unlock()
+				r := &sentRemoval{fs: fsys.(SentRemover), taken: map[string]OutgoingFile{}, log: s.cfg.Log, local: s.cfg.PeerLocal, kept: s.noteKeptSource}
 				src = r.source(src)
 				tell := s.cfg.Events
 				s.cfg.Events = r.event(tell)
@@ -748,6 +751,9 @@ func (s *Session) serveGeneric(ctx context.Context, p framing.Packet, fsys Serve
 				return err
 			}
 			s.removeSent = true
+		case keptReportParam:
+			// The files the last GET could not remove, a line each.
+			return s.reply(ctx, p.Seq, s.concealed(s.keptReport()), nil)
 		case literalParam:
 			if _, ok := fsys.(LiteralFS); !ok || arg(1) != "on" {
 				return fmt.Errorf("this server cannot take %q", literalParam+" "+arg(1))

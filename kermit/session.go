@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -139,6 +140,12 @@ type Session struct {
 	// its next GET once it has them saved (REMOTE SET
 	// kerf-remove-source-files).
 	removeSent bool
+	// keptSources are the files the last GET with removeSent could not
+	// remove, "path<TAB>why" each, for the client to ask for (REMOTE
+	// SET kerf-kept-sources); keptMore counts those past the bound.
+	keptMu      sync.Mutex // (told by the events of whichever goroutine)
+	keptSources []string
+	keptMore    int
 	// literalNext: the client asked that the name of its next REMOTE
 	// DELETE or DIRECTORY be taken as it is, never as a pattern (REMOTE
 	// SET kerf-literal).

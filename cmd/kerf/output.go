@@ -413,6 +413,21 @@ func (r *reporter) event(e kermit.Event) {
 			r.bar.Clear()
 			fmt.Fprintf(r.out, "%-40s %10s  %s\n", printable(e.Name), humanBytes(e.Bytes), humanRate(ev.Rate))
 		}
+	case kermit.SourceKept:
+		// A get's --remove-source-files the server could not carry out
+		// for this file (QA ar: said nowhere but in the server's log).
+		why := ""
+		if e.Err != nil {
+			why = e.Err.Error()
+		}
+		if r.json != nil {
+			r.json.Encode(jsonEvent{Event: "source_kept", Name: e.Name, Reason: why})
+		} else {
+			if r.bar != nil {
+				r.bar.Clear()
+			}
+			fmt.Fprintf(r.out, "kerf: %s: kept on the server, not removed: %s\n", printable(e.Name), printable(why))
+		}
 	case kermit.Reconnecting:
 		// Said on stderr by the log; a script reading --json gets it too.
 		if r.json != nil {

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
+	"log/slog"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"kerf/kermit"
@@ -62,3 +66,64 @@ func TestFileLongerThanItsSizeFailsAlone(t *testing.T) {
 }
 
 var _ io.ReaderAt = lyingReader{}
+
+// eioReader is a file whose reads fail with EIO from byte at on, as a
+// failing disk's.
+type eioReader struct {
+	*bytes.Reader
+	at int64
+}
+
+func (r eioReader) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > r.at {
+		return 0, &fs.PathError{Op: "read", Path: "/srv/x", Err: syscall.EIO}
+	}
+	return r.Reader.ReadAt(p, off)
+}
+
+func (r eioReader) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.Size()-int64(r.Len()))
+	r.Reader.Seek(int64(n), io.SeekCurrent)
+	return n, err
+}
+
+func (eioReader) Close() error { return nil }
+
+// A file whose reads fail as it is sent on the data channel fails alone,
+// and the sender logs why, with the cause, for a server's operator (its
+// log raises a storage error to warn: QA ar, a failing disk was told to
+// the client and logged at info with no cause).
+func TestReadFailureLoggedWithItsCause(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, []testFile{{"steady.bin", randomBytes(5000, 8)}})
+	data := randomBytes(3<<20, 9)
+	bad := kermit.OutgoingFile{Name: "bad.bin", Size: int64(len(data)), Open: func() (kermit.FileReader, error) {
+		return eioReader{bytes.NewReader(data), 2 << 20}, nil
+	}}
+	scfg := kermit.DefaultConfig()
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	scfg.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), []kermit.OutgoingFile{bad, out[0]}, dst)
+	var ge *kermit.GroupError
+	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "bad.bin" {
+		t.Fatalf("send: %v; want a group error naming bad.bin only", serr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "reading it failed") || !strings.Contains(logged.String(), "input/output error") {
+		t.Errorf("log:\n%s\nwant the read failure with its cause", logged.String())
+	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -887,6 +887,10 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			why := changedWhileSent(r, f, NotStoredTail)
 			if why == nil {
 				why = fmt.Errorf("%s could not be read while it was being sent: %w; not stored", f.Name, err)
+				// Logged with its cause: a server's operator hears of
+				// its own disk failing (raised to warn), not only its
+				// client (QA ar: "1 not transferred", at info).
+				s.cfg.Log.Info("file not sent: reading it failed", "name", f.Name, "err", err)
 			}
 			zs, qerr := s.queue(ctx, 'Z', s.discardZ(why), 0)
 			if qerr != nil {

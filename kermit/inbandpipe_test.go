@@ -55,7 +55,7 @@ func (c *heldAnswers) Write(p []byte) (int, error) {
 // reliable link without a data channel (--in-band), the sender's events
 // to events; hold, if set, is given the receiver's link before it
 // starts.
-func inBandPair(t *testing.T, out []kermit.OutgoingFile, dst string, events func(kermit.Event), hold func(*heldAnswers)) error {
+func inBandPair(t *testing.T, out []kermit.OutgoingFile, dst string, events func(kermit.Event), hold func(*heldAnswers), resume bool) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -63,6 +63,7 @@ func inBandPair(t *testing.T, out []kermit.OutgoingFile, dst string, events func
 	scfg.Events = events
 	scfg.Reliable, rcfg.Reliable = true, true
 	scfg.Streaming, rcfg.Streaming = true, true // as the control layer has it over TCP
+	scfg.Resume = resume
 	a, b := link(t, 0, 1)
 	h := &heldAnswers{Conn: b, free: make(chan struct{})}
 	if hold != nil {
@@ -92,6 +93,15 @@ func inBandPair(t *testing.T, out []kermit.OutgoingFile, dst string, events func
 // until the sender has begun the third file: a sender that waited for
 // the first file's A or Z would never get there.
 func TestInBandSmallFilesDoNotWaitForAnswers(t *testing.T) {
+	for _, resume := range []bool{false, true} {
+		t.Run(fmt.Sprint("resume=", resume), func(t *testing.T) { inBandNoWait(t, resume) })
+	}
+}
+
+// inBandNoWait is TestInBandSmallFilesDoNotWaitForAnswers, the sender
+// resuming or not (resuming, a small file goes whole, "unless there",
+// as on the data channel).
+func inBandNoWait(t *testing.T, resume bool) {
 	var files []testFile
 	for i := range 5 {
 		files = append(files, testFile{fmt.Sprintf("f%d", i), randomBytes(3000+i, int64(i))})
@@ -114,7 +124,7 @@ func TestInBandSmallFilesDoNotWaitForAnswers(t *testing.T) {
 			h.release()
 		}
 	}
-	if err := inBandPair(t, out, dst, events, func(held *heldAnswers) { h = held }); err != nil {
+	if err := inBandPair(t, out, dst, events, func(held *heldAnswers) { h = held }, resume); err != nil {
 		t.Fatalf("send: %v", err)
 	}
 	if h.held {
@@ -141,7 +151,7 @@ func TestInBandRefusedFileDataDropped(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	err := inBandPair(t, out, dst, events, nil)
+	err := inBandPair(t, out, dst, events, nil, false)
 	var ge *kermit.GroupError
 	if !errors.As(err, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b" {
 		t.Fatalf("send: %v, want b failed", err)

@@ -645,7 +645,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	// A small file is not worth a round trip: to a kerf receiver it goes
 	// whole at once, asking only to be skipped if already there
 	// (protocol.md §6).
-	eager := resume && dual && s.neg.unlessThere && f.Size >= 0 && f.Size <= s.eagerResumeSize()
+	// (In band too, to a kerf receiver on a reliable link, which drops
+	// the D packets of a file it refused: streamPastAnswers.)
+	eager := resume && (dual || s.streamPastAnswers()) && s.neg.unlessThere && f.Size >= 0 && f.Size <= s.eagerResumeSize()
 	var verdict *slot // a pipelined A's slot, its answer not read yet
 	var reply framing.AttrReply
 	reply.Accept = true
@@ -687,7 +689,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 		// cross the link in vain.
 		pipelined, big := dual, f.Size >= s.verdictSize()
 		if !dual {
-			pipelined = s.neg.peerKerf && s.cfg.Reliable && !resume
+			pipelined = s.streamPastAnswers() && (!resume || eager)
 			big = f.Size < 0 || f.Size >= s.inBandVerdictSize()
 		}
 		if last != nil && (!pipelined || resume && !eager || big) {

@@ -1582,6 +1582,9 @@ func getCommand() *cli.Command {
 				// named).
 				expectOne = expectNames(specs, false, cfg.Classic)
 			}
+			if !toStdout && !isNullDevice(dest) {
+				rep.localDir = openDir
+			}
 			if toStdout {
 				stores[0] = &stdoutStore{sink: newPipeSink(os.Stdout, os.TempDir()), expect: expectOne}
 				rep.toStdout = true

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +35,9 @@ type reporter struct {
 	// toStdout: the file fetched goes to standard output (a get to -),
 	// which keeps nothing to resume.
 	toStdout bool
+	// localDir, for a get, is the directory it stores into: a file this
+	// side failed to store is said to have failed here, there.
+	localDir string
 	// discarding: a get to /dev/null, which stores nothing: no
 	// file_saved (QA: said of a file nowhere).
 	discarding bool
@@ -588,6 +593,11 @@ func (r *reporter) event(e kermit.Event) {
 		}
 		// "NAME: kermit: NAME: …" says the name twice (QA).
 		msg = strings.TrimPrefix(msg, "kermit: "+e.Name+": ")
+		if r.localDir != "" && !e.Sending && localFailure(e.Err) {
+			// This side's file system refused it: said so, and where
+			// (QA ar: "openat x: permission denied" named neither).
+			msg += fmt.Sprintf(" (here, in %s)", r.localDir)
+		}
 		if r.json != nil {
 			r.json.Encode(jsonEvent{Event: "file_error", Name: e.Name, Error: msg})
 		} else if r.errLines < maxErrLines || r.serving {
@@ -606,6 +616,21 @@ func (r *reporter) event(e kermit.Event) {
 			r.errHidden++
 		}
 	}
+}
+
+// localFailure reports whether err, a received file's failure, is this
+// side's file system's: an error of a file operation or of room here,
+// or the file store's own words (filestore's errors say "filestore:"),
+// not the sender's (an E, or its reason for not sending: text only).
+func localFailure(err error) bool {
+	if err == nil || kermit.FromReceiver(err) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "not sent by the peer") {
+		return false
+	}
+	return errors.As(err, new(*fs.PathError)) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || strings.Contains(msg, "filestore: ")
 }
 
 // noteStart records off as where name began, the first time it is told

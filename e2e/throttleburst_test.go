@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -48,5 +49,30 @@ func TestLoginBurstAfterAFailure(t *testing.T) {
 	// its refusals).
 	if waited := strings.Count(strings.Join(outs, ""), "throttles logins from this address"); waited == 0 {
 		t.Error("no client was throttled: the test tested nothing")
+	}
+}
+
+// A send of several sessions after a failed login from the address (a
+// typo of anyone's, minutes ago) opens them all: its further sessions
+// wait the moment the server asks, as the first does, rather than the
+// send going on with fewer (QA as: 2 of 8 sessions, exit 0).
+func TestSessionsAfterAFailureAllOpen(t *testing.T) {
+	root, local := t.TempDir(), t.TempDir()
+	srv := startServer(t, root, serverOpts{})
+	argv, env := clientInvocation(t, srv, nil, "ls", target(srv.addr, "/"))
+	bad := exec.Command(kerfBin, argv...)
+	bad.Env = append(env, "KERF_USER=someone-else", "KERF_PASSWORD=a typo")
+	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "login failed") {
+		t.Fatalf("a wrong password: %v\n%s", err, out)
+	}
+	for i := range 40 {
+		writeFile(t, filepath.Join(local, "t", fmt.Sprintf("f%02d", i)), randomBytes(1000+i, uint64(i)))
+	}
+	r := run(t, srv, local, nil, "send", "--sessions", "6", "-r", "t", srv.addr)
+	if r.code != 0 || strings.Contains(r.stderr, "sessions opened") {
+		t.Fatalf("send --sessions 6 after a failed login: %s\nwant every session opened", r)
+	}
+	for i := range 40 {
+		sameFile(t, filepath.Join(local, "t", fmt.Sprintf("f%02d", i)), filepath.Join(root, "t", fmt.Sprintf("f%02d", i)))
 	}
 }

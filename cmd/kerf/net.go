@@ -641,8 +641,19 @@ const throttleBudget = time.Minute
 // checked in turn), within throttleBudget. A wrong password is said so,
 // not throttled, and ends it.
 func dialAfterThrottle(ctx context.Context, cfg control.ClientConfig) (*control.Client, error) {
-	deadline := time.Now().Add(throttleBudget)
-	told := false
+	return dialAfterThrottleWithin(ctx, cfg, throttleBudget, true)
+}
+
+// extraSessionBudget bounds what a command's further sessions wait for
+// a throttling server: the command goes on with those that logged in
+// once this has passed (the first waits throttleBudget).
+const extraSessionBudget = 5 * time.Second
+
+// dialAfterThrottleWithin is dialAfterThrottle within budget, saying
+// that it waits if note is set.
+func dialAfterThrottleWithin(ctx context.Context, cfg control.ClientConfig, budget time.Duration, note bool) (*control.Client, error) {
+	deadline := time.Now().Add(budget)
+	told := !note
 	for {
 		cl, err := control.Dial(ctx, cfg)
 		if err == nil {

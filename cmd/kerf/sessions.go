@@ -127,7 +127,11 @@ func moreSessions(ctx context.Context, cfg control.ClientConfig, to *control.Cli
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl, err := control.Dial(ctx, cfg)
+			// A server that throttles this address (a failed login
+			// there in the last minutes) checks one login at a time and
+			// has the others wait a moment: they wait, rather than the
+			// command going on with fewer sessions (QA as: 2 of 8).
+			cl, err := dialAfterThrottleWithin(ctx, cfg, extraSessionBudget, false)
 			if err == nil && dir != "" {
 				if _, err = cl.Generic(ctx, 'C', dir); err != nil {
 					cl.Close()

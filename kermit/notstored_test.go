@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -292,4 +293,115 @@ func wholeFileMismatchFailsAlone(t *testing.T, data, changed []byte, why []strin
 		t.Errorf("the sender was told %q, want one of %q", said, why)
 	}
 	checkFiles(t, dst, []testFile{{"c.bin", randomBytes(5000, 3)}})
+}
+
+// inBandTransfer sends out into store over one session between two
+// kerfs on a reliable link without a data channel, streaming (as the
+// control layer has it: --in-band), the sender's events to events.
+func inBandTransfer(t *testing.T, out []kermit.OutgoingFile, store kermit.Store, events func(kermit.Event)) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
+	scfg.Reliable, rcfg.Reliable = true, true
+	scfg.Streaming, rcfg.Streaming = true, true
+	scfg.Events = events
+	a, b := link(t, 0, 1)
+	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	rerr := make(chan error, 1)
+	go func() { rerr <- recv.Receive(ctx, store) }()
+	err := send.Send(ctx, out)
+	<-rerr
+	return err
+}
+
+// In band (streaming, answers not waited for), a receiver whose disk
+// fills mid-transfer: no file the sender says done or saved is missing
+// there (review 58: a receiver's cancels, one for each D packet of the
+// failed file, came under numbers the sender had used since, and took
+// later files' Z for answered: files told saved were not there, and
+// --remove-source-files would have removed them).
+func TestInBandDiskFullNoFalseDone(t *testing.T) {
+	var files []testFile
+	for i := range 120 {
+		files = append(files, testFile{fmt.Sprintf("f%03d.bin", i), randomBytes(20_000+i*997, int64(i))})
+	}
+	files[29] = testFile{"f029.bin", randomBytes(3<<20, 99)} // the disk fills in it
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	var fmu sync.Mutex
+	full := false
+	store := wrapStore{dir, func(in kermit.Incoming) kermit.Incoming {
+		fmu.Lock()
+		defer fmu.Unlock()
+		if filepath.Base(in.Name()) == "f029.bin" {
+			full = true
+			return failingFile{Incoming: in, failAt: 1 << 20}
+		}
+		if full {
+			return failingFile{Incoming: in, failAt: 0}
+		}
+		return in
+	}}
+	var mu sync.Mutex
+	done := map[string]kermit.EventKind{}
+	inBandTransfer(t, out, store, func(e kermit.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == kermit.FileDone || e.Kind == kermit.FileSaved {
+			done[e.Name] = e.Kind
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(done) < 20 {
+		t.Fatalf("%d files told done: the test tested little", len(done))
+	}
+	for name, k := range done {
+		if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
+			t.Errorf("%s: the sender said %v, the receiver has not got it: %v", name, k, err)
+		}
+	}
+}
+
+// In band with answers not waited for, a file the receiver cannot write
+// fails alone, for its reason, and the files after it arrive (review
+// 58: its cancel, come late, canceled the next file instead).
+func TestInBandWriteFailureCancelsNoOtherFile(t *testing.T) {
+	files := []testFile{{"a.bin", randomBytes(5000, 1)}, {"b.bin", randomBytes(200_000, 2)}, {"c.bin", randomBytes(200_000, 3)}, {"d.bin", randomBytes(200_000, 4)}}
+	src, dst := t.TempDir(), t.TempDir()
+	out := writeFiles(t, src, files)
+	store := failStore(t, dst, "b.bin", failingFile{failAt: 199_000})
+	var mu sync.Mutex
+	ended := map[string]string{}
+	err := inBandTransfer(t, out, store, func(e kermit.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case kermit.FileDone:
+			ended[e.Name] = "done"
+		case kermit.FileFailed, kermit.FileSkipped:
+			ended[e.Name] = e.Err.Error()
+		}
+	})
+	var ge *kermit.GroupError
+	if !errors.As(err, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b.bin" {
+		t.Fatalf("send: %v; want b.bin alone failed (ended %v)", err, ended)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(ended["b.bin"], "no space left") {
+		t.Errorf("b.bin ended %q, want the receiver's reason", ended["b.bin"])
+	}
+	for _, f := range []testFile{files[0], files[2], files[3]} {
+		if got, err := os.ReadFile(filepath.Join(dst, f.name)); err != nil || !bytes.Equal(got, f.data) {
+			t.Errorf("%s: %d bytes, %v; want its %d (ended %v)", f.name, len(got), err, len(f.data), ended)
+		}
+	}
 }

@@ -165,6 +165,8 @@ type recvFile struct {
 	// writeErr: a write of its D data failed (the disk full): the file
 	// was canceled (X) on it and fails at its Z, not the group.
 	writeErr error
+	// cancelSaid: a cancel of it went to a streaming sender.
+	cancelSaid bool
 	// deferred: the refusal is reported at the Z, whose reason (a
 	// kerf sender's) says better why (dirInGroup).
 	deferred bool
@@ -459,8 +461,11 @@ func (s *Session) recvGroup(ctx context.Context, store Store, display io.Writer,
 			if err := s.writeData(cur, p.Data); err != nil {
 				return err
 			}
-			if s.neg.streaming && (s.cancelFile.Load() || s.cancelGroup.Load()) {
-				// While streaming, data is not ACKed; send the cancel once.
+			if s.neg.streaming && !cur.cancelSaid && (s.cancelFile.Load() || s.cancelGroup.Load()) {
+				// While streaming, data is not ACKed; the cancel is
+				// sent once (each later one came under a number the
+				// sender had used since for an F, A or Z: review 58).
+				cur.cancelSaid = true
 				if err := s.ackData(p.Seq); err != nil {
 					return err
 				}

@@ -609,6 +609,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}()
 	f = asOpened(f, r)
 	s.cancelFile.Store(false)
+	s.pipelinedFile = false
 	// Encoded before it takes a file id: one never sent must not put
 	// the ids out of step with the receiver's count (QA: the data of
 	// every later file went unclaimed, and the GET stalled).
@@ -692,6 +693,7 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			pipelined = s.streamPastAnswers() && (!resume || eager)
 			big = f.Size < 0 || f.Size >= s.inBandVerdictSize()
 		}
+		s.pipelinedFile = last != nil && !(!pipelined || resume && !eager || big)
 		if last != nil && (!pipelined || resume && !eager || big) {
 			if resume {
 				s.peerHashes(max(f.Size, 0), last.seq) // the receiver checks its partial
@@ -1039,6 +1041,11 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 	}
 	if err := s.await(ctx, zs); err != nil {
 		return err
+	}
+	if refused {
+		// Its A, not waited for, was refused meanwhile: reported then
+		// (review 58: twice, and named twice among the failed).
+		return nil
 	}
 	if why != nil && !canceled && changed == nil {
 		_, again := r.(io.Seeker) // a file, not a stream read once (standard input)

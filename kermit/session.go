@@ -256,6 +256,12 @@ type Session struct {
 
 	cancelFile  atomic.Bool
 	cancelGroup atomic.Bool
+	// streamedFor is the file id each streamed D packet was of, by its
+	// number, and pipelinedFile says the file being sent did not wait
+	// for its A's answer: a receiver's cancel of a streamed packet
+	// (noteStreamCancel) may then be an earlier file's (review 58).
+	streamedFor   [64]uint32
+	pipelinedFile bool
 
 	stats Stats
 }

@@ -372,6 +372,7 @@ func (s *Session) stream(ctx context.Context, data []byte, fileBytes int) error 
 	}
 	seq := s.sw.next
 	s.sw.next = (seq + 1) % 64
+	s.streamedFor[seq] = s.sendFileID
 	if s.sw.count > 0 {
 		// Behind packets still to be answered (this file's F and A, the
 		// last file's Z): it holds its place in the window, answered
@@ -434,9 +435,23 @@ func (s *Session) handleStreamingReply(p inPacket) error {
 	case p.Type == 'N':
 		return fmt.Errorf("%w: NAK received on a reliable link", ErrProtocol)
 	case p.Type == 'Y':
-		s.noteCancel(p.Data)
+		s.noteStreamCancel(p.Seq, p.Data)
 	}
 	return nil
+}
+
+// noteStreamCancel is noteCancel of the answer to streamed D packet seq.
+// Where the sender waits for no answer (streamPastAnswers), a file's
+// cancel may come after the next files began: it is taken only while
+// the file it names is the one being sent, and that file waited for its
+// A's answer, which came after the receiver's cancel if it sent one (a
+// pipelined file's fate is its Z's answer). Else a cancel of file k
+// canceled file k+1 (review 58).
+func (s *Session) noteStreamCancel(seq int, data []byte) {
+	if len(data) == 1 && data[0] == 'X' && s.streamPastAnswers() && (s.pipelinedFile || s.streamedFor[seq] != s.sendFileID) {
+		return
+	}
+	s.noteCancel(data)
 }
 
 func (s *Session) noteCancel(data []byte) {
@@ -793,7 +808,15 @@ func (s *Session) handleReply(p inPacket) error {
 		if s.neg.streaming && (sl == nil || sl.acked && sl.typ == 'D') {
 			// A streamed D packet's (its place in the window, or past
 			// it): its only answer is a cancel (handleStreamingReply).
-			s.noteCancel(p.Data)
+			s.noteStreamCancel(p.Seq, p.Data)
+			return nil
+		}
+		if s.neg.streaming && s.streamPastAnswers() && (sl.typ == 'A' || sl.typ == 'Z') && len(p.Data) == 1 && (p.Data[0] == 'X' || p.Data[0] == 'Z') {
+			// No answer to an A or a Z: a streamed D packet's cancel,
+			// come late under a number the window has used since (the
+			// Z so answered was taken as stored: review 58). Its own
+			// answer comes after.
+			s.noteStreamCancel(p.Seq, p.Data)
 			return nil
 		}
 		if sl == nil || sl.acked {

@@ -104,9 +104,10 @@ func newReconnectingIn(rc *Reconnect, gate *dialGate) *reconnecting {
 // four-session send went on with one session after a restart); and once
 // one gives up, the others do too (the same server, out of reach).
 type dialGate struct {
-	mu     sync.Mutex
-	up     time.Time // when a successor last came in
-	gaveUp error
+	mu       sync.Mutex
+	up       time.Time // when a successor last came in
+	gaveUp   error
+	gaveUpAt time.Time
 }
 
 // lately is how recently another session's successor must have come in
@@ -141,9 +142,12 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 	if r.gaveUp != nil {
 		return nil, r.gaveUp
 	}
+	asked := time.Now()
 	r.gate.mu.Lock()
 	defer r.gate.mu.Unlock()
-	if r.gate.gaveUp != nil {
+	if r.gate.gaveUp != nil && asked.Sub(r.gate.gaveUpAt) < settledAfter {
+		// Lost in the same outage: another's dials found no server.
+		// (A loss well after is its own: review 58.)
 		r.gaveUp = r.gate.gaveUp
 		return nil, r.gaveUp
 	}
@@ -218,7 +222,7 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 		r.gaveUp = fmt.Errorf("lost again before it moved anything, %d times", r.spent)
 	} else {
 		r.gaveUp = fmt.Errorf("after %d dial(s) in %v: %w", r.spent, time.Since(r.since).Round(time.Second), last)
-		r.gate.gaveUp = r.gaveUp
+		r.gate.gaveUp, r.gate.gaveUpAt = r.gaveUp, time.Now()
 	}
 	return nil, r.gaveUp
 }

@@ -24,8 +24,8 @@ const keptReportParam = "kerf-kept-sources"
 const maxKeptReported = 1000
 
 // keptMoreTag begins the kept report's line that counts the files past
-// maxKeptReported (a tab is in no name a kerf serves).
-const keptMoreTag = "(more)"
+// maxKeptReported: a control character, in no name a kerf serves.
+const keptMoreTag = "\x01more"
 
 // noteKeptSource remembers a file the GET under way kept, for the
 // client's report.

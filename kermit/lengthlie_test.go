@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -101,29 +100,14 @@ func TestReadFailureLoggedWithItsCause(t *testing.T) {
 		return eioReader{bytes.NewReader(data), 2 << 20}, nil
 	}}
 	scfg := kermit.DefaultConfig()
-	var logged bytes.Buffer
-	var mu sync.Mutex
-	scfg.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var logged syncBuf
+	scfg.Log = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	serr, _ := transferEitherInto(t, true, scfg, kermit.DefaultConfig(), []kermit.OutgoingFile{bad, out[0]}, dst)
 	var ge *kermit.GroupError
 	if !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "bad.bin" {
 		t.Fatalf("send: %v; want a group error naming bad.bin only", serr)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(logged.String(), "reading it failed") || !strings.Contains(logged.String(), "input/output error") {
 		t.Errorf("log:\n%s\nwant the read failure with its cause", logged.String())
 	}
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -51,11 +51,12 @@ func (c *heldAnswers) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// inBandPair sends out to dst over one session between two kerfs on a
-// reliable link without a data channel (--in-band), the sender's events
-// to events; hold, if set, is given the receiver's link before it
+// inBandPair sends out into store over one session between two kerfs
+// on a reliable link without a data channel, streaming, as the control
+// layer has it (--in-band), the sender's events to events, resuming if
+// resume says so; hold, if set, is given the receiver's link before it
 // starts.
-func inBandPair(t *testing.T, out []kermit.OutgoingFile, dst string, events func(kermit.Event), hold func(*heldAnswers), resume bool) error {
+func inBandPair(t *testing.T, out []kermit.OutgoingFile, store kermit.Store, events func(kermit.Event), hold func(*heldAnswers), resume bool) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -71,14 +72,9 @@ func inBandPair(t *testing.T, out []kermit.OutgoingFile, dst string, events func
 	}
 	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(h, rcfg)
 	t.Cleanup(func() { send.Close(); recv.Close() })
-	dir, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
 	done := make(chan struct{})
-	go func() { defer close(done); recv.Receive(ctx, dir) }()
-	err = send.Send(ctx, out)
+	go func() { defer close(done); recv.Receive(ctx, store) }()
+	err := send.Send(ctx, out)
 	h.release()
 	send.Close()
 	cancel()
@@ -124,7 +120,7 @@ func inBandNoWait(t *testing.T, resume bool) {
 			h.release()
 		}
 	}
-	if err := inBandPair(t, out, dst, events, func(held *heldAnswers) { h = held }, resume); err != nil {
+	if err := inBandPair(t, out, openStore(t, dst), events, func(held *heldAnswers) { h = held }, resume); err != nil {
 		t.Fatalf("send: %v", err)
 	}
 	if h.held {
@@ -151,7 +147,7 @@ func TestInBandRefusedFileDataDropped(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	err := inBandPair(t, out, dst, events, nil, false)
+	err := inBandPair(t, out, openStore(t, dst), events, nil, false)
 	var ge *kermit.GroupError
 	if !errors.As(err, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b" {
 		t.Fatalf("send: %v, want b failed", err)
@@ -163,4 +159,15 @@ func TestInBandRefusedFileDataDropped(t *testing.T) {
 	if ended["a"] != kermit.FileDone || ended["c"] != kermit.FileDone || ended["b"] == kermit.FileDone {
 		t.Errorf("ended %v, want a and c done, b not", ended)
 	}
+}
+
+// openStore opens dst as a store, closed when t ends.
+func openStore(t *testing.T, dst string) *filestore.Dir {
+	t.Helper()
+	dir, err := filestore.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	return dir
 }

@@ -295,27 +295,6 @@ func wholeFileMismatchFailsAlone(t *testing.T, data, changed []byte, why []strin
 	checkFiles(t, dst, []testFile{{"c.bin", randomBytes(5000, 3)}})
 }
 
-// inBandTransfer sends out into store over one session between two
-// kerfs on a reliable link without a data channel, streaming (as the
-// control layer has it: --in-band), the sender's events to events.
-func inBandTransfer(t *testing.T, out []kermit.OutgoingFile, store kermit.Store, events func(kermit.Event)) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	scfg, rcfg := kermit.DefaultConfig(), kermit.DefaultConfig()
-	scfg.Reliable, rcfg.Reliable = true, true
-	scfg.Streaming, rcfg.Streaming = true, true
-	scfg.Events = events
-	a, b := link(t, 0, 1)
-	send, recv := kermit.NewSession(a, scfg), kermit.NewSession(b, rcfg)
-	t.Cleanup(func() { send.Close(); recv.Close() })
-	rerr := make(chan error, 1)
-	go func() { rerr <- recv.Receive(ctx, store) }()
-	err := send.Send(ctx, out)
-	<-rerr
-	return err
-}
-
 // In band (streaming, answers not waited for), a receiver whose disk
 // fills mid-transfer: no file the sender says done or saved is missing
 // there (review 58: a receiver's cancels, one for each D packet of the
@@ -330,14 +309,9 @@ func TestInBandDiskFullNoFalseDone(t *testing.T) {
 	files[29] = testFile{"f029.bin", randomBytes(3<<20, 99)} // the disk fills in it
 	src, dst := t.TempDir(), t.TempDir()
 	out := writeFiles(t, src, files)
-	dir, err := filestore.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
 	var fmu sync.Mutex
 	full := false
-	store := wrapStore{dir, func(in kermit.Incoming) kermit.Incoming {
+	store := wrapStore{openStore(t, dst), func(in kermit.Incoming) kermit.Incoming {
 		fmu.Lock()
 		defer fmu.Unlock()
 		if filepath.Base(in.Name()) == "f029.bin" {
@@ -351,13 +325,13 @@ func TestInBandDiskFullNoFalseDone(t *testing.T) {
 	}}
 	var mu sync.Mutex
 	done := map[string]kermit.EventKind{}
-	inBandTransfer(t, out, store, func(e kermit.Event) {
+	inBandPair(t, out, store, func(e kermit.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if e.Kind == kermit.FileDone || e.Kind == kermit.FileSaved {
 			done[e.Name] = e.Kind
 		}
-	})
+	}, nil, false)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(done) < 20 {
@@ -380,7 +354,7 @@ func TestInBandWriteFailureCancelsNoOtherFile(t *testing.T) {
 	store := failStore(t, dst, "b.bin", failingFile{failAt: 199_000})
 	var mu sync.Mutex
 	ended := map[string]string{}
-	err := inBandTransfer(t, out, store, func(e kermit.Event) {
+	err := inBandPair(t, out, store, func(e kermit.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e.Kind {
@@ -389,7 +363,7 @@ func TestInBandWriteFailureCancelsNoOtherFile(t *testing.T) {
 		case kermit.FileFailed, kermit.FileSkipped:
 			ended[e.Name] = e.Err.Error()
 		}
-	})
+	}, nil, false)
 	var ge *kermit.GroupError
 	if !errors.As(err, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "b.bin" {
 		t.Fatalf("send: %v; want b.bin alone failed (ended %v)", err, ended)

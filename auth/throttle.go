@@ -2,17 +2,22 @@ package auth
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
 
 // Throttle slows down failed logins per client address: after n
-// consecutive failures, the next attempt from that address waits
-// Base * 2^(n-1), at most Max. A user's successful login takes back the
+// failures, the next attempt from that address waits Base * 2^(n-1)
+// from the last, at most Max. A user's successful login takes back the
 // failures of that user name only: someone with an account of their own
-// must not reset the count of their guesses at another's password. An
-// address with no failure for Forget is forgotten. IPv6 addresses count
-// per /64, since one host usually has a whole /64.
+// must not reset the count of their guesses at another's password. Each
+// failure is forgotten Forget after it: before, an address's failures
+// were forgotten together after Forget without one, so on a shared
+// address (a NAT, 127/8) a name that never logs in (a removed account's
+// cron job) left failures that every later typo, anyone's, kept alive,
+// and each typo then held every login from there for Max (QA as). IPv6
+// addresses count per /64, since one host usually has a whole /64.
 type Throttle struct {
 	Base   time.Duration
 	Max    time.Duration
@@ -27,16 +32,40 @@ type Throttle struct {
 }
 
 type throttleEntry struct {
-	failures int
+	fails    []throttleFail // oldest first, at most maxThrottleFails
 	checking int            // attempts being checked now (Begin)
-	byUser   map[string]int // of failures, per user name tried (at most maxThrottleUsers, then "")
-	last     time.Time
 }
 
-// maxThrottleUsers bounds the names an address's entry counts failures
-// for; those of further names are counted together, under "", and are
-// taken back by no one's success.
-const maxThrottleUsers = 64
+// throttleFail is one failed login: when, and as whom.
+type throttleFail struct {
+	at   time.Time
+	user string
+}
+
+// maxThrottleFails bounds the failures an address's entry remembers:
+// past it the oldest go (the delay is at Max long before).
+const maxThrottleFails = 64
+
+// live drops e's failures older than forget (0: none expire) and
+// returns how many are left.
+func (e *throttleEntry) live(now time.Time, forget time.Duration) int {
+	if forget > 0 {
+		i := 0
+		for i < len(e.fails) && now.Sub(e.fails[i].at) >= forget {
+			i++
+		}
+		e.fails = e.fails[i:]
+	}
+	return len(e.fails)
+}
+
+// last is when e's newest failure was.
+func (e *throttleEntry) last() time.Time {
+	if len(e.fails) == 0 {
+		return time.Time{}
+	}
+	return e.fails[len(e.fails)-1].at
+}
 
 // NewThrottle returns a throttle with kerf's defaults: 500ms after the
 // first failure, doubling up to 30s, forgotten after 15 minutes.
@@ -81,7 +110,7 @@ func (t *Throttle) Begin(ip net.IP) (wait time.Duration, ok bool) {
 		return d, false
 	}
 	e := t.m[HostKey(ip)]
-	if e == nil || e.failures == 0 {
+	if e == nil || e.live(t.clock(), t.Forget) == 0 {
 		return 0, true
 	}
 	if e.checking > 0 {
@@ -109,30 +138,32 @@ func (t *Throttle) Delay(ip net.IP) time.Duration {
 
 func (t *Throttle) delayLocked(ip net.IP) time.Duration {
 	e := t.m[HostKey(ip)]
-	if e == nil || e.failures == 0 {
+	if e == nil {
 		return 0
 	}
 	now := t.clock()
-	if t.Forget > 0 && now.Sub(e.last) >= t.Forget {
+	n := e.live(now, t.Forget)
+	if n == 0 {
 		return 0
 	}
 	d := t.Base
-	for i := 1; i < e.failures && d < t.Max; i++ {
+	for i := 1; i < n && d < t.Max; i++ {
 		d *= 2
 	}
 	d = min(d, t.Max)
-	if wait := e.last.Add(d).Sub(now); wait > 0 {
+	if wait := e.last().Add(d).Sub(now); wait > 0 {
 		return wait
 	}
 	return 0
 }
 
-// Failures is the count of consecutive failures recorded for ip.
+// Failures is the count of failures recorded for ip and not yet
+// forgotten.
 func (t *Throttle) Failures(ip net.IP) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e := t.m[HostKey(ip)]; e != nil {
-		return e.failures
+		return e.live(t.clock(), t.Forget)
 	}
 	return 0
 }
@@ -151,18 +182,12 @@ func (t *Throttle) Fail(ip net.IP, user string) {
 		t.pruneLocked(now)
 		e = &throttleEntry{}
 		t.m[k] = e
-	} else if t.Forget > 0 && now.Sub(e.last) >= t.Forget {
-		e.failures, e.byUser = 0, nil
 	}
-	if e.byUser == nil {
-		e.byUser = map[string]int{}
+	e.live(now, t.Forget)
+	if len(e.fails) >= maxThrottleFails {
+		e.fails = e.fails[1:]
 	}
-	if _, ok := e.byUser[user]; !ok && len(e.byUser) >= maxThrottleUsers {
-		user = ""
-	}
-	e.byUser[user]++
-	e.failures++
-	e.last = now
+	e.fails = append(e.fails, throttleFail{at: now, user: user})
 }
 
 // Succeed takes back the failures from ip of user, who has now logged
@@ -176,10 +201,9 @@ func (t *Throttle) Succeed(ip net.IP, user string) {
 		return
 	}
 	if user != "" {
-		e.failures -= e.byUser[user]
-		delete(e.byUser, user)
+		e.fails = slices.DeleteFunc(e.fails, func(f throttleFail) bool { return f.user == user })
 	}
-	if e.failures <= 0 {
+	if e.live(t.clock(), t.Forget) == 0 && e.checking == 0 {
 		delete(t.m, k)
 	}
 }
@@ -191,12 +215,12 @@ func (t *Throttle) pruneLocked(now time.Time) {
 	var oldestK string
 	var oldest time.Time
 	for k, e := range t.m {
-		if t.Forget > 0 && now.Sub(e.last) >= t.Forget {
+		if e.live(now, t.Forget) == 0 && e.checking == 0 {
 			delete(t.m, k)
 			continue
 		}
-		if oldestK == "" || e.last.Before(oldest) {
-			oldestK, oldest = k, e.last
+		if oldestK == "" || e.last().Before(oldest) {
+			oldestK, oldest = k, e.last()
 		}
 	}
 	if len(t.m) >= t.MaxEntries {

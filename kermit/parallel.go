@@ -697,18 +697,17 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		_, err := sessions[i].Generic(ctx, 'S', shareParam, share{i, n}.String())
 		return err
 	})
-	gate := &dialGate{}
-	re := newReconnectingIn(o.Reconnect, gate) // (whether there is one)
+	followed := newReconnecting(o.Reconnect) != nil
 	dead := make([]error, n)
 	for i, err := range asked {
 		if err == nil {
 			continue
 		}
 		var pe *PeerError
-		if re != nil && ctx.Err() == nil && sessions[i].lostBy(ctx, err) {
+		if followed && ctx.Err() == nil && sessions[i].lostBy(ctx, err) {
 			// Lost already (an earlier GET of the command lost it, and
-			// another took its share over): its share is taken over
-			// below as any lost session's is.
+			// a successor or another session took its share over): it
+			// is followed below as any lost session is.
 			dead[i] = err
 			continue
 		}
@@ -771,6 +770,7 @@ func GetParallel(ctx context.Context, sessions []*Session, spec string, o GetOpt
 		}
 		return err
 	}
+	gate := &dialGate{}
 	errs := inParallel(n, func(i int) error {
 		err := dead[i]
 		if err == nil {

@@ -110,10 +110,6 @@ type dialGate struct {
 	gaveUpAt time.Time
 }
 
-// lately is how recently another session's successor must have come in
-// for a session's first dial to go at once.
-const lately = settledAfter
-
 // watch returns tell, noting (moved) what says the session got on.
 func (r *reconnecting) watch(tell func(Event)) func(Event) {
 	return func(e Event) {
@@ -154,10 +150,10 @@ func (r *reconnecting) successor(ctx context.Context, lost *Session, why error) 
 	if r.since.IsZero() || r.moved.Swap(false) || !r.dialled.IsZero() && time.Since(r.dialled) >= settledAfter {
 		r.spent, r.wait, r.since = 0, 0, time.Now() // a new loss
 	}
-	// Another session's successor came in lately, after this one's
-	// own (if any): the server is there, so the first dial of this
-	// loss goes at once.
-	soon := r.spent == 0 && !r.gate.up.IsZero() && r.gate.up.After(r.dialled) && time.Since(r.gate.up) < lately
+	// Another session's successor came in lately (within settledAfter),
+	// after this one's own (if any): the server is there, so the first
+	// dial of this loss goes at once.
+	soon := r.spent == 0 && !r.gate.up.IsZero() && r.gate.up.After(r.dialled) && time.Since(r.gate.up) < settledAfter
 	var last error
 	for {
 		next := max(r.rc.Wait, time.Millisecond)

@@ -693,8 +693,9 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			pipelined = s.streamPastAnswers() && (!resume || eager)
 			big = f.Size < 0 || f.Size >= s.inBandVerdictSize()
 		}
-		s.pipelinedFile = last != nil && !(!pipelined || resume && !eager || big)
-		if last != nil && (!pipelined || resume && !eager || big) {
+		wait := last != nil && (!pipelined || resume && !eager || big)
+		s.pipelinedFile = last != nil && !wait
+		if wait {
 			if resume {
 				s.peerHashes(max(f.Size, 0), last.seq) // the receiver checks its partial
 			}

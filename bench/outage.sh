@@ -38,6 +38,12 @@
 # from the first start to the end of the last run.
 #
 #   MODE=restart OUTAGES="2 10" KERF=./new KERF_B=./old bench/outage.sh
+#
+# TREE=1 (MODE wait or restart): the send is of the tree (FILES files
+# making SIZE_MB, `--sessions SESSIONS -r`), as in MODE=rerun: how a
+# several-session send comes back after a restart.
+#
+#   MODE=restart TREE=1 FILES=3000 SIZE_MB=24 OUTAGES=3 CUT_AT=6 DELAY=25ms KERF=./new KERF_B=./old bench/outage.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 OUTAGES=${OUTAGES:-"60 120"} RATE=${RATE:-100mbit} DELAY=${DELAY:-20ms} SIZE_MB=${SIZE_MB:-200} CUT_AT=${CUT_AT:-4}
@@ -56,10 +62,12 @@ ROWS="kerf"
 [ -n "${KERF_B:-}" ] && ROWS="kerf kerf-b"
 (cd "$WANEM_DIR" && go build -o "$WORK/wanem" .)
 MODE=${MODE:-wait} FILES=${FILES:-40} SESSIONS=${SESSIONS:-4}
+tree=${TREE:-}
+[ "$MODE" = rerun ] && tree=1
 SRC=$WORK/src DST=$WORK/dst
 mkdir -p "$SRC"
 [ "$(stat -c %s "$SRC/data.bin" 2>/dev/null || echo 0)" = $((SIZE_MB << 20)) ] || head -c $((SIZE_MB << 20)) /dev/urandom >"$SRC/data.bin"
-if [ "$MODE" = rerun ] && [ "$(cat "$SRC/tree.shape" 2>/dev/null)" != "$FILES $SIZE_MB" ]; then
+if [ -n "$tree" ] && [ "$(cat "$SRC/tree.shape" 2>/dev/null)" != "$FILES $SIZE_MB" ]; then
 	rm -rf "$SRC/tree"; mkdir -p "$SRC/tree"
 	split -n "$FILES" -d -a 4 "$SRC/data.bin" "$SRC/tree/part-"
 	echo "$FILES $SIZE_MB" >"$SRC/tree.shape"
@@ -111,7 +119,7 @@ for outage in $OUTAGES; do
 			read -r -a extra <<<"$KERF_B_ARGS"
 			send+=("${extra[@]}")
 		fi
-		if [ "$MODE" = rerun ]; then
+		if [ -n "$tree" ]; then
 			send+=(--sessions "$SESSIONS" -r "$SRC/tree")
 		else
 			send+=("$SRC/data.bin")
@@ -154,11 +162,13 @@ for outage in $OUTAGES; do
 			ok=1
 		elif [ "$MODE" = restart ]; then
 			rerun=yes
-			ip netns exec wanA env KERF_USER=bench "${send[@]:0:${#send[@]}-1}" --resume "$SRC/data.bin" 10.77.0.2 >>"$log" 2>&1 && ok=1
+			what=$SRC/data.bin
+			[ -n "$tree" ] && what=$SRC/tree
+			ip netns exec wanA env KERF_USER=bench "${send[@]:0:${#send[@]}-1}" --resume "$what" 10.77.0.2 >>"$log" 2>&1 && ok=1
 		fi
 		t1=$(date +%s.%N)
 		heal
-		same() { if [ "$MODE" = rerun ]; then diff -r "$SRC/tree" "$DST/tree" >/dev/null; else cmp -s "$SRC/data.bin" "$DST/data.bin"; fi; }
+		same() { if [ -n "$tree" ]; then diff -r "$SRC/tree" "$DST/tree" >/dev/null; else cmp -s "$SRC/data.bin" "$DST/data.bin"; fi; }
 		if [ $ok = 1 ] && same; then
 			echo -e "$row\t$outage\t$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')\t$(awk -v a="$th" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')\t$rerun" >>"$res"
 		else

@@ -35,7 +35,11 @@ import (
 //
 //	0-3   magic "KRFN"
 //	4     version (1)
-//	5-7   zero
+//	5     flags: bit 0 = stop (ResendFlagStop): not a resend but "send
+//	      nothing more of file id" (its receiver failed it: a write
+//	      failed, the disk is full), offset and length zero; only to a
+//	      peer that agreed (control: ";S"); bits 1-7 zero
+//	6-7   zero
 //	8-11  file id
 //	12-19 offset
 //	20-23 length (1..MaxBlockLen), or 0: "the block you sent at this
@@ -55,6 +59,8 @@ const (
 
 	BlockMagic  = "KRFB" // a block of file data
 	ResendMagic = "KRFN" // a resend request
+
+	ResendFlagStop = 1 << 0 // a stop request: send no more of the file
 
 	BlockFlagCompressed = 1 << 0 // payload is a CompressedPrefix and a zstd frame
 	BlockFlagZeros      = 1 << 1 // no payload: Length bytes of zeros
@@ -133,11 +139,14 @@ func (h BlockHeader) CheckPayload(p []byte) error {
 }
 
 // ResendRequest asks the sender to send block [Offset, Offset+Length) of
-// file FileID again.
+// file FileID again, or, with Stop, to send nothing more of it (Offset
+// and Length zero): the receiver failed the file, and the rest of it
+// would cross for nothing.
 type ResendRequest struct {
 	FileID uint32
 	Offset uint64
 	Length uint32
+	Stop   bool
 }
 
 // Put writes r in wire form, with its check, to b[:32].
@@ -149,6 +158,9 @@ func (r ResendRequest) Put(b []byte) {
 	binary.BigEndian.PutUint32(b[8:12], r.FileID)
 	binary.BigEndian.PutUint64(b[12:20], r.Offset)
 	binary.BigEndian.PutUint32(b[20:24], r.Length)
+	if r.Stop {
+		b[5] = ResendFlagStop
+	}
 	putFrameCheck(b)
 }
 
@@ -157,13 +169,17 @@ func ParseResendRequest(b []byte) (ResendRequest, error) {
 	if err := checkFrame(b, ResendMagic); err != nil {
 		return ResendRequest{}, err
 	}
-	if b[5] != 0 || b[6] != 0 || b[7] != 0 || binary.BigEndian.Uint32(b[24:28]) != 0 {
+	if b[5]&^ResendFlagStop != 0 || b[6] != 0 || b[7] != 0 || binary.BigEndian.Uint32(b[24:28]) != 0 {
 		return ResendRequest{}, fmt.Errorf("%w in resend request", ErrBlockReserved)
 	}
 	r := ResendRequest{
 		FileID: binary.BigEndian.Uint32(b[8:12]),
 		Offset: binary.BigEndian.Uint64(b[12:20]),
 		Length: binary.BigEndian.Uint32(b[20:24]),
+		Stop:   b[5] == ResendFlagStop,
+	}
+	if r.Stop && (r.Offset != 0 || r.Length != 0) {
+		return ResendRequest{}, fmt.Errorf("%w: stop request with offset %d, length %d", ErrBlockReserved, r.Offset, r.Length)
 	}
 	if r.Length > MaxBlockLen {
 		return ResendRequest{}, fmt.Errorf("%w: resend of %d bytes", ErrBlockTooLong, r.Length)

@@ -137,6 +137,7 @@ func TestGoldenFrames(t *testing.T) {
 					FileID: uint32(g.uint(t, "file", 10, 32)),
 					Offset: g.uint(t, "offset", 10, 64),
 					Length: uint32(g.uint(t, "length", 10, 32)),
+					Stop:   g["stop"] == "1",
 				}
 				if r != want {
 					t.Fatalf("parsed %+v, want %+v", r, want)
@@ -236,6 +237,29 @@ func FuzzParseBlockHeader(f *testing.F) {
 		}
 		if h.Length > MaxBlockLen || h.Flags&^(BlockFlagCompressed|BlockFlagZeros) != 0 || h.Flags == BlockFlagCompressed|BlockFlagZeros {
 			t.Fatalf("accepted %+v", h)
+		}
+	})
+}
+
+func FuzzParseResendRequest(f *testing.F) {
+	var b [FrameLen]byte
+	ResendRequest{FileID: 4, Offset: 786432, Length: 262144}.Put(b[:])
+	f.Add(b[:])
+	ResendRequest{FileID: 9, Stop: true}.Put(b[:])
+	f.Add(b[:])
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := ParseResendRequest(in)
+		if err != nil {
+			return
+		}
+		// What parses writes back byte for byte.
+		var out [FrameLen]byte
+		r.Put(out[:])
+		if !bytes.Equal(out[:], in[:FrameLen]) {
+			t.Fatalf("Put(Parse(%x)) = %x", in[:FrameLen], out)
+		}
+		if r.Length > MaxBlockLen || r.Stop && (r.Offset != 0 || r.Length != 0) {
+			t.Fatalf("accepted %+v", r)
 		}
 	})
 }

@@ -46,14 +46,16 @@ def block(name, flags, fid, off, payload=None, length=None, err=None, mutate=Non
         f.write(f"hex {bytes(b).hex()}\n")
 
 
-def resend(name, fid, off, length, err=None, mutate=None):
-    b = bytearray(frame(b"KRFN", 1, 0, 0, fid, off, length, 0))
+def resend(name, fid, off, length, err=None, mutate=None, flags=0):
+    b = bytearray(frame(b"KRFN", 1, flags, 0, fid, off, length, 0))
     if mutate:
         mutate(b)
     with open(name + ".txt", "w") as f:
         f.write("kind resend\n")
         if err is None:
             f.write(f"file {fid}\noffset {off}\nlength {length}\n")
+            if flags & 1:
+                f.write("stop 1\n")
         else:
             f.write(f"err {err}\n")
         f.write(f"hex {bytes(b).hex()}\n")
@@ -83,6 +85,9 @@ block("reserved-bytes", 0, 1, 0, reserved=1, err="reserved")
 resend("resend", 4, 786432, 262144)
 resend("resend-bad-check", 4, 786432, 262144, mutate=flip(20, 3), err="headercheck")
 resend("resend-zero-length", 4, 0, 0)  # "the block you sent at offset 0"
+resend("stop", 9, 0, 0, flags=1)  # "send nothing more of file 9"
+resend("stop-with-offset", 9, 4096, 0, flags=1, err="reserved")
+resend("resend-unknown-flag", 4, 0, 4096, flags=2, err="reserved")
 
 
 def compressed(name, fid, off, raw):

@@ -98,6 +98,7 @@ type serverDual struct {
 	plain      bool // the pending token was issued for plaintext
 	compress   bool // the offer agreed to compressed data blocks
 	zeroBlocks bool // the offer agreed to blocks of zeros
+	stops      bool // the offer agreed to stop requests (extStops)
 	// peerRTOCapped: the client's data connections retransmit at most
 	// datachan.RTOMax apart (extRTOCapped).
 	peerRTOCapped bool
@@ -143,6 +144,12 @@ const (
 	// takes; a client sends none bigger. A kerf from before it sends
 	// none and ignores it.
 	extMaxBlock = 'B'
+	// extStops: "I take and send stop requests" (framing.ResendFlagStop),
+	// from a client; a server that takes them echoes it. A receiver that
+	// cannot write a file (its disk full) then stops its sender on the
+	// data path instead of taking the rest of the file across for
+	// nothing (datachan.WithStops).
+	extStops = 'S'
 )
 
 // DefaultMaxBlockSize is what a server takes in a data block unless
@@ -169,6 +176,7 @@ func (d *serverDual) Offer(peerExt string) string {
 	_, wantCompress := f[extCompress]
 	d.compress = wantCompress && !d.srv.cfg.RefuseCompression
 	_, d.zeroBlocks = f[extHoles]
+	_, d.stops = f[extStops]
 	_, d.peerRTOCapped = f[extRTOCapped]
 	d.tok = datachan.NewToken()
 	if d.plain {
@@ -185,6 +193,9 @@ func (d *serverDual) Offer(peerExt string) string {
 	}
 	if d.zeroBlocks {
 		ext += ";" + string(extHoles)
+	}
+	if d.stops {
+		ext += ";" + string(extStops)
 	}
 	if datachan.RTOCapped() {
 		ext += ";" + string(extRTOCapped)
@@ -235,7 +246,7 @@ func (d *serverDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	if tc, ok := conns[0].(*datachan.TLSConn); ok {
 		d.records = tc.Records()
 	}
-	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress), datachan.WithZeroBlocks(d.zeroBlocks), heldWatch(nQUIC > 0, d.peerRTOCapped))
+	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(d.compress), datachan.WithZeroBlocks(d.zeroBlocks), datachan.WithStops(d.stops), heldWatch(nQUIC > 0, d.peerRTOCapped))
 	if d.readOnly != nil && d.readOnly() {
 		// A session that may not send files announces none: a block
 		// before its file is nothing it can use, and is not held (QA
@@ -331,7 +342,7 @@ func (d *clientDual) Offer(string) string {
 	if datachan.RTOCapped() {
 		ext += ";" + string(extRTOCapped)
 	}
-	return ext + ";" + string(extHoles)
+	return ext + ";" + string(extHoles) + ";" + string(extStops)
 }
 
 // fewerStreamsSaid: a server's allowing fewer data connections than
@@ -427,8 +438,9 @@ func (d *clientDual) Open(ctx context.Context, peerExt string) (kermit.DataPath,
 	d.encrypted = !plain
 	d.compressed = compress
 	_, zeroBlocks := f[extHoles]
+	_, stops := f[extStops]
 	_, peerCapped := f[extRTOCapped]
-	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress), datachan.WithZeroBlocks(zeroBlocks), heldWatch(overQUIC, peerCapped))
+	opts := append(slices.Clip(d.pathOpts), datachan.WithSmallFileBatching(true), datachan.WithCompression(compress), datachan.WithZeroBlocks(zeroBlocks), datachan.WithStops(stops), heldWatch(overQUIC, peerCapped))
 	if maxBlock > 0 {
 		opts = append(opts, datachan.WithBlockSizeCap(maxBlock))
 	}

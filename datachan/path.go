@@ -193,6 +193,7 @@ type config struct {
 	batch       bool
 	compress    bool
 	zeroBlocks  bool
+	stops       bool // WithStops
 	limit       *Limiter
 	sendfile    Sendfile
 	early       bool // WithEarlyPairing

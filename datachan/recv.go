@@ -290,6 +290,8 @@ func (s *stream) readLoop() {
 			var r framing.ResendRequest
 			if r, err = framing.ParseResendRequest(s.hdr[:]); err != nil {
 				err = s.headerError(fmt.Errorf("%w: stream %d: %w", ErrProtocol, s.idx, err))
+			} else if r.Stop {
+				err = s.stop(r.FileID)
 			} else {
 				err = s.resend(r)
 			}
@@ -824,6 +826,7 @@ func (p *Path) writeLocked(f *recvFile, b *frame) {
 		f.err = &WriteError{ID: f.id, Offset: int64(b.h.Offset), Err: err}
 		close(f.done)
 		p.forgetDamageLocked(f.id)
+		p.requestStop(f.id) // the rest would cross for nothing
 		return
 	}
 	if f.complete() {

@@ -39,7 +39,7 @@ func (g *closingFile) ReadAt(b []byte, off int64) (int, error) {
 func TestResendQueuedBeforeReleaseDropped(t *testing.T) {
 	s, _ := pathPair(t, 1, nil)
 	g := &closingFile{reading: make(chan struct{}), gate: make(chan struct{})}
-	if err := s.register(7, g, 0, 1<<20); err != nil {
+	if _, err := s.register(7, g, 0, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	st := s.streams[0]

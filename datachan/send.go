@@ -18,6 +18,8 @@ import (
 type source struct {
 	src    io.ReaderAt
 	ranges [][2]int64 // [off, end) passed to SendFile
+	// stopped: the peer asked for nothing more of the file (WithStops).
+	stopped atomic.Bool
 }
 
 // sendJob is one SendFile of several blocks. SendFile queues the blocks
@@ -46,12 +48,13 @@ type sendJob struct {
 	dataFrom, dataTo int64
 
 	// What every block of the job shares; set before the first is queued.
-	src io.ReaderAt
-	zc  *os.File // large blocks go with sendfile from here; nil: copied
-	id  uint32
-	off int64 // where the first block starts
-	end int64
-	bs  int64 // block length (the last may be shorter)
+	from *source // the file's record, which says whether it was stopped
+	src  io.ReaderAt
+	zc   *os.File // large blocks go with sendfile from here; nil: copied
+	id   uint32
+	off  int64 // where the first block starts
+	end  int64
+	bs   int64 // block length (the last may be shorter)
 
 	mu    sync.Mutex
 	crc   uint32           // CRC-32C of the blocks before next
@@ -80,7 +83,7 @@ func (j *sendJob) blockLen(pos int64) int64 { return min(j.bs, j.end-pos) }
 // a read error is kept for SendFile).
 func (p *Path) readJobBlock(j *sendJob, pos int64) *frame {
 	j.mu.Lock()
-	if j.abandoned.Load() || j.err != nil {
+	if j.abandoned.Load() || j.err != nil || j.from.stopped.Load() {
 		j.mu.Unlock()
 		return nil
 	}
@@ -186,14 +189,18 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 	if off < 0 || n < 0 || off+n < off {
 		return 0, fmt.Errorf("datachan: SendFile of file %d: bad range %d+%d", id, off, n)
 	}
-	if err := p.register(id, src, off, off+n); err != nil {
+	from, err := p.register(id, src, off, off+n)
+	if err != nil {
 		return 0, err
+	}
+	if from.stopped.Load() {
+		return 0, &StoppedError{id}
 	}
 	bs := int64(p.cfg.blockSize)
 	if p.cfg.batch && n > 0 && n <= min(maxBatched, bs) {
 		return p.sendBatched(id, src, off, n)
 	}
-	job := &sendJob{done: make(chan struct{}), src: src, id: id, off: off, end: off + n, bs: bs}
+	job := &sendJob{done: make(chan struct{}), from: from, src: src, id: id, off: off, end: off + n, bs: bs}
 	job.pending.Store(1)
 	if file := p.zeroCopySource(src); file != nil && n >= zeroCopyMin {
 		job.zc = file
@@ -226,7 +233,7 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 			return 0, err
 		}
 	} else {
-		for pos := off; pos < job.end && !job.failed(); pos += bs {
+		for pos := off; pos < job.end && !job.failed() && !from.stopped.Load(); pos += bs {
 			// A block to be read by the writer that takes it (none
 			// more once one could not be read).
 			t := p.getFrame(1)
@@ -256,6 +263,9 @@ func (p *Path) SendFile(ctx context.Context, id uint32, src io.ReaderAt, off, n 
 		// read before went out first, so that the engine's next packets
 		// (a Z that discards the file) follow them.
 		return 0, job.err
+	}
+	if from.stopped.Load() {
+		return 0, &StoppedError{id}
 	}
 	return job.crc, nil
 }
@@ -333,12 +343,13 @@ func (p *Path) zeroCopySource(src io.ReaderAt) *os.File {
 	return nil
 }
 
-// register records src for resend requests of [off, end) of file id.
-func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) error {
+// register records src for resend requests of [off, end) of file id,
+// and returns the file's record.
+func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) (*source, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
-		return p.err
+		return nil, p.err
 	}
 	s := p.sources[id]
 	if s == nil {
@@ -350,7 +361,7 @@ func (p *Path) register(id uint32, src io.ReaderAt, off, end int64) error {
 	if end > off {
 		s.ranges = append(s.ranges, [2]int64{off, end})
 	}
-	return nil
+	return s, nil
 }
 
 // Release forgets file id's src; the peer may no longer ask for its
@@ -421,6 +432,10 @@ func (s *stream) resend(r framing.ResendRequest) error {
 		// it kept, the peer asks for nothing once it has ACKed its Z.)
 		p.mu.Unlock()
 		return nil
+	}
+	if src != nil && src.stopped.Load() {
+		p.mu.Unlock()
+		return nil // the peer let the file go
 	}
 	if src == nil || r.Length == 0 || !src.covers(off, end) {
 		p.mu.Unlock()

@@ -98,6 +98,15 @@ type DataForsaker interface {
 	Forsake(id uint32)
 }
 
+// DataFileFailure is an optional extension of a DataPath: FileErr says
+// why file id, expected and not yet waited for, failed on this side (a
+// write failed), or nil. The sender of such a file is stopped on the
+// data path (datachan.WithStops) and ends it with a Z that discards it:
+// the receiving engine answers that Z with its own reason.
+type DataFileFailure interface {
+	FileErr(id uint32) error
+}
+
 // DataKeeper is an optional extension of a DataPath: an interrupted
 // file keeps not only its gap-free prefix but the ranges that came past
 // it (blocks over other connections after one stalled), and a resumed

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"kerf/datachan"
 	"kerf/filestore"
 	"kerf/kermit"
 )
@@ -377,5 +378,54 @@ func TestInBandWriteFailureCancelsNoOtherFile(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(dst, f.name)); err != nil || !bytes.Equal(got, f.data) {
 			t.Errorf("%s: %d bytes, %v; want its %d (ended %v)", f.name, len(got), err, len(f.data), ended)
 		}
+	}
+}
+
+// A receiver whose disk fills mid-file stops its sender on the data path
+// (datachan.WithStops): the rest of the file stays where it is, the
+// sender names the receiver's reason, and the files after it arrive. QA
+// ar F8: a 1 GiB file whose receiver filled its disk 200 MB in crossed
+// whole, dropped. Without stops agreed, all of it crosses, as before.
+func TestDiskFullStopsTheSender(t *testing.T) {
+	chunk := randomBytes(1<<20, 7)
+	files := []testFile{{"a.bin", randomBytes(300_000, 1)}, {"big.bin", bytes.Repeat(chunk, 64)}, {"c.bin", randomBytes(5000, 3)}}
+	for _, stops := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stops=%v", stops), func(t *testing.T) {
+			defer func(o []datachan.Option) { dualOpts = o }(dualOpts)
+			dualOpts = []datachan.Option{datachan.WithStops(stops)}
+			src, dst := t.TempDir(), t.TempDir()
+			out := writeFiles(t, src, files)
+			store := failStore(t, dst, "big.bin", failingFile{failAt: 1 << 20})
+			scfg := kermit.DefaultConfig()
+			said := failureOf(&scfg, "big.bin")
+			send, recv := dualSessions(t, scfg, kermit.DefaultConfig(), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rerr := make(chan error, 1)
+			go func() { rerr <- recv.Receive(ctx, store) }()
+			serr := send.Send(ctx, out)
+			var ge *kermit.GroupError
+			if err := <-rerr; !errors.As(serr, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "big.bin" || err != nil {
+				t.Fatalf("send %v (want a group error naming only big.bin), receive %v", serr, err)
+			}
+			if said := said(); !strings.Contains(said, "not stored by the receiver") || !strings.Contains(said, "no space left") {
+				t.Errorf("the sender was told %q, want the receiver's reason", said)
+			}
+			for _, f := range []testFile{files[0], files[2]} {
+				if got, err := os.ReadFile(filepath.Join(dst, f.name)); err != nil || !bytes.Equal(got, f.data) {
+					t.Errorf("%s: %v", f.name, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dst, ".big.bin"+filestore.PartSuffix)); err != nil {
+				t.Errorf("big.bin's partial, for a resume once there is room: %v", err)
+			}
+			sent := send.DataPath().(*datachan.Path).Stats().BytesSent
+			switch {
+			case stops && sent > 32<<20:
+				t.Errorf("%d MiB of the 64 MiB file sent after its receiver failed it 1 MiB in", sent>>20)
+			case !stops && sent < 64<<20:
+				t.Errorf("%d MiB sent without stops; want the whole file", sent>>20)
+			}
+		})
 	}
 }

@@ -1355,6 +1355,17 @@ func (s *Session) finishFile(ctx context.Context, cur *recvFile, zdata []byte) e
 		done.Again = true
 		delete(s.abandoned, cur.name)
 	}
+	if cur.writeErr == nil && discard && cur.expected && s.dualActive() && s.neg.notStored {
+		// Its sender was stopped on the data path (datachan.WithStops)
+		// because this side could not write it: the Z's answer says
+		// why, as a Wait would have.
+		if ff, ok := s.data.(DataFileFailure); ok {
+			if err := ff.FileErr(cur.id); err != nil {
+				cur.writeErr = fmt.Errorf("kermit: data of %s: %w", cur.name, err)
+				s.cfg.Log.Info("file not stored; its sender was stopped, not sent the rest", "name", cur.name, "err", err)
+			}
+		}
+	}
 	if cur.writeErr != nil {
 		if cur.text || cur.attrs.Length < 0 && s.neg.peerKerf {
 			// (Text, or a stream of no announced length: no resume can

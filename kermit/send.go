@@ -541,6 +541,40 @@ func (s *Session) sendUntilVerdict(ctx context.Context, id uint32, src io.Reader
 	return framing.CombineCRC32C(crc, c, end-pos), n, nil
 }
 
+// stoppedByPeer reports whether a data path's SendFile error says the
+// receiver stopped the file (datachan.StoppedError).
+func stoppedByPeer(err error) bool {
+	var sp interface{ StoppedByPeer() bool }
+	return errors.As(err, &sp) && sp.StoppedByPeer()
+}
+
+// stoppedFile ends file id, which its receiver stopped on the data
+// path, with a Z that discards it, and reports the reason the Z's answer
+// gives. The group goes on.
+func (s *Session) stoppedFile(ctx context.Context, f OutgoingFile, id uint32, r io.ReadCloser, closeR *bool) error {
+	zs, err := s.queue(ctx, 'Z', []byte("D"), 0)
+	if err != nil {
+		return err
+	}
+	*closeR = false // the Z's ACK closes it
+	s.awaitZ(id, r)
+	var why error
+	zs.onAck = func(data []byte) error {
+		s.data.Release(id)
+		s.zAcked(id)
+		why = s.notStored(data)
+		return nil
+	}
+	if err := s.await(ctx, zs); err != nil {
+		return err
+	}
+	if why == nil {
+		why = fmt.Errorf("%s was stopped by the receiver, which gave no reason; not stored", f.Name)
+	}
+	s.event(Event{Kind: FileFailed, Name: f.Name, Err: why, Sending: true, Path: f.Path})
+	return &skipError{err: why}
+}
+
 // eagerResumeSize is the largest file that a resuming sender sends
 // whole at once rather than wait a round trip for the receiver's
 // recovery point: one it takes less than a round trip to send at 10 MB/s
@@ -884,6 +918,12 @@ func (s *Session) sendFile(ctx context.Context, f OutgoingFile) error {
 			}
 			s.data.Release(id)
 			return nil
+		}
+		if err != nil && stoppedByPeer(err) && !s.dataFailed() {
+			// The receiver failed the file (its disk filled) and
+			// stopped it on the data path: the rest stays here, a Z
+			// discards what went, and its answer says why.
+			return s.stoppedFile(ctx, f, id, r, &closeR)
 		}
 		if err != nil && src.failed.Load() && !s.dataFailed() {
 			// Reading the file failed, not the data path (the file

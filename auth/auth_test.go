@@ -146,7 +146,7 @@ func TestThrottle(t *testing.T) {
 	}
 	for i, st := range steps {
 		st.do()
-		if got := th.Delay(st.ip); got != st.want {
+		if got := th.Delay(st.ip, "u"); got != st.want {
 			t.Errorf("step %d: delay %v, want %v", i, got, st.want)
 		}
 		if got := th.Failures(st.ip); got != st.failures && st.want != 0 {
@@ -172,11 +172,11 @@ func TestThrottleSuccessClearsOnlyItsUser(t *testing.T) {
 	th.Fail(a, "victim")
 	th.Fail(a, "mallory")
 	th.Succeed(a, "mallory")
-	if n, d := th.Failures(a), th.Delay(a); n != 2 || d != 2*time.Second {
+	if n, d := th.Failures(a), th.Delay(a, "victim"); n != 2 || d != 2*time.Second {
 		t.Fatalf("after mallory's own login: %d failures, delay %v; want victim's 2 and 2s", n, d)
 	}
 	th.Succeed(a, "victim")
-	if n, d := th.Failures(a), th.Delay(a); n != 0 || d != 0 {
+	if n, d := th.Failures(a), th.Delay(a, "victim"); n != 0 || d != 0 {
 		t.Fatalf("after victim's login: %d failures, delay %v", n, d)
 	}
 	// The last maxThrottleFails failures are remembered (the delay is
@@ -213,15 +213,52 @@ func TestThrottleFailuresExpireOneByOne(t *testing.T) {
 	}
 	now = now.Add(time.Second)
 	th.Fail(a, "bob") // 21 minutes after the last of gone's
-	if n, d := th.Failures(a), th.Delay(a); n != 1 || d > 500*time.Millisecond {
+	if n, d := th.Failures(a), th.Delay(a, "bob"); n != 1 || d > 500*time.Millisecond {
 		t.Fatalf("%d failures, delay %v; want bob's alone and at most 500ms", n, d)
 	}
 	// Still throttled while failures come fast.
-	for range 6 {
+	for range 7 {
 		th.Fail(a, "mallory")
 	}
-	if d := th.Delay(a); d != 30*time.Second {
+	if d := th.Delay(a, "mallory"); d != 30*time.Second {
 		t.Fatalf("delay %v after 7 failures at once, want 30s", d)
+	}
+}
+
+// Within Forget of a name's many failures, another name's typo holds
+// the others' logins from the address by the count of names failed, not
+// of failures (QA as: a stale job's 7 failures and alice's typo held
+// bob's right login 30 s); guesses at one name are held by its own
+// count, and a password tried against many names by the names'.
+func TestThrottlePerName(t *testing.T) {
+	now := time.Unix(1000, 0)
+	th := &Throttle{Base: 500 * time.Millisecond, Max: 30 * time.Second, Forget: 15 * time.Minute, now: func() time.Time { return now }}
+	a := net.ParseIP("192.0.2.9")
+	for range 7 {
+		th.Fail(a, "gone") // a removed account's job, every minute
+		now = now.Add(time.Minute)
+	}
+	th.Fail(a, "alice")
+	if d := th.Delay(a, "bob"); d != time.Second {
+		t.Errorf("bob after alice's typo: wait %v, want 1s (two names failed)", d)
+	}
+	if d := th.Delay(a, "gone"); d != time.Second {
+		t.Errorf("gone, its last failure a minute ago: wait %v, want the names' 1s", d)
+	}
+	th.Fail(a, "gone")
+	if d := th.Delay(a, "gone"); d != 30*time.Second {
+		t.Errorf("gone at its eighth failure: wait %v, want 30s", d)
+	}
+	if d := th.Delay(a, "bob"); d != time.Second {
+		t.Errorf("bob after gone's eighth: wait %v, want 1s", d)
+	}
+	// A password tried against many names: the names' count holds all.
+	now = now.Add(time.Hour)
+	for i := range 7 {
+		th.Fail(a, fmt.Sprint("user", i))
+	}
+	if d := th.Delay(a, "carol"); d != 30*time.Second {
+		t.Errorf("after 7 names failed at once: wait %v for another, want 30s", d)
 	}
 }
 

@@ -7,17 +7,23 @@ import (
 	"time"
 )
 
-// Throttle slows down failed logins per client address: after n
-// failures, the next attempt from that address waits Base * 2^(n-1)
-// from the last, at most Max. A user's successful login takes back the
-// failures of that user name only: someone with an account of their own
-// must not reset the count of their guesses at another's password. Each
-// failure is forgotten Forget after it: before, an address's failures
-// were forgotten together after Forget without one, so on a shared
-// address (a NAT, 127/8) a name that never logs in (a removed account's
-// cron job) left failures that every later typo, anyone's, kept alive,
-// and each typo then held every login from there for Max (QA as). IPv6
-// addresses count per /64, since one host usually has a whole /64.
+// Throttle slows down failed logins per client address and name: after
+// n failures of a name from an address, the next attempt at that name
+// from there waits Base * 2^(n-1) from the name's last failure, and
+// after failures of d names from an address, every attempt from there
+// waits Base * 2^(d-1) from the last of them; each at most Max. One
+// name guessed at is held back by its own count, many names (a
+// password tried against each) by the address's; a typo on a shared
+// address (a NAT, 127/8) holds the others' logins for the second term
+// alone (QA as: a stale job's failures and one typo held every login
+// from there for 30 s). A user's successful login takes back the
+// failures of that user name only: someone with an account of their
+// own must not reset the count of their guesses at another's password.
+// Each failure is forgotten Forget after it: before, an address's
+// failures were forgotten together after Forget without one, so a name
+// that never logs in (a removed account's cron job) left failures that
+// every later typo, anyone's, kept alive (QA as). IPv6 addresses count
+// per /64, since one host usually has a whole /64.
 type Throttle struct {
 	Base   time.Duration
 	Max    time.Duration
@@ -96,17 +102,17 @@ func (t *Throttle) clock() time.Time {
 	return time.Now()
 }
 
-// Begin is Delay for an attempt about to be checked, which it reserves
+// Begin is Delay for an attempt at user about to be checked, which it reserves
 // when there is no wait: an address that has failed before has one
 // attempt checked at a time, and the others that come meanwhile wait
 // as if it had failed (QA: fifteen guesses came at once right after a
 // 30 s wait, all checked before the first failure was counted). An
 // address without failures is not held to one. End must follow a
 // reservation (ok).
-func (t *Throttle) Begin(ip net.IP) (wait time.Duration, ok bool) {
+func (t *Throttle) Begin(ip net.IP, user string) (wait time.Duration, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if d := t.delayLocked(ip); d > 0 {
+	if d := t.delayLocked(ip, user); d > 0 {
 		return d, false
 	}
 	e := t.m[HostKey(ip)]
@@ -129,20 +135,42 @@ func (t *Throttle) End(ip net.IP) {
 	}
 }
 
-// Delay is how long an attempt from ip must wait now.
-func (t *Throttle) Delay(ip net.IP) time.Duration {
+// Delay is how long an attempt at user from ip must wait now.
+func (t *Throttle) Delay(ip net.IP, user string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.delayLocked(ip)
+	return t.delayLocked(ip, user)
 }
 
-func (t *Throttle) delayLocked(ip net.IP) time.Duration {
+func (t *Throttle) delayLocked(ip net.IP, user string) time.Duration {
 	e := t.m[HostKey(ip)]
 	if e == nil {
 		return 0
 	}
 	now := t.clock()
-	n := e.live(now, t.Forget)
+	if e.live(now, t.Forget) == 0 {
+		return 0
+	}
+	// The name's failures, and the names failed (at most
+	// maxThrottleFails, so counted without a map).
+	var mine, names int
+	var mineLast time.Time
+	for i, f := range e.fails {
+		if f.user == user {
+			mine++
+			mineLast = f.at
+		}
+		if !slices.ContainsFunc(e.fails[:i], func(g throttleFail) bool { return g.user == f.user }) {
+			names++
+		}
+	}
+	wait := t.backoff(mine, mineLast, now)
+	return max(wait, t.backoff(names, e.last(), now))
+}
+
+// backoff is what is left at now of the wait after n failures, the last
+// at last: Base * 2^(n-1), at most Max; 0 for none.
+func (t *Throttle) backoff(n int, last, now time.Time) time.Duration {
 	if n == 0 {
 		return 0
 	}
@@ -151,10 +179,7 @@ func (t *Throttle) delayLocked(ip net.IP) time.Duration {
 		d *= 2
 	}
 	d = min(d, t.Max)
-	if wait := e.last().Add(d).Sub(now); wait > 0 {
-		return wait
-	}
-	return 0
+	return max(last.Add(d).Sub(now), 0)
 }
 
 // Failures is the count of failures recorded for ip and not yet

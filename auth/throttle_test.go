@@ -40,30 +40,30 @@ func TestThrottleOneAttemptAtATime(t *testing.T) {
 	th := &Throttle{Base: time.Second, Max: time.Minute, Forget: time.Hour, now: func() time.Time { return now }}
 	ip, other := net.ParseIP("192.0.2.1"), net.ParseIP("192.0.2.2")
 	for range 3 {
-		if _, ok := th.Begin(other); !ok {
+		if _, ok := th.Begin(other, "bob"); !ok {
 			t.Fatal("an address without failures was held to one attempt")
 		}
 	}
 	th.Fail(ip, "bob")
-	if d, ok := th.Begin(ip); ok || d != time.Second {
+	if d, ok := th.Begin(ip, "bob"); ok || d != time.Second {
 		t.Fatalf("right after a failure: %v, %v; want a wait of 1s", d, ok)
 	}
 	now = now.Add(2 * time.Second)
-	if d, ok := th.Begin(ip); !ok || d != 0 {
+	if d, ok := th.Begin(ip, "bob"); !ok || d != 0 {
 		t.Fatalf("after the wait: %v, %v; want the attempt", d, ok)
 	}
 	for range 5 {
-		if d, ok := th.Begin(ip); ok || d <= 0 {
+		if d, ok := th.Begin(ip, "bob"); ok || d <= 0 {
 			t.Fatalf("a second attempt while one is checked: %v, %v; want a wait", d, ok)
 		}
 	}
 	th.Fail(ip, "bob")
 	th.End(ip)
-	if d, ok := th.Begin(ip); ok || d != 2*time.Second {
+	if d, ok := th.Begin(ip, "bob"); ok || d != 2*time.Second {
 		t.Errorf("after a second failure: %v, %v; want a wait of 2s", d, ok)
 	}
 	now = now.Add(3 * time.Second)
-	if _, ok := th.Begin(ip); !ok {
+	if _, ok := th.Begin(ip, "bob"); !ok {
 		t.Error("the attempt after the wait was refused")
 	}
 }

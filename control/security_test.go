@@ -361,7 +361,7 @@ func TestFailedLoginsSlowDown(t *testing.T) {
 	if !errors.Is(err, control.ErrLogin) {
 		t.Fatalf("err = %v", err)
 	}
-	if d := throttle.Delay(net.ParseIP("127.0.0.1")); d <= 0 {
+	if d := throttle.Delay(net.ParseIP("127.0.0.1"), testUser); d <= 0 {
 		t.Fatalf("no delay after a failure")
 	}
 	cl, err := control.Dial(ctxT(t), clientConfig(srv, nil))

@@ -304,7 +304,7 @@ func (f *sessionFS) Login(user, password string) error {
 			return f.logIn(keyUser, user, password, "key")
 		}
 	}
-	d, reserved := cfg.Throttle.Begin(f.ip)
+	d, reserved := cfg.Throttle.Begin(f.ip, user)
 	if reserved {
 		defer cfg.Throttle.End(f.ip)
 	}

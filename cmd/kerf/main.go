@@ -147,6 +147,15 @@ func runApp(ctx context.Context, app *cli.App, args []string) error {
 // server's reload (serveHangup).
 var hangupReloads atomic.Bool
 
+// hangupIgnored: the command started with SIGHUP ignored (nohup), which
+// signalContext leaves so; catchHangup catches it all the same, for a
+// server, whose SIGHUP is a reload that keeps it serving, as nohup
+// wants (QA as F5: a server under nohup never reopened its xferlog).
+var (
+	hangupIgnored bool
+	catchHangup   = func() {}
+)
+
 // signalContext returns a context cancelled by SIGINT, SIGTERM or
 // SIGHUP, and a function that says which of them came first (0: none).
 // Later ones are caught too, so that the engine can still tell the peer.
@@ -157,10 +166,12 @@ func signalContext() (context.Context, func() syscall.Signal) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigc := make(chan os.Signal, 1)
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
-	if !signal.Ignored(syscall.SIGHUP) {
+	hangupIgnored = signal.Ignored(syscall.SIGHUP)
+	if !hangupIgnored {
 		// (Ignored, under nohup: left so; Notify would undo it.)
 		sigs = append(sigs, syscall.SIGHUP)
 	}
+	catchHangup = func() { signal.Notify(sigc, syscall.SIGHUP) }
 	signal.Notify(sigc, sigs...)
 	var first atomic.Int32
 	go func() {

@@ -887,10 +887,15 @@ func serveCommand() *cli.Command {
 			if c.Bool("plain-data") {
 				fmt.Fprintln(os.Stderr, "kerf: --plain-data: file data of clients that ask for it is not encrypted")
 			}
-			if !hasTerminal() {
+			if !hasTerminal() || hangupIgnored {
 				// A service: SIGHUP is an operator's reload. One in a
-				// terminal stops on it, the terminal having closed.
+				// terminal stops on it, the terminal having closed;
+				// one under nohup was told to outlive that, and
+				// reloads too (logrotate's SIGHUP reopens its xferlog).
 				hangupReloads.Store(true)
+				if hangupIgnored {
+					catchHangup()
+				}
 			}
 			// Its stderr a pipe whose reader went (a tee, a terminal
 			// closed): a log line must not kill the server with SIGPIPE

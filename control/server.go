@@ -12,10 +12,13 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"kerf/auth"
 	"kerf/datachan"
@@ -953,6 +956,11 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 	// A C-Kermit told SET PARITY sends 7-bit with parity even over TCP.
 	kc.DetectParity = !secure
 	kc.Log = slog.New(sessionLogHandler{log.Handler(), fsys.userName})
+	// The files that failed, named in the session's end line: without
+	// --xferlog an operator saw "files_failed=1" and no name (QA as F6:
+	// a killed upload's end named no file).
+	failed := &failedFiles{}
+	kc.Events = failed.note
 	if xl := s.cfg.XferLog; xl != nil {
 		host := ip.String()
 		// What arrived or went of each file under way, so that one cut
@@ -962,6 +970,7 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 		moved := map[string]int64{}
 		began := map[string]time.Time{}
 		kc.Events = func(e kermit.Event) {
+			failed.note(e)
 			mu.Lock()
 			switch e.Kind {
 			case kermit.FileStart:
@@ -1054,6 +1063,9 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 	// the end said nothing of it).
 	attrs := []any{"user", fsys.userName(), "seconds", math.Round(time.Since(began).Seconds()*1000) / 1000}
 	attrs = append(attrs, movedAttrs(sess.Stats())...)
+	if names := failed.String(); names != "" {
+		attrs = append(attrs, "failed", names)
+	}
 	if err != nil {
 		attrs = append(attrs, "err", err)
 	}
@@ -1069,6 +1081,59 @@ func (s *Server) serveSession(ctx context.Context, conn, raw net.Conn, slot *con
 		}
 	}
 	log.Info("session end", attrs...)
+}
+
+// failedFiles names a session's failed files, the first few of them,
+// for its end line: Events (note) come from several goroutines.
+type failedFiles struct {
+	mu    sync.Mutex
+	names []string // the first maxFailedNamed, in order
+	more  int      // failed past them
+}
+
+// maxFailedNamed is how many failed files a session's end line names.
+const maxFailedNamed = 5
+
+func (f *failedFiles) note(e kermit.Event) {
+	switch {
+	case e.Kind == kermit.FileFailed:
+		f.mu.Lock()
+		if len(f.names) < maxFailedNamed {
+			f.names = append(f.names, e.Name)
+		} else {
+			f.more++
+		}
+		f.mu.Unlock()
+	case e.Kind == kermit.FileDone && e.Again:
+		// Whole after all (sent again): no longer failed.
+		f.mu.Lock()
+		if i := slices.Index(f.names, e.Name); i >= 0 {
+			f.names = slices.Delete(f.names, i, i+1)
+		} else if f.more > 0 {
+			f.more--
+		}
+		f.mu.Unlock()
+	}
+}
+
+// String is the names, quoted where a name needs it, and how many more.
+func (f *failedFiles) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	for i, n := range f.names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if strings.Contains(n, ", ") || strings.ContainsAny(n, "\"\\") || !utf8.ValidString(n) || strings.IndexFunc(n, unicode.IsControl) >= 0 {
+			n = strconv.Quote(n)
+		}
+		b.WriteString(n)
+	}
+	if f.more > 0 {
+		fmt.Fprintf(&b, " and %d more", f.more)
+	}
+	return b.String()
 }
 
 // movedAttrs are what st says a session moved, for its end line, the

@@ -2,6 +2,7 @@ package filestore_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -576,6 +577,11 @@ func TestRoomSharedAcrossSessions(t *testing.T) {
 	second, err := room(b, "sub2/second")
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("a second session's Room(%d) beside a first's, %d free: %v; want ENOSPC", big, free, err)
+	}
+	// Said with what is held for the first: df shows more free than
+	// the refusal's figure (QA ar F5).
+	if want := fmt.Sprintf("beside the %d held for files being received now", big); !strings.Contains(err.Error(), want) {
+		t.Errorf("refusal %q does not say %q", err, want)
 	}
 	second.Abort(false)
 	first.Abort(false) // its promise given back

@@ -356,9 +356,12 @@ func (in *incoming) Room(n int64) error {
 	if r == nil {
 		return nil // unknown: let the writes tell
 	}
-	free, ok := r.admit(n, func(st *unix.Statfs_t) error {
+	free, held, ok := r.admit(n, func(st *unix.Statfs_t) error {
 		return in.h.atDir(in.d, func(dirfd int) error { return unix.Fstatfs(dirfd, st) })
 	})
+	if !ok && held > 0 {
+		return fmt.Errorf("filestore: %s needs %d bytes, %d are free beside the %d held for files being received now: %w", in.final, n, free, held, unix.ENOSPC)
+	}
 	if !ok {
 		return fmt.Errorf("filestore: %s needs %d bytes, %d are free: %w", in.final, n, free, unix.ENOSPC)
 	}

@@ -43,9 +43,12 @@ func roomOf(dirfd int) *fsRoom {
 // admit reserves n bytes for a file if the file system has room for
 // them beside what is promised already, reading fstatfs (through
 // statfs) at most once a second or when n is more than half of what
-// seems free; it returns what seems free when it refuses. ok is true,
-// and nothing reserved, when the free space cannot be read.
-func (r *fsRoom) admit(n int64, statfs func(*unix.Statfs_t) error) (free int64, ok bool) {
+// seems free; it returns what seems free when it refuses, and how much
+// more of the file system's free space is held for files being received
+// (promised: a refusal said only the first, and df showed more free
+// than it, QA ar F5). ok is true, and nothing reserved, when the free
+// space cannot be read.
+func (r *fsRoom) admit(n int64, statfs func(*unix.Statfs_t) error) (free, held int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	free = r.free - (r.written.Load() - r.writtenAt) - r.promised.Load()
@@ -55,7 +58,7 @@ func (r *fsRoom) admit(n int64, statfs func(*unix.Statfs_t) error) (free int64, 
 			// Unknown: let the writes tell. (A file system of no size,
 			// ramfs, has no limit but memory: QA aa, 0 free refused
 			// every file.)
-			return 0, true
+			return 0, 0, true
 		}
 		r.free, r.at, r.writtenAt = math.MaxInt64, time.Now(), r.written.Load()
 		if int64(st.Bavail) <= math.MaxInt64/int64(st.Bsize) {
@@ -64,8 +67,8 @@ func (r *fsRoom) admit(n int64, statfs func(*unix.Statfs_t) error) (free int64, 
 		free = r.free - r.promised.Load()
 	}
 	if n > free {
-		return max(free, 0), false
+		return max(free, 0), max(r.promised.Load(), 0), false
 	}
 	r.promised.Add(n)
-	return free, true
+	return free, 0, true
 }

@@ -20,8 +20,12 @@ func TestFSRoomCountsOnce(t *testing.T) {
 	var r fsRoom
 	admit := func(n int64, want bool) {
 		t.Helper()
-		if free, ok := r.admit(n, statfs); ok != want {
+		free, held, ok := r.admit(n, statfs)
+		if ok != want {
 			t.Fatalf("admit(%d) = %d, %v; want %v (promised %d, written %d)", n, free, ok, want, r.promised.Load(), r.written.Load())
+		}
+		if !ok && held != r.promised.Load() {
+			t.Fatalf("admit(%d) refused, saying %d held; %d are promised", n, held, r.promised.Load())
 		}
 	}
 	admit(60, true)
@@ -95,7 +99,7 @@ func TestFSRoomOfNoSizeIsUnknown(t *testing.T) {
 		st.Bsize, st.Bavail, st.Blocks = 4096, 0, 0
 		return nil
 	}
-	if _, ok := r.admit(1<<30, statfs); !ok {
+	if _, _, ok := r.admit(1<<30, statfs); !ok {
 		t.Error("a file refused on a file system that says it has no size")
 	}
 }

@@ -44,46 +44,63 @@ func (f *fullAfter) WriteAt(b []byte, off int64) (int, error) {
 // full 200 MB into a 1 GiB file took the rest of it across, dropped).
 // Without stops agreed the whole file crosses, as before.
 func TestStopRequestEndsTheFile(t *testing.T) {
-	const size = 256 << 20
 	for _, stops := range []bool{true, false} {
 		t.Run(map[bool]string{true: "agreed", false: "not agreed"}[stops], func(t *testing.T) {
 			s, r := pathPair(t, 2, nil, WithBlockSize(256<<10), WithStops(stops))
-			ctx := testContext(t)
-			dst := &fullAfter{}
-			dst.left.Store(4 << 20)
-			if err := r.Expect(1, dst, 0, size); err != nil {
-				t.Fatal(err)
-			}
-			src := &patternSource{}
-			_, err := s.SendFile(ctx, 1, src, 0, size)
-			_, werr := r.Wait(ctx, 1)
-			wantErrContaining(t, werr, "no space left on device", "file 1")
-			var stopped *StoppedError
-			if !stops {
-				if err != nil {
-					t.Fatalf("SendFile: %v, want the whole file sent", err)
-				}
-				if n := src.read.Load(); n < size {
-					t.Fatalf("read %d bytes of %d", n, size)
-				}
-				return
-			}
-			if !errors.As(err, &stopped) || stopped.ID != 1 {
-				t.Fatalf("SendFile: %v, want StoppedError of file 1", err)
-			}
-			// What was under way when the stop came, not the whole file.
-			if n := src.read.Load(); n > size/4 {
-				t.Errorf("read %d MiB of the file after its receiver failed it 4 MiB in", n>>20)
-			}
-			// A later SendFile of the same file (the rest after a
-			// verdict's chunk) stops at once.
-			if _, err := s.SendFile(ctx, 1, src, 0, 1<<20); !errors.As(err, &stopped) {
-				t.Fatalf("SendFile after the stop: %v", err)
-			}
-			s.Release(1)
-			transfer(t, s, r, 2, randomData(3, 3<<20)) // the Path goes on
+			stopsTheSender(t, s, r, 256<<20, stops)
 		})
 	}
+}
+
+// Over QUIC streams too, whose frames go as TCP's do.
+func TestQUICStopRequest(t *testing.T) {
+	l, q, conf := quicPair(t)
+	cc, sc := quicStreams(t, l, q, conf, 2)
+	s, r := NewPath(cc, WithBlockSize(256<<10), WithStops(true)), NewPath(sc, WithBlockSize(256<<10), WithStops(true))
+	defer s.Close()
+	defer r.Close()
+	stopsTheSender(t, s, r, 64<<20, true)
+}
+
+// stopsTheSender sends size bytes from s to r, whose writes fail 4 MiB
+// in: with stops agreed the sender reads a part of it and is told
+// StoppedError, without them all of it; the Path goes on either way.
+func stopsTheSender(t *testing.T, s, r *Path, size int64, stops bool) {
+	t.Helper()
+	ctx := testContext(t)
+	dst := &fullAfter{}
+	dst.left.Store(4 << 20)
+	if err := r.Expect(1, dst, 0, size); err != nil {
+		t.Fatal(err)
+	}
+	src := &patternSource{}
+	_, err := s.SendFile(ctx, 1, src, 0, size)
+	_, werr := r.Wait(ctx, 1)
+	wantErrContaining(t, werr, "no space left on device", "file 1")
+	var stopped *StoppedError
+	if !stops {
+		if err != nil {
+			t.Fatalf("SendFile: %v, want the whole file sent", err)
+		}
+		if n := src.read.Load(); n < size {
+			t.Fatalf("read %d bytes of %d", n, size)
+		}
+		return
+	}
+	if !errors.As(err, &stopped) || stopped.ID != 1 {
+		t.Fatalf("SendFile: %v, want StoppedError of file 1", err)
+	}
+	// What was under way when the stop came, not the whole file.
+	if n := src.read.Load(); n > size/2 {
+		t.Errorf("read %d MiB of the %d MiB file after its receiver failed it 4 MiB in", n>>20, size>>20)
+	}
+	// A later SendFile of the same file (the rest after a verdict's
+	// chunk) stops at once.
+	if _, err := s.SendFile(ctx, 1, src, 0, 1<<20); !errors.As(err, &stopped) {
+		t.Fatalf("SendFile after the stop: %v", err)
+	}
+	s.Release(1)
+	transfer(t, s, r, 2, randomData(3, 3<<20)) // the Path goes on
 }
 
 // A stop request where none was agreed, or for a file never sent, is the

@@ -10,12 +10,15 @@ import (
 // Throttle slows down failed logins per client address and name: after
 // n failures of a name from an address, the next attempt at that name
 // from there waits Base * 2^(n-1) from the name's last failure, and
-// after failures of d names from an address, every attempt from there
-// waits Base * 2^(d-1) from the last of them; each at most Max. One
-// name guessed at is held back by its own count, many names (a
-// password tried against each) by the address's; a typo on a shared
-// address (a NAT, 127/8) holds the others' logins for the second term
-// alone (QA as: a stale job's failures and one typo held every login
+// after m failures from an address of names other than its most-failed
+// one, every attempt from there waits Base * 2^(m-1) from the last of
+// them; each at most Max. One name guessed at is held back by its own
+// count, guesses spread over names (a password tried against each) by
+// the address's, which grows by every guess but the one name's (a
+// count of names failed let four names make four times the guesses,
+// review 59); a typo on a shared address (a NAT, 127/8) holds the
+// others' logins by the second term alone, whatever one name (a stale
+// job's) failed (QA as: its failures and one typo held every login
 // from there for 30 s). A user's successful login takes back the
 // failures of that user name only: someone with an account of their
 // own must not reset the count of their guesses at another's password.
@@ -151,21 +154,43 @@ func (t *Throttle) delayLocked(ip net.IP, user string) time.Duration {
 	if e.live(now, t.Forget) == 0 {
 		return 0
 	}
-	// The name's failures, and the names failed (at most
-	// maxThrottleFails, so counted without a map).
-	var mine, names int
+	// The name's failures, and the name failed most (at most
+	// maxThrottleFails failures, so counted without a map).
+	var mine, top int
 	var mineLast time.Time
-	for i, f := range e.fails {
+	topName := ""
+	for _, f := range e.fails {
 		if f.user == user {
 			mine++
 			mineLast = f.at
 		}
-		if !slices.ContainsFunc(e.fails[:i], func(g throttleFail) bool { return g.user == f.user }) {
-			names++
+		if n := countFunc(e.fails, func(g throttleFail) bool { return g.user == f.user }); n > top {
+			top, topName = n, f.user
+		}
+	}
+	// The address's: every failure but the most-failed name's, from
+	// the last of them.
+	var others int
+	var othersLast time.Time
+	for _, f := range e.fails {
+		if f.user != topName {
+			others++
+			othersLast = f.at
 		}
 	}
 	wait := t.backoff(mine, mineLast, now)
-	return max(wait, t.backoff(names, e.last(), now))
+	return max(wait, t.backoff(others, othersLast, now))
+}
+
+// countFunc counts the elements of s for which f is true.
+func countFunc[E any](s []E, f func(E) bool) int {
+	n := 0
+	for _, e := range s {
+		if f(e) {
+			n++
+		}
+	}
+	return n
 }
 
 // backoff is what is left at now of the wait after n failures, the last

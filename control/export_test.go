@@ -69,3 +69,16 @@ func LostDataConns(s *Server) int { return int(s.cfg.loseDataConn.lost.Load()) }
 // ForgetFewerStreamsSaid lets the next client say again that it was
 // allowed fewer data connections than it asked for.
 func ForgetFewerStreamsSaid() { fewerStreamsSaid.Store(false) }
+
+// ServerOffer is the extension field a server answers a client's ext
+// with (its data-channel offer), the offer withdrawn at once.
+func ServerOffer(s *Server, clientExt string) string {
+	d := &serverDual{srv: s, maxStreams: s.cfg.MaxStreams, ttl: time.Second}
+	defer d.withdraw()
+	return d.Offer(clientExt)
+}
+
+// ClientOffer is the extension field a client with cfg's choices sends.
+func ClientOffer(streams int) string {
+	return (&clientDual{streams: streams}).Offer("")
+}

@@ -25,9 +25,6 @@ func otherMachine(t *testing.T) (wrap []string, addr string) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		unavailable(t, "a network namespace: ip(8) not found (Debian: apt-get install iproute2)")
 	}
-	n := os.Getpid() % 200
-	ns, here, there := fmt.Sprintf("kerf-e2e-%d", os.Getpid()), fmt.Sprintf("kfh%d", os.Getpid()), fmt.Sprintf("kft%d", os.Getpid())
-	hostAddr, nsAddr := fmt.Sprintf("10.201.%d.1", n), fmt.Sprintf("10.201.%d.2", n)
 	run := func(args ...string) error {
 		out, err := exec.Command("ip", args...).CombinedOutput()
 		if err != nil {
@@ -35,6 +32,30 @@ func otherMachine(t *testing.T) (wrap []string, addr string) {
 		}
 		return nil
 	}
+	// A run killed at its timeout left its namespace and link, whose
+	// subnet a later run could pick (review 59: connection refused):
+	// those of processes gone are removed, and the subnet is one no
+	// address of this host is in.
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, f := range strings.Fields(string(out)) {
+			var pid int
+			if _, err := fmt.Sscanf(f, "kerf-e2e-%d", &pid); err == nil && pid != os.Getpid() {
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+					run("link", "del", fmt.Sprintf("kfh%d", pid))
+					run("netns", "del", f)
+				}
+			}
+		}
+	}
+	addrs, _ := exec.Command("ip", "-4", "-o", "addr").Output()
+	n := os.Getpid() % 200
+	for i := range 200 {
+		if n = (os.Getpid() + i) % 200; !strings.Contains(string(addrs), fmt.Sprintf(" 10.201.%d.", n)) {
+			break
+		}
+	}
+	ns, here, there := fmt.Sprintf("kerf-e2e-%d", os.Getpid()), fmt.Sprintf("kfh%d", os.Getpid()), fmt.Sprintf("kft%d", os.Getpid())
+	hostAddr, nsAddr := fmt.Sprintf("10.201.%d.1", n), fmt.Sprintf("10.201.%d.2", n)
 	if err := run("netns", "add", ns); err != nil {
 		unavailable(t, "a network namespace: "+err.Error())
 	}

@@ -580,6 +580,12 @@ func (r *reporter) event(e kermit.Event) {
 					// its own (QA: said by a sender).
 					msg = "interrupted: a receiver that keeps partials lets --resume go on from what it got"
 				}
+				if e.Sending && errors.Is(e.Err, kermit.ErrNotSaved) {
+					// Sent whole and checked there, only its saving
+					// not confirmed: not cut off (QA at: 105 files on
+					// the server whole were said cut).
+					msg = "interrupted: " + kermit.ErrNotSaved.Error()
+				}
 				if r.fromStdin {
 					msg = "interrupted: " + stdinNotResumable
 				}

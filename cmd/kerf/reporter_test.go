@@ -260,6 +260,8 @@ func TestReporterInterruptedWords(t *testing.T) {
 		{"received, kept", keptErr, false, false, "what came is kept for --resume"},
 		{"received, nothing kept", context.Canceled, false, false, "nothing of it is kept"},
 		{"sent", context.Canceled, true, false, "a receiver that keeps partials"},
+		// Whole there, its saving not confirmed: not cut off (QA at).
+		{"sent whole, not confirmed", fmt.Errorf("%w: %w", kermit.ErrNotSaved, context.Canceled), true, false, "not confirmed saved: the receiver had it whole"},
 		{"to standard output", context.Canceled, false, true, "what went to standard output is not the whole file"},
 	} {
 		var out bytes.Buffer

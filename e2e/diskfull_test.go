@@ -100,17 +100,7 @@ func runWhile(t *testing.T, srv *server, dir string, during func(), global []str
 		t.Fatal(err)
 	}
 	during()
-	err := cmd.Wait()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("kerf %s: %v", sub, err)
-	}
-	return r
+	return resultOf(t, sub, cmd.Wait(), &out, &errb)
 }
 
 // diskFullSaid checks that big.bin failed for want of space, said in its

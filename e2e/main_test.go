@@ -319,7 +319,18 @@ func runWithInput(t *testing.T, srv *server, dir string, in io.Reader, global []
 	cmd.Stdin = in
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	r := resultOf(t, sub, cmd.Run(), &out, &errb)
+	if ctx.Err() != nil {
+		t.Fatalf("kerf %s did not finish within %v:\n%s", sub, commandTimeout, r)
+	}
+	return r
+}
+
+// resultOf is how a kerf command that ended with err, writing out and
+// errb, went: its exit code and output. An error that is no exit
+// status (the command could not start) fails the test.
+func resultOf(t *testing.T, sub string, err error, out, errb *bytes.Buffer) result {
+	t.Helper()
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var ee *exec.ExitError
 	switch {
@@ -328,9 +339,6 @@ func runWithInput(t *testing.T, srv *server, dir string, in io.Reader, global []
 		r.code = ee.ExitCode()
 	default:
 		t.Fatalf("kerf %s: %v", sub, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("kerf %s did not finish within %v:\n%s", sub, commandTimeout, r)
 	}
 	return r
 }

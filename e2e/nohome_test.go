@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,15 +47,5 @@ func lsWithEnv(t *testing.T, srv *server, env ...string) result {
 	cmd.Env = append(base, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("kerf ls: %v", err)
-	}
-	return r
+	return resultOf(t, "ls", cmd.Run(), &stdout, &stderr)
 }

@@ -105,36 +105,58 @@ func (t *Throttle) clock() time.Time {
 	return time.Now()
 }
 
-// Begin is Delay for an attempt at user about to be checked, which it reserves
-// when there is no wait: an address that has failed before has one
-// attempt checked at a time, and the others that come meanwhile wait
-// as if it had failed (QA: fifteen guesses came at once right after a
-// 30 s wait, all checked before the first failure was counted). An
-// address without failures is not held to one. End must follow a
-// reservation (ok).
+// Begin is Delay for an attempt at user about to be checked, which it
+// reserves when there is no wait: an address that has failed before has
+// one attempt checked at a time, and the others that come meanwhile
+// wait as if it had failed (QA: fifteen guesses came at once right after
+// a 30 s wait, all checked before the first failure was counted). An
+// address without failures has maxFreshChecks at a time, for a client's
+// several sessions logging in together; unbounded, guesses sent at once
+// once an address's failures were forgotten were all checked (review
+// 59b: 53 in a second). End must follow every reservation (ok), and
+// only those: an End for an attempt not reserved let a third attempt be
+// checked beside the one that was (review 59b).
 func (t *Throttle) Begin(ip net.IP, user string) (wait time.Duration, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if d := t.delayLocked(ip, user); d > 0 {
 		return d, false
 	}
-	e := t.m[HostKey(ip)]
-	if e == nil || e.live(t.clock(), t.Forget) == 0 {
-		return 0, true
+	k := HostKey(ip)
+	e := t.m[k]
+	if e == nil {
+		if t.m == nil {
+			t.m = map[string]*throttleEntry{}
+		}
+		t.pruneLocked(t.clock())
+		e = &throttleEntry{}
+		t.m[k] = e
 	}
-	if e.checking > 0 {
+	limit := 1
+	if e.live(t.clock(), t.Forget) == 0 {
+		limit = maxFreshChecks
+	}
+	if e.checking >= limit {
 		return t.Base, false
 	}
 	e.checking++
 	return 0, true
 }
 
+// maxFreshChecks is how many attempts from an address without failures
+// Begin lets be checked at once.
+const maxFreshChecks = 4
+
 // End ends an attempt Begin reserved.
 func (t *Throttle) End(ip net.IP) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.m[HostKey(ip)]; e != nil && e.checking > 0 {
+	k := HostKey(ip)
+	if e := t.m[k]; e != nil && e.checking > 0 {
 		e.checking--
+		if e.checking == 0 && e.live(t.clock(), t.Forget) == 0 {
+			delete(t.m, k) // (entries of addresses that never failed do not pile up)
+		}
 	}
 }
 
@@ -164,7 +186,10 @@ func (t *Throttle) delayLocked(ip net.IP, user string) time.Duration {
 			mine++
 			mineLast = f.at
 		}
-		if n := countFunc(e.fails, func(g throttleFail) bool { return g.user == f.user }); n > top {
+		// Of names failed as often, the one failed last: two stale
+		// jobs' names then hold others by the older one's failures
+		// only (review 59b: the first failed's held them 30 s).
+		if n := countFunc(e.fails, func(g throttleFail) bool { return g.user == f.user }); n >= top {
 			top, topName = n, f.user
 		}
 	}

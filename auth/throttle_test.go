@@ -39,10 +39,21 @@ func TestThrottleOneAttemptAtATime(t *testing.T) {
 	now := time.Unix(1000, 0)
 	th := &Throttle{Base: time.Second, Max: time.Minute, Forget: time.Hour, now: func() time.Time { return now }}
 	ip, other := net.ParseIP("192.0.2.1"), net.ParseIP("192.0.2.2")
-	for range 3 {
+	for range maxFreshChecks {
 		if _, ok := th.Begin(other, "bob"); !ok {
 			t.Fatal("an address without failures was held to one attempt")
 		}
+	}
+	// But not to none: guesses sent at once after an address's failures
+	// were forgotten were all checked (review 59b: 53 in a second).
+	if d, ok := th.Begin(other, "bob"); ok || d <= 0 {
+		t.Fatalf("attempt %d at once from an address without failures: %v, %v; want a wait", maxFreshChecks+1, d, ok)
+	}
+	for range maxFreshChecks {
+		th.End(other)
+	}
+	if len(th.m) != 0 {
+		t.Fatalf("%d entries left for addresses that never failed", len(th.m))
 	}
 	th.Fail(ip, "bob")
 	if d, ok := th.Begin(ip, "bob"); ok || d != time.Second {

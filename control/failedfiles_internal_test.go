@@ -20,6 +20,8 @@ func TestFailedFilesNamed(t *testing.T) {
 		{"one", []kermit.Event{{Kind: kermit.FileFailed, Name: "a b.bin"}}, "a b.bin"},
 		{"separator in a name", []kermit.Event{{Kind: kermit.FileFailed, Name: "x, y"}, {Kind: kermit.FileFailed, Name: "z"}}, `"x, y", z`},
 		{"control character", []kermit.Event{{Kind: kermit.FileFailed, Name: "a\nb"}}, `"a\nb"`},
+		{"bidi override", []kermit.Event{{Kind: kermit.FileFailed, Name: "x\u202egpj.exe"}}, `"x\u202egpj.exe"`},
+		{"looks like the count", []kermit.Event{{Kind: kermit.FileFailed, Name: "b and 3 more"}}, `"b and 3 more"`},
 		{"withdrawn", []kermit.Event{{Kind: kermit.FileFailed, Name: "a"}, {Kind: kermit.FileFailed, Name: "b"}, {Kind: kermit.FileDone, Name: "a", Again: true}}, "b"},
 		{"done is no failure", []kermit.Event{{Kind: kermit.FileDone, Name: "a"}, {Kind: kermit.FileSkipped, Name: "s"}}, ""},
 	} {

@@ -172,8 +172,9 @@ func TestKeyLoginFailureIsUniform(t *testing.T) {
 	if got := throttle.Failures(net.ParseIP("127.0.0.1")); got < 1 {
 		t.Errorf("key failures were not counted by the throttle (%d)", got)
 	}
-	// The throttle refuses key logins too while it holds the address,
-	// but for a key listed for the user (TestListedKeyPassesTheThrottle).
+	// The throttle refuses key logins too while it holds the name at
+	// the address, but for a key listed for the user
+	// (TestListedKeyPassesTheThrottle).
 	slow := &auth.Throttle{Base: time.Minute, Max: time.Minute, Forget: time.Hour}
 	srv2 := startServerWith(t, t.TempDir(), func(c *control.ServerConfig) {
 		c.Throttle = slow
@@ -182,7 +183,7 @@ func TestKeyLoginFailureIsUniform(t *testing.T) {
 	if _, err := control.Dial(ctx, clientConfig(srv2, func(c *control.ClientConfig) { c.User, c.Password = testUser, "wrong" })); err == nil {
 		t.Fatal("wrong password logged in")
 	}
-	_, err := control.Dial(ctx, clientConfig(srv2, func(c *control.ClientConfig) { c.User, c.Password, c.ClientCert = "robot", "", &strangerKey.Cert }))
+	_, err := control.Dial(ctx, clientConfig(srv2, func(c *control.ClientConfig) { c.User, c.Password, c.ClientCert = testUser, "", &strangerKey.Cert }))
 	if err == nil || !strings.Contains(err.Error(), "too many failed logins") {
 		t.Errorf("a key not listed while throttled: %v, want the throttle's refusal", err)
 	}
@@ -243,7 +244,9 @@ func TestListedKeyPassesTheThrottle(t *testing.T) {
 		t.Fatalf("robot's key from the throttled address: %v", err)
 	}
 	cl.Close()
-	_, err = control.Dial(ctxT(t), clientConfig(srv, func(c *control.ClientConfig) { c.User, c.Password, c.ClientCert = "robot", "", &strangerKey.Cert }))
+	// (A name the throttle holds: one name's failures hold that name,
+	// not the address's others.)
+	_, err = control.Dial(ctxT(t), clientConfig(srv, func(c *control.ClientConfig) { c.User, c.Password, c.ClientCert = testUser, "", &strangerKey.Cert }))
 	if err == nil || !strings.Contains(err.Error(), "login throttled") {
 		t.Errorf("a key not listed from the throttled address: %v; want throttled", err)
 	}

@@ -1125,7 +1125,10 @@ func (f *failedFiles) String() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if strings.Contains(n, ", ") || strings.ContainsAny(n, "\"\\") || !utf8.ValidString(n) || strings.IndexFunc(n, unicode.IsControl) >= 0 {
+		// Quoted where it could read as two names, or as the count
+		// after them, or hides what it is (a control or bidi-override
+		// character: review 59b).
+		if strings.Contains(n, ", ") || strings.Contains(n, " and ") || strings.ContainsAny(n, "\"\\") || !utf8.ValidString(n) || strings.IndexFunc(n, func(r rune) bool { return !unicode.IsGraphic(r) }) >= 0 {
 			n = strconv.Quote(n)
 		}
 		b.WriteString(n)

@@ -115,12 +115,14 @@ func (t *Throttle) clock() time.Time {
 // once an address's failures were forgotten were all checked (review
 // 59b: 53 in a second). End must follow every reservation (ok), and
 // only those: an End for an attempt not reserved let a third attempt be
-// checked beside the one that was (review 59b).
-func (t *Throttle) Begin(ip net.IP, user string) (wait time.Duration, ok bool) {
+// checked beside the one that was (review 59b). busy: refused only
+// because an address without failures has maxFreshChecks attempts being
+// checked (no failure to speak of).
+func (t *Throttle) Begin(ip net.IP, user string) (wait time.Duration, ok, busy bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if d := t.delayLocked(ip, user); d > 0 {
-		return d, false
+		return d, false, false
 	}
 	k := HostKey(ip)
 	e := t.m[k]
@@ -132,15 +134,15 @@ func (t *Throttle) Begin(ip net.IP, user string) (wait time.Duration, ok bool) {
 		e = &throttleEntry{}
 		t.m[k] = e
 	}
-	limit := 1
-	if e.live(t.clock(), t.Forget) == 0 {
+	limit, fresh := 1, e.live(t.clock(), t.Forget) == 0
+	if fresh {
 		limit = maxFreshChecks
 	}
 	if e.checking >= limit {
-		return t.Base, false
+		return t.Base, false, fresh
 	}
 	e.checking++
-	return 0, true
+	return 0, true, false
 }
 
 // maxFreshChecks is how many attempts from an address without failures

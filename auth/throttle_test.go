@@ -40,14 +40,14 @@ func TestThrottleOneAttemptAtATime(t *testing.T) {
 	th := &Throttle{Base: time.Second, Max: time.Minute, Forget: time.Hour, now: func() time.Time { return now }}
 	ip, other := net.ParseIP("192.0.2.1"), net.ParseIP("192.0.2.2")
 	for range maxFreshChecks {
-		if _, ok := th.Begin(other, "bob"); !ok {
+		if _, ok, _ := th.Begin(other, "bob"); !ok {
 			t.Fatal("an address without failures was held to one attempt")
 		}
 	}
 	// But not to none: guesses sent at once after an address's failures
 	// were forgotten were all checked (review 59b: 53 in a second).
-	if d, ok := th.Begin(other, "bob"); ok || d <= 0 {
-		t.Fatalf("attempt %d at once from an address without failures: %v, %v; want a wait", maxFreshChecks+1, d, ok)
+	if d, ok, busy := th.Begin(other, "bob"); ok || d <= 0 || !busy {
+		t.Fatalf("attempt %d at once from an address without failures: %v, %v, busy %v; want a wait, said busy", maxFreshChecks+1, d, ok, busy)
 	}
 	for range maxFreshChecks {
 		th.End(other)
@@ -56,25 +56,25 @@ func TestThrottleOneAttemptAtATime(t *testing.T) {
 		t.Fatalf("%d entries left for addresses that never failed", len(th.m))
 	}
 	th.Fail(ip, "bob")
-	if d, ok := th.Begin(ip, "bob"); ok || d != time.Second {
+	if d, ok, _ := th.Begin(ip, "bob"); ok || d != time.Second {
 		t.Fatalf("right after a failure: %v, %v; want a wait of 1s", d, ok)
 	}
 	now = now.Add(2 * time.Second)
-	if d, ok := th.Begin(ip, "bob"); !ok || d != 0 {
+	if d, ok, _ := th.Begin(ip, "bob"); !ok || d != 0 {
 		t.Fatalf("after the wait: %v, %v; want the attempt", d, ok)
 	}
 	for range 5 {
-		if d, ok := th.Begin(ip, "bob"); ok || d <= 0 {
+		if d, ok, _ := th.Begin(ip, "bob"); ok || d <= 0 {
 			t.Fatalf("a second attempt while one is checked: %v, %v; want a wait", d, ok)
 		}
 	}
 	th.Fail(ip, "bob")
 	th.End(ip)
-	if d, ok := th.Begin(ip, "bob"); ok || d != 2*time.Second {
+	if d, ok, _ := th.Begin(ip, "bob"); ok || d != 2*time.Second {
 		t.Errorf("after a second failure: %v, %v; want a wait of 2s", d, ok)
 	}
 	now = now.Add(3 * time.Second)
-	if _, ok := th.Begin(ip, "bob"); !ok {
+	if _, ok, _ := th.Begin(ip, "bob"); !ok {
 		t.Error("the attempt after the wait was refused")
 	}
 }

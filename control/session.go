@@ -304,9 +304,17 @@ func (f *sessionFS) Login(user, password string) error {
 			return f.logIn(keyUser, user, password, "key")
 		}
 	}
-	d, reserved := cfg.Throttle.Begin(f.ip, user)
+	d, reserved, busy := cfg.Throttle.Begin(f.ip, user)
 	if reserved {
 		defer cfg.Throttle.End(f.ip)
+	}
+	if busy {
+		// No failure: a client's sessions logging in together, more
+		// at once than are checked at once. Not counted, not warned
+		// of; told to wait as a throttled login is, which a kerf
+		// client does.
+		f.log.Debug("login waits: others from the address are being checked", "user", user, "wait", d)
+		return fmt.Errorf("%w: other logins from your address are being checked: wait %v", errThrottled, d.Round(100*time.Millisecond))
 	}
 	if d > 0 {
 		// Not even checked: an address that failed recently waits, or

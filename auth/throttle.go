@@ -296,11 +296,14 @@ func (t *Throttle) pruneLocked(now time.Time) {
 			delete(t.m, k)
 			continue
 		}
-		if oldestK == "" || e.last().Before(oldest) {
+		// An entry with attempts being checked is not evicted: its
+		// count of them would go, and more be checked at once than
+		// Begin allows (review 59c).
+		if e.checking == 0 && (oldestK == "" || e.last().Before(oldest)) {
 			oldestK, oldest = k, e.last()
 		}
 	}
-	if len(t.m) >= t.MaxEntries {
+	if len(t.m) >= t.MaxEntries && oldestK != "" {
 		delete(t.m, oldestK)
 	}
 }

@@ -78,3 +78,24 @@ func TestThrottleOneAttemptAtATime(t *testing.T) {
 		t.Error("the attempt after the wait was refused")
 	}
 }
+
+// A full table does not evict an entry whose attempts are being
+// checked: its count would go, and more be checked at once than Begin
+// allows (review 59c: eight at once).
+func TestThrottleKeepsEntriesBeingChecked(t *testing.T) {
+	now := time.Unix(1000, 0)
+	th := &Throttle{Base: time.Second, Max: time.Minute, Forget: time.Hour, MaxEntries: 4, now: func() time.Time { return now }}
+	busy := net.ParseIP("192.0.2.1")
+	for range maxFreshChecks {
+		if _, ok, _ := th.Begin(busy, "u"); !ok {
+			t.Fatal("a fresh address's first checks refused")
+		}
+	}
+	for i := range 10 {
+		now = now.Add(time.Second)
+		th.Fail(net.IPv4(198, 51, 100, byte(i)), "x")
+	}
+	if _, ok, _ := th.Begin(busy, "u"); ok {
+		t.Fatalf("a fifth check at once let through once the table filled (%d entries)", len(th.m))
+	}
+}

@@ -666,7 +666,12 @@ func dialAfterThrottleWithin(ctx context.Context, cfg control.ClientConfig, budg
 		}
 		if !told {
 			told = true
-			fmt.Fprintf(os.Stderr, "kerf: the server throttles logins from this address after a failed one: trying again in %v\n", d.Round(100*time.Millisecond))
+			why := "the server throttles logins from this address after a failed one"
+			if strings.Contains(err.Error(), "being checked") {
+				// No failure: others from here were logging in (review 59c).
+				why = "the server is checking other logins from this address"
+			}
+			fmt.Fprintf(os.Stderr, "kerf: %s: trying again in %v\n", why, d.Round(100*time.Millisecond))
 		}
 		select {
 		case <-time.After(d):

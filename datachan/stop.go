@@ -32,9 +32,6 @@ func (e *StoppedError) Error() string {
 // StoppedByPeer says the file, not the Path, ended (see kermit).
 func (e *StoppedError) StoppedByPeer() bool { return true }
 
-// FileOnly says the error concerns one file, not the Path.
-func (e *StoppedError) FileOnly() bool { return true }
-
 // FileErr returns why file id, expected and not yet waited for or
 // abandoned, failed (a WriteError), or nil: a receiving engine told by
 // a Z that discards the file (its sender was stopped, WithStops) says
